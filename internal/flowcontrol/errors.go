@@ -1,0 +1,78 @@
+package flowcontrol
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrorCode is a QUIC transport error code (RFC 9000 section 20.1).
+type ErrorCode uint64
+
+// The transport error codes this package reports.
+const (
+	FlowControlError        ErrorCode = 0x03
+	StreamLimitError        ErrorCode = 0x04
+	StreamStateError        ErrorCode = 0x05
+	FinalSizeError          ErrorCode = 0x06
+	FrameEncodingError      ErrorCode = 0x07
+	TransportParameterError ErrorCode = 0x08
+)
+
+// String returns the code's name as written in RFC 9000.
+func (c ErrorCode) String() string {
+	switch c {
+	case FlowControlError:
+		return "FLOW_CONTROL_ERROR"
+	case StreamLimitError:
+		return "STREAM_LIMIT_ERROR"
+	case StreamStateError:
+		return "STREAM_STATE_ERROR"
+	case FinalSizeError:
+		return "FINAL_SIZE_ERROR"
+	case FrameEncodingError:
+		return "FRAME_ENCODING_ERROR"
+	case TransportParameterError:
+		return "TRANSPORT_PARAMETER_ERROR"
+	}
+	return fmt.Sprintf("transport error 0x%x", uint64(c))
+}
+
+// Error is a protocol violation by the peer; the connection closes with a
+// CONNECTION_CLOSE frame carrying Code.
+type Error struct {
+	Code   ErrorCode
+	Reason string
+}
+
+func (e *Error) Error() string { return e.Code.String() + ": " + e.Reason }
+
+// Is makes errors.Is match any *Error with the same code, so the sentinels
+// below match the detailed errors this package returns.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Sentinels for errors.Is. Use errors.As to read the code and reason.
+var (
+	ErrFlowControl        = &Error{Code: FlowControlError, Reason: "flow control limit exceeded"}
+	ErrStreamLimit        = &Error{Code: StreamLimitError, Reason: "stream limit exceeded"}
+	ErrStreamState        = &Error{Code: StreamStateError, Reason: "frame for a stream in the wrong state"}
+	ErrFinalSize          = &Error{Code: FinalSizeError, Reason: "final size violated"}
+	ErrFrameEncoding      = &Error{Code: FrameEncodingError, Reason: "value out of range"}
+	ErrTransportParameter = &Error{Code: TransportParameterError, Reason: "transport parameter out of range"}
+)
+
+// Local errors: misuse by our own code, not by the peer. They are not
+// transport errors and must not be sent to the peer.
+var (
+	ErrConsumeTooMuch  = errors.New("flowcontrol: consumed more bytes than received")
+	ErrCreditExceeded  = errors.New("flowcontrol: sent more bytes than the peer allows")
+	ErrStreamsBlocked  = errors.New("flowcontrol: peer's stream limit reached")
+	ErrNoOpenStreams   = errors.New("flowcontrol: stream closed that was never opened")
+	ErrStreamNumTooBig = errors.New("flowcontrol: stream number above 2^60-1")
+)
+
+func newError(code ErrorCode, format string, args ...any) error {
+	return &Error{Code: code, Reason: fmt.Sprintf(format, args...)}
+}

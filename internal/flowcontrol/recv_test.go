@@ -1,0 +1,293 @@
+package flowcontrol
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newPair(stream, conn WindowConfig) (*StreamReceiver, *ConnReceiver) {
+	c := NewConnReceiver(conn)
+	return NewStreamReceiver(4, c, stream), c
+}
+
+func mustNil(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStreamFlowControlError(t *testing.T) {
+	s, c := newPair(WindowConfig{Initial: 100}, WindowConfig{Initial: 1000})
+	mustNil(t, s.OnStreamFrame(0, 100, false))
+	err := s.OnStreamFrame(100, 1, false)
+	if code(err) != FlowControlError {
+		t.Fatalf("byte 101 with MAX_STREAM_DATA 100: err = %v", err)
+	}
+	if s.Highest() != 100 || c.Highest() != 100 {
+		t.Fatal("a rejected frame changed the state")
+	}
+	// Retransmissions below the limit stay fine and take no more credit.
+	mustNil(t, s.OnStreamFrame(50, 50, false))
+	if c.Highest() != 100 {
+		t.Fatalf("retransmission charged the connection: %d", c.Highest())
+	}
+}
+
+func TestConnectionFlowControlError(t *testing.T) {
+	c := NewConnReceiver(WindowConfig{Initial: 150})
+	a := NewStreamReceiver(0, c, WindowConfig{Initial: 100})
+	b := NewStreamReceiver(4, c, WindowConfig{Initial: 100})
+	mustNil(t, a.OnStreamFrame(0, 100, false))
+	mustNil(t, b.OnStreamFrame(0, 50, false))
+	err := b.OnStreamFrame(50, 1, false)
+	if code(err) != FlowControlError {
+		t.Fatalf("connection total 151 with MAX_DATA 150: err = %v", err)
+	}
+	if b.Highest() != 50 || c.Highest() != 150 {
+		t.Fatal("a rejected frame changed the state")
+	}
+	// A reset whose final size overflows the connection is caught too.
+	if err := b.OnResetStream(60); code(err) != FlowControlError {
+		t.Fatalf("reset beyond MAX_DATA: err = %v", err)
+	}
+}
+
+func TestOffsetBeyondVarint(t *testing.T) {
+	s, _ := newPair(WindowConfig{Initial: MaxOffset}, WindowConfig{Initial: MaxOffset})
+	for _, f := range [][2]uint64{{MaxOffset, 1}, {MaxOffset + 1, 0}, {1, MaxOffset}, {1 << 63, 1 << 63}} {
+		if err := s.OnStreamFrame(f[0], f[1], false); code(err) != FlowControlError {
+			t.Errorf("offset %d length %d: err = %v", f[0], f[1], err)
+		}
+	}
+	if err := s.OnResetStream(MaxOffset + 1); code(err) != FlowControlError {
+		t.Errorf("reset final size 2^62: err = %v", err)
+	}
+	mustNil(t, s.OnStreamFrame(MaxOffset-10, 10, true))
+}
+
+func TestFinalSizeErrors(t *testing.T) {
+	big := WindowConfig{Initial: 1 << 20}
+	cases := []struct {
+		name string
+		run  func(s *StreamReceiver) error
+	}{
+		{"FIN changes final size", func(s *StreamReceiver) error {
+			mustNil(t, s.OnStreamFrame(0, 10, true))
+			return s.OnStreamFrame(0, 12, true)
+		}},
+		{"FIN with smaller final size", func(s *StreamReceiver) error {
+			mustNil(t, s.OnStreamFrame(0, 10, true))
+			return s.OnStreamFrame(0, 8, true)
+		}},
+		{"data beyond final size", func(s *StreamReceiver) error {
+			mustNil(t, s.OnStreamFrame(0, 10, true))
+			return s.OnStreamFrame(10, 1, false)
+		}},
+		{"FIN below data received", func(s *StreamReceiver) error {
+			mustNil(t, s.OnStreamFrame(0, 10, false))
+			return s.OnStreamFrame(0, 5, true)
+		}},
+		{"reset changes final size", func(s *StreamReceiver) error {
+			mustNil(t, s.OnStreamFrame(0, 10, true))
+			return s.OnResetStream(11)
+		}},
+		{"reset below data received", func(s *StreamReceiver) error {
+			mustNil(t, s.OnStreamFrame(0, 10, false))
+			return s.OnResetStream(9)
+		}},
+		{"two resets disagree", func(s *StreamReceiver) error {
+			mustNil(t, s.OnResetStream(20))
+			return s.OnResetStream(21)
+		}},
+		{"data beyond reset final size", func(s *StreamReceiver) error {
+			mustNil(t, s.OnResetStream(20))
+			return s.OnStreamFrame(15, 6, false)
+		}},
+	}
+	for _, c := range cases {
+		s, _ := newPair(big, big)
+		if err := c.run(s); code(err) != FinalSizeError || !errors.Is(err, ErrFinalSize) {
+			t.Errorf("%s: err = %v, want FINAL_SIZE_ERROR", c.name, err)
+		}
+	}
+	// The consistent cases are accepted.
+	s, _ := newPair(big, big)
+	mustNil(t, s.OnStreamFrame(5, 5, true))
+	mustNil(t, s.OnStreamFrame(0, 5, false)) // fills in below the final size
+	mustNil(t, s.OnStreamFrame(0, 10, true)) // FIN repeated, same size
+	mustNil(t, s.OnResetStream(10))          // reset with the same size
+	mustNil(t, s.OnResetStream(10))          // and again
+	if fs, ok := s.FinalSize(); !ok || fs != 10 {
+		t.Fatalf("FinalSize = %d, %v", fs, ok)
+	}
+}
+
+func TestResetReleasesConnectionCredit(t *testing.T) {
+	s, c := newPair(WindowConfig{Initial: 1000}, WindowConfig{Initial: 1000})
+	mustNil(t, s.OnStreamFrame(0, 100, false))
+	mustNil(t, s.Consume(40))
+	// The final size counts in full against the connection (RFC 9000 4.5),
+	// and all of it is released since nobody will read it.
+	mustNil(t, s.OnResetStream(600))
+	if c.Highest() != 600 || c.Consumed() != 600 || s.Consumed() != 600 {
+		t.Fatalf("after reset: conn highest %d consumed %d, stream consumed %d", c.Highest(), c.Consumed(), s.Consumed())
+	}
+	if s.NeedsUpdate() {
+		t.Fatal("MAX_STREAM_DATA wanted for a reset stream")
+	}
+	if !c.NeedsUpdate() {
+		t.Fatal("released credit should allow a MAX_DATA update")
+	}
+}
+
+func TestAbandonReleasesLateData(t *testing.T) {
+	s, c := newPair(WindowConfig{Initial: 1000}, WindowConfig{Initial: 1000})
+	mustNil(t, s.OnStreamFrame(0, 100, false))
+	s.Abandon()
+	if c.Consumed() != 100 {
+		t.Fatalf("conn consumed %d after abandon, want 100", c.Consumed())
+	}
+	mustNil(t, s.OnStreamFrame(100, 50, false))
+	if c.Consumed() != 150 || c.Highest() != 150 {
+		t.Fatalf("late data not released: consumed %d highest %d", c.Consumed(), c.Highest())
+	}
+	if err := s.Consume(1); !errors.Is(err, ErrConsumeTooMuch) {
+		t.Fatalf("Consume after abandon: %v", err)
+	}
+}
+
+func TestConsumeTooMuch(t *testing.T) {
+	s, c := newPair(WindowConfig{Initial: 100}, WindowConfig{Initial: 100})
+	mustNil(t, s.OnStreamFrame(0, 10, false))
+	if err := s.Consume(11); !errors.Is(err, ErrConsumeTooMuch) {
+		t.Fatalf("err = %v", err)
+	}
+	if s.Consumed() != 0 || c.Consumed() != 0 {
+		t.Fatal("failed Consume changed the state")
+	}
+}
+
+func TestUpdateThreshold(t *testing.T) {
+	s, c := newPair(WindowConfig{Initial: 1000}, WindowConfig{Initial: 4000})
+	mustNil(t, s.OnStreamFrame(0, 1000, false))
+	mustNil(t, s.Consume(499))
+	if s.NeedsUpdate() {
+		t.Fatal("update with 501 of 1000 bytes of window left")
+	}
+	if _, ok := s.MaybeUpdate(t0, 0); ok {
+		t.Fatal("MaybeUpdate sent an early update")
+	}
+	mustNil(t, s.Consume(1))
+	if !s.NeedsUpdate() {
+		t.Fatal("no update with half the window left")
+	}
+	limit, ok := s.MaybeUpdate(t0, 0)
+	if !ok || limit != 1500 || s.Limit() != 1500 {
+		t.Fatalf("MaybeUpdate = %d, %v; want 1500 (consumed + window)", limit, ok)
+	}
+	if s.NeedsUpdate() {
+		t.Fatal("update still wanted right after one was sent")
+	}
+	// Connection: 4000 window, 500 consumed: no MAX_DATA yet.
+	if c.NeedsUpdate() {
+		t.Fatal("MAX_DATA wanted with 3500 of 4000 left")
+	}
+	mustNil(t, s.OnStreamFrame(1000, 500, false))
+	mustNil(t, s.Consume(1000))
+	cl, ok := c.MaybeUpdate(t0, 0)
+	if ok || cl != 4000 {
+		t.Fatalf("MAX_DATA %d, %v with 1500 consumed of 4000", cl, ok)
+	}
+	s2 := NewStreamReceiver(8, c, WindowConfig{Initial: 1000})
+	mustNil(t, s2.OnStreamFrame(0, 500, false))
+	mustNil(t, s2.Consume(500))
+	if cl, ok = c.MaybeUpdate(t0, 0); !ok || cl != 6000 {
+		t.Fatalf("MAX_DATA = %d, %v; want 6000 after 2000 consumed", cl, ok)
+	}
+	// After a FIN no more MAX_STREAM_DATA is needed.
+	mustNil(t, s2.OnStreamFrame(500, 0, true))
+	if s2.NeedsUpdate() {
+		t.Fatal("MAX_STREAM_DATA wanted after the final size is known")
+	}
+}
+
+// drain simulates a sender that always fills the window and an application
+// that reads step bytes every interval, sending updates as they fall due.
+func drain(t *testing.T, s *StreamReceiver, step uint64, interval, srtt time.Duration, rounds int) {
+	t.Helper()
+	now := t0
+	for i := 0; i < rounds; i++ {
+		if fill := min(s.Limit()-s.Highest(), s.conn.Limit()-s.conn.Highest()); fill > 0 {
+			mustNil(t, s.OnStreamFrame(s.Highest(), fill, false))
+		}
+		now = now.Add(interval)
+		mustNil(t, s.Consume(min(step, s.Highest()-s.Consumed())))
+		if limit, ok := s.MaybeUpdate(now, srtt); ok && limit != s.Consumed()+s.Window() {
+			t.Fatalf("limit %d != consumed %d + window %d", limit, s.Consumed(), s.Window())
+		}
+		s.conn.MaybeUpdate(now, srtt)
+	}
+}
+
+func TestAutoTuneGrowsWhenFast(t *testing.T) {
+	s, c := newPair(WindowConfig{Initial: 1000, Max: 8000}, WindowConfig{Initial: 1000, Max: 1 << 20})
+	// Half a window read every 50 ms with a 100 ms RTT: a full window is
+	// drained in 100 ms, under 2 RTTs, so the window must grow.
+	drain(t, s, 500, 50*time.Millisecond, 100*time.Millisecond, 3)
+	if s.Window() != 2000 {
+		t.Fatalf("window %d after draining 1000 bytes in one RTT, want 2000", s.Window())
+	}
+	if c.Window() < 3000 {
+		t.Fatalf("connection window %d, want >= 1.5 x 2000", c.Window())
+	}
+	// Keep reading fast: the window doubles up to the configured maximum.
+	for i := 0; i < 20; i++ {
+		drain(t, s, s.Window()/2, 50*time.Millisecond, 100*time.Millisecond, 1)
+	}
+	if s.Window() != 8000 {
+		t.Fatalf("window %d, want the 8000 maximum", s.Window())
+	}
+	if c.Window() < 12000 {
+		t.Fatalf("connection window %d, want >= 12000", c.Window())
+	}
+}
+
+func TestAutoTuneNoGrowthWhenSlow(t *testing.T) {
+	s, c := newPair(WindowConfig{Initial: 1000, Max: 8000}, WindowConfig{Initial: 1000, Max: 1 << 20})
+	// Half a window per 150 ms: a full window takes 300 ms, 3 RTTs.
+	drain(t, s, 500, 150*time.Millisecond, 100*time.Millisecond, 20)
+	if s.Window() != 1000 || c.Window() != 1000 {
+		t.Fatalf("windows grew for a slow reader: stream %d conn %d", s.Window(), c.Window())
+	}
+	// Without an RTT estimate nothing grows either.
+	s2, _ := newPair(WindowConfig{Initial: 1000, Max: 8000}, WindowConfig{Initial: 1000, Max: 1 << 20})
+	drain(t, s2, 500, time.Nanosecond, 0, 20)
+	if s2.Window() != 1000 {
+		t.Fatalf("window grew without an RTT sample: %d", s2.Window())
+	}
+	// A maximum below the initial window disables tuning.
+	s3, _ := newPair(WindowConfig{Initial: 1000, Max: 10}, WindowConfig{Initial: 1000})
+	drain(t, s3, 500, time.Nanosecond, time.Second, 20)
+	if s3.Window() != 1000 {
+		t.Fatalf("window changed with tuning disabled: %d", s3.Window())
+	}
+}
+
+func TestConnectionAutoTune(t *testing.T) {
+	c := NewConnReceiver(WindowConfig{Initial: 1000, Max: 4000})
+	s := NewStreamReceiver(0, c, WindowConfig{Initial: 1 << 30})
+	now := t0
+	for i := 0; i < 12; i++ {
+		mustNil(t, s.OnStreamFrame(s.Highest(), c.Limit()-c.Highest(), false))
+		mustNil(t, s.Consume(s.Highest()-s.Consumed()))
+		now = now.Add(10 * time.Millisecond)
+		c.MaybeUpdate(now, 100*time.Millisecond)
+	}
+	if c.Window() != 4000 {
+		t.Fatalf("connection window %d, want the 4000 maximum", c.Window())
+	}
+}

@@ -1,0 +1,49 @@
+package wire
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+)
+
+// ParseVersionNegotiation parses a Version Negotiation packet (RFC 9000
+// section 17.2.1) and appends the listed versions to versions, which the
+// caller may reuse. Connection IDs may be up to 255 bytes (RFC 8999).
+func ParseVersionNegotiation(b []byte, versions []Version) (dcid, scid []byte, vs []Version, err error) {
+	var h InvariantHeader
+	if err := ParseInvariantHeader(b, &h); err != nil {
+		return nil, nil, versions, err
+	}
+	if h.Version != versionNegotiation {
+		return nil, nil, versions, ErrNotVersionNegotiate
+	}
+	list := b[h.HeaderLen:]
+	if len(list) == 0 || len(list)%4 != 0 {
+		return nil, nil, versions, ErrBadVersionList
+	}
+	for ; len(list) > 0; list = list[4:] {
+		versions = append(versions, Version(binary.BigEndian.Uint32(list)))
+	}
+	return h.DestConnID, h.SrcConnID, versions, nil
+}
+
+// AppendVersionNegotiation appends a Version Negotiation packet answering a
+// client packet with the connection IDs clientDCID and clientSCID. As RFC
+// 9000 section 17.2.1 requires, the client's source connection ID becomes
+// the destination connection ID and vice versa. The unused bits of the
+// first byte are random except 0x40, which is set so the packet looks like
+// it has a fixed bit. Connection IDs longer than 255 bytes panic.
+func AppendVersionNegotiation(b []byte, clientDCID, clientSCID []byte, versions []Version) []byte {
+	if len(clientDCID) > 255 || len(clientSCID) > 255 {
+		panic("wire: connection ID longer than 255 bytes")
+	}
+	b = append(b, 0xc0|byte(rand.Uint32()&0x3f))
+	b = binary.BigEndian.AppendUint32(b, uint32(versionNegotiation))
+	b = append(b, byte(len(clientSCID)))
+	b = append(b, clientSCID...)
+	b = append(b, byte(len(clientDCID)))
+	b = append(b, clientDCID...)
+	for _, v := range versions {
+		b = binary.BigEndian.AppendUint32(b, uint32(v))
+	}
+	return b
+}
