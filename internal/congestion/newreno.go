@@ -1,0 +1,112 @@
+package congestion
+
+import (
+	"math"
+	"time"
+)
+
+// renoLossReduction is kLossReductionFactor (RFC 9002 section 7.3.2),
+// expressed as a divisor.
+const renoLossReductionDivisor = 2
+
+// NewReno is the congestion controller of RFC 9002 section 7 and appendix B.
+type NewReno struct {
+	maxDatagramSize int
+	cwnd            int
+	ssthresh        int
+	recovery        recoveryPeriod
+	// ackedInAvoidance counts bytes acked in congestion avoidance; each full
+	// window of them adds one datagram, which avoids the rounding loss of a
+	// per-ACK fraction.
+	ackedInAvoidance int
+}
+
+var _ Controller = (*NewReno)(nil)
+
+// NewNewReno returns a NewReno controller in slow start with the initial
+// window for maxDatagramSize (DefaultMaxDatagramSize when it is smaller).
+func NewNewReno(maxDatagramSize int) *NewReno {
+	maxDatagramSize = max(maxDatagramSize, DefaultMaxDatagramSize)
+	return &NewReno{
+		maxDatagramSize: maxDatagramSize,
+		cwnd:            InitialWindow(maxDatagramSize),
+		ssthresh:        math.MaxInt,
+	}
+}
+
+// OnPacketSent implements Controller; NewReno needs nothing at send time.
+func (c *NewReno) OnPacketSent(time.Time, int, int) {}
+
+// OnPacketAcked implements Controller.
+func (c *NewReno) OnPacketAcked(_, sentTime time.Time, bytes, priorInFlight int) {
+	c.recovery.onAck(sentTime)
+	if c.recovery.covers(sentTime) {
+		return
+	}
+	if !cwndLimited(c.cwnd, priorInFlight, c.maxDatagramSize, c.InSlowStart()) {
+		return
+	}
+	if c.InSlowStart() {
+		c.cwnd += bytes
+		return
+	}
+	c.ackedInAvoidance += bytes
+	if c.ackedInAvoidance >= c.cwnd {
+		c.ackedInAvoidance -= c.cwnd
+		c.cwnd += c.maxDatagramSize
+	}
+}
+
+// OnPacketsLost implements Controller.
+func (c *NewReno) OnPacketsLost(now, largestSentTime time.Time, lostBytes int) {
+	if lostBytes > 0 {
+		c.OnCongestionEvent(now, largestSentTime)
+	}
+}
+
+// OnCongestionEvent implements Controller: halve the window, at most once
+// per recovery period.
+func (c *NewReno) OnCongestionEvent(now, sentTime time.Time) {
+	if c.recovery.covers(sentTime) {
+		return
+	}
+	c.recovery.enter(now)
+	c.ssthresh = c.cwnd / renoLossReductionDivisor
+	c.cwnd = max(c.ssthresh, MinimumWindow(c.maxDatagramSize))
+	c.ackedInAvoidance = 0
+}
+
+// OnPersistentCongestion implements Controller.
+func (c *NewReno) OnPersistentCongestion(time.Time) {
+	c.cwnd = MinimumWindow(c.maxDatagramSize)
+	c.recovery.reset()
+	c.ackedInAvoidance = 0
+}
+
+// CanSend implements Controller.
+func (c *NewReno) CanSend(bytesInFlight int) bool { return bytesInFlight < c.cwnd }
+
+// CongestionWindow implements Controller.
+func (c *NewReno) CongestionWindow() int { return c.cwnd }
+
+// SlowStartThreshold returns ssthresh (math.MaxInt before the first loss).
+func (c *NewReno) SlowStartThreshold() int { return c.ssthresh }
+
+// InSlowStart implements Controller.
+func (c *NewReno) InSlowStart() bool { return c.cwnd < c.ssthresh }
+
+// InRecovery implements Controller.
+func (c *NewReno) InRecovery() bool { return c.recovery.active }
+
+// SetMaxDatagramSize implements Controller. A window still at its initial
+// value is recomputed for the new size (RFC 9002 section 7.2).
+func (c *NewReno) SetMaxDatagramSize(size int) {
+	if size < DefaultMaxDatagramSize || size == c.maxDatagramSize {
+		return
+	}
+	if c.cwnd == InitialWindow(c.maxDatagramSize) {
+		c.cwnd = InitialWindow(size)
+	}
+	c.maxDatagramSize = size
+	c.cwnd = max(c.cwnd, MinimumWindow(size))
+}

@@ -1,0 +1,170 @@
+package recovery
+
+import (
+	"testing"
+	"time"
+)
+
+func expectTimer(t *testing.T, r *Recovery, want time.Time) {
+	t.Helper()
+	if got := r.LossDetectionTimeout(); !got.Equal(want) {
+		if want.IsZero() {
+			t.Fatalf("timer armed at t0+%v, want none", got.Sub(t0))
+		}
+		t.Fatalf("timer t0+%v, want t0+%v", got.Sub(t0), want.Sub(t0))
+	}
+}
+
+func fire(t *testing.T, r *Recovery, now time.Time) TimeoutAction {
+	t.Helper()
+	var ev Events
+	a := r.OnLossDetectionTimeout(now, &ev)
+	if len(ev.Lost) != 0 || len(ev.Acked) != 0 {
+		t.Fatalf("PTO reported packets: %v %v", numbers(ev.Lost), numbers(ev.Acked))
+	}
+	return a
+}
+
+func TestPTOExponentialBackoff(t *testing.T) {
+	r := confirmedServer()
+	expectTimer(t, r, time.Time{})
+	send(t, r, ApplicationData, 0, t0)
+	// 999 ms initial PTO + 25 ms max_ack_delay for ApplicationData.
+	expectTimer(t, r, t0.Add(ms(1024)))
+	if a := r.OnLossDetectionTimeout(t0.Add(ms(1023)), nil); a.Kind != TimeoutNone || r.PTOCount() != 0 {
+		t.Fatal("PTO fired early")
+	}
+	now := t0.Add(ms(1024))
+	a := fire(t, r, now)
+	if a != (TimeoutAction{Kind: TimeoutProbe, Space: ApplicationData, Probes: 2}) || r.PTOCount() != 1 {
+		t.Fatalf("action %+v, pto_count %d", a, r.PTOCount())
+	}
+	// Backoff doubles both terms: t0 + 2*1024.
+	expectTimer(t, r, t0.Add(ms(2048)))
+	// The probes restart the period from their send time.
+	send(t, r, ApplicationData, 1, now)
+	send(t, r, ApplicationData, 2, now)
+	expectTimer(t, r, now.Add(ms(2048)))
+	fire(t, r, now.Add(ms(2048)))
+	expectTimer(t, r, now.Add(ms(4096)))
+	fire(t, r, now.Add(ms(4096)))
+	expectTimer(t, r, now.Add(ms(8192)))
+	if r.PTOCount() != 3 {
+		t.Fatalf("pto_count %d, want 3", r.PTOCount())
+	}
+	// An ACK resets the backoff.
+	ack(t, r, ApplicationData, now.Add(ms(5000)), 0, rng(2, 2))
+	if r.PTOCount() != 0 {
+		t.Fatalf("pto_count %d after ACK", r.PTOCount())
+	}
+}
+
+func TestPTOSpaceSelection(t *testing.T) {
+	r := New(Config{}) // client
+	r.SetHandshakeKeys(t0)
+	send(t, r, Initial, 0, t0)
+	send(t, r, Handshake, 0, t0.Add(ms(10)))
+	send(t, r, ApplicationData, 0, t0.Add(ms(20))) // before confirmation
+	// The earliest space wins; ApplicationData is not eligible yet.
+	expectTimer(t, r, t0.Add(ms(999)))
+	if a := fire(t, r, t0.Add(ms(999))); a.Space != Initial || a.Kind != TimeoutProbe {
+		t.Fatalf("action %+v, want a probe in Initial", a)
+	}
+	// An Initial ACK does not prove the server validated the client:
+	// pto_count stays.
+	ack(t, r, Initial, t0.Add(ms(1000)), 0, rng(0, 0))
+	if r.PTOCount() != 1 {
+		t.Fatalf("pto_count %d after an Initial ACK, want 1", r.PTOCount())
+	}
+	// srtt = 1000 ms, rttvar 500: PTO 3000 ms, doubled: Handshake's at
+	// 10 ms + 6000 ms.
+	expectTimer(t, r, t0.Add(ms(6010)))
+	if a := fire(t, r, t0.Add(ms(6010))); a.Space != Handshake {
+		t.Fatalf("action %+v, want Handshake", a)
+	}
+	// A Handshake ACK validates the client: pto_count resets, and with
+	// only pre-confirmation ApplicationData in flight no PTO is armed.
+	ack(t, r, Handshake, t0.Add(ms(6100)), 0, rng(0, 0))
+	if r.PTOCount() != 0 {
+		t.Fatalf("pto_count %d after a Handshake ACK", r.PTOCount())
+	}
+	expectTimer(t, r, time.Time{})
+	// Confirmation arms the ApplicationData PTO with max_ack_delay.
+	r.SetHandshakeConfirmed(t0.Add(ms(6100)))
+	want := t0.Add(ms(20)).Add(r.RTT().PTOBase() + DefaultMaxAckDelay)
+	expectTimer(t, r, want)
+	if a := fire(t, r, want); a.Space != ApplicationData {
+		t.Fatalf("action %+v, want ApplicationData", a)
+	}
+}
+
+func TestClientAntiDeadlockPTO(t *testing.T) {
+	r := New(Config{})
+	send(t, r, Initial, 0, t0)
+	ack(t, r, Initial, t0.Add(ms(100)), 0, rng(0, 0)) // srtt 100: PTO 300
+	// Nothing in flight, but the client is not validated yet: it must
+	// keep a timer, counted from now.
+	now := t0.Add(ms(100))
+	expectTimer(t, r, now.Add(ms(300)))
+	now = now.Add(ms(300))
+	a := fire(t, r, now)
+	if a != (TimeoutAction{Kind: TimeoutProbe, Space: Initial, Probes: 1}) {
+		t.Fatalf("action %+v, want one padded Initial", a)
+	}
+	expectTimer(t, r, now.Add(ms(600)))
+	// With Handshake keys the probe is a Handshake packet.
+	r.SetHandshakeKeys(now)
+	if a := fire(t, r, now.Add(ms(600))); a.Space != Handshake || a.Probes != 1 {
+		t.Fatalf("action %+v, want one Handshake packet", a)
+	}
+	// Confirmation ends it.
+	r.SetHandshakeConfirmed(now.Add(ms(700)))
+	expectTimer(t, r, time.Time{})
+
+	// A server never arms the anti-deadlock timer.
+	s := New(Config{IsServer: true})
+	send(t, s, Initial, 0, t0)
+	ack(t, s, Initial, t0.Add(ms(100)), 0, rng(0, 0))
+	expectTimer(t, s, time.Time{})
+}
+
+func TestAmplificationLimitedServer(t *testing.T) {
+	r := New(Config{IsServer: true})
+	send(t, r, Initial, 0, t0)
+	expectTimer(t, r, t0.Add(ms(999)))
+	r.SetAmplificationLimited(true, t0.Add(ms(1)))
+	expectTimer(t, r, time.Time{})
+	if a := r.OnLossDetectionTimeout(t0.Add(ms(5000)), nil); a.Kind != TimeoutNone {
+		t.Fatalf("disarmed timer acted: %+v", a)
+	}
+	r.SetAmplificationLimited(false, t0.Add(ms(2)))
+	expectTimer(t, r, t0.Add(ms(999)))
+
+	// The loss timer is not subject to the limit.
+	send(t, r, Initial, 1, t0.Add(ms(1)))
+	ack(t, r, Initial, t0.Add(ms(51)), 0, rng(1, 1))
+	// Packet 0 is lost at 9/8 * 50 ms after it was sent.
+	lossAt := t0.Add(56250 * time.Microsecond)
+	expectTimer(t, r, lossAt)
+	r.SetAmplificationLimited(true, t0.Add(ms(61)))
+	expectTimer(t, r, lossAt)
+	var ev Events
+	if a := r.OnLossDetectionTimeout(lossAt, &ev); a.Kind != TimeoutLoss || !equalNumbers(ev.Lost, 0) {
+		t.Fatalf("action %+v lost %v", a, numbers(ev.Lost))
+	}
+}
+
+func TestPTOBackoffBounded(t *testing.T) {
+	r := confirmedServer()
+	send(t, r, ApplicationData, 0, t0)
+	for range 100 {
+		at := r.LossDetectionTimeout()
+		if at.IsZero() || at.Before(t0) {
+			t.Fatalf("timer %v after %d PTOs", at, r.PTOCount())
+		}
+		fire(t, r, at)
+	}
+	if r.PTOCount() != 100 {
+		t.Fatalf("pto_count %d", r.PTOCount())
+	}
+}
