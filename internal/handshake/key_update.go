@@ -61,8 +61,7 @@ func (k *AppKeys) SetSendSecret(secret []byte) error {
 	if len(secret) != k.suite.hashLen {
 		return ErrInvalidSecret
 	}
-	keys := derivePacketKeys(k.suite, k.version, secret)
-	hp, err := newHeaderProtector(k.suite, keys.HP)
+	keys, hp, err := deriveProtection(k.suite, k.version, secret)
 	if err != nil {
 		return err
 	}
@@ -85,8 +84,7 @@ func (k *AppKeys) SetRecvSecret(secret []byte) error {
 	if len(secret) != k.suite.hashLen {
 		return ErrInvalidSecret
 	}
-	keys := derivePacketKeys(k.suite, k.version, secret)
-	hp, err := newHeaderProtector(k.suite, keys.HP)
+	keys, hp, err := deriveProtection(k.suite, k.version, secret)
 	if err != nil {
 		return err
 	}

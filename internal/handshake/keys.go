@@ -37,6 +37,14 @@ func derivePacketKeys(s *suiteParams, vp *versionParams, secret []byte) PacketKe
 	}
 }
 
+// deriveProtection derives the packet keys of secret and builds their
+// header protector, the part sealers and openers share.
+func deriveProtection(s *suiteParams, vp *versionParams, secret []byte) (PacketKeys, *headerProtector, error) {
+	keys := derivePacketKeys(s, vp, secret)
+	hp, err := newHeaderProtector(s, keys.HP)
+	return keys, hp, err
+}
+
 // NextSecret derives the traffic secret of the next key phase
 // (RFC 9001 section 6.1: "quic ku", RFC 9369: "quicv2 ku").
 func NextSecret(suiteID uint16, secret []byte, v Version) ([]byte, error) {

@@ -15,8 +15,7 @@ func NewOpener(suiteID uint16, secret []byte, v Version) (*Opener, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := derivePacketKeys(s, vp, secret)
-	hp, err := newHeaderProtector(s, keys.HP)
+	keys, hp, err := deriveProtection(s, vp, secret)
 	if err != nil {
 		return nil, err
 	}

@@ -17,8 +17,7 @@ func NewSealer(suiteID uint16, secret []byte, v Version) (*Sealer, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := derivePacketKeys(s, vp, secret)
-	hp, err := newHeaderProtector(s, keys.HP)
+	keys, hp, err := deriveProtection(s, vp, secret)
 	if err != nil {
 		return nil, err
 	}
