@@ -1,0 +1,69 @@
+package connid
+
+import (
+	"bufio"
+	"crypto/rand"
+	"errors"
+	"io"
+	"sync"
+)
+
+// DefaultLen is the length of the connection IDs this stack issues unless
+// configured otherwise; the fast-path cache keys on it (DESIGN.md).
+const DefaultLen = 8
+
+// randBufferSize is how many random bytes one read from the system source
+// provides: 204 eight-byte IDs per getrandom call.
+const randBufferSize = 2048
+
+// ErrBadLength is returned by NewGenerator for a length outside 0..MaxLen.
+var ErrBadLength = errors.New("connid: connection ID length must be 0..20")
+
+// Generator makes random connection IDs of one length. Random bytes come
+// from crypto/rand through a buffer, so a new ID rarely costs a system
+// call. It is safe for concurrent use.
+type Generator struct {
+	length int
+
+	mu      sync.Mutex
+	r       *bufio.Reader
+	scratch [MaxLen]byte
+}
+
+// NewGenerator returns a Generator of IDs of the given length (0..MaxLen).
+// A length of 0 means the endpoint uses zero-length connection IDs.
+func NewGenerator(length int) (*Generator, error) {
+	return NewGeneratorFrom(length, rand.Reader)
+}
+
+// NewGeneratorFrom is NewGenerator reading randomness from r instead of
+// crypto/rand; tests use it for reproducible IDs.
+func NewGeneratorFrom(length int, r io.Reader) (*Generator, error) {
+	if length < 0 || length > MaxLen {
+		return nil, ErrBadLength
+	}
+	return &Generator{length: length, r: bufio.NewReaderSize(r, randBufferSize)}, nil
+}
+
+// Len returns the length of the IDs g makes.
+func (g *Generator) Len() int { return g.length }
+
+// New returns a fresh random connection ID. The error is that of the
+// random source, which crypto/rand never returns in practice.
+func (g *Generator) New() (ConnectionID, error) {
+	var c ConnectionID
+	if g.length == 0 {
+		return c, nil
+	}
+	g.mu.Lock()
+	// Reading into the Generator's own array rather than into c keeps c
+	// on the caller's stack: an io.Reader would make it escape.
+	_, err := io.ReadFull(g.r, g.scratch[:g.length])
+	copy(c.b[:], g.scratch[:g.length])
+	g.mu.Unlock()
+	if err != nil {
+		return ConnectionID{}, err
+	}
+	c.n = uint8(g.length)
+	return c, nil
+}

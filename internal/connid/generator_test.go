@@ -1,0 +1,96 @@
+package connid
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"sync"
+	"testing"
+)
+
+func TestGeneratorLengths(t *testing.T) {
+	for n := 0; n <= MaxLen; n++ {
+		g, err := NewGenerator(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := g.New()
+		if err != nil || c.Len() != n || g.Len() != n {
+			t.Fatalf("len %d: got %d, %v", n, c.Len(), err)
+		}
+	}
+	for _, n := range []int{-1, MaxLen + 1} {
+		if _, err := NewGenerator(n); !errors.Is(err, ErrBadLength) {
+			t.Fatalf("length %d: err = %v", n, err)
+		}
+	}
+}
+
+func TestGeneratorUnique(t *testing.T) {
+	g, _ := NewGenerator(DefaultLen)
+	seen := map[ConnectionID]bool{}
+	for range 10000 {
+		c, err := g.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[c] {
+			t.Fatalf("duplicate ID %v", c)
+		}
+		seen[c] = true
+	}
+}
+
+func TestGeneratorReadsSource(t *testing.T) {
+	src := bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7, 8}, 4)
+	g, _ := NewGeneratorFrom(8, bytes.NewReader(src))
+	for range 4 {
+		c, err := g.New()
+		if err != nil || c.String() != "0102030405060708" {
+			t.Fatalf("got %v, %v", c, err)
+		}
+	}
+	// The source is exhausted: the error comes back, with no ID.
+	c, err := g.New()
+	if !errors.Is(err, io.EOF) || c.Len() != 0 {
+		t.Fatalf("got %v, %v", c, err)
+	}
+}
+
+func TestGeneratorAllocs(t *testing.T) {
+	g, _ := NewGenerator(DefaultLen)
+	var sink ConnectionID
+	if n := testing.AllocsPerRun(1000, func() { sink, _ = g.New() }); n != 0 {
+		t.Fatalf("New allocates %v times", n)
+	}
+	_ = sink
+}
+
+// One Generator serves every connection of a Transport; run with -race.
+func TestGeneratorConcurrent(t *testing.T) {
+	g, _ := NewGenerator(DefaultLen)
+	var wg sync.WaitGroup
+	ids := make([][]ConnectionID, 4)
+	for w := range ids {
+		wg.Go(func() {
+			for range 500 {
+				c, err := g.New()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids[w] = append(ids[w], c)
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[ConnectionID]bool{}
+	for _, l := range ids {
+		for _, c := range l {
+			if seen[c] {
+				t.Fatalf("duplicate ID %v across goroutines", c)
+			}
+			seen[c] = true
+		}
+	}
+}
