@@ -1,0 +1,5 @@
+//go:build !race
+
+package streambuf
+
+const raceEnabled = false
