@@ -69,6 +69,14 @@ func AppendFrame(b []byte, f *Frame) []byte {
 // non-zero offset; withLen adds the Length field, which only the last
 // frame of a packet may omit.
 func AppendStreamFrame(b []byte, streamID, offset uint64, data []byte, fin, withLen bool) []byte {
+	b = AppendStreamFrameHeader(b, streamID, offset, len(data), fin, withLen)
+	return append(b, data...)
+}
+
+// AppendStreamFrameHeader appends the fields of a STREAM frame that come
+// before its data, for a frame carrying dataLen bytes. The caller appends
+// the data itself, so a send buffer can copy straight into the packet.
+func AppendStreamFrameHeader(b []byte, streamID, offset uint64, dataLen int, fin, withLen bool) []byte {
 	t := byte(FrameTypeStream)
 	if offset != 0 {
 		t |= streamFlagOff
@@ -85,17 +93,23 @@ func AppendStreamFrame(b []byte, streamID, offset uint64, data []byte, fin, with
 		b = AppendVarint(b, offset)
 	}
 	if withLen {
-		b = AppendVarint(b, uint64(len(data)))
+		b = AppendVarint(b, uint64(dataLen))
 	}
-	return append(b, data...)
+	return b
 }
 
 // AppendCryptoFrame appends a CRYPTO frame.
 func AppendCryptoFrame(b []byte, offset uint64, data []byte) []byte {
+	b = AppendCryptoFrameHeader(b, offset, len(data))
+	return append(b, data...)
+}
+
+// AppendCryptoFrameHeader appends the fields of a CRYPTO frame that come
+// before its dataLen bytes of data; the caller appends the data.
+func AppendCryptoFrameHeader(b []byte, offset uint64, dataLen int) []byte {
 	b = append(b, byte(FrameTypeCrypto))
 	b = AppendVarint(b, offset)
-	b = AppendVarint(b, uint64(len(data)))
-	return append(b, data...)
+	return AppendVarint(b, uint64(dataLen))
 }
 
 // AppendDatagramFrame appends a DATAGRAM frame (RFC 9221), type 0x31 with

@@ -329,3 +329,23 @@ func TestMaxDataLenFits(t *testing.T) {
 		t.Errorf("near the offset limit: %d, want 10", n)
 	}
 }
+
+func TestFrameHeaderBuildersMatchWholeFrames(t *testing.T) {
+	data := []byte("header-only builders")
+	for _, off := range []uint64{0, 1, 1 << 20} {
+		for _, fin := range []bool{false, true} {
+			for _, withLen := range []bool{false, true} {
+				whole := AppendStreamFrame(nil, 4, off, data, fin, withLen)
+				split := append(AppendStreamFrameHeader(nil, 4, off, len(data), fin, withLen), data...)
+				if !bytes.Equal(whole, split) {
+					t.Fatalf("stream off=%d fin=%v len=%v: %x != %x", off, fin, withLen, split, whole)
+				}
+			}
+		}
+		whole := AppendCryptoFrame(nil, off, data)
+		split := append(AppendCryptoFrameHeader(nil, off, len(data)), data...)
+		if !bytes.Equal(whole, split) {
+			t.Fatalf("crypto off=%d: %x != %x", off, split, whole)
+		}
+	}
+}
