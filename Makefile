@@ -9,15 +9,19 @@ LONGFUZZ  ?= 60s
 BENCHTIME ?= 1s
 BENCHOUT  ?= bench.txt
 
-.PHONY: demo all build test unit lint fmt vet staticcheck fuzz fuzz-short bench clean
+.PHONY: demo firmware all build test unit lint fmt vet staticcheck fuzz fuzz-short bench clean
 
 all: build
 
 build:
 	$(GO) build $(PKGS)
 
-## test: lint, unit and integration tests (race detector on), short fuzz runs.
-test: lint unit fuzz-short
+## test: lint, unit and integration tests (race detector on), short fuzz runs,
+## and the portable C of the fast-path cache (gcc host tests, RISC-V and BPF compile checks).
+test: lint unit fuzz-short firmware
+
+firmware:
+	$(MAKE) -C dpa-firmware test riscv-check bpf-check
 
 unit:
 	$(GO) test -race -count=1 $(PKGS)
@@ -49,6 +53,7 @@ bench:
 
 clean:
 	$(GO) clean -testcache
+	$(MAKE) -C dpa-firmware clean
 	rm -f $(BENCHOUT) turboretry
 
 ## demo: what runs today in place of the HTTP/3 server (not built yet): create a root
