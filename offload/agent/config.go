@@ -1,0 +1,116 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// CIDCache is the part of the fast-path connection cache the agent uses:
+// it admits connection IDs. Every worker (and ObserveEgress) calls Insert,
+// possibly from several goroutines at once, so it must be safe for
+// concurrent use. Insert must not keep cid: it aliases the packet buffer.
+type CIDCache interface {
+	Insert(cid []byte)
+}
+
+// CIDLookup is optionally implemented by a CIDCache. With it the agent also
+// forwards the client's later Initials (paper figure 7, step 8a): they carry
+// the same retry token, but their DCID is the host's chosen SCID, which the
+// agent admitted from egress. Without it such Initials are dropped with
+// ReasonRSCIDMismatch and the client's handshake relies on its Handshake
+// packets, which the fast path passes.
+type CIDLookup interface {
+	Contains(cid []byte) bool
+}
+
+// Defaults for Config.
+const (
+	DefaultCIDLen            = 8
+	DefaultHeartbeatInterval = 100 * time.Millisecond
+)
+
+// MinInitialDatagram is the smallest UDP payload that may carry a client
+// Initial (RFC 9000 section 14.1); it is also the smallest datagram the
+// agent answers with Version Negotiation (section 6.1).
+const MinInitialDatagram = 1200
+
+// minClientDCIDLen is the shortest DCID a client may choose for its first
+// Initial (RFC 9000 section 7.2).
+const minClientDCIDLen = 8
+
+// MaxReplyLen bounds the replies Process builds (a Version Negotiation packet
+// echoing two 255-byte connection IDs is the longest); give Process an out
+// buffer with this capacity so that it never allocates.
+const MaxReplyLen = 1 + 4 + 1 + 255 + 1 + 255 + 4*len(supportedVersions)
+
+// supportedVersions are the versions Version Negotiation lists, a GREASE
+// version excluded.
+var supportedVersions = [...]wire.Version{wire.Version1, wire.Version2, 0}
+
+// Config configures an Engine.
+type Config struct {
+	// KeyRing holds the deployment's root secret, shared with the host.
+	// Required.
+	KeyRing *token.KeyRing
+	// Cache receives the connection IDs of admitted connections. Nil means
+	// no fast path (host mode): nothing is admitted.
+	Cache CIDCache
+	// CIDLen is the length of the server's connection IDs, used for the
+	// Retry's SCID; 1 to 20, default DefaultCIDLen.
+	CIDLen int
+	// Workers is the number of workers; default 1.
+	Workers int
+	// KeyCache caches derived token keys for all workers' validators; nil
+	// makes one of token.DefaultCacheEntries.
+	KeyCache *token.KeyCache
+	// RetryMaxAge, NewTokenMaxAge and MaxFuture tune token validation; zero
+	// values take the token package's defaults.
+	RetryMaxAge    time.Duration
+	NewTokenMaxAge time.Duration
+	MaxFuture      time.Duration
+	// Now is the clock; nil means time.Now. Tests inject one.
+	Now func() time.Time
+	// HeartbeatInterval is RunHeartbeat's period; default
+	// DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+	// OnHeartbeat, if set, is called with each heartbeat's time (for
+	// example to write it where the fast path reads it). It runs on the
+	// heartbeat goroutine and must not block for long.
+	OnHeartbeat func(time.Time)
+}
+
+func (c *Config) withDefaults() (Config, error) {
+	cfg := *c
+	if cfg.KeyRing == nil {
+		return cfg, errors.New("agent: Config.KeyRing is required")
+	}
+	if cfg.CIDLen == 0 {
+		cfg.CIDLen = DefaultCIDLen
+	}
+	if cfg.CIDLen < 1 || cfg.CIDLen > wire.MaxConnIDLen {
+		return cfg, fmt.Errorf("agent: CIDLen %d outside 1..%d", cfg.CIDLen, wire.MaxConnIDLen)
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 1
+	}
+	if cfg.Workers < 0 {
+		return cfg, fmt.Errorf("agent: negative worker count %d", cfg.Workers)
+	}
+	if cfg.RetryMaxAge < 0 || cfg.NewTokenMaxAge < 0 || cfg.MaxFuture < 0 || cfg.HeartbeatInterval < 0 {
+		return cfg, errors.New("agent: negative duration in Config")
+	}
+	if cfg.KeyCache == nil {
+		cfg.KeyCache = token.NewKeyCache(0)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	return cfg, nil
+}

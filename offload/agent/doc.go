@@ -1,0 +1,28 @@
+// Package agent is the stateless Retry agent engine of TurboRetry (DESIGN.md,
+// "Address validation architecture"; the paper's Arm agent, figure 7).
+//
+// The engine sees UDP datagrams from clients, one at a time, and returns a
+// verdict for each: send a reply (a Retry or a Version Negotiation packet)
+// back to the sender, forward the datagram unchanged to the host, or drop it.
+// It keeps no per-connection state: what it learns about admitted connections
+// it hands to a fast-path connection cache (the CIDCache interface), and
+// everything else lives in the universal token.
+//
+//   - An Initial (QUIC v1 or v2) of at least 1200 bytes without a token is
+//     answered with a Retry carrying an agent-issued retry token that binds
+//     the client's address, the original DCID and the Retry's fresh SCID.
+//   - An Initial with a valid retry token whose RSCID is the packet's DCID, or
+//     with a valid new_token token, is forwarded and its DCID admitted to the
+//     cache. An invalid new_token token gets a Retry (RFC 9000 section
+//     8.1.3); any other bad token is dropped, counted by the token's reason.
+//   - A long header of an unknown version (1200 bytes or more) gets Version
+//     Negotiation; version 0 and everything else is dropped.
+//   - On the way out, ObserveEgress reads the host's new SCID from its
+//     Initial and Handshake packets and admits it to the cache.
+//
+// Concurrency: an Engine owns N Workers. A Worker is not safe for concurrent
+// use; the datapath gives each worker to exactly one goroutine (typically one
+// per RX queue or AF_XDP socket) and dispatches packets itself, so the hot
+// path takes no lock and uses no atomic read-modify-write. Engine methods
+// (Stats, WriteMetrics, Heartbeat, Pause, Resume) are safe from any goroutine.
+package agent

@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/token"
+)
+
+// Engine is a multi-worker Retry agent. New builds the workers; the datapath
+// hands each one to its own goroutine (one per RX queue, say) and calls its
+// Process for the datagrams of that queue. The workers share the key ring,
+// the derived-key cache and the fast-path cache, and nothing else.
+type Engine struct {
+	cfg     Config
+	workers []*Worker
+	paused  atomic.Bool
+	beat    atomic.Int64 // last heartbeat, Unix nanoseconds; 0 = none yet
+}
+
+// New returns an Engine with cfg.Workers workers, each with its own token
+// Issuer (source agent) and Validator.
+func New(cfg Config) (*Engine, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: c, workers: make([]*Worker, c.Workers)}
+	for i := range e.workers {
+		if e.workers[i], err = newWorker(e); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// NumWorkers returns the number of workers.
+func (e *Engine) NumWorkers() int { return len(e.workers) }
+
+// Worker returns worker i (0 <= i < NumWorkers). Use each worker from one
+// goroutine only.
+func (e *Engine) Worker(i int) *Worker { return e.workers[i] }
+
+// Pause stops the engine, for fail-open tests: Process drops everything
+// with ReasonPaused and heartbeats stop, so the fast path sees the heartbeat
+// go stale and lets traffic through to the host.
+func (e *Engine) Pause() { e.paused.Store(true) }
+
+// Resume undoes Pause.
+func (e *Engine) Resume() { e.paused.Store(false) }
+
+// Paused reports whether the engine is paused.
+func (e *Engine) Paused() bool { return e.paused.Load() }
+
+// Heartbeat returns the time of the last heartbeat, or the zero time if
+// there was none yet.
+func (e *Engine) Heartbeat() time.Time {
+	ns := e.beat.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// Beat records one heartbeat at the engine clock's time and calls
+// OnHeartbeat, unless the engine is paused. It reports whether it beat.
+// RunHeartbeat calls it periodically; a datapath with its own timer may
+// call it instead.
+func (e *Engine) Beat() bool {
+	if e.paused.Load() {
+		return false
+	}
+	now := e.cfg.Now()
+	e.beat.Store(now.UnixNano())
+	if e.cfg.OnHeartbeat != nil {
+		e.cfg.OnHeartbeat(now)
+	}
+	return true
+}
+
+// RunHeartbeat beats once at once and then every HeartbeatInterval until
+// ctx is done.
+func (e *Engine) RunHeartbeat(ctx context.Context) {
+	t := time.NewTicker(e.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		e.Beat()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (e *Engine) validatorConfig() token.ValidatorConfig {
+	return token.ValidatorConfig{
+		RetryMaxAge:    e.cfg.RetryMaxAge,
+		NewTokenMaxAge: e.cfg.NewTokenMaxAge,
+		MaxFuture:      e.cfg.MaxFuture,
+		Cache:          e.cfg.KeyCache,
+	}
+}

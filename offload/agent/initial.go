@@ -1,0 +1,86 @@
+package agent
+
+import (
+	"bytes"
+	"net/netip"
+
+	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// initial handles a client Initial whose header w.hdr holds.
+func (w *Worker) initial(pkt []byte, from netip.AddrPort, out []byte) (Reason, []byte) {
+	if len(pkt) < MinInitialDatagram {
+		return ReasonInitialTooSmall, nil
+	}
+	h := &w.hdr
+	if len(h.Token) == 0 {
+		if len(h.DestConnID) < minClientDCIDLen {
+			return ReasonDCIDTooShort, nil
+		}
+		return w.retry(from, out, ReasonRetry)
+	}
+	res, err := w.validator.Validate(h.Token, token.TypeAny, from, w.eng.cfg.Now(), w.payload[:0])
+	if err != nil {
+		tr := token.ReasonOf(err)
+		if res.Type == token.TypeNewToken && tr > token.ReasonWrongType {
+			// A well-formed new_token token that failed (old, another
+			// address, another key): the client has not seen a Retry
+			// yet, so it can take one (RFC 9000 section 8.1.3).
+			if len(h.DestConnID) < minClientDCIDLen {
+				return ReasonDCIDTooShort, nil
+			}
+			return w.retry(from, out, ReasonRetryBadNewToken)
+		}
+		return ReasonOfToken(tr), nil
+	}
+	if res.Type == token.TypeNewToken {
+		// The client's 0-RTT packets carry this DCID too.
+		w.cache.Insert(h.DestConnID)
+		return ReasonNewTokenForwarded, nil
+	}
+	if bytes.Equal(res.RSCID, h.DestConnID) {
+		w.cache.Insert(h.DestConnID)
+		return ReasonRetryTokenForwarded, nil
+	}
+	// The client's later Initials keep the token but switch the DCID to
+	// the host's SCID, which egress admitted.
+	if w.lookup != nil && w.lookup.Contains(h.DestConnID) {
+		return ReasonRetryTokenKnownCID, nil
+	}
+	return ReasonRSCIDMismatch, nil
+}
+
+// retry builds the Retry for the Initial in w.hdr, to the client at from.
+func (w *Worker) retry(from netip.AddrPort, out []byte, r Reason) (Reason, []byte) {
+	h := &w.hdr
+	rscid := w.rscid[:w.eng.cfg.CIDLen]
+	_, _ = w.rng.Read(rscid) // never fails
+	tok, err := w.issuer.AppendRetry(w.tok[:0], from, h.DestConnID, rscid, w.eng.cfg.Now())
+	if err != nil {
+		return ReasonInternal, nil
+	}
+	// The Retry goes to the client's SCID; its own SCID is the new RSCID.
+	reply := wire.AppendRetry(out[:0], h.Version, h.SrcConnID, rscid, tok)
+	reply, err = handshake.AppendRetryIntegrityTag(reply, handshake.Version(h.Version), h.DestConnID)
+	if err != nil {
+		return ReasonInternal, nil
+	}
+	return r, reply
+}
+
+// versionNegotiation answers a long header of an unsupported version whose
+// invariant header w.inv holds.
+func (w *Worker) versionNegotiation(pkt []byte, out []byte) (Reason, []byte) {
+	// Answering small datagrams would let a spoofer amplify; RFC 9000
+	// section 6.1 allows ignoring them.
+	if len(pkt) < MinInitialDatagram {
+		return ReasonUnsupportedTooSmall, nil
+	}
+	// A fresh GREASE version each time keeps clients from ossifying on the
+	// list (RFC 9000 section 6.3).
+	w.versions[len(w.versions)-1] = wire.Version(uint32(w.rng.Uint64())&0xf0f0f0f0 | 0x0a0a0a0a)
+	reply := wire.AppendVersionNegotiation(out[:0], w.inv.DestConnID, w.inv.SrcConnID, w.versions[:])
+	return ReasonVersionNegotiation, reply
+}

@@ -1,0 +1,116 @@
+package agent
+
+import (
+	crand "crypto/rand"
+	"errors"
+	"math/rand/v2"
+	"net/netip"
+
+	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// Worker is one agent worker. It owns its token Issuer and Validator, its
+// random source, its scratch buffers and its counters, so it is not safe for
+// concurrent use: one goroutine per Worker.
+type Worker struct {
+	eng       *Engine
+	cache     CIDCache
+	lookup    CIDLookup // nil when the cache cannot look up
+	issuer    *token.Issuer
+	validator *token.Validator
+	// rng makes RSCIDs and GREASE versions. ChaCha8 is a CSPRNG seeded from
+	// crypto/rand, so RSCIDs stay unpredictable without a syscall each.
+	rng *rand.ChaCha8
+
+	inv      wire.InvariantHeader
+	hdr      wire.LongHeader
+	rscid    [wire.MaxConnIDLen]byte
+	tok      [token.MaxTokenLen]byte
+	payload  [token.MaxPayloadLen]byte
+	versions [len(supportedVersions)]wire.Version
+
+	counters
+}
+
+func newWorker(e *Engine) (*Worker, error) {
+	is, err := e.cfg.KeyRing.NewIssuer(token.SourceAgent)
+	if err != nil {
+		return nil, err
+	}
+	v, err := e.cfg.KeyRing.NewValidator(e.validatorConfig())
+	if err != nil {
+		return nil, err
+	}
+	var seed [32]byte
+	if _, err := crand.Read(seed[:]); err != nil {
+		return nil, err
+	}
+	w := &Worker{eng: e, cache: e.cfg.Cache, issuer: is, validator: v, rng: rand.NewChaCha8(seed)}
+	if w.cache == nil {
+		w.cache = noCache{}
+	}
+	w.lookup, _ = w.cache.(CIDLookup)
+	w.versions = supportedVersions
+	return w, nil
+}
+
+// noCache stands in for a missing fast path.
+type noCache struct{}
+
+func (noCache) Insert([]byte) {}
+
+// Process decides what to do with one datagram pkt received from the client
+// at from. For SendReply the reply is built in out (appended to out[:0];
+// with MaxReplyLen capacity nothing is allocated) and goes back to from.
+// out must not overlap pkt. reply is nil for other verdicts. Process never
+// modifies pkt and never keeps a reference to it.
+//
+// Only the first packet of a coalesced datagram is examined: the verdict
+// covers the whole datagram.
+func (w *Worker) Process(pkt []byte, from netip.AddrPort, out []byte) (v Verdict, r Reason, reply []byte) {
+	r, reply = w.process(pkt, from, out)
+	w.count(r)
+	return r.Verdict(), r, reply
+}
+
+func (w *Worker) process(pkt []byte, from netip.AddrPort, out []byte) (Reason, []byte) {
+	if w.eng.paused.Load() {
+		return ReasonPaused, nil
+	}
+	if len(pkt) == 0 {
+		return ReasonMalformed, nil
+	}
+	if !wire.IsLongHeader(pkt[0]) {
+		// Short header: known connections pass the fast path, so this
+		// one is not known.
+		return ReasonUnknownConnection, nil
+	}
+	if err := wire.ParseInvariantHeader(pkt, &w.inv); err != nil {
+		return ReasonMalformed, nil
+	}
+	switch {
+	case w.inv.Version == 0:
+		// Version Negotiation is only ever sent by servers; never answer
+		// one (RFC 9000 section 6.1).
+		return ReasonVersionNegotiationIn, nil
+	case !w.inv.Version.IsSupported():
+		return w.versionNegotiation(pkt, out)
+	}
+	if err := wire.ParseLongHeader(pkt, &w.hdr); err != nil {
+		if errors.Is(err, wire.ErrConnIDTooLong) {
+			return ReasonCIDTooLong, nil
+		}
+		return ReasonMalformed, nil
+	}
+	switch w.hdr.Type {
+	case wire.PacketTypeInitial:
+		return w.initial(pkt, from, out)
+	case wire.PacketTypeRetry:
+		return ReasonUnexpectedRetry, nil
+	default:
+		// 0-RTT and Handshake packets of admitted connections pass the
+		// fast path by DCID.
+		return ReasonUnknownConnection, nil
+	}
+}
