@@ -1,0 +1,82 @@
+//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
+
+package xdp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/turboretry/turboretry/offload/fastpath"
+)
+
+// DefaultStaleAfter is the heartbeat bound used when Config.StaleAfter is
+// zero: an agent beating once per second misses one beat before the fast
+// path fails open.
+const DefaultStaleAfter = 2 * time.Second
+
+// DefaultQueues is the number of AF_XDP socket slots (receive queues) used
+// when Config.Queues is zero.
+const DefaultQueues = 64
+
+// maxQueues bounds Config.Queues; NICs have far fewer receive queues.
+const maxQueues = 4096
+
+// Config is what the program needs before it is attached.
+type Config struct {
+	// Port is the server's UDP port (required).
+	Port uint16
+	// CIDLen is the server's fixed connection ID length, 1..20; 0 means
+	// fastpath.DefaultCIDLen.
+	CIDLen int
+	// Key is the cache's SipHash key (fastpath.DeriveKey).
+	Key fastpath.Key
+	// StaleAfter is how old the heartbeat may be before the program passes
+	// everything; 0 means DefaultStaleAfter.
+	StaleAfter time.Duration
+	// Queues is the number of AF_XDP socket slots, one per receive queue;
+	// 0 means DefaultQueues.
+	Queues int
+}
+
+var errNoPort = errors.New("xdp: Config.Port is required")
+
+// withDefaults validates cfg and fills its zero fields.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Port == 0 {
+		return cfg, errNoPort
+	}
+	if cfg.CIDLen == 0 {
+		cfg.CIDLen = fastpath.DefaultCIDLen
+	}
+	if cfg.CIDLen < 1 || cfg.CIDLen > fastpath.MaxCIDLen {
+		return cfg, fmt.Errorf("xdp: CID length %d outside 1..%d", cfg.CIDLen, fastpath.MaxCIDLen)
+	}
+	if cfg.StaleAfter == 0 {
+		cfg.StaleAfter = DefaultStaleAfter
+	}
+	if cfg.StaleAfter < 0 {
+		return cfg, fmt.Errorf("xdp: negative StaleAfter %v", cfg.StaleAfter)
+	}
+	if cfg.Queues == 0 {
+		cfg.Queues = DefaultQueues
+	}
+	if cfg.Queues < 0 || cfg.Queues > maxQueues {
+		return cfg, fmt.Errorf("xdp: Queues %d outside 1..%d", cfg.Queues, maxQueues)
+	}
+	return cfg, nil
+}
+
+// mapConfig is the tr_config value the program reads.
+func (cfg Config) mapConfig() fastpathTrXdpConfig {
+	// SipHash k0/k1: the key's halves read little-endian, as in
+	// tr_fp_key_from_bytes and fastpath.Key.
+	return fastpathTrXdpConfig{
+		K0:      binary.LittleEndian.Uint64(cfg.Key[:8]),
+		K1:      binary.LittleEndian.Uint64(cfg.Key[8:]),
+		StaleNs: uint64(cfg.StaleAfter.Nanoseconds()),
+		CidLen:  uint32(cfg.CIDLen),
+		Port:    uint32(cfg.Port),
+	}
+}

@@ -1,0 +1,43 @@
+//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
+
+package xdp
+
+import (
+	"testing"
+)
+
+// fuzzKnownCID is in the cache during FuzzVerdict (seeds use it).
+var fuzzKnownCID = []byte("knownCID")
+
+// maxRunFrame keeps frames within one page, which BPF_PROG_TEST_RUN
+// accepts for a program without multi-buffer support.
+const maxRunFrame = 3000
+
+// FuzzVerdict runs arbitrary frames through the loaded program with
+// BPF_PROG_TEST_RUN and checks action and counter against modelVerdict,
+// and that the frame comes out unchanged.
+func FuzzVerdict(f *testing.F) {
+	known := fuzzKnownCID
+	f.Add(udp4(testPort, shortPacket(known)))
+	f.Add(udp6(testPort, longPacket(typeHandshake, 1, known, 64)))
+	f.Add(udp4(testPort, longPacket(type0RTT, 1, []byte("unknown!"), 64)))
+	f.Add(udp6(testPort, longPacket(typeInitial, 1, known, 1200)))
+	f.Add(udp4(testPort, longPacket(typeInitial, 2, known, 200)))
+	f.Add(ethFrame(0x0800, ipv4Packet(17, 3, udpDatagram(testPort, shortPacket(known)))))
+	f.Add(ethFrame(0x86dd, ipv6Packet(44, udpDatagram(testPort, shortPacket(known)))))
+	f.Add(ethFrame(0x0806, make([]byte, 28)))
+	p := loadFiltering(f)
+	if err := p.Cache().Insert(known); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		if len(frame) < 14 || len(frame) > maxRunFrame {
+			t.Skip("the kernel's test run needs 14..one page of bytes")
+		}
+		wantAct, wantReason := modelVerdict(frame, testPort, len(known), func(cid []byte) bool {
+			// Only ACTIVE holds entries, so Lookup has no side effect.
+			return p.Cache().Lookup(cid)
+		})
+		expect(t, p, frame, wantAct, wantReason)
+	})
+}
