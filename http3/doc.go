@@ -1,0 +1,14 @@
+// Package http3 implements HTTP/3 (RFC 9114) on top of the TurboRetry QUIC
+// transport.
+//
+// This first layer is transport independent: the frame codec and a
+// streaming frame reader (RFC 9114 section 7), SETTINGS (section 7.2.4,
+// RFC 9204 section 5, RFC 9220, RFC 9297), unidirectional stream types
+// (section 6.2), the frame-sequence rules of control and request streams,
+// the error codes of section 8.1, and the conversion between net/http
+// requests and responses and QPACK field sections (sections 4.2 and 4.3),
+// using github.com/quic-go/qpack with the static table only: we advertise a
+// dynamic table capacity of 0, so peers never reference a dynamic table.
+//
+// API names follow quic-go's http3 package where both have the concept.
+package http3

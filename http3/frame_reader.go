@@ -1,0 +1,265 @@
+package http3
+
+import (
+	"errors"
+	"io"
+)
+
+// defaultMaxFrameSize bounds the payload of the frames that are read whole
+// (HEADERS, PUSH_PROMISE, SETTINGS) when the caller sets no limit.
+const defaultMaxFrameSize = 64 << 10
+
+// frameReader reads HTTP/3 frames from one stream (RFC 9114 section 7.1).
+// next returns the header of the next frame this package knows, skipping
+// unknown and reserved types (section 7.2.8); the payload is then read
+// with Read (DATA, streamed without buffering) or readPayload (the
+// size-limited frames). Unread payload is discarded by the next call to
+// next.
+type frameReader struct {
+	r  io.Reader
+	br io.ByteReader // r, when it can read single bytes cheaply
+
+	// maxFrameSize bounds the payload of HEADERS, PUSH_PROMISE and SETTINGS
+	// frames; a larger one is H3_EXCESSIVE_LOAD. Zero means
+	// defaultMaxFrameSize. DATA and unknown frames are never buffered and
+	// have no limit.
+	maxFrameSize uint64
+
+	// onSkip, when set, is called with the type of every frame that next
+	// skips; an error it returns ends next. The control stream uses it to
+	// reject a reserved frame sent before SETTINGS.
+	onSkip func(FrameType) error
+
+	cur       frameHeader
+	remaining uint64 // unread payload bytes of cur
+	one       [1]byte
+	varint    [8]byte
+	discard   []byte // scratch for skipping payloads, allocated on first use
+}
+
+func newFrameReader(r io.Reader, maxFrameSize uint64) *frameReader {
+	fr := &frameReader{r: r, maxFrameSize: maxFrameSize}
+	fr.br, _ = r.(io.ByteReader)
+	return fr
+}
+
+func (fr *frameReader) limit() uint64 {
+	if fr.maxFrameSize == 0 {
+		return defaultMaxFrameSize
+	}
+	return fr.maxFrameSize
+}
+
+// errTruncatedFrame is the cause of the H3_FRAME_ERROR returned when a
+// stream ends inside a frame (section 7.1).
+var errTruncatedFrame = errors.New("http3: stream ended inside a frame")
+
+func truncatedFrame(what string) error {
+	return wrapError(ErrCodeFrameError, errTruncatedFrame, "stream ended inside %s", what)
+}
+
+func (fr *frameReader) readByte() (byte, error) {
+	if fr.br != nil {
+		return fr.br.ReadByte()
+	}
+	_, err := io.ReadFull(fr.r, fr.one[:])
+	return fr.one[0], err
+}
+
+// readVarint reads one varint. At a frame boundary (first) a clean io.EOF
+// before any byte is returned as io.EOF; an end anywhere else is a
+// truncated frame.
+func (fr *frameReader) readVarint(first bool) (uint64, error) {
+	b0, err := fr.readByte()
+	if err != nil {
+		if err == io.EOF && !first {
+			return 0, truncatedFrame("a frame header")
+		}
+		return 0, err
+	}
+	n := 1 << (b0 >> 6)
+	v := uint64(b0 & 0x3f)
+	if n == 1 {
+		return v, nil
+	}
+	rest := fr.varint[:n-1]
+	if fr.br != nil {
+		for i := range rest {
+			if rest[i], err = fr.br.ReadByte(); err != nil {
+				break
+			}
+		}
+	} else {
+		_, err = io.ReadFull(fr.r, rest)
+	}
+	if err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return 0, truncatedFrame("a frame header")
+		}
+		return 0, err
+	}
+	for _, b := range rest {
+		v = v<<8 | uint64(b)
+	}
+	return v, nil
+}
+
+// next discards what is left of the current frame and returns the header
+// of the next known frame. It returns io.EOF when the stream ends cleanly
+// between frames.
+func (fr *frameReader) next() (frameHeader, error) {
+	if err := fr.skipPayload(); err != nil {
+		return frameHeader{}, err
+	}
+	for {
+		t, err := fr.readVarint(true)
+		if err != nil {
+			return frameHeader{}, err
+		}
+		l, err := fr.readVarint(false)
+		if err != nil {
+			return frameHeader{}, err
+		}
+		fh := frameHeader{Type: FrameType(t), Length: l}
+		fr.cur, fr.remaining = fh, l
+		switch {
+		case fh.Type.isKnown():
+			if err := fr.checkLength(fh); err != nil {
+				return frameHeader{}, err
+			}
+			return fh, nil
+		case fh.Type.isHTTP2Only():
+			return frameHeader{}, newError(ErrCodeFrameUnexpected, "received %s", fh.Type)
+		}
+		if fr.onSkip != nil {
+			if err := fr.onSkip(fh.Type); err != nil {
+				return frameHeader{}, err
+			}
+		}
+		if err := fr.skipPayload(); err != nil {
+			return frameHeader{}, err
+		}
+	}
+}
+
+// checkLength rejects lengths no valid frame of the type can have, before
+// any of the payload is read.
+func (fr *frameReader) checkLength(fh frameHeader) error {
+	switch {
+	case fh.Type == frameTypeData:
+		return nil
+	case fh.Type.hasSingleVarintPayload():
+		if fh.Length == 0 || fh.Length > 8 {
+			return newError(ErrCodeFrameError, "%s frame with length %d", fh.Type, fh.Length)
+		}
+	case fh.Length > fr.limit():
+		return newError(ErrCodeExcessiveLoad, "%s frame of %d bytes exceeds the limit of %d", fh.Type, fh.Length, fr.limit())
+	}
+	return nil
+}
+
+// Read reads payload bytes of the current frame. It returns io.EOF at the
+// end of the payload, and H3_FRAME_ERROR when the stream ends before it.
+func (fr *frameReader) Read(p []byte) (int, error) {
+	if fr.remaining == 0 {
+		return 0, io.EOF
+	}
+	if uint64(len(p)) > fr.remaining {
+		p = p[:fr.remaining]
+	}
+	n, err := fr.r.Read(p)
+	fr.remaining -= uint64(n)
+	if err == io.EOF {
+		if fr.remaining > 0 {
+			return n, truncatedFrame("a " + fr.cur.Type.String() + " frame")
+		}
+		err = nil // the next call to next sees the end of the stream
+	}
+	return n, err
+}
+
+// readPayload appends the whole remaining payload of the current frame to
+// dst. next has already checked its length against the limit.
+func (fr *frameReader) readPayload(dst []byte) ([]byte, error) {
+	if fr.cur.Type == frameTypeData && fr.remaining > fr.limit() {
+		return dst, newError(ErrCodeExcessiveLoad, "DATA frame of %d bytes is too large to buffer", fr.remaining)
+	}
+	n := int(fr.remaining)
+	start := len(dst)
+	if cap(dst)-start < n {
+		grown := make([]byte, start, start+n)
+		copy(grown, dst)
+		dst = grown
+	}
+	dst = dst[:start+n]
+	if _, err := io.ReadFull(fr.r, dst[start:]); err != nil {
+		fr.remaining = 0
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return dst[:start], truncatedFrame("a " + fr.cur.Type.String() + " frame")
+		}
+		return dst[:start], err
+	}
+	fr.remaining = 0
+	return dst, nil
+}
+
+// skipPayload discards the rest of the current frame's payload.
+func (fr *frameReader) skipPayload() error {
+	if fr.remaining == 0 {
+		return nil
+	}
+	if fr.discard == nil {
+		fr.discard = make([]byte, 1024)
+	}
+	for fr.remaining > 0 {
+		if _, err := fr.Read(fr.discard); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readFrame reads the next known frame. DATA frames are returned as their
+// header, with the payload left for Read; every other frame is read and
+// parsed whole.
+func (fr *frameReader) readFrame() (frame, error) {
+	fh, err := fr.next()
+	if err != nil {
+		return nil, err
+	}
+	if fh.Type == frameTypeData {
+		return dataFrame{Length: fh.Length}, nil
+	}
+	p, err := fr.readPayload(nil)
+	if err != nil {
+		return nil, err
+	}
+	switch fh.Type {
+	case frameTypeHeaders:
+		return headersFrame{FieldSection: p}, nil
+	case frameTypeSettings:
+		s, err := parseSettings(p)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	case frameTypePushPromise:
+		pp, err := parsePushPromisePayload(p)
+		if err != nil {
+			return nil, err
+		}
+		return pp, nil
+	}
+	v, err := parseSingleVarintPayload(fh.Type, p)
+	if err != nil {
+		return nil, err
+	}
+	switch fh.Type {
+	case frameTypeCancelPush:
+		return cancelPushFrame{PushID: v}, nil
+	case frameTypeGoAway:
+		return goAwayFrame{ID: v}, nil
+	default: // frameTypeMaxPushID: next returns known types only
+		return maxPushIDFrame{PushID: v}, nil
+	}
+}

@@ -1,0 +1,149 @@
+package http3
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+)
+
+// statusStrings holds the decimal form of every valid status code, so
+// encoding :status does not allocate.
+var statusStrings = func() (s [600]string) {
+	for i := 100; i < len(s); i++ {
+		s[i] = strconv.Itoa(i)
+	}
+	return s
+}()
+
+// encodeResponse appends the field section of a response header to dst
+// (RFC 9114 sections 4.2 and 4.3.2). limit is the peer's
+// SETTINGS_MAX_FIELD_SECTION_SIZE, 0 for none. Connection-specific fields
+// and TE are dropped. Status 101 cannot be sent in HTTP/3 (section 4.5).
+func (e *fieldEncoder) encodeResponse(dst []byte, status int, header http.Header, limit uint64) ([]byte, error) {
+	if status < 100 || status >= len(statusStrings) || status == http.StatusSwitchingProtocols {
+		return dst, errors.New("http3: invalid response status " + strconv.Itoa(status))
+	}
+	e.begin(dst, limit)
+	e.field(":status", statusStrings[status])
+	e.encodeRegularFields(header, false)
+	return e.finish(dst)
+}
+
+// encodeTrailers appends the field section of a trailer section to dst.
+// Trailers carry no pseudo-headers (section 4.3).
+func (e *fieldEncoder) encodeTrailers(dst []byte, trailer http.Header, limit uint64) ([]byte, error) {
+	e.begin(dst, limit)
+	e.encodeRegularFields(trailer, false)
+	return e.finish(dst)
+}
+
+// decodeResponse decodes and validates a response header section for a
+// client (RFC 9114 sections 4.2 and 4.3.2): exactly one :status with a
+// three-digit code from 100 to 599 other than 101, and no request
+// pseudo-headers. Interim (1xx) responses are returned like final ones;
+// the caller keeps reading HEADERS until a final status. limit is our
+// SETTINGS_MAX_FIELD_SECTION_SIZE, 0 for none. Errors are as for
+// decodeRequest. Body is left to the caller.
+func decodeResponse(p []byte, limit uint64) (*http.Response, error) {
+	header := make(http.Header, 8)
+	it := newFieldIter(p, limit)
+	fs := newRegularFields()
+	status := ""
+	haveStatus := false
+	for {
+		hf, err := it.field()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if hf.IsPseudo() {
+			switch {
+			case fs.seen:
+				return nil, malformed("pseudo-header %q after a regular field", hf.Name)
+			case hf.Name != ":status":
+				return nil, malformed("pseudo-header %q is not allowed in a response", hf.Name)
+			case haveStatus:
+				return nil, malformed("duplicate :status")
+			}
+			status, haveStatus = hf.Value, true
+			continue
+		}
+		if err := fs.add(header, hf.Name, hf.Value, false); err != nil {
+			return nil, err
+		}
+	}
+	if !haveStatus {
+		return nil, malformed("response without :status")
+	}
+	code, ok := parseStatus(status)
+	if !ok {
+		return nil, malformed("invalid :status %q", status)
+	}
+	if code == http.StatusSwitchingProtocols {
+		return nil, malformed("status 101 is not allowed in HTTP/3")
+	}
+	rsp := &http.Response{
+		StatusCode:    code,
+		Status:        status,
+		Proto:         "HTTP/3.0",
+		ProtoMajor:    3,
+		Header:        header,
+		ContentLength: fs.contentLength,
+	}
+	if text := http.StatusText(code); text != "" {
+		rsp.Status = status + " " + text
+	}
+	rsp.Trailer = fs.trailer(header)
+	return rsp, nil
+}
+
+// parseStatus parses a three-digit status code in [100, 599].
+func parseStatus(s string) (int, bool) {
+	if len(s) != 3 {
+		return 0, false
+	}
+	code := 0
+	for i := 0; i < 3; i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		code = code*10 + int(c-'0')
+	}
+	return code, code >= 100 && code <= 599
+}
+
+// isInterimStatus reports whether a response is interim (1xx), so that a
+// final response still follows on the stream.
+func isInterimStatus(code int) bool {
+	return code >= 100 && code < 200
+}
+
+// decodeTrailers decodes and validates a trailer section: no
+// pseudo-headers at all (section 4.3), and the field rules of section 4.2.
+// isRequest selects whether TE: trailers is acceptable.
+func decodeTrailers(p []byte, limit uint64, isRequest bool) (http.Header, error) {
+	header := make(http.Header)
+	it := newFieldIter(p, limit)
+	fs := newRegularFields()
+	for {
+		hf, err := it.field()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if hf.IsPseudo() {
+			return nil, malformed("pseudo-header %q in a trailer section", hf.Name)
+		}
+		if err := fs.add(header, hf.Name, hf.Value, isRequest); err != nil {
+			return nil, err
+		}
+	}
+	fs.finishCookies(header)
+	return header, nil
+}

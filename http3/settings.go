@@ -1,0 +1,166 @@
+package http3
+
+import (
+	"slices"
+
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// Setting identifiers this package interprets.
+const (
+	settingQPACKMaxTableCapacity = 0x01 // RFC 9204 section 5
+	settingMaxFieldSectionSize   = 0x06 // RFC 9114 section 7.2.4.1
+	settingQPACKBlockedStreams   = 0x07 // RFC 9204 section 5
+	settingEnableConnectProtocol = 0x08 // RFC 9220 section 3
+	settingH3Datagram            = 0x33 // RFC 9297 section 2.1.1
+)
+
+// settings is the content of a SETTINGS frame (RFC 9114 section 7.2.4).
+// Zero values are the defaults of the RFCs, so an absent setting and a
+// setting sent with its default value parse the same, except for
+// SETTINGS_MAX_FIELD_SECTION_SIZE whose default is "unlimited".
+type settings struct {
+	QPACKMaxTableCapacity uint64
+	QPACKBlockedStreams   uint64
+	// MaxFieldSectionSize is meaningful only when HasMaxFieldSectionSize.
+	MaxFieldSectionSize    uint64
+	HasMaxFieldSectionSize bool
+	EnableConnectProtocol  bool
+	H3Datagram             bool
+}
+
+// fieldSectionLimit returns the peer's SETTINGS_MAX_FIELD_SECTION_SIZE, or
+// 0 (no limit) when it sent none.
+func (s settings) fieldSectionLimit() uint64 {
+	if !s.HasMaxFieldSectionSize {
+		return 0
+	}
+	return s.MaxFieldSectionSize
+}
+
+// payloadLen returns the length of the SETTINGS frame payload.
+func (s settings) payloadLen() uint64 {
+	n := 0
+	pair := func(id, v uint64) { n += wire.VarintLen(id) + wire.VarintLen(v) }
+	if s.QPACKMaxTableCapacity != 0 {
+		pair(settingQPACKMaxTableCapacity, s.QPACKMaxTableCapacity)
+	}
+	if s.HasMaxFieldSectionSize {
+		pair(settingMaxFieldSectionSize, s.MaxFieldSectionSize)
+	}
+	if s.QPACKBlockedStreams != 0 {
+		pair(settingQPACKBlockedStreams, s.QPACKBlockedStreams)
+	}
+	if s.EnableConnectProtocol {
+		pair(settingEnableConnectProtocol, 1)
+	}
+	if s.H3Datagram {
+		pair(settingH3Datagram, 1)
+	}
+	return uint64(n)
+}
+
+// append appends a whole SETTINGS frame. Settings at their default values
+// are left out.
+func (s settings) append(b []byte) []byte {
+	b = appendFrameHeader(b, frameTypeSettings, s.payloadLen())
+	if s.QPACKMaxTableCapacity != 0 {
+		b = appendSetting(b, settingQPACKMaxTableCapacity, s.QPACKMaxTableCapacity)
+	}
+	if s.HasMaxFieldSectionSize {
+		b = appendSetting(b, settingMaxFieldSectionSize, s.MaxFieldSectionSize)
+	}
+	if s.QPACKBlockedStreams != 0 {
+		b = appendSetting(b, settingQPACKBlockedStreams, s.QPACKBlockedStreams)
+	}
+	if s.EnableConnectProtocol {
+		b = appendSetting(b, settingEnableConnectProtocol, 1)
+	}
+	if s.H3Datagram {
+		b = appendSetting(b, settingH3Datagram, 1)
+	}
+	return b
+}
+
+func appendSetting(b []byte, id, v uint64) []byte {
+	b = wire.AppendVarint(b, id)
+	return wire.AppendVarint(b, v)
+}
+
+// known setting bits, for duplicate detection without allocating.
+func knownSettingBit(id uint64) uint {
+	switch id {
+	case settingQPACKMaxTableCapacity:
+		return 1 << 0
+	case settingMaxFieldSectionSize:
+		return 1 << 1
+	case settingQPACKBlockedStreams:
+		return 1 << 2
+	case settingEnableConnectProtocol:
+		return 1 << 3
+	case settingH3Datagram:
+		return 1 << 4
+	}
+	return 0
+}
+
+// parseSettings parses a SETTINGS frame payload. A repeated identifier or
+// an HTTP/2 setting identifier is H3_SETTINGS_ERROR (section 7.2.4.1), as
+// is a boolean setting with a value other than 0 or 1 (RFC 9220, RFC 9297);
+// a payload that ends inside a pair is H3_FRAME_ERROR (section 7.1).
+// Unknown identifiers, including reserved ones, are ignored.
+func parseSettings(p []byte) (settings, error) {
+	var s settings
+	var seen uint
+	var unknown []uint64 // identifiers we ignore, kept only to find duplicates
+	for len(p) > 0 {
+		id, n, err := wire.ParseVarint(p)
+		if err != nil {
+			return settings{}, newError(ErrCodeFrameError, "SETTINGS frame ends inside an identifier")
+		}
+		p = p[n:]
+		v, n, err := wire.ParseVarint(p)
+		if err != nil {
+			return settings{}, newError(ErrCodeFrameError, "SETTINGS frame ends inside the value of setting %#x", id)
+		}
+		p = p[n:]
+		if id >= 0x02 && id <= 0x05 {
+			return settings{}, newError(ErrCodeSettingsError, "HTTP/2 setting %#x is not allowed in HTTP/3", id)
+		}
+		bit := knownSettingBit(id)
+		if bit == 0 {
+			unknown = append(unknown, id)
+			continue
+		}
+		if seen&bit != 0 {
+			return settings{}, newError(ErrCodeSettingsError, "duplicate setting %#x", id)
+		}
+		seen |= bit
+		switch id {
+		case settingQPACKMaxTableCapacity:
+			s.QPACKMaxTableCapacity = v
+		case settingMaxFieldSectionSize:
+			s.MaxFieldSectionSize, s.HasMaxFieldSectionSize = v, true
+		case settingQPACKBlockedStreams:
+			s.QPACKBlockedStreams = v
+		case settingEnableConnectProtocol, settingH3Datagram:
+			if v > 1 {
+				return settings{}, newError(ErrCodeSettingsError, "setting %#x has value %d, want 0 or 1", id, v)
+			}
+			if id == settingEnableConnectProtocol {
+				s.EnableConnectProtocol = v == 1
+			} else {
+				s.H3Datagram = v == 1
+			}
+		}
+	}
+	if len(unknown) > 1 {
+		slices.Sort(unknown)
+		for i := 1; i < len(unknown); i++ {
+			if unknown[i] == unknown[i-1] {
+				return settings{}, newError(ErrCodeSettingsError, "duplicate setting %#x", unknown[i])
+			}
+		}
+	}
+	return s, nil
+}
