@@ -1,0 +1,169 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/turboretry/turboretry/offload/flood"
+)
+
+// floodReceiver binds a UDP socket with a forced large buffer (root) so
+// that a burst is not dropped before it is counted.
+func floodReceiver(addr string) (*net.UDPConn, error) {
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
+	if err != nil {
+		return nil, err
+	}
+	if raw, err := c.SyscallConn(); err == nil {
+		_ = raw.Control(func(fd uintptr) {
+			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20) != nil {
+				_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 16<<20)
+			}
+		})
+	}
+	return c, nil
+}
+
+// floodCount reads datagrams until want arrived or none came for a while
+// (a hang guard, not a speed check); each must be a valid Initial whose
+// source passes ok.
+func floodCount(t *testing.T, c *net.UDPConn, want int, ok func(netip.AddrPort) bool) int {
+	t.Helper()
+	buf := make([]byte, 2048)
+	got := 0
+	for got < want {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, from, err := c.ReadFromUDPAddrPort(buf)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok(from) {
+			t.Fatalf("datagram from unexpected source %v", from)
+		}
+		if _, err := flood.OpenInitial(buf[:n]); err != nil {
+			t.Fatalf("datagram %d: %v", got, err)
+		}
+		got++
+	}
+	return got
+}
+
+func TestFloodLoopback(t *testing.T) {
+	rx, err := floodReceiver("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	target := rx.LocalAddr().String()
+	code, out, errOut := runCLI("flood", "--target", target, "--count", "300", "--duration", "1m",
+		"--rate", "100000", "--version", "2", "--pool", "10", "--dcid-len", "20")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	s := decodeFloodSummary(t, out)
+	if s.Sent != 300 || s.Errors != 0 || s.Mode != "udp" || s.Version != "v2" || s.Pool != 10 || s.Stopped != "count" {
+		t.Fatalf("summary %+v", s)
+	}
+	if got := floodCount(t, rx, 300, func(from netip.AddrPort) bool { return from.Addr().IsLoopback() }); got != 300 {
+		t.Fatalf("received %d of 300", got)
+	}
+}
+
+const floodChildEnv = "TURBORETRY_FLOOD_CHILD_ARGS"
+
+// TestFloodChild is not a test on its own: TestFloodSpoofInNamespace runs
+// the test binary inside a namespace with it selected, to run the command
+// there as a user would with ip netns exec.
+func TestFloodChild(t *testing.T) {
+	args := os.Getenv(floodChildEnv)
+	if args == "" {
+		t.Skip("helper for TestFloodSpoofInNamespace")
+	}
+	code, out, errOut := runCLI(strings.Split(args, " ")...)
+	fmt.Printf("%s\nEXIT=%d\n%s", out, code, errOut)
+}
+
+func TestFloodSpoofInNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: creating network namespaces needs root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("skipping: needs ip (iproute2)")
+	}
+	nsA := fmt.Sprintf("trfloodcli-a-%d", os.Getpid())
+	nsB := fmt.Sprintf("trfloodcli-b-%d", os.Getpid())
+	for _, ns := range []string{nsA, nsB} {
+		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+			t.Skipf("skipping: cannot create network namespace: %v: %s", err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	}
+	for _, c := range [][]string{
+		{"ip", "link", "add", "vA", "netns", nsA, "type", "veth", "peer", "name", "vB", "netns", nsB, "address", "02:00:00:00:78:02"},
+		{"ip", "-n", nsA, "link", "set", "vA", "up"},
+		{"ip", "-n", nsB, "link", "set", "vB", "up"},
+		{"ip", "-n", nsB, "addr", "add", "10.78.0.2/24", "dev", "vB"},
+		{"ip", "-n", nsB, "route", "add", "198.18.0.0/15", "dev", "vB"},
+		{"ip", "netns", "exec", nsB, "sh", "-c", "for f in /proc/sys/net/ipv4/conf/*/rp_filter; do echo 0 > $f; done"},
+	} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Skipf("skipping: %s: %v: %s", strings.Join(c, " "), err, out)
+		}
+	}
+	// The receiver's socket is opened by a thread moved into B; the thread
+	// stays locked and ends with its goroutine.
+	type result struct {
+		c   *net.UDPConn
+		err error
+	}
+	rxc := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		fd, err := unix.Open("/run/netns/"+nsB, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			err = unix.Setns(fd, unix.CLONE_NEWNET)
+			unix.Close(fd)
+		}
+		if err != nil {
+			rxc <- result{nil, err}
+			return
+		}
+		c, err := floodReceiver("10.78.0.2:4433")
+		rxc <- result{c, err}
+	}()
+	r := <-rxc
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	rx := r.c
+	defer rx.Close()
+	cmd := exec.Command("ip", "netns", "exec", nsA, os.Args[0], "-test.run=^TestFloodChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), floodChildEnv+"=flood --target 10.78.0.2:4433 --iface vA --spoof=198.19.0.0/16 "+
+		"--dst-mac 02:00:00:00:78:02 --count 200 --duration 30s --rate 20000 --reprotect")
+	outb, err := cmd.CombinedOutput()
+	out := string(outb)
+	if err != nil || !strings.Contains(out, "EXIT=0") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	s := decodeFloodSummary(t, out[:strings.Index(out, "EXIT=")])
+	if s.Sent != 200 || s.Mode != "spoof" || s.Spoof != "198.19.0.0/16" || !s.Reprotect {
+		t.Fatalf("summary %+v", s)
+	}
+	spoof := netip.MustParsePrefix("198.19.0.0/16")
+	if got := floodCount(t, rx, 200, func(from netip.AddrPort) bool { return spoof.Contains(from.Addr()) }); got != 200 {
+		t.Fatalf("received %d of 200 spoofed datagrams", got)
+	}
+}
