@@ -13,8 +13,11 @@ import (
 // it admits connection IDs. Every worker (and ObserveEgress) calls Insert,
 // possibly from several goroutines at once, so it must be safe for
 // concurrent use. Insert must not keep cid: it aliases the packet buffer.
+// It returns an error for a CID it cannot hold (offload/fastpath takes only
+// CIDs of its configured length); the agent counts those and still
+// forwards the packet, since the host validates it again.
 type CIDCache interface {
-	Insert(cid []byte)
+	Insert(cid []byte) error
 }
 
 // CIDLookup is optionally implemented by a CIDCache. With it the agent also

@@ -19,7 +19,11 @@ func (w *Worker) ObserveEgress(pkt []byte) bool {
 		w.egressIgnored++
 		return false
 	}
-	w.cache.Insert(w.hdr.SrcConnID)
+	if !w.admit(w.hdr.SrcConnID) {
+		w.egressIgnored++
+		w.maybePublish()
+		return false
+	}
 	w.egressLearned++
 	w.maybePublish()
 	return true

@@ -28,7 +28,7 @@ type fakeCache struct {
 
 func newFakeCache() *fakeCache { return &fakeCache{m: map[string]int{}} }
 
-func (c *fakeCache) Insert(cid []byte) {
+func (c *fakeCache) Insert(cid []byte) error {
 	c.mu.Lock()
 	// Look up first: only a new key costs an allocation, so allocation
 	// tests can admit the same CID repeatedly.
@@ -36,6 +36,7 @@ func (c *fakeCache) Insert(cid []byte) {
 		c.m[string(cid)] = 1
 	}
 	c.mu.Unlock()
+	return nil
 }
 
 func (c *fakeCache) Contains(cid []byte) bool {
@@ -53,7 +54,7 @@ func (c *fakeCache) len() int {
 // insertOnly hides fakeCache's Contains, as a cache without lookup.
 type insertOnly struct{ c *fakeCache }
 
-func (c insertOnly) Insert(cid []byte) { c.c.Insert(cid) }
+func (c insertOnly) Insert(cid []byte) error { return c.c.Insert(cid) }
 
 // testClock is a settable clock.
 type testClock struct{ ns atomic.Int64 }

@@ -37,11 +37,11 @@ func (w *Worker) initial(pkt []byte, from netip.AddrPort, out []byte) (Reason, [
 	}
 	if res.Type == token.TypeNewToken {
 		// The client's 0-RTT packets carry this DCID too.
-		w.cache.Insert(h.DestConnID)
+		w.admit(h.DestConnID)
 		return ReasonNewTokenForwarded, nil
 	}
 	if bytes.Equal(res.RSCID, h.DestConnID) {
-		w.cache.Insert(h.DestConnID)
+		w.admit(h.DestConnID)
 		return ReasonRetryTokenForwarded, nil
 	}
 	// The client's later Initials keep the token but switch the DCID to

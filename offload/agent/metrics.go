@@ -23,6 +23,9 @@ func (e *Engine) WriteMetrics(w io.Writer) error {
 	fmt.Fprintln(bw, "# TYPE turboretry_agent_egress_packets_total counter")
 	fmt.Fprintf(bw, "turboretry_agent_egress_packets_total{result=%q} %d\n", "learned", s.EgressLearned)
 	fmt.Fprintf(bw, "turboretry_agent_egress_packets_total{result=%q} %d\n", "ignored", s.EgressIgnored)
+	fmt.Fprintln(bw, "# HELP turboretry_agent_cache_insert_errors_total Connection IDs the fast-path cache refused to admit.")
+	fmt.Fprintln(bw, "# TYPE turboretry_agent_cache_insert_errors_total counter")
+	fmt.Fprintf(bw, "turboretry_agent_cache_insert_errors_total %d\n", s.CacheErrors)
 	fmt.Fprintln(bw, "# HELP turboretry_agent_heartbeat_timestamp_seconds Time of the agent's last heartbeat.")
 	fmt.Fprintln(bw, "# TYPE turboretry_agent_heartbeat_timestamp_seconds gauge")
 	var hb float64

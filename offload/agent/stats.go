@@ -14,11 +14,13 @@ type counters struct {
 	packets       [NumReasons]uint64
 	egressLearned uint64
 	egressIgnored uint64
+	cacheErrors   uint64
 	pending       int
 
 	pubPackets       [NumReasons]atomic.Uint64
 	pubEgressLearned atomic.Uint64
 	pubEgressIgnored atomic.Uint64
+	pubCacheErrors   atomic.Uint64
 }
 
 func (c *counters) count(r Reason) {
@@ -40,6 +42,17 @@ func (c *counters) publish() {
 	}
 	c.pubEgressLearned.Store(c.egressLearned)
 	c.pubEgressIgnored.Store(c.egressIgnored)
+	c.pubCacheErrors.Store(c.cacheErrors)
+}
+
+// admit inserts cid into the fast-path cache and reports whether the cache
+// took it; refusals are counted (CacheErrors), never fatal.
+func (w *Worker) admit(cid []byte) bool {
+	if err := w.cache.Insert(cid); err != nil {
+		w.cacheErrors++
+		return false
+	}
+	return true
 }
 
 // Flush publishes the worker's counters now, so that Engine.Stats sees all
@@ -50,7 +63,7 @@ func (w *Worker) Flush() { w.publish() }
 // Stats returns the worker's own counters, complete up to now. Call it from
 // the worker's goroutine.
 func (w *Worker) Stats() Stats {
-	return Stats{Packets: w.packets, EgressLearned: w.egressLearned, EgressIgnored: w.egressIgnored}
+	return Stats{Packets: w.packets, EgressLearned: w.egressLearned, EgressIgnored: w.egressIgnored, CacheErrors: w.cacheErrors}
 }
 
 // Stats counts what an engine or worker did.
@@ -61,6 +74,9 @@ type Stats struct {
 	// EgressIgnored the other host datagrams ObserveEgress saw.
 	EgressLearned uint64
 	EgressIgnored uint64
+	// CacheErrors counts connection IDs the fast-path cache refused (for
+	// offload/fastpath: a CID not of its configured length).
+	CacheErrors uint64
 }
 
 // Verdicts sums Packets by verdict.
@@ -88,6 +104,7 @@ func (e *Engine) Stats() Stats {
 		}
 		s.EgressLearned += w.pubEgressLearned.Load()
 		s.EgressIgnored += w.pubEgressIgnored.Load()
+		s.CacheErrors += w.pubCacheErrors.Load()
 	}
 	return s
 }

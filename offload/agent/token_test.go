@@ -2,8 +2,10 @@ package agent
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,5 +168,32 @@ func TestReasonTokenMapping(t *testing.T) {
 			t.Fatalf("label %q of %d missing or repeated", r, r)
 		}
 		seen[r.String()] = true
+	}
+}
+
+// refusingCache refuses every CID, as offload/fastpath refuses one that is
+// not of its configured length.
+type refusingCache struct{}
+
+func (refusingCache) Insert([]byte) error { return errors.New("wrong CID length") }
+
+// TestCacheRefusalIsCountedNotFatal: a CID the cache cannot hold (here the
+// client-chosen 9-byte DCID of a new_token Initial) still forwards the
+// packet, since the host validates it again, and is counted.
+func TestCacheRefusalIsCountedNotFatal(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.Cache = refusingCache{} })
+	tok := hostNewToken(t, env, clientAddr.Addr())
+	dcid := []byte{1, 1, 2, 3, 5, 8, 13, 21, 34}
+	mustProcess(t, env.w, clientInitial(t, wire.Version1, dcid, cscid, tok, 1200), clientAddr, ReasonNewTokenForwarded)
+	if got := env.w.Stats().CacheErrors; got != 1 {
+		t.Fatalf("CacheErrors = %d, want 1", got)
+	}
+	env.w.Flush()
+	var metrics strings.Builder
+	if err := env.eng.WriteMetrics(&metrics); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(metrics.String(), "turboretry_agent_cache_insert_errors_total 1\n") {
+		t.Fatalf("metrics lack the cache error count:\n%s", metrics.String())
 	}
 }

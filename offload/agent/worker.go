@@ -58,7 +58,7 @@ func newWorker(e *Engine) (*Worker, error) {
 // noCache stands in for a missing fast path.
 type noCache struct{}
 
-func (noCache) Insert([]byte) {}
+func (noCache) Insert([]byte) error { return nil }
 
 // Process decides what to do with one datagram pkt received from the client
 // at from. For SendReply the reply is built in out (appended to out[:0];

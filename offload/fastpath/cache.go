@@ -100,6 +100,12 @@ func (c *Cache) Lookup(cid []byte) bool {
 	return false
 }
 
+// Contains is Lookup under the name the offload agent's CIDLookup
+// interface uses: the agent asks it for a retried Initial whose DCID is the
+// host's SCID, which was admitted from the host's egress. Like Lookup it
+// refreshes an entry found in the PASSIVE table.
+func (c *Cache) Contains(cid []byte) bool { return c.Lookup(cid) }
+
 // insertIndices sets the bits in the ACTIVE table and makes sure that table
 // was still ACTIVE after the bits were set; if a rotation intervened, the
 // bits may have gone to a table now being cleared, so they are set again
