@@ -36,8 +36,11 @@ func (w *Worker) initial(pkt []byte, from netip.AddrPort, out []byte) (Reason, [
 		return ReasonOfToken(tr), nil
 	}
 	if res.Type == token.TypeNewToken {
-		// The client's 0-RTT packets carry this DCID too.
-		w.admit(h.DestConnID)
+		// The client's 0-RTT packets carry this DCID too. It is the
+		// client's choice (8..20 bytes); the fast path keys long-header
+		// DCIDs longer than the server's CID length by their first
+		// CIDLen bytes (docs/fastpath.md), so admit that prefix.
+		w.admit(cidPrefix(h.DestConnID, w.eng.cfg.CIDLen))
 		return ReasonNewTokenForwarded, nil
 	}
 	if bytes.Equal(res.RSCID, h.DestConnID) {
@@ -83,4 +86,14 @@ func (w *Worker) versionNegotiation(pkt []byte, out []byte) (Reason, []byte) {
 	w.versions[len(w.versions)-1] = wire.Version(uint32(w.rng.Uint64())&0xf0f0f0f0 | 0x0a0a0a0a)
 	reply := wire.AppendVersionNegotiation(out[:0], w.inv.DestConnID, w.inv.SrcConnID, w.versions[:])
 	return ReasonVersionNegotiation, reply
+}
+
+// cidPrefix is the part of a long-header DCID the fast-path cache keys on:
+// its first n bytes when it is longer, else the whole DCID (which the cache
+// refuses when it is shorter than n).
+func cidPrefix(dcid []byte, n int) []byte {
+	if len(dcid) > n {
+		return dcid[:n]
+	}
+	return dcid
 }

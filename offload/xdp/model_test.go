@@ -62,14 +62,17 @@ func modelVerdict(frame []byte, port uint16, cidLen int, inCache func([]byte) bo
 		if plen < 6 || len(q) < 6 {
 			return xdpDrop, DropMalformed
 		}
+		typ := (q[0] >> 4) & 3
 		switch v := binary.BigEndian.Uint32(q[1:]); v {
 		case 0:
 			return xdpDrop, DropUnexpected
 		case 1:
+		case 0x6b3343cf: // QUIC v2 rotates the type bits (RFC 9369)
+			typ = (typ + 3) & 3
 		default:
 			return xdpPass, PassNoSocket
 		}
-		switch (q[0] >> 4) & 3 {
+		switch typ {
 		case typeInitial:
 			if plen < 1200 {
 				return xdpDrop, DropSmallInitial
@@ -81,7 +84,7 @@ func modelVerdict(frame []byte, port uint16, cidLen int, inCache func([]byte) bo
 		if q[5] > 20 {
 			return xdpDrop, DropMalformed
 		}
-		if int(q[5]) != cidLen {
+		if int(q[5]) < cidLen {
 			return xdpDrop, DropCIDLen
 		}
 		off = 6

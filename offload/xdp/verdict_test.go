@@ -20,7 +20,7 @@ func TestInitialGoesToAgentOrPasses(t *testing.T) {
 	expect(t, p, udp6(testPort, longPacket(typeInitial, 1, dcid, 1350)), xdpPass, PassNoSocket)
 	// An unknown version goes to the agent too (Version Negotiation).
 	expect(t, p, udp4(testPort, longPacket(typeHandshake, 0x1a2a3a4a, dcid, 1200)), xdpPass, PassNoSocket)
-	expect(t, p, udp4(testPort, longPacket(typeInitial, 0x6b3343cf, dcid, 1200)), xdpPass, PassNoSocket)
+	expect(t, p, udp4(testPort, longPacket(typeInitial, 0xff00001d, dcid, 1200)), xdpPass, PassNoSocket)
 	// Too small for an Initial (RFC 9000, section 14.1): dropped.
 	expect(t, p, udp4(testPort, longPacket(typeInitial, 1, dcid, 1199)), xdpDrop, DropSmallInitial)
 	// Retry and Version Negotiation never travel to a server.
@@ -59,10 +59,38 @@ func TestLongHeaderByCache(t *testing.T) {
 		expect(t, p, udp4(testPort, longPacket(typ, 1, known, 60)), xdpPass, PassHit)
 		expect(t, p, udp6(testPort, longPacket(typ, 1, known, 60)), xdpPass, PassHit)
 		expect(t, p, udp4(testPort, longPacket(typ, 1, randomCID(r, 8), 60)), xdpDrop, DropMiss)
-		// Another DCID length than the cache's is a miss by definition.
-		expect(t, p, udp4(testPort, longPacket(typ, 1, append(known, 0), 60)), xdpDrop, DropCIDLen)
+		// A longer DCID (a client-chosen one, as 0-RTT packets carry) is
+		// keyed by its first CIDLen bytes; a shorter one cannot be ours.
+		expect(t, p, udp4(testPort, longPacket(typ, 1, append(append([]byte{}, known...), 9, 9, 9, 9), 60)), xdpPass, PassHit)
+		expect(t, p, udp4(testPort, longPacket(typ, 1, append(randomCID(r, 8), known...), 60)), xdpDrop, DropMiss)
+		expect(t, p, udp4(testPort, longPacket(typ, 1, known[:7], 60)), xdpDrop, DropCIDLen)
 		expect(t, p, udp4(testPort, longPacket(typ, 1, nil, 60)), xdpDrop, DropCIDLen)
 	}
+}
+
+// TestQUICv2TypeBits: RFC 9369 gives v2 other long-header type bits; its
+// Handshake and 0-RTT packets use the cache, its Initials go to the agent.
+func TestQUICv2TypeBits(t *testing.T) {
+	p := loadFiltering(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	known := randomCID(r, 8)
+	if err := p.Cache().Insert(known); err != nil {
+		t.Fatal(err)
+	}
+	const v2 = 0x6b3343cf
+	const (
+		v2Retry     = 0
+		v2Initial   = 1
+		v20RTT      = 2
+		v2Handshake = 3
+	)
+	for _, typ := range []byte{v2Handshake, v20RTT} {
+		expect(t, p, udp4(testPort, longPacket(typ, v2, known, 60)), xdpPass, PassHit)
+		expect(t, p, udp6(testPort, longPacket(typ, v2, randomCID(r, 8), 60)), xdpDrop, DropMiss)
+	}
+	expect(t, p, udp4(testPort, longPacket(v2Initial, v2, known, 1200)), xdpPass, PassNoSocket)
+	expect(t, p, udp4(testPort, longPacket(v2Initial, v2, known, 1199)), xdpDrop, DropSmallInitial)
+	expect(t, p, udp4(testPort, longPacket(v2Retry, v2, known, 100)), xdpDrop, DropUnexpected)
 }
 
 func TestPassiveHitReinsertsIntoActive(t *testing.T) {

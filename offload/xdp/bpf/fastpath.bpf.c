@@ -60,7 +60,7 @@ enum tr_xdp_reason {
 	TR_XDP_AGENT_VERSION = 5,     /* other version redirected to the agent */
 	TR_XDP_PASS_NO_SOCKET = 6,    /* for the agent, but no AF_XDP socket */
 	TR_XDP_DROP_MISS = 7,         /* DCID not in the cache */
-	TR_XDP_DROP_CID_LEN = 8,      /* long-header DCID length != cid_len */
+	TR_XDP_DROP_CID_LEN = 8,      /* long-header DCID shorter than cid_len */
 	TR_XDP_DROP_SMALL_INITIAL = 9, /* Initial in < 1200 bytes (RFC 9000 14.1) */
 	TR_XDP_DROP_MALFORMED = 10,   /* too short to be QUIC, bad UDP length */
 	TR_XDP_DROP_UNEXPECTED = 11,  /* Retry or Version Negotiation to a server */
@@ -131,6 +131,7 @@ struct {
 } tr_xsks SEC(".maps");
 
 #define TR_QUIC_V1 0x00000001u
+#define TR_QUIC_V2 0x6b3343cfu
 #define TR_MIN_INITIAL 1200u /* smallest UDP payload carrying an Initial */
 #define TR_ETH_HLEN 14
 #define TR_UDP_HLEN 8
@@ -194,9 +195,13 @@ static __attribute__((always_inline)) int quic(struct xdp_md *ctx, const struct 
 		version = (tr_u32)q[1] << 24 | (tr_u32)q[2] << 16 | (tr_u32)q[3] << 8 | q[4];
 		if (version == 0)
 			return verdict(XDP_DROP, TR_XDP_DROP_UNEXPECTED);
-		if (version != TR_QUIC_V1)
+		if (version != TR_QUIC_V1 && version != TR_QUIC_V2)
 			return to_agent(ctx, TR_XDP_AGENT_VERSION);
+		/* v1 numbering: 0 Initial, 1 0-RTT, 2 Handshake, 3 Retry. RFC 9369
+		 * rotates the bits for v2 (Initial 1, 0-RTT 2, Handshake 3, Retry 0). */
 		type = (q[0] >> 4) & 3;
+		if (version == TR_QUIC_V2)
+			type = (type + 3) & 3;
 		if (type == 0) {
 			if (plen < TR_MIN_INITIAL)
 				return verdict(XDP_DROP, TR_XDP_DROP_SMALL_INITIAL);
@@ -206,7 +211,10 @@ static __attribute__((always_inline)) int quic(struct xdp_md *ctx, const struct 
 			return verdict(XDP_DROP, TR_XDP_DROP_UNEXPECTED);
 		if (q[5] > TR_FP_CID_MAX)
 			return verdict(XDP_DROP, TR_XDP_DROP_MALFORMED);
-		if (q[5] != cfg->cid_len)
+		/* A longer DCID is a client-chosen one (0-RTT packets carry the
+		 * DCID of the client's first Initial, 8..20 bytes): the cache keys
+		 * it by its first cid_len bytes, as the agent admits it. */
+		if (q[5] < cfg->cid_len)
 			return verdict(XDP_DROP, TR_XDP_DROP_CID_LEN);
 		off = 6;
 	} else {
