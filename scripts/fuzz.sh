@@ -1,20 +1,39 @@
 #!/usr/bin/env bash
-# Runs every fuzz target in the module for $FUZZTIME each (default 3s).
-# `go test -fuzz` accepts one target per invocation, so list them first.
+# Runs every fuzz target in the module with the budget $FUZZTIME (a duration
+# such as 60s, or an execution count such as 20000x; default 20000x).
+#
+# `make test` uses an execution count: with a duration, Go 1.26's fuzz
+# coordinator can fail a target with a bare "context deadline exceeded" when
+# the time runs out under CPU load (go.dev/issue/75804, fixed in Go 1.27),
+# with no failing input. For duration budgets the script therefore counts
+# such a run as a flake, not a failure, when no new reproducer was written
+# to testdata/fuzz/<target>/; any run that writes one fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fuzztime="${FUZZTIME:-3s}"
+fuzztime="${FUZZTIME:-20000x}"
+passed=0
 failed=0
-count=0
+flaked=0
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
 while IFS= read -r dir; do
 	pkg="./${dir}"
 	for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go | sed 's/^func //' | sort -u); do
-		count=$((count + 1))
 		echo "fuzz: ${pkg} ${target} (${fuzztime})"
-		if ! go test -run='^$' -fuzz="^${target}\$" -fuzztime="${fuzztime}" "$pkg"; then
+		corpus="${dir}/testdata/fuzz/${target}"
+		before="$(ls "$corpus" 2>/dev/null | wc -l)"
+		if go test -run='^$' -fuzz="^${target}\$" -fuzztime="${fuzztime}" "$pkg" 2>&1 | tee "$log"; then
+			passed=$((passed + 1))
+			continue
+		fi
+		after="$(ls "$corpus" 2>/dev/null | wc -l)"
+		if [ "$after" -eq "$before" ] && grep -q '^    context deadline exceeded$' "$log"; then
+			echo "fuzz: ${target}: coordinator deadline race (go.dev/issue/75804), no failing input: flake"
+			flaked=$((flaked + 1))
+		else
 			failed=$((failed + 1))
 		fi
 	done
 done < <(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -r -n1 dirname | sed 's|^\./||' | sort -u)
-echo "fuzz: $((count - failed)) passed, ${failed} failed"
+echo "fuzz: ${passed} passed, ${failed} failed, ${flaked} skipped"
 [ "$failed" -eq 0 ]
