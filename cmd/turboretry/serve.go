@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/turboretry/turboretry/internal/fileserver"
+)
+
+func init() {
+	register(&command{
+		name:    "serve",
+		summary: "serve files over HTTPS, advertising HTTP/3",
+		run:     runServe,
+	})
+}
+
+const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE --key FILE] [--retry auto|always|never]\n" +
+	"         [--secret FILE] [--metrics ADDR] [--state-dir DIR]\n\n" +
+	"Serves DIR (default: a built-in demo site) over HTTPS with HTTP/1.1 and HTTP/2, and\n" +
+	"advertises HTTP/3 on the same port with Alt-Svc. Without --cert/--key it uses a\n" +
+	"self-signed certificate kept in the state directory and prints the SPKI hash that\n" +
+	"Chromium's --ignore-certificate-errors-spki-list needs; without --secret it creates a\n" +
+	"root secret there (mode 0600). SIGHUP reloads the certificate and the secret;\n" +
+	"SIGINT or SIGTERM shuts down gracefully. The default address, 127.0.0.1:4433, is\n" +
+	"reachable from this machine only; use --addr :443 to serve the network."
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	flags := newFlagSet("serve", serveSynopsis, stderr)
+	addr := flags.String("addr", fileserver.DefaultAddr, "listen on `ADDR` (TCP now, UDP for HTTP/3 later); the default is a local port")
+	root := flags.String("root", "", "serve the files under `DIR` instead of the demo site")
+	certFile := flags.String("cert", "", "PEM certificate chain `FILE` (with --key)")
+	keyFile := flags.String("key", "", "PEM private key `FILE` (with --cert)")
+	retry := flags.String("retry", "auto", "when to send a QUIC Retry (`MODE`: auto, always or never)")
+	secret := flags.String("secret", "", "token root secret `FILE` (see turboretry keygen); default: one in the state directory")
+	metricsAddr := flags.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics")
+	stateDir := flags.String("state-dir", "", "keep the generated certificate, key and secret in `DIR` (default $XDG_STATE_HOME/turboretry or ~/.local/state/turboretry)")
+	pos, err := parseArgs(flags, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) > 0 {
+		return usageError(flags, "unexpected argument %q", pos[0])
+	}
+	mode, err := fileserver.ParseRetryMode(*retry)
+	if err != nil {
+		return usageError(flags, "--retry: %v", err)
+	}
+	if (*certFile == "") != (*keyFile == "") {
+		return usageError(flags, "--cert and --key go together: give both or neither")
+	}
+	if *stateDir == "" && (*certFile == "" || *secret == "") {
+		if *stateDir, err = fileserver.DefaultStateDir(); err != nil {
+			fmt.Fprintln(stderr, "serve:", err)
+			return exitFail
+		}
+	}
+
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	srv, err := fileserver.New(fileserver.Config{
+		Addr:        *addr,
+		Root:        *root,
+		CertFile:    *certFile,
+		KeyFile:     *keyFile,
+		Retry:       mode,
+		SecretFile:  *secret,
+		StateDir:    *stateDir,
+		MetricsAddr: *metricsAddr,
+		Logger:      log,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return exitFail
+	}
+
+	// Registered before anything is printed, so whoever waits for the
+	// output below may send SIGHUP without killing the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				log.Info("SIGHUP: reloading certificate and secret")
+				srv.Reload() // logs its own outcome
+			case <-done:
+				return
+			}
+		}
+	}()
+
+	fmt.Fprintf(stdout, "Serving %s\n", srv.URL())
+	fmt.Fprintf(stdout, "SPKI sha256 (base64): %s\n", srv.SPKIHash())
+	if err := srv.Serve(ctx); err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return exitFail
+	}
+	return exitOK
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// serveBuffer is a bytes.Buffer the server's goroutines may write to.
+type serveBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *serveBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *serveBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serveWait polls until cond holds; the bound only keeps a broken build
+// from hanging.
+func serveWait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for range 1000 {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("gave up waiting for %s", what)
+}
+
+func TestServeUsageErrors(t *testing.T) {
+	state := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--retry", "sometimes"}, `invalid retry mode "sometimes"`},
+		{[]string{"--cert", "c.pem"}, "--cert and --key go together"},
+		{[]string{"--key", "k.pem"}, "--cert and --key go together"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"--bogus"}, "flag provided but not defined"},
+	} {
+		args := append([]string{"serve", "--state-dir", state}, tc.args...)
+		code, _, errOut := runCLI(args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.msg) || !strings.Contains(errOut, "usage: turboretry serve") {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errOut)
+		}
+	}
+	code, out, _ := runCLI("help", "serve")
+	if code != exitOK || !strings.Contains(out, "-state-dir") || !strings.Contains(out, "-retry") {
+		t.Errorf("help serve: exit %d, %q", code, out)
+	}
+}
+
+func TestServeRuntimeErrors(t *testing.T) {
+	dir := t.TempDir()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	garbage := filepath.Join(dir, "garbage.pem")
+	os.WriteFile(garbage, []byte("not PEM"), 0o600)
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--root", filepath.Join(dir, "missing")}, "root directory"},
+		{[]string{"--addr", busy.Addr().String()}, "address already in use"},
+		{[]string{"--cert", garbage, "--key", garbage}, "garbage.pem"},
+		{[]string{"--secret", filepath.Join(dir, "nokey")}, "nokey"},
+	} {
+		args := append([]string{"serve", "--addr", "127.0.0.1:0", "--state-dir", t.TempDir()}, tc.args...)
+		code, _, errOut := runCLI(args...)
+		if code != exitFail || !strings.Contains(errOut, "serve: ") || !strings.Contains(errOut, tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errOut)
+		}
+	}
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut serveBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--state-dir", state, "--retry", "always"}, &out, &errOut)
+	}()
+	serveWait(t, "the SPKI line", func() bool { return strings.Contains(out.String(), "SPKI sha256 (base64): ") })
+
+	var url, spki string
+	for line := range strings.Lines(out.String()) {
+		line = strings.TrimSpace(line)
+		if u, ok := strings.CutPrefix(line, "Serving "); ok {
+			url = u
+		}
+		if s, ok := strings.CutPrefix(line, "SPKI sha256 (base64): "); ok {
+			spki = s
+		}
+	}
+	pemData, err := os.ReadFile(filepath.Join(state, "cert.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(pemData)
+	if block == nil {
+		t.Fatal("cert.pem holds no PEM block")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	if want := base64.StdEncoding.EncodeToString(sum[:]); spki != want {
+		t.Errorf("printed SPKI %q, want %q", spki, want)
+	}
+	for name, want := range map[string]os.FileMode{"key.pem": 0o600, "secret.key": 0o600} {
+		st, err := os.Stat(filepath.Join(state, name))
+		if err != nil || st.Mode().Perm() != want {
+			t.Errorf("%s: %v, mode %v", name, err, st.Mode().Perm())
+		}
+	}
+
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Proto != "HTTP/2.0" || !strings.Contains(string(body), "TurboRetry") || resp.Header.Get("Alt-Svc") == "" {
+		t.Errorf("GET %s: %d %s, Alt-Svc %q", url, resp.StatusCode, resp.Proto, resp.Header.Get("Alt-Svc"))
+	}
+
+	// SIGHUP reloads instead of killing the process.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	serveWait(t, "the reload", func() bool { return strings.Contains(errOut.String(), "root secret loaded") })
+
+	cancel()
+	if code := <-exit; code != exitOK {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut.String())
+	}
+	logs := errOut.String()
+	for _, w := range []string{"retry=always", "--origin-to-force-quic-on=", "HTTP/3 is not served yet", "shutting down", "stopped", "method=GET"} {
+		if !strings.Contains(logs, w) {
+			t.Errorf("log lacks %q:\n%s", w, logs)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package fileserver
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// DefaultAddr is where the server listens when no address is given: a local
+// port, so that running the command with no flags exposes nothing to the
+// network. 4433 rather than 443 because it needs no privileges.
+const DefaultAddr = "127.0.0.1:4433"
+
+// DefaultShutdownTimeout bounds how long a graceful shutdown waits for
+// in-flight requests before closing their connections.
+const DefaultShutdownTimeout = 10 * time.Second
+
+// RetryMode says when the QUIC listener sends a Retry before accepting a
+// connection. The QUIC side interprets it; this package only carries it.
+type RetryMode uint8
+
+// Retry modes.
+const (
+	RetryAuto   RetryMode = iota // Retry only when the server is under load
+	RetryAlways                  // validate every new client address first
+	RetryNever                   // never send a Retry
+)
+
+var retryNames = [...]string{RetryAuto: "auto", RetryAlways: "always", RetryNever: "never"}
+
+// String returns the flag spelling of m.
+func (m RetryMode) String() string {
+	if int(m) < len(retryNames) {
+		return retryNames[m]
+	}
+	return fmt.Sprintf("RetryMode(%d)", m)
+}
+
+// ParseRetryMode parses the --retry flag: "auto", "always" or "never".
+func ParseRetryMode(s string) (RetryMode, error) {
+	for m, n := range retryNames {
+		if s == n {
+			return RetryMode(m), nil
+		}
+	}
+	return 0, fmt.Errorf("invalid retry mode %q: want auto, always or never", s)
+}
+
+// Config configures a Server. Only StateDir is needed when the certificate
+// or the secret is generated; everything else has a default.
+type Config struct {
+	// Addr is the TCP address, and later the UDP one: the port is shared
+	// so that the Alt-Svc header can name it. Empty means DefaultAddr.
+	Addr string
+	// Root is the directory to serve; empty serves the embedded demo site.
+	Root string
+	// CertFile and KeyFile are a PEM certificate chain and key; both empty
+	// means a self-signed certificate kept in StateDir.
+	CertFile, KeyFile string
+	// Retry is handed to the QUIC listener.
+	Retry RetryMode
+	// SecretFile is the token root secret; empty means one kept in
+	// StateDir, created on first use.
+	SecretFile string
+	// StateDir holds the generated certificate, key and secret.
+	StateDir string
+	// MetricsAddr, when set, is a plain-HTTP address serving /metrics.
+	MetricsAddr string
+	// Logger receives the access log and server events; nil discards.
+	Logger *slog.Logger
+	// ShutdownTimeout bounds graceful shutdown; zero means the default.
+	ShutdownTimeout time.Duration
+	// Now is the clock used for certificate validity; nil means time.Now.
+	// Tests set it to exercise expiry.
+	Now func() time.Time
+}
+
+func (c *Config) fillDefaults() {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+func (c *Config) check() error {
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return fmt.Errorf("--cert and --key go together: give both or neither")
+	}
+	if c.StateDir == "" && (c.CertFile == "" || c.SecretFile == "") {
+		return fmt.Errorf("a state directory is needed for the generated certificate or secret")
+	}
+	if int(c.Retry) >= len(retryNames) {
+		return fmt.Errorf("invalid retry mode %v", c.Retry)
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package fileserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/turboretry/turboretry/internal/metrics"
+)
+
+// requestRecords returns the access log records.
+func requestRecords(t *testing.T, logs *syncBuffer) []map[string]any {
+	var out []map[string]any
+	for _, r := range logs.records(t) {
+		if r["msg"] == "request" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestAccessLogAndMetrics(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.MetricsAddr = "127.0.0.1:0" })
+	h2, h1 := ts.clients(t)
+	var bytes2, bytes1 int
+	for range 3 {
+		_, body := get(t, h2, "GET", ts.URL())
+		bytes2 += len(body)
+	}
+	for range 2 {
+		_, body := get(t, h1, "GET", ts.URL()+"style.css")
+		bytes1 += len(body)
+	}
+	_, body := get(t, h1, "GET", ts.URL()+"missing")
+	bytes1 += len(body)
+	get(t, h2, "HEAD", ts.URL())
+	get(t, h2, "BREW", ts.URL()) // an unknown method is counted as OTHER
+
+	metricsURL := "http://" + ts.MetricsAddr().String() + "/metrics"
+	want := []string{
+		`turboretry_http_requests_total{protocol="HTTP/1.1",method="GET",code="200"} 2`,
+		`turboretry_http_requests_total{protocol="HTTP/1.1",method="GET",code="404"} 1`,
+		`turboretry_http_requests_total{protocol="HTTP/2.0",method="GET",code="200"} 3`,
+		`turboretry_http_requests_total{protocol="HTTP/2.0",method="HEAD",code="200"} 1`,
+		`turboretry_http_requests_total{protocol="HTTP/2.0",method="OTHER",code="200"} 1`,
+		fmt.Sprintf(`turboretry_http_response_bytes_total{protocol="HTTP/1.1"} %d`, bytes1),
+		"# TYPE turboretry_tcp_connections_active gauge",
+	}
+	var text string
+	eventually(t, func() error {
+		resp, err := http.Get(metricsURL)
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); ct != metrics.ContentType {
+			return errorf("content type %q", ct)
+		}
+		text = string(b)
+		for _, w := range want {
+			if !strings.Contains(text, w+"\n") {
+				return errorf("metrics lack %q:\n%s", w, text)
+			}
+		}
+		return nil
+	})
+	// BREW got 200 with the index body, so HTTP/2 bytes are four bodies.
+	if w := fmt.Sprintf(`turboretry_http_response_bytes_total{protocol="HTTP/2.0"} %d`, bytes2*4/3); !strings.Contains(text, w) {
+		t.Errorf("metrics lack %q:\n%s", w, text)
+	}
+	// Both clients hold a keep-alive connection.
+	if !strings.Contains(text, "turboretry_tcp_connections_active 2\n") {
+		t.Errorf("expected 2 active TCP connections:\n%s", text)
+	}
+
+	// The log line follows the metrics update; wait for the last one.
+	var recs []map[string]any
+	eventually(t, func() error {
+		if recs = requestRecords(t, ts.logs); len(recs) != 8 {
+			return errorf("%d access log records, want 8", len(recs))
+		}
+		return nil
+	})
+	var sawMissing bool
+	for _, r := range recs {
+		for _, k := range []string{"method", "path", "status", "bytes", "protocol", "duration", "remote", "retry_validated", "token_validated", "zero_rtt"} {
+			if _, ok := r[k]; !ok {
+				t.Errorf("record lacks %s: %v", k, r)
+			}
+		}
+		if r["retry_validated"] != false || r["token_validated"] != false || r["zero_rtt"] != false {
+			t.Errorf("TCP request marked as validated: %v", r)
+		}
+		if r["level"] != "INFO" || !strings.HasPrefix(r["remote"].(string), "127.0.0.1:") {
+			t.Errorf("record: %v", r)
+		}
+		if r["path"] == "/missing" {
+			sawMissing = true
+			if r["status"] != 404.0 || r["protocol"] != "HTTP/1.1" || r["method"] != "GET" || r["bytes"] != float64(len(body)) {
+				t.Errorf("404 record: %v", r)
+			}
+		}
+	}
+	if !sawMissing {
+		t.Error("no record for /missing")
+	}
+
+	// Closing the clients' connections brings the gauge back to zero.
+	h1.CloseIdleConnections()
+	h2.CloseIdleConnections()
+	eventually(t, func() error {
+		if v := ts.m.tcpConns.Value(); v != 0 {
+			return errorf("%d TCP connections still counted", v)
+		}
+		return nil
+	})
+}
+
+// TestConnInfoFromTransport shows what the QUIC side will do: put ConnInfo
+// in the request context; the log, and whoami, report it.
+func TestConnInfoFromTransport(t *testing.T) {
+	logs := &syncBuffer{}
+	s, _ := newServer(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	})
+	defer s.Close()
+	req := httptest.NewRequest("GET", WhoamiPath, nil)
+	req.Proto, req.ProtoMajor, req.ProtoMinor = "HTTP/3.0", 3, 0
+	req = req.WithContext(WithConnInfo(req.Context(), ConnInfo{RetryValidated: true, ZeroRTT: true}))
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	var me whoami
+	if err := json.Unmarshal(rec.Body.Bytes(), &me); err != nil {
+		t.Fatal(err)
+	}
+	if me.Protocol != "HTTP/3.0" || !me.RetryValidated || me.TokenValidated || !me.ZeroRTT {
+		t.Errorf("whoami: %+v", me)
+	}
+	if rec.Header().Get("Alt-Svc") == "" {
+		t.Error("no Alt-Svc")
+	}
+	recs := requestRecords(t, logs)
+	if len(recs) != 1 {
+		t.Fatalf("%d records", len(recs))
+	}
+	r := recs[0]
+	if r["retry_validated"] != true || r["token_validated"] != false || r["zero_rtt"] != true || r["protocol"] != "HTTP/3.0" || r["status"] != 200.0 {
+		t.Errorf("record: %v", r)
+	}
+	want := `turboretry_http_requests_total{protocol="HTTP/3.0",method="GET",code="200"} 1`
+	if text := string(s.Metrics().AppendText(nil)); !strings.Contains(text, want) {
+		t.Errorf("metrics lack %q:\n%s", want, text)
+	}
+	if ci := ConnInfoFromContext(t.Context()); ci != (ConnInfo{}) {
+		t.Errorf("empty context: %+v", ci)
+	}
+}
+
+func TestAnnounce(t *testing.T) {
+	ts := startServer(t, nil)
+	h2, _ := ts.clients(t)
+	get(t, h2, "GET", ts.URL()) // Serve has announced by the time it answers
+	text := ts.logs.String()
+	for _, w := range []string{
+		`"url":"` + ts.URL() + `"`,
+		"--origin-to-force-quic-on=" + strings.TrimSuffix(strings.TrimPrefix(ts.URL(), "https://"), "/"),
+		"--ignore-certificate-errors-spki-list=" + ts.SPKIHash(),
+		"HTTP/3 is not served yet by this build",
+	} {
+		if !strings.Contains(text, w) {
+			t.Errorf("log lacks %q:\n%s", w, text)
+		}
+	}
+}
