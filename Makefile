@@ -9,7 +9,7 @@ LONGFUZZ  ?= 60s
 BENCHTIME ?= 1s
 BENCHOUT  ?= bench.txt
 
-.PHONY: demo firmware all build test unit lint fmt vet staticcheck fuzz fuzz-short bench clean
+.PHONY: serve demo firmware all build test unit lint fmt vet staticcheck fuzz fuzz-short bench clean
 
 all: build
 
@@ -56,7 +56,11 @@ clean:
 	$(MAKE) -C dpa-firmware clean
 	rm -f $(BENCHOUT) turboretry
 
-## demo: what runs today in place of the HTTP/3 server (not built yet): create a root
+## serve: the main job, the file server on an embedded demo site (https://127.0.0.1:4433/).
+serve:
+	$(GO) run ./cmd/turboretry serve
+
+## demo: the token tool that a server and its offload agent share: create a root
 ## secret, mint an agent Retry token for a client, and validate it as the host would.
 demo:
 	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
