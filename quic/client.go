@@ -1,0 +1,137 @@
+package quic
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"net"
+
+	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// DialAddr dials addr over a new UDP socket and returns once the handshake
+// completed. The socket is closed when the connection is.
+func DialAddr(ctx context.Context, addr string, tlsConf *tls.Config, conf *Config) (*Conn, error) {
+	return dialAddr(ctx, addr, tlsConf, conf)
+}
+
+// DialAddrEarly is DialAddr; without 0-RTT it also waits for the handshake.
+func DialAddrEarly(ctx context.Context, addr string, tlsConf *tls.Config, conf *Config) (*Conn, error) {
+	return dialAddr(ctx, addr, tlsConf, conf)
+}
+
+func dialAddr(ctx context.Context, addr string, tlsConf *tls.Config, conf *Config) (*Conn, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	laddr := &net.UDPAddr{IP: net.IPv4zero}
+	if ua.IP.To4() == nil {
+		laddr = &net.UDPAddr{IP: net.IPv6zero}
+	}
+	udp, err := net.ListenUDP("udp", laddr)
+	if err != nil {
+		return nil, err
+	}
+	if tlsConf != nil && tlsConf.ServerName == "" {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			tlsConf = tlsConf.Clone()
+			tlsConf.ServerName = host
+		}
+	}
+	t := &Transport{Conn: udp, createdConn: true, isSingleUse: true, singleDial: true}
+	c, err := t.dial(ctx, ua, tlsConf, conf)
+	if err != nil {
+		t.close(false)
+		return nil, err
+	}
+	return c, nil
+}
+
+// Dial dials addr over conn, which is not closed with the connection.
+func Dial(ctx context.Context, conn net.PacketConn, addr net.Addr, tlsConf *tls.Config, conf *Config) (*Conn, error) {
+	t := &Transport{Conn: conn, isSingleUse: true, singleDial: true}
+	c, err := t.dial(ctx, addr, tlsConf, conf)
+	if err != nil {
+		t.close(false)
+		return nil, err
+	}
+	return c, nil
+}
+
+// DialEarly is Dial; without 0-RTT it also waits for the handshake.
+func DialEarly(ctx context.Context, conn net.PacketConn, addr net.Addr, tlsConf *tls.Config, conf *Config) (*Conn, error) {
+	return Dial(ctx, conn, addr, tlsConf, conf)
+}
+
+// Dial dials addr over the Transport and returns once the handshake
+// completed.
+func (t *Transport) Dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config, conf *Config) (*Conn, error) {
+	return t.dial(ctx, addr, tlsConf, conf)
+}
+
+// DialEarly is Dial; without 0-RTT it also waits for the handshake.
+func (t *Transport) DialEarly(ctx context.Context, addr net.Addr, tlsConf *tls.Config, conf *Config) (*Conn, error) {
+	return t.dial(ctx, addr, tlsConf, conf)
+}
+
+func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config, config *Config) (*Conn, error) {
+	if err := checkTLSConfig(tlsConf); err != nil {
+		return nil, err
+	}
+	conf, err := populateConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.init(); err != nil {
+		return nil, err
+	}
+	if t.isClosed() {
+		return nil, ErrTransportClosed
+	}
+	tc := tlsConf.Clone()
+	tc.MinVersion = tls.VersionTLS13
+	v := wire.Version(conf.Versions[0])
+	c := newConn(t, true, conf, tc, v, addr)
+	c.srcCID = t.newConnID()
+	c.origDestCID = make([]byte, 8)
+	_, _ = rand.Read(c.origDestCID)
+	c.destCID = c.origDestCID
+	sealer, opener, err := handshake.NewInitialKeys(c.destCID, handshake.Version(v), true)
+	if err != nil {
+		return nil, err
+	}
+	c.spaces[spaceInitial].sealer = sealer
+	c.spaces[spaceInitial].opener = opener
+	if !t.addHandler(c.srcCID, c) {
+		return nil, ErrTransportClosed
+	}
+	c.mu.Lock()
+	err = c.startTLS()
+	c.mu.Unlock()
+	if err != nil {
+		t.removeHandlers(c)
+		if c.tls != nil {
+			c.tls.Close()
+		}
+		return nil, err
+	}
+	t.startConn(c)
+	select {
+	case <-c.handshakeDoneCh:
+		return c, nil
+	case <-c.closedCh:
+		c.mu.Lock()
+		err := c.closeErr
+		c.mu.Unlock()
+		return nil, err
+	case <-ctx.Done():
+		c.mu.Lock()
+		c.destroyLocked(context.Cause(ctx))
+		c.mu.Unlock()
+		c.wake()
+		<-c.runDone
+		return nil, ctx.Err()
+	}
+}

@@ -1,0 +1,129 @@
+package quic
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Config configures a QUIC connection, listener or dial. The zero value (or
+// nil) gives the defaults documented on each field.
+type Config struct {
+	// Versions lists the QUIC versions to speak, preferred first. Default:
+	// SupportedVersions(). A client sends its first Initial in Versions[0].
+	Versions []Version
+	// HandshakeIdleTimeout is how long the handshake may go without
+	// receiving a packet before it fails with HandshakeTimeoutError.
+	// Default 5 s.
+	HandshakeIdleTimeout time.Duration
+	// MaxIdleTimeout is the idle timeout advertised to the peer. The
+	// connection closes with IdleTimeoutError when no packet arrives
+	// within the smaller of both sides' values. Default 30 s.
+	MaxIdleTimeout time.Duration
+	// InitialStreamReceiveWindow is the initial per-stream receive window.
+	// Default 512 KiB.
+	InitialStreamReceiveWindow uint64
+	// MaxStreamReceiveWindow bounds per-stream window auto-tuning.
+	// Default 6 MiB.
+	MaxStreamReceiveWindow uint64
+	// InitialConnectionReceiveWindow is the initial connection receive
+	// window. Default 768 KiB.
+	InitialConnectionReceiveWindow uint64
+	// MaxConnectionReceiveWindow bounds connection window auto-tuning.
+	// Default 15 MiB.
+	MaxConnectionReceiveWindow uint64
+	// MaxIncomingStreams is how many bidirectional streams the peer may
+	// have open at once. Default 100; a negative value allows none.
+	MaxIncomingStreams int64
+	// MaxIncomingUniStreams is the same for unidirectional streams.
+	// Default 100; a negative value allows none.
+	MaxIncomingUniStreams int64
+	// KeepAlivePeriod, when positive, sends a PING after that much silence
+	// (at most half the idle timeout) so the connection stays alive.
+	KeepAlivePeriod time.Duration
+	// Allow0RTT enables 0-RTT. Not implemented yet: setting it makes
+	// Listen and Dial fail.
+	Allow0RTT bool
+	// EnableDatagrams enables DATAGRAM frames (RFC 9221).
+	EnableDatagrams bool
+}
+
+const (
+	defaultHandshakeIdleTimeout = 5 * time.Second
+	defaultMaxIdleTimeout       = 30 * time.Second
+	defaultStreamWindow         = 512 << 10
+	defaultMaxStreamWindow      = 6 << 20
+	defaultConnWindow           = 768 << 10
+	defaultMaxConnWindow        = 15 << 20
+	defaultMaxIncomingStreams   = 100
+)
+
+// Clone returns a copy of c.
+func (c *Config) Clone() *Config {
+	cc := *c
+	cc.Versions = slices.Clone(c.Versions)
+	return &cc
+}
+
+// populateConfig validates c and returns a copy with the defaults filled in.
+func populateConfig(c *Config) (*Config, error) {
+	if c == nil {
+		c = &Config{}
+	}
+	cc := c.Clone()
+	if cc.Allow0RTT {
+		return nil, errNotImplemented("0-RTT (Config.Allow0RTT)")
+	}
+	if len(cc.Versions) == 0 {
+		cc.Versions = SupportedVersions()
+	}
+	for _, v := range cc.Versions {
+		if v != Version1 && v != Version2 {
+			return nil, fmt.Errorf("quic: unsupported version %s", v)
+		}
+	}
+	if cc.HandshakeIdleTimeout < 0 || cc.MaxIdleTimeout < 0 {
+		return nil, errors.New("quic: negative timeout in Config")
+	}
+	if cc.HandshakeIdleTimeout == 0 {
+		cc.HandshakeIdleTimeout = defaultHandshakeIdleTimeout
+	}
+	if cc.MaxIdleTimeout == 0 {
+		cc.MaxIdleTimeout = defaultMaxIdleTimeout
+	}
+	if cc.InitialStreamReceiveWindow == 0 {
+		cc.InitialStreamReceiveWindow = defaultStreamWindow
+	}
+	if cc.MaxStreamReceiveWindow == 0 {
+		cc.MaxStreamReceiveWindow = defaultMaxStreamWindow
+	}
+	if cc.InitialConnectionReceiveWindow == 0 {
+		cc.InitialConnectionReceiveWindow = defaultConnWindow
+	}
+	if cc.MaxConnectionReceiveWindow == 0 {
+		cc.MaxConnectionReceiveWindow = defaultMaxConnWindow
+	}
+	cc.MaxStreamReceiveWindow = max(cc.MaxStreamReceiveWindow, cc.InitialStreamReceiveWindow)
+	cc.MaxConnectionReceiveWindow = max(cc.MaxConnectionReceiveWindow, cc.InitialConnectionReceiveWindow)
+	const maxWindow = 1 << 60
+	if cc.MaxStreamReceiveWindow > maxWindow || cc.MaxConnectionReceiveWindow > maxWindow {
+		return nil, errors.New("quic: receive window too large")
+	}
+	switch {
+	case cc.MaxIncomingStreams == 0:
+		cc.MaxIncomingStreams = defaultMaxIncomingStreams
+	case cc.MaxIncomingStreams < 0:
+		cc.MaxIncomingStreams = 0
+	}
+	switch {
+	case cc.MaxIncomingUniStreams == 0:
+		cc.MaxIncomingUniStreams = defaultMaxIncomingStreams
+	case cc.MaxIncomingUniStreams < 0:
+		cc.MaxIncomingUniStreams = 0
+	}
+	if cc.KeepAlivePeriod < 0 {
+		cc.KeepAlivePeriod = 0
+	}
+	return cc, nil
+}

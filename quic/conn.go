@@ -1,0 +1,545 @@
+package quic
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/ackgen"
+	"github.com/turboretry/turboretry/internal/congestion"
+	"github.com/turboretry/turboretry/internal/flowcontrol"
+	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/qerr"
+	"github.com/turboretry/turboretry/internal/recovery"
+	"github.com/turboretry/turboretry/internal/udpio"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// Packet number spaces, indexed like recovery.Space.
+const (
+	spaceInitial   = 0
+	spaceHandshake = 1
+	spaceApp       = 2
+)
+
+const (
+	maxCryptoBuffer    = 64 << 10 // out-of-order CRYPTO data we hold per level
+	maxUndecryptable   = 16       // packets kept until their keys arrive
+	recvQueueLen       = 256
+	maxDatagramsPerRun = 32
+)
+
+// pnSpace is the state of one packet number space.
+type pnSpace struct {
+	sealer    *handshake.Sealer // Initial and Handshake only; 1-RTT uses Conn.app
+	opener    *handshake.Opener
+	tracker   ackgen.Tracker
+	nextPN    uint64
+	crypto    sendBuffer
+	cryptoIn  recvBuffer
+	discarded bool
+	probes    int // ack-eliciting packets the PTO asked for
+	ranges    []wire.AckRange
+}
+
+// receivedPacket is one datagram handed from the Transport's read loop.
+type receivedPacket struct {
+	buf  *[]byte
+	data []byte
+	// remote is the sender; with batched reads only addrPort is set until
+	// the address is needed (a new connection, a stateless reset).
+	remote   net.Addr
+	addrPort netip.AddrPort
+	rcvTime  time.Time
+}
+
+// Conn is a QUIC connection. All its state is guarded by mu and driven by
+// one goroutine (run) that processes received packets and timers and sends;
+// API calls change state under mu and wake that goroutine.
+type Conn struct {
+	t        *Transport
+	isClient bool
+	config   *Config
+	tlsConf  *tls.Config
+	version  wire.Version
+	remote   net.Addr
+	server   *baseServer // server side: where to queue the conn once ready
+
+	ctx       context.Context
+	cancelCtx context.CancelCauseFunc
+
+	recvQueue chan receivedPacket
+	wakeCh    chan struct{}
+	closedCh  chan struct{} // closed when the connection is closed for the user
+	runDone   chan struct{}
+
+	handshakeDoneCh chan struct{}
+
+	mu sync.Mutex
+
+	tls    *tls.QUICConn
+	spaces [3]pnSpace
+	app    *handshake.AppKeys
+	rec    *recovery.Recovery
+	pacer  *congestion.Pacer
+	events recovery.Events
+	frame  wire.Frame
+
+	sent       map[uint64]*sentPacket
+	freeSent   []*sentPacket
+	ackScratch []byte
+	nextHandle uint64
+
+	srcCID      []byte // our connection ID
+	destCID     []byte // the peer's current connection ID
+	origDestCID []byte // the DCID of the client's first Initial
+	// clientDestCID (server) is the DCID of the Initial that created the
+	// connection: origDestCID, or a Retry's SCID.
+	clientDestCID []byte
+	retrySrcCID   []byte // client: SCID of the Retry it accepted
+	token         []byte // client: token for Initials
+	destSeq       uint64 // sequence number of destCID
+	peerCIDs      []peerCID
+	retireSeqs    []uint64
+
+	receivedFirst    bool // client: a server packet was processed
+	versionRestarted bool // client: restarted after Version Negotiation
+
+	peerResetToken    [16]byte
+	hasPeerResetToken bool
+
+	retryUndecryptableLater bool // new read keys: reprocess kept packets
+
+	stats connStats
+
+	keyPhaseAcked bool      // a packet sealed with the current 1-RTT keys was acknowledged
+	dropKeysAt    time.Time // when to drop the previous 1-RTT receive keys
+	peerParams    *wire.TransportParameters
+	ackDelayExp   uint8
+
+	handshakeComplete  bool
+	handshakeConfirmed bool
+	sendHandshakeDone  bool
+	queuedForAccept    bool
+
+	addressValidated bool
+	bytesRecv        uint64
+	bytesSent        uint64
+
+	lastActivity      time.Time
+	ackElicitingSent  bool // an ack-eliciting packet left since the last receipt
+	lastSendOrRecv    time.Time
+	pingPending       bool
+	pacingDeadline    time.Time
+	undecryptable     []receivedPacket
+	pathResponses     [][8]byte
+	connRecv          *flowcontrol.ConnReceiver
+	connSend          flowcontrol.SendCredit
+	counts            flowcontrol.StreamCounts
+	maxDataLost       bool
+	maxStreamsLost    [2]bool
+	streams           map[uint64]*stream
+	sendList          []*stream
+	ctrlList          []*stream
+	acceptBidi        []*stream
+	acceptUni         []*stream
+	streamSig         chan struct{} // broadcast: accept queues or stream limits changed
+	datagramsIn       [][]byte
+	datagramsOut      [][]byte
+	datagramSig       chan struct{}
+	peerMaxDatagram   uint64
+	closeErr          error  // set once the connection is closing
+	closing, draining bool   // closing: we sent CONNECTION_CLOSE; draining: the peer did
+	closePacket       []byte // sent again when packets arrive while closing
+	closeRecvCount    int
+	closeDeadline     time.Time
+	finished          bool // run must tear down and exit
+	pendingWrites     []outDatagram
+
+	// Owned by the run goroutine (no lock): batched sending.
+	writer     *udpio.Writer
+	writerInit bool
+	msgs       []udpio.Message
+	gsoBuf     []byte
+}
+
+// peerCID is a connection ID the peer issued in NEW_CONNECTION_ID.
+type peerCID struct {
+	seq   uint64
+	cid   []byte
+	token [16]byte
+}
+
+func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
+	c := &Conn{
+		t:               t,
+		isClient:        isClient,
+		config:          conf,
+		tlsConf:         tlsConf,
+		version:         v,
+		remote:          remote,
+		recvQueue:       make(chan receivedPacket, recvQueueLen),
+		wakeCh:          make(chan struct{}, 1),
+		closedCh:        make(chan struct{}),
+		runDone:         make(chan struct{}),
+		handshakeDoneCh: make(chan struct{}),
+		sent:            make(map[uint64]*sentPacket),
+		streams:         make(map[uint64]*stream),
+		ackDelayExp:     wire.DefaultAckDelayExponent,
+		lastActivity:    time.Now(),
+	}
+	c.lastSendOrRecv = c.lastActivity
+	c.ctx, c.cancelCtx = context.WithCancelCause(context.Background())
+	c.rec = recovery.New(recovery.Config{IsServer: !isClient})
+	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+	c.spaces[spaceInitial].tracker.Init(ackgen.SpaceInitial, ackgen.Config{})
+	c.spaces[spaceHandshake].tracker.Init(ackgen.SpaceHandshake, ackgen.Config{})
+	c.spaces[spaceApp].tracker.Init(ackgen.SpaceAppData, ackgen.Config{})
+	c.connRecv = flowcontrol.NewConnReceiver(flowcontrol.WindowConfig{
+		Initial: conf.InitialConnectionReceiveWindow,
+		Max:     conf.MaxConnectionReceiveWindow,
+	})
+	persp := flowcontrol.Server
+	if isClient {
+		persp = flowcontrol.Client
+	}
+	c.counts.Init(persp, uint64(conf.MaxIncomingStreams), uint64(conf.MaxIncomingUniStreams))
+	return c
+}
+
+// wake asks the connection goroutine to look for work.
+func (c *Conn) wake() {
+	select {
+	case c.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// deliver queues a datagram from the Transport; it never blocks.
+func (c *Conn) deliver(p receivedPacket) {
+	select {
+	case c.recvQueue <- p:
+	default:
+		putBuffer(p.buf)
+	}
+}
+
+// run is the connection's event loop.
+func (c *Conn) run() {
+	defer close(c.runDone)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		now := time.Now()
+		c.guard(func() { c.onTimers(now) })
+		if c.finished {
+			c.teardownLocked()
+			c.mu.Unlock()
+			c.t.connDone(c)
+			return
+		}
+		var more bool
+		c.guard(func() { more = c.sendLocked(now) })
+		writes := c.pendingWrites
+		c.pendingWrites = nil
+		deadline := c.nextDeadlineLocked()
+		c.mu.Unlock()
+		c.writeDatagrams(writes)
+		if more {
+			c.wake()
+		}
+		var wait time.Duration
+		if !deadline.IsZero() {
+			wait = max(time.Until(deadline), 0)
+		} else {
+			wait = time.Hour
+		}
+		timer.Reset(wait)
+		select {
+		case p := <-c.recvQueue:
+			c.mu.Lock()
+			c.guard(func() {
+				c.handleDatagram(p)
+				for range recvQueueLen {
+					select {
+					case p = <-c.recvQueue:
+						c.handleDatagram(p)
+						continue
+					default:
+					}
+					break
+				}
+				for c.retryUndecryptableLater {
+					c.retryUndecryptableLater = false
+					c.retryUndecryptable()
+				}
+			})
+			c.mu.Unlock()
+		case <-timer.C:
+		case <-c.wakeCh:
+		case <-c.t.closedCh:
+			c.mu.Lock()
+			c.destroyLocked(ErrTransportClosed)
+			c.mu.Unlock()
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// guard runs f (with mu held) and turns a panic, which would be a bug in
+// this package, into closing this connection with INTERNAL_ERROR, so that
+// neither the application nor the other connections go down with it.
+func (c *Conn) guard(f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.pendingWrites = nil
+			if c.closeErr == nil {
+				c.signalClosedLocked(&TransportError{ErrorCode: InternalError, ErrorMessage: fmt.Sprint("quic: internal error: ", r)})
+			}
+			c.finished = true
+		}
+	}()
+	f()
+}
+
+// onTimers fires the timers that expired by now.
+func (c *Conn) onTimers(now time.Time) {
+	if c.finished {
+		return
+	}
+	if c.closing || c.draining {
+		if !now.Before(c.closeDeadline) {
+			c.finished = true
+		}
+		return
+	}
+	if dl := c.idleDeadline(); !now.Before(dl) {
+		if c.handshakeComplete {
+			c.destroyLocked(&IdleTimeoutError{})
+		} else {
+			c.destroyLocked(&HandshakeTimeoutError{})
+		}
+		return
+	}
+	if ka := c.keepAliveTime(); !ka.IsZero() && !now.Before(ka) {
+		c.pingPending = true
+	}
+	if lt := c.rec.LossDetectionTimeout(); !lt.IsZero() && !now.Before(lt) {
+		c.events.Reset()
+		act := c.rec.OnLossDetectionTimeout(now, &c.events)
+		for _, p := range c.events.Lost {
+			c.onPacketLost(p.Handle)
+		}
+		c.countLost()
+		if act.Kind == recovery.TimeoutProbe {
+			c.stats.ptos++
+			sp := &c.spaces[act.Space]
+			sp.probes = act.Probes
+			if act.Space != spaceApp {
+				// Resend the whole unacknowledged flight in the probe.
+				sp.crypto.requeueAll()
+			}
+		}
+	}
+	if !c.dropKeysAt.IsZero() && !now.Before(c.dropKeysAt) {
+		c.dropKeysAt = time.Time{}
+		c.app.DropPreviousKeys()
+	}
+	if c.app != nil && c.app.CanSend() {
+		// Update keys well before the confidentiality limit; close if the
+		// peer kept us from updating until the limit (RFC 9001 6.6).
+		if s := c.app.Sealer(); c.app.SealedPackets() >= s.ConfidentialityLimit()/4*3 {
+			_ = c.initiateKeyUpdate(now)
+		}
+		if c.app.ConfidentialityLimitReached() {
+			c.closeWithError(qerr.NewTransportError(qerr.AEADLimitReached, 0, "confidentiality limit reached"))
+			return
+		}
+	}
+	if !c.pacingDeadline.IsZero() && !now.Before(c.pacingDeadline) {
+		c.pacingDeadline = time.Time{}
+	}
+}
+
+func (c *Conn) idleTimeoutLocked() time.Duration {
+	if !c.handshakeComplete {
+		return c.config.HandshakeIdleTimeout
+	}
+	d := c.config.MaxIdleTimeout
+	if c.peerParams != nil && c.peerParams.MaxIdleTimeout > 0 && c.peerParams.MaxIdleTimeout < d {
+		d = c.peerParams.MaxIdleTimeout
+	}
+	return max(d, 3*c.ptoLocked())
+}
+
+func (c *Conn) idleDeadline() time.Time { return c.lastActivity.Add(c.idleTimeoutLocked()) }
+
+func (c *Conn) keepAliveTime() time.Time {
+	if c.config.KeepAlivePeriod <= 0 || !c.handshakeComplete || c.pingPending {
+		return time.Time{}
+	}
+	p := min(c.config.KeepAlivePeriod, c.idleTimeoutLocked()/2)
+	return c.lastSendOrRecv.Add(p)
+}
+
+func (c *Conn) ptoLocked() time.Duration {
+	rtt := c.rec.RTT()
+	return rtt.PTOBase() + rtt.MaxAckDelay()
+}
+
+func (c *Conn) nextDeadlineLocked() time.Time {
+	var d time.Time
+	add := func(t time.Time) {
+		if !t.IsZero() && (d.IsZero() || t.Before(d)) {
+			d = t
+		}
+	}
+	if c.finished {
+		return time.Now()
+	}
+	if c.closing || c.draining {
+		return c.closeDeadline
+	}
+	add(c.idleDeadline())
+	add(c.keepAliveTime())
+	add(c.rec.LossDetectionTimeout())
+	add(c.pacingDeadline)
+	add(c.dropKeysAt)
+	for i := range c.spaces {
+		sp := &c.spaces[i]
+		if !sp.discarded && !sp.tracker.AckNow() {
+			add(sp.tracker.AlarmTime())
+		}
+	}
+	return d
+}
+
+// signalClosedLocked makes the close visible to API callers.
+func (c *Conn) signalClosedLocked(err error) {
+	c.closeErr = err
+	close(c.closedCh)
+	c.cancelCtx(err)
+	for _, s := range c.streams {
+		s.onConnClosed()
+	}
+}
+
+// destroyLocked closes the connection without sending anything.
+func (c *Conn) destroyLocked(err error) {
+	if c.finished {
+		return
+	}
+	if c.closeErr == nil {
+		c.signalClosedLocked(err)
+	}
+	c.finished = true
+}
+
+// teardownLocked releases everything once the connection is finished.
+func (c *Conn) teardownLocked() {
+	if c.tls != nil {
+		c.tls.Close()
+	}
+	for _, p := range c.undecryptable {
+		putBuffer(p.buf)
+	}
+	c.undecryptable = nil
+	c.t.removeHandlers(c)
+	if c.server != nil && !c.queuedForAccept {
+		c.queuedForAccept = true
+		c.server.handshakeEnded()
+	}
+}
+
+// Context returns a context that is canceled when the connection closes,
+// with the close error as its cause.
+func (c *Conn) Context() context.Context { return c.ctx }
+
+// HandshakeComplete returns a channel closed when the TLS handshake completed.
+func (c *Conn) HandshakeComplete() <-chan struct{} { return c.handshakeDoneCh }
+
+// LocalAddr returns the local address.
+func (c *Conn) LocalAddr() net.Addr { return c.t.Conn.LocalAddr() }
+
+// RemoteAddr returns the peer's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.remote }
+
+// ConnectionState returns the TLS and QUIC state of the connection.
+func (c *Conn) ConnectionState() ConnectionState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var s ConnectionState
+	if c.tls != nil {
+		s.TLS = c.tls.ConnectionState()
+	}
+	s.Version = Version(c.version)
+	s.SupportsDatagrams.Local = c.config.EnableDatagrams
+	s.SupportsDatagrams.Remote = c.peerMaxDatagram > 0
+	s.GSO = c.t.gso
+	return s
+}
+
+// CloseWithError closes the connection with an application error code and
+// message, which the peer sees as an ApplicationError. It returns at once;
+// the CONNECTION_CLOSE is sent by the connection's goroutine.
+func (c *Conn) CloseWithError(code ApplicationErrorCode, msg string) error {
+	c.mu.Lock()
+	c.closeLocal(&ApplicationError{ErrorCode: code, ErrorMessage: msg})
+	c.mu.Unlock()
+	c.wake()
+	return nil
+}
+
+// connStats counts what ConnectionStats reports.
+type connStats struct {
+	packetsSent, packetsLost, ptos uint64
+	bytesSent, bytesLost           uint64
+	packetsRecv, bytesRecv         uint64
+}
+
+// ConnectionStats holds statistics of a connection, as in quic-go.
+type ConnectionStats struct {
+	MinRTT           time.Duration
+	LatestRTT        time.Duration
+	SmoothedRTT      time.Duration
+	MeanDeviation    time.Duration
+	CongestionWindow uint64
+	BytesSent        uint64
+	PacketsSent      uint64
+	BytesReceived    uint64
+	PacketsReceived  uint64
+	BytesLost        uint64
+	PacketsLost      uint64
+}
+
+// ConnectionStats returns the connection's RTT estimates, congestion window
+// and packet counters. Bytes count whole UDP payloads (coalesced packets
+// once per datagram when received).
+func (c *Conn) ConnectionStats() ConnectionStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rtt := c.rec.RTT()
+	return ConnectionStats{
+		MinRTT:           rtt.MinRTT(),
+		LatestRTT:        rtt.LatestRTT(),
+		SmoothedRTT:      rtt.SmoothedRTT(),
+		MeanDeviation:    rtt.RTTVar(),
+		CongestionWindow: uint64(c.rec.Controller().CongestionWindow()),
+		BytesSent:        c.stats.bytesSent,
+		PacketsSent:      c.stats.packetsSent,
+		BytesReceived:    c.stats.bytesRecv,
+		PacketsReceived:  c.stats.packetsRecv,
+		BytesLost:        c.stats.bytesLost,
+		PacketsLost:      c.stats.packetsLost,
+	}
+}

@@ -1,0 +1,93 @@
+package quic
+
+// onPacketAcked releases what an acknowledged packet carried.
+func (c *Conn) onPacketAcked(handle uint64) {
+	p := c.sent[handle]
+	if p == nil {
+		return
+	}
+	delete(c.sent, handle)
+	defer c.putSentPacket(p)
+	if p.space == spaceApp && c.app != nil && p.keyGen == c.app.Generation() {
+		c.keyPhaseAcked = true
+	}
+	if p.ackLargest >= 0 {
+		c.spaces[p.space].tracker.OnAckAcknowledged(uint64(p.ackLargest))
+	}
+	for _, f := range p.frames {
+		switch f.kind {
+		case sfCrypto:
+			c.spaces[p.space].crypto.onAcked(f.off, f.n, false)
+		case sfStream:
+			if s := c.streams[f.id]; s != nil {
+				s.send.onAcked(f.off, f.n, f.fin)
+				s.signalWrite()
+				c.maybeRemoveStream(s)
+			}
+		case sfResetStream:
+			if s := c.streams[f.id]; s != nil {
+				s.resetAcked = true
+				c.maybeRemoveStream(s)
+			}
+		case sfStopSending:
+			if s := c.streams[f.id]; s != nil {
+				s.stopAcked = true
+				c.maybeRemoveStream(s)
+			}
+		}
+	}
+}
+
+// onPacketLost queues what a lost packet carried for retransmission.
+func (c *Conn) onPacketLost(handle uint64) {
+	p := c.sent[handle]
+	if p == nil {
+		return
+	}
+	delete(c.sent, handle)
+	defer c.putSentPacket(p)
+	for _, f := range p.frames {
+		switch f.kind {
+		case sfCrypto:
+			c.spaces[p.space].crypto.onLost(f.off, f.n, false)
+		case sfStream:
+			if s := c.streams[f.id]; s != nil && s.sendErr == nil {
+				s.send.onLost(f.off, f.n, f.fin)
+				c.queueStreamSend(s)
+			}
+		case sfResetStream:
+			if s := c.streams[f.id]; s != nil && !s.resetAcked {
+				s.resetPending = true
+				c.queueStreamControl(s)
+			}
+		case sfStopSending:
+			if s := c.streams[f.id]; s != nil && !s.stopAcked && !s.recvFinished() {
+				s.stopPending = true
+				c.queueStreamControl(s)
+			}
+		case sfMaxStreamData:
+			if s := c.streams[f.id]; s != nil {
+				s.maxDataLost = true
+				c.queueStreamControl(s)
+			}
+		case sfMaxData:
+			c.maxDataLost = true
+		case sfMaxStreamsBidi:
+			c.maxStreamsLost[0] = true
+		case sfMaxStreamsUni:
+			c.maxStreamsLost[1] = true
+		case sfHandshakeDone:
+			c.sendHandshakeDone = true
+		case sfRetireCID:
+			c.retireSeqs = append(c.retireSeqs, f.id)
+		}
+	}
+}
+
+// countLost adds the packets in c.events.Lost to the statistics.
+func (c *Conn) countLost() {
+	for _, p := range c.events.Lost {
+		c.stats.packetsLost++
+		c.stats.bytesLost += uint64(p.Size)
+	}
+}

@@ -1,0 +1,87 @@
+package quic
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+const maxQueuedDatagrams = 32
+
+// onDatagram queues a received DATAGRAM payload, dropping it when the
+// application is not keeping up (datagrams are unreliable).
+func (c *Conn) onDatagram(data []byte) {
+	if len(c.datagramsIn) >= maxQueuedDatagrams {
+		return
+	}
+	c.datagramsIn = append(c.datagramsIn, slices.Clone(data))
+	broadcast(&c.datagramSig)
+}
+
+// SendDatagram queues an unreliable DATAGRAM frame (RFC 9221). Both sides
+// must have enabled datagrams; p must fit in one packet.
+func (c *Conn) SendDatagram(p []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closeErr != nil {
+		return c.closeErr
+	}
+	if !c.config.EnableDatagrams || c.peerMaxDatagram == 0 {
+		return errors.New("quic: datagram support not negotiated")
+	}
+	// A 1-RTT packet with a short header and a maximal packet number.
+	maxLen := wire.MaxDatagramDataLen(maxPacketSize-1-len(c.destCID)-4-tagLen, true)
+	if uint64(maxLen) > c.peerMaxDatagram {
+		maxLen = int(c.peerMaxDatagram)
+	}
+	if len(p) > maxLen {
+		return &DatagramTooLargeError{MaxDatagramPayloadSize: int64(maxLen)}
+	}
+	if len(c.datagramsOut) >= maxQueuedDatagrams {
+		c.datagramsOut = c.datagramsOut[1:] // drop the oldest
+	}
+	c.datagramsOut = append(c.datagramsOut, slices.Clone(p))
+	c.wake()
+	return nil
+}
+
+// ReceiveDatagram returns the next received DATAGRAM payload.
+func (c *Conn) ReceiveDatagram(ctx context.Context) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		if len(c.datagramsIn) > 0 {
+			d := c.datagramsIn[0]
+			c.datagramsIn[0] = nil
+			c.datagramsIn = c.datagramsIn[1:]
+			return d, nil
+		}
+		if !c.config.EnableDatagrams {
+			return nil, errors.New("quic: datagram support disabled")
+		}
+		if c.closeErr != nil {
+			return nil, c.closeErr
+		}
+		sig := waitChan(&c.datagramSig)
+		c.mu.Unlock()
+		select {
+		case <-sig:
+		case <-c.closedCh:
+		case <-ctx.Done():
+			c.mu.Lock()
+			return nil, ctx.Err()
+		}
+		c.mu.Lock()
+	}
+}
+
+// DatagramTooLargeError is returned by SendDatagram for a payload that does
+// not fit in a packet.
+type DatagramTooLargeError struct {
+	MaxDatagramPayloadSize int64
+}
+
+// Error implements error.
+func (e *DatagramTooLargeError) Error() string { return "DATAGRAM frame too large" }

@@ -1,0 +1,374 @@
+package quic
+
+import (
+	"bytes"
+	"slices"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/qerr"
+	"github.com/turboretry/turboretry/internal/recovery"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// handleDatagram processes one received datagram, all its coalesced packets.
+func (c *Conn) handleDatagram(p receivedPacket) {
+	defer putBuffer(p.buf)
+	if c.finished {
+		return
+	}
+	if c.closing {
+		// Answer with our CONNECTION_CLOSE, exponentially less often.
+		c.closeRecvCount++
+		if c.closePacket != nil && c.closeRecvCount&(c.closeRecvCount-1) == 0 {
+			c.pendingWrites = append(c.pendingWrites, outDatagram{b: c.closePacket})
+		}
+		return
+	}
+	if c.draining {
+		return
+	}
+	c.bytesRecv += uint64(len(p.data))
+	c.stats.bytesRecv += uint64(len(p.data))
+	if !c.isClient && !c.addressValidated {
+		c.rec.SetAmplificationLimited(false, p.rcvTime)
+	}
+	data := p.data
+	for len(data) > 0 && c.closeErr == nil {
+		if !wire.IsLongHeader(data[0]) {
+			c.handleShortPacket(data, p.rcvTime)
+			return
+		}
+		var hdr wire.LongHeader
+		if err := wire.ParseLongHeader(data, &hdr); err != nil {
+			if c.isClient && len(data) >= 5 && data[1]|data[2]|data[3]|data[4] == 0 {
+				c.handleVersionNegotiation(data)
+			}
+			return
+		}
+		pkt := data[:hdr.PacketLen]
+		data = data[hdr.PacketLen:]
+		if hdr.Version != c.version {
+			continue
+		}
+		if hdr.Type == wire.PacketTypeRetry {
+			if c.isClient {
+				c.handleRetry(pkt, &hdr)
+			}
+			return
+		}
+		if !bytes.Equal(hdr.DestConnID, c.srcCID) && (c.isClient || !bytes.Equal(hdr.DestConnID, c.clientDestCID)) {
+			continue
+		}
+		switch hdr.Type {
+		case wire.PacketTypeInitial:
+			if c.isClient && len(hdr.Token) > 0 {
+				continue // a server never sends a token (RFC 9000 17.2.2)
+			}
+			c.handleLongPacket(spaceInitial, pkt, &hdr, p)
+		case wire.PacketTypeHandshake:
+			c.handleLongPacket(spaceHandshake, pkt, &hdr, p)
+		default:
+			// 0-RTT is not implemented: dropped, the client resends in 1-RTT.
+		}
+	}
+}
+
+// keepUndecryptable holds a packet whose keys have not arrived yet.
+func (c *Conn) keepUndecryptable(pkt []byte, p receivedPacket) {
+	if len(c.undecryptable) >= maxUndecryptable {
+		return
+	}
+	b := getBuffer()
+	*b = append((*b)[:0], pkt...)
+	c.undecryptable = append(c.undecryptable, receivedPacket{buf: b, data: *b, remote: p.remote, rcvTime: p.rcvTime})
+}
+
+// retryUndecryptable reprocesses the kept packets after new keys arrived.
+func (c *Conn) retryUndecryptable() {
+	if len(c.undecryptable) == 0 {
+		return
+	}
+	kept := c.undecryptable
+	c.undecryptable = nil
+	for _, p := range kept {
+		p.data = (*p.buf)[:len(p.data)]
+		// Do not count the bytes twice for the amplification limit.
+		c.bytesRecv -= uint64(len(p.data))
+		c.handleDatagram(p)
+	}
+}
+
+func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p receivedPacket) {
+	sp := &c.spaces[space]
+	if sp.discarded {
+		return
+	}
+	if sp.opener == nil {
+		c.keepUndecryptable(pkt, p)
+		return
+	}
+	largest := int64(-1)
+	if pn, ok := sp.tracker.LargestReceived(); ok {
+		largest = int64(pn)
+	}
+	if c.isClient && space == spaceInitial && c.receivedFirst && !bytes.Equal(hdr.SrcConnID, c.destCID) {
+		return
+	}
+	// UnprotectPacket works in place; keep the header's source CID.
+	scid := slices.Clone(hdr.SrcConnID)
+	payload, pn, err := sp.opener.UnprotectPacket(pkt, hdr.PNOffset, largest)
+	if err != nil {
+		return
+	}
+	if pkt[0]&0x0c != 0 {
+		c.closeWithError(qerr.NewProtocolViolation(0, "reserved bits set"))
+		return
+	}
+	if sp.tracker.IsDuplicate(pn) {
+		return
+	}
+	if c.isClient && !c.receivedFirst {
+		c.receivedFirst = true
+		c.destCID = scid
+	}
+	pt := wire.PacketTypeInitial
+	if space == spaceHandshake {
+		pt = wire.PacketTypeHandshake
+	}
+	c.processPayload(space, pt, pn, payload, p.rcvTime)
+	if c.closeErr == nil && space == spaceHandshake && !c.isClient && !c.addressValidated {
+		// A Handshake packet proves the client owns its address, and
+		// means it has Handshake keys: Initial keys go (RFC 9001 4.9.1).
+		c.addressValidated = true
+		c.dropSpace(spaceInitial, p.rcvTime)
+	}
+}
+
+func (c *Conn) handleShortPacket(pkt []byte, now time.Time) {
+	// Decryption works in place: keep what a stateless reset token would be.
+	var tail [16]byte
+	mayBeReset := len(pkt) >= minStatelessResetLen
+	if mayBeReset {
+		copy(tail[:], pkt[len(pkt)-16:])
+	}
+	var sh wire.ShortHeader
+	if err := wire.ParseShortHeader(pkt, c.t.cidLen, &sh); err != nil {
+		return
+	}
+	if !bytes.Equal(sh.DestConnID, c.srcCID) {
+		// The Transport routes datagrams ending in our peer's reset token here.
+		if mayBeReset && c.isStatelessReset(tail[:]) {
+			c.destroyLocked(&StatelessResetError{})
+		}
+		return
+	}
+	if c.app == nil || !c.app.CanReceive() {
+		c.keepUndecryptable(pkt, receivedPacket{rcvTime: now})
+		return
+	}
+	sp := &c.spaces[spaceApp]
+	largest := int64(-1)
+	if pn, ok := sp.tracker.LargestReceived(); ok {
+		largest = int64(pn)
+	}
+	payload, pn, keyUpdated, err := c.app.UnprotectPacket(pkt, sh.PNOffset, largest)
+	if err != nil {
+		if mayBeReset && c.isStatelessReset(tail[:]) {
+			c.destroyLocked(&StatelessResetError{})
+			return
+		}
+		if c.app.AuthFailures() >= c.app.IntegrityLimit() {
+			c.closeWithError(qerr.NewTransportError(qerr.AEADLimitReached, 0, "integrity limit reached"))
+		}
+		return
+	}
+	if pkt[0]&0x18 != 0 {
+		c.closeWithError(qerr.NewProtocolViolation(0, "reserved bits set"))
+		return
+	}
+	if keyUpdated {
+		if !c.handshakeConfirmed {
+			c.closeWithError(qerr.NewTransportError(qerr.KeyUpdateError, 0, "key update before handshake confirmation"))
+			return
+		}
+		c.onKeyUpdate(now)
+	}
+	if sp.tracker.IsDuplicate(pn) {
+		return
+	}
+	c.processPayload(spaceApp, wire.PacketType1RTT, pn, payload, now)
+}
+
+// processPayload handles the frames of a decrypted packet and records it.
+func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload []byte, now time.Time) {
+	if len(payload) == 0 {
+		c.closeWithError(qerr.NewProtocolViolation(0, "packet without frames"))
+		return
+	}
+	ackEliciting := false
+	f := &c.frame
+	for len(payload) > 0 {
+		n, err := wire.ParseFrame(payload, f)
+		if err != nil {
+			c.closeWithError(err)
+			return
+		}
+		payload = payload[n:]
+		if !f.Type.AllowedIn(pt) {
+			c.closeWithError(qerr.NewProtocolViolation(uint64(f.Type), "frame not allowed in this packet type"))
+			return
+		}
+		if f.IsAckEliciting() {
+			ackEliciting = true
+		}
+		if err := c.handleFrame(space, f, now); err != nil {
+			c.closeWithError(err)
+			return
+		}
+		if c.closeErr != nil {
+			return
+		}
+	}
+	_ = c.spaces[space].tracker.Received(pn, ackEliciting, 0, now)
+	c.stats.packetsRecv++
+	c.lastActivity = now
+	c.lastSendOrRecv = now
+	c.ackElicitingSent = false
+}
+
+func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
+	switch f.Type {
+	case wire.FrameTypePadding, wire.FrameTypePing:
+	case wire.FrameTypeAck, wire.FrameTypeAckECN:
+		return c.handleAckFrame(space, f, now)
+	case wire.FrameTypeCrypto:
+		return c.handleCryptoFrame(space, f)
+	case wire.FrameTypeConnectionClose, wire.FrameTypeConnectionCloseApp:
+		c.handleConnectionClose(f)
+	case wire.FrameTypeHandshakeDone:
+		if !c.isClient {
+			return qerr.NewProtocolViolation(uint64(f.Type), "HANDSHAKE_DONE sent by client")
+		}
+		c.confirmHandshake(now)
+	case wire.FrameTypeNewToken:
+		if !c.isClient {
+			return qerr.NewProtocolViolation(uint64(f.Type), "NEW_TOKEN sent by client")
+		}
+		// TODO: Config.TokenStore.
+	case wire.FrameTypeNewConnectionID:
+		return c.handleNewConnectionID(f)
+	case wire.FrameTypeRetireConnectionID:
+		// We issue no connection IDs beyond the handshake one (sequence 0).
+		if f.SequenceNumber > 0 {
+			return qerr.NewProtocolViolation(uint64(f.Type), "retired a connection ID never issued")
+		}
+	case wire.FrameTypePathChallenge:
+		if len(c.pathResponses) < 4 {
+			c.pathResponses = append(c.pathResponses, f.PathData)
+		}
+	case wire.FrameTypePathResponse:
+		// We never send PATH_CHALLENGE.
+	case wire.FrameTypeDatagram:
+		if !c.config.EnableDatagrams {
+			return qerr.NewProtocolViolation(uint64(f.Type), "DATAGRAM frames not negotiated")
+		}
+		c.onDatagram(f.Data)
+	default:
+		return c.handleStreamFrame(f, now)
+	}
+	return nil
+}
+
+func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
+	exp := uint8(wire.DefaultAckDelayExponent)
+	if space == spaceApp {
+		exp = c.ackDelayExp
+	}
+	delay := time.Duration(0)
+	if f.AckDelay < 1<<40 {
+		delay = time.Duration(f.AckDelay<<exp) * time.Microsecond
+	}
+	c.events.Reset()
+	if err := c.rec.OnAckReceived(recovery.Space(space), f.AckRanges, delay, now, &c.events); err != nil {
+		code, ok := recovery.TransportErrorCode(err)
+		if !ok {
+			return nil
+		}
+		return qerr.NewTransportError(qerr.TransportErrorCode(code), uint64(f.Type), err.Error())
+	}
+	for _, p := range c.events.Acked {
+		c.onPacketAcked(p.Handle)
+	}
+	for _, p := range c.events.Lost {
+		c.onPacketLost(p.Handle)
+	}
+	c.countLost()
+	if space == spaceApp && c.isClient && !c.handshakeConfirmed && c.handshakeComplete {
+		// An acknowledged 1-RTT packet confirms the handshake (RFC 9001 4.1.2).
+		c.confirmHandshake(now)
+	}
+	return nil
+}
+
+func (c *Conn) handleCryptoFrame(space int, f *wire.Frame) error {
+	sp := &c.spaces[space]
+	end := f.Offset + uint64(len(f.Data))
+	if end > sp.cryptoIn.readOff+maxCryptoBuffer {
+		return qerr.NewTransportError(qerr.CryptoBufferExceeded, uint64(f.Type), "too much out-of-order CRYPTO data")
+	}
+	sp.cryptoIn.insert(f.Offset, f.Data)
+	for d := sp.cryptoIn.pop(); d != nil; d = sp.cryptoIn.pop() {
+		if err := c.tls.HandleData(tlsLevel(space), d); err != nil {
+			return tlsError(err)
+		}
+	}
+	return c.processTLSEvents()
+}
+
+func (c *Conn) handleConnectionClose(f *wire.Frame) {
+	var err error
+	if f.Type == wire.FrameTypeConnectionCloseApp {
+		err = &ApplicationError{Remote: true, ErrorCode: ApplicationErrorCode(f.ErrorCode), ErrorMessage: string(f.Reason)}
+	} else {
+		err = &TransportError{Remote: true, ErrorCode: TransportErrorCode(f.ErrorCode), FrameType: f.TriggerFrameType, ErrorMessage: string(f.Reason)}
+	}
+	c.signalClosedLocked(err)
+	c.draining = true
+	c.closeDeadline = time.Now().Add(3 * c.ptoLocked())
+}
+
+func (c *Conn) handleNewConnectionID(f *wire.Frame) error {
+	if len(c.destCID) == 0 {
+		return qerr.NewProtocolViolation(uint64(f.Type), "NEW_CONNECTION_ID to a zero-length connection ID user")
+	}
+	for _, p := range c.peerCIDs {
+		if p.seq == f.SequenceNumber {
+			return nil
+		}
+	}
+	// Retire what the peer asks us to retire; sequence 0 is the handshake CID.
+	kept := c.peerCIDs[:0]
+	for _, p := range c.peerCIDs {
+		if p.seq < f.RetirePriorTo {
+			c.retireSeqs = append(c.retireSeqs, p.seq)
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	c.peerCIDs = kept
+	if f.SequenceNumber < f.RetirePriorTo {
+		c.retireSeqs = append(c.retireSeqs, f.SequenceNumber)
+		return nil
+	}
+	if len(c.peerCIDs) < 4 {
+		c.peerCIDs = append(c.peerCIDs, peerCID{seq: f.SequenceNumber, cid: slices.Clone(f.ConnectionID), token: f.StatelessResetToken})
+		c.t.addResetToken(f.StatelessResetToken, c)
+	}
+	if f.RetirePriorTo > c.destSeq && len(c.peerCIDs) > 0 {
+		// The connection ID in use is retired: switch to the next one.
+		c.retireSeqs = append(c.retireSeqs, c.destSeq)
+		c.destCID, c.destSeq = c.peerCIDs[0].cid, c.peerCIDs[0].seq
+		c.peerCIDs = c.peerCIDs[1:]
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+package quic
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/flowcontrol"
+	"github.com/turboretry/turboretry/internal/qerr"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// handleStreamFrame handles the stream and flow control frames.
+func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
+	ft := uint64(f.Type)
+	withType := func(err error) error {
+		var te *qerr.TransportError
+		if errors.As(flowError(err), &te) {
+			return qerr.NewTransportError(te.Code, ft, te.Reason)
+		}
+		return err
+	}
+	switch f.Type {
+	case wire.FrameTypeMaxData:
+		if c.connSend.OnMaxData(f.Limit) {
+			c.wakeAllSenders()
+		}
+		return nil
+	case wire.FrameTypeMaxStreamsBidi, wire.FrameTypeMaxStreamsUni:
+		d := flowcontrol.Bidi
+		if f.Type == wire.FrameTypeMaxStreamsUni {
+			d = flowcontrol.Uni
+		}
+		raised, err := c.counts.Outgoing(d).OnMaxStreams(f.Limit)
+		if err != nil {
+			return withType(err)
+		}
+		if raised {
+			broadcast(&c.streamSig)
+		}
+		return nil
+	case wire.FrameTypeDataBlocked, wire.FrameTypeStreamsBlockedBidi, wire.FrameTypeStreamsBlockedUni:
+		return nil
+	}
+	peerSends := f.Type == wire.FrameTypeStream || f.Type == wire.FrameTypeResetStream || f.Type == wire.FrameTypeStreamDataBlocked
+	first, n, err := c.counts.OnPeerFrame(f.StreamID, peerSends)
+	if err != nil {
+		return withType(err)
+	}
+	if n > 0 {
+		c.openPeerStreams(f.StreamID, first, n)
+	}
+	s := c.streams[f.StreamID]
+	if s == nil {
+		return nil // a stream that is already closed
+	}
+	switch f.Type {
+	case wire.FrameTypeStream:
+		if err := s.fcRecv.OnStreamFrame(f.Offset, uint64(len(f.Data)), f.Fin); err != nil {
+			return withType(err)
+		}
+		if s.recvErr != nil || s.eofRead {
+			return nil
+		}
+		s.recv.insert(f.Offset, f.Data)
+		s.signalRead()
+	case wire.FrameTypeResetStream:
+		if err := s.fcRecv.OnResetStream(f.FinalSize); err != nil {
+			return withType(err)
+		}
+		if s.resetRecvd || s.eofRead {
+			return nil
+		}
+		s.resetRecvd = true
+		if s.recvErr == nil {
+			s.recvErr = &StreamError{StreamID: StreamID(s.id), ErrorCode: StreamErrorCode(f.ErrorCode), Remote: true}
+		}
+		s.recv.discard()
+		s.signalRead()
+		c.maybeRemoveStream(s)
+	case wire.FrameTypeStopSending:
+		if s.sendErr == nil && !s.send.allAcked() {
+			code := StreamErrorCode(f.ErrorCode)
+			s.resetLocked(f.ErrorCode, &StreamError{StreamID: StreamID(s.id), ErrorCode: code, Remote: true})
+		}
+	case wire.FrameTypeMaxStreamData:
+		if s.fcSend.OnMaxStreamData(f.Limit) {
+			c.queueStreamSend(s)
+		}
+	case wire.FrameTypeStreamDataBlocked:
+	}
+	return nil
+}
+
+func (c *Conn) wakeAllSenders() {
+	for _, s := range c.streams {
+		if s.hasSend && s.send.hasData() {
+			c.queueStreamSend(s)
+		}
+	}
+}
+
+// openPeerStreams creates the streams a peer's frame implicitly opened.
+func (c *Conn) openPeerStreams(id, first, n uint64) {
+	d := flowcontrol.DirectionOf(id)
+	for num := first; num < first+n; num++ {
+		sid, err := flowcontrol.NthStreamID(num, flowcontrol.Initiator(id), d)
+		if err != nil {
+			return
+		}
+		s := c.newStream(sid)
+		if d == flowcontrol.Bidi {
+			c.acceptBidi = append(c.acceptBidi, s)
+		} else {
+			c.acceptUni = append(c.acceptUni, s)
+		}
+	}
+	broadcast(&c.streamSig)
+}
+
+// AcceptStream returns the next bidirectional stream the peer opened.
+func (c *Conn) AcceptStream(ctx context.Context) (*Stream, error) {
+	s, err := c.accept(ctx, &c.acceptBidi)
+	if err != nil {
+		return nil, err
+	}
+	return &Stream{s}, nil
+}
+
+// AcceptUniStream returns the next unidirectional stream the peer opened.
+func (c *Conn) AcceptUniStream(ctx context.Context) (*ReceiveStream, error) {
+	s, err := c.accept(ctx, &c.acceptUni)
+	if err != nil {
+		return nil, err
+	}
+	return &ReceiveStream{s}, nil
+}
+
+func (c *Conn) accept(ctx context.Context, q *[]*stream) (*stream, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		if len(*q) > 0 {
+			s := (*q)[0]
+			(*q)[0] = nil
+			*q = (*q)[1:]
+			return s, nil
+		}
+		if c.closeErr != nil {
+			return nil, c.closeErr
+		}
+		sig := waitChan(&c.streamSig)
+		c.mu.Unlock()
+		select {
+		case <-sig:
+		case <-c.closedCh:
+		case <-ctx.Done():
+			c.mu.Lock()
+			return nil, ctx.Err()
+		}
+		c.mu.Lock()
+	}
+}
+
+// OpenStream opens a bidirectional stream, or fails with
+// StreamLimitReachedError when the peer's limit allows none now.
+func (c *Conn) OpenStream() (*Stream, error) {
+	s, err := c.open(context.TODO(), false, flowcontrol.Bidi)
+	if err != nil {
+		return nil, err
+	}
+	return &Stream{s}, nil
+}
+
+// OpenStreamSync opens a bidirectional stream, waiting for the peer's limit.
+func (c *Conn) OpenStreamSync(ctx context.Context) (*Stream, error) {
+	s, err := c.open(ctx, true, flowcontrol.Bidi)
+	if err != nil {
+		return nil, err
+	}
+	return &Stream{s}, nil
+}
+
+// OpenUniStream opens a unidirectional stream, or fails with
+// StreamLimitReachedError when the peer's limit allows none now.
+func (c *Conn) OpenUniStream() (*SendStream, error) {
+	s, err := c.open(context.TODO(), false, flowcontrol.Uni)
+	if err != nil {
+		return nil, err
+	}
+	return &SendStream{s}, nil
+}
+
+// OpenUniStreamSync opens a unidirectional stream, waiting for the peer's
+// limit.
+func (c *Conn) OpenUniStreamSync(ctx context.Context) (*SendStream, error) {
+	s, err := c.open(ctx, true, flowcontrol.Uni)
+	if err != nil {
+		return nil, err
+	}
+	return &SendStream{s}, nil
+}
+
+func (c *Conn) open(ctx context.Context, wait bool, d flowcontrol.Direction) (*stream, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		if c.closeErr != nil {
+			return nil, c.closeErr
+		}
+		id, err := c.counts.OpenStream(d)
+		if err == nil {
+			return c.newStream(id), nil
+		}
+		if !errors.Is(err, flowcontrol.ErrStreamsBlocked) {
+			return nil, err
+		}
+		if !wait {
+			return nil, StreamLimitReachedError{}
+		}
+		sig := waitChan(&c.streamSig)
+		c.mu.Unlock()
+		select {
+		case <-sig:
+		case <-c.closedCh:
+		case <-ctx.Done():
+			c.mu.Lock()
+			return nil, ctx.Err()
+		}
+		c.mu.Lock()
+	}
+}

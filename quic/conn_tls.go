@@ -1,0 +1,367 @@
+package quic
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/ackgen"
+	"github.com/turboretry/turboretry/internal/congestion"
+	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/qerr"
+	"github.com/turboretry/turboretry/internal/recovery"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+func tlsLevel(space int) tls.QUICEncryptionLevel {
+	switch space {
+	case spaceInitial:
+		return tls.QUICEncryptionLevelInitial
+	case spaceHandshake:
+		return tls.QUICEncryptionLevelHandshake
+	}
+	return tls.QUICEncryptionLevelApplication
+}
+
+func levelSpace(l tls.QUICEncryptionLevel) (int, bool) {
+	switch l {
+	case tls.QUICEncryptionLevelInitial:
+		return spaceInitial, true
+	case tls.QUICEncryptionLevelHandshake:
+		return spaceHandshake, true
+	case tls.QUICEncryptionLevelApplication:
+		return spaceApp, true
+	}
+	return 0, false
+}
+
+// tlsError maps a crypto/tls error to a CRYPTO_ERROR carrying its alert.
+func tlsError(err error) error {
+	var alert tls.AlertError
+	if errors.As(err, &alert) {
+		return qerr.NewTransportError(qerr.CryptoError(uint8(alert)), 0, err.Error())
+	}
+	return qerr.NewTransportError(qerr.CryptoError(80), 0, err.Error()) // internal_error
+}
+
+// ourParams returns the transport parameters we send.
+func (c *Conn) ourParams() *wire.TransportParameters {
+	p := wire.DefaultTransportParameters()
+	cfg := c.config
+	p.MaxIdleTimeout = cfg.MaxIdleTimeout
+	p.InitialMaxData = cfg.InitialConnectionReceiveWindow
+	p.InitialMaxStreamDataBidiLocal = cfg.InitialStreamReceiveWindow
+	p.InitialMaxStreamDataBidiRemote = cfg.InitialStreamReceiveWindow
+	p.InitialMaxStreamDataUni = cfg.InitialStreamReceiveWindow
+	p.InitialMaxStreamsBidi = uint64(cfg.MaxIncomingStreams)
+	p.InitialMaxStreamsUni = uint64(cfg.MaxIncomingUniStreams)
+	p.DisableActiveMigration = true
+	p.InitialSourceConnectionID = c.srcCID
+	p.HasInitialSourceConnectionID = true
+	if cfg.EnableDatagrams {
+		p.MaxDatagramFrameSize = 65535
+	}
+	if !c.isClient {
+		p.OriginalDestinationConnectionID = c.origDestCID
+		p.HasOriginalDestinationConnectionID = true
+		if c.retrySrcCID != nil {
+			p.RetrySourceConnectionID = c.retrySrcCID
+			p.HasRetrySourceConnectionID = true
+		}
+		if tok, ok := c.t.resetToken(c.srcCID); ok {
+			p.StatelessResetToken = tok
+			p.HasStatelessResetToken = true
+		}
+	}
+	return &p
+}
+
+// startTLS starts the TLS handshake; the client's ClientHello is queued.
+func (c *Conn) startTLS() error {
+	qc := &tls.QUICConfig{TLSConfig: c.tlsConf}
+	role := wire.RoleServer
+	if c.isClient {
+		c.tls = tls.QUICClient(qc)
+		role = wire.RoleClient
+	} else {
+		c.tls = tls.QUICServer(qc)
+	}
+	params, err := c.ourParams().Marshal(nil, role)
+	if err != nil {
+		return err
+	}
+	c.tls.SetTransportParameters(params)
+	if err := c.tls.Start(c.ctx); err != nil {
+		return tlsError(err)
+	}
+	return c.processTLSEvents()
+}
+
+// processTLSEvents applies what crypto/tls asks for until it is idle.
+func (c *Conn) processTLSEvents() error {
+	for {
+		ev := c.tls.NextEvent()
+		switch ev.Kind {
+		case tls.QUICNoEvent:
+			return nil
+		case tls.QUICSetReadSecret:
+			if err := c.installKeys(ev, false); err != nil {
+				return err
+			}
+		case tls.QUICSetWriteSecret:
+			if err := c.installKeys(ev, true); err != nil {
+				return err
+			}
+		case tls.QUICWriteData:
+			if sp, ok := levelSpace(ev.Level); ok {
+				c.spaces[sp].crypto.write(ev.Data)
+			}
+		case tls.QUICTransportParameters:
+			if err := c.handlePeerParams(ev.Data); err != nil {
+				return err
+			}
+		case tls.QUICTransportParametersRequired:
+			return qerr.NewTransportError(qerr.InternalError, 0, "transport parameters not set")
+		case tls.QUICHandshakeDone:
+			c.onHandshakeComplete()
+		case tls.QUICErrorEvent:
+			return tlsError(ev.Err)
+		default:
+			// Early data and session events are not enabled.
+		}
+	}
+}
+
+func (c *Conn) installKeys(ev tls.QUICEvent, write bool) error {
+	v := handshake.Version(c.version)
+	switch ev.Level {
+	case tls.QUICEncryptionLevelHandshake:
+		sp := &c.spaces[spaceHandshake]
+		if write {
+			s, err := handshake.NewSealer(ev.Suite, ev.Data, v)
+			if err != nil {
+				return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
+			}
+			sp.sealer = s
+			c.rec.SetHandshakeKeys(time.Now())
+		} else {
+			o, err := handshake.NewOpener(ev.Suite, ev.Data, v)
+			if err != nil {
+				return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
+			}
+			sp.opener = o
+			c.retryUndecryptableLater = true
+		}
+	case tls.QUICEncryptionLevelApplication:
+		if c.app == nil {
+			k, err := handshake.NewAppKeys(ev.Suite, v)
+			if err != nil {
+				return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
+			}
+			c.app = k
+		}
+		var err error
+		if write {
+			err = c.app.SetSendSecret(ev.Data)
+		} else {
+			err = c.app.SetRecvSecret(ev.Data)
+			c.retryUndecryptableLater = true
+		}
+		if err != nil {
+			return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
+		}
+		if write && !c.isClient {
+			c.queueForAccept(true)
+		}
+	}
+	return nil
+}
+
+func (c *Conn) handlePeerParams(data []byte) error {
+	role := wire.RoleClient
+	if c.isClient {
+		role = wire.RoleServer
+	}
+	var p wire.TransportParameters
+	if err := p.Unmarshal(data, role); err != nil {
+		return err
+	}
+	tpErr := func(msg string) error { return qerr.NewTransportParameterError(msg) }
+	if !p.HasInitialSourceConnectionID || !bytes.Equal(p.InitialSourceConnectionID, c.destCID) {
+		return tpErr("initial_source_connection_id mismatch")
+	}
+	if c.isClient {
+		if !p.HasOriginalDestinationConnectionID || !bytes.Equal(p.OriginalDestinationConnectionID, c.origDestCID) {
+			return tpErr("original_destination_connection_id mismatch")
+		}
+		if c.retrySrcCID != nil {
+			if !p.HasRetrySourceConnectionID || !bytes.Equal(p.RetrySourceConnectionID, c.retrySrcCID) {
+				return tpErr("retry_source_connection_id mismatch")
+			}
+		} else if p.HasRetrySourceConnectionID {
+			return tpErr("retry_source_connection_id without Retry")
+		}
+	}
+	c.peerParams = &p
+	c.ackDelayExp = p.AckDelayExponent
+	c.rec.SetMaxAckDelay(p.MaxAckDelay)
+	c.connSend.Init(p.InitialMaxData)
+	if err := c.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni); err != nil {
+		return flowError(err)
+	}
+	if c.config.EnableDatagrams {
+		c.peerMaxDatagram = p.MaxDatagramFrameSize
+	}
+	if p.HasStatelessResetToken {
+		c.peerResetToken = p.StatelessResetToken
+		c.hasPeerResetToken = true
+		c.t.addResetToken(p.StatelessResetToken, c)
+	}
+	return nil
+}
+
+func (c *Conn) onHandshakeComplete() {
+	if c.handshakeComplete {
+		return
+	}
+	c.handshakeComplete = true
+	close(c.handshakeDoneCh)
+	if !c.isClient {
+		// The server's handshake is confirmed at completion (RFC 9001 4.1.2).
+		c.sendHandshakeDone = true
+		c.confirmHandshake(time.Now())
+		// A session ticket for resumption; errors (tickets disabled) are harmless.
+		if err := c.tls.SendSessionTicket(tls.QUICSessionTicketOptions{}); err == nil {
+			_ = c.processTLSEvents()
+		}
+		c.queueForAccept(false)
+	}
+}
+
+func (c *Conn) confirmHandshake(now time.Time) {
+	if c.handshakeConfirmed {
+		return
+	}
+	c.handshakeConfirmed = true
+	c.rec.SetHandshakeConfirmed(now)
+	c.dropSpace(spaceInitial, now)
+	c.dropSpace(spaceHandshake, now)
+}
+
+// dropSpace discards the keys and state of the Initial or Handshake space.
+func (c *Conn) dropSpace(space int, now time.Time) {
+	sp := &c.spaces[space]
+	if sp.discarded {
+		return
+	}
+	sp.discarded = true
+	sp.sealer, sp.opener = nil, nil
+	sp.crypto.release()
+	sp.crypto = sendBuffer{}
+	sp.cryptoIn.discard()
+	sp.probes = 0
+	_ = c.rec.DiscardSpace(recovery.Space(space), now)
+	for h, p := range c.sent {
+		if p.space == space {
+			delete(c.sent, h)
+		}
+	}
+}
+
+// handleRetry processes a Retry packet (RFC 9000 section 17.2.5.2).
+func (c *Conn) handleRetry(pkt []byte, hdr *wire.LongHeader) {
+	if c.receivedFirst || c.retrySrcCID != nil || len(hdr.Token) == 0 {
+		return
+	}
+	if !bytes.Equal(hdr.DestConnID, c.srcCID) {
+		return
+	}
+	if err := handshake.VerifyRetryIntegrityTag(pkt, handshake.Version(c.version), c.origDestCID); err != nil {
+		return
+	}
+	c.retrySrcCID = slices.Clone(hdr.SrcConnID)
+	c.destCID = c.retrySrcCID
+	c.token = slices.Clone(hdr.Token)
+	s, o, err := handshake.NewInitialKeys(c.destCID, handshake.Version(c.version), true)
+	if err != nil {
+		c.closeWithError(err)
+		return
+	}
+	sp := &c.spaces[spaceInitial]
+	sp.sealer, sp.opener = s, o
+	sp.crypto.requeueAll()
+}
+
+// handleVersionNegotiation processes a Version Negotiation packet (RFC 9000
+// section 6.2): the client starts over with the first of its versions the
+// server lists, or fails with a VersionNegotiationError.
+func (c *Conn) handleVersionNegotiation(pkt []byte) {
+	if c.receivedFirst || c.versionRestarted {
+		return
+	}
+	dcid, scid, vs, err := wire.ParseVersionNegotiation(pkt, nil)
+	if err != nil || !bytes.Equal(dcid, c.srcCID) || !bytes.Equal(scid, c.origDestCID) {
+		return
+	}
+	theirs := make([]Version, 0, len(vs))
+	for _, v := range vs {
+		if v == c.version {
+			return // RFC 9000 6.2: ignore a VN listing our version
+		}
+		theirs = append(theirs, Version(v))
+	}
+	for _, ours := range c.config.Versions {
+		if slices.Contains(theirs, ours) {
+			if err := c.restartWithVersion(wire.Version(ours)); err != nil {
+				c.closeWithError(err)
+			}
+			return
+		}
+	}
+	c.destroyLocked(&VersionNegotiationError{Ours: slices.Clone(c.config.Versions), Theirs: theirs})
+}
+
+// restartWithVersion throws away the first connection attempt and starts a
+// new one in version v, keeping our connection ID and the API objects.
+func (c *Conn) restartWithVersion(v wire.Version) error {
+	c.versionRestarted = true
+	c.tls.Close()
+	c.version = v
+	c.origDestCID = make([]byte, 8)
+	_, _ = rand.Read(c.origDestCID)
+	c.destCID = c.origDestCID
+	for i := range c.spaces {
+		c.spaces[i] = pnSpace{}
+	}
+	c.spaces[spaceInitial].tracker.Init(ackgen.SpaceInitial, ackgen.Config{})
+	c.spaces[spaceHandshake].tracker.Init(ackgen.SpaceHandshake, ackgen.Config{})
+	c.spaces[spaceApp].tracker.Init(ackgen.SpaceAppData, ackgen.Config{})
+	c.rec = recovery.New(recovery.Config{IsServer: false})
+	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+	clear(c.sent)
+	c.app = nil
+	sealer, opener, err := handshake.NewInitialKeys(c.destCID, handshake.Version(v), true)
+	if err != nil {
+		return err
+	}
+	c.spaces[spaceInitial].sealer = sealer
+	c.spaces[spaceInitial].opener = opener
+	return c.startTLS()
+}
+
+// statelessResetToken derives the token of a connection ID from the key.
+func statelessResetToken(key *StatelessResetKey, cid []byte) [16]byte {
+	m := hmac.New(sha256.New, key[:])
+	m.Write(cid)
+	var t [16]byte
+	copy(t[:], m.Sum(nil))
+	return t
+}
+
+var errNoALPN = fmt.Errorf("quic: tls.Config.NextProtos must name at least one application protocol (ALPN)")

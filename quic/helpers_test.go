@@ -1,0 +1,94 @@
+package quic
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+const testALPN = "turboretry-test"
+
+var (
+	certOnce sync.Once
+	testCert tls.Certificate
+	testPool *x509.CertPool
+)
+
+func loadTestCert(t testing.TB) {
+	certOnce.Do(func() {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			panic(err)
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber:          big.NewInt(1),
+			Subject:               pkix.Name{CommonName: "localhost"},
+			DNSNames:              []string{"localhost"},
+			IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+			NotBefore:             time.Now().Add(-time.Hour),
+			NotAfter:              time.Now().Add(24 * time.Hour),
+			BasicConstraintsValid: true,
+			IsCA:                  true,
+			KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+			ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			panic(err)
+		}
+		cert, err := x509.ParseCertificate(der)
+		if err != nil {
+			panic(err)
+		}
+		testCert = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}
+		testPool = x509.NewCertPool()
+		testPool.AddCert(cert)
+	})
+}
+
+func serverTLS(t testing.TB) *tls.Config {
+	loadTestCert(t)
+	return &tls.Config{Certificates: []tls.Certificate{testCert}, NextProtos: []string{testALPN}}
+}
+
+func clientTLS(t testing.TB) *tls.Config {
+	loadTestCert(t)
+	return &tls.Config{RootCAs: testPool, ServerName: "localhost", NextProtos: []string{testALPN}}
+}
+
+// testCtx is a hang guard, not a timing assertion.
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func listenUDP(t testing.TB) *net.UDPConn {
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func context_cause(c *Conn) error { return context.Cause(c.Context()) }
+
+func afterMs(ms int) <-chan time.Time { return time.After(time.Duration(ms) * time.Millisecond) }
+
+func context_cause2(c interface{ Context() context.Context }) error {
+	return context.Cause(c.Context())
+}
+
+func contextWithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}

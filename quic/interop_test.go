@@ -1,0 +1,125 @@
+package quic
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"testing"
+
+	quicgo "github.com/quic-go/quic-go"
+)
+
+// quicgoServer starts a quic-go listener that echoes every bidirectional
+// stream and returns its address.
+func quicgoEchoServer(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	ln, err := quicgo.ListenAddr("127.0.0.1:0", serverTLS(t), &quicgo.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept(ctx)
+			if err != nil {
+				return
+			}
+			go func() {
+				for {
+					s, err := c.AcceptStream(ctx)
+					if err != nil {
+						return
+					}
+					go func() {
+						_, _ = io.Copy(s, s)
+						_ = s.Close()
+					}()
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// ourEchoServer starts our listener echoing every bidirectional stream.
+func ourEchoServer(t *testing.T, ctx context.Context, conf *Config) string {
+	t.Helper()
+	ln, err := ListenAddr("127.0.0.1:0", serverTLS(t), conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept(ctx)
+			if err != nil {
+				return
+			}
+			go func() {
+				for {
+					s, err := c.AcceptStream(ctx)
+					if err != nil {
+						return
+					}
+					go func() {
+						_, _ = io.Copy(s, s)
+						_ = s.Close()
+					}()
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func TestInteropQuicGoClientOurServer(t *testing.T) {
+	ctx := testCtx(t)
+	addr := ourEchoServer(t, ctx, nil)
+	c, err := quicgo.DialAddr(ctx, addr, clientTLS(t), &quicgo.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseWithError(0, "")
+	s, err := c.OpenStreamSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := []byte("ping from quic-go")
+	if _, err := s.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	got, err := io.ReadAll(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, msg) {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestInteropOurClientQuicGoServer(t *testing.T) {
+	ctx := testCtx(t)
+	addr := quicgoEchoServer(t, ctx)
+	c, err := DialAddr(ctx, addr, clientTLS(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseWithError(0, "")
+	s, err := c.OpenStreamSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := []byte("ping from turboretry")
+	if _, err := s.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	got, err := io.ReadAll(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, msg) {
+		t.Fatalf("got %q", got)
+	}
+}

@@ -1,0 +1,528 @@
+package quic
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/ackgen"
+	"github.com/turboretry/turboretry/internal/flowcontrol"
+	"github.com/turboretry/turboretry/internal/recovery"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+const (
+	// maxPacketSize is the datagram size we send.
+	// TODO: path MTU discovery (RFC 9000 section 14.3).
+	maxPacketSize  = 1200
+	minInitialSize = 1200 // RFC 9000 section 14.1
+	tagLen         = 16
+	minPacketRoom  = 64
+)
+
+// sentFrameKind says what a sent frame was, for acknowledgment and loss.
+type sentFrameKind uint8
+
+const (
+	sfCrypto sentFrameKind = iota
+	sfStream
+	sfResetStream
+	sfStopSending
+	sfMaxStreamData
+	sfMaxData
+	sfMaxStreamsBidi
+	sfMaxStreamsUni
+	sfHandshakeDone
+	sfRetireCID
+)
+
+type sentFrame struct {
+	kind sentFrameKind
+	fin  bool
+	id   uint64 // stream ID or sequence number
+	off  uint64
+	n    uint64
+}
+
+// sentPacket is what we remember about an ack-eliciting packet until it is
+// acknowledged or lost; recovery.SentPacket.Handle points here.
+type sentPacket struct {
+	space      int
+	ackLargest int64  // Largest Acknowledged of the ACK frame it carried, or -1
+	eliciting  bool   // carries an ack-eliciting frame that is not in frames
+	keyGen     uint64 // 1-RTT key generation it was sealed with
+	frames     []sentFrame
+}
+
+// packetInfo locates a packet inside the datagram being built.
+type packetInfo struct {
+	space        int
+	start        int
+	pnOffset     int
+	pnLen        int
+	payloadEnd   int
+	lengthPos    int // -1 for a short header
+	pn           uint64
+	ackEliciting bool
+	padded       bool
+	sp           *sentPacket
+}
+
+func (c *Conn) canSealIn(space int) bool {
+	if space == spaceApp {
+		return c.app != nil && c.app.CanSend()
+	}
+	sp := &c.spaces[space]
+	return !sp.discarded && sp.sealer != nil
+}
+
+func (c *Conn) anyProbes() bool {
+	for i := range c.spaces {
+		if c.spaces[i].probes > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// sendLocked builds the datagrams that may leave now into pendingWrites and
+// reports whether more are waiting.
+func (c *Conn) sendLocked(now time.Time) bool {
+	if c.finished || c.closing || c.draining || c.tls == nil {
+		return false
+	}
+	for range maxDatagramsPerRun {
+		limit := maxPacketSize
+		if !c.isClient && !c.addressValidated {
+			budget := uint64(0)
+			if 3*c.bytesRecv > c.bytesSent {
+				budget = 3*c.bytesRecv - c.bytesSent
+			}
+			if budget < minPacketRoom {
+				c.rec.SetAmplificationLimited(true, now)
+				return false
+			}
+			limit = int(min(budget, uint64(limit)))
+		}
+		probing := c.anyProbes()
+		mayElicit := probing || c.rec.CanSend()
+		if mayElicit && !probing {
+			rtt := c.rec.RTT().SmoothedRTT()
+			cwnd := c.rec.Controller().CongestionWindow()
+			if next := c.pacer.NextSendTime(now, cwnd, rtt); next.After(now) {
+				mayElicit = false
+				c.pacingDeadline = next
+			}
+		}
+		d := c.buildDatagram(now, limit, mayElicit)
+		if d == nil {
+			return false
+		}
+		c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true})
+	}
+	return true
+}
+
+// buildDatagram coalesces one packet per space with something to send.
+func (c *Conn) buildDatagram(now time.Time, limit int, mayElicit bool) []byte {
+	buf := getSendBuffer()
+	var pkts [3]packetInfo
+	n := 0
+	for space := spaceInitial; space <= spaceApp; space++ {
+		if !c.canSealIn(space) {
+			continue
+		}
+		room := limit - len(buf)
+		if room < minPacketRoom {
+			break
+		}
+		if pi, ok := c.buildPacket(&buf, space, room, now, mayElicit, nil); ok {
+			pkts[n] = pi
+			n++
+		}
+	}
+	if n == 0 {
+		putSendBuffer(buf)
+		return nil
+	}
+	d := c.finishDatagram(buf, pkts[:n], limit, now)
+	if d == nil {
+		putSendBuffer(buf)
+	}
+	return d
+}
+
+// finishDatagram pads, seals and records the packets of a datagram.
+func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time.Time) []byte {
+	last := &pkts[len(pkts)-1]
+	if pkts[0].space == spaceInitial && (c.isClient || pkts[0].ackEliciting) {
+		target := min(minInitialSize, limit)
+		if need := target - len(buf); need > 0 {
+			buf = buf[:last.payloadEnd]
+			buf = append(buf, make([]byte, need+tagLen)...)
+			last.payloadEnd += need
+			last.padded = true
+		}
+	}
+	anyEliciting := false
+	for i := range pkts {
+		p := &pkts[i]
+		if p.lengthPos >= 0 {
+			wire.PutVarintWithLen(buf[p.lengthPos:], uint64(p.payloadEnd-p.pnOffset+tagLen), 2)
+		}
+		pkt := buf[p.start : p.payloadEnd : p.payloadEnd+tagLen]
+		var err error
+		if p.space == spaceApp {
+			p.sp.keyGen = c.app.Generation()
+			_, err = c.app.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
+		} else {
+			_, err = c.spaces[p.space].sealer.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
+		}
+		if err != nil {
+			c.closeWithError(err)
+			return nil
+		}
+		c.nextHandle++
+		c.stats.packetsSent++
+		size := p.payloadEnd + tagLen - p.start
+		inFlight := p.ackEliciting || p.padded
+		_ = c.rec.OnPacketSent(recovery.Space(p.space), recovery.SentPacket{
+			Number:       p.pn,
+			TimeSent:     now,
+			Handle:       c.nextHandle,
+			Size:         size,
+			AckEliciting: p.ackEliciting,
+			InFlight:     inFlight,
+		})
+		if p.ackEliciting {
+			c.sent[c.nextHandle] = p.sp
+			anyEliciting = true
+		} else {
+			c.putSentPacket(p.sp)
+		}
+		if inFlight {
+			c.pacer.OnPacketSent(now, size, c.rec.Controller().CongestionWindow(), c.rec.RTT().SmoothedRTT())
+		}
+	}
+	c.bytesSent += uint64(len(buf))
+	c.stats.bytesSent += uint64(len(buf))
+	c.lastSendOrRecv = now
+	if anyEliciting {
+		if !c.ackElicitingSent {
+			c.lastActivity = now
+		}
+		c.ackElicitingSent = true
+		c.pingPending = false
+	}
+	for i := range pkts {
+		if pkts[i].space == spaceHandshake && c.isClient {
+			// The client drops Initial keys once it sends Handshake (RFC 9001 4.9.1).
+			c.dropSpace(spaceInitial, now)
+		}
+	}
+	return buf
+}
+
+// buildPacket appends one packet of the space, unsealed, with tagLen spare
+// bytes after it. closeFrame, when set, is the only frame.
+func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElicit bool, closeFrame []byte) (packetInfo, bool) {
+	sp := &c.spaces[space]
+	start := len(*buf)
+	b := *buf
+	pn := sp.nextPN
+	largestAcked := wire.NoPacketNumber
+	if la, ok := c.rec.LargestAcked(recovery.Space(space)); ok {
+		largestAcked = la
+	}
+	pnLen := wire.PacketNumberLen(pn, largestAcked)
+	lengthPos := -1
+	if space == spaceApp {
+		b = wire.AppendShortHeader(b, c.destCID, pnLen, false, false)
+	} else {
+		hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: c.version, DestConnID: c.destCID, SrcConnID: c.srcCID}
+		if space == spaceHandshake {
+			hdr.Type = wire.PacketTypeHandshake
+		} else if c.isClient {
+			hdr.Token = c.token
+		}
+		b = wire.AppendLongHeader(b, &hdr, pnLen, 2)
+		lengthPos = len(b) - 2
+	}
+	pnOffset := len(b)
+	b = wire.AppendPacketNumber(b, pn, pnLen)
+	payloadStart := len(b)
+	maxEnd := start + room - tagLen
+	if maxEnd-payloadStart < 8 {
+		return packetInfo{}, false
+	}
+	p := c.getSentPacket(space)
+	if closeFrame != nil {
+		if len(closeFrame) > maxEnd-payloadStart {
+			c.putSentPacket(p)
+			return packetInfo{}, false
+		}
+		b = append(b, closeFrame...)
+	} else {
+		b = c.appendAck(b, sp, maxEnd, now, p, false)
+		if mayElicit || sp.probes > 0 {
+			if space == spaceApp {
+				b = c.appendControlFrames(b, maxEnd, now, p)
+			}
+			b = c.appendCrypto(b, sp, maxEnd, p)
+			if space == spaceApp {
+				b = c.appendDatagrams(b, maxEnd, p)
+				b = c.appendStreamFrames(b, maxEnd, p)
+			}
+		}
+		if len(p.frames) == 0 && !p.eliciting && (sp.probes > 0 || (space == spaceApp && c.pingPending && mayElicit)) {
+			b = append(b, byte(wire.FrameTypePing))
+			p.eliciting = true
+		}
+		if p.ackLargest < 0 && (p.eliciting || len(p.frames) > 0) && !sp.tracker.AlarmTime().IsZero() {
+			// Piggyback the ACK that is not due yet on this packet, in
+			// front of the frames (it is sent now either way).
+			ack := c.appendAck(c.ackScratch[:0], sp, maxEnd-len(b), now, p, true)
+			if len(ack) > 0 {
+				b = slices.Insert(b, payloadStart, ack...)
+			}
+			c.ackScratch = ack[:0]
+		}
+	}
+	if len(b) == payloadStart {
+		c.putSentPacket(p)
+		return packetInfo{}, false
+	}
+	eliciting := p.eliciting || len(p.frames) > 0
+	if eliciting && sp.probes > 0 {
+		sp.probes--
+	}
+	for len(b)-pnOffset < 4 {
+		b = append(b, 0) // PADDING so header protection has its sample
+	}
+	payloadEnd := len(b)
+	b = append(b, make([]byte, tagLen)...)
+	sp.nextPN++
+	*buf = b
+	return packetInfo{
+		space:        space,
+		start:        start,
+		pnOffset:     pnOffset,
+		pnLen:        pnLen,
+		payloadEnd:   payloadEnd,
+		lengthPos:    lengthPos,
+		pn:           pn,
+		ackEliciting: eliciting,
+		sp:           p,
+	}, true
+}
+
+// appendAck appends an ACK frame when one is due, or whenever there is
+// something to acknowledge with force.
+func (c *Conn) appendAck(b []byte, sp *pnSpace, maxEnd int, now time.Time, p *sentPacket, force bool) []byte {
+	if !sp.tracker.HasRanges() || (!force && !sp.tracker.ShouldSendAck(now)) {
+		return b
+	}
+	if sp.ranges == nil {
+		sp.ranges = make([]wire.AckRange, 0, ackgen.DefaultMaxRanges)
+	}
+	ack, ok := sp.tracker.BuildAck(sp.ranges[:0], now)
+	if !ok {
+		return b
+	}
+	sp.ranges = ack.Ranges
+	ranges := ack.Ranges
+	delay := ackgen.EncodeAckDelay(ack.Delay, wire.DefaultAckDelayExponent)
+	for len(ranges) > 1 && wire.AckFrameLen(ranges, delay) > maxEnd-len(b) {
+		ranges = ranges[:len(ranges)-1]
+	}
+	if wire.AckFrameLen(ranges, delay) > maxEnd-len(b) {
+		return b
+	}
+	b = wire.AppendAckFrame(b, ranges, delay)
+	sp.tracker.OnAckSent()
+	p.ackLargest = int64(ranges[0].Largest)
+	return b
+}
+
+func appendIfFits(b []byte, maxEnd int, f *wire.Frame) ([]byte, bool) {
+	if wire.FrameLen(f) > maxEnd-len(b) {
+		return b, false
+	}
+	return wire.AppendFrame(b, f), true
+}
+
+func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentPacket) []byte {
+	var ok bool
+	if c.sendHandshakeDone && maxEnd-len(b) >= 1 {
+		b = append(b, byte(wire.FrameTypeHandshakeDone))
+		c.sendHandshakeDone = false
+		p.frames = append(p.frames, sentFrame{kind: sfHandshakeDone})
+	}
+	for len(c.pathResponses) > 0 {
+		f := wire.Frame{Type: wire.FrameTypePathResponse, PathData: c.pathResponses[0]}
+		if b, ok = appendIfFits(b, maxEnd, &f); !ok {
+			break
+		}
+		c.pathResponses = c.pathResponses[1:]
+		p.eliciting = true
+	}
+	srtt := c.rec.RTT().SmoothedRTT()
+	if c.maxDataLost || c.connRecv.NeedsUpdate() {
+		limit := c.connRecv.Limit()
+		f := wire.Frame{Type: wire.FrameTypeMaxData, Limit: limit + 1<<20}
+		if wire.FrameLen(&f) <= maxEnd-len(b) {
+			if l, upd := c.connRecv.MaybeUpdate(now, srtt); upd {
+				limit = l
+			}
+			f.Limit = limit
+			b = wire.AppendFrame(b, &f)
+			c.maxDataLost = false
+			p.frames = append(p.frames, sentFrame{kind: sfMaxData})
+		}
+	}
+	for i, d := range []flowcontrol.Direction{flowcontrol.Bidi, flowcontrol.Uni} {
+		inc := c.counts.Incoming(d)
+		if !c.maxStreamsLost[i] && !inc.NeedsUpdate() {
+			continue
+		}
+		typ, kind := wire.FrameTypeMaxStreamsBidi, sfMaxStreamsBidi
+		if d == flowcontrol.Uni {
+			typ, kind = wire.FrameTypeMaxStreamsUni, sfMaxStreamsUni
+		}
+		f := wire.Frame{Type: typ, Limit: inc.Limit() + 1<<20}
+		if wire.FrameLen(&f) > maxEnd-len(b) {
+			continue
+		}
+		limit := inc.Limit()
+		if l, upd := inc.MaybeUpdate(); upd {
+			limit = l
+		}
+		f.Limit = limit
+		b = wire.AppendFrame(b, &f)
+		c.maxStreamsLost[i] = false
+		p.frames = append(p.frames, sentFrame{kind: kind})
+	}
+	for len(c.retireSeqs) > 0 {
+		f := wire.Frame{Type: wire.FrameTypeRetireConnectionID, SequenceNumber: c.retireSeqs[0]}
+		if b, ok = appendIfFits(b, maxEnd, &f); !ok {
+			break
+		}
+		p.frames = append(p.frames, sentFrame{kind: sfRetireCID, id: c.retireSeqs[0]})
+		c.retireSeqs = c.retireSeqs[1:]
+	}
+	kept := c.ctrlList[:0]
+	for _, s := range c.ctrlList {
+		b = s.appendControlFrames(b, maxEnd, now, srtt, p)
+		if s.hasControlFrames() {
+			kept = append(kept, s)
+		} else {
+			s.inCtrlList = false
+		}
+	}
+	clear(c.ctrlList[len(kept):])
+	c.ctrlList = kept
+	return b
+}
+
+func (c *Conn) appendCrypto(b []byte, sp *pnSpace, maxEnd int, p *sentPacket) []byte {
+	for sp.crypto.hasData() {
+		left := maxEnd - len(b)
+		maxLen := wire.MaxCryptoDataLen(sp.crypto.end(), left)
+		if maxLen <= 0 {
+			break
+		}
+		off, data, ok := sp.crypto.popLost(uint64(maxLen))
+		if !ok {
+			if sp.crypto.unsent() == 0 {
+				break
+			}
+			off, data = sp.crypto.popNew(uint64(maxLen))
+		}
+		b = wire.AppendCryptoFrame(b, off, data)
+		p.frames = append(p.frames, sentFrame{kind: sfCrypto, off: off, n: uint64(len(data))})
+	}
+	return b
+}
+
+func (c *Conn) appendDatagrams(b []byte, maxEnd int, p *sentPacket) []byte {
+	for len(c.datagramsOut) > 0 {
+		d := c.datagramsOut[0]
+		if wire.DatagramFrameLen(len(d), true) > maxEnd-len(b) {
+			break
+		}
+		b = wire.AppendDatagramFrame(b, d, true)
+		c.datagramsOut[0] = nil
+		c.datagramsOut = c.datagramsOut[1:]
+		p.eliciting = true
+	}
+	return b
+}
+
+func (c *Conn) appendStreamFrames(b []byte, maxEnd int, p *sentPacket) []byte {
+	n := len(c.sendList)
+	served := 0
+	for i := 0; i < len(c.sendList) && maxEnd-len(b) > 16; {
+		s := c.sendList[i]
+		var added bool
+		b, added = s.appendStreamFrame(b, maxEnd, p)
+		if added {
+			served = i + 1
+		}
+		if !s.send.hasData() || s.sendErr != nil {
+			s.inSendList = false
+			c.sendList = append(c.sendList[:i], c.sendList[i+1:]...)
+			if added {
+				served = i
+			}
+			continue
+		}
+		if !added {
+			i++
+			continue
+		}
+		// The packet is full (the stream still has data).
+		break
+	}
+	// Round robin: streams served move to the back.
+	if served > 0 && served < len(c.sendList) && n > 1 {
+		rot := append([]*stream(nil), c.sendList[served:]...)
+		c.sendList = append(rot, c.sendList[:served]...)
+	}
+	return b
+}
+
+// outDatagram is a datagram waiting to be written; pooled ones go back to
+// the send buffer pool afterwards.
+type outDatagram struct {
+	b      []byte
+	pooled bool
+}
+
+const sendBufferSize = maxPacketSize + tagLen
+
+var sendBufferPool = sync.Pool{New: func() any { return new([sendBufferSize]byte) }}
+
+func getSendBuffer() []byte { return sendBufferPool.Get().(*[sendBufferSize]byte)[:0] }
+
+func putSendBuffer(b []byte) {
+	if cap(b) == sendBufferSize {
+		sendBufferPool.Put((*[sendBufferSize]byte)(b[:sendBufferSize]))
+	}
+}
+
+// getSentPacket takes a record from the connection's free list.
+func (c *Conn) getSentPacket(space int) *sentPacket {
+	if n := len(c.freeSent); n > 0 {
+		p := c.freeSent[n-1]
+		c.freeSent = c.freeSent[:n-1]
+		*p = sentPacket{space: space, ackLargest: -1, frames: p.frames[:0]}
+		return p
+	}
+	return &sentPacket{space: space, ackLargest: -1}
+}
+
+func (c *Conn) putSentPacket(p *sentPacket) {
+	if len(c.freeSent) < 1024 {
+		c.freeSent = append(c.freeSent, p)
+	}
+}

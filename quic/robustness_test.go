@@ -1,0 +1,126 @@
+package quic
+
+import (
+	"crypto/tls"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// newOfflineConn returns a server connection whose handshake is taken as
+// done, for feeding it frames directly. Nothing runs its event loop.
+func newOfflineConn(t testing.TB) *Conn {
+	t.Helper()
+	tr := &Transport{Conn: listenUDP(t)}
+	if err := tr.init(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	conf, err := populateConfig(&Config{InitialStreamReceiveWindow: 1000, InitialConnectionReceiveWindow: 5000, MaxIncomingStreams: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := serverTLS(t)
+	tc.MinVersion = tls.VersionTLS13
+	c := newConn(tr, false, conf, tc, wire.Version1, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9})
+	c.srcCID = []byte{1, 2, 3, 4}
+	c.destCID = []byte{5, 6, 7, 8}
+	c.origDestCID = []byte{9, 9, 9, 9, 9, 9, 9, 9}
+	if err := c.startTLS(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.tls.Close() })
+	c.connSend.Init(1 << 20)
+	if err := c.counts.SetPeerLimits(100, 100); err != nil {
+		t.Fatal(err)
+	}
+	c.peerParams = &wire.TransportParameters{InitialMaxStreamDataBidiLocal: 1 << 16, InitialMaxStreamDataBidiRemote: 1 << 16, InitialMaxStreamDataUni: 1 << 16}
+	c.handshakeComplete = true
+	c.handshakeConfirmed = true
+	return c
+}
+
+func TestMalformedFramesCloseWithRightCode(t *testing.T) {
+	stream := func(id, off uint64, n int) []byte {
+		return wire.AppendStreamFrame(nil, id, off, make([]byte, n), false, true)
+	}
+	tests := []struct {
+		name    string
+		payload []byte
+		code    TransportErrorCode
+	}{
+		{"unknown frame type", []byte{0x40, 0x55}, FrameEncodingError},
+		{"truncated STREAM", []byte{0x0a, 0x00}, FrameEncodingError},
+		{"stream beyond limit", stream(4*10, 0, 1), StreamLimitError},
+		{"receive on our uni stream", stream(3, 0, 1), StreamStateError},
+		{"stream flow control", stream(0, 2000, 1), FlowControlError},
+		{"HANDSHAKE_DONE from client", []byte{byte(wire.FrameTypeHandshakeDone)}, ProtocolViolation},
+		{"ACK of unsent packet", wire.AppendAckFrame(nil, []wire.AckRange{{Smallest: 5, Largest: 9}}, 0), ProtocolViolation},
+		{"CRYPTO far ahead", wire.AppendCryptoFrame(nil, 1<<20, []byte{1}), CryptoBufferExceeded},
+		{"empty packet", nil, ProtocolViolation},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newOfflineConn(t)
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.processPayload(spaceApp, wire.PacketType1RTT, 0, tt.payload, time.Now())
+			var te *TransportError
+			if !errors.As(c.closeErr, &te) || te.ErrorCode != tt.code || te.Remote {
+				t.Fatalf("close error %v, want local %s", c.closeErr, tt.code)
+			}
+			if !errors.Is(c.closeErr, net.ErrClosed) {
+				t.Fatal("close error does not match net.ErrClosed")
+			}
+		})
+	}
+}
+
+func TestValidFramesKeepConnectionOpen(t *testing.T) {
+	c := newOfflineConn(t)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var p []byte
+	p = wire.AppendStreamFrame(p, 0, 0, []byte("hello"), true, true)
+	p = append(p, byte(wire.FrameTypePing))
+	p = wire.AppendFrame(p, &wire.Frame{Type: wire.FrameTypeMaxData, Limit: 1 << 21})
+	c.processPayload(spaceApp, wire.PacketType1RTT, 0, p, time.Now())
+	if c.closeErr != nil {
+		t.Fatal(c.closeErr)
+	}
+	if len(c.acceptBidi) != 1 {
+		t.Fatalf("%d streams to accept, want 1", len(c.acceptBidi))
+	}
+	buf := make([]byte, 10)
+	if n := c.acceptBidi[0].recv.read(buf); string(buf[:n]) != "hello" {
+		t.Fatalf("stream data %q", buf[:n])
+	}
+}
+
+func FuzzFrames(f *testing.F) {
+	f.Add([]byte{0x01})
+	f.Add(wire.AppendStreamFrame(nil, 0, 0, []byte("data"), true, true))
+	f.Add(wire.AppendAckFrame(nil, []wire.AckRange{{Smallest: 0, Largest: 0}}, 0))
+	f.Add([]byte{0x04, 0x00, 0x01, 0x02})
+	f.Add([]byte{0x05, 0x04, 0x01})
+	f.Add(wire.AppendCryptoFrame(nil, 0, []byte{0x16, 0x03}))
+	c := newOfflineConn(f)
+	var pn uint64
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		// Reuse one connection until a payload closes it.
+		if c.closeErr != nil {
+			c = newOfflineConn(t)
+			pn = 0
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.processPayload(spaceApp, wire.PacketType1RTT, pn, payload, time.Now())
+		pn++
+		// Whatever state the frames left, building packets must not fail.
+		c.sendLocked(time.Now())
+		c.pendingWrites = nil
+	})
+}

@@ -1,0 +1,123 @@
+package quic
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+
+	"github.com/turboretry/turboretry/internal/udpio"
+)
+
+// writeDatagrams sends the datagrams one run of the event loop built, in
+// one sendmmsg call where the socket allows (internal/udpio), else one
+// WriteTo each. Send errors count as packet loss. Called by run only.
+func (c *Conn) writeDatagrams(writes []outDatagram) {
+	if len(writes) == 0 {
+		return
+	}
+	defer func() {
+		for _, d := range writes {
+			if d.pooled {
+				putSendBuffer(d.b)
+			}
+		}
+	}()
+	if !c.writerInit {
+		c.writerInit = true
+		c.writer = c.t.newWriter()
+	}
+	ap, ok := addrPort(c.remote)
+	if c.writer == nil || len(writes) == 1 || !ok {
+		for _, d := range writes {
+			c.t.write(d.b, c.remote)
+		}
+		return
+	}
+	msgs := c.msgs[:0]
+	if c.t.gso {
+		msgs = c.gsoMessages(msgs, writes, ap)
+	} else {
+		for _, d := range writes {
+			msgs = append(msgs, udpio.Message{Buf: d.b, Addr: ap})
+		}
+	}
+	for rest := msgs; len(rest) > 0; {
+		n, err := c.writer.WriteBatch(rest)
+		if err == nil {
+			break
+		}
+		if n >= len(rest) || isClosedErr(err) {
+			break
+		}
+		rest = rest[n+1:] // drop the datagram that failed, as a loss
+	}
+	clear(msgs)
+	c.msgs = msgs[:0]
+}
+
+// gsoMessages groups runs of equal-size datagrams (the last of a run may be
+// shorter) into one UDP GSO buffer each, copied into c.gsoBuf.
+func (c *Conn) gsoMessages(msgs []udpio.Message, writes []outDatagram, ap netip.AddrPort) []udpio.Message {
+	total := 0
+	for _, d := range writes {
+		total += len(d.b)
+	}
+	if cap(c.gsoBuf) < total {
+		c.gsoBuf = make([]byte, 0, total)
+	}
+	buf := c.gsoBuf[:0]
+	for i := 0; i < len(writes); {
+		size := len(writes[i].b)
+		j := i + 1
+		for j < len(writes) && j-i < maxGSOSegments {
+			l := len(writes[j].b)
+			if l > size {
+				break
+			}
+			j++
+			if l < size {
+				break // a shorter datagram ends the run
+			}
+		}
+		if j-i == 1 {
+			msgs = append(msgs, udpio.Message{Buf: writes[i].b, Addr: ap})
+			i = j
+			continue
+		}
+		start := len(buf)
+		for _, d := range writes[i:j] {
+			buf = append(buf, d.b...)
+		}
+		msgs = append(msgs, udpio.Message{Buf: buf[start:], Addr: ap, SegmentSize: size})
+		i = j
+	}
+	return msgs
+}
+
+// maxGSOSegments bounds a GSO buffer to udpio's limit and 64 KiB.
+const maxGSOSegments = min(udpio.MaxGSOSegments, 65000/sendBufferSize)
+
+// newWriter returns a batching writer for the Transport's socket, or nil
+// when it is not a *net.UDPConn (wrappers, tests) or the platform refuses.
+func (t *Transport) newWriter() *udpio.Writer {
+	uc, ok := t.Conn.(*net.UDPConn)
+	if !ok {
+		return nil
+	}
+	w, err := udpio.NewWriter(uc, udpio.WriterConfig{Batch: maxDatagramsPerRun, GSO: t.gso})
+	if err != nil {
+		return nil
+	}
+	return w
+}
+
+func addrPort(a net.Addr) (netip.AddrPort, bool) {
+	ua, ok := a.(*net.UDPAddr)
+	if !ok {
+		return netip.AddrPort{}, false
+	}
+	ap := ua.AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), ap.IsValid()
+}
+
+func isClosedErr(err error) bool { return errors.Is(err, net.ErrClosed) }

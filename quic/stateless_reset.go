@@ -1,0 +1,46 @@
+package quic
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+)
+
+const (
+	// minStatelessResetLen is the shortest datagram that can be a stateless
+	// reset: 5 bytes that look like a short header, then the 16-byte token
+	// (RFC 9000 section 10.3).
+	minStatelessResetLen = 21
+	// maxStatelessResetLen keeps resets small; a reset is always shorter
+	// than the packet that triggered it, so two endpoints cannot loop.
+	maxStatelessResetLen = 43
+)
+
+// maybeSendStatelessReset answers a short-header packet for an unknown
+// connection ID with a stateless reset when a StatelessResetKey is set.
+func (t *Transport) maybeSendStatelessReset(p receivedPacket) {
+	if t.StatelessResetKey == nil || len(p.data) <= minStatelessResetLen || t.cidLen == 0 {
+		return
+	}
+	token := statelessResetToken(t.StatelessResetKey, p.data[1:1+t.cidLen])
+	n := min(len(p.data)-1, maxStatelessResetLen)
+	b := make([]byte, n)
+	_, _ = rand.Read(b[:n-16])
+	b[0] = b[0]&^0x80 | 0x40 // short header form, fixed bit set
+	copy(b[n-16:], token[:])
+	t.write(b, p.remote)
+}
+
+// isStatelessReset reports whether tail, the last 16 bytes of an
+// undecryptable short-header datagram, is a stateless reset token the peer
+// gave us.
+func (c *Conn) isStatelessReset(tail []byte) bool {
+	if c.hasPeerResetToken && subtle.ConstantTimeCompare(tail, c.peerResetToken[:]) == 1 {
+		return true
+	}
+	for _, p := range c.peerCIDs {
+		if subtle.ConstantTimeCompare(tail, p.token[:]) == 1 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,254 @@
+package quic
+
+import (
+	"context"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/flowcontrol"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// maxStreamBuffered bounds the bytes a stream's writer may queue beyond what
+// was sent; Write blocks above it.
+const maxStreamBuffered = 1 << 20
+
+// stream is the state of one stream, shared by the Stream, SendStream and
+// ReceiveStream handles. Everything is guarded by the connection's mutex.
+type stream struct {
+	c       *Conn
+	id      uint64
+	hasSend bool
+	hasRecv bool
+
+	// Send side.
+	send          sendBuffer
+	fcSend        flowcontrol.StreamSender
+	sendClosed    bool  // Close was called
+	sendErr       error // CancelWrite or STOP_SENDING
+	resetPending  bool
+	resetSent     bool
+	resetAcked    bool
+	resetCode     uint64
+	resetFinal    uint64
+	writeDeadline time.Time
+	writeSig      chan struct{}
+	inSendList    bool
+	sendCtx       context.Context
+	sendCancel    context.CancelCauseFunc
+
+	// Receive side.
+	recv         recvBuffer
+	fcRecv       flowcontrol.StreamReceiver
+	recvErr      error // RESET_STREAM or CancelRead
+	eofRead      bool  // Read returned io.EOF
+	resetRecvd   bool
+	stopPending  bool
+	stopAcked    bool
+	stopCode     uint64
+	maxDataLost  bool
+	readDeadline time.Time
+	readSig      chan struct{}
+	inCtrlList   bool
+	removed      bool
+}
+
+func (c *Conn) newStream(id uint64) *stream {
+	s := &stream{
+		c:       c,
+		id:      id,
+		hasSend: flowcontrol.LocalCanSend(id, c.perspective()),
+		hasRecv: flowcontrol.LocalCanReceive(id, c.perspective()),
+	}
+	s.sendCtx, s.sendCancel = context.WithCancelCause(c.ctx)
+	if s.hasSend {
+		var limit uint64
+		if c.peerParams != nil {
+			p := c.peerParams
+			switch {
+			case flowcontrol.DirectionOf(id) == flowcontrol.Uni:
+				limit = p.InitialMaxStreamDataUni
+			case flowcontrol.Initiator(id) == c.perspective():
+				limit = p.InitialMaxStreamDataBidiRemote
+			default:
+				limit = p.InitialMaxStreamDataBidiLocal
+			}
+		}
+		s.fcSend.Init(&c.connSend, limit)
+	} else {
+		s.sendCancel(context.Canceled)
+	}
+	if s.hasRecv {
+		s.fcRecv.Init(id, c.connRecv, flowcontrol.WindowConfig{
+			Initial: c.config.InitialStreamReceiveWindow,
+			Max:     c.config.MaxStreamReceiveWindow,
+		})
+	}
+	c.streams[id] = s
+	return s
+}
+
+func (c *Conn) perspective() flowcontrol.Perspective {
+	if c.isClient {
+		return flowcontrol.Client
+	}
+	return flowcontrol.Server
+}
+
+// broadcast wakes everyone waiting on *ch. Channels are created only by
+// waiters (waitChan), so signaling with nobody waiting costs nothing.
+func broadcast(ch *chan struct{}) {
+	if *ch != nil {
+		close(*ch)
+		*ch = nil
+	}
+}
+
+// waitChan returns the channel the next broadcast on *ch closes.
+func waitChan(ch *chan struct{}) chan struct{} {
+	if *ch == nil {
+		*ch = make(chan struct{})
+	}
+	return *ch
+}
+
+func (s *stream) signalWrite() { broadcast(&s.writeSig) }
+func (s *stream) signalRead()  { broadcast(&s.readSig) }
+
+func (s *stream) onConnClosed() {
+	s.signalRead()
+	s.signalWrite()
+	s.sendCancel(s.c.closeErr)
+}
+
+// sendFinished reports whether the send side needs nothing more.
+func (s *stream) sendFinished() bool {
+	if !s.hasSend {
+		return true
+	}
+	if s.sendErr != nil {
+		return s.resetAcked
+	}
+	return s.send.allAcked()
+}
+
+// recvFinished reports whether the receive side needs nothing more.
+func (s *stream) recvFinished() bool {
+	if !s.hasRecv {
+		return true
+	}
+	return s.eofRead || s.resetRecvd || (s.recvErr != nil && s.stopAcked)
+}
+
+// maybeRemoveStream forgets a stream both of whose sides are done, and lets
+// the peer open another if it was theirs.
+func (c *Conn) maybeRemoveStream(s *stream) {
+	if s.removed || !s.sendFinished() || !s.recvFinished() || s.inCtrlList {
+		return
+	}
+	s.removed = true
+	s.send.release()
+	s.recv.discard()
+	delete(c.streams, s.id)
+	if flowcontrol.Initiator(s.id) != c.perspective() {
+		inc := c.counts.Incoming(flowcontrol.DirectionOf(s.id))
+		_ = inc.Close()
+		if inc.NeedsUpdate() {
+			c.wake() // the peer may be waiting for MAX_STREAMS
+		}
+	}
+}
+
+func (c *Conn) queueStreamSend(s *stream) {
+	if !s.inSendList && s.send.hasData() {
+		s.inSendList = true
+		c.sendList = append(c.sendList, s)
+	}
+	c.wake()
+}
+
+func (c *Conn) queueStreamControl(s *stream) {
+	if !s.inCtrlList {
+		s.inCtrlList = true
+		c.ctrlList = append(c.ctrlList, s)
+	}
+	c.wake()
+}
+
+func (s *stream) hasControlFrames() bool {
+	return s.resetPending || s.stopPending || s.maxDataLost || (s.hasRecv && s.recvErr == nil && !s.eofRead && s.fcRecv.NeedsUpdate())
+}
+
+func (s *stream) appendControlFrames(b []byte, maxEnd int, now time.Time, srtt time.Duration, p *sentPacket) []byte {
+	var ok bool
+	if s.resetPending {
+		f := wire.Frame{Type: wire.FrameTypeResetStream, StreamID: s.id, ErrorCode: s.resetCode, FinalSize: s.resetFinal}
+		if b, ok = appendIfFits(b, maxEnd, &f); ok {
+			s.resetPending = false
+			s.resetSent = true
+			p.frames = append(p.frames, sentFrame{kind: sfResetStream, id: s.id})
+		}
+	}
+	if s.stopPending {
+		f := wire.Frame{Type: wire.FrameTypeStopSending, StreamID: s.id, ErrorCode: s.stopCode}
+		if b, ok = appendIfFits(b, maxEnd, &f); ok {
+			s.stopPending = false
+			p.frames = append(p.frames, sentFrame{kind: sfStopSending, id: s.id})
+		}
+	}
+	if s.hasRecv && s.recvErr == nil && !s.eofRead && (s.maxDataLost || s.fcRecv.NeedsUpdate()) {
+		f := wire.Frame{Type: wire.FrameTypeMaxStreamData, StreamID: s.id, Limit: s.fcRecv.Limit() + 1<<24}
+		if wire.FrameLen(&f) <= maxEnd-len(b) {
+			limit := s.fcRecv.Limit()
+			if l, upd := s.fcRecv.MaybeUpdate(now, srtt); upd {
+				limit = l
+			}
+			f.Limit = limit
+			b = wire.AppendFrame(b, &f)
+			s.maxDataLost = false
+			p.frames = append(p.frames, sentFrame{kind: sfMaxStreamData, id: s.id})
+		}
+	} else {
+		s.maxDataLost = false
+	}
+	return b
+}
+
+// appendStreamFrame appends one STREAM frame of this stream if anything
+// fits and flow control allows it.
+func (s *stream) appendStreamFrame(b []byte, maxEnd int, p *sentPacket) ([]byte, bool) {
+	if s.sendErr != nil {
+		return b, false
+	}
+	left := maxEnd - len(b)
+	maxLen := wire.MaxStreamDataLen(s.id, s.send.end(), left, true)
+	if maxLen <= 0 && !s.send.finToSend() {
+		return b, false
+	}
+	off, data, ok := s.send.popLost(uint64(max(maxLen, 0)))
+	fin := false
+	if !ok {
+		n := min(s.send.unsent(), s.fcSend.Available(), uint64(max(maxLen, 0)))
+		if n == 0 && !(s.send.finToSend() && s.send.unsent() == 0) {
+			return b, false
+		}
+		off, data = s.send.popNew(n)
+		n = uint64(len(data)) // popNew stops at a chunk boundary
+		if n > 0 {
+			_ = s.fcSend.Consume(n)
+			s.signalWrite()
+		}
+		if s.send.fin && s.send.unsent() == 0 && (!s.send.finSent || s.send.finPending) && off+n == s.send.end() {
+			if wire.StreamFrameLen(s.id, off, len(data), true) <= left {
+				fin = true
+				s.send.finSent = true
+				s.send.finPending = false
+			}
+		}
+	} else if s.send.fin && s.send.finPending && off+uint64(len(data)) == s.send.end() {
+		fin = true
+		s.send.finPending = false
+	}
+	b = wire.AppendStreamFrame(b, s.id, off, data, fin, true)
+	p.frames = append(p.frames, sentFrame{kind: sfStream, id: s.id, off: off, n: uint64(len(data)), fin: fin})
+	return b, true
+}

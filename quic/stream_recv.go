@@ -1,0 +1,71 @@
+package quic
+
+import (
+	"io"
+	"time"
+)
+
+func (s *stream) read(p []byte) (int, error) {
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		if s.recvErr != nil {
+			return 0, s.recvErr
+		}
+		if s.eofRead {
+			return 0, io.EOF
+		}
+		if len(p) == 0 {
+			return 0, nil
+		}
+		if n := s.recv.read(p); n > 0 {
+			_ = s.fcRecv.Consume(uint64(n))
+			if s.fcRecv.NeedsUpdate() {
+				c.queueStreamControl(s)
+			}
+			if c.connRecv.NeedsUpdate() {
+				c.wake()
+			}
+			return n, nil
+		}
+		if fs, ok := s.fcRecv.FinalSize(); ok && s.recv.readOff >= fs {
+			s.eofRead = true
+			c.maybeRemoveStream(s)
+			return 0, io.EOF
+		}
+		if c.closeErr != nil {
+			return 0, c.closeErr
+		}
+		if !s.readDeadline.IsZero() && !time.Now().Before(s.readDeadline) {
+			return 0, errDeadline
+		}
+		c.waitLocked(waitChan(&s.readSig), s.readDeadline)
+	}
+}
+
+func (s *stream) cancelRead(code StreamErrorCode) {
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.recvErr != nil || s.eofRead || c.closeErr != nil {
+		return
+	}
+	s.recvErr = &StreamError{StreamID: StreamID(s.id), ErrorCode: code}
+	s.recv.discard()
+	s.fcRecv.Abandon()
+	if !s.resetRecvd {
+		s.stopPending = true
+		s.stopCode = uint64(code)
+		c.queueStreamControl(s)
+	}
+	s.signalRead()
+	c.maybeRemoveStream(s)
+}
+
+func (s *stream) setReadDeadline(t time.Time) {
+	s.c.mu.Lock()
+	s.readDeadline = t
+	s.signalRead()
+	s.c.mu.Unlock()
+}

@@ -1,0 +1,114 @@
+package quic
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// waitLocked releases the connection lock until sig fires, the deadline
+// passes or the connection closes, then takes it again.
+func (c *Conn) waitLocked(sig <-chan struct{}, deadline time.Time) {
+	c.mu.Unlock()
+	defer c.mu.Lock()
+	var tc <-chan time.Time
+	if !deadline.IsZero() {
+		d := time.Until(deadline)
+		if d <= 0 {
+			return
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		tc = t.C
+	}
+	select {
+	case <-sig:
+	case <-tc:
+	case <-c.closedCh:
+	}
+}
+
+func (s *stream) writeErrLocked() error {
+	switch {
+	case s.sendErr != nil:
+		return s.sendErr
+	case s.c.closeErr != nil:
+		return s.c.closeErr
+	case s.sendClosed:
+		return fmt.Errorf("quic: write on closed stream %d", s.id)
+	case !s.writeDeadline.IsZero() && !time.Now().Before(s.writeDeadline):
+		return errDeadline
+	}
+	return nil
+}
+
+func (s *stream) write(p []byte) (int, error) {
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for {
+		if err := s.writeErrLocked(); err != nil {
+			return n, err
+		}
+		if len(p) == 0 {
+			return n, nil
+		}
+		if queued := s.send.unsent(); queued < maxStreamBuffered {
+			k := min(uint64(len(p)), maxStreamBuffered-queued)
+			s.send.write(p[:k])
+			p = p[k:]
+			n += int(k)
+			c.queueStreamSend(s)
+			continue
+		}
+		c.waitLocked(waitChan(&s.writeSig), s.writeDeadline)
+	}
+}
+
+func (s *stream) closeSend() error {
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.sendErr != nil || s.sendClosed {
+		return nil
+	}
+	if c.closeErr != nil {
+		return c.closeErr
+	}
+	s.sendClosed = true
+	s.send.fin = true
+	s.sendCancel(context.Canceled)
+	c.queueStreamSend(s)
+	return nil
+}
+
+func (s *stream) cancelWrite(code StreamErrorCode) {
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.sendErr != nil || s.send.allAcked() || c.closeErr != nil {
+		return
+	}
+	s.resetLocked(uint64(code), &StreamError{StreamID: StreamID(s.id), ErrorCode: code})
+}
+
+// resetLocked abandons the send side and queues RESET_STREAM.
+func (s *stream) resetLocked(code uint64, err error) {
+	s.sendErr = err
+	s.resetPending = true
+	s.resetCode = code
+	s.resetFinal = s.send.next
+	s.send.release()
+	s.send = newSendBufferAt(s.send.next)
+	s.sendCancel(err)
+	s.signalWrite()
+	s.c.queueStreamControl(s)
+}
+
+func (s *stream) setWriteDeadline(t time.Time) {
+	s.c.mu.Lock()
+	s.writeDeadline = t
+	s.signalWrite()
+	s.c.mu.Unlock()
+}

@@ -1,0 +1,326 @@
+package quic
+
+import (
+	"crypto/rand"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/udpio"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// defaultConnIDLength is used when Transport.ConnectionIDLength is 0 on a
+// transport shared by several connections.
+const defaultConnIDLength = 4
+
+// Transport owns a UDP socket and demultiplexes its datagrams by
+// destination connection ID to the connections on it. One Transport can
+// serve a listener and dial at the same time.
+type Transport struct {
+	// Conn is the socket. Close does not close it unless the Transport was
+	// created by ListenAddr or DialAddr.
+	Conn net.PacketConn
+
+	// ConnectionIDLength is the length of our connection IDs. 0 means 4,
+	// except for the single connection of DialAddr and Dial, which uses none.
+	ConnectionIDLength int
+
+	// StatelessResetKey, when set, derives the stateless reset tokens of our
+	// connection IDs: a server announces its token in the transport
+	// parameters, and short-header packets for unknown connection IDs are
+	// answered with a stateless reset (RFC 9000 section 10.3).
+	StatelessResetKey *StatelessResetKey
+
+	initOnce sync.Once
+	initErr  error
+	cidLen   int
+
+	mu       sync.Mutex
+	handlers map[string]*Conn
+	// resetTokens routes stateless resets, which carry no connection ID of
+	// ours, to the connection whose peer issued the token.
+	resetTokens map[[16]byte]*Conn
+	server      *baseServer
+	closed      bool
+	closedCh    chan struct{}
+	readDone    chan struct{}
+	conns       sync.WaitGroup
+
+	gso bool // the socket takes UDP GSO sends
+
+	createdConn bool // Close closes Conn
+	isSingleUse bool // Close once the only listener or connection is done
+	singleDial  bool // DialAddr/Dial: one client connection, zero-length CIDs by default
+}
+
+func (t *Transport) init() error {
+	t.initOnce.Do(func() {
+		if t.Conn == nil {
+			t.initErr = errors.New("quic: Transport.Conn is nil")
+			return
+		}
+		switch {
+		case t.ConnectionIDLength < 0 || t.ConnectionIDLength > wire.MaxConnIDLen:
+			t.initErr = errors.New("quic: invalid ConnectionIDLength")
+			return
+		case t.ConnectionIDLength > 0:
+			t.cidLen = t.ConnectionIDLength
+		case !t.singleDial:
+			t.cidLen = defaultConnIDLength
+		}
+		if uc, ok := t.Conn.(*net.UDPConn); ok {
+			// Large buffers and GSO; GRO stays off until the reader
+			// splits coalesced buffers.
+			if caps, err := udpio.Setup(uc, udpio.Config{DisableGRO: true}); err == nil {
+				t.gso = caps.GSO
+			}
+		}
+		t.handlers = make(map[string]*Conn)
+		t.resetTokens = make(map[[16]byte]*Conn)
+		t.closedCh = make(chan struct{})
+		t.readDone = make(chan struct{})
+		go t.readLoop()
+	})
+	return t.initErr
+}
+
+func (t *Transport) readLoop() {
+	defer close(t.readDone)
+	if uc, ok := t.Conn.(*net.UDPConn); ok {
+		if r, err := udpio.NewReader(uc, readBatch); err == nil {
+			t.readBatches(r)
+			return
+		}
+	}
+	for {
+		b := getBuffer()
+		n, addr, err := t.Conn.ReadFrom(*b)
+		if err != nil {
+			putBuffer(b)
+			if t.readFailed(err) {
+				return
+			}
+			continue
+		}
+		t.handleDatagram(receivedPacket{buf: b, data: (*b)[:n], remote: addr, rcvTime: time.Now()})
+	}
+}
+
+// readBatch is how many datagrams one recvmmsg call may return.
+const readBatch = 32
+
+// readBatches is readLoop with recvmmsg (internal/udpio).
+func (t *Transport) readBatches(r *udpio.Reader) {
+	msgs := make([]udpio.Message, readBatch)
+	bufs := make([]*[]byte, readBatch)
+	for i := range msgs {
+		bufs[i] = getBuffer()
+		msgs[i].Buf = *bufs[i]
+	}
+	defer func() {
+		for _, b := range bufs {
+			putBuffer(b)
+		}
+	}()
+	for {
+		n, err := r.ReadBatch(msgs)
+		if err != nil {
+			if t.readFailed(err) {
+				return
+			}
+			continue
+		}
+		now := time.Now()
+		for i := range n {
+			m := &msgs[i]
+			if m.Truncated || m.N == 0 {
+				continue
+			}
+			t.handleDatagram(receivedPacket{buf: bufs[i], data: (*bufs[i])[:m.N], addrPort: m.Addr, rcvTime: now})
+			bufs[i] = getBuffer()
+			m.Buf = *bufs[i]
+		}
+	}
+}
+
+// readFailed handles a read error and reports whether reading must stop.
+func (t *Transport) readFailed(err error) bool {
+	t.mu.Lock()
+	closed := t.closed
+	t.mu.Unlock()
+	if closed {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	if errors.Is(err, net.ErrClosed) {
+		go t.Close()
+		return true
+	}
+	// Other errors (ICMP reports and the like) are transient.
+	time.Sleep(time.Millisecond)
+	return false
+}
+
+func (t *Transport) handleDatagram(p receivedPacket) {
+	dcid, err := wire.ParseDestConnID(p.data, t.cidLen)
+	if err != nil {
+		putBuffer(p.buf)
+		return
+	}
+	t.mu.Lock()
+	c := t.handlers[string(dcid)]
+	if c == nil && !wire.IsLongHeader(p.data[0]) && len(p.data) >= minStatelessResetLen {
+		c = t.resetTokens[[16]byte(p.data[len(p.data)-16:])]
+	}
+	srv := t.server
+	t.mu.Unlock()
+	if c != nil {
+		c.deliver(p)
+		return
+	}
+	if p.remote == nil {
+		p.remote = net.UDPAddrFromAddrPort(p.addrPort)
+	}
+	if srv != nil && wire.IsLongHeader(p.data[0]) {
+		srv.handleUnknownLongHeader(p)
+		return
+	}
+	if !wire.IsLongHeader(p.data[0]) {
+		t.maybeSendStatelessReset(p)
+	}
+	putBuffer(p.buf)
+}
+
+// write sends one datagram; errors are treated as packet loss.
+func (t *Transport) write(b []byte, addr net.Addr) {
+	_, _ = t.Conn.WriteTo(b, addr)
+}
+
+// newConnID returns a random connection ID of our length not in use.
+func (t *Transport) newConnID() []byte {
+	for {
+		b := make([]byte, t.cidLen)
+		_, _ = rand.Read(b)
+		t.mu.Lock()
+		_, used := t.handlers[string(b)]
+		t.mu.Unlock()
+		if !used || t.cidLen == 0 {
+			return b
+		}
+	}
+}
+
+// addHandler routes datagrams for cid to c; false if the Transport closed
+// or the ID is taken.
+func (t *Transport) addHandler(cid []byte, c *Conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	if _, ok := t.handlers[string(cid)]; ok {
+		return false
+	}
+	t.handlers[string(cid)] = c
+	return true
+}
+
+func (t *Transport) removeHandlers(c *Conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, h := range t.handlers {
+		if h == c {
+			delete(t.handlers, k)
+		}
+	}
+	for k, h := range t.resetTokens {
+		if h == c {
+			delete(t.resetTokens, k)
+		}
+	}
+}
+
+func (t *Transport) addResetToken(token [16]byte, c *Conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.resetTokens != nil {
+		t.resetTokens[token] = c
+	}
+}
+
+// startConn runs c's goroutine, tracked so Close can wait for it.
+func (t *Transport) startConn(c *Conn) {
+	t.conns.Add(1)
+	go func() {
+		defer t.conns.Done()
+		c.run()
+	}()
+}
+
+// connDone is called by a connection's goroutine when it exits.
+func (t *Transport) connDone(*Conn) {
+	if t.isSingleUse {
+		t.mu.Lock()
+		idle := len(t.handlers) == 0 && t.server == nil
+		t.mu.Unlock()
+		if idle {
+			t.close(false)
+		}
+	}
+}
+
+func (t *Transport) resetToken(cid []byte) ([16]byte, bool) {
+	if t.StatelessResetKey == nil {
+		return [16]byte{}, false
+	}
+	return statelessResetToken(t.StatelessResetKey, cid), true
+}
+
+// Close closes the Transport: listeners stop and every connection on it
+// closes with ErrTransportClosed (without sending CONNECTION_CLOSE).
+func (t *Transport) Close() error {
+	t.close(true)
+	return nil
+}
+
+func (t *Transport) close(waitConns bool) {
+	if err := t.init(); err != nil {
+		return
+	}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	t.closed = true
+	close(t.closedCh)
+	srv := t.server
+	t.server = nil
+	t.mu.Unlock()
+	if srv != nil {
+		srv.closeLocked()
+	}
+	if t.createdConn {
+		_ = t.Conn.Close()
+	} else {
+		_ = t.Conn.SetReadDeadline(time.Now())
+	}
+	<-t.readDone
+	if !t.createdConn {
+		_ = t.Conn.SetReadDeadline(time.Time{})
+	}
+	if waitConns {
+		t.conns.Wait()
+	}
+}
+
+func (t *Transport) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}

@@ -1,0 +1,50 @@
+package quic
+
+import (
+	"crypto/tls"
+	"fmt"
+
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// StreamID is a QUIC stream ID (RFC 9000 section 2.1).
+type StreamID int64
+
+// Version is a QUIC version number.
+type Version uint32
+
+// The QUIC versions this package speaks.
+const (
+	Version1 Version = Version(wire.Version1)
+	Version2 Version = Version(wire.Version2)
+)
+
+// String returns "v1", "v2" or the hexadecimal value.
+func (v Version) String() string { return wire.Version(v).String() }
+
+// SupportedVersions returns the versions this package speaks, preferred first.
+func SupportedVersions() []Version { return []Version{Version1, Version2} }
+
+// StatelessResetKey derives stateless reset tokens for our connection IDs.
+type StatelessResetKey [32]byte
+
+// ConnectionState records basic details about a QUIC connection.
+type ConnectionState struct {
+	// TLS is the state of the TLS 1.3 handshake.
+	TLS tls.ConnectionState
+	// SupportsDatagrams tells whether DATAGRAM frames (RFC 9221) were
+	// enabled locally (Config.EnableDatagrams) and advertised by the peer.
+	SupportsDatagrams struct {
+		Remote, Local bool
+	}
+	// Used0RTT is always false: 0-RTT is not implemented yet.
+	Used0RTT bool
+	// Version is the QUIC version in use.
+	Version Version
+	// GSO tells whether the socket sends with UDP generic segmentation
+	// offload.
+	GSO bool
+}
+
+// String implements fmt.Stringer.
+func (s StreamID) String() string { return fmt.Sprintf("%d", int64(s)) }
