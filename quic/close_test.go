@@ -31,7 +31,7 @@ func TestCloseWithErrorSeenByQuicGo(t *testing.T) {
 	if !errors.As(err, &ours) || ours.Remote || ours.ErrorCode != 7 || !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("our AcceptStream: %v", err)
 	}
-	if cause := context_cause(c); !errors.As(cause, &ours) {
+	if cause := connCause(c); !errors.As(cause, &ours) {
 		t.Fatalf("context cause %v", cause)
 	}
 }

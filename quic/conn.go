@@ -75,7 +75,10 @@ type Conn struct {
 	recvQueue chan receivedPacket
 	wakeCh    chan struct{}
 	closedCh  chan struct{} // closed when the connection is closed for the user
-	runDone   chan struct{}
+	// closeWritten is closed once our CONNECTION_CLOSE was written.
+	closeWritten  chan struct{}
+	closeNotified bool // guarded by mu
+	runDone       chan struct{}
 
 	handshakeDoneCh chan struct{}
 
@@ -185,6 +188,7 @@ func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v w
 		recvQueue:       make(chan receivedPacket, recvQueueLen),
 		wakeCh:          make(chan struct{}, 1),
 		closedCh:        make(chan struct{}),
+		closeWritten:    make(chan struct{}),
 		runDone:         make(chan struct{}),
 		handshakeDoneCh: make(chan struct{}),
 		sent:            make(map[uint64]*sentPacket),
@@ -248,8 +252,13 @@ func (c *Conn) run() {
 		writes := c.pendingWrites
 		c.pendingWrites = nil
 		deadline := c.nextDeadlineLocked()
+		notifyClose := c.closing && !c.closeNotified
+		c.closeNotified = c.closeNotified || notifyClose
 		c.mu.Unlock()
 		c.writeDatagrams(writes)
+		if notifyClose {
+			close(c.closeWritten)
+		}
 		if more {
 			c.wake()
 		}
@@ -490,13 +499,23 @@ func (c *Conn) ConnectionState() ConnectionState {
 }
 
 // CloseWithError closes the connection with an application error code and
-// message, which the peer sees as an ApplicationError. It returns at once;
-// the CONNECTION_CLOSE is sent by the connection's goroutine.
+// message, which the peer sees as an ApplicationError. It returns once the
+// CONNECTION_CLOSE was written; the connection's goroutine stays for the
+// closing period (three PTOs) to answer late packets.
 func (c *Conn) CloseWithError(code ApplicationErrorCode, msg string) error {
 	c.mu.Lock()
+	initiated := c.closeErr == nil && !c.finished
 	c.closeLocal(&ApplicationError{ErrorCode: code, ErrorMessage: msg})
 	c.mu.Unlock()
 	c.wake()
+	if initiated {
+		// Like quic-go, return once CONNECTION_CLOSE went to the socket,
+		// so closing the Transport right after cannot swallow it.
+		select {
+		case <-c.closeWritten:
+		case <-c.runDone:
+		}
+	}
 	return nil
 }
 

@@ -24,8 +24,9 @@
 //     starts over in a version the server offers, or fails with
 //     VersionNegotiationError), QUIC v1 and v2. A server creates connection
 //     state only for an Initial that decrypts.
-//   - Batched UDP I/O on a *net.UDPConn (internal/udpio): recvmmsg,
-//     sendmmsg and UDP GSO where the kernel has it, large socket buffers.
+//   - Batched UDP I/O on a *net.UDPConn (internal/udpio): recvmmsg and
+//     sendmmsg, UDP GSO and GRO where the kernel has them, large socket
+//     buffers.
 //   - Loss detection, PTO, NewReno congestion control and pacing
 //     (internal/recovery, internal/congestion); flow control with window
 //     auto-tuning and stream limits (internal/flowcontrol).
@@ -49,8 +50,7 @@
 //     in there. NEW_TOKEN and Config.TokenStore do not exist yet.
 //   - Connection migration and path validation (we answer PATH_CHALLENGE
 //     but never probe), issuing NEW_CONNECTION_ID, path MTU discovery
-//     (datagrams are 1200 bytes), ECN, UDP GRO on receive,
-//     compatible version negotiation (RFC 9368) and the
-//     version_information parameter, CUBIC selection,
-//     ConnectionStats, qlog.
+//     (datagrams are 1200 bytes), ECN, compatible version negotiation
+//     (RFC 9368) and the version_information parameter, CUBIC selection,
+//     qlog.
 package quic

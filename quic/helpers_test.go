@@ -81,11 +81,11 @@ func listenUDP(t testing.TB) *net.UDPConn {
 	return c
 }
 
-func context_cause(c *Conn) error { return context.Cause(c.Context()) }
+func connCause(c *Conn) error { return context.Cause(c.Context()) }
 
 func afterMs(ms int) <-chan time.Time { return time.After(time.Duration(ms) * time.Millisecond) }
 
-func context_cause2(c interface{ Context() context.Context }) error {
+func ctxCause(c interface{ Context() context.Context }) error {
 	return context.Cause(c.Context())
 }
 

@@ -2,7 +2,6 @@ package quic
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"math/rand/v2"
 	"testing"
@@ -94,5 +93,3 @@ func TestTransfer10MBQuicGoClientOurServer(t *testing.T) {
 	}
 	echoCheck(t, s, testData(bigTransfer, 3))
 }
-
-var _ = context.Background

@@ -49,6 +49,7 @@ type Transport struct {
 	conns       sync.WaitGroup
 
 	gso bool // the socket takes UDP GSO sends
+	gro bool // reads may return UDP GRO buffers of several datagrams
 
 	createdConn bool // Close closes Conn
 	isSingleUse bool // Close once the only listener or connection is done
@@ -71,10 +72,9 @@ func (t *Transport) init() error {
 			t.cidLen = defaultConnIDLength
 		}
 		if uc, ok := t.Conn.(*net.UDPConn); ok {
-			// Large buffers and GSO; GRO stays off until the reader
-			// splits coalesced buffers.
-			if caps, err := udpio.Setup(uc, udpio.Config{DisableGRO: true}); err == nil {
-				t.gso = caps.GSO
+			// Large buffers, GSO and GRO.
+			if caps, err := udpio.Setup(uc, udpio.Config{}); err == nil {
+				t.gso, t.gro = caps.GSO, caps.GRO
 			}
 		}
 		t.handlers = make(map[string]*Conn)
@@ -108,11 +108,19 @@ func (t *Transport) readLoop() {
 	}
 }
 
-// readBatch is how many datagrams one recvmmsg call may return.
-const readBatch = 32
+// readBatch is how many datagrams one recvmmsg call may return, and
+// groReadBatch how many GRO buffers.
+const (
+	readBatch    = 32
+	groReadBatch = 8
+)
 
 // readBatches is readLoop with recvmmsg (internal/udpio).
 func (t *Transport) readBatches(r *udpio.Reader) {
+	if t.gro {
+		t.readGROBatches(r)
+		return
+	}
 	msgs := make([]udpio.Message, readBatch)
 	bufs := make([]*[]byte, readBatch)
 	for i := range msgs {
@@ -145,6 +153,44 @@ func (t *Transport) readBatches(r *udpio.Reader) {
 	}
 }
 
+// readGROBatches reads into GRO-sized buffers and copies each datagram of
+// a coalesced buffer into its own packet buffer.
+func (t *Transport) readGROBatches(r *udpio.Reader) {
+	// A GRO buffer holds up to 64 KiB: fewer of them keep a Transport at
+	// half a MiB.
+	msgs := make([]udpio.Message, groReadBatch)
+	for i := range msgs {
+		msgs[i].Buf = make([]byte, udpio.GROBufferSize)
+	}
+	var dgrams [][]byte
+	for {
+		n, err := r.ReadBatch(msgs)
+		if err != nil {
+			if t.readFailed(err) {
+				return
+			}
+			continue
+		}
+		now := time.Now()
+		for i := range n {
+			m := &msgs[i]
+			if m.Truncated || m.N == 0 {
+				continue
+			}
+			dgrams = m.Datagrams(dgrams[:0])
+			for _, d := range dgrams {
+				if len(d) == 0 || len(d) > receiveBufferSize {
+					continue
+				}
+				b := getBuffer()
+				k := copy(*b, d)
+				t.handleDatagram(receivedPacket{buf: b, data: (*b)[:k], addrPort: m.Addr, rcvTime: now})
+			}
+		}
+		clear(dgrams)
+	}
+}
+
 // readFailed handles a read error and reports whether reading must stop.
 func (t *Transport) readFailed(err error) bool {
 	t.mu.Lock()
@@ -167,6 +213,9 @@ func (t *Transport) readFailed(err error) bool {
 }
 
 func (t *Transport) handleDatagram(p receivedPacket) {
+	// A panic here would be a bug in a parser; it costs the datagram (its
+	// buffer is left to the garbage collector), not the process.
+	defer func() { _ = recover() }()
 	dcid, err := wire.ParseDestConnID(p.data, t.cidLen)
 	if err != nil {
 		putBuffer(p.buf)

@@ -57,10 +57,10 @@ func TestTransportListenAndDial(t *testing.T) {
 	}
 	// Closing a Transport closes its connections and refuses new work.
 	a.Close()
-	if err := context_cause(conns[0]); !errors.Is(err, ErrTransportClosed) || !errors.Is(err, net.ErrClosed) {
+	if err := connCause(conns[0]); !errors.Is(err, ErrTransportClosed) || !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("connection on the closed transport: %v", err)
 	}
-	if err := context_cause(conns[1]); err != nil {
+	if err := connCause(conns[1]); err != nil {
 		t.Fatalf("connection on the other transport closed: %v", err)
 	}
 	if _, err := a.Dial(ctx, lb.Addr(), clientTLS(t), nil); !errors.Is(err, ErrTransportClosed) {
