@@ -45,7 +45,7 @@ func NewAppKeys(suiteID uint16, v Version) (*AppKeys, error) {
 	if err != nil {
 		return nil, err
 	}
-	vp, err := v.params()
+	vp, err := paramsFor(v)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +221,7 @@ func (k *AppKeys) UnprotectPacket(packet []byte, pnOffset int, largestPN int64) 
 	if err != nil {
 		return nil, 0, false, err
 	}
-	pn = DecodePacketNumber(largestPN, truncated, pnLen)
+	pn = decodePacketNumber(largestPN, truncated, pnLen)
 	hdrLen := pnOffset + pnLen
 	phase := packet[0]&KeyPhaseBit != 0
 

@@ -117,7 +117,7 @@ func TestKeyUpdateGeneration(t *testing.T) {
 
 func mustParams(t *testing.T, v Version) *versionParams {
 	t.Helper()
-	vp, err := v.params()
+	vp, err := paramsFor(v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func nextSecret(s *suiteParams, vp *versionParams, secret []byte) []byte {
 // Destination Connection ID of the client's first Initial packet
 // (RFC 9001 section 5.2). Both use TLS_AES_128_GCM_SHA256.
 func InitialSecrets(dcid []byte, v Version) (client, server []byte, err error) {
-	vp, err := v.params()
+	vp, err := paramsFor(v)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -84,7 +84,7 @@ func lookup(suiteID uint16, secret []byte, v Version) (*suiteParams, *versionPar
 	if err != nil {
 		return nil, nil, err
 	}
-	vp, err := v.params()
+	vp, err := paramsFor(v)
 	if err != nil {
 		return nil, nil, err
 	}

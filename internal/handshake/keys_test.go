@@ -22,7 +22,7 @@ func checkHex(t *testing.T, what string, got []byte, want string) {
 func TestInitialKeysRFC(t *testing.T) {
 	for _, vec := range rfcVectors {
 		t.Run(vec.version.String(), func(t *testing.T) {
-			vp, err := vec.version.params()
+			vp, err := paramsFor(vec.version)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +116,7 @@ func TestKeySetupErrors(t *testing.T) {
 	if _, _, err := NewInitialKeys(unhex(rfcDCID), 0, true); !errors.Is(err, ErrUnsupportedVersion) {
 		t.Errorf("version 0: err = %v", err)
 	}
-	if !Version1.Supported() || !Version2.Supported() || Version(2).Supported() {
+	if !Version1.IsSupported() || !Version2.IsSupported() || Version(2).IsSupported() {
 		t.Error("Supported() wrong")
 	}
 }

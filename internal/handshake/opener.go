@@ -46,7 +46,7 @@ func (o *Opener) IntegrityLimit() uint64 { return o.suite.intLimit }
 // its packet number at pnOffset. It unmasks the first byte (so the caller
 // can then read the reserved and key phase bits) and the packet number,
 // and returns the packet number length and the truncated packet number.
-// The full packet number is DecodePacketNumber's job.
+// The full packet number is wire.DecodePacketNumber's job.
 func (o *Opener) UnprotectHeader(packet []byte, pnOffset int) (pnLen int, truncatedPN uint64, err error) {
 	return unprotectHeader(o.hp, packet, pnOffset)
 }
@@ -97,7 +97,7 @@ func (o *Opener) UnprotectPacket(packet []byte, pnOffset int, largestPN int64) (
 	if err != nil {
 		return nil, 0, err
 	}
-	pn = DecodePacketNumber(largestPN, truncated, pnLen)
+	pn = decodePacketNumber(largestPN, truncated, pnLen)
 	hdrLen := pnOffset + pnLen
 	payload, err = o.Open(packet[hdrLen:hdrLen], packet[hdrLen:], pn, packet[:hdrLen])
 	if err != nil {

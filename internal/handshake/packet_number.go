@@ -1,29 +1,18 @@
 package handshake
 
-// maxPacketNumber is the largest packet number QUIC allows (2^62 - 1).
-const maxPacketNumber = 1<<62 - 1
+import "github.com/turboretry/turboretry/internal/wire"
 
-// DecodePacketNumber recovers a full packet number from its truncated
-// pnLen-byte encoding (RFC 9000 appendix A.3): the candidate closest to
-// largest+1, where largest is the largest packet number received in the
-// space so far, or -1 if none.
-func DecodePacketNumber(largest int64, truncated uint64, pnLen int) uint64 {
+// decodePacketNumber recovers a full packet number from its truncated
+// pnLen-byte encoding with wire.DecodePacketNumber (RFC 9000 appendix A.3);
+// largest is the largest packet number received in the space so far, or -1
+// if none, as the Opener API takes it.
+func decodePacketNumber(largest int64, truncated uint64, pnLen int) uint64 {
 	if pnLen < 1 || pnLen > maxPNLen {
 		return truncated
 	}
-	var expected uint64
+	l := wire.NoPacketNumber // "none yet": the expected number is 0
 	if largest >= 0 {
-		expected = uint64(largest) + 1
+		l = uint64(largest)
 	}
-	window := uint64(1) << (8 * pnLen)
-	half := window / 2
-	mask := window - 1
-	candidate := expected&^mask | truncated&mask
-	switch {
-	case expected >= half && candidate <= expected-half && candidate < maxPacketNumber+1-window:
-		return candidate + window
-	case candidate > expected+half && candidate >= window:
-		return candidate - window
-	}
-	return candidate
+	return wire.DecodePacketNumber(l, truncated, pnLen)
 }

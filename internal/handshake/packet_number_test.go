@@ -1,8 +1,12 @@
 package handshake
 
-import "testing"
+import (
+	"testing"
 
-func TestDecodePacketNumber(t *testing.T) {
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+func TestDecodePacketNumberFromOpenerLargest(t *testing.T) {
 	cases := []struct {
 		largest   int64
 		truncated uint64
@@ -18,15 +22,15 @@ func TestDecodePacketNumber(t *testing.T) {
 		{0x17f, 0x00, 1, 0x200}, // past the half window: next one up
 		{0x180, 0x7f, 1, 0x17f}, // one below expected
 		{654360563, 0xbff4, 3, chachaPN},
-		{maxPacketNumber - 1, 0xff, 1, maxPacketNumber}, // no step past 2^62
-		{maxPacketNumber - 1, 0x00, 1, maxPacketNumber - 0xff},
+		{wire.MaxPacketNumber - 1, 0xff, 1, wire.MaxPacketNumber}, // no step past 2^62
+		{wire.MaxPacketNumber - 1, 0x00, 1, wire.MaxPacketNumber - 0xff},
 	}
 	for _, c := range cases {
-		if got := DecodePacketNumber(c.largest, c.truncated, c.pnLen); got != c.want {
-			t.Errorf("DecodePacketNumber(%#x, %#x, %d) = %#x, want %#x", c.largest, c.truncated, c.pnLen, got, c.want)
+		if got := decodePacketNumber(c.largest, c.truncated, c.pnLen); got != c.want {
+			t.Errorf("decodePacketNumber(%#x, %#x, %d) = %#x, want %#x", c.largest, c.truncated, c.pnLen, got, c.want)
 		}
 	}
 	// Out-of-range lengths do not panic.
-	_ = DecodePacketNumber(5, 1, 0)
-	_ = DecodePacketNumber(5, 1, 9)
+	_ = decodePacketNumber(5, 1, 0)
+	_ = decodePacketNumber(5, 1, 9)
 }

@@ -43,7 +43,7 @@ var retryScratchPool = sync.Pool{New: func() any {
 const maxPooledScratch = 64 << 10
 
 func retryAEAD(v Version) (cipher.AEAD, []byte, error) {
-	vp, err := v.params()
+	vp, err := paramsFor(v)
 	if err != nil {
 		return nil, nil, err
 	}

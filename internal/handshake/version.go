@@ -1,16 +1,21 @@
 package handshake
 
-import "fmt"
+import (
+	"fmt"
 
-// Version is a QUIC version number as carried in long headers.
-type Version uint32
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// Version is a QUIC version number as carried in long headers; it is the
+// wire package's type, so headers and keys speak of versions alike.
+type Version = wire.Version
 
 // The QUIC versions this package protects packets for.
 const (
 	// Version1 is QUIC version 1 (RFC 9000, RFC 9001).
-	Version1 Version = 0x00000001
+	Version1 = wire.Version1
 	// Version2 is QUIC version 2 (RFC 9369).
-	Version2 Version = 0x6b3343cf
+	Version2 = wire.Version2
 )
 
 // MaxConnectionIDLen is the longest connection ID QUIC v1 and v2 allow.
@@ -51,23 +56,8 @@ var (
 	}
 )
 
-// Supported reports whether this package can protect packets of version v.
-func (v Version) Supported() bool {
-	return v == Version1 || v == Version2
-}
-
-// String returns a short name such as "v1" or "0x12345678".
-func (v Version) String() string {
-	switch v {
-	case Version1:
-		return "v1"
-	case Version2:
-		return "v2"
-	}
-	return fmt.Sprintf("%#08x", uint32(v))
-}
-
-func (v Version) params() (*versionParams, error) {
+// paramsFor returns what packet protection changes for version v.
+func paramsFor(v Version) (*versionParams, error) {
 	switch v {
 	case Version1:
 		return &v1Params, nil

@@ -63,7 +63,7 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 	if g.v == 0 {
 		g.v = handshake.Version1
 	}
-	if !g.v.Supported() {
+	if !g.v.IsSupported() {
 		return nil, fmt.Errorf("%w: %v", ErrVersion, g.v)
 	}
 	if g.dcidLen == 0 {

@@ -45,7 +45,7 @@ func initialHeaderLen(dcidLen, scidLen int) int {
 }
 
 func checkInitialArgs(v handshake.Version, dcid, scid, hello []byte) error {
-	if !v.Supported() {
+	if !v.IsSupported() {
 		return fmt.Errorf("%w: %v", ErrVersion, v)
 	}
 	if len(dcid) < MinDCIDLen || len(dcid) > MaxCIDLen || len(scid) > MaxCIDLen {
