@@ -3,39 +3,23 @@ package flowcontrol
 import (
 	"errors"
 	"fmt"
+
+	"github.com/turboretry/turboretry/internal/qerr"
 )
 
-// ErrorCode is a QUIC transport error code (RFC 9000 section 20.1).
-type ErrorCode uint64
+// ErrorCode is a QUIC transport error code (RFC 9000 section 20.1), the
+// qerr package's type, so a connection passes it on unchanged.
+type ErrorCode = qerr.TransportErrorCode
 
 // The transport error codes this package reports.
 const (
-	FlowControlError        ErrorCode = 0x03
-	StreamLimitError        ErrorCode = 0x04
-	StreamStateError        ErrorCode = 0x05
-	FinalSizeError          ErrorCode = 0x06
-	FrameEncodingError      ErrorCode = 0x07
-	TransportParameterError ErrorCode = 0x08
+	FlowControlError        = qerr.FlowControlError
+	StreamLimitError        = qerr.StreamLimitError
+	StreamStateError        = qerr.StreamStateError
+	FinalSizeError          = qerr.FinalSizeError
+	FrameEncodingError      = qerr.FrameEncodingError
+	TransportParameterError = qerr.TransportParameterError
 )
-
-// String returns the code's name as written in RFC 9000.
-func (c ErrorCode) String() string {
-	switch c {
-	case FlowControlError:
-		return "FLOW_CONTROL_ERROR"
-	case StreamLimitError:
-		return "STREAM_LIMIT_ERROR"
-	case StreamStateError:
-		return "STREAM_STATE_ERROR"
-	case FinalSizeError:
-		return "FINAL_SIZE_ERROR"
-	case FrameEncodingError:
-		return "FRAME_ENCODING_ERROR"
-	case TransportParameterError:
-		return "TRANSPORT_PARAMETER_ERROR"
-	}
-	return fmt.Sprintf("transport error 0x%x", uint64(c))
-}
 
 // Error is a protocol violation by the peer; the connection closes with a
 // CONNECTION_CLOSE frame carrying Code.

@@ -13,7 +13,6 @@ func TestErrorCodes(t *testing.T) {
 		FinalSizeError:          "FINAL_SIZE_ERROR",
 		FrameEncodingError:      "FRAME_ENCODING_ERROR",
 		TransportParameterError: "TRANSPORT_PARAMETER_ERROR",
-		0x42:                    "transport error 0x42",
 	}
 	for code, want := range cases {
 		if code.String() != want {
