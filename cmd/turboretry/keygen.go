@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 
+	"github.com/turboretry/turboretry/internal/fsutil"
 	"github.com/turboretry/turboretry/internal/token"
 )
 
@@ -50,53 +48,13 @@ func runKeygen(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// writeSecretFile writes text to path with mode 0600. The secret is written
-// to a private temporary file first and then put in place, so path never
-// holds a partial or briefly world-readable secret; without force, the
-// final link fails rather than replace an existing file.
+// writeSecretFile writes text to path with mode 0600 (fsutil.WriteFileAtomic:
+// path never holds a partial or briefly readable secret); without force it
+// refuses to replace an existing file.
 func writeSecretFile(path, text string, force bool) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".turboretry-key-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.WriteString(text); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if force {
-		return os.Rename(tmp.Name(), path)
-	}
-	err = os.Link(tmp.Name(), path)
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, fs.ErrExist) {
+	err := fsutil.WriteFileAtomic(path, []byte(text), 0o600, force)
+	if errors.Is(err, fsutil.ErrExists) {
 		return fmt.Errorf("%s already exists; use --force to overwrite it", path)
 	}
-	// No hard links on this file system: create exclusively instead.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%s already exists; use --force to overwrite it", path)
-		}
-		return err
-	}
-	if _, err := f.WriteString(text); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	return f.Close()
+	return err
 }

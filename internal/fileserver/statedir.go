@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+
+	"github.com/turboretry/turboretry/internal/fsutil"
 )
 
 // Files kept in the state directory.
@@ -27,29 +29,8 @@ func DefaultStateDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "turboretry"), nil
 }
 
-// writeFileAtomic writes data to path with the given mode through a
-// temporary file in the same directory, so that a crash never leaves a
-// truncated file and a private file is never briefly readable by others.
+// writeFileAtomic writes data to path with the given mode, replacing it
+// (fsutil.WriteFileAtomic: never truncated, never briefly readable).
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".turboretry-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return fsutil.WriteFileAtomic(path, data, perm, true)
 }
