@@ -223,9 +223,21 @@ func (fr *frameReader) skipPayload() error {
 // header, with the payload left for Read; every other frame is read and
 // parsed whole.
 func (fr *frameReader) readFrame() (frame, error) {
+	return fr.readFrameChecked(nil)
+}
+
+// readFrameChecked is readFrame with check, when not nil, called with the
+// type of each frame before its payload is read, so a frame that is not
+// allowed is rejected without buffering it.
+func (fr *frameReader) readFrameChecked(check func(FrameType) error) (frame, error) {
 	fh, err := fr.next()
 	if err != nil {
 		return nil, err
+	}
+	if check != nil {
+		if err := check(fh.Type); err != nil {
+			return nil, err
+		}
 	}
 	if fh.Type == frameTypeData {
 		return dataFrame{Length: fh.Length}, nil

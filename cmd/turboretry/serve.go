@@ -32,7 +32,7 @@ const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE 
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags := newFlagSet("serve", serveSynopsis, stderr)
-	addr := flags.String("addr", fileserver.DefaultAddr, "listen on `ADDR` (TCP now, UDP for HTTP/3 later); the default is a local port")
+	addr := flags.String("addr", fileserver.DefaultAddr, "listen on `ADDR`, TCP (HTTPS) and UDP (HTTP/3) on the same port; the default is a local port")
 	root := flags.String("root", "", "serve the files under `DIR` instead of the demo site")
 	certFile := flags.String("cert", "", "PEM certificate chain `FILE` (with --key)")
 	keyFile := flags.String("key", "", "PEM private key `FILE` (with --cert)")

@@ -170,7 +170,7 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, errOut.String())
 	}
 	logs := errOut.String()
-	for _, w := range []string{"retry=always", "--origin-to-force-quic-on=", "HTTP/3 is not served yet", "shutting down", "stopped", "method=GET"} {
+	for _, w := range []string{"retry=always", "--origin-to-force-quic-on=", "serving HTTP/3", "shutting down", "stopped", "method=GET"} {
 		if !strings.Contains(logs, w) {
 			t.Errorf("log lacks %q:\n%s", w, logs)
 		}

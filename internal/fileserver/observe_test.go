@@ -171,7 +171,6 @@ func TestAnnounce(t *testing.T) {
 		`"url":"` + ts.URL() + `"`,
 		"--origin-to-force-quic-on=" + strings.TrimSuffix(strings.TrimPrefix(ts.URL(), "https://"), "/"),
 		"--ignore-certificate-errors-spki-list=" + ts.SPKIHash(),
-		"HTTP/3 is not served yet by this build",
 	} {
 		if !strings.Contains(text, w) {
 			t.Errorf("log lacks %q:\n%s", w, text)

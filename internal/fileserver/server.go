@@ -117,8 +117,10 @@ func New(cfg Config) (_ *Server, err error) {
 		GetCertificate: s.certs.getCertificate,
 	}
 	s.httpSrv = &http.Server{
-		Handler:           s.handler,
-		TLSConfig:         s.tlsConf,
+		Handler: s.handler,
+		// net/http adjusts the config it serves with; give it its own copy
+		// so TLSConfig() readers never race with it.
+		TLSConfig:         s.tlsConf.Clone(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		// Failed handshakes from browsers that distrust the self-signed
@@ -132,6 +134,7 @@ func New(cfg Config) (_ *Server, err error) {
 		mux.Handle("/metrics", s.reg.Handler())
 		s.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	}
+	s.extras = append(s.extras, newHTTP3Listener(s)) // HTTP/3 on the same port number, over UDP (http3.go)
 	return s, nil
 }
 
@@ -267,7 +270,6 @@ func (s *Server) announce() {
 	if a := s.MetricsAddr(); a != nil {
 		s.log.Info("metrics", "url", "http://"+a.String()+"/metrics")
 	}
-	logHTTP3Pending(s.log)
 }
 
 func (s *Server) rootName() string {

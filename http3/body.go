@@ -1,0 +1,120 @@
+package http3
+
+import (
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+)
+
+// bodyReader streams the content of a request or response: the payload
+// of its DATA frames, read straight from the stream without buffering the
+// whole body (RFC 9114 section 4.1). It checks the frame sequence, the
+// declared content-length (section 4.1.2) and decodes a trailer section.
+type bodyReader struct {
+	fr        *frameReader
+	check     *requestStreamChecker
+	isRequest bool
+	maxHeader uint64 // our SETTINGS_MAX_FIELD_SECTION_SIZE, for trailers
+
+	contentLength int64 // -1 when not declared
+	received      int64
+	inData        bool
+
+	// onTrailers receives a decoded trailer section.
+	onTrailers func(http.Header)
+	// onError is called once with the first error, so the owner can reset
+	// the stream or close the connection on local errors.
+	onError func(error)
+
+	mu       sync.Mutex  // Read may race with Close from another goroutine
+	err      error       // sticky: io.EOF after a complete body
+	finished atomic.Bool // err is set; readable without waiting for a blocked Read
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return 0, b.err
+	}
+	for {
+		if b.inData {
+			n, err := b.fr.Read(p)
+			b.received += int64(n)
+			if b.contentLength >= 0 && b.received > b.contentLength {
+				return n, b.fail(malformed("body longer than its content-length of %d", b.contentLength))
+			}
+			if err == io.EOF {
+				b.inData = false
+				if n > 0 {
+					return n, nil
+				}
+				continue
+			}
+			if err != nil {
+				return n, b.fail(fromQUICError(err))
+			}
+			return n, nil
+		}
+		fh, err := b.fr.next()
+		if err == io.EOF {
+			if b.contentLength >= 0 && b.received != b.contentLength {
+				return 0, b.fail(malformed("body of %d bytes, content-length says %d", b.received, b.contentLength))
+			}
+			b.err = io.EOF
+			b.finished.Store(true)
+			return 0, io.EOF
+		}
+		if err != nil {
+			return 0, b.fail(fromQUICError(err))
+		}
+		if err := b.check.checkFrameType(fh.Type); err != nil {
+			return 0, b.fail(err)
+		}
+		switch fh.Type {
+		case frameTypeData:
+			b.inData = fh.Length > 0
+		case frameTypeHeaders:
+			payload, err := b.fr.readPayload(nil)
+			if err != nil {
+				return 0, b.fail(fromQUICError(err))
+			}
+			trailers, err := decodeTrailers(payload, b.maxHeader, b.isRequest)
+			if err != nil {
+				return 0, b.fail(err)
+			}
+			if b.onTrailers != nil {
+				b.onTrailers(trailers)
+			}
+		default: // PUSH_PROMISE: we never send MAX_PUSH_ID, so no push ID is valid
+			return 0, b.fail(newError(ErrCodeIDError, "PUSH_PROMISE without MAX_PUSH_ID"))
+		}
+	}
+}
+
+// fail records err as the body's final error and reports local errors.
+func (b *bodyReader) fail(err error) error {
+	b.err = err
+	b.finished.Store(true)
+	if b.onError != nil {
+		b.onError(err)
+	}
+	return err
+}
+
+// done reports whether the body was read to its end or failed.
+func (b *bodyReader) done() bool { return b.finished.Load() }
+
+// closeWith makes later Reads fail with err, unless the body already ended.
+// It reports whether the body was still unfinished.
+func (b *bodyReader) closeWith(err error) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return false
+	}
+	b.err = err
+	b.finished.Store(true)
+	return true
+}

@@ -1,0 +1,231 @@
+package http3
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/turboretry/turboretry/quic"
+)
+
+// roundTrip sends one request on a new stream and reads the response
+// header, skipping interim (1xx) responses.
+func (cc *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
+	if !cc.startRequest() {
+		return nil, errConnGoingAway
+	}
+	ctx := req.Context()
+	str, err := cc.qc.OpenStreamSync(ctx)
+	if err != nil {
+		cc.requestDone()
+		if cc.rejectedByGoAway(0) && ctx.Err() == nil {
+			return nil, errConnGoingAway // closed after GOAWAY before we opened a stream
+		}
+		return nil, fromQUICError(err)
+	}
+	if cc.rejectedByGoAway(uint64(str.StreamID())) {
+		resetStream(str, ErrCodeRequestCanceled)
+		cc.requestDone()
+		return nil, errConnGoingAway
+	}
+	stop := context.AfterFunc(ctx, func() { resetStream(str, ErrCodeRequestCanceled) })
+	rsp, b, err := cc.sendAndRead(str, req)
+	if err != nil {
+		stop()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		cc.requestDone()
+		return nil, err
+	}
+	rsp.Body = &responseBody{bodyReader: b, str: str, stop: stop, cc: cc, reqCtxErr: ctx.Err}
+	return rsp, nil
+}
+
+// sendAndRead writes the request header, starts the body writer and
+// reads the response header. It returns the reader of the response
+// content, from which the caller makes the Body.
+func (cc *clientConn) sendAndRead(str *quic.Stream, req *http.Request) (*http.Response, *bodyReader, error) {
+	enc := encoderPool.Get().(*fieldEncoder)
+	section, err := enc.encodeRequest(nil, req, cc.peerFieldLimit())
+	encoderPool.Put(enc)
+	if err != nil {
+		resetStream(str, ErrCodeRequestCanceled)
+		return nil, nil, err
+	}
+	if _, err := str.Write(headersFrame{FieldSection: section}.append(nil)); err != nil {
+		resetStream(str, ErrCodeRequestCanceled)
+		return nil, nil, fromQUICError(err)
+	}
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	if hasBody {
+		go writeRequestBody(str, req, cc.peerFieldLimit())
+	} else if err := str.Close(); err != nil {
+		return nil, nil, fromQUICError(err)
+	}
+
+	br := bufio.NewReaderSize(str, 4<<10)
+	fr := newFrameReader(br, cc.maxHeader)
+	check := &requestStreamChecker{isClient: true}
+	for {
+		fh, err := fr.next()
+		if err == io.EOF {
+			err = check.onEnd()
+		}
+		if err == nil {
+			err = check.checkFrameType(fh.Type)
+		}
+		if err == nil && fh.Type == frameTypePushPromise {
+			err = newError(ErrCodeIDError, "PUSH_PROMISE without MAX_PUSH_ID")
+		}
+		var payload []byte
+		if err == nil {
+			payload, err = fr.readPayload(nil)
+		}
+		var rsp *http.Response
+		if err == nil {
+			rsp, err = decodeResponse(payload, cc.maxHeader)
+		}
+		if err != nil {
+			err = fromQUICError(err)
+			cc.streamFailed(str, err)
+			return nil, nil, err
+		}
+		if isInterimStatus(rsp.StatusCode) {
+			check.interimResponse()
+			continue
+		}
+		rsp.Request = req
+		cs := cc.qc.ConnectionState().TLS
+		rsp.TLS = &cs
+		cl := rsp.ContentLength
+		if req.Method == http.MethodHead || !bodyAllowedForStatus(rsp.StatusCode) {
+			cl = -1 // the header describes a body that is not sent
+		}
+		b := &bodyReader{fr: fr, check: check, maxHeader: cc.maxHeader, contentLength: cl}
+		b.onTrailers = func(t http.Header) {
+			if rsp.Trailer == nil {
+				rsp.Trailer = make(http.Header, len(t))
+			}
+			for k, v := range t {
+				rsp.Trailer[k] = v
+			}
+		}
+		b.onError = func(err error) { cc.streamFailed(str, err) }
+		return rsp, b, nil
+	}
+}
+
+// streamFailed handles an error on a request stream, as on the server.
+func (cc *clientConn) streamFailed(str *quic.Stream, err error) {
+	var e *Error
+	switch {
+	case isConnectionError(err):
+		cc.closeWithError(err)
+	case errors.As(err, &e) && !e.Remote:
+		resetStream(str, e.ErrorCode)
+	default:
+		resetStream(str, ErrCodeRequestCanceled)
+	}
+}
+
+// writeRequestBody streams the request body as DATA frames, then the
+// trailers, then closes the stream. A failing body cancels the stream:
+// the server must not see a truncated body as complete.
+func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64) {
+	defer req.Body.Close()
+	const hdrRoom = 9 // type (1 byte) + length (up to 8 bytes)
+	buf := bodyBufPool.Get().(*[]byte)
+	defer bodyBufPool.Put(buf)
+	b := *buf
+	for {
+		n, err := req.Body.Read(b[hdrRoom:])
+		if n > 0 {
+			hdr := dataFrame{Length: uint64(n)}.append(b[:0:hdrRoom])
+			start := hdrRoom - len(hdr)
+			copy(b[start:], hdr)
+			if _, werr := str.Write(b[start : hdrRoom+n]); werr != nil {
+				return // the server stopped reading; the response says why
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			str.CancelWrite(quic.StreamErrorCode(ErrCodeRequestCanceled))
+			return
+		}
+	}
+	if len(req.Trailer) > 0 {
+		enc := encoderPool.Get().(*fieldEncoder)
+		section, err := enc.encodeTrailers(nil, req.Trailer, limit)
+		encoderPool.Put(enc)
+		if err != nil {
+			str.CancelWrite(quic.StreamErrorCode(ErrCodeRequestCanceled))
+			return
+		}
+		if _, err := str.Write(headersFrame{FieldSection: section}.append(nil)); err != nil {
+			return
+		}
+	}
+	_ = str.Close()
+}
+
+var bodyBufPool = sync.Pool{New: func() any {
+	b := make([]byte, 32<<10)
+	return &b
+}}
+
+// responseBody is the Body of a client response.
+type responseBody struct {
+	*bodyReader
+	str       *quic.Stream
+	stop      func() bool // stops the request context's watch
+	cc        *clientConn
+	reqCtxErr func() error
+	once      sync.Once
+}
+
+// errResponseBodyClosed is returned by Read after Close.
+var errResponseBodyClosed = errors.New("http3: read on closed response body")
+
+func (b *responseBody) Read(p []byte) (int, error) {
+	n, err := b.bodyReader.Read(p)
+	if err != nil {
+		if ctxErr := b.ctxErr(err); ctxErr != nil {
+			err = ctxErr
+		}
+		b.finish()
+	}
+	return n, err
+}
+
+// ctxErr returns the request context's error when the stream failed
+// because that context ended.
+func (b *responseBody) ctxErr(err error) error {
+	if err == io.EOF {
+		return nil
+	}
+	return b.reqCtxErr()
+}
+
+// Close abandons the rest of the response: the server is asked to stop
+// sending with H3_REQUEST_CANCELLED.
+func (b *responseBody) Close() error {
+	if !b.done() {
+		b.str.CancelRead(quic.StreamErrorCode(ErrCodeRequestCanceled))
+	}
+	b.closeWith(errResponseBodyClosed)
+	b.finish()
+	return nil
+}
+
+func (b *responseBody) finish() {
+	b.once.Do(func() {
+		b.stop()
+		b.cc.requestDone()
+	})
+}

@@ -1,0 +1,33 @@
+package http3
+
+import (
+	"errors"
+	"io"
+)
+
+// serveControlStream reads the peer's control stream (after its type),
+// checks every frame (RFC 9114 sections 6.2.1 and 7.2) and hands the valid
+// ones to onFrame. It returns the *Error that must close the connection,
+// or nil when the connection itself went away.
+func serveControlStream(r io.Reader, isClient bool, onFrame func(frame)) error {
+	check := controlStreamChecker{isClient: isClient}
+	fr := newFrameReader(r, 0)
+	fr.onSkip = check.onSkippedFrame
+	for {
+		f, err := fr.readFrameChecked(check.checkFrameType)
+		if err == nil {
+			err = check.checkFrame(f)
+		}
+		if err == io.EOF || isStreamReset(err) {
+			err = check.onClose()
+		}
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				return e
+			}
+			return nil // the connection closed
+		}
+		onFrame(f)
+	}
+}

@@ -1,0 +1,361 @@
+package http3
+
+import (
+	"bufio"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/turboretry/turboretry/quic"
+)
+
+// bufferBeforeChunking is how much of a body the response writer holds
+// back before sending the header, so that a small body gets a
+// Content-Length; larger bodies are streamed as they are written.
+const bufferBeforeChunking = 4 << 10
+
+var (
+	writerPool  = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 16<<10) }}
+	encoderPool = sync.Pool{New: func() any { return newFieldEncoder() }}
+)
+
+// responseWriter is the http.ResponseWriter of a request stream. It
+// supports http.Flusher, interim (1xx) responses, trailers (declared with
+// the Trailer header or set with http.TrailerPrefix) and the deadline
+// methods http.ResponseController looks for.
+type responseWriter struct {
+	// mu serialises the writes of the handler with the 100 (Continue)
+	// that the request body sends on its first Read, possibly from
+	// another goroutine.
+	mu sync.Mutex
+
+	sc     *serverConn
+	str    *quic.Stream
+	bw     *bufio.Writer
+	enc    *fieldEncoder
+	header http.Header
+	isHead bool
+
+	status      int
+	wroteHeader bool // the final status is chosen
+	headersSent bool
+	bodyAllowed bool
+	declaredCL  int64 // -1 when the handler set no Content-Length
+	written     int64
+	buf         []byte // body held back until the header is sent
+	trailers    []string
+	scratch     []byte
+}
+
+func newResponseWriter(sc *serverConn, str *quic.Stream, isHead bool) *responseWriter {
+	bw := writerPool.Get().(*bufio.Writer)
+	bw.Reset(str)
+	return &responseWriter{
+		sc: sc, str: str, bw: bw, enc: encoderPool.Get().(*fieldEncoder),
+		header: make(http.Header), isHead: isHead, declaredCL: -1,
+	}
+}
+
+// release returns the pooled buffers; the writer must not be used after.
+func (w *responseWriter) release() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.bw != nil {
+		w.bw.Reset(nil)
+		writerPool.Put(w.bw)
+		w.bw = nil
+	}
+	if w.enc != nil {
+		encoderPool.Put(w.enc)
+		w.enc = nil
+	}
+}
+
+// Header returns the header map that WriteHeader sends.
+func (w *responseWriter) Header() http.Header { return w.header }
+
+// WriteHeader sends an interim response for 1xx codes (except 101, which
+// HTTP/3 forbids) and otherwise chooses the final status.
+func (w *responseWriter) WriteHeader(code int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writeHeader(code)
+}
+
+func (w *responseWriter) writeHeader(code int) {
+	if w.wroteHeader {
+		w.sc.log.Warn("http3: superfluous WriteHeader call", "code", code)
+		return
+	}
+	if code < 100 || code > 599 || code == http.StatusSwitchingProtocols {
+		w.sc.log.Error("http3: invalid WriteHeader code", "code", code)
+		code = http.StatusInternalServerError
+	}
+	if code < 200 {
+		if err := w.writeHeaders(code, w.header); err == nil {
+			_ = w.bw.Flush()
+		}
+		return
+	}
+	w.status, w.wroteHeader = code, true
+	w.bodyAllowed = bodyAllowedForStatus(code)
+	if cl := w.header.Get("Content-Length"); cl != "" {
+		if v, err := strconv.ParseInt(cl, 10, 64); err == nil && v >= 0 {
+			w.declaredCL = v
+		}
+	}
+}
+
+func bodyAllowedForStatus(code int) bool {
+	return code >= 200 && code != http.StatusNoContent && code != http.StatusNotModified
+}
+
+// Write sends body bytes, holding back the first few so that a small body
+// is sent with a Content-Length in one go.
+func (w *responseWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.wroteHeader {
+		w.writeHeader(http.StatusOK)
+	}
+	if !w.bodyAllowed {
+		return 0, http.ErrBodyNotAllowed
+	}
+	if w.declaredCL >= 0 && w.written+int64(len(p)) > w.declaredCL {
+		return 0, http.ErrContentLength
+	}
+	w.written += int64(len(p))
+	if w.isHead {
+		return len(p), nil
+	}
+	if !w.headersSent {
+		if len(w.buf)+len(p) <= bufferBeforeChunking {
+			if w.buf == nil {
+				w.buf = make([]byte, 0, bufferBeforeChunking)
+			}
+			w.buf = append(w.buf, p...)
+			return len(p), nil
+		}
+		if err := w.sendHeader(); err != nil {
+			return 0, err
+		}
+	}
+	if err := w.writeData(w.buf, p); err != nil {
+		return 0, err
+	}
+	w.buf = w.buf[:0]
+	return len(p), nil
+}
+
+// WriteString is Write without a conversion for io.WriteString callers.
+func (w *responseWriter) WriteString(s string) (int, error) {
+	return w.Write([]byte(s))
+}
+
+// sendContinue sends 100 (Continue) to a client that asked for it with
+// Expect: 100-continue, unless the final response is already chosen.
+func (w *responseWriter) sendContinue() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.wroteHeader || w.bw == nil {
+		return
+	}
+	if err := w.writeHeaders(http.StatusContinue, nil); err == nil {
+		_ = w.bw.Flush()
+	}
+}
+
+// writeData writes a and b as one DATA frame.
+func (w *responseWriter) writeData(a, b []byte) error {
+	n := len(a) + len(b)
+	if n == 0 {
+		return nil
+	}
+	w.scratch = dataFrame{Length: uint64(n)}.append(w.scratch[:0])
+	if _, err := w.bw.Write(w.scratch); err != nil {
+		return fromQUICError(err)
+	}
+	if _, err := w.bw.Write(a); err != nil {
+		return fromQUICError(err)
+	}
+	if _, err := w.bw.Write(b); err != nil {
+		return fromQUICError(err)
+	}
+	return nil
+}
+
+// writeHeaders writes one HEADERS frame with status and header.
+func (w *responseWriter) writeHeaders(status int, header http.Header) error {
+	header = withoutTrailerPrefixed(header)
+	var err error
+	w.scratch, err = w.enc.encodeResponse(w.scratch[:0], status, header, w.sc.peerFieldLimit())
+	if err != nil {
+		return err
+	}
+	return w.writeFieldSection(w.scratch)
+}
+
+func (w *responseWriter) writeFieldSection(section []byte) error {
+	var hdr [16]byte
+	if _, err := w.bw.Write(appendFrameHeader(hdr[:0], frameTypeHeaders, uint64(len(section)))); err != nil {
+		return fromQUICError(err)
+	}
+	if _, err := w.bw.Write(section); err != nil {
+		return fromQUICError(err)
+	}
+	return nil
+}
+
+// withoutTrailerPrefixed returns h without the "Trailer:" keys, which
+// name trailers rather than header fields, copying h only when needed.
+func withoutTrailerPrefixed(h http.Header) http.Header {
+	var out http.Header
+	for k := range h {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			if out == nil {
+				out = h.Clone()
+			}
+			delete(out, k)
+		}
+	}
+	if out == nil {
+		return h
+	}
+	return out
+}
+
+// sendHeader sends the final response header, with Date and a sniffed
+// Content-Type when the handler set none, as net/http does.
+func (w *responseWriter) sendHeader() error {
+	w.headersSent = true
+	h := w.header
+	if _, ok := h["Date"]; !ok {
+		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	}
+	if _, ok := h["Content-Type"]; !ok && w.bodyAllowed && len(w.buf) > 0 {
+		h.Set("Content-Type", http.DetectContentType(w.buf))
+	}
+	for _, v := range h["Trailer"] {
+		for name := range strings.SplitSeq(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				w.trailers = append(w.trailers, http.CanonicalHeaderKey(name))
+			}
+		}
+	}
+	return w.writeHeaders(w.status, h)
+}
+
+// hasTrailers reports whether the handler declared or set trailers.
+func (w *responseWriter) hasTrailers() bool {
+	if len(w.header["Trailer"]) > 0 {
+		return true
+	}
+	for k := range w.header {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// FlushError sends the header and everything written so far.
+func (w *responseWriter) FlushError() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flush()
+}
+
+func (w *responseWriter) flush() error {
+	if !w.wroteHeader {
+		w.writeHeader(http.StatusOK)
+	}
+	if !w.headersSent {
+		if err := w.sendHeader(); err != nil {
+			return err
+		}
+		if !w.isHead && w.bodyAllowed {
+			if err := w.writeData(w.buf, nil); err != nil {
+				return err
+			}
+		}
+		w.buf = w.buf[:0]
+	}
+	return fromQUICError(w.bw.Flush())
+}
+
+// Flush implements http.Flusher.
+func (w *responseWriter) Flush() { _ = w.FlushError() }
+
+// SetReadDeadline sets the deadline for reading the request body
+// (http.ResponseController).
+func (w *responseWriter) SetReadDeadline(t time.Time) error { return w.str.SetReadDeadline(t) }
+
+// SetWriteDeadline sets the deadline for writing the response
+// (http.ResponseController).
+func (w *responseWriter) SetWriteDeadline(t time.Time) error { return w.str.SetWriteDeadline(t) }
+
+// EnableFullDuplex is a no-op: HTTP/3 request and response streams are
+// always full duplex (http.ResponseController).
+func (w *responseWriter) EnableFullDuplex() error { return nil }
+
+// finish completes the response after the handler returned: header (with
+// a Content-Length for a body held back whole), body, trailers, FIN.
+func (w *responseWriter) finish() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.wroteHeader {
+		w.writeHeader(http.StatusOK)
+	}
+	if !w.headersSent {
+		if w.bodyAllowed && w.declaredCL < 0 && !w.hasTrailers() {
+			w.header.Set("Content-Length", strconv.FormatInt(w.written, 10))
+		}
+		if err := w.flush(); err != nil {
+			return err
+		}
+	}
+	if w.bodyAllowed && !w.isHead && w.declaredCL >= 0 && w.written < w.declaredCL {
+		return http.ErrContentLength // a short body would look complete
+	}
+	if err := w.writeTrailers(); err != nil {
+		return err
+	}
+	if err := w.bw.Flush(); err != nil {
+		return fromQUICError(err)
+	}
+	return w.str.Close()
+}
+
+// writeTrailers sends the trailer section: the declared names with the
+// values the handler set after writing, and the http.TrailerPrefix keys.
+func (w *responseWriter) writeTrailers() error {
+	var t http.Header
+	add := func(k string, vv []string) {
+		if len(vv) == 0 {
+			return
+		}
+		if t == nil {
+			t = make(http.Header)
+		}
+		t[k] = vv
+	}
+	for _, k := range w.trailers {
+		add(k, w.header[k])
+	}
+	for k, vv := range w.header {
+		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+			add(http.CanonicalHeaderKey(name), vv)
+		}
+	}
+	if t == nil {
+		return nil
+	}
+	var err error
+	w.scratch, err = w.enc.encodeTrailers(w.scratch[:0], t, w.sc.peerFieldLimit())
+	if err != nil {
+		return err
+	}
+	return w.writeFieldSection(w.scratch)
+}

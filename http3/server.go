@@ -1,0 +1,371 @@
+package http3
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/turboretry/turboretry/quic"
+)
+
+// NextProtoH3 is the ALPN protocol identifier of HTTP/3 (RFC 9114
+// section 3.1).
+const NextProtoH3 = "h3"
+
+// ErrServerClosed is returned by the Serve methods after Close or Shutdown.
+var ErrServerClosed = http.ErrServerClosed
+
+// QUICListener is what ServeListener accepts connections from;
+// *quic.Listener and *quic.EarlyListener implement it.
+type QUICListener interface {
+	Accept(ctx context.Context) (*quic.Conn, error)
+	Addr() net.Addr
+	io.Closer
+}
+
+// Server is an HTTP/3 server.
+type Server struct {
+	// Addr is the UDP address ListenAndServe listens on, ":https" when
+	// empty.
+	Addr string
+	// Port is the port announced by SetQUICHeaders; 0 takes it from Addr
+	// or from the first listener served.
+	Port int
+	// Handler serves requests; http.DefaultServeMux when nil.
+	Handler http.Handler
+	// TLSConfig is used by ListenAndServe and Serve. "h3" is added to its
+	// NextProtos when missing.
+	TLSConfig *tls.Config
+	// QUICConfig configures the QUIC connections of ListenAndServe and
+	// Serve.
+	QUICConfig *quic.Config
+	// MaxHeaderBytes bounds the decoded size of a request's header section
+	// (our SETTINGS_MAX_FIELD_SECTION_SIZE); http.DefaultMaxHeaderBytes
+	// when 0 or negative.
+	MaxHeaderBytes int
+	// ConnContext, when set, derives the base context of each
+	// connection's requests.
+	ConnContext func(ctx context.Context, c *quic.Conn) context.Context
+	// Logger receives errors: handler panics, protocol violations. nil
+	// means slog.Default().
+	Logger *slog.Logger
+
+	mu           sync.Mutex
+	listeners    map[QUICListener]bool // value: the server created it
+	conns        map[*serverConn]struct{}
+	closed       bool
+	shutdown     bool
+	acceptCtx    context.Context // canceled by Close and Shutdown
+	acceptCancel context.CancelFunc
+	connWG       sync.WaitGroup
+	altSvc       string
+}
+
+// acceptContext returns the context that ends all Accept calls.
+func (s *Server) acceptContext() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.initLocked()
+	return s.acceptCtx
+}
+
+func (s *Server) initLocked() {
+	if s.acceptCtx == nil {
+		s.acceptCtx, s.acceptCancel = context.WithCancel(context.Background())
+	}
+}
+
+func (s *Server) closing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed || s.shutdown
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+func (s *Server) maxHeaderBytes() uint64 {
+	if s.MaxHeaderBytes <= 0 {
+		return http.DefaultMaxHeaderBytes
+	}
+	return uint64(s.MaxHeaderBytes)
+}
+
+// ConfigureTLSConfig returns a copy of c whose NextProtos is exactly "h3"
+// and whose minimum version is TLS 1.3, as QUIC requires.
+func ConfigureTLSConfig(c *tls.Config) *tls.Config {
+	if c == nil {
+		c = &tls.Config{}
+	}
+	c = c.Clone()
+	c.NextProtos = []string{NextProtoH3}
+	if c.MinVersion < tls.VersionTLS13 {
+		c.MinVersion = tls.VersionTLS13
+	}
+	return c
+}
+
+// ListenAndServe listens on Addr with TLSConfig and serves until Close.
+func (s *Server) ListenAndServe() error {
+	return s.listenAndServe(s.TLSConfig)
+}
+
+// ListenAndServeTLS is ListenAndServe with the certificate read from
+// certFile and keyFile.
+func (s *Server) ListenAndServeTLS(certFile, keyFile string) error {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return err
+	}
+	var conf *tls.Config
+	if s.TLSConfig != nil {
+		conf = s.TLSConfig.Clone()
+	} else {
+		conf = &tls.Config{}
+	}
+	conf.Certificates = []tls.Certificate{cert}
+	return s.listenAndServe(conf)
+}
+
+func (s *Server) listenAndServe(conf *tls.Config) error {
+	if s.closing() {
+		return ErrServerClosed
+	}
+	addr := s.Addr
+	if addr == "" {
+		addr = ":https"
+	}
+	udpAddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return err
+	}
+	pc, err := net.ListenUDP("udp", udpAddr)
+	if err != nil {
+		return err
+	}
+	defer pc.Close()
+	return s.serve(pc, conf)
+}
+
+// Serve serves HTTP/3 on an existing socket with TLSConfig. The socket
+// is not closed when Serve returns.
+func (s *Server) Serve(conn net.PacketConn) error {
+	return s.serve(conn, s.TLSConfig)
+}
+
+func (s *Server) serve(conn net.PacketConn, conf *tls.Config) error {
+	if s.closing() {
+		return ErrServerClosed
+	}
+	if conf == nil {
+		return errors.New("http3: Server has no TLSConfig")
+	}
+	ln, err := quic.ListenEarly(conn, ConfigureTLSConfig(conf), s.QUICConfig)
+	if err != nil {
+		return err
+	}
+	return s.serveListener(ln, true)
+}
+
+// ServeListener serves connections accepted from ln; the listener's TLS
+// configuration must offer ALPN "h3". ln is closed by Close and Shutdown.
+func (s *Server) ServeListener(ln QUICListener) error {
+	return s.serveListener(ln, false)
+}
+
+func (s *Server) serveListener(ln QUICListener, owned bool) error {
+	if err := s.addListener(ln, owned); err != nil {
+		if owned {
+			ln.Close()
+		}
+		return err
+	}
+	ctx := s.acceptContext()
+	for {
+		qc, err := ln.Accept(ctx)
+		if err != nil {
+			if s.closing() {
+				// The listener stays open until Shutdown has drained its
+				// connections: closing it would drop them.
+				return ErrServerClosed
+			}
+			s.removeListener(ln)
+			return err
+		}
+		sc := s.newConn(qc)
+		if sc == nil {
+			qc.CloseWithError(quic.ApplicationErrorCode(ErrCodeNoError), "server closed")
+			continue
+		}
+		go sc.serve()
+	}
+}
+
+func (s *Server) addListener(ln QUICListener, owned bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.shutdown {
+		return ErrServerClosed
+	}
+	if s.listeners == nil {
+		s.listeners = make(map[QUICListener]bool)
+	}
+	s.listeners[ln] = owned
+	if s.altSvc == "" {
+		port := s.Port
+		if port == 0 {
+			if ua, ok := ln.Addr().(*net.UDPAddr); ok {
+				port = ua.Port
+			}
+		}
+		if port != 0 {
+			s.altSvc = altSvcValue(port)
+		}
+	}
+	return nil
+}
+
+// removeListener forgets a listener that failed, closing it when the
+// server created it.
+func (s *Server) removeListener(ln QUICListener) {
+	s.mu.Lock()
+	owned, ok := s.listeners[ln]
+	delete(s.listeners, ln)
+	s.mu.Unlock()
+	if ok && owned {
+		ln.Close()
+	}
+}
+
+// altSvcValue is the Alt-Svc value announcing HTTP/3 on port for 30 days.
+func altSvcValue(port int) string {
+	return `h3=":` + strconv.Itoa(port) + `"; ma=2592000`
+}
+
+// SetQUICHeaders adds the Alt-Svc header that announces this server's
+// HTTP/3 port to responses sent over TCP (RFC 7838). The port is Port, or
+// that of Addr, or that of the first listener served.
+func (s *Server) SetQUICHeaders(hdr http.Header) error {
+	s.mu.Lock()
+	v := s.altSvc
+	s.mu.Unlock()
+	if v == "" {
+		port := s.Port
+		if port == 0 {
+			_, p, err := net.SplitHostPort(s.Addr)
+			if err != nil {
+				return fmt.Errorf("http3: no port to announce: %w", err)
+			}
+			if port, err = net.LookupPort("udp", p); err != nil {
+				return fmt.Errorf("http3: no port to announce: %w", err)
+			}
+		}
+		v = altSvcValue(port)
+	}
+	hdr.Add("Alt-Svc", v)
+	return nil
+}
+
+// newConn registers a connection, or returns nil when the server is
+// closing.
+func (s *Server) newConn(qc *quic.Conn) *serverConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.shutdown {
+		return nil
+	}
+	if s.conns == nil {
+		s.conns = make(map[*serverConn]struct{})
+	}
+	sc := newServerConn(s, qc)
+	s.conns[sc] = struct{}{}
+	s.connWG.Add(1)
+	return sc
+}
+
+func (s *Server) connDone(sc *serverConn) {
+	s.mu.Lock()
+	delete(s.conns, sc)
+	s.mu.Unlock()
+	s.connWG.Done()
+}
+
+// openConns returns the open connections.
+func (s *Server) openConns() []*serverConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	conns := make([]*serverConn, 0, len(s.conns))
+	for sc := range s.conns {
+		conns = append(conns, sc)
+	}
+	return conns
+}
+
+// stopAccepting marks the server closed or shut down and ends the
+// Accept calls.
+func (s *Server) stopAccepting(shutdown bool) {
+	s.mu.Lock()
+	if shutdown {
+		s.shutdown = true
+	} else {
+		s.closed = true
+	}
+	s.initLocked()
+	s.mu.Unlock()
+	s.acceptCancel()
+}
+
+// Close closes every connection at once with H3_NO_ERROR, aborting the
+// requests in flight, and then the listeners.
+func (s *Server) Close() error {
+	s.stopAccepting(false)
+	for _, sc := range s.openConns() {
+		sc.close(ErrCodeNoError, "server closed")
+	}
+	s.mu.Lock()
+	lns := s.listeners
+	s.listeners = nil
+	s.mu.Unlock()
+	for ln := range lns {
+		ln.Close()
+	}
+	return nil
+}
+
+// Shutdown stops accepting connections, sends GOAWAY on every connection
+// naming the first request stream it will not process (RFC 9114 section
+// 5.2), waits for the requests in flight to finish and for the clients to
+// close their connections (at most drainTimeout after the last request),
+// then closes the listeners. When ctx ends first, everything is closed at
+// once and ctx's error is returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopAccepting(true)
+	for _, sc := range s.openConns() {
+		sc.goAway()
+	}
+	done := make(chan struct{})
+	go func() {
+		s.connWG.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	s.Close()
+	<-done
+	return err
+}

@@ -1,0 +1,209 @@
+package http3
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/turboretry/turboretry/quic"
+)
+
+// serverConn is the HTTP/3 state of one QUIC connection on the server.
+type serverConn struct {
+	s         *Server
+	qc        *quic.Conn
+	log       *slog.Logger
+	maxHeader uint64
+	ctx       context.Context // base context of requests
+
+	ctrlMu sync.Mutex
+	ctrl   *quic.SendStream
+
+	mu           sync.Mutex
+	uni          uniStreamSet
+	peerSettings settings
+	nextStreamID uint64 // one past the last request stream accepted
+	goingAway    bool
+	goAwayID     uint64
+	active       int
+}
+
+func newServerConn(s *Server, qc *quic.Conn) *serverConn {
+	sc := &serverConn{s: s, qc: qc, log: s.logger(), maxHeader: s.maxHeaderBytes()}
+	sc.ctx = context.WithValue(qc.Context(), http.LocalAddrContextKey, qc.LocalAddr())
+	if s.ConnContext != nil {
+		sc.ctx = s.ConnContext(sc.ctx, qc)
+	}
+	return sc
+}
+
+// serve runs the connection: our control stream, the peer's
+// unidirectional streams and one goroutine per request stream.
+func (sc *serverConn) serve() {
+	defer sc.s.connDone(sc)
+	ctrl, err := sc.qc.OpenUniStream()
+	if err != nil {
+		sc.close(ErrCodeInternalError, "cannot open the control stream")
+		return
+	}
+	// RFC 9204 section 5: a dynamic table capacity of 0 (the default,
+	// left out) means the peer never references a dynamic table.
+	ours := settings{MaxFieldSectionSize: sc.maxHeader, HasMaxFieldSectionSize: true}
+	b := appendStreamType(nil, streamTypeControl)
+	if _, err := ctrl.Write(ours.append(b)); err != nil {
+		sc.close(ErrCodeClosedCriticalStream, "cannot write the control stream")
+		return
+	}
+	sc.ctrlMu.Lock()
+	sc.ctrl = ctrl
+	sc.ctrlMu.Unlock()
+	go sc.acceptUniStreams()
+	for {
+		str, err := sc.qc.AcceptStream(context.Background())
+		if err != nil {
+			return // the connection is closed
+		}
+		id := uint64(str.StreamID())
+		sc.mu.Lock()
+		if sc.goingAway && id >= sc.goAwayID {
+			sc.mu.Unlock()
+			resetStream(str, ErrCodeRequestRejected) // section 5.2: not processed, safe to retry
+			continue
+		}
+		sc.active++
+		if id+4 > sc.nextStreamID {
+			sc.nextStreamID = id + 4
+		}
+		sc.mu.Unlock()
+		go func() {
+			defer sc.requestDone()
+			sc.handleRequest(str)
+		}()
+	}
+}
+
+func (sc *serverConn) requestDone() {
+	sc.mu.Lock()
+	sc.active--
+	last := sc.goingAway && sc.active == 0
+	sc.mu.Unlock()
+	if last {
+		go sc.drain()
+	}
+}
+
+// drainTimeout bounds how long a connection that went away stays open
+// after its last request, waiting for the client to close it.
+const drainTimeout = 2 * time.Second
+
+// drain closes a connection that went away and has no requests left. The
+// client closes it itself once it has read the responses; closing at once
+// could discard response data still in flight (CONNECTION_CLOSE abandons
+// unsent stream data), so we wait for that, for at most drainTimeout.
+func (sc *serverConn) drain() {
+	t := time.NewTimer(drainTimeout)
+	defer t.Stop()
+	select {
+	case <-sc.qc.Context().Done():
+	case <-t.C:
+	}
+	sc.close(ErrCodeNoError, "")
+}
+
+// goAway starts a graceful close: GOAWAY names the first request stream
+// we will not process; the connection closes when the last request before
+// it ends.
+func (sc *serverConn) goAway() {
+	sc.mu.Lock()
+	if sc.goingAway {
+		sc.mu.Unlock()
+		return
+	}
+	sc.goingAway = true
+	sc.goAwayID = sc.nextStreamID
+	id, idle := sc.goAwayID, sc.active == 0
+	sc.mu.Unlock()
+	sc.ctrlMu.Lock()
+	if sc.ctrl != nil {
+		_, _ = sc.ctrl.Write(goAwayFrame{ID: id}.append(nil))
+	}
+	sc.ctrlMu.Unlock()
+	if idle {
+		go sc.drain()
+	}
+}
+
+// close closes the QUIC connection with an HTTP/3 error code.
+func (sc *serverConn) close(code ErrCode, msg string) {
+	_ = sc.qc.CloseWithError(quic.ApplicationErrorCode(code), msg)
+}
+
+// closeWithError closes the connection for a protocol violation.
+func (sc *serverConn) closeWithError(err error) {
+	sc.log.Debug("http3: closing connection", "remote", sc.qc.RemoteAddr(), "err", err)
+	sc.close(errorCode(err), err.Error())
+}
+
+func (sc *serverConn) acceptUniStreams() {
+	for {
+		rs, err := sc.qc.AcceptUniStream(context.Background())
+		if err != nil {
+			return
+		}
+		go sc.handleUniStream(rs)
+	}
+}
+
+// handleUniStream reads the type of a peer's unidirectional stream and
+// dispatches it (RFC 9114 section 6.2).
+func (sc *serverConn) handleUniStream(rs *quic.ReceiveStream) {
+	br := bufio.NewReader(rs)
+	t, err := readStreamType(br)
+	if err != nil {
+		return
+	}
+	sc.mu.Lock()
+	ignore, err := sc.uni.accept(t)
+	sc.mu.Unlock()
+	switch {
+	case err != nil:
+		sc.closeWithError(err)
+	case ignore:
+		rs.CancelRead(quic.StreamErrorCode(ErrCodeStreamCreationError))
+	case t == streamTypeControl:
+		sc.readControlStream(br)
+	default:
+		// QPACK encoder or decoder stream. With a dynamic table capacity
+		// of 0 on both sides they carry nothing we act on, but they are
+		// critical: closing one is a connection error (RFC 9204 4.2).
+		if _, err := io.Copy(io.Discard, br); err == nil || isStreamReset(err) {
+			sc.close(ErrCodeClosedCriticalStream, t.String()+" stream closed")
+		}
+	}
+}
+
+// readControlStream applies the control stream rules to the peer's
+// control stream until it or the connection ends.
+func (sc *serverConn) readControlStream(r io.Reader) {
+	err := serveControlStream(r, false, func(f frame) {
+		if s, ok := f.(settings); ok {
+			sc.mu.Lock()
+			sc.peerSettings = s
+			sc.mu.Unlock()
+		}
+	})
+	if err != nil {
+		sc.closeWithError(err)
+	}
+}
+
+// peerFieldLimit returns the peer's SETTINGS_MAX_FIELD_SECTION_SIZE.
+func (sc *serverConn) peerFieldLimit() uint64 {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.peerSettings.fieldSectionLimit()
+}

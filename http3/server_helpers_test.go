@@ -1,0 +1,120 @@
+package http3
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turboretry/turboretry/quic"
+)
+
+// testCert returns a server TLS config for localhost and a client
+// config that trusts it.
+func testCert(t testing.TB) (server, client *tls.Config) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	server = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}}}
+	client = &tls.Config{RootCAs: pool, ServerName: "localhost", NextProtos: []string{NextProtoH3}}
+	return server, client
+}
+
+// startServer runs our Server with h on a loopback socket, after opts
+// changed it, and returns it with its address and a client TLS config. The server is closed at the
+// end of the test.
+func startServer(t testing.TB, h http.Handler, opts ...func(*Server)) (*Server, string, *tls.Config) {
+	t.Helper()
+	serverTLS, clientTLS := testCert(t)
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Handler: h, TLSConfig: serverTLS, QUICConfig: &quic.Config{MaxIncomingStreams: 200}}
+	for _, o := range opts {
+		o(s)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(pc) }()
+	for { // until Serve registered its listener, so SetQUICHeaders knows the port
+		s.mu.Lock()
+		n := len(s.listeners)
+		s.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		if err := <-done; err != http.ErrServerClosed {
+			t.Errorf("Serve returned %v, want ErrServerClosed", err)
+		}
+		pc.Close()
+	})
+	return s, pc.LocalAddr().String(), clientTLS
+}
+
+// checkGoroutines fails the test when goroutines of this package or the
+// QUIC transport are still running once the test's servers and clients
+// are closed. It waits (without a time assertion) until they are gone or
+// the test's deadline approaches.
+func checkGoroutines(t *testing.T) {
+	t.Helper()
+	t.Cleanup(func() {
+		var left []string
+		for range 250 {
+			left = left[:0]
+			buf := make([]byte, 1<<20)
+			for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+				if strings.Contains(g, "checkGoroutines") {
+					continue
+				}
+				if strings.Contains(g, "turboretry/http3.") || strings.Contains(g, "turboretry/quic.") {
+					left = append(left, g)
+				}
+			}
+			if len(left) == 0 {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Errorf("%d goroutines left running:\n%s", len(left), strings.Join(left, "\n\n"))
+	})
+}
+
+// slogDiscard returns a logger that drops everything, for tests that
+// provoke logged errors on purpose.
+func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,293 @@
+package http3
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/turboretry/turboretry/quic"
+)
+
+// rawConn is a hand-written HTTP/3 client on our QUIC package, for
+// sending what a correct client never would.
+type rawConn struct {
+	t  *testing.T
+	qc *quic.Conn
+}
+
+func dialRaw(t *testing.T, addr string, clientTLS *tls.Config) *rawConn {
+	t.Helper()
+	qc, err := quic.DialAddr(context.Background(), addr, clientTLS, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { qc.CloseWithError(0, "") })
+	return &rawConn{t: t, qc: qc}
+}
+
+// openUni opens a unidirectional stream and writes b on it.
+func (c *rawConn) openUni(b []byte) *quic.SendStream {
+	c.t.Helper()
+	s, err := c.qc.OpenUniStream()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := s.Write(b); err != nil {
+		c.t.Fatal(err)
+	}
+	return s
+}
+
+// control opens a valid control stream with an empty SETTINGS frame.
+func (c *rawConn) control() *quic.SendStream {
+	return c.openUni(settings{}.append(appendStreamType(nil, streamTypeControl)))
+}
+
+// request opens a request stream, writes b and closes it.
+func (c *rawConn) request(b []byte) *quic.Stream {
+	c.t.Helper()
+	s, err := c.qc.OpenStream()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := s.Write(b); err != nil {
+		c.t.Fatal(err)
+	}
+	s.Close()
+	return s
+}
+
+// wantConnClosed waits for the server to close the connection and checks
+// the H3 error code it sent.
+func (c *rawConn) wantConnClosed(code ErrCode) {
+	c.t.Helper()
+	<-c.qc.Context().Done()
+	var ae *quic.ApplicationError
+	if err := context.Cause(c.qc.Context()); !errors.As(err, &ae) || !ae.Remote || ErrCode(ae.ErrorCode) != code {
+		c.t.Fatalf("connection closed with %v, want the server's %s", err, code)
+	}
+}
+
+// wantStreamReset reads s to its end and checks that the server reset it
+// with code.
+func wantStreamReset(t *testing.T, s *quic.Stream, code ErrCode) {
+	t.Helper()
+	_, err := io.ReadAll(s)
+	var se *quic.StreamError
+	if !errors.As(err, &se) || !se.Remote || ErrCode(se.ErrorCode) != code {
+		t.Fatalf("stream ended with %v, want a reset with %s", err, code)
+	}
+}
+
+// requestSection encodes a header section from name/value pairs, in
+// order, without any validation.
+func requestSection(t *testing.T, fields ...string) []byte {
+	t.Helper()
+	e := newFieldEncoder()
+	e.begin(nil, 0)
+	for i := 0; i+1 < len(fields); i += 2 {
+		e.field(fields[i], fields[i+1])
+	}
+	b, err := e.finish(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return headersFrame{FieldSection: b}.append(nil)
+}
+
+var (
+	goodRequest = []string{":method", "GET", ":scheme", "https", ":authority", "localhost", ":path", "/hello"}
+	// echoRequest goes to a handler that reads the whole body.
+	echoRequest = []string{":method", "POST", ":scheme", "https", ":authority", "localhost", ":path", "/echo"}
+)
+
+// stillServes checks that the server answers a fresh connection.
+func stillServes(t *testing.T, addr string, clientTLS *tls.Config) {
+	t.Helper()
+	tr := &Transport{TLSClientConfig: clientTLS}
+	defer tr.Close()
+	rsp, err := (&http.Client{Transport: tr}).Get("https://" + addr + "/hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(rsp.Body)
+	rsp.Body.Close()
+	if string(body) != "hello HTTP/3.0" {
+		t.Fatalf("body %q", body)
+	}
+}
+
+func TestServerRejectsMalformedRequests(t *testing.T) {
+	checkGoroutines(t)
+	_, addr, clientTLS := startServer(t, testHandler())
+
+	streamCases := []struct {
+		name string
+		send []byte
+		code ErrCode
+	}{
+		{"missing :path", requestSection(t, ":method", "GET", ":scheme", "https", ":authority", "localhost"), ErrCodeMessageError},
+		{"unknown pseudo-header", requestSection(t, append(goodRequest, ":foo", "bar")...), ErrCodeMessageError},
+		{"pseudo after regular", requestSection(t, ":method", "GET", "accept", "*/*", ":scheme", "https", ":authority", "localhost", ":path", "/"), ErrCodeMessageError},
+		{"uppercase field name", requestSection(t, append(goodRequest, "Accept", "*/*")...), ErrCodeMessageError},
+		{"connection field", requestSection(t, append(goodRequest, "connection", "close")...), ErrCodeMessageError},
+		{"empty stream", nil, ErrCodeRequestIncomplete},
+		{"content-length mismatch", append(requestSection(t, append(echoRequest, "content-length", "10")...),
+			dataFrame{Length: 5}.append(nil)...), ErrCodeMessageError},
+	}
+	for _, tc := range streamCases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialRaw(t, addr, clientTLS)
+			c.control()
+			send := tc.send
+			if tc.name == "content-length mismatch" {
+				send = append(send, "12345"...)
+			}
+			wantStreamReset(t, c.request(send), tc.code)
+			stillServes(t, addr, clientTLS)
+		})
+	}
+
+	connCases := []struct {
+		name string
+		run  func(c *rawConn)
+		code ErrCode
+	}{
+		{"DATA before HEADERS", func(c *rawConn) {
+			c.control()
+			c.request(append(dataFrame{Length: 1}.append(nil), 'x'))
+		}, ErrCodeFrameUnexpected},
+		{"SETTINGS on a request stream", func(c *rawConn) {
+			c.control()
+			c.request(append(requestSection(t, echoRequest...), settings{}.append(nil)...))
+		}, ErrCodeFrameUnexpected},
+		{"HTTP/2 PING frame", func(c *rawConn) {
+			c.control()
+			c.request(appendFrameHeader(nil, frameTypeH2Ping, 0))
+		}, ErrCodeFrameUnexpected},
+		{"control stream without SETTINGS", func(c *rawConn) {
+			c.openUni(append(appendStreamType(nil, streamTypeControl), goAwayFrame{ID: 0}.append(nil)...))
+		}, ErrCodeMissingSettings},
+		{"second SETTINGS", func(c *rawConn) {
+			s := c.control()
+			s.Write(settings{}.append(nil))
+		}, ErrCodeFrameUnexpected},
+		{"DATA on the control stream", func(c *rawConn) {
+			s := c.control()
+			s.Write(dataFrame{Length: 0}.append(nil))
+		}, ErrCodeFrameUnexpected},
+		{"two control streams", func(c *rawConn) {
+			c.control()
+			c.control()
+		}, ErrCodeStreamCreationError},
+		{"control stream closed", func(c *rawConn) {
+			c.control().Close()
+		}, ErrCodeClosedCriticalStream},
+		{"push stream from a client", func(c *rawConn) {
+			c.control()
+			c.openUni(appendStreamType(nil, streamTypePush))
+		}, ErrCodeStreamCreationError},
+		{"malformed SETTINGS", func(c *rawConn) {
+			c.openUni(append(appendStreamType(nil, streamTypeControl), appendFrameHeader(nil, frameTypeSettings, 1)...)).Write([]byte{0x40})
+		}, ErrCodeFrameError},
+		{"HTTP/2 setting", func(c *rawConn) {
+			b := appendFrameHeader(appendStreamType(nil, streamTypeControl), frameTypeSettings, 2)
+			c.openUni(append(b, 0x02, 0x00))
+		}, ErrCodeSettingsError},
+		{"QPACK dynamic table reference", func(c *rawConn) {
+			c.control()
+			// Required Insert Count 1: a dynamic table we never allowed.
+			c.request(headersFrame{FieldSection: []byte{0x02, 0x00, 0x80}}.append(nil))
+		}, ErrCodeQPACKDecompressionFailed},
+	}
+	for _, tc := range connCases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialRaw(t, addr, clientTLS)
+			tc.run(c)
+			c.wantConnClosed(tc.code)
+			stillServes(t, addr, clientTLS)
+		})
+	}
+
+	t.Run("unknown stream type", func(t *testing.T) {
+		c := dialRaw(t, addr, clientTLS)
+		c.control()
+		s := c.openUni(appendStreamType(nil, 0x21+0x1f)) // a reserved type
+		var err error
+		for err == nil {
+			_, err = s.Write(make([]byte, 1024)) // until STOP_SENDING arrives
+		}
+		var se *quic.StreamError
+		if !errors.As(err, &se) || !se.Remote || ErrCode(se.ErrorCode) != ErrCodeStreamCreationError {
+			t.Fatalf("write error %v, want STOP_SENDING with H3_STREAM_CREATION_ERROR", err)
+		}
+		// The connection stays usable.
+		s2 := c.request(requestSection(t, goodRequest...))
+		b, err := io.ReadAll(s2)
+		if err != nil || !strings.Contains(string(b), "hello HTTP/3.0") {
+			t.Fatalf("request after the unknown stream: %q, %v", b, err)
+		}
+	})
+}
+
+func TestServerSendsContinue(t *testing.T) {
+	checkGoroutines(t)
+	_, addr, clientTLS := startServer(t, testHandler())
+	c := dialRaw(t, addr, clientTLS)
+	c.control()
+	s, err := c.qc.OpenStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Write(requestSection(t, append(echoRequest, "content-length", "5", "expect", "100-continue")...))
+	// The body is sent only after the 100 arrives, as a client that
+	// waits for it does.
+	fr := newFrameReader(s, 0)
+	f, err := fr.readFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok := f.(headersFrame)
+	if !ok {
+		t.Fatalf("first frame %T", f)
+	}
+	if rsp, err := decodeResponse(h.FieldSection, 0); err != nil || rsp.StatusCode != http.StatusContinue {
+		t.Fatalf("first response %v, %v; want 100", rsp, err)
+	}
+	s.Write(append(dataFrame{Length: 5}.append(nil), "hello"...))
+	s.Close()
+	var body []byte
+	var final int
+	for {
+		f, err := fr.readFrame()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch f := f.(type) {
+		case headersFrame:
+			if final == 0 {
+				rsp, err := decodeResponse(f.FieldSection, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				final = rsp.StatusCode
+			}
+		case dataFrame:
+			b := make([]byte, f.Length)
+			if _, err := io.ReadFull(fr, b); err != nil {
+				t.Fatal(err)
+			}
+			body = append(body, b...)
+		}
+	}
+	if final != 200 || string(body) != "hello" {
+		t.Fatalf("final status %d body %q", final, body)
+	}
+}

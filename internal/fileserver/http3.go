@@ -1,0 +1,98 @@
+package fileserver
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/quic"
+)
+
+// http3Listener serves HTTP/3 with the server's handler and certificate
+// on the UDP port of the same number as the TCP listener, which is what
+// the Alt-Svc header announces. It is added by New as an ExtraListener.
+type http3Listener struct {
+	s       *Server
+	tlsConf *tls.Config
+
+	mu     sync.Mutex
+	srv    *http3.Server
+	closed bool
+}
+
+// newHTTP3Listener must run in New: Server.TLSConfig clones the config
+// that net/http's ServeTLS modifies when Serve starts (HTTP/2 setup), so
+// cloning it from the listener's goroutine would race with that.
+func newHTTP3Listener(s *Server) *http3Listener {
+	return &http3Listener{s: s, tlsConf: http3.ConfigureTLSConfig(s.TLSConfig())} // h3 only, TLS 1.3
+}
+
+// Serve binds the UDP socket and serves until ctx ends, then shuts down
+// gracefully (GOAWAY, requests in flight finish) unless Close comes first.
+func (l *http3Listener) Serve(ctx context.Context) error {
+	tcp := l.s.Addr().(*net.TCPAddr)
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: tcp.IP, Port: tcp.Port, Zone: tcp.Zone})
+	if err != nil {
+		return fmt.Errorf("HTTP/3: listening on UDP port %d: %w", tcp.Port, err)
+	}
+	defer pc.Close()
+	srv := &http3.Server{
+		Handler:   l.s.Handler(),
+		TLSConfig: l.tlsConf,
+		Logger:    l.s.Logger(),
+		ConnContext: func(ctx context.Context, _ *quic.Conn) context.Context {
+			// TODO(address validation): set RetryValidated, TokenValidated
+			// and ZeroRTT once the quic package reports them.
+			return WithConnInfo(ctx, ConnInfo{})
+		},
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.srv = srv
+	l.mu.Unlock()
+
+	log := l.s.Logger()
+	log.Info("serving HTTP/3", "udp", pc.LocalAddr().String())
+	if mode := l.s.RetryMode(); mode != RetryNever {
+		// TODO(address validation): hand the mode to the QUIC listener's
+		// address-validation hook once the quic package exposes one; until
+		// then every client Initial is accepted without a Retry.
+		log.Warn("HTTP/3: retry mode not enforced yet: the QUIC listener has no address-validation hook, every client is accepted without a Retry", "retry", mode.String())
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(pc) }()
+	select {
+	case err := <-errc:
+		if errors.Is(err, http3.ErrServerClosed) {
+			return nil // Close came first
+		}
+		return fmt.Errorf("HTTP/3: %w", err)
+	case <-ctx.Done():
+	}
+	// Close, called by the file server after its shutdown timeout, cuts
+	// this short.
+	_ = srv.Shutdown(context.Background())
+	<-errc
+	return nil
+}
+
+// Close stops serving at once; it may be called more than once, and
+// before Serve.
+func (l *http3Listener) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	srv := l.srv
+	l.mu.Unlock()
+	if srv != nil {
+		return srv.Close()
+	}
+	return nil
+}
