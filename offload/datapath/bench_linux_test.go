@@ -1,0 +1,114 @@
+//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
+
+package datapath
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/turboretry/turboretry/offload/agent"
+	"github.com/turboretry/turboretry/offload/fastpath"
+	"github.com/turboretry/turboretry/offload/flood"
+)
+
+// initialPool returns n real client Initials.
+func initialPool(tb testing.TB, n int) [][]byte {
+	tb.Helper()
+	gen, err := flood.NewGenerator(flood.GeneratorConfig{PoolSize: n})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pool := make([][]byte, n)
+	for i := range pool {
+		if pool[i], err = gen.Next(nil); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return pool
+}
+
+// exchange sends count Initials from the pool in windows of window and
+// reads as many Retries, failing on a lost one (hang guard: the client
+// socket's read timeout).
+func (env *testEnv) exchange(tb testing.TB, pool [][]byte, count, window int, buf []byte) {
+	for done := 0; done < count; {
+		w := min(window, count-done)
+		for i := range w {
+			env.send(tb, pool[(done+i)%len(pool)])
+		}
+		for range w {
+			if _, err := readUDP(env.client, buf); err != nil {
+				tb.Fatalf("Retry missing after %d exchanges: %v", done, err)
+			}
+		}
+		done += w
+	}
+}
+
+// TestSteadyStateAllocations checks that the datapath does not allocate
+// per packet: over 1000 Retries the whole process allocates far less than
+// once per packet. Heartbeats (a BPF map update allocates a few times)
+// are pushed out of the measurement with a long interval.
+func TestSteadyStateAllocations(t *testing.T) {
+	const count = 1000
+	if raceEnabled {
+		t.Skip("skipping: the race detector allocates by itself")
+	}
+	env := newTestEnv(t, func(c *Config) {
+		c.StaleAfter, c.HeartbeatInterval = time.Hour, 30*time.Minute
+	}, hangGuard)
+	pool := initialPool(t, 16)
+	buf := make([]byte, 2048)
+	env.exchange(t, pool, 200, 50, buf) // warm up: key caches, rings
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	env.exchange(t, pool, count, 50, buf)
+	runtime.ReadMemStats(&after)
+	per := float64(after.Mallocs-before.Mallocs) / count
+	t.Logf("%.3f allocations per Retry, whole process", per)
+	if per >= 0.05 {
+		t.Fatalf("%.2f allocations per Retry through the datapath; want none per packet", per)
+	}
+}
+
+// BenchmarkDatapathRetry measures Retries per second through the whole
+// datapath: a client socket sends real Initials over the veth pair (32 in
+// flight), XDP redirects them to AF_XDP, the agent answers, and the Retry
+// frames go back through AF_XDP TX to the client socket.
+func BenchmarkDatapathRetry(b *testing.B) {
+	env := newTestEnv(b, nil, hangGuard)
+	pool := initialPool(b, 64)
+	buf := make([]byte, 2048)
+	env.exchange(b, pool, 256, 32, buf)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	env.exchange(b, pool, b.N, 32, buf)
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "retries/s")
+}
+
+// BenchmarkEngineRetry is the agent engine alone on the same Initials:
+// the ceiling the datapath's I/O cost is measured against.
+func BenchmarkEngineRetry(b *testing.B) {
+	cache, err := fastpath.New(fastpath.Key{1}, agent.DefaultCIDLen)
+	if err != nil {
+		b.Fatal(err)
+	}
+	eng, err := agent.New(agent.Config{KeyRing: testKeyRing(b), Cache: cache})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := eng.Worker(0)
+	pool := initialPool(b, 64)
+	out := make([]byte, 0, agent.MaxReplyLen)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		if v, r, _ := w.Process(pool[i%len(pool)], clientAP, out); v != agent.SendReply {
+			b.Fatalf("verdict %v (%v), want a Retry", v, r)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "retries/s")
+}
