@@ -147,3 +147,11 @@ func deriveEpochKeys(root []byte, epoch uint64) (*epochKeys, error) {
 	}
 	return ek, nil
 }
+
+// ExpandRoot returns HKDF-Expand-Label(root, label, "", length) with
+// SHA-256: a key for another component that shares the deployment's root
+// secret (the fast-path cache's SipHash key, DESIGN.md), derived without
+// handing the root secret itself out.
+func (kr *KeyRing) ExpandRoot(label string, length int) []byte {
+	return tlskdf.ExpandLabel(sha256.New, kr.root[:], label, nil, length)
+}

@@ -3,7 +3,6 @@
 package datapath
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,10 +44,9 @@ type Config struct {
 	// CIDLen is the server's connection ID length (agent and fast path),
 	// which the QUIC server must use too; 0 means agent.DefaultCIDLen.
 	CIDLen int
-	// CacheKey is the fast-path cache's SipHash key. The zero key means a
-	// random one, which suits the integrated mode, where only this process
-	// and its own XDP program share the cache; a deployment sharing the
-	// cache with other loaders passes fastpath.DeriveKey(root).
+	// CacheKey is the fast-path cache's SipHash key. The zero key means the
+	// one DESIGN.md derives from the root secret (fastpath.KeyFromRing), so
+	// every loader of one deployment (XDP, the DPA) hashes alike.
 	CacheKey fastpath.Key
 	// XDPMode is how the program attaches (xdp.ModeAuto: native where the
 	// driver supports it).
@@ -108,9 +106,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.RotateEvery == 0 {
 		c.RotateEvery = DefaultRotateEvery
 	}
-	if c.CacheKey == (fastpath.Key{}) {
-		// crypto/rand.Read never fails (Go 1.24+).
-		_, _ = rand.Read(c.CacheKey[:])
+	if c.CacheKey == (fastpath.Key{}) && c.KeyRing != nil {
+		c.CacheKey = fastpath.KeyFromRing(c.KeyRing)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -3,6 +3,7 @@ package fastpath
 import (
 	"testing"
 
+	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/agent"
 )
 
@@ -31,5 +32,19 @@ func TestContainsMatchesLookup(t *testing.T) {
 	c.Rotate()
 	if !c.Contains(cid) {
 		t.Fatal("Contains did not refresh the CID into ACTIVE")
+	}
+}
+
+func TestKeyFromRingMatchesDeriveKey(t *testing.T) {
+	root := make([]byte, token.SecretLen)
+	for i := range root {
+		root[i] = byte(i)
+	}
+	kr, err := token.NewKeyRing(root, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := KeyFromRing(kr), DeriveKey(root); got != want {
+		t.Fatalf("KeyFromRing = %x, DeriveKey = %x", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 
 	"github.com/turboretry/turboretry/internal/tlskdf"
+	"github.com/turboretry/turboretry/internal/token"
 )
 
 // keyLabel is the HKDF-Expand-Label label of the fast-path SipHash key.
@@ -15,5 +16,14 @@ const keyLabel = "fastpath key"
 func DeriveKey(root []byte) Key {
 	var k Key
 	copy(k[:], tlskdf.ExpandLabel(sha256.New, root, keyLabel, nil, len(k)))
+	return k
+}
+
+// KeyFromRing is DeriveKey for the root secret inside a token key ring, so
+// that the agent, the stack and the XDP or DPA fast path of one deployment
+// hash connection IDs alike.
+func KeyFromRing(kr *token.KeyRing) Key {
+	var k Key
+	copy(k[:], kr.ExpandRoot(keyLabel, len(k)))
 	return k
 }
