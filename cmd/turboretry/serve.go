@@ -22,8 +22,9 @@ func init() {
 
 const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE --key FILE] [--retry auto|always|never]\n" +
 	"         [--secret FILE] [--metrics ADDR] [--state-dir DIR]\n\n" +
-	"Serves DIR (default: a built-in demo site) over HTTPS with HTTP/1.1 and HTTP/2, and\n" +
-	"advertises HTTP/3 on the same port with Alt-Svc. Without --cert/--key it uses a\n" +
+	"Serves DIR (default: a built-in demo site) over HTTP/3 (UDP) and over HTTPS with\n" +
+	"HTTP/1.1 and HTTP/2 (TCP) on the same port, advertising HTTP/3 with Alt-Svc. --retry\n" +
+	"is accepted but not enforced yet. Without --cert/--key it uses a\n" +
 	"self-signed certificate kept in the state directory and prints the SPKI hash that\n" +
 	"Chromium's --ignore-certificate-errors-spki-list needs; without --secret it creates a\n" +
 	"root secret there (mode 0600). SIGHUP reloads the certificate and the secret;\n" +
