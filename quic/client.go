@@ -16,12 +16,19 @@ func DialAddr(ctx context.Context, addr string, tlsConf *tls.Config, conf *Confi
 	return dialAddr(ctx, addr, tlsConf, conf)
 }
 
-// DialAddrEarly is DialAddr; without 0-RTT it also waits for the handshake.
+// DialAddrEarly is DialAddr, except that when it resumes a session whose
+// ticket allows 0-RTT (tls.Config.ClientSessionCache) it returns at once:
+// streams opened before the handshake completes send their data in 0-RTT
+// packets. Otherwise it waits for the handshake.
 func DialAddrEarly(ctx context.Context, addr string, tlsConf *tls.Config, conf *Config) (*Conn, error) {
-	return dialAddr(ctx, addr, tlsConf, conf)
+	return dialAddrMode(ctx, addr, tlsConf, conf, true)
 }
 
 func dialAddr(ctx context.Context, addr string, tlsConf *tls.Config, conf *Config) (*Conn, error) {
+	return dialAddrMode(ctx, addr, tlsConf, conf, false)
+}
+
+func dialAddrMode(ctx context.Context, addr string, tlsConf *tls.Config, conf *Config, early bool) (*Conn, error) {
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, err
@@ -41,7 +48,7 @@ func dialAddr(ctx context.Context, addr string, tlsConf *tls.Config, conf *Confi
 		}
 	}
 	t := &Transport{Conn: udp, createdConn: true, isSingleUse: true, singleDial: true}
-	c, err := t.dial(ctx, ua, tlsConf, conf)
+	c, err := t.dial(ctx, ua, tlsConf, conf, early)
 	if err != nil {
 		t.close(false)
 		return nil, err
@@ -51,8 +58,12 @@ func dialAddr(ctx context.Context, addr string, tlsConf *tls.Config, conf *Confi
 
 // Dial dials addr over conn, which is not closed with the connection.
 func Dial(ctx context.Context, conn net.PacketConn, addr net.Addr, tlsConf *tls.Config, conf *Config) (*Conn, error) {
+	return dialConn(ctx, conn, addr, tlsConf, conf, false)
+}
+
+func dialConn(ctx context.Context, conn net.PacketConn, addr net.Addr, tlsConf *tls.Config, conf *Config, early bool) (*Conn, error) {
 	t := &Transport{Conn: conn, isSingleUse: true, singleDial: true}
-	c, err := t.dial(ctx, addr, tlsConf, conf)
+	c, err := t.dial(ctx, addr, tlsConf, conf, early)
 	if err != nil {
 		t.close(false)
 		return nil, err
@@ -60,23 +71,23 @@ func Dial(ctx context.Context, conn net.PacketConn, addr net.Addr, tlsConf *tls.
 	return c, nil
 }
 
-// DialEarly is Dial; without 0-RTT it also waits for the handshake.
+// DialEarly is Dial with 0-RTT, as DialAddrEarly.
 func DialEarly(ctx context.Context, conn net.PacketConn, addr net.Addr, tlsConf *tls.Config, conf *Config) (*Conn, error) {
-	return Dial(ctx, conn, addr, tlsConf, conf)
+	return dialConn(ctx, conn, addr, tlsConf, conf, true)
 }
 
 // Dial dials addr over the Transport and returns once the handshake
 // completed.
 func (t *Transport) Dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config, conf *Config) (*Conn, error) {
-	return t.dial(ctx, addr, tlsConf, conf)
+	return t.dial(ctx, addr, tlsConf, conf, false)
 }
 
-// DialEarly is Dial; without 0-RTT it also waits for the handshake.
+// DialEarly is Dial with 0-RTT, as DialAddrEarly.
 func (t *Transport) DialEarly(ctx context.Context, addr net.Addr, tlsConf *tls.Config, conf *Config) (*Conn, error) {
-	return t.dial(ctx, addr, tlsConf, conf)
+	return t.dial(ctx, addr, tlsConf, conf, true)
 }
 
-func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config, config *Config) (*Conn, error) {
+func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config, config *Config, early bool) (*Conn, error) {
 	if err := checkTLSConfig(tlsConf); err != nil {
 		return nil, err
 	}
@@ -98,6 +109,15 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	c.origDestCID = make([]byte, 8)
 	_, _ = rand.Read(c.origDestCID)
 	c.destCID = c.origDestCID
+	if conf.TokenStore != nil {
+		c.tokenStoreKey = tc.ServerName
+		if c.tokenStoreKey == "" {
+			c.tokenStoreKey = addr.String()
+		}
+		if tok := conf.TokenStore.Pop(c.tokenStoreKey); tok != nil {
+			c.token = tok.data
+		}
+	}
 	sealer, opener, err := handshake.NewInitialKeys(c.destCID, handshake.Version(v), true)
 	if err != nil {
 		return nil, err
@@ -109,6 +129,7 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	}
 	c.mu.Lock()
 	err = c.startTLS()
+	sendsEarly := c.sendsEarly()
 	c.mu.Unlock()
 	if err != nil {
 		t.removeHandlers(c)
@@ -118,6 +139,9 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 		return nil, err
 	}
 	t.startConn(c)
+	if early && sendsEarly {
+		return c, nil
+	}
 	select {
 	case <-c.handshakeDoneCh:
 		return c, nil

@@ -42,11 +42,19 @@ type Config struct {
 	// KeepAlivePeriod, when positive, sends a PING after that much silence
 	// (at most half the idle timeout) so the connection stays alive.
 	KeepAlivePeriod time.Duration
-	// Allow0RTT enables 0-RTT. Not implemented yet: setting it makes
-	// Listen and Dial fail.
+	// Allow0RTT lets a server accept 0-RTT data from resuming clients: its
+	// session tickets allow early data, and an EarlyListener returns such
+	// connections with the early streams readable before the handshake
+	// completes. Clients ignore it: they send 0-RTT through DialAddrEarly
+	// and DialEarly whenever a resumed ticket allows it.
 	Allow0RTT bool
 	// EnableDatagrams enables DATAGRAM frames (RFC 9221).
 	EnableDatagrams bool
+	// TokenStore, on a client, keeps the tokens servers send in NEW_TOKEN
+	// frames and puts one into the first Initial of the next connection to
+	// the same server, which then may skip the Retry round trip. Nil
+	// disables this (NewLRUTokenStore makes one).
+	TokenStore TokenStore
 }
 
 const (
@@ -72,9 +80,6 @@ func populateConfig(c *Config) (*Config, error) {
 		c = &Config{}
 	}
 	cc := c.Clone()
-	if cc.Allow0RTT {
-		return nil, errNotImplemented("0-RTT (Config.Allow0RTT)")
-	}
 	if len(cc.Versions) == 0 {
 		cc.Versions = SupportedVersions()
 	}

@@ -105,9 +105,26 @@ type Conn struct {
 	clientDestCID []byte
 	retrySrcCID   []byte // client: SCID of the Retry it accepted
 	token         []byte // client: token for Initials
-	destSeq       uint64 // sequence number of destCID
-	peerCIDs      []peerCID
-	retireSeqs    []uint64
+	tokenStoreKey string // client: where NEW_TOKEN tokens are stored
+	// newToken (server) is the NEW_TOKEN token to send once the handshake
+	// is confirmed; sendNewToken while it is unsent or lost.
+	newToken     []byte
+	sendNewToken bool
+	// earlyOpener (server) reads 0-RTT packets until the handshake is
+	// confirmed; used0RTT says early data was accepted.
+	earlyOpener *handshake.Opener
+	used0RTT    bool
+	packets0RTT uint64 // 0-RTT packets processed
+	// earlySealer (client) seals 0-RTT packets until 1-RTT keys exist;
+	// remembered holds the server limits of the resumed ticket; sentEarly
+	// says they were applied; rejected0RTT that the server refused.
+	earlySealer  *handshake.Sealer
+	remembered   *wire.TransportParameters
+	sentEarly    bool
+	rejected0RTT bool
+	destSeq      uint64 // sequence number of destCID
+	peerCIDs     []peerCID
+	retireSeqs   []uint64
 
 	receivedFirst    bool // client: a server packet was processed
 	versionRestarted bool // client: restarted after Version Negotiation
@@ -495,6 +512,7 @@ func (c *Conn) ConnectionState() ConnectionState {
 	s.SupportsDatagrams.Local = c.config.EnableDatagrams
 	s.SupportsDatagrams.Remote = c.peerMaxDatagram > 0
 	s.GSO = c.t.gso
+	s.Used0RTT = c.used0RTT
 	return s
 }
 

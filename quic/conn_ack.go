@@ -78,6 +78,8 @@ func (c *Conn) onPacketLost(handle uint64) {
 			c.maxStreamsLost[1] = true
 		case sfHandshakeDone:
 			c.sendHandshakeDone = true
+		case sfNewToken:
+			c.sendNewToken = true
 		case sfRetireCID:
 			c.retireSeqs = append(c.retireSeqs, f.id)
 		}

@@ -67,8 +67,8 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 			c.handleLongPacket(spaceInitial, pkt, &hdr, p)
 		case wire.PacketTypeHandshake:
 			c.handleLongPacket(spaceHandshake, pkt, &hdr, p)
-		default:
-			// 0-RTT is not implemented: dropped, the client resends in 1-RTT.
+		case wire.PacketType0RTT:
+			c.handle0RTTPacket(pkt, &hdr, p)
 		}
 	}
 }
@@ -254,7 +254,9 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 		if !c.isClient {
 			return qerr.NewProtocolViolation(uint64(f.Type), "NEW_TOKEN sent by client")
 		}
-		// TODO: Config.TokenStore.
+		if c.config.TokenStore != nil && len(f.Token) > 0 {
+			c.config.TokenStore.Put(c.tokenStoreKey, &ClientToken{data: slices.Clone(f.Token)})
+		}
 	case wire.FrameTypeNewConnectionID:
 		return c.handleNewConnectionID(f)
 	case wire.FrameTypeRetireConnectionID:

@@ -87,9 +87,15 @@ func (c *Conn) startTLS() error {
 	qc := &tls.QUICConfig{TLSConfig: c.tlsConf}
 	role := wire.RoleServer
 	if c.isClient {
+		// Session events let the client remember the server's limits with
+		// its tickets, for 0-RTT.
+		qc.EnableSessionEvents = c.tlsConf.ClientSessionCache != nil
 		c.tls = tls.QUICClient(qc)
 		role = wire.RoleClient
 	} else {
+		// Session events let the server check a resumed session's 0-RTT
+		// limits (onResumeSession).
+		qc.EnableSessionEvents = true
 		c.tls = tls.QUICServer(qc)
 	}
 	params, err := c.ourParams().Marshal(nil, role)
@@ -130,10 +136,26 @@ func (c *Conn) processTLSEvents() error {
 			return qerr.NewTransportError(qerr.InternalError, 0, "transport parameters not set")
 		case tls.QUICHandshakeDone:
 			c.onHandshakeComplete()
+		case tls.QUICResumeSession:
+			if c.isClient {
+				c.onClientResumeSession(ev.SessionState)
+			} else {
+				c.onResumeSession(ev.SessionState)
+			}
+		case tls.QUICStoreSession:
+			if c.isClient && ev.SessionState != nil {
+				c.rememberParams(ev.SessionState)
+				if err := c.tls.StoreSession(ev.SessionState); err != nil {
+					return tlsError(err)
+				}
+			}
+		case tls.QUICRejectedEarlyData:
+			c.earlySealer = nil
+			c.rejected0RTT = true
 		case tls.QUICErrorEvent:
 			return tlsError(ev.Err)
 		default:
-			// Early data and session events are not enabled.
+			// Clients enable neither early data nor session events.
 		}
 	}
 }
@@ -141,6 +163,14 @@ func (c *Conn) processTLSEvents() error {
 func (c *Conn) installKeys(ev tls.QUICEvent, write bool) error {
 	v := handshake.Version(c.version)
 	switch ev.Level {
+	case tls.QUICEncryptionLevelEarly:
+		if !write {
+			return c.installEarlyKeys(ev)
+		}
+		if err := c.installEarlySealer(ev); err != nil {
+			return err
+		}
+		c.sentEarly = c.earlySealer != nil
 	case tls.QUICEncryptionLevelHandshake:
 		sp := &c.spaces[spaceHandshake]
 		if write {
@@ -211,9 +241,15 @@ func (c *Conn) handlePeerParams(data []byte) error {
 	c.peerParams = &p
 	c.ackDelayExp = p.AckDelayExponent
 	c.rec.SetMaxAckDelay(p.MaxAckDelay)
-	c.connSend.Init(p.InitialMaxData)
-	if err := c.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni); err != nil {
-		return flowError(err)
+	if c.sentEarly {
+		if err := c.applyParamsAfterEarly(&p); err != nil {
+			return err
+		}
+	} else {
+		c.connSend.Init(p.InitialMaxData)
+		if err := c.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni); err != nil {
+			return flowError(err)
+		}
 	}
 	if c.config.EnableDatagrams {
 		c.peerMaxDatagram = p.MaxDatagramFrameSize
@@ -231,13 +267,24 @@ func (c *Conn) onHandshakeComplete() {
 		return
 	}
 	c.handshakeComplete = true
+	if c.isClient {
+		c.used0RTT = c.sentEarly && !c.rejected0RTT
+		c.earlySealer = nil
+	}
 	close(c.handshakeDoneCh)
 	if !c.isClient {
 		// The server's handshake is confirmed at completion (RFC 9001 4.1.2).
 		c.sendHandshakeDone = true
 		c.confirmHandshake(time.Now())
+		if c.server != nil && c.server.tokens != nil {
+			// RFC 9000 section 8.1.3: a token for the client's next
+			// connection, bound to its address.
+			if c.newToken = c.server.tokens.mintNewToken(c.remote); c.newToken != nil {
+				c.sendNewToken = true
+			}
+		}
 		// A session ticket for resumption; errors (tickets disabled) are harmless.
-		if err := c.tls.SendSessionTicket(tls.QUICSessionTicketOptions{}); err == nil {
+		if err := c.tls.SendSessionTicket(c.ticketOptions()); err == nil {
 			_ = c.processTLSEvents()
 		}
 		c.queueForAccept(false)
@@ -249,6 +296,7 @@ func (c *Conn) confirmHandshake(now time.Time) {
 		return
 	}
 	c.handshakeConfirmed = true
+	c.earlyOpener = nil // RFC 9001 section 4.9.3
 	c.rec.SetHandshakeConfirmed(now)
 	c.dropSpace(spaceInitial, now)
 	c.dropSpace(spaceHandshake, now)

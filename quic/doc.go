@@ -36,18 +36,29 @@
 //     idle timeout and keep-alives; stateless resets (sent for unknown
 //     connection IDs when Transport.StatelessResetKey is set, detected
 //     through the peer's tokens).
+//   - Server-side address validation (Transport.AddressValidation, see
+//     docs/address-validation.md): an AddressPolicy hook decides accept,
+//     Retry or drop for every client Initial, with the token's validation
+//     result and the server load; AlwaysRetry, NeverRetry, AutoRetry and
+//     VerifySourceAddress ship. Retries carry TurboRetry universal tokens;
+//     retry tokens from an offload agent are revalidated and accepted, their
+//     ODCID and RSCID going into the transport parameters (the host
+//     cooperator); bad retry tokens get INVALID_TOKEN. Servers send
+//     NEW_TOKEN tokens, clients keep them in Config.TokenStore
+//     (NewLRUTokenStore).
+//   - 0-RTT (RFC 9001 section 4.6): a server with Config.Allow0RTT issues
+//     tickets that allow early data, remembering its limits in them, and
+//     reads 0-RTT packets with the early keys (an EarlyListener hands out
+//     the connection before the handshake completes); a client with a
+//     tls.Config.ClientSessionCache remembers the server's limits with each
+//     ticket, and DialAddrEarly/DialEarly return at once when resuming one
+//     that allows early data, sending streams in 0-RTT. If the server
+//     rejects early data, the client's 0-RTT packets go unacknowledged and
+//     their frames are sent again in 1-RTT (transparent to the application,
+//     unlike quic-go's Err0RTTRejected).
 //
 // # Not implemented yet
 //
-//   - 0-RTT: Config.Allow0RTT makes Listen and Dial fail with a
-//     "not implemented" error; DialAddrEarly and DialEarly wait for the
-//     handshake like DialAddr; 0-RTT packets are dropped.
-//   - Server-side address validation has no public API yet: every Initial
-//     is accepted. Inside, the hook (baseServer.decideInitial) can already
-//     drop, answer with a stateless Retry, or accept a token-carrying
-//     Initial as validated, with the original and Retry connection IDs
-//     taken from the token (the host cooperator); internal/token will plug
-//     in there. NEW_TOKEN and Config.TokenStore do not exist yet.
 //   - Connection migration and path validation (we answer PATH_CHALLENGE
 //     but never probe), issuing NEW_CONNECTION_ID, path MTU discovery
 //     (datagrams are 1200 bytes), ECN, compatible version negotiation

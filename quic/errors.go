@@ -221,8 +221,3 @@ func (deadlineError) Unwrap() error        { return os.ErrDeadlineExceeded }
 func (deadlineError) Is(target error) bool { return target == os.ErrDeadlineExceeded }
 
 var errDeadline net.Error = deadlineError{}
-
-// errNotImplemented reports a feature this package does not have yet.
-func errNotImplemented(what string) error {
-	return fmt.Errorf("quic: %s not implemented", what)
-}

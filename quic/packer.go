@@ -34,6 +34,7 @@ const (
 	sfMaxStreamsUni
 	sfHandshakeDone
 	sfRetireCID
+	sfNewToken
 )
 
 type sentFrame struct {
@@ -65,12 +66,13 @@ type packetInfo struct {
 	pn           uint64
 	ackEliciting bool
 	padded       bool
+	early        bool // a 0-RTT packet (client), sealed with the early keys
 	sp           *sentPacket
 }
 
 func (c *Conn) canSealIn(space int) bool {
 	if space == spaceApp {
-		return c.app != nil && c.app.CanSend()
+		return (c.app != nil && c.app.CanSend()) || c.sendsEarly()
 	}
 	sp := &c.spaces[space]
 	return !sp.discarded && sp.sealer != nil
@@ -128,7 +130,13 @@ func (c *Conn) buildDatagram(now time.Time, limit int, mayElicit bool) []byte {
 	buf := getSendBuffer()
 	var pkts [3]packetInfo
 	n := 0
-	for space := spaceInitial; space <= spaceApp; space++ {
+	// Coalesced packets go in increasing encryption level: Initial,
+	// 0-RTT, Handshake, 1-RTT (RFC 9000 section 12.2).
+	order := [3]int{spaceInitial, spaceHandshake, spaceApp}
+	if c.sendsEarly() {
+		order = [3]int{spaceInitial, spaceApp, spaceHandshake}
+	}
+	for _, space := range order {
 		if !c.canSealIn(space) {
 			continue
 		}
@@ -172,7 +180,9 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 		}
 		pkt := buf[p.start : p.payloadEnd : p.payloadEnd+tagLen]
 		var err error
-		if p.space == spaceApp {
+		if p.early {
+			_, err = c.earlySealer.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
+		} else if p.space == spaceApp {
 			p.sp.keyGen = c.app.Generation()
 			_, err = c.app.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
 		} else {
@@ -236,7 +246,12 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 	}
 	pnLen := wire.PacketNumberLen(pn, largestAcked)
 	lengthPos := -1
-	if space == spaceApp {
+	early := space == spaceApp && c.sendsEarly()
+	if early {
+		hdr := wire.LongHeader{Type: wire.PacketType0RTT, Version: c.version, DestConnID: c.destCID, SrcConnID: c.srcCID}
+		b = wire.AppendLongHeader(b, &hdr, pnLen, 2)
+		lengthPos = len(b) - 2
+	} else if space == spaceApp {
 		b = wire.AppendShortHeader(b, c.destCID, pnLen, false, false)
 	} else {
 		hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: c.version, DestConnID: c.destCID, SrcConnID: c.srcCID}
@@ -312,6 +327,7 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 		lengthPos:    lengthPos,
 		pn:           pn,
 		ackEliciting: eliciting,
+		early:        early,
 		sp:           p,
 	}, true
 }
@@ -357,6 +373,13 @@ func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentP
 		b = append(b, byte(wire.FrameTypeHandshakeDone))
 		c.sendHandshakeDone = false
 		p.frames = append(p.frames, sentFrame{kind: sfHandshakeDone})
+	}
+	if c.sendNewToken {
+		f := wire.Frame{Type: wire.FrameTypeNewToken, Token: c.newToken}
+		if b, ok = appendIfFits(b, maxEnd, &f); ok {
+			c.sendNewToken = false
+			p.frames = append(p.frames, sentFrame{kind: sfNewToken})
+		}
 	}
 	for len(c.pathResponses) > 0 {
 		f := wire.Frame{Type: wire.FrameTypePathResponse, PathData: c.pathResponses[0]}

@@ -35,6 +35,7 @@ type baseServer struct {
 	handshaking int
 
 	validator addressValidator // guarded by t.mu
+	tokens    *tokenValidator  // set when Transport.AddressValidation is
 }
 
 // Listener accepts QUIC connections once their handshake completed.
@@ -52,6 +53,9 @@ const (
 	initialAccept initialAction = iota // create the connection
 	initialRetry                       // answer with a Retry (stateless)
 	initialDrop                        // ignore the packet
+	// initialInvalidToken closes the attempt with INVALID_TOKEN (a bad
+	// retry token, RFC 9000 section 8.1.3), statelessly.
+	initialInvalidToken
 )
 
 // initialDecision is what the address-validation hook decided.
@@ -59,6 +63,8 @@ type initialDecision struct {
 	action initialAction
 	// retryToken is the token a Retry carries (initialRetry).
 	retryToken []byte
+	// retrySCID is the Retry's SCID that retryToken binds; nil picks one.
+	retrySCID []byte
 	// validated (initialAccept) says the token proved the client's
 	// address, which lifts the amplification limit. odcid and rscid, when
 	// the token came from a Retry (ours or an offload agent's), are the
@@ -187,6 +193,15 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 	if t.server != nil {
 		return nil, errors.New("quic: Transport already has a listener")
 	}
+	if t.AddressValidation != nil {
+		v, err := newTokenValidator(t.AddressValidation, s)
+		if err != nil {
+			return nil, err
+		}
+		s.tokens = v
+		s.validator = v.decide
+		t.avMetrics = v.m
+	}
 	t.server = s
 	return s, nil
 }
@@ -252,10 +267,9 @@ func (s *baseServer) closeLocked() {
 
 // decideInitial is the address-validation hook: it runs on a client Initial
 // that would create a connection, before any connection state exists.
-// Without a validator every Initial is accepted.
-// TODO(internal/token): a validator that checks universal tokens, sends
-// Retries and admits cooperating agents' Retries (DESIGN.md "Address
-// validation architecture"), configured through the public API.
+// Without a validator (Transport.AddressValidation nil) every Initial is
+// accepted; with one, tokenValidator.decide checks universal tokens and
+// asks the AddressPolicy.
 func (s *baseServer) decideInitial(hdr *wire.LongHeader, remote net.Addr) initialDecision {
 	s.t.mu.Lock()
 	v := s.validator
@@ -275,16 +289,21 @@ func (s *baseServer) setValidator(v addressValidator) {
 
 // sendRetry answers a client Initial with a Retry carrying token
 // (RFC 9000 section 17.2.5), without creating any state.
-func (s *baseServer) sendRetry(hdr *wire.LongHeader, remote net.Addr, token []byte) {
+func (s *baseServer) sendRetry(hdr *wire.LongHeader, remote net.Addr, token, scid []byte) {
 	if len(token) == 0 {
 		return
 	}
-	scid := s.t.newConnID()
+	if scid == nil {
+		scid = s.t.newConnID()
+	}
 	if len(scid) == 0 {
 		scid = make([]byte, defaultConnIDLength)
 		_, _ = rand.Read(scid)
 	}
-	b := wire.AppendRetry(make([]byte, 0, 128+len(token)), hdr.Version, hdr.SrcConnID, scid, token)
+	// The write is synchronous, so a pooled buffer can take the packet.
+	buf := getBuffer()
+	defer putBuffer(buf)
+	b := wire.AppendRetry((*buf)[:0], hdr.Version, hdr.SrcConnID, scid, token)
 	b, err := handshake.AppendRetryIntegrityTag(b, handshake.Version(hdr.Version), hdr.DestConnID)
 	if err != nil {
 		return
@@ -327,7 +346,10 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 	switch dec.action {
 	case initialAccept:
 	case initialRetry:
-		s.sendRetry(&hdr, p.remote, dec.retryToken)
+		s.sendRetry(&hdr, p.remote, dec.retryToken, dec.retrySCID)
+		return
+	case initialInvalidToken:
+		s.sendInvalidToken(&hdr, p.remote)
 		return
 	default:
 		return
@@ -350,6 +372,9 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 		s.handshaking++
 	}
 	s.mu.Unlock()
+	if !busy && s.tokens != nil {
+		s.tokens.m.handshakes.Inc()
+	}
 	if busy {
 		return
 	}
@@ -375,6 +400,16 @@ func (s *baseServer) handshakeEnded() {
 	s.mu.Lock()
 	s.handshaking--
 	s.mu.Unlock()
+	if s.tokens != nil {
+		s.tokens.m.handshakes.Dec()
+	}
+}
+
+// handshakesInFlight is the server load an AddressPolicy sees.
+func (s *baseServer) handshakesInFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.handshaking
 }
 
 // newConn creates and starts the connection for a client's first Initial.

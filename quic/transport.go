@@ -33,6 +33,14 @@ type Transport struct {
 	// answered with a stateless reset (RFC 9000 section 10.3).
 	StatelessResetKey *StatelessResetKey
 
+	// AddressValidation, when set before Listen, turns on server-side
+	// address validation with universal tokens: an AddressPolicy decides
+	// on every client Initial (accept, Retry or drop), Retries carry host
+	// tokens, retry tokens from offload agents are accepted after
+	// revalidation, and clients get NEW_TOKEN tokens. Nil accepts every
+	// Initial without Retry and sends no NEW_TOKEN.
+	AddressValidation *AddressValidationConfig
+
 	initOnce sync.Once
 	initErr  error
 	cidLen   int
@@ -43,6 +51,7 @@ type Transport struct {
 	// ours, to the connection whose peer issued the token.
 	resetTokens map[[16]byte]*Conn
 	server      *baseServer
+	avMetrics   *avMetrics // the listener's address-validation counters
 	closed      bool
 	closedCh    chan struct{}
 	readDone    chan struct{}
@@ -372,4 +381,16 @@ func (t *Transport) isClosed() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.closed
+}
+
+// AddressValidationStats returns the address-validation counters of the
+// Transport's listener; zero without AddressValidation.
+func (t *Transport) AddressValidationStats() AddressValidationStats {
+	t.mu.Lock()
+	m := t.avMetrics
+	t.mu.Unlock()
+	if m == nil {
+		return AddressValidationStats{}
+	}
+	return m.snapshot()
 }

@@ -37,7 +37,9 @@ type ConnectionState struct {
 	SupportsDatagrams struct {
 		Remote, Local bool
 	}
-	// Used0RTT is always false: 0-RTT is not implemented yet.
+	// Used0RTT reports that 0-RTT data was accepted: on a server, that it
+	// accepted the client's early data; on a client, once the handshake
+	// completed, that the server did not reject it.
 	Used0RTT bool
 	// Version is the QUIC version in use.
 	Version Version

@@ -1,0 +1,85 @@
+package quic
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// testTokenSecret is the root secret of the address-validation tests (the
+// DESIGN.md test vector secret 000102...1f).
+var testTokenSecret = func() []byte {
+	b := make([]byte, 32)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return b
+}()
+
+// avEchoServer starts a listener with address validation on a Transport
+// and echoes the first stream of every connection it accepts.
+func avEchoServer(t testing.TB, ctx context.Context, av *AddressValidationConfig) (*Transport, *Listener) {
+	tr := &Transport{Conn: listenUDP(t), AddressValidation: av}
+	t.Cleanup(func() { tr.Close() })
+	ln, err := tr.Listen(serverTLS(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept(ctx)
+			if err != nil {
+				return
+			}
+			go func() {
+				s, err := c.AcceptStream(ctx)
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(s, s)
+				_ = s.Close()
+			}()
+		}
+	}()
+	return tr, ln
+}
+
+// buildClientInitial returns a client Initial (a PING, padded to size
+// bytes) protected with the Initial keys of dcid, as a client would send.
+func buildClientInitial(t testing.TB, dcid, scid, tok []byte, size int) []byte {
+	sealer, _, err := handshake.NewInitialKeys(dcid, handshake.Version1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: wire.Version1, DestConnID: dcid, SrcConnID: scid, Token: tok}
+	const pnLen = 2
+	b := wire.AppendLongHeader(nil, &hdr, pnLen, 2)
+	lengthPos := len(b) - 2
+	pnOffset := len(b)
+	b = wire.AppendPacketNumber(b, 0, pnLen)
+	b = append(b, byte(wire.FrameTypePing))
+	for len(b)+sealer.Overhead() < size {
+		b = append(b, 0)
+	}
+	wire.PutVarintWithLen(b[lengthPos:], uint64(len(b)-pnOffset+sealer.Overhead()), 2)
+	b, err = sealer.ProtectPacket(b, pnOffset, pnLen, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// serverConns counts the listener's connections, established or not.
+func serverConns(ln *Listener) int {
+	t := ln.s.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	seen := map[*Conn]bool{}
+	for _, c := range t.handlers {
+		seen[c] = true
+	}
+	return len(seen)
+}

@@ -1,0 +1,167 @@
+package quic
+
+import (
+	"net"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/metrics"
+)
+
+// DefaultRetryThreshold is the handshakes-in-flight threshold of the
+// policy AddressValidationConfig uses when Policy is nil.
+const DefaultRetryThreshold = 64
+
+// AddressValidationConfig turns on server-side address validation for a
+// Transport (RFC 9000 section 8.1) with TurboRetry universal tokens
+// (DESIGN.md "Universal token"): Retries with host-issued tokens, acceptance
+// of retry tokens that an offload agent issued (the host cooperator), and
+// NEW_TOKEN tokens for later connections.
+type AddressValidationConfig struct {
+	// Policy decides what to do with every client Initial that would
+	// create a connection. Nil means AutoRetry(DefaultRetryThreshold).
+	Policy AddressPolicy
+	// TokenSecret is the 32-byte root secret shared with offload agents
+	// (token.ReadSecretFile reads a key file). Nil makes a random one, so
+	// only this Transport's own tokens validate.
+	TokenSecret []byte
+	// TokenRotation is the key epoch length; 0 means 24 hours. It must
+	// match the agents'.
+	TokenRotation time.Duration
+	// RetryTokenMaxAge and NewTokenMaxAge bound token age; 0 means 10 s and
+	// 24 h.
+	RetryTokenMaxAge time.Duration
+	NewTokenMaxAge   time.Duration
+	// DisableNewTokens stops the server from sending NEW_TOKEN frames.
+	DisableNewTokens bool
+	// Metrics, when set, receives the address-validation counters (names
+	// in docs/address-validation.md). Register at most one Transport per
+	// registry: the metric names are fixed.
+	Metrics *metrics.Registry
+}
+
+// AddressDecision is an AddressPolicy's verdict on a client Initial.
+type AddressDecision uint8
+
+const (
+	// AddressAccept creates the connection. It counts as address-validated
+	// only if the Initial carried a valid token.
+	AddressAccept AddressDecision = iota
+	// AddressRetry answers with a stateless Retry carrying a host retry
+	// token. For an Initial that already carries a valid retry token the
+	// stack accepts instead: a client follows one Retry only.
+	AddressRetry
+	// AddressDrop ignores the packet.
+	AddressDrop
+)
+
+// String returns "accept", "retry" or "drop".
+func (d AddressDecision) String() string {
+	switch d {
+	case AddressAccept:
+		return "accept"
+	case AddressRetry:
+		return "retry"
+	case AddressDrop:
+		return "drop"
+	}
+	return "unknown"
+}
+
+// TokenKind says what kind of token a client Initial carried.
+type TokenKind uint8
+
+// Token kinds.
+const (
+	TokenNone     TokenKind = iota // no token
+	TokenRetry                     // a retry token (from a Retry packet)
+	TokenNewToken                  // a NEW_TOKEN token
+	TokenUnknown                   // a token whose header we cannot read
+)
+
+// String returns the kind's lower-case name.
+func (k TokenKind) String() string {
+	return [...]string{"none", "retry", "new_token", "unknown"}[min(int(k), 3)]
+}
+
+// TokenInfo is the validation result of the token in a client Initial.
+type TokenInfo struct {
+	// Kind is the token's type as its header says; TokenNone when the
+	// Initial carried no token.
+	Kind TokenKind
+	// Source is "host" or "agent" for a token whose header names one.
+	Source string
+	// Valid says the token passed every check: authentic, fresh, bound to
+	// this client's address (and port, for retry), and for a retry token
+	// its retry_source_connection_id equals the Initial's DCID.
+	Valid bool
+	// RejectReason says why an invalid token was rejected ("" if valid).
+	RejectReason string
+	// OriginalDestConnID and RetrySourceConnID are taken from a valid
+	// retry token.
+	OriginalDestConnID []byte
+	RetrySourceConnID  []byte
+}
+
+// InitialInfo is what an AddressPolicy sees about a client Initial. Its
+// byte slices are only valid during the call.
+type InitialInfo struct {
+	RemoteAddr net.Addr
+	// DestConnID and SrcConnID are the Initial's connection IDs.
+	DestConnID []byte
+	SrcConnID  []byte
+	Version    Version
+	Token      TokenInfo
+	// HandshakesInFlight counts the listener's connections that have not
+	// completed their handshake yet (server load).
+	HandshakesInFlight int
+}
+
+// AddressPolicy decides about a client Initial that would create a
+// connection. It runs on the Transport's receive goroutine, so it must be
+// fast and must not block.
+//
+// Whatever the policy says, the stack answers an invalid retry token with
+// INVALID_TOKEN (unless the policy drops the packet), and ignores an
+// invalid NEW_TOKEN token, as RFC 9000 section 8.1.3 asks.
+type AddressPolicy func(*InitialInfo) AddressDecision
+
+// AlwaysRetry validates every client's address: Initials without a valid
+// token get a Retry.
+func AlwaysRetry() AddressPolicy {
+	return func(in *InitialInfo) AddressDecision {
+		if in.Token.Valid {
+			return AddressAccept
+		}
+		return AddressRetry
+	}
+}
+
+// NeverRetry accepts every Initial; tokens still lift the
+// anti-amplification limit when valid.
+func NeverRetry() AddressPolicy {
+	return func(*InitialInfo) AddressDecision { return AddressAccept }
+}
+
+// AutoRetry sends Retries only under load: when more than threshold
+// handshakes are in flight, Initials without a valid token get a Retry.
+// It is also the fail-open fallback when an offload agent is down.
+func AutoRetry(threshold int) AddressPolicy {
+	return func(in *InitialInfo) AddressDecision {
+		if in.Token.Valid || in.HandshakesInFlight <= threshold {
+			return AddressAccept
+		}
+		return AddressRetry
+	}
+}
+
+// VerifySourceAddress gives quic-go's Transport.VerifySourceAddress
+// semantics: Initials without a valid token from addresses for which
+// verify returns true get a Retry.
+func VerifySourceAddress(verify func(net.Addr) bool) AddressPolicy {
+	return func(in *InitialInfo) AddressDecision {
+		if in.Token.Valid || !verify(in.RemoteAddr) {
+			return AddressAccept
+		}
+		return AddressRetry
+	}
+}

@@ -1,0 +1,264 @@
+package quic
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	quicgo "github.com/quic-go/quic-go"
+	"github.com/turboretry/turboretry/internal/metrics"
+	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/offload/agent"
+)
+
+// TestAlwaysRetryServer: with AlwaysRetry both clients see a host Retry,
+// and the handshake succeeds only if original_destination_connection_id
+// and retry_source_connection_id are what RFC 9000 section 7.3 requires
+// (both clients check them).
+func TestAlwaysRetryServer(t *testing.T) {
+	for _, peer := range []string{"ours", "quic-go"} {
+		t.Run(peer, func(t *testing.T) {
+			ctx := testCtx(t)
+			reg := metrics.NewRegistry()
+			tr, ln := avEchoServer(t, ctx, &AddressValidationConfig{Policy: AlwaysRetry(), TokenSecret: testTokenSecret, Metrics: reg})
+			var s rwStream
+			if peer == "ours" {
+				c, err := DialAddr(ctx, ln.Addr().String(), clientTLS(t), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.CloseWithError(0, "")
+				c.mu.Lock()
+				retried := c.retrySrcCID != nil
+				c.mu.Unlock()
+				if !retried {
+					t.Fatal("client saw no Retry")
+				}
+				if s, err = c.OpenStream(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				c, err := quicgo.DialAddr(ctx, ln.Addr().String(), clientTLS(t), &quicgo.Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.CloseWithError(0, "")
+				if s, err = c.OpenStream(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			echoCheck(t, s, []byte("validated"))
+			st := tr.AddressValidationStats()
+			// A post-quantum ClientHello spans two Initials: both get a
+			// Retry, the client follows the first.
+			if st.RetriesSent == 0 || st.TokensAccepted["host/retry"] != 1 {
+				t.Fatalf("stats %+v, want Retries and 1 host retry token accepted", st)
+			}
+			text := string(reg.AppendText(nil))
+			for _, want := range []string{
+				"turboretry_quic_retries_sent_total ",
+				`turboretry_quic_tokens_accepted_total{source="host",type="retry"} 1`,
+				"turboretry_quic_handshakes_in_flight 0",
+			} {
+				if !strings.Contains(text, want) {
+					t.Errorf("metrics lack %q:\n%s", want, text)
+				}
+			}
+		})
+	}
+}
+
+func TestPolicies(t *testing.T) {
+	valid := &InitialInfo{Token: TokenInfo{Kind: TokenNewToken, Valid: true}, HandshakesInFlight: 1000}
+	none := &InitialInfo{HandshakesInFlight: 5, RemoteAddr: &net.UDPAddr{IP: net.IPv4(192, 0, 2, 1)}}
+	for _, tc := range []struct {
+		name string
+		p    AddressPolicy
+		in   *InitialInfo
+		want AddressDecision
+	}{
+		{"always/valid", AlwaysRetry(), valid, AddressAccept},
+		{"always/none", AlwaysRetry(), none, AddressRetry},
+		{"never/none", NeverRetry(), none, AddressAccept},
+		{"auto/below", AutoRetry(5), none, AddressAccept},
+		{"auto/above", AutoRetry(4), none, AddressRetry},
+		{"auto/valid", AutoRetry(0), valid, AddressAccept},
+		{"verify/true", VerifySourceAddress(func(net.Addr) bool { return true }), none, AddressRetry},
+		{"verify/false", VerifySourceAddress(func(net.Addr) bool { return false }), none, AddressAccept},
+		{"verify/valid", VerifySourceAddress(func(net.Addr) bool { return true }), valid, AddressAccept},
+	} {
+		if got := tc.p(tc.in); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// agentRelay sits between a client and the server. It plays an offload
+// agent (offload/agent in host mode, no fast path): the client's Initials
+// without a token get the agent's Retry, everything else is relayed. The
+// agent binds its tokens to the relay's upstream address, the client
+// address the server sees.
+type agentRelay struct {
+	down, up *net.UDPConn
+	server   net.Addr
+	w        *agent.Worker
+	retries  atomic.Int32
+}
+
+func newAgentRelay(t *testing.T, server net.Addr) *agentRelay {
+	kr, err := token.NewKeyRing(testTokenSecret, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := agent.New(agent.Config{KeyRing: kr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &agentRelay{down: listenUDP(t), up: listenUDP(t), server: server, w: eng.Worker(0)}
+	upAddr := r.up.LocalAddr().(*net.UDPAddr).AddrPort()
+	var client atomic.Pointer[net.UDPAddr]
+	go func() {
+		buf := make([]byte, 2048)
+		out := make([]byte, 0, agent.MaxReplyLen)
+		for {
+			n, from, err := r.down.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			client.Store(from)
+			pkt := buf[:n]
+			if !hasToken(pkt) {
+				v, _, reply := r.w.Process(pkt, upAddr, out)
+				if v == agent.SendReply {
+					r.retries.Add(1)
+					_, _ = r.down.WriteTo(reply, from)
+					continue
+				}
+			}
+			_, _ = r.up.WriteTo(pkt, server)
+		}
+	}()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, _, err := r.up.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if c := client.Load(); c != nil {
+				_, _ = r.down.WriteTo(buf[:n], c)
+			}
+		}
+	}()
+	return r
+}
+
+// hasToken reports whether pkt starts with a client Initial carrying a
+// token (QUIC v1 long header).
+func hasToken(pkt []byte) bool {
+	if len(pkt) < 7 || pkt[0]&0xf0 != 0xc0 {
+		return false
+	}
+	i := 5
+	i += 1 + int(pkt[i])
+	if i >= len(pkt) {
+		return false
+	}
+	i += 1 + int(pkt[i])
+	return i < len(pkt) && pkt[i] != 0
+}
+
+// TestAgentIssuedRetryToken: an unmodified quic-go client follows a Retry
+// that an agent sent; our host, which never sends a Retry itself here,
+// revalidates the agent's token and takes ODCID and RSCID from it.
+func TestAgentIssuedRetryToken(t *testing.T) {
+	for _, peer := range []string{"quic-go", "ours"} {
+		t.Run(peer, func(t *testing.T) {
+			ctx := testCtx(t)
+			tr, ln := avEchoServer(t, ctx, &AddressValidationConfig{Policy: AlwaysRetry(), TokenSecret: testTokenSecret})
+			relay := newAgentRelay(t, ln.Addr())
+			addr := relay.down.LocalAddr().String()
+			var s rwStream
+			if peer == "quic-go" {
+				c, err := quicgo.DialAddr(ctx, addr, clientTLS(t), &quicgo.Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.CloseWithError(0, "")
+				if s, err = c.OpenStream(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				c, err := DialAddr(ctx, addr, clientTLS(t), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.CloseWithError(0, "")
+				if s, err = c.OpenStream(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			echoCheck(t, s, []byte("via agent"))
+			st := tr.AddressValidationStats()
+			if relay.retries.Load() == 0 || st.RetriesSent != 0 || st.TokensAccepted["agent/retry"] == 0 {
+				t.Fatalf("agent retries %d, host stats %+v: want the agent's Retry only, its token accepted", relay.retries.Load(), st)
+			}
+		})
+	}
+}
+
+// TestAgentTokenWrongSecret: a Retry from an agent with another root
+// secret is not trusted: the host answers the token with INVALID_TOKEN and
+// the client (quic-go's or ours) fails with that error.
+func TestAgentTokenWrongSecret(t *testing.T) {
+	for _, peer := range []string{"quic-go", "ours"} {
+		t.Run(peer, func(t *testing.T) {
+			ctx := testCtx(t)
+			other := make([]byte, 32)
+			other[0] = 1
+			tr, ln := avEchoServer(t, ctx, &AddressValidationConfig{Policy: AlwaysRetry(), TokenSecret: other})
+			relay := newAgentRelay(t, ln.Addr())
+			addr := relay.down.LocalAddr().String()
+			if peer == "quic-go" {
+				_, err := quicgo.DialAddr(ctx, addr, clientTLS(t), &quicgo.Config{})
+				var te *quicgo.TransportError
+				if !errors.As(err, &te) || te.ErrorCode != quicgo.InvalidToken {
+					t.Fatalf("dial: %v, want INVALID_TOKEN", err)
+				}
+			} else {
+				_, err := DialAddr(ctx, addr, clientTLS(t), nil)
+				var te *TransportError
+				if !errors.As(err, &te) || te.ErrorCode != InvalidToken || !te.Remote {
+					t.Fatalf("dial: %v, want INVALID_TOKEN from the server", err)
+				}
+			}
+			st := tr.AddressValidationStats()
+			if st.InvalidTokenCloses == 0 || st.TokensRejected["agent/bad_tid_mac"] != st.InvalidTokenCloses {
+				t.Fatalf("stats %+v", st)
+			}
+		})
+	}
+}
+
+// TestAutoRetryUnderLoad: AutoRetry(0) lets the first client in without a
+// Retry and retries a client that arrives while a handshake is in flight
+// (here a client that sent one Initial and went silent).
+func TestAutoRetryUnderLoad(t *testing.T) {
+	ctx := testCtx(t)
+	tr, ln := avEchoServer(t, ctx, &AddressValidationConfig{Policy: AutoRetry(0)})
+	dialEcho(t, ctx, nil, ln.Addr(), nil)
+	if st := tr.AddressValidationStats(); st.RetriesSent != 0 {
+		t.Fatalf("idle server sent %d Retries", st.RetriesSent)
+	}
+	stalled := listenUDP(t)
+	if _, err := stalled.WriteTo(buildClientInitial(t, []byte("stalled!"), []byte{1}, nil, 1200), ln.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	dialEcho(t, ctx, nil, ln.Addr(), nil)
+	st := tr.AddressValidationStats()
+	if st.RetriesSent == 0 || st.TokensAccepted["host/retry"] != 1 {
+		t.Fatalf("stats %+v, want a Retry while a handshake was in flight", st)
+	}
+}

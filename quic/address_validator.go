@@ -1,0 +1,219 @@
+package quic
+
+import (
+	"bytes"
+	"crypto/rand"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// tokenValidator is the host side of address validation: it checks the
+// universal tokens of client Initials, consults the AddressPolicy, mints
+// host retry tokens and NEW_TOKEN tokens. The receive goroutine and the
+// connections (NEW_TOKEN) share it, hence the lock.
+type tokenValidator struct {
+	policy    AddressPolicy
+	newTokens bool
+	m         *avMetrics
+	s         *baseServer
+
+	mu          sync.Mutex
+	val         *token.Validator
+	retryIssuer *token.Issuer
+	newIssuer   *token.Issuer
+	payload     [token.MaxPayloadLen]byte
+	tok         [token.MaxTokenLen]byte
+}
+
+func newTokenValidator(cfg *AddressValidationConfig, s *baseServer) (*tokenValidator, error) {
+	secret := cfg.TokenSecret
+	if secret == nil {
+		var err error
+		if secret, err = token.GenerateSecret(); err != nil {
+			return nil, err
+		}
+	}
+	kr, err := token.NewKeyRing(secret, cfg.TokenRotation)
+	if err != nil {
+		return nil, err
+	}
+	v := &tokenValidator{policy: cfg.Policy, newTokens: !cfg.DisableNewTokens, s: s}
+	if v.policy == nil {
+		v.policy = AutoRetry(DefaultRetryThreshold)
+	}
+	if v.val, err = kr.NewValidator(token.ValidatorConfig{RetryMaxAge: cfg.RetryTokenMaxAge, NewTokenMaxAge: cfg.NewTokenMaxAge}); err != nil {
+		return nil, err
+	}
+	if v.retryIssuer, err = kr.NewIssuer(token.SourceHost); err != nil {
+		return nil, err
+	}
+	if v.newIssuer, err = kr.NewIssuer(token.SourceHost); err != nil {
+		return nil, err
+	}
+	if v.m, err = newAVMetrics(cfg.Metrics); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// addrPortOf returns the client's address in the form tokens bind.
+func addrPortOf(remote net.Addr) netip.AddrPort {
+	if ua, ok := remote.(*net.UDPAddr); ok {
+		ap := ua.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	if ap, err := netip.ParseAddrPort(remote.String()); err == nil {
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	return netip.AddrPort{}
+}
+
+// decide is the addressValidator the server calls for a client Initial.
+func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDecision {
+	from := addrPortOf(remote)
+	info := InitialInfo{
+		RemoteAddr:         remote,
+		DestConnID:         hdr.DestConnID,
+		SrcConnID:          hdr.SrcConnID,
+		Version:            Version(hdr.Version),
+		HandshakesInFlight: v.s.handshakesInFlight(),
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := time.Now()
+	if len(hdr.Token) > 0 {
+		v.checkToken(hdr, from, now, &info.Token)
+	}
+	d := v.policy(&info)
+	tk := &info.Token
+	switch {
+	case d == AddressDrop:
+		v.m.dropped.Inc()
+		return initialDecision{action: initialDrop}
+	case tk.Kind == TokenRetry && !tk.Valid:
+		// RFC 9000 section 8.1.3: a bad retry token ends the attempt.
+		v.m.invalidToken.Inc()
+		return initialDecision{action: initialInvalidToken}
+	case tk.Valid && (d == AddressAccept || tk.Kind == TokenRetry):
+		dec := initialDecision{action: initialAccept, validated: true}
+		if tk.Kind == TokenRetry {
+			dec.odcid = bytes.Clone(tk.OriginalDestConnID)
+			dec.rscid = bytes.Clone(tk.RetrySourceConnID)
+		}
+		return dec
+	case len(hdr.DestConnID) < 8:
+		// Only a valid token vouches for a DCID under 8 bytes (RFC 9000
+		// section 7.2).
+		return initialDecision{action: initialDrop}
+	case d == AddressAccept:
+		return initialDecision{action: initialAccept}
+	}
+	// A Retry, with a fresh SCID that the token binds.
+	if !from.IsValid() || len(hdr.DestConnID) > token.MaxCIDLen {
+		return initialDecision{action: initialDrop}
+	}
+	scid := v.s.t.newConnID()
+	if len(scid) == 0 {
+		scid = make([]byte, defaultConnIDLength)
+		_, _ = rand.Read(scid)
+	}
+	tok, err := v.retryIssuer.AppendRetry(v.tok[:0], from, hdr.DestConnID, scid, now)
+	if err != nil {
+		return initialDecision{action: initialDrop}
+	}
+	v.m.retriesSent.Inc()
+	return initialDecision{action: initialRetry, retryToken: bytes.Clone(tok), retrySCID: scid}
+}
+
+// checkToken validates the Initial's token into ti and counts the result.
+// Call with v.mu held.
+func (v *tokenValidator) checkToken(hdr *wire.LongHeader, from netip.AddrPort, now time.Time, ti *TokenInfo) {
+	res, err := v.val.Validate(hdr.Token, token.TypeAny, from, now, v.payload[:0])
+	src := 0
+	if res.Source == token.SourceHost || res.Source == token.SourceAgent {
+		src = int(res.Source)
+		ti.Source = res.Source.String()
+	}
+	switch res.Type {
+	case token.TypeRetry:
+		ti.Kind = TokenRetry
+	case token.TypeNewToken:
+		ti.Kind = TokenNewToken
+	default:
+		ti.Kind = TokenUnknown
+	}
+	if err != nil {
+		r := token.ReasonOf(err)
+		if r == token.ReasonNone {
+			r = token.ReasonMalformed
+		}
+		v.m.rejected[src][r].Inc()
+		ti.RejectReason = rejectLabel(r)
+		return
+	}
+	if ti.Kind == TokenRetry {
+		// The host cooperator checks what the token binds against the
+		// packet: the Retry's SCID is the DCID the client now uses, and
+		// the original DCID was long enough (RFC 9000 section 7.2).
+		if !bytes.Equal(res.RSCID, hdr.DestConnID) || len(res.ODCID) < 8 {
+			v.m.rscidMismatch[src].Inc()
+			ti.RejectReason = "rscid_mismatch"
+			return
+		}
+		ti.OriginalDestConnID = res.ODCID
+		ti.RetrySourceConnID = res.RSCID
+	}
+	ti.Valid = true
+	v.m.accepted[src][res.Type].Inc()
+}
+
+// mintNewToken returns a NEW_TOKEN token for a client at remote, or nil.
+func (v *tokenValidator) mintNewToken(remote net.Addr) []byte {
+	if !v.newTokens {
+		return nil
+	}
+	ap := addrPortOf(remote)
+	if !ap.IsValid() {
+		return nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	tok, err := v.newIssuer.AppendNewToken(nil, ap.Addr(), time.Now())
+	if err != nil {
+		return nil
+	}
+	return tok
+}
+
+// sendInvalidToken closes a connection attempt statelessly with
+// INVALID_TOKEN in an Initial packet (RFC 9000 section 8.1.3), protected
+// with the Initial keys of the client's DCID. The packet is smaller than
+// the client's, so it amplifies nothing.
+func (s *baseServer) sendInvalidToken(hdr *wire.LongHeader, remote net.Addr) {
+	sealer, _, err := handshake.NewInitialKeys(hdr.DestConnID, handshake.Version(hdr.Version), false)
+	if err != nil {
+		return
+	}
+	const pnLen = 2
+	out := wire.LongHeader{Type: wire.PacketTypeInitial, Version: hdr.Version, DestConnID: hdr.SrcConnID, SrcConnID: hdr.DestConnID}
+	b := wire.AppendLongHeader(make([]byte, 0, 128), &out, pnLen, 2)
+	lengthPos := len(b) - 2
+	pnOffset := len(b)
+	b = wire.AppendPacketNumber(b, 0, pnLen)
+	b = wire.AppendConnectionCloseFrame(b, false, uint64(InvalidToken), 0, nil)
+	for len(b)-pnOffset < 4 {
+		b = append(b, 0)
+	}
+	wire.PutVarintWithLen(b[lengthPos:], uint64(len(b)-pnOffset+sealer.Overhead()), 2)
+	b, err = sealer.ProtectPacket(b, pnOffset, pnLen, 0)
+	if err != nil {
+		return
+	}
+	s.t.write(b, remote)
+}
