@@ -18,8 +18,11 @@ import (
 // it as separate streams. A connection that received GOAWAY takes no new
 // requests: the next request dials a new one.
 //
-// 0-RTT is not used: the quic package has no 0-RTT yet (DialAddrEarly
-// waits for the handshake).
+// Connections are dialed with quic.DialAddrEarly: when the TLS config has a
+// ClientSessionCache and the server allowed early data, requests may go out
+// in 0-RTT. Only safe methods without a body do (RFC 8470, RFC 9114
+// section 4.1.1: 0-RTT can be replayed); other requests wait until the
+// handshake completes.
 type Transport struct {
 	// TLSClientConfig is cloned for every connection; NextProtos is set
 	// to "h3" and ServerName defaults to the request's host.

@@ -18,6 +18,12 @@ func (cc *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errConnGoingAway
 	}
 	ctx := req.Context()
+	if !earlyDataSafe(req) {
+		if err := cc.awaitHandshake(ctx); err != nil {
+			cc.requestDone()
+			return nil, err
+		}
+	}
 	str, err := cc.qc.OpenStreamSync(ctx)
 	if err != nil {
 		cc.requestDone()
@@ -228,4 +234,24 @@ func (b *responseBody) finish() {
 		b.stop()
 		b.cc.requestDone()
 	})
+}
+
+// earlyDataSafe reports whether req may be sent in 0-RTT, where an attacker
+// can replay it: only safe methods without a body (RFC 8470 section 2).
+func earlyDataSafe(req *http.Request) bool {
+	return (req.Method == http.MethodGet || req.Method == http.MethodHead || req.Method == "") &&
+		(req.Body == nil || req.Body == http.NoBody)
+}
+
+// awaitHandshake blocks until the connection's handshake completed, so the
+// request is not sent as replayable 0-RTT data.
+func (cc *clientConn) awaitHandshake(ctx context.Context) error {
+	select {
+	case <-cc.qc.HandshakeComplete():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-cc.qc.Context().Done():
+		return fromQUICError(context.Cause(cc.qc.Context()))
+	}
 }

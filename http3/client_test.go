@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -103,4 +104,27 @@ func TestClientWithOurServer(t *testing.T) {
 	checkGoroutines(t)
 	_, addr, clientTLS := startServer(t, testHandler())
 	clientSuite(t, addr, clientTLS)
+}
+
+func TestEarlyDataSafe(t *testing.T) {
+	body := io.NopCloser(strings.NewReader("x"))
+	cases := []struct {
+		method string
+		body   io.ReadCloser
+		want   bool
+	}{
+		{http.MethodGet, nil, true},
+		{"", nil, true},
+		{http.MethodHead, http.NoBody, true},
+		{http.MethodGet, body, false},
+		{http.MethodPost, nil, false},
+		{http.MethodPut, http.NoBody, false},
+		{http.MethodDelete, nil, false},
+	}
+	for _, c := range cases {
+		req := &http.Request{Method: c.method, Body: c.body}
+		if got := earlyDataSafe(req); got != c.want {
+			t.Errorf("earlyDataSafe(%q, body=%v) = %v, want %v", c.method, c.body != nil, got, c.want)
+		}
+	}
 }
