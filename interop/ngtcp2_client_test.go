@@ -60,20 +60,14 @@ func TestNgtcp2ClientDownloadsFromOurServer(t *testing.T) {
 	if rec.Protocol != "HTTP/3.0" || rec.Status != 200 || rec.Bytes != blobSize {
 		t.Errorf("access log: protocol %q status %d bytes %d, want HTTP/3.0 200 %d", rec.Protocol, rec.Status, rec.Bytes, blobSize)
 	}
-	checkRetryValidated(t, srv, rec, out)
+	checkRetryValidated(t, rec, out)
 }
 
 // checkRetryValidated is the Retry assertion of the ngtcp2 client test:
 // with Retry: always, the access log must say the address was validated by
-// a Retry, and gtlsclient must have received one. While the QUIC listener
-// cannot send Retries yet (the server logs "not enforced yet") only this
-// assertion is skipped.
-func checkRetryValidated(t *testing.T, srv *Server, rec AccessRecord, clientOut string) {
+// a Retry, and gtlsclient must have received one.
+func checkRetryValidated(t *testing.T, rec AccessRecord, clientOut string) {
 	t.Helper()
-	if srv.RetryNotEnforced() {
-		t.Log("Retry assertion skipped: the server logged that Retry is not enforced yet (address validation has not landed in quic/)")
-		return
-	}
 	if !rec.RetryValidated {
 		t.Errorf("access log: retry_validated=false with Retry: always: %+v", rec)
 	}

@@ -16,9 +16,6 @@ import (
 var (
 	// msgHTTP3Ready is logged once the UDP socket is bound.
 	msgHTTP3Ready = []byte(`"msg":"serving HTTP/3"`)
-	// msgRetryNotEnforced is part of the warning logged while the QUIC
-	// listener cannot send Retries yet.
-	msgRetryNotEnforced = []byte("not enforced yet")
 )
 
 // startAttempts is how often StartServer tries a new port: the TCP port is
@@ -150,12 +147,4 @@ func (s *Server) WaitRequest(ctx context.Context, path string) (AccessRecord, er
 			return AccessRecord{}, fmt.Errorf("no access-log line for %s: %w", path, ctx.Err())
 		}
 	}
-}
-
-// RetryNotEnforced reports whether the server logged that its Retry mode
-// is "not enforced yet": the QUIC listener has no address validation, so
-// no Retry is sent whatever the mode. Tests skip Retry assertions then.
-func (s *Server) RetryNotEnforced() bool {
-	data, _ := s.log.snapshot()
-	return bytes.Contains(data, msgRetryNotEnforced)
 }

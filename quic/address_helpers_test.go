@@ -3,6 +3,7 @@ package quic
 import (
 	"context"
 	"io"
+	"sync"
 	"testing"
 
 	"github.com/turboretry/turboretry/internal/handshake"
@@ -22,6 +23,33 @@ var testTokenSecret = func() []byte {
 // avEchoServer starts a listener with address validation on a Transport
 // and echoes the first stream of every connection it accepts.
 func avEchoServer(t testing.TB, ctx context.Context, av *AddressValidationConfig) (*Transport, *Listener) {
+	tr, ln, _ := avEchoServerStates(t, ctx, av)
+	return tr, ln
+}
+
+// validations records how each accepted connection's address was validated.
+type validations struct {
+	mu    sync.Mutex
+	kinds []TokenKind
+}
+
+func (v *validations) add(k TokenKind) {
+	v.mu.Lock()
+	v.kinds = append(v.kinds, k)
+	v.mu.Unlock()
+}
+
+// list returns the kinds recorded so far, in accept order.
+func (v *validations) list() []TokenKind {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]TokenKind(nil), v.kinds...)
+}
+
+// avEchoServerStates is avEchoServer that also records each accepted
+// connection's ConnectionState().ValidatedBy.
+func avEchoServerStates(t testing.TB, ctx context.Context, av *AddressValidationConfig) (*Transport, *Listener, *validations) {
+	seen := &validations{}
 	tr := &Transport{Conn: listenUDP(t), AddressValidation: av}
 	t.Cleanup(func() { tr.Close() })
 	ln, err := tr.Listen(serverTLS(t), nil)
@@ -34,6 +62,7 @@ func avEchoServer(t testing.TB, ctx context.Context, av *AddressValidationConfig
 			if err != nil {
 				return
 			}
+			seen.add(c.ConnectionState().ValidatedBy)
 			go func() {
 				s, err := c.AcceptStream(ctx)
 				if err != nil {
@@ -44,7 +73,7 @@ func avEchoServer(t testing.TB, ctx context.Context, av *AddressValidationConfig
 			}()
 		}
 	}()
-	return tr, ln
+	return tr, ln, seen
 }
 
 // buildClientInitial returns a client Initial (a PING, padded to size

@@ -22,7 +22,7 @@ func TestAlwaysRetryServer(t *testing.T) {
 		t.Run(peer, func(t *testing.T) {
 			ctx := testCtx(t)
 			reg := metrics.NewRegistry()
-			tr, ln := avEchoServer(t, ctx, &AddressValidationConfig{Policy: AlwaysRetry(), TokenSecret: testTokenSecret, Metrics: reg})
+			tr, ln, seen := avEchoServerStates(t, ctx, &AddressValidationConfig{Policy: AlwaysRetry(), TokenSecret: testTokenSecret, Metrics: reg})
 			var s rwStream
 			if peer == "ours" {
 				c, err := DialAddr(ctx, ln.Addr().String(), clientTLS(t), nil)
@@ -50,6 +50,9 @@ func TestAlwaysRetryServer(t *testing.T) {
 				}
 			}
 			echoCheck(t, s, []byte("validated"))
+			if got := seen.list(); len(got) != 1 || got[0] != TokenRetry {
+				t.Fatalf("accepted connections validated by %v, want one by a retry token", got)
+			}
 			st := tr.AddressValidationStats()
 			// A post-quantum ClientHello spans two Initials: both get a
 			// Retry, the client follows the first.

@@ -101,7 +101,7 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 		v.m.invalidToken.Inc()
 		return initialDecision{action: initialInvalidToken}
 	case tk.Valid && (d == AddressAccept || tk.Kind == TokenRetry):
-		dec := initialDecision{action: initialAccept, validated: true}
+		dec := initialDecision{action: initialAccept, validated: true, validatedBy: tk.Kind}
 		if tk.Kind == TokenRetry {
 			dec.odcid = bytes.Clone(tk.OriginalDestConnID)
 			dec.rscid = bytes.Clone(tk.RetrySourceConnID)

@@ -147,8 +147,11 @@ type Conn struct {
 	queuedForAccept    bool
 
 	addressValidated bool
-	bytesRecv        uint64
-	bytesSent        uint64
+	// validatedBy is the token kind that validated a server connection's
+	// client address (ConnectionState.ValidatedBy).
+	validatedBy TokenKind
+	bytesRecv   uint64
+	bytesSent   uint64
 
 	lastActivity      time.Time
 	ackElicitingSent  bool // an ack-eliciting packet left since the last receipt
@@ -513,6 +516,7 @@ func (c *Conn) ConnectionState() ConnectionState {
 	s.SupportsDatagrams.Remote = c.peerMaxDatagram > 0
 	s.GSO = c.t.gso
 	s.Used0RTT = c.used0RTT
+	s.ValidatedBy = c.validatedBy
 	return s
 }
 

@@ -59,7 +59,7 @@ func waitPut(t *testing.T, ctx context.Context, s *notifyingStore) {
 // help; a tampered or expired token is ignored (and the client retried).
 func TestNewTokenSkipsRetry(t *testing.T) {
 	ctx := testCtx(t)
-	tr, ln := avEchoServer(t, ctx, &AddressValidationConfig{Policy: AlwaysRetry(), TokenSecret: testTokenSecret})
+	tr, ln, seen := avEchoServerStates(t, ctx, &AddressValidationConfig{Policy: AlwaysRetry(), TokenSecret: testTokenSecret})
 	store := newNotifyingStore()
 	conf := &Config{TokenStore: store}
 	dialEcho(t, ctx, nil, ln.Addr(), conf)
@@ -74,6 +74,9 @@ func TestNewTokenSkipsRetry(t *testing.T) {
 	st := tr.AddressValidationStats()
 	if st.RetriesSent != retries || st.TokensAccepted["host/new_token"] != 1 {
 		t.Fatalf("second connection: stats %+v, want no new Retry and a new_token accepted", st)
+	}
+	if got := seen.list(); len(got) != 2 || got[0] != TokenRetry || got[1] != TokenNewToken {
+		t.Fatalf("connections validated by %v, want [retry new_token]", got)
 	}
 
 	// Another client address (127.0.0.2 on the loopback interface).

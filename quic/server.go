@@ -72,6 +72,8 @@ type initialDecision struct {
 	// connection ID, for the transport parameters the client checks.
 	validated    bool
 	odcid, rscid []byte
+	// validatedBy is the kind of token that validated the address.
+	validatedBy TokenKind
 }
 
 // addressValidator decides what to do with a connection-creating Initial.
@@ -420,6 +422,7 @@ func (s *baseServer) newConn(hdr *wire.LongHeader, remote net.Addr, sealer *hand
 	c.clientDestCID = append([]byte(nil), hdr.DestConnID...)
 	c.origDestCID = c.clientDestCID
 	c.addressValidated = dec.validated
+	c.validatedBy = dec.validatedBy
 	if dec.odcid != nil {
 		// After a Retry the client's Initials go to the Retry's SCID
 		// (hdr.DestConnID); its first DCID was odcid.

@@ -46,6 +46,12 @@ type ConnectionState struct {
 	// GSO tells whether the socket sends with UDP generic segmentation
 	// offload.
 	GSO bool
+	// ValidatedBy says, on a server connection, which token proved the
+	// client's address before the handshake: TokenRetry (a Retry token,
+	// the server's own or an offload agent's), TokenNewToken (a NEW_TOKEN
+	// token from an earlier connection), or TokenNone (no token: the
+	// amplification limit applied until the handshake validated it).
+	ValidatedBy TokenKind
 }
 
 // String implements fmt.Stringer.

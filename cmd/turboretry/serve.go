@@ -24,7 +24,9 @@ const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE 
 	"         [--secret FILE] [--metrics ADDR] [--state-dir DIR]\n\n" +
 	"Serves DIR (default: a built-in demo site) over HTTP/3 (UDP) and over HTTPS with\n" +
 	"HTTP/1.1 and HTTP/2 (TCP) on the same port, advertising HTTP/3 with Alt-Svc. --retry\n" +
-	"is accepted but not enforced yet. Without --cert/--key it uses a\n" +
+	"decides when QUIC clients must prove their address with a Retry first: always, never,\n" +
+	"or auto (only while many handshakes are in flight, as under a flood). Tokens use the\n" +
+	"root secret an offload agent shares. Without --cert/--key it uses a\n" +
 	"self-signed certificate kept in the state directory and prints the SPKI hash that\n" +
 	"Chromium's --ignore-certificate-errors-spki-list needs; without --secret it creates a\n" +
 	"root secret there (mode 0600). SIGHUP reloads the certificate and the secret;\n" +

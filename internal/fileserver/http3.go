@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/quic"
 )
 
@@ -40,14 +41,35 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		return fmt.Errorf("HTTP/3: listening on UDP port %d: %w", tcp.Port, err)
 	}
 	defer pc.Close()
+	secret, err := token.ReadSecretFile(l.s.SecretPath())
+	if err != nil {
+		return fmt.Errorf("HTTP/3: address-validation secret: %w", err)
+	}
+	tr := &quic.Transport{
+		Conn: pc,
+		AddressValidation: &quic.AddressValidationConfig{
+			Policy:      addressPolicy(l.s.RetryMode()),
+			TokenSecret: secret,
+			Metrics:     l.s.Metrics(),
+		},
+	}
+	defer tr.Close()
+	// 0-RTT: the HTTP/3 client sends only safe, bodiless requests early.
+	ln, err := tr.ListenEarly(l.tlsConf, &quic.Config{Allow0RTT: true})
+	if err != nil {
+		return fmt.Errorf("HTTP/3: %w", err)
+	}
 	srv := &http3.Server{
 		Handler:   l.s.Handler(),
 		TLSConfig: l.tlsConf,
 		Logger:    l.s.Logger(),
-		ConnContext: func(ctx context.Context, _ *quic.Conn) context.Context {
-			// TODO(address validation): set RetryValidated, TokenValidated
-			// and ZeroRTT once the quic package reports them.
-			return WithConnInfo(ctx, ConnInfo{})
+		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
+			st := c.ConnectionState()
+			return WithConnInfo(ctx, ConnInfo{
+				RetryValidated: st.ValidatedBy == quic.TokenRetry,
+				TokenValidated: st.ValidatedBy == quic.TokenNewToken,
+				ZeroRTT:        st.Used0RTT,
+			})
 		},
 	}
 	l.mu.Lock()
@@ -58,17 +80,10 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 	l.srv = srv
 	l.mu.Unlock()
 
-	log := l.s.Logger()
-	log.Info("serving HTTP/3", "udp", pc.LocalAddr().String())
-	if mode := l.s.RetryMode(); mode != RetryNever {
-		// TODO(address validation): hand the mode to the QUIC listener's
-		// address-validation hook once the quic package exposes one; until
-		// then every client Initial is accepted without a Retry.
-		log.Warn("HTTP/3: retry mode not enforced yet: the QUIC listener has no address-validation hook, every client is accepted without a Retry", "retry", mode.String())
-	}
+	l.s.Logger().Info("serving HTTP/3", "udp", pc.LocalAddr().String(), "retry", l.s.RetryMode().String())
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(pc) }()
+	go func() { errc <- srv.ServeListener(ln) }()
 	select {
 	case err := <-errc:
 		if errors.Is(err, http3.ErrServerClosed) {
@@ -95,4 +110,18 @@ func (l *http3Listener) Close() error {
 		return srv.Close()
 	}
 	return nil
+}
+
+// addressPolicy maps --retry to the QUIC listener's address-validation
+// policy: always and never as said, auto sends Retries only while more
+// handshakes are in flight than quic.DefaultRetryThreshold (flood
+// protection at no cost to clients in calm times).
+func addressPolicy(m RetryMode) quic.AddressPolicy {
+	switch m {
+	case RetryAlways:
+		return quic.AlwaysRetry()
+	case RetryNever:
+		return quic.NeverRetry()
+	}
+	return quic.AutoRetry(quic.DefaultRetryThreshold)
 }

@@ -51,18 +51,40 @@ func TestServeHTTP3WithOurClient(t *testing.T) {
 	udp := strings.TrimSuffix(strings.TrimPrefix(ts.URL(), "https://"), "/")
 	eventually(t, func() error {
 		for _, r := range ts.logs.records(t) {
-			if r["msg"] == "serving HTTP/3" && r["udp"] == udp {
+			if r["msg"] == "serving HTTP/3" && r["udp"] == udp && r["retry"] == "auto" {
 				return nil
 			}
 		}
-		return errorf("no %q record for UDP %s", "serving HTTP/3", udp)
+		return errorf("no %q record for UDP %s with retry=auto", "serving HTTP/3", udp)
 	})
+}
+
+// TestServeHTTP3RetryAlways: with --retry always every HTTP/3 client is
+// sent a Retry first; the access log says the connection was
+// Retry-validated and the QUIC metrics count the Retry and the token.
+func TestServeHTTP3RetryAlways(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.Retry = RetryAlways })
+	tr := &http3.Transport{TLSClientConfig: ts.h3TLS()}
+	defer tr.Close()
+	checkHTTP3DemoPage(t, ts, &http.Client{Transport: tr})
 	eventually(t, func() error {
 		for _, r := range ts.logs.records(t) {
-			if r["msg"] == "HTTP/3: retry mode not enforced yet: the QUIC listener has no address-validation hook, every client is accepted without a Retry" && r["retry"] == "auto" {
+			if r["msg"] == "request" && r["protocol"] == "HTTP/3.0" && r["retry_validated"] == true && r["token_validated"] == false {
 				return nil
 			}
 		}
-		return errorf("the default retry mode is not logged as not enforced")
+		return errorf("no HTTP/3 access log record with retry_validated=true")
 	})
+	text := string(ts.Metrics().AppendText(nil))
+	for _, want := range []string{
+		`turboretry_quic_tokens_accepted_total{source="host",type="retry"} 1`,
+		"turboretry_quic_handshakes_in_flight ",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "turboretry_quic_retries_sent_total 0\n") {
+		t.Errorf("no Retry counted:\n%s", text)
+	}
 }
