@@ -54,10 +54,12 @@ func TestConcurrentIssueValidate(t *testing.T) {
 						return fmt.Errorf("worker %d: ODCID %x", w, res.ODCID)
 					}
 					shared <- tok
-					// Validate someone else's token too (any is fine).
+					// Validate someone else's token too (any is fine). The
+					// workers' simulated clocks drift apart, so a foreign
+					// token may be too old or too new for this one's now.
 					select {
 					case other := <-shared:
-						if _, err := v.Inspect(other, TypeRetry, now, buf); err != nil && ReasonOf(err) != ReasonExpired {
+						if _, err := v.Inspect(other, TypeRetry, now, buf); err != nil && ReasonOf(err) != ReasonExpired && ReasonOf(err) != ReasonFromFuture {
 							return fmt.Errorf("worker %d: foreign token: %v", w, err)
 						}
 					default:
