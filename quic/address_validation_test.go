@@ -265,3 +265,40 @@ func TestAutoRetryUnderLoad(t *testing.T) {
 		t.Fatalf("stats %+v, want a Retry while a handshake was in flight", st)
 	}
 }
+
+// TestSetTokenSecret: after a secret change the server's tokens from before
+// are refused (a NEW_TOKEN token no longer skips the Retry) and new ones
+// work; a bad secret or a Transport without a listener is an error.
+func TestSetTokenSecret(t *testing.T) {
+	ctx := testCtx(t)
+	tr, ln := avEchoServer(t, ctx, &AddressValidationConfig{Policy: AlwaysRetry(), TokenSecret: testTokenSecret})
+	store := newNotifyingStore()
+	conf := &Config{TokenStore: store}
+	dialEcho(t, ctx, nil, ln.Addr(), conf)
+	waitPut(t, ctx, store)
+
+	other := make([]byte, 32)
+	copy(other, "another root secret, 32 bytes!!")
+	if err := tr.SetTokenSecret(other); err != nil {
+		t.Fatal(err)
+	}
+	dialEcho(t, ctx, nil, ln.Addr(), conf) // carries the old secret's NEW_TOKEN token
+	waitPut(t, ctx, store)
+	st := tr.AddressValidationStats()
+	if st.TokensAccepted["host/new_token"] != 0 || st.TokensRejected["host/bad_tid_mac"] == 0 {
+		t.Fatalf("old-secret token: stats %+v, want it rejected (bad_tid_mac)", st)
+	}
+	dialEcho(t, ctx, nil, ln.Addr(), conf) // the new secret's token
+	if st := tr.AddressValidationStats(); st.TokensAccepted["host/new_token"] != 1 {
+		t.Fatalf("new-secret token: stats %+v, want it accepted", st)
+	}
+
+	if err := tr.SetTokenSecret([]byte("short")); err == nil {
+		t.Error("a 5-byte secret was accepted")
+	}
+	bare := &Transport{Conn: listenUDP(t)}
+	defer bare.Close()
+	if err := bare.SetTokenSecret(other); err == nil {
+		t.Error("SetTokenSecret without a listener succeeded")
+	}
+}

@@ -27,6 +27,7 @@ type tokenValidator struct {
 	val         *token.Validator
 	retryIssuer *token.Issuer
 	newIssuer   *token.Issuer
+	cfg         AddressValidationConfig // token lifetimes and rotation, for setSecret
 	payload     [token.MaxPayloadLen]byte
 	tok         [token.MaxTokenLen]byte
 }
@@ -43,23 +44,48 @@ func newTokenValidator(cfg *AddressValidationConfig, s *baseServer) (*tokenValid
 	if err != nil {
 		return nil, err
 	}
-	v := &tokenValidator{policy: cfg.Policy, newTokens: !cfg.DisableNewTokens, s: s}
+	v := &tokenValidator{policy: cfg.Policy, newTokens: !cfg.DisableNewTokens, s: s, cfg: *cfg}
 	if v.policy == nil {
 		v.policy = AutoRetry(DefaultRetryThreshold)
 	}
-	if v.val, err = kr.NewValidator(token.ValidatorConfig{RetryMaxAge: cfg.RetryTokenMaxAge, NewTokenMaxAge: cfg.NewTokenMaxAge}); err != nil {
-		return nil, err
-	}
-	if v.retryIssuer, err = kr.NewIssuer(token.SourceHost); err != nil {
-		return nil, err
-	}
-	if v.newIssuer, err = kr.NewIssuer(token.SourceHost); err != nil {
+	if err := v.useKeyRing(kr); err != nil {
 		return nil, err
 	}
 	if v.m, err = newAVMetrics(cfg.Metrics); err != nil {
 		return nil, err
 	}
 	return v, nil
+}
+
+// useKeyRing makes kr the source of the validator's and issuers' keys.
+// Call it with v.mu held, or before v is shared.
+func (v *tokenValidator) useKeyRing(kr *token.KeyRing) error {
+	val, err := kr.NewValidator(token.ValidatorConfig{RetryMaxAge: v.cfg.RetryTokenMaxAge, NewTokenMaxAge: v.cfg.NewTokenMaxAge})
+	if err != nil {
+		return err
+	}
+	retryIssuer, err := kr.NewIssuer(token.SourceHost)
+	if err != nil {
+		return err
+	}
+	newIssuer, err := kr.NewIssuer(token.SourceHost)
+	if err != nil {
+		return err
+	}
+	v.val, v.retryIssuer, v.newIssuer = val, retryIssuer, newIssuer
+	return nil
+}
+
+// setSecret switches to a new root secret: tokens issued under the old
+// one are rejected from now on (bad TID MAC), as after an agent's key change.
+func (v *tokenValidator) setSecret(secret []byte) error {
+	kr, err := token.NewKeyRing(secret, v.cfg.TokenRotation)
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.useKeyRing(kr)
 }
 
 // addrPortOf returns the client's address in the form tokens bind.

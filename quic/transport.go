@@ -383,6 +383,22 @@ func (t *Transport) isClosed() bool {
 	return t.closed
 }
 
+// SetTokenSecret replaces the root secret of the listener's address
+// validation (AddressValidationConfig.TokenSecret), for a secret file
+// reloaded at run time; offload agents must switch to the same secret.
+// Tokens minted under the old secret are rejected afterwards. It fails
+// when the Transport has no listener with address validation, or for a
+// secret that is not 32 bytes.
+func (t *Transport) SetTokenSecret(secret []byte) error {
+	t.mu.Lock()
+	s := t.server
+	t.mu.Unlock()
+	if s == nil || s.tokens == nil {
+		return errors.New("quic: SetTokenSecret: no listener with address validation")
+	}
+	return s.tokens.setSecret(secret)
+}
+
 // AddressValidationStats returns the address-validation counters of the
 // Transport's listener; zero without AddressValidation.
 func (t *Transport) AddressValidationStats() AddressValidationStats {

@@ -22,7 +22,21 @@ type http3Listener struct {
 
 	mu     sync.Mutex
 	srv    *http3.Server
+	tr     *quic.Transport
 	closed bool
+}
+
+// reloadSecret switches the QUIC address validation to a reloaded root
+// secret (SIGHUP). Before Serve bound its socket there is nothing to do:
+// Serve reads the secret file itself.
+func (l *http3Listener) reloadSecret(secret []byte) error {
+	l.mu.Lock()
+	tr := l.tr
+	l.mu.Unlock()
+	if tr == nil {
+		return nil
+	}
+	return tr.SetTokenSecret(secret)
 }
 
 // newHTTP3Listener must run in New: Server.TLSConfig clones the config
@@ -77,7 +91,7 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		l.mu.Unlock()
 		return nil
 	}
-	l.srv = srv
+	l.srv, l.tr = srv, tr
 	l.mu.Unlock()
 
 	l.s.Logger().Info("serving HTTP/3", "udp", pc.LocalAddr().String(), "retry", l.s.RetryMode().String())

@@ -7,8 +7,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/internal/fsutil"
+	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/quic"
 )
 
 // h3TLS returns a client TLS config that trusts the server's certificate.
@@ -86,5 +90,81 @@ func TestServeHTTP3RetryAlways(t *testing.T) {
 	}
 	if strings.Contains(text, "turboretry_quic_retries_sent_total 0\n") {
 		t.Errorf("no Retry counted:\n%s", text)
+	}
+}
+
+// signalStore is a quic.TokenStore that signals every Put, so a test can
+// wait for the server's NEW_TOKEN token to arrive.
+type signalStore struct {
+	quic.TokenStore
+	put chan struct{}
+}
+
+func (s *signalStore) Put(key string, tok *quic.ClientToken) {
+	s.TokenStore.Put(key, tok)
+	select {
+	case s.put <- struct{}{}:
+	default:
+	}
+}
+
+func (s *signalStore) waitPut(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.put:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no NEW_TOKEN token arrived")
+	}
+}
+
+// TestReloadSecretReachesHTTP3: a client's NEW_TOKEN token lets its next
+// connection skip the Retry; after the root secret file changes and the
+// server reloads (SIGHUP), that client's old-secret token is refused and
+// it is retried again, because the QUIC listener now uses the new secret.
+func TestReloadSecretReachesHTTP3(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.Retry = RetryAlways })
+	store := &signalStore{TokenStore: quic.NewLRUTokenStore(4, 4), put: make(chan struct{}, 1)}
+	fetch := func(path string) map[string]any {
+		t.Helper()
+		tr := &http3.Transport{TLSClientConfig: ts.h3TLS(), QUICConfig: &quic.Config{TokenStore: store}}
+		defer tr.Close()
+		if resp, _ := get(t, &http.Client{Transport: tr}, "GET", ts.URL()+path); resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+		store.waitPut(t)
+		var rec map[string]any
+		eventually(t, func() error {
+			for _, r := range ts.logs.records(t) {
+				if r["msg"] == "request" && r["path"] == "/"+path && r["protocol"] == "HTTP/3.0" {
+					rec = r
+					return nil
+				}
+			}
+			return errorf("no HTTP/3 access log record for /%s", path)
+		})
+		return rec
+	}
+	if r := fetch(""); r["retry_validated"] != true {
+		t.Fatalf("first connection not Retry-validated: %v", r)
+	}
+	if r := fetch("style.css"); r["token_validated"] != true || r["retry_validated"] != false {
+		t.Fatalf("second connection did not use its NEW_TOKEN token: %v", r)
+	}
+
+	secret, err := token.GenerateSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fsutil.WriteFileAtomic(ts.SecretPath(), []byte(token.FormatSecret(secret)), 0o600, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if r := fetch(".well-known/turboretry/whoami"); r["retry_validated"] != true || r["token_validated"] != false {
+		t.Fatalf("after the secret reload the old token still validated: %v", r)
+	}
+	if text := string(ts.Metrics().AppendText(nil)); !strings.Contains(text, `reason="bad_tid_mac"`) {
+		t.Errorf("no bad_tid_mac token rejection counted:\n%s", text)
 	}
 }

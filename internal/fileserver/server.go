@@ -251,12 +251,42 @@ func (s *Server) Reload() error {
 	} else {
 		s.keyRing.Store(kr)
 		s.log.Info("root secret loaded", "file", s.secret)
+		if err := s.reloadListenerSecrets(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	err := errors.Join(errs...)
 	if err != nil {
 		s.log.Error("reload incomplete; keeping the previous values", "err", err)
 	}
 	return err
+}
+
+// secretReloader is an ExtraListener whose tokens use the root secret (the
+// HTTP/3 listener's QUIC address validation).
+type secretReloader interface {
+	reloadSecret(secret []byte) error
+}
+
+// reloadListenerSecrets hands the reloaded root secret to the listeners
+// that mint and check tokens with it.
+func (s *Server) reloadListenerSecrets() error {
+	secret, err := token.ReadSecretFile(s.secret)
+	if err != nil {
+		return fmt.Errorf("reloading root secret for listeners: %w", err)
+	}
+	s.mu.Lock()
+	extras := append([]ExtraListener(nil), s.extras...)
+	s.mu.Unlock()
+	var errs []error
+	for _, l := range extras {
+		if r, ok := l.(secretReloader); ok {
+			if err := r.reloadSecret(secret); err != nil {
+				errs = append(errs, fmt.Errorf("reloading root secret for a listener: %w", err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // announce logs where the site is and how to open it in Chromium with QUIC.
