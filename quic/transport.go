@@ -41,6 +41,14 @@ type Transport struct {
 	// Initial without Retry and sends no NEW_TOKEN.
 	AddressValidation *AddressValidationConfig
 
+	// ConnectionIDAdded, when set, is called with every connection ID the
+	// Transport starts routing to one of its connections: our handshake
+	// SCIDs and the IDs we issue later, and a client's first DCID while its
+	// Initials may still arrive. An offload fast path admits them (the
+	// integrated XDP mode) so packets to them are never dropped. It runs on
+	// a connection's goroutine: it must not block, and must not keep cid.
+	ConnectionIDAdded func(cid []byte)
+
 	initOnce sync.Once
 	initErr  error
 	cidLen   int
@@ -277,14 +285,17 @@ func (t *Transport) newConnID() []byte {
 // or the ID is taken.
 func (t *Transport) addHandler(cid []byte, c *Conn) bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.closed {
+		t.mu.Unlock()
 		return false
 	}
 	if _, ok := t.handlers[string(cid)]; ok {
+		t.mu.Unlock()
 		return false
 	}
 	t.handlers[string(cid)] = c
+	t.mu.Unlock()
+	t.notifyConnectionID(cid)
 	return true
 }
 
