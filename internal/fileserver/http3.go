@@ -78,6 +78,8 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		TLSConfig: l.tlsConf,
 		Logger:    l.s.Logger(),
 		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
+			l.s.m.quicConns.Inc()
+			context.AfterFunc(c.Context(), l.s.m.quicConns.Dec)
 			st := c.ConnectionState()
 			return WithConnInfo(ctx, ConnInfo{
 				RetryValidated: st.ValidatedBy == quic.TokenRetry,

@@ -81,6 +81,7 @@ func TestServeHTTP3RetryAlways(t *testing.T) {
 	})
 	text := string(ts.Metrics().AppendText(nil))
 	for _, want := range []string{
+		"turboretry_quic_connections_active 1\n",
 		`turboretry_quic_tokens_accepted_total{source="host",type="retry"} 1`,
 		"turboretry_quic_handshakes_in_flight ",
 	} {
@@ -91,6 +92,13 @@ func TestServeHTTP3RetryAlways(t *testing.T) {
 	if strings.Contains(text, "turboretry_quic_retries_sent_total 0\n") {
 		t.Errorf("no Retry counted:\n%s", text)
 	}
+	tr.Close() // closes the connection: the gauge goes back to 0
+	eventually(t, func() error {
+		if text := string(ts.Metrics().AppendText(nil)); !strings.Contains(text, "turboretry_quic_connections_active 0\n") {
+			return errorf("QUIC connection gauge not back to 0")
+		}
+		return nil
+	})
 }
 
 // signalStore is a quic.TokenStore that signals every Put, so a test can

@@ -4,13 +4,15 @@ import (
 	"github.com/turboretry/turboretry/internal/metrics"
 )
 
-// serverMetrics are the metrics this package maintains. The QUIC ones
-// (connections, handshakes in flight, Retries, token rejections) are
-// registered by the QUIC listener in the same registry.
+// serverMetrics are the metrics this package maintains. The QUIC address
+// validation ones (handshakes in flight, Retries, tokens accepted and
+// rejected by reason) are registered by the quic package in the same
+// registry.
 type serverMetrics struct {
 	requests  *metrics.CounterVec // protocol, method, code
 	respBytes *metrics.CounterVec // protocol
 	tcpConns  *metrics.Gauge
+	quicConns *metrics.Gauge
 }
 
 func newServerMetrics(reg *metrics.Registry) (*serverMetrics, error) {
@@ -26,6 +28,10 @@ func newServerMetrics(reg *metrics.Registry) (*serverMetrics, error) {
 	}
 	if m.tcpConns, err = reg.NewGauge("turboretry_tcp_connections_active",
 		"TCP connections currently open (HTTP/1.1 and HTTP/2)."); err != nil {
+		return nil, err
+	}
+	if m.quicConns, err = reg.NewGauge("turboretry_quic_connections_active",
+		"QUIC connections (HTTP/3) accepted and not yet closed."); err != nil {
 		return nil, err
 	}
 	return &m, nil
