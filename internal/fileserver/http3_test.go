@@ -176,3 +176,38 @@ func TestReloadSecretReachesHTTP3(t *testing.T) {
 		t.Errorf("no bad_tid_mac token rejection counted:\n%s", text)
 	}
 }
+
+// TestServeHTTP3ZeroRTT: a client resuming a session sends its GET in
+// 0-RTT; the server accepts it and the access log says so.
+func TestServeHTTP3ZeroRTT(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.Retry = RetryNever })
+	tlsConf := ts.h3TLS()
+	tlsConf.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+	fetch := func(path string) map[string]any {
+		t.Helper()
+		tr := &http3.Transport{TLSClientConfig: tlsConf}
+		defer tr.Close()
+		if resp, _ := get(t, &http.Client{Transport: tr}, "GET", ts.URL()+path); resp.StatusCode != 200 {
+			t.Fatalf("GET /%s: %d", path, resp.StatusCode)
+		}
+		var rec map[string]any
+		eventually(t, func() error {
+			for _, r := range ts.logs.records(t) {
+				if r["msg"] == "request" && r["path"] == "/"+path && r["protocol"] == "HTTP/3.0" {
+					rec = r
+					return nil
+				}
+			}
+			return errorf("no HTTP/3 access log record for /%s", path)
+		})
+		return rec
+	}
+	if r := fetch(""); r["zero_rtt"] != false {
+		t.Fatalf("first connection logged as 0-RTT: %v", r)
+	}
+	// The first connection's session ticket (sent with the handshake's
+	// end) is in the cache by now: the next connection resumes with 0-RTT.
+	if r := fetch("style.css"); r["zero_rtt"] != true {
+		t.Fatalf("resumed connection not logged as 0-RTT: %v", r)
+	}
+}
