@@ -21,7 +21,7 @@ func init() {
 }
 
 const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE --key FILE] [--retry auto|always|never]\n" +
-	"         [--secret FILE] [--metrics ADDR] [--state-dir DIR]\n\n" +
+	"         [--secret FILE] [--metrics ADDR] [--state-dir DIR] [--offload none|xdp --iface IF]\n\n" +
 	"Serves DIR (default: a built-in demo site) over HTTP/3 (UDP) and over HTTPS with\n" +
 	"HTTP/1.1 and HTTP/2 (TCP) on the same port, advertising HTTP/3 with Alt-Svc. --retry\n" +
 	"decides when QUIC clients must prove their address with a Retry first: always, never,\n" +
@@ -30,7 +30,9 @@ const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE 
 	"self-signed certificate kept in the state directory and prints the SPKI hash that\n" +
 	"Chromium's --ignore-certificate-errors-spki-list needs; without --secret it creates a\n" +
 	"root secret there (mode 0600). SIGHUP reloads the certificate and the secret;\n" +
-	"SIGINT or SIGTERM shuts down gracefully. The default address, 127.0.0.1:4433, is\n" +
+	"SIGINT or SIGTERM shuts down gracefully. --offload xdp --iface IF runs the Retry agent\n" +
+	"in this process behind an XDP fast path on IF (Linux, root; docs/offload.md); SIGUSR1\n" +
+	"pauses the agent (fail-open: the host validates) and SIGUSR2 resumes it. The default address, 127.0.0.1:4433, is\n" +
 	"reachable from this machine only; use --addr :443 to serve the network."
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -42,6 +44,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	retry := flags.String("retry", "auto", "when to send a QUIC Retry (`MODE`: auto, always or never)")
 	secret := flags.String("secret", "", "token root secret `FILE` (see turboretry keygen); default: one in the state directory")
 	metricsAddr := flags.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics")
+	offload := flags.String("offload", "none", "address-validation offload (`MODE`: none, or xdp for the integrated XDP agent)")
+	iface := flags.String("iface", "", "the network interface `IF` the XDP offload filters (with --offload xdp)")
 	stateDir := flags.String("state-dir", "", "keep the generated certificate, key and secret in `DIR` (default $XDG_STATE_HOME/turboretry or ~/.local/state/turboretry)")
 	pos, err := parseArgs(flags, args)
 	if err != nil {
@@ -53,6 +57,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	mode, err := fileserver.ParseRetryMode(*retry)
 	if err != nil {
 		return usageError(flags, "--retry: %v", err)
+	}
+	offMode, err := fileserver.ParseOffloadMode(*offload)
+	if err != nil {
+		return usageError(flags, "--offload: %v", err)
+	}
+	if (offMode == fileserver.OffloadXDP) != (*iface != "") {
+		return usageError(flags, "--offload xdp and --iface go together: give both or neither")
 	}
 	if (*certFile == "") != (*keyFile == "") {
 		return usageError(flags, "--cert and --key go together: give both or neither")
@@ -74,6 +85,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		SecretFile:  *secret,
 		StateDir:    *stateDir,
 		MetricsAddr: *metricsAddr,
+		Offload:     fileserver.OffloadConfig{Mode: offMode, Iface: *iface},
 		Logger:      log,
 	})
 	if err != nil {
@@ -84,14 +96,22 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// Registered before anything is printed, so whoever waits for the
 	// output below may send SIGHUP without killing the process.
 	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+	signal.Notify(hup, append([]os.Signal{syscall.SIGHUP}, offloadSignals...)...)
 	defer signal.Stop(hup)
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
 		for {
 			select {
-			case <-hup:
+			case sig := <-hup:
+				switch {
+				case sig == pauseSignal:
+					log.Info("SIGUSR1: pausing the offload agent (fail-open)", "running", srv.PauseOffload())
+					continue
+				case sig == resumeSignal:
+					log.Info("SIGUSR2: resuming the offload agent", "running", srv.ResumeOffload())
+					continue
+				}
 				log.Info("SIGHUP: reloading certificate and secret")
 				srv.Reload() // logs its own outcome
 			case <-done:

@@ -57,8 +57,12 @@ type Config struct {
 	// CertFile and KeyFile are a PEM certificate chain and key; both empty
 	// means a self-signed certificate kept in StateDir.
 	CertFile, KeyFile string
-	// Retry is handed to the QUIC listener.
+	// Retry is handed to the QUIC listener. With an offload it is the
+	// host's fail-open fallback policy.
 	Retry RetryMode
+	// Offload puts a Retry agent in front of the QUIC listener
+	// (offload.go); the zero value runs none.
+	Offload OffloadConfig
 	// SecretFile is the token root secret; empty means one kept in
 	// StateDir, created on first use.
 	SecretFile string
@@ -100,5 +104,5 @@ func (c *Config) check() error {
 	if int(c.Retry) >= len(retryNames) {
 		return fmt.Errorf("invalid retry mode %v", c.Retry)
 	}
-	return nil
+	return c.Offload.check()
 }

@@ -23,7 +23,18 @@ type http3Listener struct {
 	mu     sync.Mutex
 	srv    *http3.Server
 	tr     *quic.Transport
+	off    offloader // the running offload datapath, or nil
 	closed bool
+}
+
+// offload returns the running offload datapath, or nil. l may be nil.
+func (l *http3Listener) offload() offloader {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.off
 }
 
 // reloadSecret switches the QUIC address validation to a reloaded root
@@ -31,10 +42,15 @@ type http3Listener struct {
 // Serve reads the secret file itself.
 func (l *http3Listener) reloadSecret(secret []byte) error {
 	l.mu.Lock()
-	tr := l.tr
+	tr, off := l.tr, l.off
 	l.mu.Unlock()
 	if tr == nil {
 		return nil
+	}
+	if off != nil {
+		// The datapath has no way to swap its key ring yet: its tokens
+		// keep the old secret, which the host no longer accepts.
+		l.s.Logger().Warn("the XDP offload agent keeps the previous root secret until the server restarts; pause it (SIGUSR1) meanwhile if the secret changed")
 	}
 	return tr.SetTokenSecret(secret)
 }
@@ -49,27 +65,55 @@ func newHTTP3Listener(s *Server) *http3Listener {
 // Serve binds the UDP socket and serves until ctx ends, then shuts down
 // gracefully (GOAWAY, requests in flight finish) unless Close comes first.
 func (l *http3Listener) Serve(ctx context.Context) error {
-	tcp := l.s.Addr().(*net.TCPAddr)
-	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: tcp.IP, Port: tcp.Port, Zone: tcp.Zone})
-	if err != nil {
-		return fmt.Errorf("HTTP/3: listening on UDP port %d: %w", tcp.Port, err)
-	}
-	defer pc.Close()
 	secret, err := token.ReadSecretFile(l.s.SecretPath())
 	if err != nil {
 		return fmt.Errorf("HTTP/3: address-validation secret: %w", err)
 	}
-	tr := &quic.Transport{
-		Conn: pc,
-		AddressValidation: &quic.AddressValidationConfig{
-			Policy:      addressPolicy(l.s.RetryMode()),
-			TokenSecret: secret,
-			Metrics:     l.s.Metrics(),
-		},
+	offCfg := &l.s.cfg.Offload
+	tcp := l.s.Addr().(*net.TCPAddr)
+	var (
+		pc  *net.UDPConn
+		tr  *quic.Transport
+		off offloader
+	)
+	// The socket and the datapath belong to the interface's namespace.
+	err = offCfg.inNetns(func() error {
+		var err error
+		pc, err = net.ListenUDP("udp", &net.UDPAddr{IP: tcp.IP, Port: tcp.Port, Zone: tcp.Zone})
+		if err != nil {
+			return fmt.Errorf("HTTP/3: listening on UDP port %d: %w", tcp.Port, err)
+		}
+		tr = &quic.Transport{
+			Conn: pc,
+			AddressValidation: &quic.AddressValidationConfig{
+				Policy:      addressPolicy(l.s.RetryMode()),
+				TokenSecret: secret,
+				Metrics:     l.s.Metrics(),
+			},
+		}
+		if offCfg.Mode == OffloadXDP {
+			// With the agent in front the host still revalidates every
+			// token, and its own policy is the fail-open fallback.
+			if off, err = startOffload(offCfg, uint16(tcp.Port), l.s.KeyRing(), tr, l.s.Logger()); err != nil {
+				return fmt.Errorf("HTTP/3: offload xdp on %s: %w", offCfg.Iface, err)
+			}
+		}
+		return nil
+	})
+	if pc != nil {
+		defer pc.Close()
+	}
+	if err != nil {
+		return err
 	}
 	defer tr.Close()
+	if off != nil {
+		// Deferred after tr.Close, so it runs first: the program detaches
+		// before the transport stops taking its deliveries.
+		defer off.Close()
+	}
 	// 0-RTT: the HTTP/3 client sends only safe, bodiless requests early.
-	ln, err := tr.ListenEarly(l.tlsConf, &quic.Config{Allow0RTT: true})
+	ln, err := tr.ListenEarly(l.tlsConf, &quic.Config{Allow0RTT: true, MaxIdleTimeout: QUICIdleTimeout})
 	if err != nil {
 		return fmt.Errorf("HTTP/3: %w", err)
 	}
@@ -93,10 +137,15 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		l.mu.Unlock()
 		return nil
 	}
-	l.srv, l.tr = srv, tr
+	l.srv, l.tr, l.off = srv, tr, off
 	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.off = nil // closed by the deferred off.Close
+		l.mu.Unlock()
+	}()
 
-	l.s.Logger().Info("serving HTTP/3", "udp", pc.LocalAddr().String(), "retry", l.s.RetryMode().String())
+	l.s.Logger().Info("serving HTTP/3", "udp", pc.LocalAddr().String(), "retry", l.s.RetryMode().String(), "offload", offCfg.Mode.String())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeListener(ln) }()

@@ -49,6 +49,8 @@ type Server struct {
 	metricsLn  net.Listener
 	metricsSrv *http.Server
 
+	h3 *http3Listener // also in extras
+
 	mu      sync.Mutex
 	extras  []ExtraListener
 	started bool
@@ -131,10 +133,11 @@ func New(cfg Config) (_ *Server, err error) {
 
 	if s.metricsLn != nil {
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", s.reg.Handler())
+		mux.Handle("/metrics", s.metricsHandler()) // the registry and the offload's (offload.go)
 		s.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	}
-	s.extras = append(s.extras, newHTTP3Listener(s)) // HTTP/3 on the same port number, over UDP (http3.go)
+	s.h3 = newHTTP3Listener(s)
+	s.extras = append(s.extras, s.h3) // HTTP/3 on the same port number, over UDP (http3.go)
 	return s, nil
 }
 

@@ -1,0 +1,679 @@
+//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
+
+package fileserver
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	quicgo "github.com/quic-go/quic-go"
+	quicgohttp3 "github.com/quic-go/quic-go/http3"
+	"golang.org/x/sys/unix"
+
+	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/offload/agent"
+	"github.com/turboretry/turboretry/offload/datapath"
+	"github.com/turboretry/turboretry/offload/flood"
+	"github.com/turboretry/turboretry/offload/xdp"
+	"github.com/turboretry/turboretry/quic"
+)
+
+// The test network, all inside 198.18.0.0/15 and namespaces the test
+// creates: the client namespace holds a bridge (198.18.0.1) with two
+// ports, one veth to the server namespace (trs0, 198.18.0.2, where the XDP
+// datapath runs) and one to the attacker namespace (tra0, 198.18.0.3).
+// Client and attacker traffic thus both arrive on the server's one
+// interface.
+var (
+	offIPC   = netip.MustParseAddr("198.18.0.1")
+	offIPS   = netip.MustParseAddr("198.18.0.2")
+	offIPA   = netip.MustParseAddr("198.18.0.3")
+	offMACC  = "02:00:5e:00:02:0c"
+	offMACS  = "02:00:5e:00:02:05"
+	offMACA  = "02:00:5e:00:02:0a"
+	offPort  = uint16(4433)
+	offIface = "trs0"
+)
+
+// offHangGuard bounds every request and wait: none is expected to come
+// near it, it only keeps a broken build from hanging.
+const offHangGuard = 20 * time.Second
+
+var offNSSeq atomic.Int32
+
+type offloadNet struct {
+	nsC, nsA, nsS string
+}
+
+// requireOffloadRoot skips unless the test may create namespaces and load
+// XDP programs.
+func requireOffloadRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: the integrated offload tests need root (network namespaces, BPF, AF_XDP); CI runs them as root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("skipping: needs ip (iproute2) to create the test network namespaces")
+	}
+	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if errors.Is(err, unix.EAFNOSUPPORT) {
+		t.Skip("skipping: kernel without AF_XDP")
+	}
+	if err == nil {
+		unix.Close(fd)
+	}
+}
+
+func offIP(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+// newOffloadNet builds the three namespaces; Cleanup deletes them (which
+// removes the veths and the bridge with them).
+func newOffloadNet(t *testing.T) *offloadNet {
+	t.Helper()
+	requireOffloadRoot(t)
+	id := fmt.Sprintf("%d-%d", os.Getpid(), offNSSeq.Add(1))
+	n := &offloadNet{nsC: "trof-c-" + id, nsA: "trof-a-" + id, nsS: "trof-s-" + id}
+	for _, ns := range []string{n.nsC, n.nsA, n.nsS} {
+		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+			t.Skipf("skipping: cannot create network namespace %s: %v: %s", ns, err, out)
+		}
+		t.Cleanup(func() {
+			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+				t.Errorf("ip netns del %s: %v: %s", ns, err, out)
+			}
+		})
+	}
+	offIP(t, "-n", n.nsC, "link", "add", "br0", "address", offMACC, "type", "bridge", "stp_state", "0", "forward_delay", "0")
+	offIP(t, "link", "add", "cs0", "netns", n.nsC, "type", "veth", "peer", "name", offIface, "netns", n.nsS, "address", offMACS)
+	offIP(t, "link", "add", "ca0", "netns", n.nsC, "type", "veth", "peer", "name", "tra0", "netns", n.nsA, "address", offMACA)
+	for _, dev := range []string{"cs0", "ca0"} {
+		offIP(t, "-n", n.nsC, "link", "set", dev, "master", "br0")
+	}
+	for _, s := range []struct {
+		ns, dev string
+		ip      netip.Addr
+		devs    []string // every device to bring up
+	}{
+		{n.nsC, "br0", offIPC, []string{"cs0", "ca0", "br0"}},
+		{n.nsS, offIface, offIPS, []string{offIface}},
+		{n.nsA, "tra0", offIPA, []string{"tra0"}},
+	} {
+		for _, d := range s.devs {
+			// No IPv6 link-local addresses: no neighbour discovery chatter.
+			offIP(t, "-n", s.ns, "link", "set", d, "addrgenmode", "none")
+		}
+		offIP(t, "-n", s.ns, "addr", "add", s.ip.String()+"/24", "dev", s.dev)
+		offIP(t, "-n", s.ns, "link", "set", "lo", "up")
+		for _, d := range s.devs {
+			offIP(t, "-n", s.ns, "link", "set", d, "up")
+		}
+	}
+	// Static neighbours: nothing depends on ARP passing the XDP program.
+	for _, nb := range []struct{ ns, dev, ip, mac string }{
+		{n.nsC, "br0", offIPS.String(), offMACS}, {n.nsC, "br0", offIPA.String(), offMACA},
+		{n.nsS, offIface, offIPC.String(), offMACC}, {n.nsS, offIface, offIPA.String(), offMACA},
+		{n.nsA, "tra0", offIPS.String(), offMACS}, {n.nsA, "tra0", offIPC.String(), offMACC},
+	} {
+		offIP(t, "-n", nb.ns, "neigh", "replace", nb.ip, "lladdr", nb.mac, "dev", nb.dev, "nud", "permanent")
+	}
+	// Complete UDP checksums on the senders' side, as a real NIC delivers
+	// them: a frame the program passes keeps no checksum-offload state.
+	n.in(t, n.nsC, func() {
+		for _, d := range []string{"br0", "cs0", "ca0"} {
+			offTXChecksumOff(t, d)
+		}
+	})
+	n.in(t, n.nsA, func() { offTXChecksumOff(t, "tra0") })
+	// A veth sends into noop_qdisc until its carrier is seen: wait for
+	// every device to be operationally up.
+	for _, w := range []struct{ ns, dev string }{{n.nsC, "br0"}, {n.nsC, "cs0"}, {n.nsC, "ca0"}, {n.nsS, offIface}, {n.nsA, "tra0"}} {
+		offWaitUp(t, w.ns, w.dev)
+	}
+	return n
+}
+
+// offWaitUp polls ip until dev in ns reports state UP.
+func offWaitUp(t *testing.T, ns, dev string) {
+	t.Helper()
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		out, err := exec.Command("ip", "-n", ns, "-o", "link", "show", "dev", dev).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip link show %s: %v: %s", dev, err, out)
+		}
+		if strings.Contains(string(out), "state UP") {
+			return
+		}
+		if time.Since(start) > offHangGuard {
+			t.Fatalf("%s in %s is not up: %s", dev, ns, out)
+		}
+	}
+}
+
+// offTXChecksumOff turns transmit checksum offload off on dev (ethtool -K
+// dev tx off, through the ETHTOOL_STXCSUM ioctl), in the calling thread's
+// namespace.
+func offTXChecksumOff(t *testing.T, dev string) {
+	t.Helper()
+	const ethtoolSTXCSUM = 0x17
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	val := &struct{ cmd, data uint32 }{cmd: ethtoolSTXCSUM}
+	var ifr struct {
+		name [unix.IFNAMSIZ]byte
+		data uintptr
+		_    [16]byte
+	}
+	copy(ifr.name[:], dev)
+	ifr.data = uintptr(unsafe.Pointer(val))
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr)))
+	runtime.KeepAlive(val)
+	if errno != 0 {
+		t.Fatalf("ethtool tx off %s: %v", dev, errno)
+	}
+}
+
+// enter returns a function that runs fn on the calling goroutine's thread
+// switched into namespace ns, and switches back. Sockets made inside stay
+// in ns.
+func (n *offloadNet) enter(ns string) func(func() error) error {
+	return func(fn func() error) error {
+		runtime.LockOSThread()
+		orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			return fmt.Errorf("open own netns: %w", err)
+		}
+		defer unix.Close(orig)
+		target, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			return fmt.Errorf("open netns %s: %w", ns, err)
+		}
+		defer unix.Close(target)
+		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			return fmt.Errorf("setns %s: %w", ns, err)
+		}
+		defer func() {
+			// A thread that cannot switch back stays locked, so the
+			// runtime discards it with the goroutine.
+			if unix.Setns(orig, unix.CLONE_NEWNET) == nil {
+				runtime.UnlockOSThread()
+			}
+		}()
+		return fn()
+	}
+}
+
+// in runs fn in namespace ns (t.Fatal inside fn is fine: the thread is
+// switched back on the way out).
+func (n *offloadNet) in(t *testing.T, ns string, fn func()) {
+	t.Helper()
+	if err := n.enter(ns)(func() error { fn(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// offloadServer is the file server running with the XDP offload in the
+// server namespace.
+type offloadServer struct {
+	*Server
+	net  *offloadNet
+	logs *syncBuffer
+	url  string
+	tls  *tls.Config // for clients: trusts the certificate
+}
+
+// startOffloadServer runs the file server on 198.18.0.2:4433 with
+// --offload xdp on trs0, --retry always (so any Initial reaching the host
+// without a valid token shows up as a host Retry) and a short heartbeat
+// staleness, so that fail-open comes quickly.
+func startOffloadServer(t *testing.T, n *offloadNet) *offloadServer {
+	t.Helper()
+	return startOffloadServerWith(t, n, nil)
+}
+
+// startOffloadServerWith is startOffloadServer with mod adjusting the
+// offload configuration first.
+func startOffloadServerWith(t *testing.T, n *offloadNet, mod func(*OffloadConfig)) *offloadServer {
+	t.Helper()
+	var s *Server
+	var logs *syncBuffer
+	n.in(t, n.nsS, func() {
+		s, logs = newServer(t, func(c *Config) {
+			c.Addr = netip.AddrPortFrom(offIPS, offPort).String()
+			c.Retry = RetryAlways
+			c.MetricsAddr = "127.0.0.1:0"
+			c.Offload = OffloadConfig{Mode: OffloadXDP, Iface: offIface, StaleAfter: 300 * time.Millisecond, enter: n.enter(n.nsS)}
+			if mod != nil {
+				mod(&c.Offload)
+			}
+		})
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	for start := time.Now(); s.h3.offload() == nil; time.Sleep(10 * time.Millisecond) {
+		select {
+		case err := <-done:
+			done <- err // for Cleanup
+			t.Fatalf("Serve ended before the offload ran: %v\n%s", err, logs.String())
+		default:
+		}
+		if time.Since(start) > offHangGuard {
+			t.Fatalf("the offload did not start\n%s", logs.String())
+		}
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(s.certs.current().Leaf)
+	return &offloadServer{Server: s, net: n, logs: logs, url: "https://" + netip.AddrPortFrom(offIPS, offPort).String() + "/",
+		tls: &tls.Config{RootCAs: pool, ServerName: "localhost"}}
+}
+
+func (srv *offloadServer) datapath(t *testing.T) *datapath.Datapath {
+	t.Helper()
+	dp, ok := srv.h3.offload().(*datapath.Datapath)
+	if !ok {
+		t.Fatal("no datapath running")
+	}
+	return dp
+}
+
+// agentStats returns the datapath's counters once the agent has published
+// them all (they are complete each time a queue runs empty, which it does
+// as soon as the traffic stops).
+func (srv *offloadServer) dpStats(t *testing.T) datapath.Stats {
+	t.Helper()
+	st, err := srv.datapath(t).Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// waitDP polls the datapath's counters until ok holds.
+func (srv *offloadServer) waitDP(t *testing.T, what string, ok func(datapath.Stats) bool) datapath.Stats {
+	t.Helper()
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		st := srv.dpStats(t)
+		if ok(st) {
+			return st
+		}
+		if time.Since(start) > offHangGuard {
+			t.Fatalf("datapath counters: %s never held: agent %v, xdp %v", what, st.Agent.Packets, st.XDP)
+		}
+	}
+}
+
+func (srv *offloadServer) quicStats() quic.AddressValidationStats {
+	srv.h3.mu.Lock()
+	tr := srv.h3.tr
+	srv.h3.mu.Unlock()
+	return tr.AddressValidationStats()
+}
+
+// fetch GETs the demo index with c from the client namespace and fails
+// the test unless it arrives complete.
+func (srv *offloadServer) fetch(t *testing.T, n *offloadNet, c *http.Client, who string) {
+	t.Helper()
+	n.in(t, n.nsC, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), offHangGuard)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, "GET", srv.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			var st datapath.Stats
+			if dp, ok := srv.h3.offload().(*datapath.Datapath); ok {
+				st, _ = dp.Stats()
+			}
+			t.Fatalf("%s: GET %s: %v\ndatapath: %+v\nquic: %+v\n%s", who, srv.url, err, st, srv.quicStats(), srv.logs.String())
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != 200 || resp.Proto != "HTTP/3.0" || !strings.Contains(string(body), "<html") {
+			t.Fatalf("%s: GET %s: %d %s, %d bytes, %v", who, srv.url, resp.StatusCode, resp.Proto, len(body), err)
+		}
+	})
+}
+
+// ourClient returns our HTTP/3 client, dialing from the client
+// namespace; store, when set, keeps NEW_TOKEN tokens across its
+// connections.
+func (srv *offloadServer) ourClient(t *testing.T, store quic.TokenStore) *http.Client {
+	tr := &http3.Transport{
+		TLSClientConfig: srv.tls.Clone(),
+		QUICConfig:      &quic.Config{TokenStore: store},
+		// The transport dials on a goroutine of its own: make the socket
+		// in the client namespace.
+		Dial: func(ctx context.Context, addr string, tc *tls.Config, qc *quic.Config) (c *quic.Conn, err error) {
+			err = srv.net.enter(srv.net.nsC)(func() error {
+				c, err = quic.DialAddrEarly(ctx, addr, tc, qc)
+				return err
+			})
+			return c, err
+		},
+	}
+	t.Cleanup(func() { tr.Close() })
+	return &http.Client{Transport: tr}
+}
+
+// quicGoClient returns quic-go's HTTP/3 client, dialing from the client
+// namespace.
+func (srv *offloadServer) quicGoClient(t *testing.T) *http.Client {
+	tr := &quicgohttp3.Transport{
+		TLSClientConfig: srv.tls.Clone(),
+		Dial: func(ctx context.Context, addr string, tc *tls.Config, qc *quicgo.Config) (c *quicgo.Conn, err error) {
+			err = srv.net.enter(srv.net.nsC)(func() error {
+				c, err = quicgo.DialAddrEarly(ctx, addr, tc, qc)
+				return err
+			})
+			return c, err
+		},
+	}
+	t.Cleanup(func() { tr.Close() })
+	return &http.Client{Transport: tr}
+}
+
+// checkNoUnvalidated fails unless every Initial the QUIC stack saw carried
+// a valid agent token: under --retry always any other Initial would have
+// been answered with a host Retry, dropped or closed.
+func checkNoUnvalidated(t *testing.T, st quic.AddressValidationStats) {
+	t.Helper()
+	if st.RetriesSent != 0 || st.InitialsDropped != 0 || st.InvalidTokenCloses != 0 || len(st.TokensRejected) != 0 {
+		t.Fatalf("the QUIC stack saw unvalidated Initials: %+v", st)
+	}
+}
+
+// TestOffloadBenignClients: with the integrated offload, our HTTP/3 client
+// and quic-go's fetch a page from the client namespace. The agent answers
+// their first Initials with Retries and forwards the second ones into the
+// transport; the host accepts the agent tokens and never sends a Retry of
+// its own; the fast path dropped no packet of theirs.
+func TestOffloadBenignClients(t *testing.T) {
+	n := newOffloadNet(t)
+	srv := startOffloadServer(t, n)
+	ours, theirs := srv.ourClient(t, nil), srv.quicGoClient(t)
+	for i := range 3 {
+		srv.fetch(t, n, ours, fmt.Sprintf("our client, request %d", i))
+		srv.fetch(t, n, theirs, fmt.Sprintf("quic-go client, request %d", i))
+	}
+	st := srv.waitDP(t, "two Retries and two forwarded retry tokens", func(st datapath.Stats) bool {
+		return st.Agent.Packets[agent.ReasonRetry] >= 2 && st.Agent.Packets[agent.ReasonRetryTokenForwarded] >= 2
+	})
+	if st.Delivered < 2 || st.XDP[xdp.AgentInitial] < 4 || st.XDP[xdp.PassHit] == 0 {
+		t.Errorf("datapath: %d delivered, %d Initials redirected, %d fast-path hits; want >= 2, >= 4, > 0",
+			st.Delivered, st.XDP[xdp.AgentInitial], st.XDP[xdp.PassHit])
+	}
+	if st.XDP[xdp.DropMiss] != 0 || st.XDP[xdp.PassFailOpen] != 0 {
+		t.Errorf("fast path: %d benign packets dropped as unknown, %d passed failing open; want none", st.XDP[xdp.DropMiss], st.XDP[xdp.PassFailOpen])
+	}
+	qs := srv.quicStats()
+	checkNoUnvalidated(t, qs)
+	if qs.TokensAccepted["agent/retry"] < 2 {
+		t.Errorf("host accepted %d agent retry tokens, want >= 2 (%+v)", qs.TokensAccepted["agent/retry"], qs)
+	}
+	checkMetricsExposed(t, srv)
+}
+
+// checkMetricsExposed scrapes /metrics: it carries the registry's QUIC
+// counters and, after them, the datapath's, with the traffic of the test
+// counted.
+func checkMetricsExposed(t *testing.T, srv *offloadServer) {
+	t.Helper()
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
+		// net/http dials on a goroutine of its own.
+		err = srv.net.enter(srv.net.nsS)(func() error {
+			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: offHangGuard}).Get("http://" + srv.MetricsAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/metrics: %d, %v", resp.StatusCode, err)
+	}
+	nonzero := func(prefix, suffix string) bool {
+		for line := range strings.Lines(string(body)) {
+			f := strings.Fields(line)
+			if len(f) == 2 && strings.HasPrefix(f[0], prefix) && strings.HasSuffix(f[0], suffix) && f[1] != "0" {
+				return true
+			}
+		}
+		return false
+	}
+	for _, m := range [][2]string{
+		{`turboretry_quic_tokens_accepted_total{`, `"agent",type="retry"}`},
+		{`turboretry_agent_packets_total{`, `reason="retry"}`},
+		{`turboretry_xdp_packets_total{reason="pass_hit"}`, ``},
+		{`turboretry_afxdp_frames_total{`, `}`},
+	} {
+		if !nonzero(m[0], m[1]) {
+			t.Errorf("/metrics has no nonzero %s...%s:\n%s", m[0], m[1], body)
+		}
+	}
+}
+
+// TestOffloadFlood: the attacker namespace sends floodN Initials while
+// both clients make requests. Every request completes, the agent answered
+// the whole flood with Retries, and still no unvalidated Initial reached
+// the QUIC stack.
+func TestOffloadFlood(t *testing.T) {
+	const floodN = 5000
+	n := newOffloadNet(t)
+	srv := startOffloadServer(t, n)
+
+	var sender *flood.UDPSender
+	n.in(t, n.nsA, func() {
+		var err error
+		if sender, err = flood.NewUDPSender(netip.AddrPortFrom(offIPS, offPort), 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	defer sender.Close()
+	gen, err := flood.NewGenerator(flood.GeneratorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg       sync.WaitGroup
+		fst      flood.Stats
+		floodErr error
+	)
+	wg.Go(func() {
+		// Paced so the AF_XDP rings of a shared CI machine keep up: the
+		// test is about correctness, the benchmarks are about rate.
+		fst, floodErr = flood.Run(context.Background(), flood.RunConfig{Count: floodN, Duration: offHangGuard, Rate: 5000}, gen, sender)
+	})
+	ours, theirs := srv.ourClient(t, nil), srv.quicGoClient(t)
+	for i := range 5 {
+		// Fresh connections during the flood: the handshakes compete
+		// with it.
+		srv.fetch(t, n, srv.ourClient(t, nil), fmt.Sprintf("our new client %d", i))
+		srv.fetch(t, n, ours, fmt.Sprintf("our client, request %d", i))
+		srv.fetch(t, n, theirs, fmt.Sprintf("quic-go client, request %d", i))
+	}
+	wg.Wait()
+	if floodErr != nil || fst.Sent != floodN {
+		t.Fatalf("flood: %+v, %v; want %d sent", fst, floodErr, floodN)
+	}
+	srv.fetch(t, n, srv.quicGoClient(t), "quic-go client after the flood")
+	st := srv.waitDP(t, "a Retry for every flood Initial", func(st datapath.Stats) bool {
+		return st.Agent.Packets[agent.ReasonRetry] >= floodN+6
+	})
+	if st.ReplyFailed != 0 {
+		t.Errorf("%d Retries could not be sent", st.ReplyFailed)
+	}
+	if st.XDP[xdp.DropMiss] != 0 || st.XDP[xdp.PassFailOpen] != 0 {
+		t.Errorf("fast path: %d packets dropped as unknown, %d passed failing open; want none", st.XDP[xdp.DropMiss], st.XDP[xdp.PassFailOpen])
+	}
+	checkNoUnvalidated(t, srv.quicStats())
+}
+
+// TestOffloadFailOpen pauses the agent mid-run. Once its heartbeat is
+// stale the program passes everything: requests keep completing through
+// the host's own Retry, and a connection made meanwhile has its connection
+// IDs in the fast path anyway. After Resume the agent filters again and
+// accepts the NEW_TOKEN token the host issued while it was paused.
+func TestOffloadFailOpen(t *testing.T) {
+	n := newOffloadNet(t)
+	srv := startOffloadServer(t, n)
+	srv.fetch(t, n, srv.ourClient(t, nil), "our client before the pause")
+	dp := srv.datapath(t)
+
+	dp.Pause()
+	store := quic.NewLRUTokenStore(4, 4)
+	during := srv.ourClient(t, store)
+	// Initials sent before the heartbeat goes stale are dropped by the
+	// paused agent; the clients retransmit and get through once it is.
+	srv.fetch(t, n, during, "our client during the pause")
+	srv.fetch(t, n, srv.quicGoClient(t), "quic-go client during the pause")
+	qs := srv.quicStats()
+	if qs.RetriesSent < 2 || qs.TokensAccepted["host/retry"] < 2 {
+		t.Fatalf("during the pause the host sent %d Retries and accepted %d of its retry tokens; want >= 2 each (%+v)",
+			qs.RetriesSent, qs.TokensAccepted["host/retry"], qs)
+	}
+	if st := srv.dpStats(t); st.XDP[xdp.PassFailOpen] == 0 {
+		t.Fatalf("nothing passed failing open: %v", st.XDP)
+	}
+
+	dp.Resume()
+	// Filtering resumes with the next heartbeat: fetch with fresh clients
+	// until the agent answers one with its Retry.
+	retries := srv.dpStats(t).Agent.Packets[agent.ReasonRetry]
+	for i := 0; ; i++ {
+		srv.fetch(t, n, srv.ourClient(t, nil), fmt.Sprintf("our client %d after Resume", i))
+		if srv.dpStats(t).Agent.Packets[agent.ReasonRetry] > retries {
+			break
+		}
+		if i == 50 {
+			t.Fatal("the agent sent no Retry after Resume")
+		}
+	}
+	// The connection made during the pause carries on: the stack admitted
+	// its connection IDs to the fast path although the agent was paused.
+	srv.fetch(t, n, during, "our client's connection from the pause")
+	if st := srv.dpStats(t); st.XDP[xdp.DropMiss] != 0 {
+		t.Errorf("the fast path dropped %d packets of known connections", st.XDP[xdp.DropMiss])
+	}
+	// A new connection spends the host's NEW_TOKEN token: the agent
+	// forwards it (only the host issues new_token tokens) and the host
+	// accepts it.
+	srv.fetch(t, n, srv.ourClient(t, store), "our client with the host's NEW_TOKEN token")
+	srv.waitDP(t, "the host's new_token token forwarded", func(st datapath.Stats) bool {
+		return st.Agent.Packets[agent.ReasonNewTokenForwarded] >= 1
+	})
+	if qs := srv.quicStats(); qs.TokensAccepted["host/new_token"] < 1 {
+		t.Errorf("the host accepted no new_token token of its own: %+v", qs)
+	}
+}
+
+// TestOffloadIssuedIDsPass: every connection ID the stack issues, the
+// handshake SCIDs and the NEW_CONNECTION_ID ones a client may switch to
+// (migration, rotation), passes the fast path. The test sends a
+// short-header packet to each of them from the client namespace, then one
+// to an ID never issued: that one, and only that one, is dropped.
+func TestOffloadIssuedIDsPass(t *testing.T) {
+	n := newOffloadNet(t)
+	var (
+		mu   sync.Mutex
+		cids [][]byte
+		errs []error
+	)
+	srv := startOffloadServerWith(t, n, func(c *OffloadConfig) {
+		c.admitted = func(cid []byte, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(cid) == agent.DefaultCIDLen {
+				cids = append(cids, append([]byte(nil), cid...))
+				if err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	})
+	const conns = 2
+	srv.fetch(t, n, srv.ourClient(t, nil), "our client")
+	srv.fetch(t, n, srv.quicGoClient(t), "quic-go client")
+	mu.Lock()
+	issued := append([][]byte(nil), cids...)
+	if len(errs) != 0 {
+		t.Errorf("the fast path refused %d connection IDs: %v", len(errs), errs)
+	}
+	mu.Unlock()
+	// One handshake SCID per connection and at least one spare ID through
+	// NEW_CONNECTION_ID.
+	if len(issued) < 2*conns {
+		t.Fatalf("the stack announced %d connection IDs for %d connections, want >= %d", len(issued), conns, 2*conns)
+	}
+
+	t.Logf("%d connection IDs admitted for %d connections", len(issued), conns)
+	before := srv.dpStats(t)
+	if before.XDP[xdp.DropMiss] != 0 {
+		t.Fatalf("the fast path dropped %d packets of the clients", before.XDP[xdp.DropMiss])
+	}
+	unknown := []byte{0xde, 0xad, 0xbe, 0xef, 0x01, 0x02, 0x03, 0x04}
+	n.in(t, n.nsC, func() {
+		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(offIPS, offPort)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		for _, cid := range append(issued, unknown) {
+			// A short header (fixed bit set) and a payload no key opens:
+			// the stack discards it; only the program's verdict matters.
+			pkt := append([]byte{0x40}, cid...)
+			pkt = append(pkt, make([]byte, 40)...)
+			if _, err := c.Write(pkt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	// One queue processes in order: once the last probe is dropped, all
+	// the others have been judged.
+	after := srv.waitDP(t, "the unknown ID dropped", func(st datapath.Stats) bool { return st.XDP[xdp.DropMiss] >= 1 })
+	if after.XDP[xdp.DropMiss] != 1 {
+		t.Errorf("%d probes dropped as unknown, want only the one to the never-issued ID", after.XDP[xdp.DropMiss])
+	}
+	if hits := after.XDP[xdp.PassHit] - before.XDP[xdp.PassHit]; hits < uint64(len(issued)) {
+		t.Errorf("%d of %d probes to issued IDs passed the fast path", hits, len(issued))
+	}
+}

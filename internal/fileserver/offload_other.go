@@ -1,0 +1,16 @@
+//go:build !(linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64))
+
+package fileserver
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/quic"
+)
+
+// startOffload fails here: the XDP datapath needs little-endian Linux.
+func startOffload(*OffloadConfig, uint16, *token.KeyRing, *quic.Transport, *slog.Logger) (offloader, error) {
+	return nil, errors.New("offload xdp needs Linux on a little-endian architecture")
+}

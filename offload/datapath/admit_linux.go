@@ -1,0 +1,16 @@
+//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
+
+package datapath
+
+// Admit inserts cid into the fast-path cache, so that packets carrying it
+// as destination connection ID pass the program: the integrated mode's
+// quic.Transport.ConnectionIDAdded hook, which hands over every connection
+// ID the stack routes (handshake SCIDs and NEW_CONNECTION_ID IDs) without
+// waiting for egress. Unlike ObserveEgress it admits while the agent is
+// paused too, so connections made during a fail-open period still pass
+// once filtering resumes. It fails (fastpath.ErrCIDLength) for a cid not
+// of Config.CIDLen bytes; such IDs never appear in short headers. Safe
+// for concurrent use.
+func (d *Datapath) Admit(cid []byte) error {
+	return d.prog.Cache().Insert(cid)
+}
