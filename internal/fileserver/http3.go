@@ -48,9 +48,11 @@ func (l *http3Listener) reloadSecret(secret []byte) error {
 		return nil
 	}
 	if off != nil {
-		// The datapath has no way to swap its key ring yet: its tokens
-		// keep the old secret, which the host no longer accepts.
-		l.s.Logger().Warn("the XDP offload agent keeps the previous root secret until the server restarts; pause it (SIGUSR1) meanwhile if the secret changed")
+		// Agent and host switch together, so each keeps accepting the
+		// other's tokens.
+		if err := off.SetKeyRing(l.s.KeyRing()); err != nil {
+			return err
+		}
 	}
 	return tr.SetTokenSecret(secret)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/metrics"
+	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/fastpath"
 )
 
@@ -119,6 +120,7 @@ type offloader interface {
 	Resume()
 	Paused() bool
 	WriteMetrics(w io.Writer) error
+	SetKeyRing(kr *token.KeyRing) error
 	Close() error
 }
 

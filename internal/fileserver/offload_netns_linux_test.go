@@ -27,6 +27,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/internal/fsutil"
+	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/datapath"
 	"github.com/turboretry/turboretry/offload/flood"
@@ -675,5 +677,34 @@ func TestOffloadIssuedIDsPass(t *testing.T) {
 	}
 	if hits := after.XDP[xdp.PassHit] - before.XDP[xdp.PassHit]; hits < uint64(len(issued)) {
 		t.Errorf("%d of %d probes to issued IDs passed the fast path", hits, len(issued))
+	}
+}
+
+// TestOffloadSecretReload: after the root secret file changes and the
+// server reloads (SIGHUP), agent and host switch together: a new client's
+// agent Retry token is accepted by the host, and the stack still sees no
+// unvalidated Initial (no INVALID_TOKEN closes, no host Retries).
+func TestOffloadSecretReload(t *testing.T) {
+	n := newOffloadNet(t)
+	srv := startOffloadServer(t, n)
+	srv.fetch(t, n, srv.ourClient(t, nil), "our client before the reload")
+
+	secret, err := token.GenerateSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fsutil.WriteFileAtomic(srv.SecretPath(), []byte(token.FormatSecret(secret)), 0o600, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	before := srv.quicStats().TokensAccepted["agent/retry"]
+	srv.fetch(t, n, srv.ourClient(t, nil), "our client after the reload")
+	srv.fetch(t, n, srv.quicGoClient(t), "quic-go client after the reload")
+	qs := srv.quicStats()
+	checkNoUnvalidated(t, qs)
+	if qs.TokensAccepted["agent/retry"] < before+2 {
+		t.Errorf("host accepted %d agent retry tokens after the reload, want 2 more than %d (%+v)", qs.TokensAccepted["agent/retry"], before, qs)
 	}
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,15 @@ type Engine struct {
 	workers []*Worker
 	paused  atomic.Bool
 	beat    atomic.Int64 // last heartbeat, Unix nanoseconds; 0 = none yet
+	keys    atomic.Pointer[keyGeneration]
+}
+
+// keyGeneration is the key ring the workers use; SetKeyRing publishes a
+// new one and each worker switches before its next datagram.
+type keyGeneration struct {
+	ring  *token.KeyRing
+	cache *token.KeyCache
+	gen   uint64
 }
 
 // New returns an Engine with cfg.Workers workers, each with its own token
@@ -27,12 +37,31 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: c, workers: make([]*Worker, c.Workers)}
+	e.keys.Store(&keyGeneration{ring: c.KeyRing, cache: c.KeyCache})
 	for i := range e.workers {
 		if e.workers[i], err = newWorker(e); err != nil {
 			return nil, err
 		}
 	}
 	return e, nil
+}
+
+// SetKeyRing switches every worker to a new key ring (a reloaded root
+// secret, which the host must switch to as well): each worker rebuilds its
+// Issuer and Validator before its next datagram, with a fresh derived-key
+// cache. Tokens of the old secret are refused from then on. It is safe to
+// call while the workers run.
+func (e *Engine) SetKeyRing(kr *token.KeyRing) error {
+	if kr == nil {
+		return errors.New("agent: SetKeyRing: nil key ring")
+	}
+	for {
+		old := e.keys.Load()
+		next := &keyGeneration{ring: kr, cache: token.NewKeyCache(0), gen: old.gen + 1}
+		if e.keys.CompareAndSwap(old, next) {
+			return nil
+		}
+	}
 }
 
 // NumWorkers returns the number of workers.
@@ -94,11 +123,11 @@ func (e *Engine) RunHeartbeat(ctx context.Context) {
 	}
 }
 
-func (e *Engine) validatorConfig() token.ValidatorConfig {
+func (e *Engine) validatorConfig(cache *token.KeyCache) token.ValidatorConfig {
 	return token.ValidatorConfig{
 		RetryMaxAge:    e.cfg.RetryMaxAge,
 		NewTokenMaxAge: e.cfg.NewTokenMaxAge,
 		MaxFuture:      e.cfg.MaxFuture,
-		Cache:          e.cfg.KeyCache,
+		Cache:          cache,
 	}
 }

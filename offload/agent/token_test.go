@@ -199,3 +199,29 @@ func TestCacheRefusalIsCountedNotFatal(t *testing.T) {
 		t.Fatalf("metrics lack the cache error count:\n%s", metrics.String())
 	}
 }
+
+// TestSetKeyRingSwitchesWorkers: after SetKeyRing the running worker
+// refuses the old secret's tokens (a bad new_token token gets a Retry) and
+// accepts the new secret's.
+func TestSetKeyRingSwitchesWorkers(t *testing.T) {
+	env := newTestEnv(t, nil)
+	oldTok := hostNewToken(t, env, clientAddr.Addr())
+	dcid := []byte{1, 1, 2, 3, 5, 8, 13, 21, 34}
+	mustProcess(t, env.w, clientInitial(t, wire.Version1, dcid, cscid, oldTok, 1200), clientAddr, ReasonNewTokenForwarded)
+
+	kr2, err := token.NewKeyRing(bytes.Repeat([]byte{7}, token.SecretLen), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.eng.SetKeyRing(kr2); err != nil {
+		t.Fatal(err)
+	}
+	mustProcess(t, env.w, clientInitial(t, wire.Version1, dcid, cscid, oldTok, 1200), clientAddr, ReasonRetryBadNewToken)
+	env.kr = kr2
+	newTok := hostNewToken(t, env, clientAddr.Addr())
+	mustProcess(t, env.w, clientInitial(t, wire.Version1, dcid, cscid, newTok, 1200), clientAddr, ReasonNewTokenForwarded)
+
+	if err := env.eng.SetKeyRing(nil); err == nil {
+		t.Error("SetKeyRing(nil) succeeded")
+	}
+}

@@ -19,6 +19,7 @@ type Worker struct {
 	lookup    CIDLookup // nil when the cache cannot look up
 	issuer    *token.Issuer
 	validator *token.Validator
+	keyGen    uint64 // the Engine key generation issuer and validator use
 	// rng makes RSCIDs and GREASE versions. ChaCha8 is a CSPRNG seeded from
 	// crypto/rand, so RSCIDs stay unpredictable without a syscall each.
 	rng *rand.ChaCha8
@@ -34,25 +35,34 @@ type Worker struct {
 }
 
 func newWorker(e *Engine) (*Worker, error) {
-	is, err := e.cfg.KeyRing.NewIssuer(token.SourceAgent)
-	if err != nil {
-		return nil, err
-	}
-	v, err := e.cfg.KeyRing.NewValidator(e.validatorConfig())
-	if err != nil {
-		return nil, err
-	}
 	var seed [32]byte
 	if _, err := crand.Read(seed[:]); err != nil {
 		return nil, err
 	}
-	w := &Worker{eng: e, cache: e.cfg.Cache, issuer: is, validator: v, rng: rand.NewChaCha8(seed)}
+	w := &Worker{eng: e, cache: e.cfg.Cache, rng: rand.NewChaCha8(seed)}
+	if err := w.useKeys(e.keys.Load()); err != nil {
+		return nil, err
+	}
 	if w.cache == nil {
 		w.cache = noCache{}
 	}
 	w.lookup, _ = w.cache.(CIDLookup)
 	w.versions = supportedVersions
 	return w, nil
+}
+
+// useKeys builds the worker's Issuer and Validator from key generation g.
+func (w *Worker) useKeys(g *keyGeneration) error {
+	is, err := g.ring.NewIssuer(token.SourceAgent)
+	if err != nil {
+		return err
+	}
+	v, err := g.ring.NewValidator(w.eng.validatorConfig(g.cache))
+	if err != nil {
+		return err
+	}
+	w.issuer, w.validator, w.keyGen = is, v, g.gen
+	return nil
 }
 
 // noCache stands in for a missing fast path.
@@ -77,6 +87,11 @@ func (w *Worker) Process(pkt []byte, from netip.AddrPort, out []byte) (v Verdict
 func (w *Worker) process(pkt []byte, from netip.AddrPort, out []byte) (Reason, []byte) {
 	if w.eng.paused.Load() {
 		return ReasonPaused, nil
+	}
+	if g := w.eng.keys.Load(); g.gen != w.keyGen {
+		if err := w.useKeys(g); err != nil {
+			return ReasonInternal, nil
+		}
 	}
 	if len(pkt) == 0 {
 		return ReasonMalformed, nil

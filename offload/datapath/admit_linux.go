@@ -2,6 +2,8 @@
 
 package datapath
 
+import "github.com/turboretry/turboretry/internal/token"
+
 // Admit inserts cid into the fast-path cache, so that packets carrying it
 // as destination connection ID pass the program: the integrated mode's
 // quic.Transport.ConnectionIDAdded hook, which hands over every connection
@@ -13,4 +15,13 @@ package datapath
 // for concurrent use.
 func (d *Datapath) Admit(cid []byte) error {
 	return d.prog.Cache().Insert(cid)
+}
+
+// SetKeyRing switches the agent to a new key ring (a reloaded root secret
+// that the host switched to as well); its workers pick it up before their
+// next datagram. The fast-path cache keeps its SipHash key, derived from
+// the secret the datapath started with, so admitted connections keep
+// passing; that key changes only with a restart. Safe for concurrent use.
+func (d *Datapath) SetKeyRing(kr *token.KeyRing) error {
+	return d.engine.SetKeyRing(kr)
 }
