@@ -121,18 +121,6 @@ func BenchmarkHandshake(b *testing.B) {
 	}
 }
 
-func BenchmarkRecvBufferInOrder(b *testing.B) {
-	chunk := make([]byte, 1100)
-	out := make([]byte, 4096)
-	b.SetBytes(int64(len(chunk)))
-	b.ReportAllocs()
-	var rb recvBuffer
-	for b.Loop() {
-		rb.insert(rb.readOff, chunk)
-		rb.read(out)
-	}
-}
-
 // BenchmarkUpload4MBQuicGoToQuicGo is the baseline: quic-go on both sides.
 func BenchmarkUpload4MBQuicGoToQuicGo(b *testing.B) {
 	ln, err := quicgo.ListenAddr("127.0.0.1:0", serverTLS(b), &quicgo.Config{})

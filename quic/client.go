@@ -105,7 +105,6 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	tc.MinVersion = tls.VersionTLS13
 	v := wire.Version(conf.Versions[0])
 	c := newConn(t, true, conf, tc, v, addr)
-	c.srcCID = t.newConnID()
 	c.origDestCID = make([]byte, 8)
 	_, _ = rand.Read(c.origDestCID)
 	c.destCID = c.origDestCID
@@ -124,8 +123,8 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	}
 	c.spaces[spaceInitial].sealer = sealer
 	c.spaces[spaceInitial].opener = opener
-	if !t.addHandler(c.srcCID, c) {
-		return nil, ErrTransportClosed
+	if err := c.initLocalCIDs(); err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	err = c.startTLS()

@@ -15,6 +15,7 @@ import (
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/recovery"
+	"github.com/turboretry/turboretry/internal/streambuf"
 	"github.com/turboretry/turboretry/internal/udpio"
 	"github.com/turboretry/turboretry/internal/wire"
 )
@@ -39,8 +40,8 @@ type pnSpace struct {
 	opener    *handshake.Opener
 	tracker   ackgen.Tracker
 	nextPN    uint64
-	crypto    sendBuffer
-	cryptoIn  recvBuffer
+	crypto    streambuf.SendBuffer
+	cryptoIn  *streambuf.RecvBuffer // created by the first CRYPTO frame
 	discarded bool
 	probes    int // ack-eliciting packets the PTO asked for
 	ranges    []wire.AckRange
@@ -122,15 +123,10 @@ type Conn struct {
 	remembered   *wire.TransportParameters
 	sentEarly    bool
 	rejected0RTT bool
-	destSeq      uint64 // sequence number of destCID
-	peerCIDs     []peerCID
-	retireSeqs   []uint64
+	cids         cidState
 
 	receivedFirst    bool // client: a server packet was processed
 	versionRestarted bool // client: restarted after Version Negotiation
-
-	peerResetToken    [16]byte
-	hasPeerResetToken bool
 
 	retryUndecryptableLater bool // new read keys: reprocess kept packets
 
@@ -188,13 +184,6 @@ type Conn struct {
 	writerInit bool
 	msgs       []udpio.Message
 	gsoBuf     []byte
-}
-
-// peerCID is a connection ID the peer issued in NEW_CONNECTION_ID.
-type peerCID struct {
-	seq   uint64
-	cid   []byte
-	token [16]byte
 }
 
 func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
@@ -376,7 +365,7 @@ func (c *Conn) onTimers(now time.Time) {
 			sp.probes = act.Probes
 			if act.Space != spaceApp {
 				// Resend the whole unacknowledged flight in the probe.
-				sp.crypto.requeueAll()
+				sp.requeueCrypto()
 			}
 		}
 	}

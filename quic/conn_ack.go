@@ -17,10 +17,10 @@ func (c *Conn) onPacketAcked(handle uint64) {
 	for _, f := range p.frames {
 		switch f.kind {
 		case sfCrypto:
-			c.spaces[p.space].crypto.onAcked(f.off, f.n, false)
+			c.spaces[p.space].crypto.OnAcked(f.off, int(f.n), false)
 		case sfStream:
 			if s := c.streams[f.id]; s != nil {
-				s.send.onAcked(f.off, f.n, f.fin)
+				s.send.OnAcked(f.off, int(f.n), f.fin)
 				s.signalWrite()
 				c.maybeRemoveStream(s)
 			}
@@ -34,6 +34,8 @@ func (c *Conn) onPacketAcked(handle uint64) {
 				s.stopAcked = true
 				c.maybeRemoveStream(s)
 			}
+		case sfRetireCID:
+			c.cids.remote.OnRetireAcked(f.id)
 		}
 	}
 }
@@ -49,10 +51,10 @@ func (c *Conn) onPacketLost(handle uint64) {
 	for _, f := range p.frames {
 		switch f.kind {
 		case sfCrypto:
-			c.spaces[p.space].crypto.onLost(f.off, f.n, false)
+			c.spaces[p.space].crypto.OnLost(f.off, int(f.n), false)
 		case sfStream:
 			if s := c.streams[f.id]; s != nil && s.sendErr == nil {
-				s.send.onLost(f.off, f.n, f.fin)
+				s.send.OnLost(f.off, int(f.n), f.fin)
 				c.queueStreamSend(s)
 			}
 		case sfResetStream:
@@ -81,7 +83,9 @@ func (c *Conn) onPacketLost(handle uint64) {
 		case sfNewToken:
 			c.sendNewToken = true
 		case sfRetireCID:
-			c.retireSeqs = append(c.retireSeqs, f.id)
+			c.cids.remote.OnRetireLost(f.id)
+		case sfNewCID:
+			c.cids.local.OnNewConnectionIDLost(f.id)
 		}
 	}
 }

@@ -2,11 +2,13 @@ package quic
 
 import (
 	"bytes"
+	"errors"
 	"slices"
 	"time"
 
 	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/recovery"
+	"github.com/turboretry/turboretry/internal/streambuf"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -56,7 +58,9 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 			}
 			return
 		}
-		if !bytes.Equal(hdr.DestConnID, c.srcCID) && (c.isClient || !bytes.Equal(hdr.DestConnID, c.clientDestCID)) {
+		// A peer may switch to an ID from NEW_CONNECTION_ID (sent in 0.5-RTT)
+		// while still sending Handshake packets, as quic-go does.
+		if !c.ownsCID(hdr.DestConnID) && (c.isClient || !bytes.Equal(hdr.DestConnID, c.clientDestCID)) {
 			continue
 		}
 		switch hdr.Type {
@@ -155,7 +159,7 @@ func (c *Conn) handleShortPacket(pkt []byte, now time.Time) {
 	if err := wire.ParseShortHeader(pkt, c.t.cidLen, &sh); err != nil {
 		return
 	}
-	if !bytes.Equal(sh.DestConnID, c.srcCID) {
+	if !c.ownsCID(sh.DestConnID) {
 		// The Transport routes datagrams ending in our peer's reset token here.
 		if mayBeReset && c.isStatelessReset(tail[:]) {
 			c.destroyLocked(&StatelessResetError{})
@@ -196,7 +200,9 @@ func (c *Conn) handleShortPacket(pkt []byte, now time.Time) {
 	if sp.tracker.IsDuplicate(pn) {
 		return
 	}
+	c.cids.rxDCID = sh.DestConnID
 	c.processPayload(spaceApp, wire.PacketType1RTT, pn, payload, now)
+	c.cids.rxDCID = nil
 }
 
 // processPayload handles the frames of a decrypted packet and records it.
@@ -260,10 +266,7 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 	case wire.FrameTypeNewConnectionID:
 		return c.handleNewConnectionID(f)
 	case wire.FrameTypeRetireConnectionID:
-		// We issue no connection IDs beyond the handshake one (sequence 0).
-		if f.SequenceNumber > 0 {
-			return qerr.NewProtocolViolation(uint64(f.Type), "retired a connection ID never issued")
-		}
+		return c.handleRetireConnectionID(f)
 	case wire.FrameTypePathChallenge:
 		if len(c.pathResponses) < 4 {
 			c.pathResponses = append(c.pathResponses, f.PathData)
@@ -314,13 +317,20 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 
 func (c *Conn) handleCryptoFrame(space int, f *wire.Frame) error {
 	sp := &c.spaces[space]
-	end := f.Offset + uint64(len(f.Data))
-	if end > sp.cryptoIn.readOff+maxCryptoBuffer {
-		return qerr.NewTransportError(qerr.CryptoBufferExceeded, uint64(f.Type), "too much out-of-order CRYPTO data")
+	if sp.cryptoIn == nil {
+		sp.cryptoIn = streambuf.NewRecvBuffer(maxCryptoBuffer)
 	}
-	sp.cryptoIn.insert(f.Offset, f.Data)
-	for d := sp.cryptoIn.pop(); d != nil; d = sp.cryptoIn.pop() {
-		if err := c.tls.HandleData(tlsLevel(space), d); err != nil {
+	if err := sp.cryptoIn.Push(f.Offset, f.Data, false); err != nil {
+		if errors.Is(err, streambuf.ErrBufferExceeded) {
+			return qerr.NewTransportError(qerr.CryptoBufferExceeded, uint64(f.Type), "too much out-of-order CRYPTO data")
+		}
+		return bufferError(err, uint64(f.Type))
+	}
+	for d := sp.cryptoIn.Peek(); len(d) > 0; d = sp.cryptoIn.Peek() {
+		// HandleData copies what it keeps, so the bytes can go at once.
+		err := c.tls.HandleData(tlsLevel(space), d)
+		sp.cryptoIn.Skip(len(d))
+		if err != nil {
 			return tlsError(err)
 		}
 	}
@@ -337,40 +347,4 @@ func (c *Conn) handleConnectionClose(f *wire.Frame) {
 	c.signalClosedLocked(err)
 	c.draining = true
 	c.closeDeadline = time.Now().Add(3 * c.ptoLocked())
-}
-
-func (c *Conn) handleNewConnectionID(f *wire.Frame) error {
-	if len(c.destCID) == 0 {
-		return qerr.NewProtocolViolation(uint64(f.Type), "NEW_CONNECTION_ID to a zero-length connection ID user")
-	}
-	for _, p := range c.peerCIDs {
-		if p.seq == f.SequenceNumber {
-			return nil
-		}
-	}
-	// Retire what the peer asks us to retire; sequence 0 is the handshake CID.
-	kept := c.peerCIDs[:0]
-	for _, p := range c.peerCIDs {
-		if p.seq < f.RetirePriorTo {
-			c.retireSeqs = append(c.retireSeqs, p.seq)
-		} else {
-			kept = append(kept, p)
-		}
-	}
-	c.peerCIDs = kept
-	if f.SequenceNumber < f.RetirePriorTo {
-		c.retireSeqs = append(c.retireSeqs, f.SequenceNumber)
-		return nil
-	}
-	if len(c.peerCIDs) < 4 {
-		c.peerCIDs = append(c.peerCIDs, peerCID{seq: f.SequenceNumber, cid: slices.Clone(f.ConnectionID), token: f.StatelessResetToken})
-		c.t.addResetToken(f.StatelessResetToken, c)
-	}
-	if f.RetirePriorTo > c.destSeq && len(c.peerCIDs) > 0 {
-		// The connection ID in use is retired: switch to the next one.
-		c.retireSeqs = append(c.retireSeqs, c.destSeq)
-		c.destCID, c.destSeq = c.peerCIDs[0].cid, c.peerCIDs[0].seq
-		c.peerCIDs = c.peerCIDs[1:]
-	}
-	return nil
 }

@@ -62,8 +62,13 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		if s.recvErr != nil || s.eofRead {
 			return nil
 		}
-		s.recv.insert(f.Offset, f.Data)
+		if err := s.recv.Push(f.Offset, f.Data, f.Fin); err != nil {
+			return bufferError(err, ft)
+		}
 		s.signalRead()
+		if f.Fin {
+			c.maybeRemoveStream(s) // a bare FIN after everything was read
+		}
 	case wire.FrameTypeResetStream:
 		if err := s.fcRecv.OnResetStream(f.FinalSize); err != nil {
 			return withType(err)
@@ -75,11 +80,11 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		if s.recvErr == nil {
 			s.recvErr = &StreamError{StreamID: StreamID(s.id), ErrorCode: StreamErrorCode(f.ErrorCode), Remote: true}
 		}
-		s.recv.discard()
+		s.recv.Release()
 		s.signalRead()
 		c.maybeRemoveStream(s)
 	case wire.FrameTypeStopSending:
-		if s.sendErr == nil && !s.send.allAcked() {
+		if s.sendErr == nil && !s.send.AllAcked() {
 			code := StreamErrorCode(f.ErrorCode)
 			s.resetLocked(f.ErrorCode, &StreamError{StreamID: StreamID(s.id), ErrorCode: code, Remote: true})
 		}
@@ -94,7 +99,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 
 func (c *Conn) wakeAllSenders() {
 	for _, s := range c.streams {
-		if s.hasSend && s.send.hasData() {
+		if s.hasSend && s.send.HasData() {
 			c.queueStreamSend(s)
 		}
 	}

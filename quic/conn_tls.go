@@ -2,9 +2,7 @@ package quic
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -13,9 +11,11 @@ import (
 
 	"github.com/turboretry/turboretry/internal/ackgen"
 	"github.com/turboretry/turboretry/internal/congestion"
+	"github.com/turboretry/turboretry/internal/connid"
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/recovery"
+	"github.com/turboretry/turboretry/internal/streambuf"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -62,6 +62,7 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 	p.InitialMaxStreamsBidi = uint64(cfg.MaxIncomingStreams)
 	p.InitialMaxStreamsUni = uint64(cfg.MaxIncomingUniStreams)
 	p.DisableActiveMigration = true
+	p.ActiveConnectionIDLimit = remoteCIDLimit
 	p.InitialSourceConnectionID = c.srcCID
 	p.HasInitialSourceConnectionID = true
 	if cfg.EnableDatagrams {
@@ -74,8 +75,10 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 			p.RetrySourceConnectionID = c.retrySrcCID
 			p.HasRetrySourceConnectionID = true
 		}
-		if tok, ok := c.t.resetToken(c.srcCID); ok {
-			p.StatelessResetToken = tok
+		if c.t.StatelessResetKey != nil {
+			// The token of sequence 0, the same one the Transport's
+			// stateless resets carry for that ID.
+			p.StatelessResetToken = c.cids.local.HandshakeResetToken()
 			p.HasStatelessResetToken = true
 		}
 	}
@@ -126,7 +129,7 @@ func (c *Conn) processTLSEvents() error {
 			}
 		case tls.QUICWriteData:
 			if sp, ok := levelSpace(ev.Level); ok {
-				c.spaces[sp].crypto.write(ev.Data)
+				c.spaces[sp].crypto.Write(ev.Data)
 			}
 		case tls.QUICTransportParameters:
 			if err := c.handlePeerParams(ev.Data); err != nil {
@@ -254,12 +257,7 @@ func (c *Conn) handlePeerParams(data []byte) error {
 	if c.config.EnableDatagrams {
 		c.peerMaxDatagram = p.MaxDatagramFrameSize
 	}
-	if p.HasStatelessResetToken {
-		c.peerResetToken = p.StatelessResetToken
-		c.hasPeerResetToken = true
-		c.t.addResetToken(p.StatelessResetToken, c)
-	}
-	return nil
+	return c.initRemoteCIDs(&p)
 }
 
 func (c *Conn) onHandshakeComplete() {
@@ -310,9 +308,11 @@ func (c *Conn) dropSpace(space int, now time.Time) {
 	}
 	sp.discarded = true
 	sp.sealer, sp.opener = nil, nil
-	sp.crypto.release()
-	sp.crypto = sendBuffer{}
-	sp.cryptoIn.discard()
+	sp.crypto.Reset() // gives the chunks back
+	sp.crypto = streambuf.SendBuffer{}
+	if sp.cryptoIn != nil {
+		sp.cryptoIn.Release()
+	}
 	sp.probes = 0
 	_ = c.rec.DiscardSpace(recovery.Space(space), now)
 	for h, p := range c.sent {
@@ -343,7 +343,7 @@ func (c *Conn) handleRetry(pkt []byte, hdr *wire.LongHeader) {
 	}
 	sp := &c.spaces[spaceInitial]
 	sp.sealer, sp.opener = s, o
-	sp.crypto.requeueAll()
+	sp.requeueCrypto()
 }
 
 // handleVersionNegotiation processes a Version Negotiation packet (RFC 9000
@@ -403,13 +403,14 @@ func (c *Conn) restartWithVersion(v wire.Version) error {
 	return c.startTLS()
 }
 
-// statelessResetToken derives the token of a connection ID from the key.
+// statelessResetToken derives the token of a connection ID from the key,
+// as connid.LocalCIDs does for the IDs it issues.
 func statelessResetToken(key *StatelessResetKey, cid []byte) [16]byte {
-	m := hmac.New(sha256.New, key[:])
-	m.Write(cid)
-	var t [16]byte
-	copy(t[:], m.Sum(nil))
-	return t
+	id, err := connid.FromBytes(cid)
+	if err != nil {
+		return [16]byte{}
+	}
+	return connid.ResetTokenFor(*key, id)
 }
 
 var errNoALPN = fmt.Errorf("quic: tls.Config.NextProtos must name at least one application protocol (ALPN)")

@@ -35,7 +35,12 @@
 //     (initiated at the AEAD confidentiality limit, accepted from the peer);
 //     idle timeout and keep-alives; stateless resets (sent for unknown
 //     connection IDs when Transport.StatelessResetKey is set, detected
-//     through the peer's tokens).
+//     through the peer's tokens);
+//     connection IDs (internal/connid): each side issues NEW_CONNECTION_ID
+//     up to the peer's active_connection_id_limit (capped at 4), handles
+//     RETIRE_CONNECTION_ID with a replacement, stores the peer's IDs
+//     (limit 4), honours retire_prior_to, and every issued ID is routed
+//     through the Transport (ConnectionIDAdded).
 //   - Server-side address validation (Transport.AddressValidation, see
 //     docs/address-validation.md): an AddressPolicy hook decides accept,
 //     Retry or drop for every client Initial, with the token's validation
@@ -60,7 +65,8 @@
 // # Not implemented yet
 //
 //   - Connection migration and path validation (we answer PATH_CHALLENGE
-//     but never probe), issuing NEW_CONNECTION_ID, path MTU discovery
+//     but never probe), switching to a new peer connection ID on our own
+//     initiative (we switch only when retire_prior_to demands), path MTU discovery
 //     (datagrams are 1200 bytes), ECN, compatible version negotiation
 //     (RFC 9368) and the version_information parameter, CUBIC selection,
 //     qlog.

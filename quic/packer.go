@@ -35,6 +35,7 @@ const (
 	sfHandshakeDone
 	sfRetireCID
 	sfNewToken
+	sfNewCID
 )
 
 type sentFrame struct {
@@ -425,14 +426,7 @@ func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentP
 		c.maxStreamsLost[i] = false
 		p.frames = append(p.frames, sentFrame{kind: kind})
 	}
-	for len(c.retireSeqs) > 0 {
-		f := wire.Frame{Type: wire.FrameTypeRetireConnectionID, SequenceNumber: c.retireSeqs[0]}
-		if b, ok = appendIfFits(b, maxEnd, &f); !ok {
-			break
-		}
-		p.frames = append(p.frames, sentFrame{kind: sfRetireCID, id: c.retireSeqs[0]})
-		c.retireSeqs = c.retireSeqs[1:]
-	}
+	b = c.appendCIDFrames(b, maxEnd, p)
 	kept := c.ctrlList[:0]
 	for _, s := range c.ctrlList {
 		b = s.appendControlFrames(b, maxEnd, now, srtt, p)
@@ -448,21 +442,19 @@ func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentP
 }
 
 func (c *Conn) appendCrypto(b []byte, sp *pnSpace, maxEnd int, p *sentPacket) []byte {
-	for sp.crypto.hasData() {
-		left := maxEnd - len(b)
-		maxLen := wire.MaxCryptoDataLen(sp.crypto.end(), left)
+	for sp.crypto.HasData() {
+		maxLen := wire.MaxCryptoDataLen(sp.crypto.NextOffset(), maxEnd-len(b))
 		if maxLen <= 0 {
 			break
 		}
-		off, data, ok := sp.crypto.popLost(uint64(maxLen))
-		if !ok {
-			if sp.crypto.unsent() == 0 {
-				break
-			}
-			off, data = sp.crypto.popNew(uint64(maxLen))
+		off, n, _, _ := sp.crypto.PeekFrame(maxLen)
+		if n == 0 {
+			break
 		}
-		b = wire.AppendCryptoFrame(b, off, data)
-		p.frames = append(p.frames, sentFrame{kind: sfCrypto, off: off, n: uint64(len(data))})
+		// The header goes first, then the data straight from the buffer.
+		b = wire.AppendCryptoFrameHeader(b, off, n)
+		b, _, _, _, _ = sp.crypto.AppendFrameData(b, maxLen)
+		p.frames = append(p.frames, sentFrame{kind: sfCrypto, off: off, n: uint64(n)})
 	}
 	return b
 }
@@ -491,7 +483,7 @@ func (c *Conn) appendStreamFrames(b []byte, maxEnd int, p *sentPacket) []byte {
 		if added {
 			served = i + 1
 		}
-		if !s.send.hasData() || s.sendErr != nil {
+		if !s.send.HasData() || s.sendErr != nil {
 			s.inSendList = false
 			c.sendList = append(c.sendList[:i], c.sendList[i+1:]...)
 			if added {

@@ -26,7 +26,9 @@ func newOfflineConn(t testing.TB) *Conn {
 	tc := serverTLS(t)
 	tc.MinVersion = tls.VersionTLS13
 	c := newConn(tr, false, conf, tc, wire.Version1, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9})
-	c.srcCID = []byte{1, 2, 3, 4}
+	if err := c.initLocalCIDs(); err != nil {
+		t.Fatal(err)
+	}
 	c.destCID = []byte{5, 6, 7, 8}
 	c.origDestCID = []byte{9, 9, 9, 9, 9, 9, 9, 9}
 	if err := c.startTLS(); err != nil {
@@ -37,7 +39,10 @@ func newOfflineConn(t testing.TB) *Conn {
 	if err := c.counts.SetPeerLimits(100, 100); err != nil {
 		t.Fatal(err)
 	}
-	c.peerParams = &wire.TransportParameters{InitialMaxStreamDataBidiLocal: 1 << 16, InitialMaxStreamDataBidiRemote: 1 << 16, InitialMaxStreamDataUni: 1 << 16}
+	c.peerParams = &wire.TransportParameters{InitialMaxStreamDataBidiLocal: 1 << 16, InitialMaxStreamDataBidiRemote: 1 << 16, InitialMaxStreamDataUni: 1 << 16, ActiveConnectionIDLimit: 4}
+	if err := c.initRemoteCIDs(c.peerParams); err != nil {
+		t.Fatal(err)
+	}
 	c.handshakeComplete = true
 	c.handshakeConfirmed = true
 	return c
@@ -61,6 +66,12 @@ func TestMalformedFramesCloseWithRightCode(t *testing.T) {
 		{"ACK of unsent packet", wire.AppendAckFrame(nil, []wire.AckRange{{Smallest: 5, Largest: 9}}, 0), ProtocolViolation},
 		{"CRYPTO far ahead", wire.AppendCryptoFrame(nil, 1<<20, []byte{1}), CryptoBufferExceeded},
 		{"empty packet", nil, ProtocolViolation},
+		{"NEW_CONNECTION_ID retire_prior_to above sequence", newCID(1, 2, 0xa1), FrameEncodingError},
+		{"NEW_CONNECTION_ID over our limit", cat(newCID(1, 0, 0xa1), newCID(2, 0, 0xa2), newCID(3, 0, 0xa3), newCID(4, 0, 0xa4)), ConnectionIDLimitError},
+		{"NEW_CONNECTION_ID sequence reused", cat(newCID(1, 0, 0xa1), newCID(1, 0, 0xa2)), ProtocolViolation},
+		{"NEW_CONNECTION_ID ID reused", cat(newCID(1, 0, 0xa1), newCID(2, 0, 0xa1)), ProtocolViolation},
+		{"NEW_CONNECTION_ID retires too many", newCID(1000, 1000, 0xa1), ConnectionIDLimitError},
+		{"RETIRE_CONNECTION_ID never issued", retireCID(100), ProtocolViolation},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,7 +106,7 @@ func TestValidFramesKeepConnectionOpen(t *testing.T) {
 		t.Fatalf("%d streams to accept, want 1", len(c.acceptBidi))
 	}
 	buf := make([]byte, 10)
-	if n := c.acceptBidi[0].recv.read(buf); string(buf[:n]) != "hello" {
+	if n, _ := c.acceptBidi[0].recv.Read(buf); string(buf[:n]) != "hello" {
 		t.Fatalf("stream data %q", buf[:n])
 	}
 }
@@ -107,6 +118,8 @@ func FuzzFrames(f *testing.F) {
 	f.Add([]byte{0x04, 0x00, 0x01, 0x02})
 	f.Add([]byte{0x05, 0x04, 0x01})
 	f.Add(wire.AppendCryptoFrame(nil, 0, []byte{0x16, 0x03}))
+	f.Add(cat(newCID(1, 0, 0xa1), newCID(2, 1, 0xa2)))
+	f.Add(cat(retireCID(1), retireCID(0)))
 	c := newOfflineConn(f)
 	var pn uint64
 	f.Fuzz(func(t *testing.T, payload []byte) {
@@ -123,4 +136,29 @@ func FuzzFrames(f *testing.F) {
 		c.sendLocked(time.Now())
 		c.pendingWrites = nil
 	})
+}
+
+// newCID is a NEW_CONNECTION_ID frame whose ID and token are derived from
+// tag, so equal tags give equal frames.
+func newCID(seq, retirePriorTo uint64, tag byte) []byte {
+	f := wire.Frame{
+		Type:           wire.FrameTypeNewConnectionID,
+		SequenceNumber: seq,
+		RetirePriorTo:  retirePriorTo,
+		ConnectionID:   []byte{tag, tag, tag, tag, tag, tag, tag, tag},
+	}
+	f.StatelessResetToken[0] = tag
+	return wire.AppendFrame(nil, &f)
+}
+
+func retireCID(seq uint64) []byte {
+	return wire.AppendFrame(nil, &wire.Frame{Type: wire.FrameTypeRetireConnectionID, SequenceNumber: seq})
+}
+
+func cat(frames ...[]byte) []byte {
+	var b []byte
+	for _, f := range frames {
+		b = append(b, f...)
+	}
+	return b
 }

@@ -430,15 +430,14 @@ func (s *baseServer) newConn(hdr *wire.LongHeader, remote net.Addr, sealer *hand
 		c.retrySrcCID = append([]byte(nil), dec.rscid...)
 	}
 	c.destCID = append([]byte(nil), hdr.SrcConnID...)
-	c.srcCID = t.newConnID()
 	c.spaces[spaceInitial].sealer = sealer
 	c.spaces[spaceInitial].opener = opener
 	if !t.addHandler(c.clientDestCID, c) {
 		return nil, errors.New("quic: connection ID in use")
 	}
-	if !t.addHandler(c.srcCID, c) {
+	if err := c.initLocalCIDs(); err != nil {
 		t.removeHandlers(c)
-		return nil, errors.New("quic: connection ID in use")
+		return nil, err
 	}
 	if err := c.startTLS(); err != nil {
 		t.removeHandlers(c)

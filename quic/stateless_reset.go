@@ -2,7 +2,6 @@ package quic
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 )
 
 const (
@@ -28,19 +27,4 @@ func (t *Transport) maybeSendStatelessReset(p receivedPacket) {
 	b[0] = b[0]&^0x80 | 0x40 // short header form, fixed bit set
 	copy(b[n-16:], token[:])
 	t.write(b, p.remote)
-}
-
-// isStatelessReset reports whether tail, the last 16 bytes of an
-// undecryptable short-header datagram, is a stateless reset token the peer
-// gave us.
-func (c *Conn) isStatelessReset(tail []byte) bool {
-	if c.hasPeerResetToken && subtle.ConstantTimeCompare(tail, c.peerResetToken[:]) == 1 {
-		return true
-	}
-	for _, p := range c.peerCIDs {
-		if subtle.ConstantTimeCompare(tail, p.token[:]) == 1 {
-			return true
-		}
-	}
-	return false
 }

@@ -85,14 +85,19 @@ func testStatelessResetDetected(t *testing.T, shared bool) {
 	if _, err := tr2.Listen(serverTLS(t), &quicgo.Config{}); err != nil {
 		t.Fatal(err)
 	}
+	// Our client may already have sent something after the handshake (an
+	// ACK, its NEW_CONNECTION_ID frames) and been reset for it.
+	var sre *StatelessResetError
 	s, err := c.OpenStream()
+	if errors.As(err, &sre) {
+		return
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	// quic-go does not answer packets of 42 bytes or less with a reset.
 	_, _ = s.Write(make([]byte, 100))
 	_, err = c.AcceptStream(ctx)
-	var sre *StatelessResetError
 	if !errors.As(err, &sre) {
 		t.Fatalf("closed with %v, want StatelessResetError", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/flowcontrol"
+	"github.com/turboretry/turboretry/internal/streambuf"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -21,7 +22,7 @@ type stream struct {
 	hasRecv bool
 
 	// Send side.
-	send          sendBuffer
+	send          streambuf.SendBuffer
 	fcSend        flowcontrol.StreamSender
 	sendClosed    bool  // Close was called
 	sendErr       error // CancelWrite or STOP_SENDING
@@ -37,7 +38,7 @@ type stream struct {
 	sendCancel    context.CancelCauseFunc
 
 	// Receive side.
-	recv         recvBuffer
+	recv         *streambuf.RecvBuffer // nil without a receive side
 	fcRecv       flowcontrol.StreamReceiver
 	recvErr      error // RESET_STREAM or CancelRead
 	eofRead      bool  // Read returned io.EOF
@@ -78,6 +79,9 @@ func (c *Conn) newStream(id uint64) *stream {
 		s.sendCancel(context.Canceled)
 	}
 	if s.hasRecv {
+		// Flow control rejects data beyond the window first; the buffer's
+		// own bound is the largest window auto-tuning may reach.
+		s.recv = streambuf.NewRecvBuffer(c.config.MaxStreamReceiveWindow)
 		s.fcRecv.Init(id, c.connRecv, flowcontrol.WindowConfig{
 			Initial: c.config.InitialStreamReceiveWindow,
 			Max:     c.config.MaxStreamReceiveWindow,
@@ -128,7 +132,7 @@ func (s *stream) sendFinished() bool {
 	if s.sendErr != nil {
 		return s.resetAcked
 	}
-	return s.send.allAcked()
+	return s.send.AllAcked()
 }
 
 // recvFinished reports whether the receive side needs nothing more.
@@ -136,7 +140,9 @@ func (s *stream) recvFinished() bool {
 	if !s.hasRecv {
 		return true
 	}
-	return s.eofRead || s.resetRecvd || (s.recvErr != nil && s.stopAcked)
+	// allRead covers a FIN that arrives after the reader took the last
+	// bytes: Read still reports io.EOF later, but nothing is owed the peer.
+	return s.eofRead || s.resetRecvd || (s.recvErr != nil && s.stopAcked) || (s.recvErr == nil && s.allRead())
 }
 
 // maybeRemoveStream forgets a stream both of whose sides are done, and lets
@@ -146,8 +152,10 @@ func (c *Conn) maybeRemoveStream(s *stream) {
 		return
 	}
 	s.removed = true
-	s.send.release()
-	s.recv.discard()
+	s.send.Reset() // gives the chunks back
+	if s.recv != nil {
+		s.recv.Release()
+	}
 	delete(c.streams, s.id)
 	if flowcontrol.Initiator(s.id) != c.perspective() {
 		inc := c.counts.Incoming(flowcontrol.DirectionOf(s.id))
@@ -159,7 +167,7 @@ func (c *Conn) maybeRemoveStream(s *stream) {
 }
 
 func (c *Conn) queueStreamSend(s *stream) {
-	if !s.inSendList && s.send.hasData() {
+	if !s.inSendList && s.send.HasData() {
 		s.inSendList = true
 		c.sendList = append(c.sendList, s)
 	}
@@ -214,41 +222,30 @@ func (s *stream) appendControlFrames(b []byte, maxEnd int, now time.Time, srtt t
 }
 
 // appendStreamFrame appends one STREAM frame of this stream if anything
-// fits and flow control allows it.
+// fits and flow control allows it. Lost data goes first and needs no new
+// credit; new data is bounded by the peer's limits.
 func (s *stream) appendStreamFrame(b []byte, maxEnd int, p *sentPacket) ([]byte, bool) {
 	if s.sendErr != nil {
 		return b, false
 	}
 	left := maxEnd - len(b)
-	maxLen := wire.MaxStreamDataLen(s.id, s.send.end(), left, true)
-	if maxLen <= 0 && !s.send.finToSend() {
+	maxLen := max(wire.MaxStreamDataLen(s.id, s.send.NextOffset(), left, true), 0)
+	off, n, fin, retx := s.send.PeekFrame(maxLen)
+	if !retx {
+		if avail := s.fcSend.Available(); uint64(n) > avail {
+			maxLen = int(avail)
+			off, n, fin, _ = s.send.PeekFrame(maxLen)
+		}
+	}
+	if (n == 0 && !fin) || wire.StreamFrameLen(s.id, off, n, true) > left {
 		return b, false
 	}
-	off, data, ok := s.send.popLost(uint64(max(maxLen, 0)))
-	fin := false
-	if !ok {
-		n := min(s.send.unsent(), s.fcSend.Available(), uint64(max(maxLen, 0)))
-		if n == 0 && !(s.send.finToSend() && s.send.unsent() == 0) {
-			return b, false
-		}
-		off, data = s.send.popNew(n)
-		n = uint64(len(data)) // popNew stops at a chunk boundary
-		if n > 0 {
-			_ = s.fcSend.Consume(n)
-			s.signalWrite()
-		}
-		if s.send.fin && s.send.unsent() == 0 && (!s.send.finSent || s.send.finPending) && off+n == s.send.end() {
-			if wire.StreamFrameLen(s.id, off, len(data), true) <= left {
-				fin = true
-				s.send.finSent = true
-				s.send.finPending = false
-			}
-		}
-	} else if s.send.fin && s.send.finPending && off+uint64(len(data)) == s.send.end() {
-		fin = true
-		s.send.finPending = false
+	b = wire.AppendStreamFrameHeader(b, s.id, off, n, fin, true)
+	b, off, n, fin, retx = s.send.AppendFrameData(b, maxLen)
+	if !retx && n > 0 {
+		_ = s.fcSend.Consume(uint64(n))
+		s.signalWrite()
 	}
-	b = wire.AppendStreamFrame(b, s.id, off, data, fin, true)
-	p.frames = append(p.frames, sentFrame{kind: sfStream, id: s.id, off: off, n: uint64(len(data)), fin: fin})
+	p.frames = append(p.frames, sentFrame{kind: sfStream, id: s.id, off: off, n: uint64(n), fin: fin})
 	return b, true
 }

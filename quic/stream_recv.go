@@ -19,7 +19,7 @@ func (s *stream) read(p []byte) (int, error) {
 		if len(p) == 0 {
 			return 0, nil
 		}
-		if n := s.recv.read(p); n > 0 {
+		if n, _ := s.recv.Read(p); n > 0 {
 			_ = s.fcRecv.Consume(uint64(n))
 			if s.fcRecv.NeedsUpdate() {
 				c.queueStreamControl(s)
@@ -27,9 +27,17 @@ func (s *stream) read(p []byte) (int, error) {
 			if c.connRecv.NeedsUpdate() {
 				c.wake()
 			}
+			// Like quic-go, the read that reaches the final size reports
+			// io.EOF with the last bytes, so a reader that stops once it has
+			// its data still completes the stream (and frees its credit).
+			if s.allRead() {
+				s.eofRead = true
+				c.maybeRemoveStream(s)
+				return n, io.EOF
+			}
 			return n, nil
 		}
-		if fs, ok := s.fcRecv.FinalSize(); ok && s.recv.readOff >= fs {
+		if s.allRead() {
 			s.eofRead = true
 			c.maybeRemoveStream(s)
 			return 0, io.EOF
@@ -44,6 +52,13 @@ func (s *stream) read(p []byte) (int, error) {
 	}
 }
 
+// allRead reports whether the reader has consumed every byte up to the
+// final size.
+func (s *stream) allRead() bool {
+	fs, ok := s.fcRecv.FinalSize()
+	return ok && s.recv.ReadOffset() >= fs
+}
+
 func (s *stream) cancelRead(code StreamErrorCode) {
 	c := s.c
 	c.mu.Lock()
@@ -52,7 +67,7 @@ func (s *stream) cancelRead(code StreamErrorCode) {
 		return
 	}
 	s.recvErr = &StreamError{StreamID: StreamID(s.id), ErrorCode: code}
-	s.recv.discard()
+	s.recv.Release()
 	s.fcRecv.Abandon()
 	if !s.resetRecvd {
 		s.stopPending = true

@@ -54,9 +54,11 @@ func (s *stream) write(p []byte) (int, error) {
 		if len(p) == 0 {
 			return n, nil
 		}
-		if queued := s.send.unsent(); queued < maxStreamBuffered {
+		if queued := s.send.Unsent(); queued < maxStreamBuffered {
 			k := min(uint64(len(p)), maxStreamBuffered-queued)
-			s.send.write(p[:k])
+			if s.send.Write(p[:k]) < int(k) {
+				return n, fmt.Errorf("quic: stream %d reached the maximum offset", s.id)
+			}
 			p = p[k:]
 			n += int(k)
 			c.queueStreamSend(s)
@@ -77,7 +79,7 @@ func (s *stream) closeSend() error {
 		return c.closeErr
 	}
 	s.sendClosed = true
-	s.send.fin = true
+	s.send.Close()
 	s.sendCancel(context.Canceled)
 	c.queueStreamSend(s)
 	return nil
@@ -87,7 +89,7 @@ func (s *stream) cancelWrite(code StreamErrorCode) {
 	c := s.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s.sendErr != nil || s.send.allAcked() || c.closeErr != nil {
+	if s.sendErr != nil || s.send.AllAcked() || c.closeErr != nil {
 		return
 	}
 	s.resetLocked(uint64(code), &StreamError{StreamID: StreamID(s.id), ErrorCode: code})
@@ -98,9 +100,7 @@ func (s *stream) resetLocked(code uint64, err error) {
 	s.sendErr = err
 	s.resetPending = true
 	s.resetCode = code
-	s.resetFinal = s.send.next
-	s.send.release()
-	s.send = newSendBufferAt(s.send.next)
+	s.resetFinal = s.send.Reset()
 	s.sendCancel(err)
 	s.signalWrite()
 	s.c.queueStreamControl(s)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/connid"
 	"github.com/turboretry/turboretry/internal/udpio"
 	"github.com/turboretry/turboretry/internal/wire"
 )
@@ -52,6 +53,11 @@ type Transport struct {
 	initOnce sync.Once
 	initErr  error
 	cidLen   int
+	cidGen   *connid.Generator
+	// randomResetKey derives the reset tokens of the IDs we issue when
+	// StatelessResetKey is unset: every NEW_CONNECTION_ID frame carries
+	// one, though no stateless reset is ever sent with it.
+	randomResetKey [32]byte
 
 	mu       sync.Mutex
 	handlers map[string]*Conn
@@ -88,6 +94,10 @@ func (t *Transport) init() error {
 		case !t.singleDial:
 			t.cidLen = defaultConnIDLength
 		}
+		if t.cidGen, t.initErr = connid.NewGenerator(t.cidLen); t.initErr != nil {
+			return
+		}
+		_, _ = rand.Read(t.randomResetKey[:])
 		if uc, ok := t.Conn.(*net.UDPConn); ok {
 			// Large buffers, GSO and GRO.
 			if caps, err := udpio.Setup(uc, udpio.Config{}); err == nil {
@@ -299,6 +309,15 @@ func (t *Transport) addHandler(cid []byte, c *Conn) bool {
 	return true
 }
 
+// removeHandler stops routing cid, if it is routed to c.
+func (t *Transport) removeHandler(cid []byte, c *Conn) {
+	t.mu.Lock()
+	if t.handlers[string(cid)] == c {
+		delete(t.handlers, string(cid))
+	}
+	t.mu.Unlock()
+}
+
 func (t *Transport) removeHandlers(c *Conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -311,6 +330,15 @@ func (t *Transport) removeHandlers(c *Conn) {
 		if h == c {
 			delete(t.resetTokens, k)
 		}
+	}
+}
+
+// removeResetToken stops routing token, if it is routed to c.
+func (t *Transport) removeResetToken(token [16]byte, c *Conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.resetTokens[token] == c {
+		delete(t.resetTokens, token)
 	}
 }
 
@@ -343,11 +371,12 @@ func (t *Transport) connDone(*Conn) {
 	}
 }
 
-func (t *Transport) resetToken(cid []byte) ([16]byte, bool) {
-	if t.StatelessResetKey == nil {
-		return [16]byte{}, false
+// localResetKey is the key of the reset tokens of the IDs we issue.
+func (t *Transport) localResetKey() [32]byte {
+	if k := t.StatelessResetKey; k != nil {
+		return *k
 	}
-	return statelessResetToken(t.StatelessResetKey, cid), true
+	return t.randomResetKey
 }
 
 // Close closes the Transport: listeners stop and every connection on it

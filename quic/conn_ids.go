@@ -1,0 +1,212 @@
+package quic
+
+import (
+	"bytes"
+	"errors"
+
+	"github.com/turboretry/turboretry/internal/connid"
+	"github.com/turboretry/turboretry/internal/qerr"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// maxIssuedCIDs caps the connection IDs we hand a peer at once, whatever
+// its active_connection_id_limit: each one is a route in the Transport.
+const maxIssuedCIDs = connid.DefaultMaxActive
+
+// remoteCIDLimit is the active_connection_id_limit we advertise: how many
+// of the peer's IDs we store.
+const remoteCIDLimit = connid.DefaultRemoteLimit
+
+// cidState is what a connection knows about connection IDs beyond the
+// handshake ones (RFC 9000 section 5.1).
+type cidState struct {
+	local  *connid.LocalCIDs  // the IDs we issued; routes them through the Transport
+	remote *connid.RemoteCIDs // the IDs the peer issued; nil until its transport parameters
+	// own holds every ID the Transport routes to us, so a short header
+	// packet is accepted for any of them.
+	own map[string]struct{}
+	// routedToken is the reset token the Transport routes to us: that of
+	// the peer ID we send with. Only it can reset us (RFC 9000 section
+	// 10.3.1), and routing one token keeps the Transport's table bounded
+	// however many IDs the peer issues.
+	routedToken    [connid.TokenLen]byte
+	hasRoutedToken bool
+	// rxDCID is the Destination Connection ID of the packet whose frames
+	// are being processed: a RETIRE_CONNECTION_ID may not retire it.
+	rxDCID []byte
+}
+
+// initLocalCIDs issues our handshake connection ID (sequence 0), routes it
+// to c, and sets c.srcCID. With zero-length IDs the connection is routed by
+// the empty ID, as the only one on its Transport.
+func (c *Conn) initLocalCIDs() error {
+	t := c.t
+	c.cids.own = make(map[string]struct{})
+	l, err := connid.NewLocalCIDs(connid.LocalConfig{
+		Generator: t.cidGen,
+		ResetKey:  t.localResetKey(),
+		MaxActive: maxIssuedCIDs,
+		AddRoute: func(cid connid.ConnectionID) bool {
+			b := cid.Bytes()
+			if !t.addHandler(b, c) {
+				return false
+			}
+			c.cids.own[string(b)] = struct{}{}
+			return true
+		},
+		RemoveRoute: func(cid connid.ConnectionID) {
+			b := cid.Bytes()
+			delete(c.cids.own, string(b))
+			t.removeHandler(b, c)
+		},
+	})
+	if err != nil {
+		if errors.Is(err, connid.ErrRouteCollision) && t.isClosed() {
+			return ErrTransportClosed
+		}
+		return err
+	}
+	c.cids.local = l
+	c.srcCID = l.HandshakeCID().Bytes()
+	if len(c.srcCID) == 0 && !t.addHandler(c.srcCID, c) {
+		return ErrTransportClosed
+	}
+	return nil
+}
+
+// ownsCID reports whether dcid is one of the IDs routed to c.
+func (c *Conn) ownsCID(dcid []byte) bool {
+	if bytes.Equal(dcid, c.srcCID) {
+		return true
+	}
+	_, ok := c.cids.own[string(dcid)]
+	return ok
+}
+
+// initRemoteCIDs starts tracking the peer's IDs once its handshake ID is
+// final (its transport parameters authenticated it), and issues ours up to
+// its active_connection_id_limit.
+func (c *Conn) initRemoteCIDs(p *wire.TransportParameters) error {
+	if c.cids.remote == nil {
+		cid, err := connid.FromBytes(c.destCID)
+		if err != nil {
+			return qerr.NewProtocolViolation(0, "bad connection ID")
+		}
+		r, err := connid.NewRemoteCIDs(cid, connid.RemoteConfig{Limit: remoteCIDLimit})
+		if err != nil {
+			return err
+		}
+		c.cids.remote = r
+	}
+	if p.HasStatelessResetToken {
+		c.cids.remote.SetResetToken(p.StatelessResetToken)
+	}
+	c.routeCurrentResetToken()
+	// Failing to route a new ID (the Transport is closing) only leaves
+	// the peer fewer spare IDs.
+	_ = c.cids.local.SetPeerLimit(p.ActiveConnectionIDLimit)
+	c.wake()
+	return nil
+}
+
+// handleNewConnectionID stores an ID the peer issued, retires what its
+// Retire Prior To asks for, and switches to another ID if ours was retired.
+func (c *Conn) handleNewConnectionID(f *wire.Frame) error {
+	r := c.cids.remote
+	if r == nil {
+		return qerr.NewProtocolViolation(uint64(f.Type), "NEW_CONNECTION_ID before transport parameters")
+	}
+	if err := r.HandleNewConnectionID(f.SequenceNumber, f.RetirePriorTo, f.ConnectionID, f.StatelessResetToken); err != nil {
+		return withFrameType(err, uint64(f.Type))
+	}
+	if cur := r.Current(); !cur.Equal(c.destCID) {
+		c.destCID = cur.Bytes()
+		c.routeCurrentResetToken()
+	}
+	if r.HasPendingRetireConnectionID() {
+		c.wake()
+	}
+	return nil
+}
+
+// routeCurrentResetToken has the Transport route datagrams ending in the
+// reset token of the peer ID we send with to c (a stateless reset carries
+// no connection ID of ours), instead of the previous ID's token.
+func (c *Conn) routeCurrentResetToken() {
+	tok, ok := c.cids.remote.CurrentResetToken()
+	if c.cids.hasRoutedToken && (!ok || tok != c.cids.routedToken) {
+		c.t.removeResetToken(c.cids.routedToken, c)
+		c.cids.hasRoutedToken = false
+	}
+	if ok && !c.cids.hasRoutedToken {
+		c.t.addResetToken(tok, c)
+		c.cids.routedToken, c.cids.hasRoutedToken = tok, true
+	}
+}
+
+// handleRetireConnectionID forgets one of our IDs and issues a replacement.
+func (c *Conn) handleRetireConnectionID(f *wire.Frame) error {
+	err := c.cids.local.HandleRetireConnectionID(f.SequenceNumber, c.cids.rxDCID)
+	var te *qerr.TransportError
+	if errors.As(err, &te) {
+		return withFrameType(err, uint64(f.Type))
+	}
+	// Any other error means the replacement could not be routed (the
+	// Transport is closing): the retirement itself is done.
+	if c.cids.local.HasPendingNewConnectionID() {
+		c.wake()
+	}
+	return nil
+}
+
+// withFrameType fills in the frame type of a transport error from connid.
+func withFrameType(err error, ft uint64) error {
+	var te *qerr.TransportError
+	if errors.As(err, &te) {
+		return qerr.NewTransportError(te.Code, ft, te.Reason)
+	}
+	return qerr.NewTransportError(qerr.InternalError, ft, err.Error())
+}
+
+// appendCIDFrames appends the NEW_CONNECTION_ID and RETIRE_CONNECTION_ID
+// frames that fit.
+func (c *Conn) appendCIDFrames(b []byte, maxEnd int, p *sentPacket) []byte {
+	var ok bool
+	for c.cids.local != nil && c.cids.local.HasPendingNewConnectionID() {
+		n, _ := c.cids.local.PopNewConnectionID()
+		f := wire.Frame{
+			Type:                wire.FrameTypeNewConnectionID,
+			SequenceNumber:      n.SequenceNumber,
+			RetirePriorTo:       n.RetirePriorTo,
+			ConnectionID:        n.ConnectionID.Bytes(),
+			StatelessResetToken: n.StatelessResetToken,
+		}
+		if b, ok = appendIfFits(b, maxEnd, &f); !ok {
+			c.cids.local.OnNewConnectionIDLost(n.SequenceNumber) // next packet
+			break
+		}
+		p.frames = append(p.frames, sentFrame{kind: sfNewCID, id: n.SequenceNumber})
+	}
+	for c.cids.remote != nil && c.cids.remote.HasPendingRetireConnectionID() {
+		if wire.FrameLen(&wire.Frame{Type: wire.FrameTypeRetireConnectionID, SequenceNumber: 1 << 62}) > maxEnd-len(b) {
+			break
+		}
+		seq, _ := c.cids.remote.PopRetireConnectionID()
+		b = wire.AppendFrame(b, &wire.Frame{Type: wire.FrameTypeRetireConnectionID, SequenceNumber: seq})
+		p.frames = append(p.frames, sentFrame{kind: sfRetireCID, id: seq})
+	}
+	return b
+}
+
+// isStatelessReset reports whether tail, the last 16 bytes of an
+// undecryptable short-header datagram, is the reset token of a peer ID we
+// have sent with and not retired.
+func (c *Conn) isStatelessReset(tail []byte) bool {
+	if c.cids.remote == nil {
+		return false
+	}
+	// The detector looks at a whole datagram; only its last 16 bytes count.
+	var d [connid.MinStatelessResetSize]byte
+	copy(d[len(d)-connid.TokenLen:], tail)
+	return c.cids.remote.IsStatelessReset(d[:])
+}
