@@ -16,17 +16,26 @@ failed=0
 flaked=0
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
+# corpus_size prints how many inputs a target's testdata corpus holds
+# (0 when it has none).
+corpus_size() {
+	if [ -d "$1" ]; then
+		find "$1" -type f | wc -l
+	else
+		echo 0
+	fi
+}
 while IFS= read -r dir; do
 	pkg="./${dir}"
 	for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go | sed 's/^func //' | sort -u); do
 		echo "fuzz: ${pkg} ${target} (${fuzztime})"
 		corpus="${dir}/testdata/fuzz/${target}"
-		before="$(ls "$corpus" 2>/dev/null | wc -l)"
+		before="$(corpus_size "$corpus")"
 		if go test -run='^$' -fuzz="^${target}\$" -fuzztime="${fuzztime}" "$pkg" 2>&1 | tee "$log"; then
 			passed=$((passed + 1))
 			continue
 		fi
-		after="$(ls "$corpus" 2>/dev/null | wc -l)"
+		after="$(corpus_size "$corpus")"
 		if [ "$after" -eq "$before" ] && grep -q '^    context deadline exceeded$' "$log"; then
 			echo "fuzz: ${target}: coordinator deadline race (go.dev/issue/75804), no failing input: flake"
 			flaked=$((flaked + 1))

@@ -1,0 +1,285 @@
+//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
+
+package benchmark
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	quicgo "github.com/quic-go/quic-go"
+	quicgohttp3 "github.com/quic-go/quic-go/http3"
+
+	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/internal/fileserver"
+	"github.com/turboretry/turboretry/quic"
+)
+
+// variant is one server under test.
+type variant string
+
+const (
+	quicGoRetry variant = "a-quicgo-retry"     // quic-go, VerifySourceAddress always true
+	hostRetry   variant = "b-host-retry"       // our stack, Retry always, no offload
+	hostNoRetry variant = "b-host-noretry"     // our stack, Retry never (latency baseline)
+	xdpAgent    variant = "c-xdp-retry-always" // our stack behind the integrated XDP agent
+)
+
+// The server runs in a child process started in the server namespace
+// (ip netns exec): every thread, socket and the XDP attachment then live
+// there, and the namespace dies with it. TestMain turns the test binary
+// into that child when helperEnv names a variant.
+const (
+	helperEnv = "TURBORETRY_BENCH_SERVER"
+	dirEnv    = "TURBORETRY_BENCH_DIR"
+)
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv(helperEnv); v != "" {
+		if err := serveVariant(variant(v), os.Getenv(dirEnv)); err != nil {
+			fmt.Fprintln(os.Stderr, "bench server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// serveVariant serves until stdin closes (the parent ended or is done).
+func serveVariant(v variant, dir string) error {
+	if !slices.Contains([]variant{quicGoRetry, hostRetry, hostNoRetry, xdpAgent}, v) {
+		return fmt.Errorf("unknown variant %q", v)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	addr := netip.AddrPortFrom(ipServer, serverPort).String()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if v == quicGoRetry {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return err
+		}
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return err
+		}
+		defer pc.Close()
+		// Always true: every Initial without a token gets a Retry.
+		tr := &quicgo.Transport{Conn: pc, VerifySourceAddress: func(net.Addr) bool { return true }}
+		defer tr.Close()
+		ln, err := tr.ListenEarly(quicgohttp3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}), &quicgo.Config{Allow0RTT: true})
+		if err != nil {
+			return err
+		}
+		srv := &quicgohttp3.Server{Handler: http.FileServerFS(fileserver.DemoFS())}
+		go func() {
+			<-ctx.Done()
+			srv.Close()
+			ln.Close()
+		}()
+		if err := srv.ServeListener(ln); !errors.Is(err, http.ErrServerClosed) && ctx.Err() == nil {
+			return err
+		}
+		return nil
+	}
+	cfg := fileserver.Config{Addr: addr, CertFile: certFile, KeyFile: keyFile, StateDir: dir, Retry: fileserver.RetryAlways,
+		MetricsAddr: netip.AddrPortFrom(ipServer, metricsPort).String()}
+	switch v {
+	case hostRetry:
+	case hostNoRetry:
+		cfg.Retry = fileserver.RetryNever
+	case xdpAgent:
+		cfg.Offload = fileserver.OffloadConfig{Mode: fileserver.OffloadXDP, Iface: serverIf}
+	}
+	s, err := fileserver.New(cfg)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx)
+}
+
+// metricsPort serves our variants' /metrics, so the benchmarks can tell
+// who sent the Retries.
+const metricsPort = 9464
+
+// retries scrapes /metrics from the client namespace and returns the
+// Retries the host's QUIC stack and the agent sent; ok is false for a
+// server without metrics (quic-go).
+func (s *benchServer) retries() (host, agentSent float64, ok bool) {
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
+		err = s.net.in(s.net.client, func() error {
+			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get("http://" + netip.AddrPortFrom(ipServer, metricsPort).String() + "/metrics")
+	if err != nil {
+		return 0, 0, false
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		return 0, 0, false
+	}
+	for line := range strings.Lines(string(body)) {
+		name, val, found := strings.Cut(strings.TrimSpace(line), " ")
+		if !found {
+			continue
+		}
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case name == "turboretry_quic_retries_sent_total":
+			host += f
+		case strings.HasPrefix(name, "turboretry_agent_packets_total{") && strings.HasSuffix(name, `reason="retry"}`):
+			agentSent += f
+		}
+	}
+	return host, agentSent, true
+}
+
+// benchServer is a running server variant seen from the client side.
+type benchServer struct {
+	net *benchNet
+	tls *tls.Config // trusts the server's certificate
+	url string
+}
+
+// startServer writes a certificate, starts the child in the server
+// namespace and waits until a request from the client namespace
+// succeeds. Cleanup closes the child's stdin and waits for it.
+func startServer(tb testing.TB, n *benchNet, v variant) *benchServer {
+	tb.Helper()
+	dir := tb.TempDir()
+	pool := writeCert(tb, dir)
+	cmd := exec.Command("ip", "netns", "exec", n.server, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+string(v), dirEnv+"="+dir)
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	stdin, err := cmd.StdinPipe()
+	must(tb, err)
+	must(tb, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	tb.Cleanup(func() {
+		stdin.Close()
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	s := &benchServer{net: n, tls: &tls.Config{RootCAs: pool, ServerName: "localhost"},
+		url: "https://" + netip.AddrPortFrom(ipServer, serverPort).String() + "/"}
+	// Loading the XDP program and the AF_XDP sockets takes a moment.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			tb.Fatalf("server %s exited: %v\n%s", v, err, logs.String())
+		default:
+		}
+		if _, err := s.get(2 * time.Second); err == nil {
+			return s
+		} else if time.Now().After(deadline) {
+			tb.Fatalf("server %s never answered: %v\n%s", v, err, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// writeCert puts a fresh self-signed P-256 certificate for localhost into
+// dir and returns a pool trusting it.
+func writeCert(tb testing.TB, dir string) *x509.CertPool {
+	tb.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(tb, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		DNSNames:     []string{"localhost"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	must(tb, err)
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	must(tb, err)
+	must(tb, os.WriteFile(filepath.Join(dir, "cert.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	must(tb, os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600))
+	cert, err := x509.ParseCertificate(der)
+	must(tb, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return pool
+}
+
+// dial opens a QUIC connection from the client namespace (the transport
+// dials on goroutines of its own, so the namespace is entered per dial).
+func (s *benchServer) dial(ctx context.Context, addr string, tc *tls.Config, qc *quic.Config) (c *quic.Conn, err error) {
+	err = s.net.in(s.net.client, func() error {
+		c, err = quic.DialAddrEarly(ctx, addr, tc, qc)
+		return err
+	})
+	return c, err
+}
+
+// get fetches the index page on a fresh connection with our HTTP/3
+// client, within limit, and returns the time to the response header.
+func (s *benchServer) get(limit time.Duration) (time.Duration, error) {
+	tr := &http3.Transport{TLSClientConfig: s.tls.Clone(), Dial: s.dial}
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", s.url, nil)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return 0, err
+	}
+	ttfb := time.Since(start)
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "<html") {
+		return 0, fmt.Errorf("GET %s: %d, %d bytes", s.url, resp.StatusCode, len(body))
+	}
+	return ttfb, nil
+}
