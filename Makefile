@@ -18,7 +18,7 @@ build:
 
 ## test: lint, unit and integration tests (race detector on), short fuzz runs,
 ## and the portable C of the fast-path cache (gcc host tests, RISC-V and BPF compile checks).
-test: lint unit fuzz-short firmware
+test: lint unit firmware fuzz-short
 
 firmware:
 	$(MAKE) -C dpa-firmware test riscv-check bpf-check
