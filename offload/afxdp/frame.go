@@ -44,6 +44,9 @@ type UDPFrame struct {
 	TTL uint8
 	// TOS is the IPv4 TOS byte or IPv6 traffic class (DSCP and ECN).
 	TOS uint8
+	// ID is the IPv4 identification field (unused for IPv6). Encode sets
+	// Don't Fragment, so any value is valid (RFC 6864).
+	ID uint16
 	// Payload is the UDP payload. ParseFrame returns it in place (a view
 	// into the frame, without Ethernet padding).
 	Payload []byte
@@ -70,6 +73,18 @@ func (f *UDPFrame) Len() int { return f.HeaderLen() + len(f.Payload) }
 // slice of it), in which case it is not moved: a datapath builds the
 // payload in the UMEM frame and adds headers last. Encode does not allocate.
 func (f *UDPFrame) Encode(buf []byte) (int, error) {
+	return f.EncodeWithSum(buf, PayloadSum(f.Payload))
+}
+
+// PayloadSum is the unfolded ones' complement sum of a UDP payload, for
+// EncodeWithSum.
+func PayloadSum(payload []byte) uint32 { return sum(payload, 0) }
+
+// EncodeWithSum is Encode with payloadSum, PayloadSum(f.Payload), given by
+// the caller: a sender that puts one payload in many frames (a flood pool)
+// sums it once instead of once per frame. A wrong payloadSum gives a frame
+// with a bad UDP checksum.
+func (f *UDPFrame) EncodeWithSum(buf []byte, payloadSum uint32) (int, error) {
 	src, dst := f.SrcIP.Unmap(), f.DstIP.Unmap()
 	v6 := src.Is6()
 	if !src.IsValid() || !dst.IsValid() || dst.Is6() != v6 {
@@ -115,7 +130,8 @@ func (f *UDPFrame) Encode(buf []byte) (int, error) {
 		ip[0] = 0x45
 		ip[1] = f.TOS
 		binary.BigEndian.PutUint16(ip[2:], uint16(IPv4HeaderLen+udpLen))
-		binary.BigEndian.PutUint32(ip[4:], 0x00004000) // id 0, DF: QUIC sets DF
+		binary.BigEndian.PutUint16(ip[4:], f.ID)
+		binary.BigEndian.PutUint16(ip[6:], 0x4000) // DF: QUIC sets DF
 		ip[8] = ttl
 		ip[9] = protoUDP
 		ip[10], ip[11] = 0, 0
@@ -130,7 +146,10 @@ func (f *UDPFrame) Encode(buf []byte) (int, error) {
 	binary.BigEndian.PutUint16(udp[2:], f.DstPort)
 	binary.BigEndian.PutUint16(udp[4:], uint16(udpLen))
 	udp[6], udp[7] = 0, 0
-	c := fold(sum(udp, pseudo))
+	// The UDP header is 8 bytes, so the payload's words stay aligned and
+	// its sum adds on (end-around carry) to that of the pseudo-header.
+	acc := uint64(pseudo) + uint64(payloadSum)
+	c := fold(sum(udp[:UDPHeaderLen], uint32(acc)+uint32(acc>>32)))
 	if c == 0 {
 		c = 0xffff // 0 means "no checksum" in IPv4 and is invalid in IPv6
 	}
@@ -190,6 +209,7 @@ func parseFrame(b []byte, udpChecksum bool) (UDPFrame, error) {
 			return f, ErrFragment
 		}
 		f.TOS, f.TTL = ip[1], ip[8]
+		f.ID = binary.BigEndian.Uint16(ip[4:])
 		f.SrcIP = netip.AddrFrom4([4]byte(ip[12:16]))
 		f.DstIP = netip.AddrFrom4([4]byte(ip[16:20]))
 		udp = ip[ihl:total]

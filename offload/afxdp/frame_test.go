@@ -63,19 +63,16 @@ func TestParseKernelFrame(t *testing.T) {
 	want := UDPFrame{
 		Dst: MAC{2, 0, 0x5e, 0, 0, 0x0b}, Src: MAC{2, 0, 0x5e, 0, 0, 0x0a},
 		SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.18.0.2"),
-		SrcPort: 9000, DstPort: 9001, TTL: 64, Payload: []byte("hello, AF_XDP"),
+		SrcPort: 9000, DstPort: 9001, TTL: 64, ID: 0x3011, Payload: []byte("hello, AF_XDP"),
 	}
 	if !sameFrame(&f, &want) {
 		t.Fatalf("parsed %+v\nwant %+v", f, want)
 	}
-	// Our encoding differs only in the IPv4 id (0) and so its checksum;
-	// the UDP checksum must be the kernel's.
+	// Re-encoding gives the kernel's bytes, both checksums included.
 	out := make([]byte, f.Len())
 	if _, err := f.Encode(out); err != nil {
 		t.Fatal(err)
 	}
-	copy(out[18:20], b[18:20]) // id
-	copy(out[24:26], b[24:26]) // header checksum
 	if !bytes.Equal(out, b) {
 		t.Fatalf("re-encoded\n got %x\nwant %x", out, b)
 	}
@@ -88,13 +85,13 @@ func TestParseKernelFrame(t *testing.T) {
 
 func sameFrame(a, b *UDPFrame) bool {
 	return a.Dst == b.Dst && a.Src == b.Src && a.SrcIP == b.SrcIP && a.DstIP == b.DstIP &&
-		a.SrcPort == b.SrcPort && a.DstPort == b.DstPort && a.TTL == b.TTL && a.TOS == b.TOS &&
+		a.SrcPort == b.SrcPort && a.DstPort == b.DstPort && a.TTL == b.TTL && a.TOS == b.TOS && a.ID == b.ID &&
 		bytes.Equal(a.Payload, b.Payload)
 }
 
 func TestEncodeParseRoundTrip(t *testing.T) {
 	for _, f := range []UDPFrame{
-		{SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.19.255.254"), SrcPort: 443, DstPort: 65535, TTL: 1, TOS: 0xb9, Payload: []byte("odd")},
+		{SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.19.255.254"), SrcPort: 443, DstPort: 65535, TTL: 1, TOS: 0xb9, ID: 0xbeef, Payload: []byte("odd")},
 		{SrcIP: netip.MustParseAddr("2001:2::1"), DstIP: netip.MustParseAddr("2001:2::ffff"), SrcPort: 4433, DstPort: 1, TTL: 255, TOS: 0x2e, Payload: bytes.Repeat([]byte{0xff}, 1200)},
 		{SrcIP: netip.MustParseAddr("::ffff:198.18.0.9"), DstIP: netip.MustParseAddr("198.18.0.10"), Src: MAC{1, 2, 3, 4, 5, 6}, Payload: nil},
 		{SrcIP: netip.MustParseAddr("2001:2::1"), DstIP: netip.MustParseAddr("2001:2::2"), Payload: []byte{}},
@@ -116,6 +113,48 @@ func TestEncodeParseRoundTrip(t *testing.T) {
 		if !sameFrame(&g, &want) {
 			t.Fatalf("round trip\n got %+v\nwant %+v", g, want)
 		}
+	}
+}
+
+// TestEncodeWithSum checks that a precomputed payload sum gives the same
+// frame as Encode, also when the sum is a different representative of the
+// same ones' complement value, large enough that adding the pseudo-header
+// carries out of 32 bits.
+func TestEncodeWithSum(t *testing.T) {
+	v4a, v4b := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("10.0.0.2")
+	v6a, v6b := netip.MustParseAddr("2001:2::1"), netip.MustParseAddr("2001:2::2")
+	for _, n := range []int{0, 1, 2, 7, 8, 9, 1200, 1201} {
+		for _, fill := range []byte{0x00, 0x5a, 0xff} {
+			for _, ips := range [][2]netip.Addr{{v4a, v4b}, {v6a, v6b}} {
+				f := UDPFrame{SrcIP: ips[0], DstIP: ips[1], SrcPort: 40000, DstPort: 4433, ID: 7, Payload: bytes.Repeat([]byte{fill}, n)}
+				want := make([]byte, f.Len())
+				if _, err := f.Encode(want); err != nil {
+					t.Fatal(err)
+				}
+				s := PayloadSum(f.Payload)
+				for _, alt := range []uint32{s, s + (0xffffffff-s)/0xffff*0xffff} {
+					got := make([]byte, f.Len())
+					if _, err := f.EncodeWithSum(got, alt); err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(got, want) {
+						t.Fatalf("%d bytes of %#x, %v, sum %#x: frames differ", n, fill, ips[0], alt)
+					}
+				}
+				if _, err := ParseFrame(want); err != nil {
+					t.Fatalf("%d bytes of %#x, %v: %v", n, fill, ips[0], err)
+				}
+			}
+		}
+	}
+	// A wrong sum must not pass the parser's check.
+	f := UDPFrame{SrcIP: v4a, DstIP: v4b, Payload: []byte("payload")}
+	buf := make([]byte, f.Len())
+	if _, err := f.EncodeWithSum(buf, PayloadSum(f.Payload)+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseFrame(buf); !errors.Is(err, ErrBadChecksum) {
+		t.Fatalf("wrong payload sum: %v, want ErrBadChecksum", err)
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/turboretry/turboretry/offload/afxdp"
 )
 
 // listenCounter binds a UDP socket with a large receive buffer (forced when
@@ -275,10 +277,19 @@ func TestPacketSenderRefusesUnsafeFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ps.Close()
-	h := testHeader()
-	good, _ := AppendFrame(nil, &h, make([]byte, 100))
-	h.Src = netip.MustParseAddrPort("10.77.0.1:5000")
-	bad, _ := AppendFrame(nil, &h, make([]byte, 100))
+	frame := func(src string) []byte {
+		f := afxdp.UDPFrame{
+			Dst: afxdp.MAC{2, 0, 0, 0, 0, 2}, Src: afxdp.MAC{2, 0, 0, 0, 0, 1},
+			SrcIP: netip.MustParseAddr(src), DstIP: netip.MustParseAddr("10.0.0.2"),
+			SrcPort: 40000, DstPort: 4433, Payload: make([]byte, 100),
+		}
+		b := make([]byte, f.Len())
+		if _, err := f.Encode(b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	good, bad := frame("198.18.3.4"), frame("10.77.0.1")
 	n, err := ps.Send([][]byte{good, bad, good})
 	if n != 1 || !errors.Is(err, ErrUnsafeFrame) {
 		t.Fatalf("sent %d, err %v; want 1 and ErrUnsafeFrame", n, err)

@@ -1,12 +1,13 @@
 package flood
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"math/big"
 	"net/netip"
 	"testing"
+
+	"github.com/turboretry/turboretry/offload/afxdp"
 )
 
 // refChecksum is an independent Internet checksum (RFC 1071): it adds the
@@ -33,111 +34,58 @@ func refChecksum(chunks ...[]byte) uint16 {
 	return ^uint16(r)
 }
 
-func testHeader() FrameHeader {
-	return FrameHeader{
-		DstMAC: [6]byte{2, 0, 0, 0, 0, 2},
-		SrcMAC: [6]byte{2, 0, 0, 0, 0, 1},
-		Src:    netip.MustParseAddrPort("198.18.3.4:40000"),
-		Dst:    netip.MustParseAddrPort("10.0.0.2:4433"),
-		TTL:    17,
-		ID:     0xbeef,
+// checkFrame verifies a FrameSource frame independently of the codec: its
+// length, Don't Fragment, and both checksums against refChecksum.
+func checkFrame(t *testing.T, f []byte) {
+	t.Helper()
+	const eth = afxdp.EthHeaderLen
+	if len(f) != FrameLen {
+		t.Fatalf("frame of %d bytes, want %d", len(f), FrameLen)
+	}
+	ip := append([]byte(nil), f[eth:eth+afxdp.IPv4HeaderLen]...)
+	if ip[6]&0x40 == 0 {
+		t.Fatal("Don't Fragment not set")
+	}
+	gotIP := binary.BigEndian.Uint16(ip[10:])
+	ip[10], ip[11] = 0, 0
+	if want := refChecksum(ip); gotIP != want {
+		t.Fatalf("IPv4 checksum %#04x, reference %#04x", gotIP, want)
+	}
+	udp := append([]byte(nil), f[eth+afxdp.IPv4HeaderLen:]...)
+	got := binary.BigEndian.Uint16(udp[6:])
+	udp[6], udp[7] = 0, 0
+	pseudo := append(append([]byte(nil), ip[12:20]...), 0, 17, byte(len(udp)>>8), byte(len(udp)))
+	// A computed 0 is sent as 0xffff: 0 means "no checksum" over IPv4.
+	if want := refChecksum(pseudo, udp); got != want && !(want == 0 && got == 0xffff) {
+		t.Fatalf("UDP checksum %#04x, reference %#04x", got, want)
 	}
 }
 
+// TestFrameChecksumsIndependent checks frames from both generator modes:
+// pool mode, where the payload sums are computed once when the pool is
+// built, and re-protect mode, where each payload is summed per frame. A
+// buffer without room is replaced, not overrun.
 func TestFrameChecksumsIndependent(t *testing.T) {
-	for _, n := range []int{0, 1, 7, 100, UDPPayloadSize} {
-		payload := make([]byte, n)
-		for i := range payload {
-			payload[i] = byte(i*7 + n)
-		}
-		h := testHeader()
-		f, err := AppendFrame([]byte{0xaa}, &h, payload) // a prefix must be kept
+	for _, reprotect := range []bool{false, true} {
+		gen, err := NewGenerator(GeneratorConfig{PoolSize: 4, Reprotect: reprotect})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f[0] != 0xaa {
-			t.Fatal("prefix overwritten")
-		}
-		f = f[1:]
-		if want := EthHeaderLen + IPv4HeaderLen + UDPHeaderLen + n; len(f) != want {
-			t.Fatalf("frame %d bytes, want %d", len(f), want)
-		}
-		ip := append([]byte(nil), f[EthHeaderLen:EthHeaderLen+IPv4HeaderLen]...)
-		gotIP := binary.BigEndian.Uint16(ip[10:])
-		ip[10], ip[11] = 0, 0
-		if want := refChecksum(ip); gotIP != want {
-			t.Errorf("payload %d: IPv4 checksum %#04x, reference %#04x", n, gotIP, want)
-		}
-		udp := append([]byte(nil), f[EthHeaderLen+IPv4HeaderLen:]...)
-		gotUDP := binary.BigEndian.Uint16(udp[6:])
-		udp[6], udp[7] = 0, 0
-		pseudo := append(append([]byte(nil), ip[12:20]...), 0, protoUDP, byte(len(udp)>>8), byte(len(udp)))
-		want := refChecksum(pseudo, udp)
-		if want == 0 {
-			want = 0xffff
-		}
-		if gotUDP != want {
-			t.Errorf("payload %d: UDP checksum %#04x, reference %#04x", n, gotUDP, want)
-		}
-		var back FrameHeader
-		p, err := ParseFrame(f, &back)
+		fs, err := NewFrameSource(gen, FrameConfig{Target: netip.MustParseAddrPort("10.0.0.2:4433")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if back != h || !bytes.Equal(p, payload) {
-			t.Fatalf("round trip: %+v vs %+v", back, h)
+		for i := range 12 {
+			buf := make([]byte, 0, FrameLen)
+			if i%3 == 2 {
+				buf = nil
+			}
+			f, err := fs.Next(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkFrame(t, f)
 		}
-	}
-}
-
-func TestFrameLength(t *testing.T) {
-	h := testHeader()
-	f, err := AppendFrame(nil, &h, make([]byte, UDPPayloadSize))
-	if err != nil || len(f) != FrameLen || FrameLen != 1242 {
-		t.Fatalf("frame %d bytes (FrameLen %d), %v; the paper's frames are 1242", len(f), FrameLen, err)
-	}
-}
-
-func TestParseFrameRejects(t *testing.T) {
-	h := testHeader()
-	good, _ := AppendFrame(nil, &h, []byte("hello quic"))
-	mutate := func(f func(b []byte)) []byte {
-		b := append([]byte(nil), good...)
-		f(b)
-		return b
-	}
-	for _, c := range []struct {
-		name string
-		b    []byte
-		want error
-	}{
-		{"short", good[:30], ErrFrameTruncated},
-		{"ethertype", mutate(func(b []byte) { b[12] = 0x86 }), ErrNotIPv4UDP},
-		{"ip version", mutate(func(b []byte) { b[14] = 0x65 }), ErrNotIPv4UDP},
-		{"ip checksum", mutate(func(b []byte) { b[14+8]++ }), ErrBadChecksum},
-		{"udp checksum", mutate(func(b []byte) { b[len(b)-1]++ }), ErrBadChecksum},
-		{"protocol", mutate(func(b []byte) { b[14+9] = 6 }), ErrNotIPv4UDP},
-		{"total length", mutate(func(b []byte) { b[14+2] = 0xff }), ErrFrameTruncated},
-		{"fragment", mutate(func(b []byte) { b[14+6] = 0x20 }), ErrNotIPv4UDP},
-	} {
-		var back FrameHeader
-		if _, err := ParseFrame(c.b, &back); !errors.Is(err, c.want) {
-			t.Errorf("%s: err %v, want %v", c.name, err, c.want)
-		}
-	}
-	// A zero UDP checksum means "none" and is accepted.
-	var back FrameHeader
-	noSum := mutate(func(b []byte) { b[14+20+6], b[14+20+7] = 0, 0 })
-	if _, err := ParseFrame(noSum, &back); err != nil {
-		t.Errorf("zero UDP checksum: %v", err)
-	}
-	h.Src = netip.MustParseAddrPort("[::1]:1")
-	if _, err := AppendFrame(nil, &h, nil); !errors.Is(err, ErrFrameAddress) {
-		t.Errorf("IPv6 source: %v", err)
-	}
-	h = testHeader()
-	if _, err := AppendFrame(nil, &h, make([]byte, 0xffff)); !errors.Is(err, ErrFrameTooLarge) {
-		t.Errorf("oversized payload: %v", err)
 	}
 }
 
@@ -167,33 +115,25 @@ func TestSpoofedSourcesInRange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var h FrameHeader
-			p, err := ParseFrame(f, &h)
+			h, err := afxdp.ParseFrame(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(f) != FrameLen || h.Dst != target || h.DstMAC != BroadcastMAC || h.SrcMAC != [6]byte{2, 0, 0, 0, 0, 1} {
+			dst := netip.AddrPortFrom(h.DstIP, h.DstPort)
+			if len(f) != FrameLen || dst != target || h.Dst != BroadcastMAC || h.Src != (afxdp.MAC{2, 0, 0, 0, 0, 1}) {
 				t.Fatalf("frame header %+v, %d bytes", h, len(f))
 			}
-			if !want.Contains(h.Src.Addr()) || !SpoofRange.Contains(h.Src.Addr()) || h.Src.Port() < 1024 {
-				t.Fatalf("source %v outside %v", h.Src, want)
+			if !want.Contains(h.SrcIP) || !SpoofRange.Contains(h.SrcIP) || h.SrcPort < 1024 {
+				t.Fatalf("source %v:%d outside %v", h.SrcIP, h.SrcPort, want)
 			}
-			if _, err := OpenInitial(p); err != nil {
+			if _, err := OpenInitial(h.Payload); err != nil {
 				t.Fatal(err)
 			}
-			srcs[h.Src.Addr()] = true
-			ports[h.Src.Port()] = true
+			srcs[h.SrcIP] = true
+			ports[h.SrcPort] = true
 			if checked < 20 { // the cached payload sums, checked independently
 				checked++
-				udp := append([]byte(nil), f[EthHeaderLen+IPv4HeaderLen:]...)
-				got := binary.BigEndian.Uint16(udp[6:])
-				udp[6], udp[7] = 0, 0
-				a := h.Src.Addr().As4()
-				d := h.Dst.Addr().As4()
-				pseudo := append(append(a[:], d[:]...), 0, protoUDP, byte(len(udp)>>8), byte(len(udp)))
-				if want := refChecksum(pseudo, udp); got != want && !(want == 0 && got == 0xffff) {
-					t.Fatalf("UDP checksum %#04x, reference %#04x", got, want)
-				}
+				checkFrame(t, f)
 			}
 		}
 		if want.Bits() < 24 && (len(srcs) < 400 || len(ports) < 400) {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/offload/afxdp"
 )
 
 // DefaultPoolSize is the number of pre-built Initials a Generator cycles
@@ -49,7 +50,7 @@ type Generator struct {
 	rng       *rand.ChaCha8
 
 	pool [][]byte // pool mode
-	sums []uint64 // checksum sums of the pool entries, for FrameSource
+	sums []uint32 // afxdp.PayloadSum of the pool entries, for FrameSource
 	next int
 
 	hello []byte // re-protect mode
@@ -110,7 +111,7 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 	// One backing array keeps the pool compact in memory.
 	backing := make([]byte, 0, size*UDPPayloadSize)
 	g.pool = make([][]byte, size)
-	g.sums = make([]uint64, size)
+	g.sums = make([]uint32, size)
 	seen := make(map[string]bool, size)
 	for i := range size {
 		cids := g.randomCIDs()
@@ -129,7 +130,7 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 			return nil, err
 		}
 		g.pool[i] = backing[start:len(backing):len(backing)]
-		g.sums[i] = sum16(0, g.pool[i])
+		g.sums[i] = afxdp.PayloadSum(g.pool[i])
 	}
 	return g, nil
 }
@@ -160,8 +161,8 @@ func (g *Generator) Next(buf []byte) ([]byte, error) {
 }
 
 // nextWithSum is Next that also returns the packet's unfolded checksum
-// sum (sum16) when it is known in advance, as for pool entries.
-func (g *Generator) nextWithSum(buf []byte) (pkt []byte, sum uint64, haveSum bool, err error) {
+// sum (afxdp.PayloadSum) when it is known in advance, as for pool entries.
+func (g *Generator) nextWithSum(buf []byte) (pkt []byte, sum uint32, haveSum bool, err error) {
 	if !g.reprotect {
 		i := g.next
 		g.next++

@@ -13,7 +13,12 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/turboretry/turboretry/offload/afxdp"
 )
+
+// etherTypeIPv4 is the only EtherType the sender writes (and binds).
+const etherTypeIPv4 = 0x0800
 
 // ErrUnsafeFrame is returned by PacketSender.Send for a frame that is not
 // IPv4 from SpoofRange; such a frame is never handed to the kernel.
@@ -104,10 +109,11 @@ func (s *PacketSender) HardwareAddr() net.HardwareAddr { return s.iface.Hardware
 
 // safeFrame checks the Ethernet type and the IPv4 source of a frame.
 func safeFrame(p []byte) bool {
-	if len(p) < EthHeaderLen+IPv4HeaderLen || binary.BigEndian.Uint16(p[12:14]) != etherTypeIPv4 {
+	const eth = afxdp.EthHeaderLen
+	if len(p) < eth+afxdp.IPv4HeaderLen || binary.BigEndian.Uint16(p[12:14]) != etherTypeIPv4 {
 		return false
 	}
-	src := [4]byte(p[EthHeaderLen+12 : EthHeaderLen+16])
+	src := [4]byte(p[eth+12 : eth+16])
 	return SpoofRange.Contains(netip.AddrFrom4(src))
 }
 

@@ -8,7 +8,18 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+
+	"github.com/turboretry/turboretry/offload/afxdp"
 )
+
+// FrameLen is the length of a spoofed Initial frame: Ethernet II, IPv4
+// without options, UDP and the 1200-byte Initial, the paper's 1242 bytes.
+// The frame codec is afxdp's, shared with the offload datapath.
+const FrameLen = afxdp.EthHeaderLen + afxdp.IPv4HeaderLen + afxdp.UDPHeaderLen + UDPPayloadSize
+
+// ErrFrameAddress is returned by NewFrameSource for a target that is not
+// an IPv4 address and port.
+var ErrFrameAddress = errors.New("flood: frame addresses must be IPv4")
 
 // SpoofRange is the only range spoofed sources may come from: the
 // benchmarking block of RFC 2544 / RFC 5735, as DESIGN.md requires.
@@ -49,9 +60,9 @@ type FrameConfig struct {
 // random source port (1024-65535). It is not safe for concurrent use.
 type FrameSource struct {
 	gen  *Generator
-	hdr  FrameHeader
-	base uint32 // first address of the prefix
-	mask uint32 // host bits
+	hdr  afxdp.UDPFrame // fixed fields; source, ID and payload per frame
+	base uint32         // first address of the prefix
+	mask uint32         // host bits
 	rng  *rand.ChaCha8
 	tmp  []byte
 }
@@ -73,12 +84,12 @@ func NewFrameSource(gen *Generator, cfg FrameConfig) (*FrameSource, error) {
 	a4 := p.Addr().As4()
 	f.base = binary.BigEndian.Uint32(a4[:])
 	f.mask = uint32(1)<<(32-p.Bits()) - 1
-	f.hdr.Dst = cfg.Target
-	f.hdr.DstMAC = BroadcastMAC
+	f.hdr.DstIP, f.hdr.DstPort = cfg.Target.Addr(), cfg.Target.Port()
+	f.hdr.Dst = BroadcastMAC
 	for _, m := range []struct {
-		dst *[6]byte
+		dst *afxdp.MAC
 		src net.HardwareAddr
-	}{{&f.hdr.SrcMAC, cfg.SrcMAC}, {&f.hdr.DstMAC, cfg.DstMAC}} {
+	}{{&f.hdr.Src, cfg.SrcMAC}, {&f.hdr.Dst, cfg.DstMAC}} {
 		switch len(m.src) {
 		case 0:
 		case 6:
@@ -105,13 +116,22 @@ func (f *FrameSource) Next(buf []byte) ([]byte, error) {
 		return nil, err
 	}
 	if !haveSum {
-		sum = sum16(0, payload)
+		sum = afxdp.PayloadSum(payload)
 	}
 	r := f.rng.Uint64()
 	var a [4]byte
 	binary.BigEndian.PutUint32(a[:], f.base|uint32(r)&f.mask)
-	port := uint16(1024 + (r>>32)%(65536-1024))
-	f.hdr.Src = netip.AddrPortFrom(netip.AddrFrom4(a), port)
+	f.hdr.SrcIP = netip.AddrFrom4(a)
+	f.hdr.SrcPort = uint16(1024 + (r>>32)%(65536-1024))
 	f.hdr.ID = uint16(r >> 48)
-	return appendFrame(buf[:0], &f.hdr, payload, sum)
+	f.hdr.Payload = payload
+	n := f.hdr.Len()
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	n, err = f.hdr.EncodeWithSum(buf[:n], sum)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
 }
