@@ -64,16 +64,9 @@ func (c *Conn) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 		if c.closeErr != nil {
 			return nil, c.closeErr
 		}
-		sig := waitChan(&c.datagramSig)
-		c.mu.Unlock()
-		select {
-		case <-sig:
-		case <-c.closedCh:
-		case <-ctx.Done():
-			c.mu.Lock()
-			return nil, ctx.Err()
+		if err := c.waitLockedCtx(ctx, waitChan(&c.datagramSig)); err != nil {
+			return nil, err
 		}
-		c.mu.Lock()
 	}
 }
 

@@ -154,17 +154,24 @@ func (c *Conn) accept(ctx context.Context, q *[]*stream) (*stream, error) {
 		if c.closeErr != nil {
 			return nil, c.closeErr
 		}
-		sig := waitChan(&c.streamSig)
-		c.mu.Unlock()
-		select {
-		case <-sig:
-		case <-c.closedCh:
-		case <-ctx.Done():
-			c.mu.Lock()
-			return nil, ctx.Err()
+		if err := c.waitLockedCtx(ctx, waitChan(&c.streamSig)); err != nil {
+			return nil, err
 		}
-		c.mu.Lock()
 	}
+}
+
+// waitLockedCtx waits, with c.mu released, until sig fires, the connection
+// closes or ctx ends (its error is returned); c.mu is held again on return.
+func (c *Conn) waitLockedCtx(ctx context.Context, sig <-chan struct{}) error {
+	c.mu.Unlock()
+	defer c.mu.Lock()
+	select {
+	case <-sig:
+	case <-c.closedCh:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // OpenStream opens a bidirectional stream, or fails with
@@ -223,15 +230,8 @@ func (c *Conn) open(ctx context.Context, wait bool, d flowcontrol.Direction) (*s
 		if !wait {
 			return nil, StreamLimitReachedError{}
 		}
-		sig := waitChan(&c.streamSig)
-		c.mu.Unlock()
-		select {
-		case <-sig:
-		case <-c.closedCh:
-		case <-ctx.Done():
-			c.mu.Lock()
-			return nil, ctx.Err()
+		if err := c.waitLockedCtx(ctx, waitChan(&c.streamSig)); err != nil {
+			return nil, err
 		}
-		c.mu.Lock()
 	}
 }
