@@ -37,6 +37,13 @@ func benchUpload(b *testing.B, addr string, size int) {
 	}
 }
 
+// discardAndAck reads s to its end, then answers with one byte.
+func discardAndAck(s io.ReadWriteCloser) {
+	_, _ = io.Copy(io.Discard, s)
+	_, _ = s.Write([]byte{1})
+	_ = s.Close()
+}
+
 func discardServer(b *testing.B) string {
 	ln, err := ListenAddr("127.0.0.1:0", serverTLS(b), nil)
 	if err != nil {
@@ -44,23 +51,7 @@ func discardServer(b *testing.B) string {
 	}
 	b.Cleanup(func() { ln.Close() })
 	ctx := context.Background()
-	go func() {
-		c, err := ln.Accept(ctx)
-		if err != nil {
-			return
-		}
-		for {
-			s, err := c.AcceptStream(ctx)
-			if err != nil {
-				return
-			}
-			go func() {
-				_, _ = io.Copy(io.Discard, s)
-				_, _ = s.Write([]byte{1})
-				_ = s.Close()
-			}()
-		}
-	}()
+	serveStreams(ctx, ln.Accept, func(s *Stream) { discardAndAck(s) })
 	return ln.Addr().String()
 }
 
@@ -75,23 +66,7 @@ func BenchmarkUpload4MBOursToQuicGo(b *testing.B) {
 	}
 	b.Cleanup(func() { ln.Close() })
 	ctx := context.Background()
-	go func() {
-		c, err := ln.Accept(ctx)
-		if err != nil {
-			return
-		}
-		for {
-			s, err := c.AcceptStream(ctx)
-			if err != nil {
-				return
-			}
-			go func() {
-				_, _ = io.Copy(io.Discard, s)
-				_, _ = s.Write([]byte{1})
-				_ = s.Close()
-			}()
-		}
-	}()
+	serveStreams(ctx, ln.Accept, func(s *quicgo.Stream) { discardAndAck(s) })
 	benchUpload(b, ln.Addr().String(), 4<<20)
 }
 
@@ -129,23 +104,7 @@ func BenchmarkUpload4MBQuicGoToQuicGo(b *testing.B) {
 	}
 	b.Cleanup(func() { ln.Close() })
 	ctx := context.Background()
-	go func() {
-		c, err := ln.Accept(ctx)
-		if err != nil {
-			return
-		}
-		for {
-			s, err := c.AcceptStream(ctx)
-			if err != nil {
-				return
-			}
-			go func() {
-				_, _ = io.Copy(io.Discard, s)
-				_, _ = s.Write([]byte{1})
-				_ = s.Close()
-			}()
-		}
-	}()
+	serveStreams(ctx, ln.Accept, func(s *quicgo.Stream) { discardAndAck(s) })
 	c, err := quicgo.DialAddr(ctx, ln.Addr().String(), clientTLS(b), &quicgo.Config{})
 	if err != nil {
 		b.Fatal(err)

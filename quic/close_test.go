@@ -12,15 +12,11 @@ import (
 
 func TestCloseWithErrorSeenByQuicGo(t *testing.T) {
 	ctx := testCtx(t)
-	c, ln := dialQuicGoServer(t)
-	sc, err := ln.Accept(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, sc := dialQuicGoServer(t)
 	if err := c.CloseWithError(7, "bye"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = sc.AcceptStream(ctx)
+	_, err := sc.AcceptStream(ctx)
 	var ae *quicgo.ApplicationError
 	if !errors.As(err, &ae) || ae.ErrorCode != 7 || ae.ErrorMessage != "bye" || !ae.Remote {
 		t.Fatalf("quic-go saw %v, want remote application error 7 bye", err)
@@ -38,15 +34,11 @@ func TestCloseWithErrorSeenByQuicGo(t *testing.T) {
 
 func TestQuicGoCloseWithErrorSeenByUs(t *testing.T) {
 	ctx := testCtx(t)
-	c, ln := dialQuicGoServer(t)
-	sc, err := ln.Accept(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, sc := dialQuicGoServer(t)
 	if err := sc.CloseWithError(9, "server says bye"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.AcceptStream(ctx)
+	_, err := c.AcceptStream(ctx)
 	var ae *ApplicationError
 	if !errors.As(err, &ae) || ae.ErrorCode != 9 || ae.ErrorMessage != "server says bye" || !ae.Remote {
 		t.Fatalf("we saw %v, want remote application error 9", err)

@@ -118,8 +118,12 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 	if c.isClient && space == spaceInitial && c.receivedFirst && !bytes.Equal(hdr.SrcConnID, c.destCID) {
 		return
 	}
-	// UnprotectPacket works in place; keep the header's source CID.
-	scid := slices.Clone(hdr.SrcConnID)
+	// UnprotectPacket works in place; keep the header's source CID when
+	// it becomes our destination CID.
+	var scid []byte
+	if c.isClient && !c.receivedFirst {
+		scid = slices.Clone(hdr.SrcConnID)
+	}
 	payload, pn, err := sp.opener.UnprotectPacket(pkt, hdr.PNOffset, largest)
 	if err != nil {
 		return

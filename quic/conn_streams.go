@@ -177,7 +177,7 @@ func (c *Conn) waitLockedCtx(ctx context.Context, sig <-chan struct{}) error {
 // OpenStream opens a bidirectional stream, or fails with
 // StreamLimitReachedError when the peer's limit allows none now.
 func (c *Conn) OpenStream() (*Stream, error) {
-	s, err := c.open(context.TODO(), false, flowcontrol.Bidi)
+	s, err := c.open(context.Background(), false, flowcontrol.Bidi)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +196,7 @@ func (c *Conn) OpenStreamSync(ctx context.Context) (*Stream, error) {
 // OpenUniStream opens a unidirectional stream, or fails with
 // StreamLimitReachedError when the peer's limit allows none now.
 func (c *Conn) OpenUniStream() (*SendStream, error) {
-	s, err := c.open(context.TODO(), false, flowcontrol.Uni)
+	s, err := c.open(context.Background(), false, flowcontrol.Uni)
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +213,7 @@ func (c *Conn) OpenUniStreamSync(ctx context.Context) (*SendStream, error) {
 	return &SendStream{s}, nil
 }
 
+// open opens a stream of direction d. Only a waiting open (wait) uses ctx.
 func (c *Conn) open(ctx context.Context, wait bool, d flowcontrol.Direction) (*stream, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -210,21 +210,7 @@ func TestResumption(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept(ctx)
-			if err != nil {
-				return
-			}
-			go func() {
-				s, err := c.AcceptStream(ctx)
-				if err == nil {
-					_, _ = io.Copy(s, s)
-					_ = s.Close()
-				}
-			}()
-		}
-	}()
+	serveStreams(ctx, ln.Accept, func(s *Stream) { echo(s) })
 	ctls := clientTLS(t)
 	ctls.ClientSessionCache = tls.NewLRUClientSessionCache(4)
 	for i := range 2 {

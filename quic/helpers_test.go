@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"io"
 	"math/big"
 	"net"
 	"sync"
@@ -81,14 +82,41 @@ func listenUDP(t testing.TB) *net.UDPConn {
 	return c
 }
 
-func connCause(c *Conn) error { return context.Cause(c.Context()) }
-
-func afterMs(ms int) <-chan time.Time { return time.After(time.Duration(ms) * time.Millisecond) }
-
-func ctxCause(c interface{ Context() context.Context }) error {
+// connCause returns the close error of one of our or quic-go's connections.
+func connCause(c interface{ Context() context.Context }) error {
 	return context.Cause(c.Context())
 }
 
-func contextWithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, d)
+func afterMs(ms int) <-chan time.Time { return time.After(time.Duration(ms) * time.Millisecond) }
+
+// serveStreams accepts connections with accept until it fails (ctx ended or
+// the listener closed) and runs handle in its own goroutine for every
+// bidirectional stream each connection opens. It serves quic-go listeners
+// as well as ours.
+func serveStreams[S any, C interface {
+	AcceptStream(context.Context) (S, error)
+}](ctx context.Context, accept func(context.Context) (C, error), handle func(S)) {
+	go func() {
+		for {
+			c, err := accept(ctx)
+			if err != nil {
+				return
+			}
+			go func() {
+				for {
+					s, err := c.AcceptStream(ctx)
+					if err != nil {
+						return
+					}
+					go handle(s)
+				}
+			}()
+		}
+	}()
+}
+
+// echo copies what s reads back to it, then closes its send side.
+func echo(s io.ReadWriteCloser) {
+	_, _ = io.Copy(s, s)
+	_ = s.Close()
 }

@@ -9,7 +9,7 @@ import (
 	quicgo "github.com/quic-go/quic-go"
 )
 
-// quicgoServer starts a quic-go listener that echoes every bidirectional
+// quicgoEchoServer starts a quic-go listener that echoes every bidirectional
 // stream and returns its address.
 func quicgoEchoServer(t *testing.T, ctx context.Context) string {
 	t.Helper()
@@ -18,26 +18,7 @@ func quicgoEchoServer(t *testing.T, ctx context.Context) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept(ctx)
-			if err != nil {
-				return
-			}
-			go func() {
-				for {
-					s, err := c.AcceptStream(ctx)
-					if err != nil {
-						return
-					}
-					go func() {
-						_, _ = io.Copy(s, s)
-						_ = s.Close()
-					}()
-				}
-			}()
-		}
-	}()
+	serveStreams(ctx, ln.Accept, func(s *quicgo.Stream) { echo(s) })
 	return ln.Addr().String()
 }
 
@@ -49,26 +30,7 @@ func ourEchoServer(t *testing.T, ctx context.Context, conf *Config) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept(ctx)
-			if err != nil {
-				return
-			}
-			go func() {
-				for {
-					s, err := c.AcceptStream(ctx)
-					if err != nil {
-						return
-					}
-					go func() {
-						_, _ = io.Copy(s, s)
-						_ = s.Close()
-					}()
-				}
-			}()
-		}
-	}()
+	serveStreams(ctx, ln.Accept, func(s *Stream) { echo(s) })
 	return ln.Addr().String()
 }
 

@@ -84,26 +84,7 @@ func ourLossyEchoServer(t *testing.T, ctx context.Context, seed uint64) net.Addr
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		for {
-			c, err := ln.Accept(ctx)
-			if err != nil {
-				return
-			}
-			go func() {
-				for {
-					s, err := c.AcceptStream(ctx)
-					if err != nil {
-						return
-					}
-					go func() {
-						_, _ = io.Copy(s, s)
-						_ = s.Close()
-					}()
-				}
-			}()
-		}
-	}()
+	serveStreams(ctx, ln.Accept, func(s *Stream) { echo(s) })
 	return ln.Addr()
 }
 

@@ -500,8 +500,10 @@ func (c *Conn) appendStreamFrames(b []byte, maxEnd int, p *sentPacket) []byte {
 	}
 	// Round robin: streams served move to the back.
 	if served > 0 && served < len(c.sendList) && n > 1 {
-		rot := append([]*stream(nil), c.sendList[served:]...)
-		c.sendList = append(rot, c.sendList[:served]...)
+		// Rotate left in place (no allocation on the send path).
+		slices.Reverse(c.sendList[:served])
+		slices.Reverse(c.sendList[served:])
+		slices.Reverse(c.sendList)
 	}
 	return b
 }

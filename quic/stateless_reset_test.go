@@ -41,7 +41,7 @@ func TestStatelessResetSeenByQuicGo(t *testing.T) {
 	_, _ = s.Write(make([]byte, 100))
 	<-c.Context().Done()
 	var sre *quicgo.StatelessResetError
-	if err := ctxCause(c); !errors.As(err, &sre) {
+	if err := connCause(c); !errors.As(err, &sre) {
 		t.Fatalf("quic-go closed with %v, want a stateless reset", err)
 	}
 }

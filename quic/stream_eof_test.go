@@ -20,31 +20,15 @@ func exactReadServer(t *testing.T, ctx context.Context, reqLen int) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept(ctx)
-			if err != nil {
-				return
-			}
-			go func() {
-				for {
-					s, err := c.AcceptStream(ctx)
-					if err != nil {
-						return
-					}
-					go func() {
-						buf := make([]byte, reqLen)
-						if _, err := io.ReadFull(s, buf); err != nil {
-							s.CancelWrite(1)
-							return
-						}
-						_, _ = s.Write(buf)
-						_ = s.Close()
-					}()
-				}
-			}()
+	serveStreams(ctx, ln.Accept, func(s *Stream) {
+		buf := make([]byte, reqLen)
+		if _, err := io.ReadFull(s, buf); err != nil {
+			s.CancelWrite(1)
+			return
 		}
-	}()
+		_, _ = s.Write(buf)
+		_ = s.Close()
+	})
 	return ln.Addr().String()
 }
 

@@ -1,6 +1,7 @@
 package quic
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -21,7 +22,7 @@ func TestHandshakeTimeout(t *testing.T) {
 func TestDialContextCanceled(t *testing.T) {
 	ctx := testCtx(t)
 	silent := listenUDP(t)
-	dctx, cancel := contextWithTimeout(ctx, 100*time.Millisecond)
+	dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	_, err := DialAddr(dctx, silent.LocalAddr().String(), clientTLS(t), nil)
 	if !errors.Is(err, dctx.Err()) || err == nil {

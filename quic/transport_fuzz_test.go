@@ -32,24 +32,12 @@ func FuzzServerTransport(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	go func() {
-		for {
-			c, err := ln.Accept(ctx)
-			if err != nil {
-				return
-			}
-			go func() {
-				s, err := c.AcceptStream(ctx)
-				if err != nil {
-					return
-				}
-				buf := make([]byte, 16)
-				n, _ := s.Read(buf)
-				_, _ = s.Write(buf[:n])
-				_ = s.Close()
-			}()
-		}
-	}()
+	serveStreams(ctx, ln.Accept, func(s *Stream) {
+		buf := make([]byte, 16)
+		n, _ := s.Read(buf)
+		_, _ = s.Write(buf[:n])
+		_ = s.Close()
+	})
 
 	// A genuine client, before and after the fuzzing.
 	check := func(tb testing.TB) {
