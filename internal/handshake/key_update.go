@@ -58,9 +58,6 @@ func (k *AppKeys) SetSendSecret(secret []byte) error {
 	if k.send != nil {
 		return ErrKeysAlreadySet
 	}
-	if len(secret) != k.suite.hashLen {
-		return ErrInvalidSecret
-	}
 	keys, hp, err := deriveProtection(k.suite, k.version, secret)
 	if err != nil {
 		return err
@@ -80,9 +77,6 @@ func (k *AppKeys) SetSendSecret(secret []byte) error {
 func (k *AppKeys) SetRecvSecret(secret []byte) error {
 	if k.cur != nil {
 		return ErrKeysAlreadySet
-	}
-	if len(secret) != k.suite.hashLen {
-		return ErrInvalidSecret
 	}
 	keys, hp, err := deriveProtection(k.suite, k.version, secret)
 	if err != nil {

@@ -38,8 +38,12 @@ func derivePacketKeys(s *suiteParams, vp *versionParams, secret []byte) PacketKe
 }
 
 // deriveProtection derives the packet keys of secret and builds their
-// header protector, the part sealers and openers share.
+// header protector, the part sealers and openers share. A secret that is
+// not of the suite's hash length is refused with ErrInvalidSecret.
 func deriveProtection(s *suiteParams, vp *versionParams, secret []byte) (PacketKeys, *headerProtector, error) {
+	if len(secret) != s.hashLen {
+		return PacketKeys{}, nil, ErrInvalidSecret
+	}
 	keys := derivePacketKeys(s, vp, secret)
 	hp, err := newHeaderProtector(s, keys.HP)
 	return keys, hp, err

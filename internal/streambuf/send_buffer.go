@@ -14,7 +14,8 @@ const MaxSendRanges = 64
 // Frames are packed by PeekFrame and AppendFrameData; lost ranges go out
 // again, lowest offset first, before any new data.
 //
-// A SendBuffer is not safe for concurrent use.
+// The zero value is an empty buffer, ready to use. A SendBuffer is not safe
+// for concurrent use.
 type SendBuffer struct {
 	writeEnd   uint64 // offset after the last written byte
 	nextOffset uint64 // first byte never sent; also the highest offset sent
@@ -29,10 +30,6 @@ type SendBuffer struct {
 	finAcked   bool
 	reset      bool
 }
-
-// NewSendBuffer returns an empty send buffer. The zero value is ready to use
-// as well.
-func NewSendBuffer() *SendBuffer { return &SendBuffer{} }
 
 // Write copies p into the buffer and returns how many bytes it took: all of
 // them, unless the stream is closed or reset (0) or the 2^62-1 stream

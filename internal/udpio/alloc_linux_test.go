@@ -17,14 +17,7 @@ func TestZeroAllocs(t *testing.T) {
 			if mode == "gso+gro" && (!scaps.GSO || !rcaps.GRO) {
 				t.Skip("kernel lacks UDP GSO or GRO")
 			}
-			w, err := NewWriter(sc, WriterConfig{GSO: mode == "gso+gro"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := NewReader(rc, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			w, r := writerReader(t, sc, WriterConfig{GSO: mode == "gso+gro"}, rc, 0)
 			to := addrPort(rc)
 			var out []Message
 			switch mode {

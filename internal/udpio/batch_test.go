@@ -13,14 +13,7 @@ func TestBatchAPI(t *testing.T) {
 	if caps.RecvBuffer <= 0 {
 		t.Fatalf("no receive buffer size reported: %+v", caps)
 	}
-	w, err := NewWriter(sc, WriterConfig{Batch: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewReader(rc, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, r := writerReader(t, sc, WriterConfig{Batch: 8}, rc, 8)
 	var want [][]byte
 	var msgs []Message
 	for i := range 20 {

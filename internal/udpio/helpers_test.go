@@ -31,6 +31,20 @@ func addrPort(c *net.UDPConn) netip.AddrPort {
 	return c.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
+// writerReader returns a Writer on sc with wcfg and a Reader on rc of the given batch.
+func writerReader(t testing.TB, sc *net.UDPConn, wcfg WriterConfig, rc *net.UDPConn, batch int) (*Writer, *Reader) {
+	t.Helper()
+	w, err := NewWriter(sc, wcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(rc, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, r
+}
+
 // payload returns datagram number i of the given size with recognisable content.
 func payload(i, size int) []byte {
 	b := make([]byte, size)

@@ -88,14 +88,7 @@ func TestGROCoalesces(t *testing.T) {
 			if !scaps.GSO || !rcaps.GRO {
 				t.Skipf("kernel lacks UDP GSO (%v) or UDP_GRO (%v)", scaps.GSO, rcaps.GRO)
 			}
-			w, err := NewWriter(sc, WriterConfig{GSO: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := NewReader(rc, 4)
-			if err != nil {
-				t.Fatal(err)
-			}
+			w, r := writerReader(t, sc, WriterConfig{GSO: true}, rc, 4)
 			var want [][]byte
 			var buf []byte
 			for i := range 11 {

@@ -14,14 +14,7 @@ func TestPacketInfoIPv4(t *testing.T) {
 	if !rcaps.PacketInfo {
 		t.Skip("kernel refused IP_PKTINFO")
 	}
-	w, err := NewWriter(sc, WriterConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewReader(rc, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, r := writerReader(t, sc, WriterConfig{}, rc, 0)
 	to := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), addrPort(rc).Port())
 	// All of 127/8 is local on Linux: 127.0.0.2 is a source the kernel would not pick.
 	src2 := netip.MustParseAddr("127.0.0.2")
@@ -62,14 +55,7 @@ func TestPacketInfoIPv6(t *testing.T) {
 	if !rcaps.PacketInfo {
 		t.Skip("kernel refused IPV6_RECVPKTINFO")
 	}
-	w, err := NewWriter(sc, WriterConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewReader(rc, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, r := writerReader(t, sc, WriterConfig{}, rc, 0)
 	loop := netip.IPv6Loopback()
 	to := netip.AddrPortFrom(loop, addrPort(rc).Port())
 	if n, err := w.WriteBatch([]Message{{Buf: []byte("v6"), Addr: to, Local: loop}}); n != 1 || err != nil {
@@ -86,14 +72,7 @@ func TestPacketInfoIPv6(t *testing.T) {
 func TestBadDestinations(t *testing.T) {
 	sc := listenUDP(t, "udp4", "127.0.0.1:0")
 	rc := listenUDP(t, "udp4", "127.0.0.1:0")
-	w, err := NewWriter(sc, WriterConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewReader(rc, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, r := writerReader(t, sc, WriterConfig{}, rc, 0)
 	ok := Message{Buf: []byte("ok"), Addr: addrPort(rc)}
 	cases := []struct {
 		bad  Message

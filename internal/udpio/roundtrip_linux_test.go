@@ -80,14 +80,7 @@ func TestRoundTrip(t *testing.T) {
 					if gro && !rcaps.GRO {
 						t.Skip("kernel refused UDP_GRO on this socket")
 					}
-					w, err := NewWriter(sc, WriterConfig{Batch: 16, GSO: scaps.GSO})
-					if err != nil {
-						t.Fatal(err)
-					}
-					r, err := NewReader(rc, 8)
-					if err != nil {
-						t.Fatal(err)
-					}
+					w, r := writerReader(t, sc, WriterConfig{Batch: 16, GSO: scaps.GSO}, rc, 8)
 					dgrams, groups := mixedDatagrams()
 					msgs := messagesFor(dgrams, groups, mode.grouped, addrPort(rc))
 					n, err := w.WriteBatch(msgs)
@@ -127,14 +120,7 @@ func TestRoundTrip(t *testing.T) {
 func TestEmptyDatagram(t *testing.T) {
 	sc := listenUDP(t, "udp4", "127.0.0.1:0")
 	rc := listenUDP(t, "udp4", "127.0.0.1:0")
-	w, err := NewWriter(sc, WriterConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewReader(rc, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, r := writerReader(t, sc, WriterConfig{}, rc, 0)
 	msgs := []Message{{Addr: addrPort(rc)}, {Buf: []byte("x"), Addr: addrPort(rc)}}
 	if n, err := w.WriteBatch(msgs); n != 2 || err != nil {
 		t.Fatalf("WriteBatch = %d, %v", n, err)

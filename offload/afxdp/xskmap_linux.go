@@ -3,7 +3,6 @@
 package afxdp
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf"
@@ -19,18 +18,6 @@ func (s *Socket) Register(m *ebpf.Map, key uint32) error {
 		return fmt.Errorf("%w: Register needs an XSKMAP", ErrConfig)
 	}
 	if err := m.Put(key, uint32(s.fd)); err != nil {
-		return fmt.Errorf("afxdp: XSKMAP slot %d: %w", key, err)
-	}
-	return nil
-}
-
-// Unregister clears slot key of an XSKMAP. (Closing the socket clears it
-// too.) An already empty slot is not an error.
-func (s *Socket) Unregister(m *ebpf.Map, key uint32) error {
-	if m == nil {
-		return fmt.Errorf("%w: Unregister needs an XSKMAP", ErrConfig)
-	}
-	if err := m.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("afxdp: XSKMAP slot %d: %w", key, err)
 	}
 	return nil

@@ -84,8 +84,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: no Deliver function (validated Initials would be lost)", ErrConfig)
 	case c.Queues < 0:
 		return c, fmt.Errorf("%w: %d queues", ErrConfig, c.Queues)
-	case c.CIDLen < 0 || c.CIDLen > 20:
-		return c, fmt.Errorf("%w: connection ID length %d (want 1..20)", ErrConfig, c.CIDLen)
+	case c.CIDLen < 0 || c.CIDLen > fastpath.MaxCIDLen:
+		return c, fmt.Errorf("%w: connection ID length %d (want 1..%d)", ErrConfig, c.CIDLen, fastpath.MaxCIDLen)
 	case c.StaleAfter < 0 || c.RotateEvery < 0 || c.HeartbeatInterval < 0:
 		return c, fmt.Errorf("%w: negative StaleAfter, HeartbeatInterval or RotateEvery", ErrConfig)
 	}

@@ -42,6 +42,7 @@
 //
 // Raw frames go through an AF_PACKET SOCK_RAW socket bound to one
 // interface, which works on veth pairs and carries the exact bytes built
-// here (Ethernet, IPv4 and UDP headers with correct checksums). AF_XDP can
+// by package offload/afxdp's frame builder (Ethernet, IPv4 and UDP headers
+// with correct checksums). AF_XDP can
 // be plugged in later behind the Sender interface.
 package flood

@@ -75,8 +75,9 @@
 //
 // # Not done yet
 //
-// AF_XDP sockets (the agent side of tr_xsks) are not implemented here;
-// without them Initials reach the kernel stack. Egress (the host's first
+// The AF_XDP sockets behind tr_xsks live in package offload/afxdp, and
+// package offload/datapath runs the agent on them; with no socket
+// registered for a queue, Initials on it reach the kernel stack. Egress (the host's first
 // long-header packets) is not watched by this program. VLAN-tagged frames
 // and IPv6 extension headers are passed rather than parsed. A 0-RTT packet
 // whose client-chosen DCID is not of the server's CID length is dropped:
