@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 
 	"github.com/turboretry/turboretry/quic"
@@ -91,7 +92,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Host == "" {
 		return nil, errors.New("http3: request has no host")
 	}
-	authority := authorityAddr(req.URL.Host)
+	authority := authorityAddr(req.URL)
 	for attempt := 0; ; attempt++ {
 		cc, err := t.getConn(req.Context(), authority)
 		if err != nil {
@@ -114,12 +115,14 @@ func rejectedRetryable(err error, req *http.Request) bool {
 		(req.Body == nil || req.Body == http.NoBody)
 }
 
-// authorityAddr returns host:port, with port 443 when host has none.
-func authorityAddr(host string) string {
-	if _, _, err := net.SplitHostPort(host); err == nil {
-		return host
+// authorityAddr returns the URL's host:port, with port 443 when it has
+// none; an IPv6 literal keeps its brackets only once ("[::1]:443").
+func authorityAddr(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "443"
 	}
-	return net.JoinHostPort(host, "443")
+	return net.JoinHostPort(u.Hostname(), port)
 }
 
 func (t *Transport) getConn(ctx context.Context, authority string) (*clientConn, error) {
@@ -166,6 +169,10 @@ func (t *Transport) dial(call *dialCall, authority string) {
 	case t.closed:
 		cc.close(ErrCodeNoError, "")
 		cc, err = nil, errTransportClosed
+	case cc.qc.Context().Err() != nil:
+		// Already closed (an early dial returns before the handshake):
+		// its forget ran before it was pooled, so do not pool it. A
+		// close from now on waits for t.mu and then forgets it.
 	default:
 		if t.conns == nil {
 			t.conns = make(map[string]*clientConn)

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -125,6 +126,20 @@ func TestEarlyDataSafe(t *testing.T) {
 		req := &http.Request{Method: c.method, Body: c.body}
 		if got := earlyDataSafe(req); got != c.want {
 			t.Errorf("earlyDataSafe(%q, body=%v) = %v, want %v", c.method, c.body != nil, got, c.want)
+		}
+	}
+}
+
+func TestAuthorityAddr(t *testing.T) {
+	for _, c := range []struct{ host, want string }{
+		{"example.com", "example.com:443"},
+		{"example.com:8443", "example.com:8443"},
+		{"127.0.0.1", "127.0.0.1:443"},
+		{"[::1]", "[::1]:443"},
+		{"[::1]:4433", "[::1]:4433"},
+	} {
+		if got := authorityAddr(&url.URL{Host: c.host}); got != c.want {
+			t.Errorf("authorityAddr(%q) = %q, want %q", c.host, got, c.want)
 		}
 	}
 }

@@ -15,9 +15,11 @@
 // stream with SETTINGS, checks the peer's control stream and closes the
 // connection with the H3 error code of a violation; request and response
 // bodies are streamed as DATA frames without buffering whole bodies;
-// GOAWAY drains connections gracefully. Server push, extended CONNECT,
-// HTTP datagrams and 0-RTT (missing from the quic package) are not
-// implemented.
+// GOAWAY drains connections gracefully. Both sides use 0-RTT when the
+// QUIC and TLS configuration allow it: the server listens with
+// quic.ListenEarly, and the Transport sends only safe, bodiless requests
+// before the handshake completes. Server push, extended CONNECT and HTTP
+// datagrams are not implemented.
 //
 // API names follow quic-go's http3 package where both have the concept.
 package http3

@@ -2,6 +2,7 @@ package http3
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -65,6 +66,38 @@ type regularFields struct {
 
 func newRegularFields() regularFields {
 	return regularFields{contentLength: -1}
+}
+
+// decodeSection decodes the field section p into header: pseudo-header
+// fields go to pseudo (nil: none are allowed, as in trailers), regular
+// fields through add. A pseudo-header after a regular field is malformed
+// (RFC 9114 section 4.3). limit is as for newFieldIter.
+func (fs *regularFields) decodeSection(p []byte, limit uint64, header http.Header, isRequest bool, pseudo func(name, value string) error) error {
+	it := newFieldIter(p, limit)
+	for {
+		hf, err := it.field()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if hf.IsPseudo() {
+			if pseudo == nil {
+				return malformed("pseudo-header %q in a trailer section", hf.Name)
+			}
+			if fs.seen {
+				return malformed("pseudo-header %q after a regular field", hf.Name)
+			}
+			if err := pseudo(hf.Name, hf.Value); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := fs.add(header, hf.Name, hf.Value, isRequest); err != nil {
+			return err
+		}
+	}
 }
 
 // add validates and stores one regular field (RFC 9114 section 4.2).

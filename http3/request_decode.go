@@ -1,7 +1,6 @@
 package http3
 
 import (
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -62,28 +61,9 @@ func (p *requestPseudo) set(name, value string) error {
 func decodeRequest(p []byte, limit uint64, extendedConnect bool) (*http.Request, error) {
 	var ps requestPseudo
 	header := make(http.Header, 8)
-	it := newFieldIter(p, limit)
 	fs := newRegularFields()
-	for {
-		hf, err := it.field()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if hf.IsPseudo() {
-			if fs.seen {
-				return nil, malformed("pseudo-header %q after a regular field", hf.Name)
-			}
-			if err := ps.set(hf.Name, hf.Value); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err := fs.add(header, hf.Name, hf.Value, true); err != nil {
-			return nil, err
-		}
+	if err := fs.decodeSection(p, limit, header, true, ps.set); err != nil {
+		return nil, err
 	}
 	if err := ps.validate(header, extendedConnect); err != nil {
 		return nil, err

@@ -53,11 +53,21 @@ func mustBeH3Error(t *testing.T, err error) {
 // requestSectionBytes is requestSection for fuzz seeds, which have no
 // *testing.T.
 func requestSectionBytes(fields ...string) []byte {
+	b, _ := encodeHeadersFrame(fields...)
+	return b
+}
+
+// encodeHeadersFrame encodes a HEADERS frame from name/value pairs, in
+// order, without any validation.
+func encodeHeadersFrame(fields ...string) ([]byte, error) {
 	e := newFieldEncoder()
 	e.begin(nil, 0)
 	for i := 0; i+1 < len(fields); i += 2 {
 		e.field(fields[i], fields[i+1])
 	}
-	b, _ := e.finish(nil)
-	return headersFrame{FieldSection: b}.append(nil)
+	b, err := e.finish(nil)
+	if err != nil {
+		return nil, err
+	}
+	return headersFrame{FieldSection: b}.append(nil), nil
 }

@@ -2,7 +2,6 @@ package http3
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 )
@@ -47,33 +46,21 @@ func (e *fieldEncoder) encodeTrailers(dst []byte, trailer http.Header, limit uin
 // decodeRequest. Body is left to the caller.
 func decodeResponse(p []byte, limit uint64) (*http.Response, error) {
 	header := make(http.Header, 8)
-	it := newFieldIter(p, limit)
 	fs := newRegularFields()
 	status := ""
 	haveStatus := false
-	for {
-		hf, err := it.field()
-		if err == io.EOF {
-			break
+	err := fs.decodeSection(p, limit, header, false, func(name, value string) error {
+		switch {
+		case name != ":status":
+			return malformed("pseudo-header %q is not allowed in a response", name)
+		case haveStatus:
+			return malformed("duplicate :status")
 		}
-		if err != nil {
-			return nil, err
-		}
-		if hf.IsPseudo() {
-			switch {
-			case fs.seen:
-				return nil, malformed("pseudo-header %q after a regular field", hf.Name)
-			case hf.Name != ":status":
-				return nil, malformed("pseudo-header %q is not allowed in a response", hf.Name)
-			case haveStatus:
-				return nil, malformed("duplicate :status")
-			}
-			status, haveStatus = hf.Value, true
-			continue
-		}
-		if err := fs.add(header, hf.Name, hf.Value, false); err != nil {
-			return nil, err
-		}
+		status, haveStatus = value, true
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !haveStatus {
 		return nil, malformed("response without :status")
@@ -127,22 +114,9 @@ func isInterimStatus(code int) bool {
 // isRequest selects whether TE: trailers is acceptable.
 func decodeTrailers(p []byte, limit uint64, isRequest bool) (http.Header, error) {
 	header := make(http.Header)
-	it := newFieldIter(p, limit)
 	fs := newRegularFields()
-	for {
-		hf, err := it.field()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if hf.IsPseudo() {
-			return nil, malformed("pseudo-header %q in a trailer section", hf.Name)
-		}
-		if err := fs.add(header, hf.Name, hf.Value, isRequest); err != nil {
-			return nil, err
-		}
+	if err := fs.decodeSection(p, limit, header, isRequest, nil); err != nil {
+		return nil, err
 	}
 	fs.finishCookies(header)
 	return header, nil

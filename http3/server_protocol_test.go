@@ -83,20 +83,34 @@ func wantStreamReset(t *testing.T, s *quic.Stream, code ErrCode) {
 	}
 }
 
-// requestSection encodes a header section from name/value pairs, in
+// requestSection encodes a HEADERS frame from name/value pairs, in
 // order, without any validation.
 func requestSection(t *testing.T, fields ...string) []byte {
 	t.Helper()
-	e := newFieldEncoder()
-	e.begin(nil, 0)
-	for i := 0; i+1 < len(fields); i += 2 {
-		e.field(fields[i], fields[i+1])
-	}
-	b, err := e.finish(nil)
+	b, err := encodeHeadersFrame(fields...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return headersFrame{FieldSection: b}.append(nil)
+	return b
+}
+
+// readResponseStatus reads the next frame from fr, which must be a HEADERS
+// frame with a valid response header section, and returns its status.
+func readResponseStatus(t *testing.T, fr *frameReader) int {
+	t.Helper()
+	f, err := fr.readFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok := f.(headersFrame)
+	if !ok {
+		t.Fatalf("frame %T, want HEADERS", f)
+	}
+	rsp, err := decodeResponse(h.FieldSection, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rsp.StatusCode
 }
 
 var (
@@ -110,15 +124,7 @@ func stillServes(t *testing.T, addr string, clientTLS *tls.Config) {
 	t.Helper()
 	tr := &Transport{TLSClientConfig: clientTLS}
 	defer tr.Close()
-	rsp, err := (&http.Client{Transport: tr}).Get("https://" + addr + "/hello")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(rsp.Body)
-	rsp.Body.Close()
-	if string(body) != "hello HTTP/3.0" {
-		t.Fatalf("body %q", body)
-	}
+	fetchHello(t, tr, addr)
 }
 
 func TestServerRejectsMalformedRequests(t *testing.T) {
@@ -247,16 +253,8 @@ func TestServerSendsContinue(t *testing.T) {
 	// The body is sent only after the 100 arrives, as a client that
 	// waits for it does.
 	fr := newFrameReader(s, 0)
-	f, err := fr.readFrame()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, ok := f.(headersFrame)
-	if !ok {
-		t.Fatalf("first frame %T", f)
-	}
-	if rsp, err := decodeResponse(h.FieldSection, 0); err != nil || rsp.StatusCode != http.StatusContinue {
-		t.Fatalf("first response %v, %v; want 100", rsp, err)
+	if code := readResponseStatus(t, fr); code != http.StatusContinue {
+		t.Fatalf("first response %d, want 100", code)
 	}
 	s.Write(append(dataFrame{Length: 5}.append(nil), "hello"...))
 	s.Close()

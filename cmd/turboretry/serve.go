@@ -15,7 +15,7 @@ import (
 func init() {
 	register(&command{
 		name:    "serve",
-		summary: "serve files over HTTPS, advertising HTTP/3",
+		summary: "serve files over HTTP/3 and HTTPS (HTTP/1.1, HTTP/2)",
 		run:     runServe,
 	})
 }

@@ -97,12 +97,18 @@ func (ts *testServer) stop(t *testing.T) error {
 	return err
 }
 
+// certPool returns a pool holding the server's current certificate.
+func (ts *testServer) certPool() *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AddCert(ts.certs.current().Leaf)
+	return pool
+}
+
 // clients returns HTTP/2 and HTTP/1.1 clients trusting the server's
 // current certificate.
 func (ts *testServer) clients(t *testing.T) (h2, h1 *http.Client) {
 	t.Helper()
-	pool := x509.NewCertPool()
-	pool.AddCert(ts.certs.current().Leaf)
+	pool := ts.certPool()
 	t2 := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
 	t1 := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, Protocols: new(http.Protocols)}
 	t1.Protocols.SetHTTP1(true)

@@ -2,7 +2,6 @@ package fileserver
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"io/fs"
 	"net/http"
 	"strings"
@@ -17,9 +16,27 @@ import (
 
 // h3TLS returns a client TLS config that trusts the server's certificate.
 func (ts *testServer) h3TLS() *tls.Config {
-	pool := x509.NewCertPool()
-	pool.AddCert(ts.certs.current().Leaf)
-	return &tls.Config{RootCAs: pool}
+	return &tls.Config{RootCAs: ts.certPool()}
+}
+
+// h3Fetch GETs path (without the leading slash) over HTTP/3 with tr and
+// returns the access log record of that request.
+func (ts *testServer) h3Fetch(t *testing.T, tr *http3.Transport, path string) map[string]any {
+	t.Helper()
+	if resp, _ := get(t, &http.Client{Transport: tr}, "GET", ts.URL()+path); resp.StatusCode != 200 {
+		t.Fatalf("GET /%s: %d", path, resp.StatusCode)
+	}
+	var rec map[string]any
+	eventually(t, func() error {
+		for _, r := range ts.logs.records(t) {
+			if r["msg"] == "request" && r["path"] == "/"+path && r["protocol"] == "HTTP/3.0" {
+				rec = r
+				return nil
+			}
+		}
+		return errorf("no HTTP/3 access log record for /%s", path)
+	})
+	return rec
 }
 
 // checkHTTP3DemoPage fetches the demo index over HTTP/3 with c and checks
@@ -136,20 +153,8 @@ func TestReloadSecretReachesHTTP3(t *testing.T) {
 		t.Helper()
 		tr := &http3.Transport{TLSClientConfig: ts.h3TLS(), QUICConfig: &quic.Config{TokenStore: store}}
 		defer tr.Close()
-		if resp, _ := get(t, &http.Client{Transport: tr}, "GET", ts.URL()+path); resp.StatusCode != 200 {
-			t.Fatalf("GET %s: %d", path, resp.StatusCode)
-		}
+		rec := ts.h3Fetch(t, tr, path)
 		store.waitPut(t)
-		var rec map[string]any
-		eventually(t, func() error {
-			for _, r := range ts.logs.records(t) {
-				if r["msg"] == "request" && r["path"] == "/"+path && r["protocol"] == "HTTP/3.0" {
-					rec = r
-					return nil
-				}
-			}
-			return errorf("no HTTP/3 access log record for /%s", path)
-		})
 		return rec
 	}
 	if r := fetch(""); r["retry_validated"] != true {
@@ -187,20 +192,7 @@ func TestServeHTTP3ZeroRTT(t *testing.T) {
 		t.Helper()
 		tr := &http3.Transport{TLSClientConfig: tlsConf}
 		defer tr.Close()
-		if resp, _ := get(t, &http.Client{Transport: tr}, "GET", ts.URL()+path); resp.StatusCode != 200 {
-			t.Fatalf("GET /%s: %d", path, resp.StatusCode)
-		}
-		var rec map[string]any
-		eventually(t, func() error {
-			for _, r := range ts.logs.records(t) {
-				if r["msg"] == "request" && r["path"] == "/"+path && r["protocol"] == "HTTP/3.0" {
-					rec = r
-					return nil
-				}
-			}
-			return errorf("no HTTP/3 access log record for /%s", path)
-		})
-		return rec
+		return ts.h3Fetch(t, tr, path)
 	}
 	if r := fetch(""); r["zero_rtt"] != false {
 		t.Fatalf("first connection logged as 0-RTT: %v", r)

@@ -172,15 +172,16 @@ func (s *Server) trackConn(_ net.Conn, st http.ConnState) {
 }
 
 // Handler returns the complete handler: files, whoami, Alt-Svc, access log
-// and request metrics. The HTTP/3 server should serve it unchanged.
+// and request metrics. The HTTP/3 listener serves it unchanged.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // TLSConfig returns a copy of the TLS configuration, whose GetCertificate
 // follows reloads. Set NextProtos (and MinVersion TLS 1.3) for QUIC.
 func (s *Server) TLSConfig() *tls.Config { return s.tlsConf.Clone() }
 
-// Metrics returns the registry; the QUIC listener registers its metrics
-// (connections, handshakes in flight, Retries, token rejections) here.
+// Metrics returns the registry; the QUIC listener registers its address
+// validation metrics (handshakes in flight, Retries, tokens accepted and
+// rejected) here.
 func (s *Server) Metrics() *metrics.Registry { return s.reg }
 
 // KeyRing returns the token key ring for the current root secret. Reload

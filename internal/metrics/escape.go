@@ -5,30 +5,22 @@ import "unicode/utf8"
 // appendLabelValue appends v escaped for a label value in the text format:
 // backslash, double quote and line feed are escaped; invalid UTF-8 is
 // replaced so that the output always parses.
-func appendLabelValue(b []byte, v string) []byte {
-	for _, r := range v {
-		switch r {
-		case '\\':
-			b = append(b, '\\', '\\')
-		case '"':
-			b = append(b, '\\', '"')
-		case '\n':
-			b = append(b, '\\', 'n')
-		default:
-			b = utf8.AppendRune(b, r)
-		}
-	}
-	return b
-}
+func appendLabelValue(b []byte, v string) []byte { return appendEscaped(b, v, true) }
 
 // appendHelp appends help text escaped for a HELP line, where only
 // backslash and line feed are special.
-func appendHelp(b []byte, h string) []byte {
-	for _, r := range h {
-		switch r {
-		case '\\':
+func appendHelp(b []byte, h string) []byte { return appendEscaped(b, h, false) }
+
+// appendEscaped escapes backslash, line feed and, with quote, double quote,
+// and replaces invalid UTF-8 with U+FFFD.
+func appendEscaped(b []byte, s string, quote bool) []byte {
+	for _, r := range s {
+		switch {
+		case r == '\\':
 			b = append(b, '\\', '\\')
-		case '\n':
+		case r == '"' && quote:
+			b = append(b, '\\', '"')
+		case r == '\n':
 			b = append(b, '\\', 'n')
 		default:
 			b = utf8.AppendRune(b, r)
