@@ -7,13 +7,13 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/turboretry/turboretry/internal/netnstest"
 	"github.com/turboretry/turboretry/offload/flood"
 )
 
@@ -97,58 +97,22 @@ func TestFloodChild(t *testing.T) {
 }
 
 func TestFloodSpoofInNamespace(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: creating network namespaces needs root")
+	netnstest.RequireRoot(t, "creating network namespaces")
+	nsA, nsB := netnstest.New(t, "trfloodcli-a"), netnstest.New(t, "trfloodcli-b")
+	netnstest.Veth(t, netnstest.End{NS: nsA, Dev: "vA"}, netnstest.End{NS: nsB, Dev: "vB", MAC: "02:00:00:00:78:02"})
+	netnstest.IP(t, "-n", nsA, "link", "set", "vA", "up")
+	netnstest.IP(t, "-n", nsB, "link", "set", "vB", "up")
+	netnstest.IP(t, "-n", nsB, "addr", "add", "10.78.0.2/24", "dev", "vB")
+	netnstest.IP(t, "-n", nsB, "route", "add", "198.18.0.0/15", "dev", "vB")
+	netnstest.IP(t, "netns", "exec", nsB, "sh", "-c", "for f in /proc/sys/net/ipv4/conf/*/rp_filter; do echo 0 > $f; done")
+	// The receiver's socket is opened inside B and stays there.
+	var rx *net.UDPConn
+	if err := netnstest.In(nsB, func() (err error) {
+		rx, err = floodReceiver("10.78.0.2:4433")
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("skipping: needs ip (iproute2)")
-	}
-	nsA := fmt.Sprintf("trfloodcli-a-%d", os.Getpid())
-	nsB := fmt.Sprintf("trfloodcli-b-%d", os.Getpid())
-	for _, ns := range []string{nsA, nsB} {
-		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-			t.Skipf("skipping: cannot create network namespace: %v: %s", err, out)
-		}
-		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
-	}
-	for _, c := range [][]string{
-		{"ip", "link", "add", "vA", "netns", nsA, "type", "veth", "peer", "name", "vB", "netns", nsB, "address", "02:00:00:00:78:02"},
-		{"ip", "-n", nsA, "link", "set", "vA", "up"},
-		{"ip", "-n", nsB, "link", "set", "vB", "up"},
-		{"ip", "-n", nsB, "addr", "add", "10.78.0.2/24", "dev", "vB"},
-		{"ip", "-n", nsB, "route", "add", "198.18.0.0/15", "dev", "vB"},
-		{"ip", "netns", "exec", nsB, "sh", "-c", "for f in /proc/sys/net/ipv4/conf/*/rp_filter; do echo 0 > $f; done"},
-	} {
-		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-			t.Skipf("skipping: %s: %v: %s", strings.Join(c, " "), err, out)
-		}
-	}
-	// The receiver's socket is opened by a thread moved into B; the thread
-	// stays locked and ends with its goroutine.
-	type result struct {
-		c   *net.UDPConn
-		err error
-	}
-	rxc := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-		fd, err := unix.Open("/run/netns/"+nsB, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err == nil {
-			err = unix.Setns(fd, unix.CLONE_NEWNET)
-			unix.Close(fd)
-		}
-		if err != nil {
-			rxc <- result{nil, err}
-			return
-		}
-		c, err := floodReceiver("10.78.0.2:4433")
-		rxc <- result{c, err}
-	}()
-	r := <-rxc
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	rx := r.c
 	defer rx.Close()
 	cmd := exec.Command("ip", "netns", "exec", nsA, os.Args[0], "-test.run=^TestFloodChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), floodChildEnv+"=flood --target 10.78.0.2:4433 --iface vA --spoof=198.19.0.0/16 "+

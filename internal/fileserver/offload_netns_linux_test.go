@@ -6,28 +6,22 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
-	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	quicgo "github.com/quic-go/quic-go"
 	quicgohttp3 "github.com/quic-go/quic-go/http3"
-	"golang.org/x/sys/unix"
 
 	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/internal/fsutil"
+	"github.com/turboretry/turboretry/internal/netnstest"
 	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/datapath"
@@ -57,8 +51,6 @@ var (
 // near it, it only keeps a broken build from hanging.
 const offHangGuard = 20 * time.Second
 
-var offNSSeq atomic.Int32
-
 type offloadNet struct {
 	nsC, nsA, nsS string
 }
@@ -67,26 +59,8 @@ type offloadNet struct {
 // XDP programs.
 func requireOffloadRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: the integrated offload tests need root (network namespaces, BPF, AF_XDP); CI runs them as root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("skipping: needs ip (iproute2) to create the test network namespaces")
-	}
-	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-	if errors.Is(err, unix.EAFNOSUPPORT) {
-		t.Skip("skipping: kernel without AF_XDP")
-	}
-	if err == nil {
-		unix.Close(fd)
-	}
-}
-
-func offIP(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-	}
+	netnstest.RequireRoot(t, "the integrated offload tests (network namespaces, BPF, AF_XDP)")
+	netnstest.RequireAFXDP(t)
 }
 
 // newOffloadNet builds the three namespaces; Cleanup deletes them (which
@@ -94,148 +68,59 @@ func offIP(t *testing.T, args ...string) {
 func newOffloadNet(t *testing.T) *offloadNet {
 	t.Helper()
 	requireOffloadRoot(t)
-	id := fmt.Sprintf("%d-%d", os.Getpid(), offNSSeq.Add(1))
-	n := &offloadNet{nsC: "trof-c-" + id, nsA: "trof-a-" + id, nsS: "trof-s-" + id}
-	for _, ns := range []string{n.nsC, n.nsA, n.nsS} {
-		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-			t.Skipf("skipping: cannot create network namespace %s: %v: %s", ns, err, out)
-		}
-		t.Cleanup(func() {
-			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-				t.Errorf("ip netns del %s: %v: %s", ns, err, out)
-			}
-		})
-	}
-	offIP(t, "-n", n.nsC, "link", "add", "br0", "address", offMACC, "type", "bridge", "stp_state", "0", "forward_delay", "0")
-	offIP(t, "link", "add", "cs0", "netns", n.nsC, "type", "veth", "peer", "name", offIface, "netns", n.nsS, "address", offMACS)
-	offIP(t, "link", "add", "ca0", "netns", n.nsC, "type", "veth", "peer", "name", "tra0", "netns", n.nsA, "address", offMACA)
+	n := &offloadNet{nsC: netnstest.New(t, "trof-c"), nsA: netnstest.New(t, "trof-a"), nsS: netnstest.New(t, "trof-s")}
+	netnstest.IP(t, "-n", n.nsC, "link", "add", "br0", "address", offMACC, "type", "bridge", "stp_state", "0", "forward_delay", "0")
+	netnstest.Veth(t, netnstest.End{NS: n.nsC, Dev: "cs0"}, netnstest.End{NS: n.nsS, Dev: offIface, MAC: offMACS})
+	netnstest.Veth(t, netnstest.End{NS: n.nsC, Dev: "ca0"}, netnstest.End{NS: n.nsA, Dev: "tra0", MAC: offMACA})
 	for _, dev := range []string{"cs0", "ca0"} {
-		offIP(t, "-n", n.nsC, "link", "set", dev, "master", "br0")
+		netnstest.IP(t, "-n", n.nsC, "link", "set", dev, "master", "br0")
+		netnstest.Up(t, n.nsC, dev, netip.Prefix{})
 	}
-	for _, s := range []struct {
+	netnstest.Up(t, n.nsC, "br0", netip.PrefixFrom(offIPC, 24))
+	netnstest.Up(t, n.nsS, offIface, netip.PrefixFrom(offIPS, 24))
+	netnstest.Up(t, n.nsA, "tra0", netip.PrefixFrom(offIPA, 24))
+	// Static neighbours: nothing depends on ARP passing the XDP program.
+	for _, nb := range []struct {
 		ns, dev string
 		ip      netip.Addr
-		devs    []string // every device to bring up
+		mac     string
 	}{
-		{n.nsC, "br0", offIPC, []string{"cs0", "ca0", "br0"}},
-		{n.nsS, offIface, offIPS, []string{offIface}},
-		{n.nsA, "tra0", offIPA, []string{"tra0"}},
+		{n.nsC, "br0", offIPS, offMACS}, {n.nsC, "br0", offIPA, offMACA},
+		{n.nsS, offIface, offIPC, offMACC}, {n.nsS, offIface, offIPA, offMACA},
+		{n.nsA, "tra0", offIPS, offMACS}, {n.nsA, "tra0", offIPC, offMACC},
 	} {
-		for _, d := range s.devs {
-			// No IPv6 link-local addresses: no neighbour discovery chatter.
-			offIP(t, "-n", s.ns, "link", "set", d, "addrgenmode", "none")
-		}
-		offIP(t, "-n", s.ns, "addr", "add", s.ip.String()+"/24", "dev", s.dev)
-		offIP(t, "-n", s.ns, "link", "set", "lo", "up")
-		for _, d := range s.devs {
-			offIP(t, "-n", s.ns, "link", "set", d, "up")
-		}
-	}
-	// Static neighbours: nothing depends on ARP passing the XDP program.
-	for _, nb := range []struct{ ns, dev, ip, mac string }{
-		{n.nsC, "br0", offIPS.String(), offMACS}, {n.nsC, "br0", offIPA.String(), offMACA},
-		{n.nsS, offIface, offIPC.String(), offMACC}, {n.nsS, offIface, offIPA.String(), offMACA},
-		{n.nsA, "tra0", offIPS.String(), offMACS}, {n.nsA, "tra0", offIPC.String(), offMACC},
-	} {
-		offIP(t, "-n", nb.ns, "neigh", "replace", nb.ip, "lladdr", nb.mac, "dev", nb.dev, "nud", "permanent")
+		netnstest.Neigh(t, nb.ns, nb.dev, nb.ip, nb.mac)
 	}
 	// Complete UDP checksums on the senders' side, as a real NIC delivers
 	// them: a frame the program passes keeps no checksum-offload state.
 	n.in(t, n.nsC, func() {
 		for _, d := range []string{"br0", "cs0", "ca0"} {
-			offTXChecksumOff(t, d)
+			if err := netnstest.TXChecksumOff(d); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
-	n.in(t, n.nsA, func() { offTXChecksumOff(t, "tra0") })
-	// A veth sends into noop_qdisc until its carrier is seen: wait for
-	// every device to be operationally up.
+	n.in(t, n.nsA, func() {
+		if err := netnstest.TXChecksumOff("tra0"); err != nil {
+			t.Fatal(err)
+		}
+	})
 	for _, w := range []struct{ ns, dev string }{{n.nsC, "br0"}, {n.nsC, "cs0"}, {n.nsC, "ca0"}, {n.nsS, offIface}, {n.nsA, "tra0"}} {
-		offWaitUp(t, w.ns, w.dev)
+		netnstest.WaitUp(t, w.ns, w.dev)
 	}
 	return n
 }
 
-// offWaitUp polls ip until dev in ns reports state UP.
-func offWaitUp(t *testing.T, ns, dev string) {
-	t.Helper()
-	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
-		out, err := exec.Command("ip", "-n", ns, "-o", "link", "show", "dev", dev).CombinedOutput()
-		if err != nil {
-			t.Fatalf("ip link show %s: %v: %s", dev, err, out)
-		}
-		if strings.Contains(string(out), "state UP") {
-			return
-		}
-		if time.Since(start) > offHangGuard {
-			t.Fatalf("%s in %s is not up: %s", dev, ns, out)
-		}
-	}
-}
-
-// offTXChecksumOff turns transmit checksum offload off on dev (ethtool -K
-// dev tx off, through the ETHTOOL_STXCSUM ioctl), in the calling thread's
-// namespace.
-func offTXChecksumOff(t *testing.T, dev string) {
-	t.Helper()
-	const ethtoolSTXCSUM = 0x17
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	val := &struct{ cmd, data uint32 }{cmd: ethtoolSTXCSUM}
-	var ifr struct {
-		name [unix.IFNAMSIZ]byte
-		data uintptr
-		_    [16]byte
-	}
-	copy(ifr.name[:], dev)
-	ifr.data = uintptr(unsafe.Pointer(val))
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr)))
-	runtime.KeepAlive(val)
-	if errno != 0 {
-		t.Fatalf("ethtool tx off %s: %v", dev, errno)
-	}
-}
-
-// enter returns a function that runs fn on the calling goroutine's thread
-// switched into namespace ns, and switches back. Sockets made inside stay
-// in ns.
+// enter returns a function that runs fn in namespace ns (netnstest.In).
 func (n *offloadNet) enter(ns string) func(func() error) error {
-	return func(fn func() error) error {
-		runtime.LockOSThread()
-		orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			return fmt.Errorf("open own netns: %w", err)
-		}
-		defer unix.Close(orig)
-		target, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			return fmt.Errorf("open netns %s: %w", ns, err)
-		}
-		defer unix.Close(target)
-		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			return fmt.Errorf("setns %s: %w", ns, err)
-		}
-		defer func() {
-			// A thread that cannot switch back stays locked, so the
-			// runtime discards it with the goroutine.
-			if unix.Setns(orig, unix.CLONE_NEWNET) == nil {
-				runtime.UnlockOSThread()
-			}
-		}()
-		return fn()
-	}
+	return func(fn func() error) error { return netnstest.In(ns, fn) }
 }
 
 // in runs fn in namespace ns (t.Fatal inside fn is fine: the thread is
 // switched back on the way out).
 func (n *offloadNet) in(t *testing.T, ns string, fn func()) {
 	t.Helper()
-	if err := n.enter(ns)(func() error { fn(); return nil }); err != nil {
+	if err := netnstest.In(ns, func() error { fn(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,12 +7,10 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/netnstest"
 	"golang.org/x/sys/unix"
 
 	"github.com/turboretry/turboretry/offload/afxdp"
@@ -129,67 +127,24 @@ func loopbackFlood(t *testing.T, addr string, count uint64) {
 // back to the spoof range, so spoofed frames are delivered.
 func netnsPair(t *testing.T) (nsA, nsB string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: creating network namespaces needs root")
+	netnstest.RequireRoot(t, "creating network namespaces")
+	nsA, nsB = netnstest.New(t, "trflood-a"), netnstest.New(t, "trflood-b")
+	netnstest.Veth(t, netnstest.End{NS: nsA, Dev: "vA", MAC: "02:00:00:00:77:01"}, netnstest.End{NS: nsB, Dev: "vB", MAC: "02:00:00:00:77:02"})
+	netnstest.IP(t, "-n", nsA, "addr", "add", "10.77.0.1/24", "dev", "vA")
+	netnstest.IP(t, "-n", nsB, "addr", "add", "10.77.0.2/24", "dev", "vB")
+	for _, c := range [][2]string{{nsA, "vA"}, {nsB, "vB"}} {
+		netnstest.IP(t, "-n", c[0], "link", "set", c[1], "up")
+		netnstest.IP(t, "-n", c[0], "link", "set", "lo", "up")
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("skipping: needs ip (iproute2) to create network namespaces")
-	}
-	nsA = fmt.Sprintf("trflood-a-%d", os.Getpid())
-	nsB = fmt.Sprintf("trflood-b-%d", os.Getpid())
-	for _, ns := range []string{nsA, nsB} {
-		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-			t.Skipf("skipping: cannot create network namespace: %v: %s", err, out)
-		}
-		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
-	}
-	cmds := [][]string{
-		{"ip", "link", "add", "vA", "netns", nsA, "address", "02:00:00:00:77:01", "type", "veth",
-			"peer", "name", "vB", "netns", nsB, "address", "02:00:00:00:77:02"},
-		{"ip", "-n", nsA, "addr", "add", "10.77.0.1/24", "dev", "vA"},
-		{"ip", "-n", nsB, "addr", "add", "10.77.0.2/24", "dev", "vB"},
-		{"ip", "-n", nsA, "link", "set", "vA", "up"},
-		{"ip", "-n", nsB, "link", "set", "vB", "up"},
-		{"ip", "-n", nsA, "link", "set", "lo", "up"},
-		{"ip", "-n", nsB, "link", "set", "lo", "up"},
-		{"ip", "-n", nsB, "route", "add", "198.18.0.0/15", "dev", "vB"},
-		{"ip", "netns", "exec", nsB, "sh", "-c",
-			"for f in /proc/sys/net/ipv4/conf/*/rp_filter; do echo 0 > $f; done"},
-	}
-	for _, c := range cmds {
-		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-			t.Skipf("skipping: setting up the veth pair (%s): %v: %s", strings.Join(c, " "), err, out)
-		}
-	}
+	netnstest.IP(t, "-n", nsB, "route", "add", "198.18.0.0/15", "dev", "vB")
+	netnstest.IP(t, "netns", "exec", nsB, "sh", "-c", "for f in /proc/sys/net/ipv4/conf/*/rp_filter; do echo 0 > $f; done")
 	return nsA, nsB
-}
-
-// inNetns runs f on a thread moved into the namespace ns. The thread stays
-// locked and dies with its goroutine, so no other goroutine ever runs in
-// the namespace; sockets f opens stay in it.
-func inNetns(ns string, f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with us
-		fd, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer unix.Close(fd)
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("setns %s: %w", ns, err)
-			return
-		}
-		errc <- f()
-	}()
-	return <-errc
 }
 
 func TestSpoofedFloodInNamespaces(t *testing.T) {
 	nsA, nsB := netnsPair(t)
 	var rx *net.UDPConn
-	if err := inNetns(nsB, func() error {
+	if err := netnstest.In(nsB, func() error {
 		rx = listenCounter(t, "10.77.0.2:4433")
 		return nil
 	}); err != nil {
@@ -197,7 +152,7 @@ func TestSpoofedFloodInNamespaces(t *testing.T) {
 	}
 	var ps *PacketSender
 	var us *UDPSender
-	if err := inNetns(nsA, func() error {
+	if err := netnstest.In(nsA, func() error {
 		var err error
 		if ps, err = NewPacketSender("vA", 16); err != nil {
 			return err
@@ -269,7 +224,7 @@ func TestSpoofedFloodInNamespaces(t *testing.T) {
 func TestPacketSenderRefusesUnsafeFrames(t *testing.T) {
 	nsA, _ := netnsPair(t)
 	var ps *PacketSender
-	if err := inNetns(nsA, func() error {
+	if err := netnstest.In(nsA, func() error {
 		var err error
 		ps, err = NewPacketSender("vA", 4)
 		return err

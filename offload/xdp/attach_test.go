@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/netnstest"
 )
 
 // attachChildEnv makes the test binary act as attachChild (see TestMain).
@@ -66,14 +68,8 @@ func attachChild() int {
 // process dies by SIGKILL (the link is not pinned).
 func TestAttachDetachAndCrash(t *testing.T) {
 	loadForTest(t, Config{Port: testPort}) // skips without BPF
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("skipping: needs ip (iproute2) for a private network namespace")
-	}
-	ns := fmt.Sprintf("trxdp-test-%d", os.Getpid())
-	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-		t.Skipf("skipping: cannot create network namespace: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	netnstest.RequireRoot(t, "a private network namespace")
+	ns := netnstest.New(t, "trxdp-test")
 	attached := func() bool {
 		out, err := exec.Command("ip", "-n", ns, "link", "show", "lo").CombinedOutput()
 		if err != nil {
