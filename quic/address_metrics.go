@@ -19,6 +19,10 @@ type avMetrics struct {
 	rejected      [3][token.NumReasons]*metrics.Counter
 	rscidMismatch [3]*metrics.Counter
 	handshakes    *metrics.Gauge
+	// Connection migration (RFC 9000 section 9): peers followed to a new
+	// address, and validations of such an address that failed.
+	pathMigrations         *metrics.Counter
+	pathValidationFailures *metrics.Counter
 }
 
 // rejectLabel is the metric label of a token rejection reason.
@@ -34,6 +38,9 @@ func newAVMetrics(reg *metrics.Registry) (*avMetrics, error) {
 		invalidToken: new(metrics.Counter),
 		dropped:      new(metrics.Counter),
 		handshakes:   new(metrics.Gauge),
+
+		pathMigrations:         new(metrics.Counter),
+		pathValidationFailures: new(metrics.Counter),
 	}
 	for s := range m.accepted {
 		for ty := range m.accepted[s] {
@@ -58,6 +65,12 @@ func newAVMetrics(reg *metrics.Registry) (*avMetrics, error) {
 		return nil, err
 	}
 	if m.handshakes, err = reg.NewGauge("turboretry_quic_handshakes_in_flight", "Server connections whose handshake has not completed."); err != nil {
+		return nil, err
+	}
+	if m.pathMigrations, err = reg.NewCounter("turboretry_quic_path_migrations_total", "Clients the server followed to a new address (connection migration or NAT rebinding)."); err != nil {
+		return nil, err
+	}
+	if m.pathValidationFailures, err = reg.NewCounter("turboretry_quic_path_validation_failures_total", "Migrations whose new address failed path validation (the server fell back to the old one)."); err != nil {
 		return nil, err
 	}
 	acc, err := reg.NewCounterVec("turboretry_quic_tokens_accepted_total", "Valid tokens in client Initials, by source and type.", "source", "type")
@@ -101,6 +114,10 @@ type AddressValidationStats struct {
 	// (docs/address-validation.md); zero counts are left out.
 	TokensRejected     map[string]uint64
 	HandshakesInFlight int64
+	// PathMigrations counts clients followed to a new address, and
+	// PathValidationFailures the new addresses that failed validation.
+	PathMigrations         uint64
+	PathValidationFailures uint64
 }
 
 func (m *avMetrics) snapshot() AddressValidationStats {
@@ -111,6 +128,9 @@ func (m *avMetrics) snapshot() AddressValidationStats {
 		TokensAccepted:     map[string]uint64{},
 		TokensRejected:     map[string]uint64{},
 		HandshakesInFlight: m.handshakes.Value(),
+
+		PathMigrations:         m.pathMigrations.Value(),
+		PathValidationFailures: m.pathValidationFailures.Value(),
 	}
 	types := [3]string{"unknown", "retry", "new_token"}
 	for s, sl := range tokenSourceLabels {

@@ -68,7 +68,8 @@ type Conn struct {
 	tlsConf  *tls.Config
 	version  wire.Version
 	remote   net.Addr
-	server   *baseServer // server side: where to queue the conn once ready
+	remoteAP netip.AddrPort // remote, unmapped; invalid when it is not UDP
+	server   *baseServer    // server side: where to queue the conn once ready
 
 	ctx       context.Context
 	cancelCtx context.CancelCauseFunc
@@ -155,7 +156,10 @@ type Conn struct {
 	pingPending       bool
 	pacingDeadline    time.Time
 	undecryptable     []receivedPacket
-	pathResponses     [][8]byte
+	pathResponses     []pathResponse
+	path              pathState
+	rx                rxPath // the datagram being processed
+	padDatagram       bool   // pad the datagram being built to its limit
 	connRecv          *flowcontrol.ConnReceiver
 	connSend          flowcontrol.SendCredit
 	counts            flowcontrol.StreamCounts
@@ -206,6 +210,7 @@ func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v w
 		lastActivity:    time.Now(),
 	}
 	c.lastSendOrRecv = c.lastActivity
+	c.remoteAP, _ = addrPort(remote)
 	c.ctx, c.cancelCtx = context.WithCancelCause(context.Background())
 	c.rec = recovery.New(recovery.Config{IsServer: !isClient})
 	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
@@ -341,6 +346,7 @@ func (c *Conn) onTimers(now time.Time) {
 		}
 		return
 	}
+	c.pathTimers(now)
 	if dl := c.idleDeadline(); !now.Before(dl) {
 		if c.handshakeComplete {
 			c.destroyLocked(&IdleTimeoutError{})
@@ -433,6 +439,7 @@ func (c *Conn) nextDeadlineLocked() time.Time {
 	add(c.rec.LossDetectionTimeout())
 	add(c.pacingDeadline)
 	add(c.dropKeysAt)
+	add(c.pathDeadline())
 	for i := range c.spaces {
 		sp := &c.spaces[i]
 		if !sp.discarded && !sp.tracker.AckNow() {
@@ -489,8 +496,13 @@ func (c *Conn) HandshakeComplete() <-chan struct{} { return c.handshakeDoneCh }
 // LocalAddr returns the local address.
 func (c *Conn) LocalAddr() net.Addr { return c.t.Conn.LocalAddr() }
 
-// RemoteAddr returns the peer's address.
-func (c *Conn) RemoteAddr() net.Addr { return c.remote }
+// RemoteAddr returns the peer's address; it changes when a client migrates
+// (a server follows it, RFC 9000 section 9).
+func (c *Conn) RemoteAddr() net.Addr {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.remote
+}
 
 // ConnectionState returns the TLS and QUIC state of the connection.
 func (c *Conn) ConnectionState() ConnectionState {

@@ -29,6 +29,7 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 	if c.draining {
 		return
 	}
+	c.noteSource(&p)
 	c.bytesRecv += uint64(len(p.data))
 	c.stats.bytesRecv += uint64(len(p.data))
 	if !c.isClient && !c.addressValidated {
@@ -37,7 +38,7 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 	data := p.data
 	for len(data) > 0 && c.closeErr == nil {
 		if !wire.IsLongHeader(data[0]) {
-			c.handleShortPacket(data, p.rcvTime)
+			c.handleShortPacket(data, p)
 			return
 		}
 		var hdr wire.LongHeader
@@ -84,7 +85,7 @@ func (c *Conn) keepUndecryptable(pkt []byte, p receivedPacket) {
 	}
 	b := getBuffer()
 	*b = append((*b)[:0], pkt...)
-	c.undecryptable = append(c.undecryptable, receivedPacket{buf: b, data: *b, remote: p.remote, rcvTime: p.rcvTime})
+	c.undecryptable = append(c.undecryptable, receivedPacket{buf: b, data: *b, remote: p.remote, addrPort: p.addrPort, rcvTime: p.rcvTime})
 }
 
 // retryUndecryptable reprocesses the kept packets after new keys arrived.
@@ -152,7 +153,8 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 	}
 }
 
-func (c *Conn) handleShortPacket(pkt []byte, now time.Time) {
+func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
+	now := p.rcvTime
 	// Decryption works in place: keep what a stateless reset token would be.
 	var tail [16]byte
 	mayBeReset := len(pkt) >= minStatelessResetLen
@@ -171,7 +173,7 @@ func (c *Conn) handleShortPacket(pkt []byte, now time.Time) {
 		return
 	}
 	if c.app == nil || !c.app.CanReceive() {
-		c.keepUndecryptable(pkt, receivedPacket{rcvTime: now})
+		c.keepUndecryptable(pkt, p)
 		return
 	}
 	sp := &c.spaces[spaceApp]
@@ -205,8 +207,10 @@ func (c *Conn) handleShortPacket(pkt []byte, now time.Time) {
 		return
 	}
 	c.cids.rxDCID = sh.DestConnID
+	c.rx.nonProbing = false
 	c.processPayload(spaceApp, wire.PacketType1RTT, pn, payload, now)
 	c.cids.rxDCID = nil
+	c.afterShortPacket(sh.DestConnID, int64(pn) > largest, now)
 }
 
 // processPayload handles the frames of a decrypted packet and records it.
@@ -230,6 +234,9 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 		}
 		if f.IsAckEliciting() {
 			ackEliciting = true
+		}
+		if !isProbingFrame(f.Type) {
+			c.rx.nonProbing = true
 		}
 		if err := c.handleFrame(space, f, now); err != nil {
 			c.closeWithError(err)
@@ -272,11 +279,9 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 	case wire.FrameTypeRetireConnectionID:
 		return c.handleRetireConnectionID(f)
 	case wire.FrameTypePathChallenge:
-		if len(c.pathResponses) < 4 {
-			c.pathResponses = append(c.pathResponses, f.PathData)
-		}
+		c.onPathChallenge(f.PathData)
 	case wire.FrameTypePathResponse:
-		// We never send PATH_CHALLENGE.
+		c.onPathResponse(f.PathData)
 	case wire.FrameTypeDatagram:
 		if !c.config.EnableDatagrams {
 			return qerr.NewProtocolViolation(uint64(f.Type), "DATAGRAM frames not negotiated")

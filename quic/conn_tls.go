@@ -61,7 +61,6 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 	p.InitialMaxStreamDataUni = cfg.InitialStreamReceiveWindow
 	p.InitialMaxStreamsBidi = uint64(cfg.MaxIncomingStreams)
 	p.InitialMaxStreamsUni = uint64(cfg.MaxIncomingUniStreams)
-	p.DisableActiveMigration = true
 	p.ActiveConnectionIDLimit = remoteCIDLimit
 	p.InitialSourceConnectionID = c.srcCID
 	p.HasInitialSourceConnectionID = true

@@ -41,6 +41,13 @@
 //     RETIRE_CONNECTION_ID with a replacement, stores the peer's IDs
 //     (limit 4), honours retire_prior_to, and every issued ID is routed
 //     through the Transport (ConnectionIDAdded).
+//   - Path validation and the server's side of connection migration (RFC
+//     9000 sections 8.2 and 9): PATH_CHALLENGE answered on its own path, a
+//     server follows a client to a new address (active migration or NAT
+//     rebinding) after the handshake is confirmed, validates it within the
+//     3x amplification limit, moves to a fresh peer connection ID, restarts
+//     RTT and congestion state for a new host, and falls back to the last
+//     validated address when validation fails.
 //   - Server-side address validation (Transport.AddressValidation, see
 //     docs/address-validation.md): an AddressPolicy hook decides accept,
 //     Retry or drop for every client Initial, with the token's validation
@@ -64,9 +71,8 @@
 //
 // # Not implemented yet
 //
-//   - Connection migration and path validation (we answer PATH_CHALLENGE
-//     but never probe), switching to a new peer connection ID on our own
-//     initiative (we switch only when retire_prior_to demands), path MTU discovery
+//   - Client-initiated migration (no AddPath) and preferred_address,
+//     path MTU discovery
 //     (datagrams are 1200 bytes), ECN, compatible version negotiation
 //     (RFC 9368) and the version_information parameter, CUBIC selection,
 //     qlog.

@@ -1,6 +1,7 @@
 package quic
 
 import (
+	"net"
 	"slices"
 	"sync"
 	"time"
@@ -94,8 +95,14 @@ func (c *Conn) sendLocked(now time.Time) bool {
 	if c.finished || c.closing || c.draining || c.tls == nil {
 		return false
 	}
+	if len(c.pathResponses) > 0 {
+		c.sendProbeResponses(now)
+	}
 	for range maxDatagramsPerRun {
-		limit := maxPacketSize
+		limit := c.pathSendLimit(maxPacketSize)
+		if limit < minPacketRoom {
+			return false
+		}
 		if !c.isClient && !c.addressValidated {
 			budget := uint64(0)
 			if 3*c.bytesRecv > c.bytesSent {
@@ -120,6 +127,9 @@ func (c *Conn) sendLocked(now time.Time) bool {
 		d := c.buildDatagram(now, limit, mayElicit)
 		if d == nil {
 			return false
+		}
+		if c.path.validating {
+			c.path.sent += uint64(len(d))
 		}
 		c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true})
 	}
@@ -164,8 +174,17 @@ func (c *Conn) buildDatagram(now time.Time, limit int, mayElicit bool) []byte {
 // finishDatagram pads, seals and records the packets of a datagram.
 func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time.Time) []byte {
 	last := &pkts[len(pkts)-1]
+	target := 0
 	if pkts[0].space == spaceInitial && (c.isClient || pkts[0].ackEliciting) {
-		target := min(minInitialSize, limit)
+		target = min(minInitialSize, limit)
+	}
+	if c.padDatagram {
+		// A PATH_CHALLENGE or PATH_RESPONSE inside: the datagram also
+		// proves the path carries full-size datagrams.
+		c.padDatagram = false
+		target = limit
+	}
+	if target > 0 {
 		if need := target - len(buf); need > 0 {
 			buf = buf[:last.payloadEnd]
 			buf = append(buf, make([]byte, need+tagLen)...)
@@ -382,14 +401,7 @@ func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentP
 			p.frames = append(p.frames, sentFrame{kind: sfNewToken})
 		}
 	}
-	for len(c.pathResponses) > 0 {
-		f := wire.Frame{Type: wire.FrameTypePathResponse, PathData: c.pathResponses[0]}
-		if b, ok = appendIfFits(b, maxEnd, &f); !ok {
-			break
-		}
-		c.pathResponses = c.pathResponses[1:]
-		p.eliciting = true
-	}
+	b = c.appendPathFrames(b, maxEnd, now, p)
 	srtt := c.rec.RTT().SmoothedRTT()
 	if c.maxDataLost || c.connRecv.NeedsUpdate() {
 		limit := c.connRecv.Limit()
@@ -513,6 +525,7 @@ func (c *Conn) appendStreamFrames(b []byte, maxEnd int, p *sentPacket) []byte {
 type outDatagram struct {
 	b      []byte
 	pooled bool
+	to     net.Addr // nil: the connection's peer address
 }
 
 const sendBufferSize = maxPacketSize + tagLen

@@ -27,9 +27,13 @@ func (c *Conn) writeDatagrams(writes []outDatagram) {
 		c.writer = c.t.newWriter()
 	}
 	ap, ok := addrPort(c.remote)
-	if c.writer == nil || len(writes) == 1 || !ok {
+	if c.writer == nil || len(writes) == 1 || !ok || anyElsewhere(writes) {
 		for _, d := range writes {
-			c.t.write(d.b, c.remote)
+			to := d.to
+			if to == nil {
+				to = c.remote
+			}
+			c.t.write(d.b, to)
 		}
 		return
 	}
@@ -121,3 +125,15 @@ func addrPort(a net.Addr) (netip.AddrPort, bool) {
 }
 
 func isClosedErr(err error) bool { return errors.Is(err, net.ErrClosed) }
+
+// anyElsewhere reports whether a datagram goes to an address other than
+// the peer's current one (a PATH_RESPONSE to a probe): rare enough to send
+// that batch one datagram at a time.
+func anyElsewhere(writes []outDatagram) bool {
+	for _, d := range writes {
+		if d.to != nil {
+			return true
+		}
+	}
+	return false
+}

@@ -55,3 +55,8 @@ var (
 	// MaxRemoteLimit.
 	ErrBadLimit = errors.New("connid: active_connection_id_limit above MaxRemoteLimit")
 )
+
+// ErrNoSpareID is returned by RemoteCIDs.SwitchTo when the sequence is not
+// an active ID other than the current one, or when too many retirements
+// are pending to retire the current one.
+var ErrNoSpareID = errors.New("connid: no spare peer connection ID to switch to")

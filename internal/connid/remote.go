@@ -48,7 +48,10 @@ type RemoteCIDs struct {
 	// sequences alone say which frames are stale.
 	retirePriorTo uint64
 	retireQueue   []uint64 // RETIRE_CONNECTION_ID frames to send
-	inFlight      int      // sent and not yet acknowledged or lost
+	// switchedAway holds sequences at or above retirePriorTo that
+	// SwitchTo retired; bounded by SwitchTo.
+	switchedAway []uint64
+	inFlight     int // sent and not yet acknowledged or lost
 
 	detector ResetDetector
 }
@@ -126,9 +129,10 @@ func (r *RemoteCIDs) HandleNewConnectionID(seq, retirePriorTo uint64, cid []byte
 		return errNCIDRetirePriorTo
 	}
 	r.sawFrame = true
-	if seq < r.retirePriorTo {
+	if seq < r.retirePriorTo || r.retiredBySwitch(seq) {
 		// Retired (and its RETIRE_CONNECTION_ID queued) when
-		// retirePriorTo passed it, even if this is the first copy.
+		// retirePriorTo passed it, even if this is the first copy, or
+		// when we moved to a new path.
 		return nil
 	}
 	for i := range r.active {
@@ -185,6 +189,7 @@ func (r *RemoteCIDs) retireBelow(rpt uint64) error {
 		r.retireQueue = append(r.retireQueue, s)
 	}
 	r.retirePriorTo = rpt
+	r.pruneSwitchedAway()
 	cur := r.current
 	r.current = -1
 	kept := r.active[:0]

@@ -43,6 +43,7 @@ type Recovery struct {
 	isServer bool
 	rtt      RTTStats
 	cc       congestion.Controller
+	newCC    func() congestion.Controller // builds cc afresh for a new path
 	spaces   [numSpaces]spaceState
 
 	bytesInFlight int
@@ -64,13 +65,29 @@ func New(cfg Config) *Recovery {
 	if mds <= 0 {
 		mds = congestion.DefaultMaxDatagramSize
 	}
-	if cfg.NewController != nil {
-		r.cc = cfg.NewController(&r.rtt, mds)
+	r.newCC = func() congestion.Controller {
+		if cfg.NewController != nil {
+			if cc := cfg.NewController(&r.rtt, mds); cc != nil {
+				return cc
+			}
+		}
+		return congestion.NewNewReno(mds)
 	}
-	if r.cc == nil {
-		r.cc = congestion.NewNewReno(mds)
-	}
+	r.cc = r.newCC()
 	return r
+}
+
+// OnPathChanged restarts the RTT estimate and the congestion controller,
+// as a move to a new peer address requires (RFC 9000 section 9.4): what
+// was learned about the old path says nothing about the new one. Packets
+// in flight stay tracked and are acknowledged or declared lost as usual.
+func (r *Recovery) OnPathChanged(now time.Time) {
+	mad := r.rtt.MaxAckDelay()
+	r.rtt = NewRTTStats(r.rtt.initial)
+	r.rtt.SetMaxAckDelay(mad)
+	r.cc = r.newCC()
+	r.ptoCount = 0
+	r.setTimer(now)
 }
 
 // RTT returns the RTT estimator.

@@ -1,0 +1,362 @@
+package quic
+
+import (
+	"bytes"
+	"crypto/rand"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/congestion"
+	"github.com/turboretry/turboretry/internal/recovery"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// Path validation and the server's side of connection migration (RFC 9000
+// sections 8.2 and 9). A client that moves to a new address (a new local
+// port or interface, or a NAT rebinding) keeps its connection: the server
+// answers PATH_CHALLENGE on the path it came from, follows the client to
+// the new address on its first non-probing packet there, proves the
+// address with its own PATH_CHALLENGE, and falls back to the last
+// validated address if that fails.
+
+const (
+	// maxPathResponses bounds the PATH_RESPONSE frames we owe at once.
+	maxPathResponses = 4
+	// maxOpenChallenges is how many of our PATH_CHALLENGE payloads stay
+	// acceptable: the latest ones, as a challenge may be lost and resent.
+	maxOpenChallenges = 4
+)
+
+// pathResponse is a PATH_RESPONSE frame we owe.
+type pathResponse struct {
+	data [8]byte
+	// to is the address the PATH_CHALLENGE came from when that is not the
+	// connection's current peer address (a probe); nil otherwise.
+	to   net.Addr
+	toAP netip.AddrPort
+	// room is what anti-amplification allows on that path: three times
+	// the probe datagram.
+	room int
+}
+
+// pathState is the validation of the peer's current address after a
+// migration.
+type pathState struct {
+	validating bool
+	open       [maxOpenChallenges][8]byte // outstanding PATH_CHALLENGE payloads
+	nOpen      int
+	// sendChallenge says a PATH_CHALLENGE is due; resendAt when the next
+	// one is (a lost challenge is not retransmitted as such).
+	sendChallenge bool
+	resendAt      time.Time
+	deadline      time.Time // validation fails at
+	// prev is the last validated peer address, to fall back to.
+	prev   net.Addr
+	prevAP netip.AddrPort
+	// recv and sent count bytes on the unvalidated address: we send at
+	// most three times what came from it (RFC 9000 section 9.3).
+	recv, sent uint64
+	// lastDCID is the Destination Connection ID the peer last used on the
+	// current path: a peer that migrates with the same ID is behind a NAT
+	// rebinding, one that changes it expects us to change ours too.
+	lastDCID [20]byte
+	dcidLen  int
+}
+
+// rxPath is where the datagram being processed came from.
+type rxPath struct {
+	from   netip.AddrPort // unmapped; invalid when the address is not UDP
+	remote net.Addr       // may be nil until needed
+	other  bool           // from an address other than the current peer address
+	size   int
+	// nonProbing is set when the packet being processed carries a frame
+	// other than PATH_CHALLENGE, PATH_RESPONSE, NEW_CONNECTION_ID and
+	// PADDING (RFC 9000 section 9.1).
+	nonProbing bool
+}
+
+// noteSource records the sender of datagram p before its packets are
+// processed.
+func (c *Conn) noteSource(p *receivedPacket) {
+	from := p.addrPort
+	if !from.IsValid() && p.remote != nil {
+		from, _ = addrPort(p.remote)
+	}
+	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+	c.rx = rxPath{from: from, remote: p.remote, size: len(p.data)}
+	c.rx.other = c.remoteAP.IsValid() && from.IsValid() && from != c.remoteAP
+	if c.path.validating && !c.rx.other {
+		c.path.recv += uint64(len(p.data))
+	}
+}
+
+// rxRemote returns the sender of the datagram being processed as a net.Addr.
+func (c *Conn) rxRemote() net.Addr {
+	if c.rx.remote == nil {
+		c.rx.remote = net.UDPAddrFromAddrPort(c.rx.from)
+	}
+	return c.rx.remote
+}
+
+// isProbingFrame reports whether a frame may come on a path being probed
+// without moving the connection there (RFC 9000 section 9.1).
+func isProbingFrame(t wire.FrameType) bool {
+	switch t {
+	case wire.FrameTypePathChallenge, wire.FrameTypePathResponse, wire.FrameTypeNewConnectionID, wire.FrameTypePadding:
+		return true
+	}
+	return false
+}
+
+// onPathChallenge queues the PATH_RESPONSE, for the path the challenge
+// came on (RFC 9000 section 8.2.2).
+func (c *Conn) onPathChallenge(data [8]byte) {
+	if len(c.pathResponses) >= maxPathResponses {
+		return
+	}
+	r := pathResponse{data: data}
+	if c.rx.other {
+		r.to, r.toAP, r.room = c.rxRemote(), c.rx.from, 3*c.rx.size
+	}
+	c.pathResponses = append(c.pathResponses, r)
+}
+
+// onPathResponse completes the validation a matching PATH_RESPONSE answers,
+// whichever path it came on (RFC 9000 section 8.2.3).
+func (c *Conn) onPathResponse(data [8]byte) {
+	if !c.path.validating {
+		return
+	}
+	for _, d := range c.path.open[:c.path.nOpen] {
+		if d == data {
+			c.path.validating = false
+			c.path.sendChallenge = false
+			c.path.prev = nil
+			return
+		}
+	}
+}
+
+// afterShortPacket follows the peer to a new address once a non-probing
+// packet with the highest packet number so far came from there (RFC 9000
+// section 9.3). dcid is the packet's Destination Connection ID.
+func (c *Conn) afterShortPacket(dcid []byte, newest bool, now time.Time) {
+	if !c.rx.other {
+		if c.path.dcidLen != len(dcid) || !bytes.Equal(c.path.lastDCID[:c.path.dcidLen], dcid) {
+			c.path.dcidLen = copy(c.path.lastDCID[:], dcid)
+		}
+		return
+	}
+	// Only a server follows its peer, and only after the handshake is
+	// confirmed: a client must not migrate earlier (RFC 9000 section 9).
+	if c.isClient || !newest || !c.rx.nonProbing || !c.handshakeConfirmed || c.closeErr != nil {
+		return
+	}
+	c.migrateTo(dcid, now)
+}
+
+// migrateTo makes the sender of the datagram being processed the peer
+// address and starts validating it.
+func (c *Conn) migrateTo(dcid []byte, now time.Time) {
+	to := c.rx.from
+	if c.path.validating && to == c.path.prevAP {
+		// Back on the address validated before: nothing to prove.
+		c.remote, c.remoteAP = c.path.prev, c.path.prevAP
+		c.path = pathState{lastDCID: c.path.lastDCID, dcidLen: c.path.dcidLen}
+		return
+	}
+	sameHost := to.Addr() == c.remoteAP.Addr()
+	if !c.path.validating {
+		c.path.prev, c.path.prevAP = c.remote, c.remoteAP
+	}
+	c.remote, c.remoteAP = c.rxRemote(), to
+	rebinding := c.path.dcidLen == len(dcid) && bytes.Equal(c.path.lastDCID[:c.path.dcidLen], dcid)
+	c.path.dcidLen = copy(c.path.lastDCID[:], dcid)
+	c.path.validating = true
+	c.path.nOpen = 0
+	c.path.sendChallenge = true
+	c.path.recv, c.path.sent = uint64(c.rx.size), 0
+	// Three PTOs, of the old path's estimate or a fresh one, whichever is
+	// longer (RFC 9000 section 8.2.4).
+	fresh := recovery.NewRTTStats(0)
+	c.path.deadline = now.Add(3 * max(c.ptoLocked(), fresh.PTOBase()+c.rec.RTT().MaxAckDelay()))
+	if !sameHost {
+		// Only a port change keeps the congestion state (RFC 9000 9.4).
+		c.rec.OnPathChanged(now)
+		c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+	}
+	if !rebinding {
+		// The peer changed its ID for the new path: so do we, or the two
+		// paths could be linked (RFC 9000 section 9.5). With no spare ID
+		// we keep ours rather than lose the connection.
+		c.switchPeerCID()
+	}
+	if m := c.avMetrics(); m != nil {
+		m.pathMigrations.Inc()
+	}
+	c.wake()
+}
+
+// switchPeerCID moves to an unused connection ID of the peer.
+func (c *Conn) switchPeerCID() {
+	r := c.cids.remote
+	if r == nil {
+		return
+	}
+	_, seq, ok := r.NextUnused()
+	if !ok || r.SwitchTo(seq) != nil {
+		return
+	}
+	c.destCID = r.Current().Bytes()
+	c.routeCurrentResetToken()
+}
+
+// pathTimers fails a validation that ran out of time, falling back to the
+// last validated address, and schedules PATH_CHALLENGE resends.
+func (c *Conn) pathTimers(now time.Time) {
+	if !c.path.validating {
+		return
+	}
+	if !now.Before(c.path.deadline) {
+		if m := c.avMetrics(); m != nil {
+			m.pathValidationFailures.Inc()
+		}
+		if c.path.prev != nil {
+			c.remote, c.remoteAP = c.path.prev, c.path.prevAP
+			c.rec.OnPathChanged(now)
+			c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+		}
+		c.path = pathState{}
+		return
+	}
+	if !c.path.sendChallenge && !now.Before(c.path.resendAt) {
+		c.path.sendChallenge = true
+	}
+}
+
+// pathDeadline is the next path timer, or zero.
+func (c *Conn) pathDeadline() time.Time {
+	if !c.path.validating {
+		return time.Time{}
+	}
+	if !c.path.sendChallenge && c.path.resendAt.Before(c.path.deadline) {
+		return c.path.resendAt
+	}
+	return c.path.deadline
+}
+
+// pathSendLimit lowers limit to what anti-amplification allows towards an
+// unvalidated peer address; 0 means nothing may be sent.
+func (c *Conn) pathSendLimit(limit int) int {
+	if !c.path.validating {
+		return limit
+	}
+	if 3*c.path.recv <= c.path.sent+minPacketRoom {
+		return 0
+	}
+	return int(min(uint64(limit), 3*c.path.recv-c.path.sent))
+}
+
+// appendPathFrames appends the due PATH_CHALLENGE and the PATH_RESPONSE
+// frames owed on the current path; either makes the datagram padded to
+// full size (RFC 9000 sections 8.2.1 and 8.2.2).
+func (c *Conn) appendPathFrames(b []byte, maxEnd int, now time.Time, p *sentPacket) []byte {
+	var ok bool
+	if c.path.sendChallenge {
+		var data [8]byte
+		_, _ = rand.Read(data[:])
+		f := wire.Frame{Type: wire.FrameTypePathChallenge, PathData: data}
+		if b, ok = appendIfFits(b, maxEnd, &f); ok {
+			if c.path.nOpen == maxOpenChallenges {
+				copy(c.path.open[:], c.path.open[1:])
+				c.path.nOpen--
+			}
+			c.path.open[c.path.nOpen] = data
+			c.path.nOpen++
+			c.path.sendChallenge = false
+			c.path.resendAt = now.Add(c.ptoLocked())
+			p.eliciting = true
+			c.padDatagram = true
+		}
+	}
+	kept := c.pathResponses[:0]
+	for _, r := range c.pathResponses {
+		if r.to != nil {
+			kept = append(kept, r)
+			continue
+		}
+		f := wire.Frame{Type: wire.FrameTypePathResponse, PathData: r.data}
+		var fit bool
+		if b, fit = appendIfFits(b, maxEnd, &f); !fit {
+			kept = append(kept, r)
+			continue
+		}
+		p.eliciting = true
+		c.padDatagram = true
+	}
+	c.pathResponses = kept
+	return b
+}
+
+// sendProbeResponses builds one datagram per PATH_RESPONSE owed to an
+// address other than the peer's current one, addressed there, with a peer
+// connection ID not used on the current path when the peer gave us one.
+func (c *Conn) sendProbeResponses(now time.Time) {
+	if c.app == nil || !c.app.CanSend() {
+		return
+	}
+	kept := c.pathResponses[:0]
+	for _, r := range c.pathResponses {
+		if r.to == nil {
+			kept = append(kept, r)
+			continue
+		}
+		var frame [9]byte
+		f := wire.Frame{Type: wire.FrameTypePathResponse, PathData: r.data}
+		fb := wire.AppendFrame(frame[:0], &f)
+		dcid := c.destCID
+		if c.cids.remote != nil {
+			if cid, _, ok := c.cids.remote.NextUnused(); ok {
+				dcid = cid.Bytes()
+			}
+		}
+		if d := c.buildPathDatagram(now, dcid, fb, min(r.room, maxPacketSize)); d != nil {
+			c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, to: r.to})
+		}
+	}
+	clear(c.pathResponses[len(kept):])
+	c.pathResponses = kept
+}
+
+// buildPathDatagram builds a 1-RTT datagram to dcid holding only frame,
+// padded to limit bytes.
+func (c *Conn) buildPathDatagram(now time.Time, dcid, frame []byte, limit int) []byte {
+	buf := getSendBuffer()
+	saved := c.destCID
+	c.destCID = dcid
+	pi, ok := c.buildPacket(&buf, spaceApp, limit, now, false, frame)
+	c.destCID = saved
+	if !ok {
+		putSendBuffer(buf)
+		return nil
+	}
+	// buildPacket takes a lone frame for CONNECTION_CLOSE, which elicits
+	// no ACK; a PATH_RESPONSE does.
+	pi.ackEliciting = true
+	pi.sp.eliciting = true
+	c.padDatagram = true
+	d := c.finishDatagram(buf, []packetInfo{pi}, limit, now)
+	if d == nil {
+		putSendBuffer(buf)
+	}
+	return d
+}
+
+// avMetrics returns the listener's address-validation counters, or nil.
+func (c *Conn) avMetrics() *avMetrics {
+	if c.server == nil || c.server.tokens == nil {
+		return nil
+	}
+	return c.server.tokens.m
+}

@@ -1,0 +1,426 @@
+package quic
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	quicgo "github.com/quic-go/quic-go"
+)
+
+// migrationServer is an echo server that records its connections, with
+// the address-validation counters on (they count migrations).
+type migrationServer struct {
+	tr    *Transport
+	addr  *net.UDPAddr
+	mu    sync.Mutex
+	conns []*Conn
+}
+
+func startMigrationServer(t *testing.T, ctx context.Context) *migrationServer {
+	t.Helper()
+	s := &migrationServer{tr: &Transport{Conn: listenUDP(t), AddressValidation: &AddressValidationConfig{Policy: NeverRetry()}}}
+	t.Cleanup(func() { s.tr.Close() })
+	ln, err := s.tr.Listen(serverTLS(t), &Config{MaxIdleTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.addr = ln.Addr().(*net.UDPAddr)
+	serveStreams(ctx, func(ctx context.Context) (*Conn, error) {
+		c, err := ln.Accept(ctx)
+		if err == nil {
+			s.mu.Lock()
+			s.conns = append(s.conns, c)
+			s.mu.Unlock()
+		}
+		return c, err
+	}, func(st *Stream) { echo(st) })
+	return s
+}
+
+// only returns the one connection the server accepted.
+func (s *migrationServer) only(t *testing.T) *Conn {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.conns) != 1 {
+		t.Fatalf("the server accepted %d connections, want 1", len(s.conns))
+	}
+	return s.conns[0]
+}
+
+// echoOver sends n random bytes on a new stream of c and checks the echo.
+func echoOver(t *testing.T, ctx context.Context, c *quicgo.Conn, n int) {
+	t.Helper()
+	s, err := c.OpenStreamSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := make([]byte, n)
+	_, _ = rand.Read(msg)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Write(msg)
+		if err == nil {
+			err = s.Close()
+		}
+		errc <- err
+	}()
+	got, err := io.ReadAll(s)
+	if err != nil {
+		t.Fatalf("reading the echo: %v (connection: %v)", err, connCause(c))
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, msg) {
+		t.Fatalf("echo of %d bytes came back as %d different bytes", n, len(got))
+	}
+}
+
+func dialQuicGo(t *testing.T, ctx context.Context, pc net.PacketConn, to net.Addr) (*quicgo.Transport, *quicgo.Conn) {
+	t.Helper()
+	tr := &quicgo.Transport{Conn: pc}
+	t.Cleanup(func() { tr.Close() })
+	c, err := tr.Dial(ctx, to, clientTLS(t), &quicgo.Config{MaxIdleTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CloseWithError(0, "") })
+	return tr, c
+}
+
+// waitFor polls cond; the bound is a hang guard.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestMigrationQuicGoClientSwitchesPath: a quic-go client probes a new
+// path (a second socket), switches to it and keeps transferring; the
+// server answers the probe on the new path, follows the client there and
+// validates it.
+func TestMigrationQuicGoClientSwitchesPath(t *testing.T) {
+	ctx := testCtx(t)
+	srv := startMigrationServer(t, ctx)
+	_, c := dialQuicGo(t, ctx, listenUDP(t), srv.addr)
+	echoOver(t, ctx, c, 100<<10)
+	sc := srv.only(t)
+
+	second := listenUDP(t)
+	path, err := c.AddPath(&quicgo.Transport{Conn: second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := path.Probe(ctx); err != nil {
+		t.Fatalf("probing the new path: %v (our PATH_RESPONSE did not reach it)", err)
+	}
+	if got := srv.tr.AddressValidationStats().PathMigrations; got != 0 {
+		t.Fatalf("a probe alone moved the connection (%d migrations)", got)
+	}
+	if err := path.Switch(); err != nil {
+		t.Fatal(err)
+	}
+	echoOver(t, ctx, c, 1<<20)
+	if got, want := sc.RemoteAddr().String(), second.LocalAddr().String(); got != want {
+		t.Fatalf("the server sends to %s, want the new path %s", got, want)
+	}
+	waitFor(t, "the new path validated", func() bool {
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		return !sc.path.validating
+	})
+	st := srv.tr.AddressValidationStats()
+	if st.PathMigrations != 1 || st.PathValidationFailures != 0 {
+		t.Fatalf("migrations %d, validation failures %d; want 1 and 0", st.PathMigrations, st.PathValidationFailures)
+	}
+	// A new address got a new peer connection ID (RFC 9000 section 9.5).
+	sc.mu.Lock()
+	seq := sc.cids.remote.CurrentSequence()
+	sc.mu.Unlock()
+	if seq == 0 {
+		t.Error("the server still sends with the client's handshake connection ID on the new path")
+	}
+}
+
+// rebindingConn is a client socket behind a NAT that changes the client's
+// port: rebind makes later datagrams leave from a fresh socket, while the
+// old ones still deliver what reaches them.
+type rebindingConn struct {
+	mu   sync.Mutex
+	cur  *net.UDPConn
+	all  []*net.UDPConn
+	in   chan rebindPacket
+	done chan struct{}
+	once sync.Once
+}
+
+type rebindPacket struct {
+	b    []byte
+	from net.Addr
+}
+
+func newRebindingConn(t *testing.T) *rebindingConn {
+	r := &rebindingConn{in: make(chan rebindPacket, 256), done: make(chan struct{})}
+	r.rebind(t)
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func (r *rebindingConn) rebind(t *testing.T) {
+	u := listenUDP(t)
+	r.mu.Lock()
+	r.cur = u
+	r.all = append(r.all, u)
+	r.mu.Unlock()
+	go func() {
+		for {
+			b := make([]byte, 2048)
+			n, from, err := u.ReadFrom(b)
+			if err != nil {
+				return
+			}
+			select {
+			case r.in <- rebindPacket{b[:n], from}:
+			case <-r.done:
+				return
+			}
+		}
+	}()
+}
+
+func (r *rebindingConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	select {
+	case p := <-r.in:
+		return copy(b, p.b), p.from, nil
+	case <-r.done:
+		return 0, nil, net.ErrClosed
+	}
+}
+
+func (r *rebindingConn) WriteTo(b []byte, to net.Addr) (int, error) {
+	r.mu.Lock()
+	u := r.cur
+	r.mu.Unlock()
+	return u.WriteTo(b, to)
+}
+
+func (r *rebindingConn) Close() error {
+	r.once.Do(func() { close(r.done) })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, u := range r.all {
+		u.Close()
+	}
+	return nil
+}
+
+func (r *rebindingConn) LocalAddr() net.Addr {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur.LocalAddr()
+}
+
+func (r *rebindingConn) SetDeadline(t time.Time) error { return r.SetReadDeadline(t) }
+
+// SetReadDeadline only supports what quic-go's Transport.Close does with
+// it: a deadline in the past ends the reads.
+func (r *rebindingConn) SetReadDeadline(t time.Time) error {
+	if !t.IsZero() && !t.After(time.Now()) {
+		r.once.Do(func() { close(r.done) })
+	}
+	return nil
+}
+
+func (r *rebindingConn) SetWriteDeadline(time.Time) error { return nil }
+
+// TestMigrationNATRebinding: the client's port changes under it without
+// the client knowing (same connection ID). The server follows, validates
+// the new port with PATH_CHALLENGE (which quic-go answers) and the
+// transfer goes on.
+func TestMigrationNATRebinding(t *testing.T) {
+	ctx := testCtx(t)
+	srv := startMigrationServer(t, ctx)
+	rc := newRebindingConn(t)
+	_, c := dialQuicGo(t, ctx, rc, srv.addr)
+	echoOver(t, ctx, c, 64<<10)
+	sc := srv.only(t)
+	before := sc.RemoteAddr().String()
+
+	rc.rebind(t)
+	echoOver(t, ctx, c, 1<<20)
+	if got, want := sc.RemoteAddr().String(), rc.LocalAddr().String(); got != want || got == before {
+		t.Fatalf("the server sends to %s (was %s), want the rebound port %s", got, before, want)
+	}
+	waitFor(t, "the rebound port validated", func() bool {
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		return !sc.path.validating
+	})
+	if st := srv.tr.AddressValidationStats(); st.PathMigrations != 1 || st.PathValidationFailures != 0 {
+		t.Fatalf("migrations %d, validation failures %d; want 1 and 0", st.PathMigrations, st.PathValidationFailures)
+	}
+}
+
+// pathRelay carries a client's datagrams to the server. It can copy one
+// client datagram to the server from a second socket first, as an on-path
+// attacker forwarding a packet from its own address would (RFC 9000
+// section 9.3.3), and it can hold the client's traffic back.
+type pathRelay struct {
+	front    *net.UDPConn // the client talks to this
+	genuine  *net.UDPConn // the client's traffic leaves from here
+	attacker *net.UDPConn // the copy leaves from here; what reaches it is dropped
+	server   net.Addr
+
+	mu      sync.Mutex
+	client  net.Addr
+	copyOne bool // send the next short-header datagram from attacker first
+	block   bool // drop the client's datagrams
+	copied  chan struct{}
+	toAtk   atomic.Int64 // datagrams the server sent to the attacker
+}
+
+func newPathRelay(t *testing.T, server net.Addr) *pathRelay {
+	r := &pathRelay{front: listenUDP(t), genuine: listenUDP(t), attacker: listenUDP(t), server: server, copied: make(chan struct{}, 1)}
+	go func() {
+		b := make([]byte, 2048)
+		for {
+			n, from, err := r.front.ReadFrom(b)
+			if err != nil {
+				return
+			}
+			r.mu.Lock()
+			r.client = from
+			dup := r.copyOne && b[0]&0x80 == 0
+			r.copyOne = r.copyOne && !dup
+			block := r.block
+			r.mu.Unlock()
+			if dup {
+				_, _ = r.attacker.WriteTo(b[:n], r.server)
+				time.Sleep(20 * time.Millisecond) // the copy arrives well first
+				r.copied <- struct{}{}
+			}
+			if !block {
+				_, _ = r.genuine.WriteTo(b[:n], r.server)
+			}
+		}
+	}()
+	go func() {
+		b := make([]byte, 2048)
+		for {
+			n, _, err := r.genuine.ReadFrom(b)
+			if err != nil {
+				return
+			}
+			r.mu.Lock()
+			to := r.client
+			r.mu.Unlock()
+			if to != nil {
+				_, _ = r.front.WriteTo(b[:n], to)
+			}
+		}
+	}()
+	go func() {
+		b := make([]byte, 2048)
+		for {
+			if _, _, err := r.attacker.ReadFrom(b); err != nil {
+				return
+			}
+			r.toAtk.Add(1)
+		}
+	}()
+	return r
+}
+
+func (r *pathRelay) set(copyOne, block bool) {
+	r.mu.Lock()
+	r.copyOne, r.block = copyOne, block
+	r.mu.Unlock()
+}
+
+// TestMigrationForwardedCopyDoesNotHijack: a copy of a client packet
+// arriving first from another address moves the server there, but the
+// client's next packets from its real address bring the connection back
+// before validation of the attacker's address could succeed; nothing is
+// lost.
+func TestMigrationForwardedCopyDoesNotHijack(t *testing.T) {
+	ctx := testCtx(t)
+	srv := startMigrationServer(t, ctx)
+	relay := newPathRelay(t, srv.addr)
+	_, c := dialQuicGo(t, ctx, listenUDP(t), relay.front.LocalAddr())
+	echoOver(t, ctx, c, 64<<10)
+	sc := srv.only(t)
+
+	relay.set(true, false)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		echoOver(t, ctx, c, 256<<10)
+	}()
+	<-relay.copied
+	<-done
+	if got, want := sc.RemoteAddr().String(), relay.genuine.LocalAddr().String(); got != want {
+		t.Fatalf("the server sends to %s, want the client's real address %s", got, want)
+	}
+	if relay.toAtk.Load() == 0 {
+		t.Error("the server never sent to the attacker's address: the copy did not move it")
+	}
+	st := srv.tr.AddressValidationStats()
+	if st.PathMigrations != 1 {
+		t.Errorf("%d migrations counted, want 1 (to the attacker; the return is not a migration)", st.PathMigrations)
+	}
+	sc.mu.Lock()
+	validating := sc.path.validating
+	sc.mu.Unlock()
+	if validating {
+		t.Error("the server still validates a path after returning to the validated one")
+	}
+}
+
+// TestMigrationValidationFailureFallsBack: the copy moves the server to an
+// address that never answers while the client's own packets are held
+// back; validation times out, the server returns to the last validated
+// address, and the connection works once the client's packets flow again.
+func TestMigrationValidationFailureFallsBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a path validation timeout (about 3 s)")
+	}
+	ctx := testCtx(t)
+	srv := startMigrationServer(t, ctx)
+	relay := newPathRelay(t, srv.addr)
+	_, c := dialQuicGo(t, ctx, listenUDP(t), relay.front.LocalAddr())
+	echoOver(t, ctx, c, 64<<10)
+	sc := srv.only(t)
+
+	relay.set(true, true)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		echoOver(t, ctx, c, 64<<10)
+	}()
+	<-relay.copied
+	waitFor(t, "the server to move to the attacker's address", func() bool {
+		return sc.RemoteAddr().String() == relay.attacker.LocalAddr().String()
+	})
+	waitFor(t, "the validation to fail", func() bool {
+		return srv.tr.AddressValidationStats().PathValidationFailures == 1
+	})
+	if got, want := sc.RemoteAddr().String(), relay.genuine.LocalAddr().String(); got != want {
+		t.Fatalf("after the failed validation the server sends to %s, want %s", got, want)
+	}
+	relay.set(false, false)
+	<-done
+	echoOver(t, ctx, c, 16<<10)
+}
