@@ -171,6 +171,7 @@ type benchServer struct {
 	net *benchNet
 	tls *tls.Config // trusts the server's certificate
 	url string
+	pid int // the server process (ip netns exec replaces itself with it)
 }
 
 // startServer writes a certificate, starts the child in the server
@@ -199,7 +200,7 @@ func startServer(tb testing.TB, n *benchNet, v variant) *benchServer {
 		}
 	})
 	s := &benchServer{net: n, tls: &tls.Config{RootCAs: pool, ServerName: "localhost"},
-		url: "https://" + netip.AddrPortFrom(ipServer, serverPort).String() + "/"}
+		url: "https://" + netip.AddrPortFrom(ipServer, serverPort).String() + "/", pid: cmd.Process.Pid}
 	// Loading the XDP program and the AF_XDP sockets takes a moment.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
