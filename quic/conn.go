@@ -158,8 +158,10 @@ type Conn struct {
 	undecryptable     []receivedPacket
 	pathResponses     []pathResponse
 	path              pathState
-	rx                rxPath // the datagram being processed
-	padDatagram       bool   // pad the datagram being built to its limit
+	rx                rxPath     // the datagram being processed
+	paths             []*Path    // client: paths added by AddPath
+	sendT             *Transport // the Transport we send from: t until a Path.Switch
+	padDatagram       bool       // pad the datagram being built to its limit
 	connRecv          *flowcontrol.ConnReceiver
 	connSend          flowcontrol.SendCredit
 	counts            flowcontrol.StreamCounts
@@ -184,10 +186,10 @@ type Conn struct {
 	pendingWrites     []outDatagram
 
 	// Owned by the run goroutine (no lock): batched sending.
-	writer     *udpio.Writer
-	writerInit bool
-	msgs       []udpio.Message
-	gsoBuf     []byte
+	writer  *udpio.Writer
+	writerT *Transport // the Transport writer belongs to
+	msgs    []udpio.Message
+	gsoBuf  []byte
 }
 
 func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
@@ -211,6 +213,7 @@ func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v w
 	}
 	c.lastSendOrRecv = c.lastActivity
 	c.remoteAP, _ = addrPort(remote)
+	c.sendT = t
 	c.ctx, c.cancelCtx = context.WithCancelCause(context.Background())
 	c.rec = recovery.New(recovery.Config{IsServer: !isClient})
 	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
@@ -265,11 +268,12 @@ func (c *Conn) run() {
 		c.guard(func() { more = c.sendLocked(now) })
 		writes := c.pendingWrites
 		c.pendingWrites = nil
+		sendT := c.sendT
 		deadline := c.nextDeadlineLocked()
 		notifyClose := c.closing && !c.closeNotified
 		c.closeNotified = c.closeNotified || notifyClose
 		c.mu.Unlock()
-		c.writeDatagrams(writes)
+		c.writeDatagrams(writes, sendT)
 		if notifyClose {
 			close(c.closeWritten)
 		}
@@ -480,6 +484,10 @@ func (c *Conn) teardownLocked() {
 	}
 	c.undecryptable = nil
 	c.t.removeHandlers(c)
+	for _, p := range c.paths {
+		p.t.removeHandlers(c)
+		p.closeLocked()
+	}
 	if c.server != nil && !c.queuedForAccept {
 		c.queuedForAccept = true
 		c.server.handshakeEnded()
@@ -493,8 +501,12 @@ func (c *Conn) Context() context.Context { return c.ctx }
 // HandshakeComplete returns a channel closed when the TLS handshake completed.
 func (c *Conn) HandshakeComplete() <-chan struct{} { return c.handshakeDoneCh }
 
-// LocalAddr returns the local address.
-func (c *Conn) LocalAddr() net.Addr { return c.t.Conn.LocalAddr() }
+// LocalAddr returns the local address: that of the path in use.
+func (c *Conn) LocalAddr() net.Addr {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sendT.Conn.LocalAddr()
+}
 
 // RemoteAddr returns the peer's address; it changes when a client migrates
 // (a server follows it, RFC 9000 section 9).

@@ -52,12 +52,20 @@ func (c *Conn) initLocalCIDs() error {
 				return false
 			}
 			c.cids.own[string(b)] = struct{}{}
+			// A client's other paths route it too; a collision there
+			// only costs that path this ID.
+			for _, p := range c.paths {
+				_ = p.t.addHandler(b, c)
+			}
 			return true
 		},
 		RemoveRoute: func(cid connid.ConnectionID) {
 			b := cid.Bytes()
 			delete(c.cids.own, string(b))
 			t.removeHandler(b, c)
+			for _, p := range c.paths {
+				p.t.removeHandler(b, c)
+			}
 		},
 	})
 	if err != nil {

@@ -125,6 +125,9 @@ func (c *Conn) onPathChallenge(data [8]byte) {
 // onPathResponse completes the validation a matching PATH_RESPONSE answers,
 // whichever path it came on (RFC 9000 section 8.2.3).
 func (c *Conn) onPathResponse(data [8]byte) {
+	if len(c.paths) > 0 {
+		c.pathValidatedBy(data)
+	}
 	if !c.path.validating {
 		return
 	}

@@ -47,7 +47,8 @@
 //     rebinding) after the handshake is confirmed, validates it within the
 //     3x amplification limit, moves to a fresh peer connection ID, restarts
 //     RTT and congestion state for a new host, and falls back to the last
-//     validated address when validation fails.
+//     validated address when validation fails. A client migrates with
+//     AddPath, Path.Probe and Path.Switch, as in quic-go.
 //   - Server-side address validation (Transport.AddressValidation, see
 //     docs/address-validation.md): an AddressPolicy hook decides accept,
 //     Retry or drop for every client Initial, with the token's validation
@@ -71,7 +72,7 @@
 //
 // # Not implemented yet
 //
-//   - Client-initiated migration (no AddPath) and preferred_address,
+//   - Switching a client back to its original socket, preferred_address,
 //     path MTU discovery
 //     (datagrams are 1200 bytes), ECN, compatible version negotiation
 //     (RFC 9368) and the version_information parameter, CUBIC selection,

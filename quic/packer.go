@@ -98,6 +98,9 @@ func (c *Conn) sendLocked(now time.Time) bool {
 	if len(c.pathResponses) > 0 {
 		c.sendProbeResponses(now)
 	}
+	if len(c.paths) > 0 {
+		c.sendPathProbes(now)
+	}
 	for range maxDatagramsPerRun {
 		limit := c.pathSendLimit(maxPacketSize)
 		if limit < minPacketRoom {
@@ -525,7 +528,8 @@ func (c *Conn) appendStreamFrames(b []byte, maxEnd int, p *sentPacket) []byte {
 type outDatagram struct {
 	b      []byte
 	pooled bool
-	to     net.Addr // nil: the connection's peer address
+	to     net.Addr   // nil: the connection's peer address
+	via    *Transport // nil: the Transport the connection sends from
 }
 
 const sendBufferSize = maxPacketSize + tagLen

@@ -11,7 +11,7 @@ import (
 // writeDatagrams sends the datagrams one run of the event loop built, in
 // one sendmmsg call where the socket allows (internal/udpio), else one
 // WriteTo each. Send errors count as packet loss. Called by run only.
-func (c *Conn) writeDatagrams(writes []outDatagram) {
+func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) {
 	if len(writes) == 0 {
 		return
 	}
@@ -22,23 +22,26 @@ func (c *Conn) writeDatagrams(writes []outDatagram) {
 			}
 		}
 	}()
-	if !c.writerInit {
-		c.writerInit = true
-		c.writer = c.t.newWriter()
+	if c.writerT != sendT {
+		c.writerT = sendT
+		c.writer = sendT.newWriter()
 	}
 	ap, ok := addrPort(c.remote)
 	if c.writer == nil || len(writes) == 1 || !ok || anyElsewhere(writes) {
 		for _, d := range writes {
-			to := d.to
+			to, via := d.to, d.via
 			if to == nil {
 				to = c.remote
 			}
-			c.t.write(d.b, to)
+			if via == nil {
+				via = sendT
+			}
+			via.write(d.b, to)
 		}
 		return
 	}
 	msgs := c.msgs[:0]
-	if c.t.gso {
+	if sendT.gso {
 		msgs = c.gsoMessages(msgs, writes, ap)
 	} else {
 		for _, d := range writes {
@@ -127,11 +130,12 @@ func addrPort(a net.Addr) (netip.AddrPort, bool) {
 func isClosedErr(err error) bool { return errors.Is(err, net.ErrClosed) }
 
 // anyElsewhere reports whether a datagram goes to an address other than
-// the peer's current one (a PATH_RESPONSE to a probe): rare enough to send
-// that batch one datagram at a time.
+// the peer's current one (a PATH_RESPONSE to a probe) or leaves from
+// another socket (a client's PATH_CHALLENGE on a new path): rare enough to
+// send that batch one datagram at a time.
 func anyElsewhere(writes []outDatagram) bool {
 	for _, d := range writes {
-		if d.to != nil {
+		if d.to != nil || d.via != nil {
 			return true
 		}
 	}

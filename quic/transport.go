@@ -79,7 +79,12 @@ type Transport struct {
 	singleDial  bool // DialAddr/Dial: one client connection, zero-length CIDs by default
 }
 
-func (t *Transport) init() error {
+func (t *Transport) init() error { return t.initWithCIDLen(-1) }
+
+// initWithCIDLen is init for a Transport that a connection adds as a path:
+// unless ConnectionIDLength says otherwise, it takes the connection's ID
+// length (cidLen >= 0) if it was not initialized yet.
+func (t *Transport) initWithCIDLen(cidLen int) error {
 	t.initOnce.Do(func() {
 		if t.Conn == nil {
 			t.initErr = errors.New("quic: Transport.Conn is nil")
@@ -91,6 +96,8 @@ func (t *Transport) init() error {
 			return
 		case t.ConnectionIDLength > 0:
 			t.cidLen = t.ConnectionIDLength
+		case cidLen >= 0:
+			t.cidLen = cidLen
 		case !t.singleDial:
 			t.cidLen = defaultConnIDLength
 		}

@@ -1,15 +1,24 @@
 package connid
 
+import "slices"
+
 // NextUnused returns the lowest-sequence peer ID we have never sent with:
 // the one to use towards a new peer address, since an ID seen on two
 // paths would link them (RFC 9000 section 9.5). ok is false when the peer
 // has issued no spare ID (or uses zero-length IDs).
 func (r *RemoteCIDs) NextUnused() (cid ConnectionID, seq uint64, ok bool) {
+	return r.NextUnusedExcept(nil)
+}
+
+// NextUnusedExcept is NextUnused skipping the sequences in reserved (the
+// IDs already set aside for other new paths).
+func (r *RemoteCIDs) NextUnusedExcept(reserved []uint64) (cid ConnectionID, seq uint64, ok bool) {
 	if r.zeroLen {
 		return ConnectionID{}, 0, false
 	}
 	for i := range r.active {
-		if e := &r.active[i]; !e.used && i != r.current {
+		e := &r.active[i]
+		if !e.used && i != r.current && !slices.Contains(reserved, e.seq) {
 			return e.cid, e.seq, true
 		}
 	}
@@ -47,12 +56,7 @@ func (r *RemoteCIDs) SwitchTo(seq uint64) error {
 // retiredBySwitch reports whether SwitchTo retired seq, so that a
 // retransmitted NEW_CONNECTION_ID for it does not bring it back.
 func (r *RemoteCIDs) retiredBySwitch(seq uint64) bool {
-	for _, s := range r.switchedAway {
-		if s == seq {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(r.switchedAway, seq)
 }
 
 // pruneSwitchedAway forgets the sequences Retire Prior To now covers.

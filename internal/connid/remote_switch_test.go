@@ -41,6 +41,12 @@ func TestRemoteSwitchToUnused(t *testing.T) {
 	if _, seq, ok := r.NextUnused(); !ok || seq != 2 {
 		t.Fatalf("NextUnused after the switch = %d %v, want 2", seq, ok)
 	}
+	if _, seq, ok := r.NextUnusedExcept([]uint64{2}); !ok || seq != 3 {
+		t.Fatalf("NextUnusedExcept(2) = %d %v, want 3", seq, ok)
+	}
+	if _, _, ok := r.NextUnusedExcept([]uint64{2, 3}); ok {
+		t.Fatal("NextUnusedExcept returned a reserved ID")
+	}
 	if err := r.HandleNewConnectionID(3, 0, cidN(3), tokN(3)); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,275 @@
+package quic
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/congestion"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// Client-initiated connection migration (RFC 9000 section 9.2), with
+// quic-go's API: AddPath registers a second Transport (another socket),
+// Probe validates the path to the server from it, Switch moves the
+// connection there.
+
+var (
+	// ErrPathClosed is returned by Path methods after the path or its
+	// connection closed.
+	ErrPathClosed = errors.New("quic: path closed")
+	// ErrPathNotValidated is returned by Path.Switch before a Probe
+	// succeeded.
+	ErrPathNotValidated = errors.New("quic: path not yet validated")
+)
+
+// Path is a network path a client connection may migrate to: the same
+// server address, reached from the socket of another Transport.
+type Path struct {
+	c *Conn
+	t *Transport
+
+	// Guarded by c.mu.
+	dcid      []byte // the server's connection ID for this path
+	dcidSeq   uint64
+	switchCID bool // dcid is not the one in use: Switch moves to it
+	open      [maxOpenChallenges][8]byte
+	nOpen     int
+	sendProbe bool
+	validated bool
+	closed    bool
+
+	validatedCh chan struct{} // closed once validated
+	closedCh    chan struct{} // closed by Close or when the connection ends
+}
+
+// AddPath prepares migrating the connection to t's socket. t must be a
+// Transport of its own (not the connection's), with the same connection ID
+// length: a Transport that has not been used yet takes the connection's.
+// The connection's own Transport must stay open: it keeps the connection.
+// Only a client whose handshake completed may add paths, and not when the
+// server sent disable_active_migration.
+func (c *Conn) AddPath(t *Transport) (*Path, error) {
+	if !c.isClient {
+		return nil, errors.New("quic: a server cannot initiate connection migration")
+	}
+	if t == nil || t == c.t {
+		return nil, errors.New("quic: AddPath needs a Transport other than the connection's")
+	}
+	if err := t.initWithCIDLen(c.t.cidLen); err != nil {
+		return nil, err
+	}
+	if t.cidLen != c.t.cidLen {
+		return nil, errors.New("quic: the path's Transport uses another connection ID length")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closeErr != nil || c.finished:
+		return nil, ErrPathClosed
+	case !c.handshakeComplete || c.peerParams == nil:
+		return nil, errors.New("quic: AddPath before the handshake completed")
+	case c.peerParams.DisableActiveMigration:
+		return nil, errors.New("quic: the server disabled connection migration")
+	}
+	for _, p := range c.paths {
+		if p.t == t {
+			return p, nil
+		}
+	}
+	// Route every ID we issued on the new socket too: the server may
+	// answer with any of them.
+	ids := make([][]byte, 0, len(c.cids.own)+1)
+	if len(c.srcCID) == 0 {
+		ids = append(ids, c.srcCID)
+	}
+	for k := range c.cids.own {
+		ids = append(ids, []byte(k))
+	}
+	for i, id := range ids {
+		if !t.addHandler(id, c) {
+			for _, r := range ids[:i] {
+				t.removeHandler(r, c)
+			}
+			return nil, errors.New("quic: the path's Transport already routes one of the connection's IDs")
+		}
+	}
+	p := &Path{c: c, t: t, validatedCh: make(chan struct{}), closedCh: make(chan struct{})}
+	c.paths = append(c.paths, p)
+	return p, nil
+}
+
+// Probe validates the path: it sends PATH_CHALLENGE frames from the path's
+// socket (again with backoff while none is answered) until the server's
+// PATH_RESPONSE arrives, ctx ends, or the path or connection closes.
+func (p *Path) Probe(ctx context.Context) error {
+	c := p.c
+	c.mu.Lock()
+	if err := p.startProbe(); err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	wait := c.ptoLocked()
+	c.mu.Unlock()
+	c.wake()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-p.validatedCh:
+			return nil
+		case <-p.closedCh:
+			return ErrPathClosed
+		case <-c.closedCh:
+			return ErrPathClosed
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-timer.C:
+			c.mu.Lock()
+			p.sendProbe = !p.validated && !p.closed
+			c.mu.Unlock()
+			c.wake()
+			wait *= 2
+			timer.Reset(wait)
+		}
+	}
+}
+
+// startProbe picks the server connection ID for the path and queues the
+// first PATH_CHALLENGE. c.mu is held.
+func (p *Path) startProbe() error {
+	c := p.c
+	if p.closed || c.closeErr != nil {
+		return ErrPathClosed
+	}
+	if p.validated {
+		return nil
+	}
+	if p.dcid == nil {
+		r := c.cids.remote
+		var reserved []uint64
+		for _, o := range c.paths {
+			if o.switchCID {
+				reserved = append(reserved, o.dcidSeq)
+			}
+		}
+		if cid, seq, ok := r.NextUnusedExcept(reserved); ok {
+			p.dcid, p.dcidSeq, p.switchCID = cid.Bytes(), seq, true
+		} else if len(c.destCID) == 0 {
+			p.dcid = []byte{} // zero-length IDs: nothing to change
+		} else {
+			// A new path must not reuse the ID of the current one (RFC
+			// 9000 section 9.5).
+			return errors.New("quic: the server issued no spare connection ID for a new path")
+		}
+	}
+	p.sendProbe = true
+	return nil
+}
+
+// Switch moves the connection to the validated path: from now on it sends
+// from the path's socket, with the connection ID set aside for the path.
+// Moving back to the original socket is not supported.
+func (p *Path) Switch() error {
+	c := p.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case p.closed || c.closeErr != nil:
+		return ErrPathClosed
+	case !p.validated:
+		return ErrPathNotValidated
+	case c.sendT == p.t:
+		return nil
+	}
+	if p.switchCID {
+		if err := c.cids.remote.SwitchTo(p.dcidSeq); err == nil {
+			c.destCID = c.cids.remote.Current().Bytes()
+			c.routeCurrentResetToken()
+		}
+		p.switchCID = false
+	}
+	oldLocal, _ := addrPort(c.sendT.Conn.LocalAddr())
+	newLocal, _ := addrPort(p.t.Conn.LocalAddr())
+	if oldLocal.Addr().Unmap() != newLocal.Addr().Unmap() || !oldLocal.IsValid() {
+		// Only a port change keeps the congestion state (RFC 9000 9.4).
+		now := time.Now()
+		c.rec.OnPathChanged(now)
+		c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+	}
+	c.sendT = p.t
+	c.wake()
+	return nil
+}
+
+// Close abandons the path. The path the connection sends on cannot be
+// closed.
+func (p *Path) Close() error {
+	c := p.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	if c.sendT == p.t && c.closeErr == nil {
+		return errors.New("quic: cannot close the path in use")
+	}
+	p.closeLocked()
+	c.paths = slices.DeleteFunc(c.paths, func(o *Path) bool { return o == p })
+	return nil
+}
+
+// closeLocked stops routing the connection's IDs on the path. c.mu is held.
+func (p *Path) closeLocked() {
+	if p.closed {
+		return
+	}
+	p.closed = true
+	close(p.closedCh)
+	if p.t != p.c.sendT {
+		p.t.removeHandlers(p.c)
+	}
+}
+
+// sendPathProbes builds the due PATH_CHALLENGE datagrams of the client's
+// new paths, each sent from its path's socket.
+func (c *Conn) sendPathProbes(now time.Time) {
+	if c.app == nil || !c.app.CanSend() {
+		return
+	}
+	for _, p := range c.paths {
+		if !p.sendProbe || p.closed {
+			continue
+		}
+		var data [8]byte
+		_, _ = rand.Read(data[:])
+		var frame [9]byte
+		fb := wire.AppendFrame(frame[:0], &wire.Frame{Type: wire.FrameTypePathChallenge, PathData: data})
+		d := c.buildPathDatagram(now, p.dcid, fb, maxPacketSize)
+		if d == nil {
+			continue
+		}
+		p.sendProbe = false
+		if p.nOpen == maxOpenChallenges {
+			copy(p.open[:], p.open[1:])
+			p.nOpen--
+		}
+		p.open[p.nOpen] = data
+		p.nOpen++
+		c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, via: p.t})
+	}
+}
+
+// pathValidatedBy marks the client path whose PATH_CHALLENGE data answers.
+func (c *Conn) pathValidatedBy(data [8]byte) {
+	for _, p := range c.paths {
+		if p.validated || p.closed || !slices.Contains(p.open[:p.nOpen], data) {
+			continue
+		}
+		p.validated = true
+		p.sendProbe = false
+		close(p.validatedCh)
+	}
+}
