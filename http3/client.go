@@ -17,7 +17,11 @@ import (
 // Transport is an HTTP/3 client, an http.RoundTripper. It keeps one QUIC
 // connection per authority (host:port) and sends concurrent requests on
 // it as separate streams. A connection that received GOAWAY takes no new
-// requests: the next request dials a new one.
+// requests: the next request dials a new one. Requests the server did not
+// process (on a stream at or above the GOAWAY's ID, which are canceled when
+// it arrives, or reset with H3_REQUEST_REJECTED; RFC 9114 section 5.2) are
+// sent again on a new connection when their body can be replayed: they
+// have none, or GetBody is set.
 //
 // Connections are dialed with quic.DialAddrEarly: when the TLS config has a
 // ClientSessionCache and the server allowed early data, requests may go out
@@ -48,10 +52,15 @@ type Transport struct {
 var _ http.RoundTripper = (*Transport)(nil)
 
 // dialCall is a dial in progress, shared by the requests that wait for it.
+// waiters and delivered are guarded by Transport.mu: the new connection is
+// handed over with every waiting request already counted in it, so
+// CloseIdleConnections cannot see it idle before they start.
 type dialCall struct {
-	done chan struct{}
-	cc   *clientConn
-	err  error
+	done      chan struct{}
+	cc        *clientConn
+	err       error
+	waiters   int
+	delivered bool
 }
 
 // errTransportClosed is returned by RoundTrip after Close.
@@ -82,6 +91,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return rsp, err
 }
 
+// maxRetries bounds how often one request is sent again on a new
+// connection after its connection refused it.
+const maxRetries = 3
+
 func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL == nil {
 		return nil, errors.New("http3: request has no URL")
@@ -93,27 +106,76 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errors.New("http3: request has no host")
 	}
 	authority := authorityAddr(req.URL)
+	cur := req // the request of this attempt: a replay has its own body
 	for attempt := 0; ; attempt++ {
 		cc, err := t.getConn(req.Context(), authority)
-		if err != nil {
+		if err == nil {
+			var rsp *http.Response
+			if rsp, err = cc.roundTrip(cur); err == nil {
+				return rsp, nil
+			}
+		}
+		next, rerr := replayable(cur, err)
+		if rerr != nil {
+			err = rerr
+		}
+		if next == nil || attempt == maxRetries {
+			if cur != req && cur.Body != nil {
+				cur.Body.Close()
+			}
 			return nil, err
 		}
-		rsp, err := cc.roundTrip(req)
-		if attempt < 3 && (errors.Is(err, errConnGoingAway) || rejectedRetryable(err, req)) {
-			continue // not processed by the server: a new connection takes it
-		}
-		return rsp, err
+		cur = next // not processed by the server: a new connection takes it
 	}
 }
 
-// rejectedRetryable reports whether the server reset the request with
-// H3_REQUEST_REJECTED, which promises it was not processed (RFC 9114
-// section 4.1.1), and the request has no body that was already consumed.
-func rejectedRetryable(err error, req *http.Request) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Remote && e.ErrorCode == ErrCodeRequestRejected &&
-		(req.Body == nil || req.Body == http.NoBody)
+// replayable returns the request to send again on a new connection after
+// err, or nil when err does not allow it. A request that was never sent
+// goes again as it is. One that the server did not process (RFC 9114
+// sections 4.1.1 and 5.2) goes again when its body can be replayed: it
+// has none, or GetBody provides a fresh copy.
+func replayable(req *http.Request, err error) (*http.Request, error) {
+	switch {
+	case errors.Is(err, errConnGoingAway):
+		return req, nil
+	case !notProcessed(err):
+		return nil, nil
+	case req.Body == nil || req.Body == http.NoBody:
+		return req, nil
+	case req.GetBody == nil:
+		return nil, nil
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil, fmt.Errorf("http3: replaying a request not processed by the server: %w", err)
+	}
+	r := *req
+	r.Body = body
+	return &r, nil
 }
+
+// notProcessed reports whether err says the server did not process the
+// request: its stream was at or above the ID of the server's GOAWAY, or
+// the server reset it with H3_REQUEST_REJECTED.
+func notProcessed(err error) bool {
+	var np *notProcessedError
+	if errors.As(err, &np) {
+		return true
+	}
+	var e *Error
+	return errors.As(err, &e) && e.Remote && e.ErrorCode == ErrCodeRequestRejected
+}
+
+// notProcessedError is the error of a request that failed on a stream the
+// server's GOAWAY excluded (RFC 9114 section 5.2): the server promised not
+// to process it, so it may be sent again.
+type notProcessedError struct{ err error }
+
+func (e *notProcessedError) Error() string {
+	return "http3: request not processed by the server (GOAWAY): " + e.err.Error()
+}
+
+func (e *notProcessedError) Unwrap() error { return e.err }
 
 // authorityAddr returns the URL's host:port, with port 443 when it has
 // none; an IPv6 literal keeps its brackets only once ("[::1]:443").
@@ -125,6 +187,11 @@ func authorityAddr(u *url.URL) string {
 	return net.JoinHostPort(u.Hostname(), port)
 }
 
+// getConn returns a connection to authority, dialing one when the pool
+// has none, with the request already counted in its active requests: the
+// caller ends it with requestDone. Counting under t.mu, where
+// CloseIdleConnections looks for idle connections, keeps it from closing
+// the connection under a request that has just taken it.
 func (t *Transport) getConn(ctx context.Context, authority string) (*clientConn, error) {
 	t.mu.Lock()
 	if t.closed {
@@ -132,8 +199,11 @@ func (t *Transport) getConn(ctx context.Context, authority string) (*clientConn,
 		return nil, errTransportClosed
 	}
 	if cc := t.conns[authority]; cc != nil {
-		t.mu.Unlock()
-		return cc, nil
+		if cc.startRequest() {
+			t.mu.Unlock()
+			return cc, nil
+		}
+		delete(t.conns, authority) // it received GOAWAY: dial a new one
 	}
 	call := t.dialing[authority]
 	if call == nil {
@@ -144,11 +214,21 @@ func (t *Transport) getConn(ctx context.Context, authority string) (*clientConn,
 		t.dialing[authority] = call
 		go t.dial(call, authority)
 	}
+	call.waiters++
 	t.mu.Unlock()
 	select {
 	case <-call.done:
 		return call.cc, call.err
 	case <-ctx.Done():
+		t.mu.Lock()
+		counted := call.delivered
+		if !counted {
+			call.waiters--
+		}
+		t.mu.Unlock()
+		if counted && call.cc != nil {
+			call.cc.requestDone()
+		}
 		return nil, ctx.Err()
 	}
 }
@@ -169,18 +249,23 @@ func (t *Transport) dial(call *dialCall, authority string) {
 	case t.closed:
 		cc.close(ErrCodeNoError, "")
 		cc, err = nil, errTransportClosed
-	case cc.qc.Context().Err() != nil:
-		// Already closed (an early dial returns before the handshake):
-		// its forget ran before it was pooled, so do not pool it. A
-		// close from now on waits for t.mu and then forgets it.
 	default:
+		cc.addRequests(call.waiters)
+		if cc.qc.Context().Err() != nil {
+			// Already closed (an early dial returns before the
+			// handshake): its forget ran before it was pooled, so do not
+			// pool it. A close from now on waits for t.mu and then
+			// forgets it.
+			break
+		}
 		if t.conns == nil {
 			t.conns = make(map[string]*clientConn)
 		}
 		t.conns[authority] = cc
 	}
+	// Under t.mu: a waiter whose context ended reads them there.
+	call.cc, call.err, call.delivered = cc, err, true
 	t.mu.Unlock()
-	call.cc, call.err = cc, err
 	close(call.done)
 }
 
@@ -213,17 +298,19 @@ func (t *Transport) forget(cc *clientConn) {
 }
 
 // CloseIdleConnections closes the connections without requests in flight.
+// A connection found idle leaves the pool under the same lock, so no
+// request can take it before it is closed.
 func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	var idle []*clientConn
-	for _, cc := range t.conns {
+	for authority, cc := range t.conns {
 		if cc.idle() {
+			delete(t.conns, authority)
 			idle = append(idle, cc)
 		}
 	}
 	t.mu.Unlock()
 	for _, cc := range idle {
-		t.forget(cc)
 		cc.close(ErrCodeNoError, "")
 	}
 }

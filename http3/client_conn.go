@@ -20,6 +20,10 @@ type clientConn struct {
 	qc        *quic.Conn
 	authority string
 	maxHeader uint64
+	// uniDone is closed once the server's unidirectional streams are all
+	// read to their end, after the connection closed: by then a GOAWAY
+	// that arrived before the close has been applied.
+	uniDone chan struct{}
 
 	mu           sync.Mutex
 	uni          uniStreamSet
@@ -27,10 +31,14 @@ type clientConn struct {
 	goingAway    bool
 	goAwayID     uint64
 	active       int
+	// awaiting holds the request streams still waiting for their response
+	// header, the ones a GOAWAY can exclude.
+	awaiting map[*quic.Stream]struct{}
 }
 
 func newClientConn(t *Transport, qc *quic.Conn, authority string) (*clientConn, error) {
-	cc := &clientConn{t: t, qc: qc, authority: authority, maxHeader: t.maxHeader(), uni: uniStreamSet{isClient: true}}
+	cc := &clientConn{t: t, qc: qc, authority: authority, maxHeader: t.maxHeader(),
+		uni: uniStreamSet{isClient: true}, uniDone: make(chan struct{}), awaiting: make(map[*quic.Stream]struct{})}
 	ctrl, err := qc.OpenUniStream()
 	if err != nil {
 		cc.close(ErrCodeInternalError, "")
@@ -65,12 +73,15 @@ func (cc *clientConn) idle() bool {
 }
 
 func (cc *clientConn) acceptUniStreams() {
+	var wg sync.WaitGroup
+	defer close(cc.uniDone)
+	defer wg.Wait()
 	for {
 		rs, err := cc.qc.AcceptUniStream(context.Background())
 		if err != nil {
 			return
 		}
-		go cc.handleUniStream(rs)
+		wg.Go(func() { cc.handleUniStream(rs) })
 	}
 }
 
@@ -111,10 +122,23 @@ func (cc *clientConn) onControlFrame(f frame) {
 		cc.peerSettings = f
 		cc.mu.Unlock()
 	case goAwayFrame:
+		// RFC 9114 section 5.2: requests at or above the ID will not be
+		// processed. Cancel those still waiting for a response, so they
+		// are retried on a new connection now rather than when this one
+		// closes; those below it complete here.
 		cc.mu.Lock()
 		cc.goingAway, cc.goAwayID = true, f.ID
+		var excluded []*quic.Stream
+		for str := range cc.awaiting {
+			if uint64(str.StreamID()) >= f.ID {
+				excluded = append(excluded, str)
+			}
+		}
 		idle := cc.active == 0
 		cc.mu.Unlock()
+		for _, str := range excluded {
+			resetStream(str, ErrCodeRequestCanceled)
+		}
 		cc.t.forget(cc)
 		if idle {
 			cc.close(ErrCodeNoError, "")
@@ -133,6 +157,14 @@ func (cc *clientConn) startRequest() bool {
 	return true
 }
 
+// addRequests counts the n requests that waited for this connection's
+// dial; each ends with requestDone.
+func (cc *clientConn) addRequests(n int) {
+	cc.mu.Lock()
+	cc.active += n
+	cc.mu.Unlock()
+}
+
 func (cc *clientConn) requestDone() {
 	cc.mu.Lock()
 	cc.active--
@@ -149,9 +181,43 @@ func (cc *clientConn) peerFieldLimit() uint64 {
 	return cc.peerSettings.fieldSectionLimit()
 }
 
-// rejectedByGoAway reports whether the server's GOAWAY excludes stream id.
-func (cc *clientConn) rejectedByGoAway(id uint64) bool {
+// isGoingAway reports whether the connection received GOAWAY.
+func (cc *clientConn) isGoingAway() bool {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	return cc.goingAway && id >= cc.goAwayID
+	return cc.goingAway
+}
+
+// awaitResponse records that str waits for its response header. It
+// returns false, recording nothing, when the connection received GOAWAY:
+// a new request must not be sent on it.
+func (cc *clientConn) awaitResponse(str *quic.Stream) bool {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.goingAway {
+		return false
+	}
+	cc.awaiting[str] = struct{}{}
+	return true
+}
+
+// responseArrived ends what awaitResponse started: from here on the
+// server processed the request, whatever GOAWAY says.
+func (cc *clientConn) responseArrived(str *quic.Stream) {
+	cc.mu.Lock()
+	delete(cc.awaiting, str)
+	cc.mu.Unlock()
+}
+
+// excludedByGoAway reports whether the server's GOAWAY excludes the
+// request stream id, which then was not processed. When the connection is
+// closed it first waits until the server's control stream is read to its
+// end: a GOAWAY sent just before CONNECTION_CLOSE may still be unread.
+func (cc *clientConn) excludedByGoAway(id quic.StreamID) bool {
+	if cc.qc.Context().Err() != nil {
+		<-cc.uniDone
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.goingAway && uint64(id) >= cc.goAwayID
 }

@@ -12,11 +12,10 @@ import (
 )
 
 // roundTrip sends one request on a new stream and reads the response
-// header, skipping interim (1xx) responses.
+// header, skipping interim (1xx) responses. The request is already
+// counted in cc's active requests (getConn); roundTrip ends it when it
+// fails, the response body when it is done.
 func (cc *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
-	if !cc.startRequest() {
-		return nil, errConnGoingAway
-	}
 	ctx := req.Context()
 	if !earlyDataSafe(req) {
 		if err := cc.awaitHandshake(ctx); err != nil {
@@ -27,53 +26,58 @@ func (cc *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 	str, err := cc.qc.OpenStreamSync(ctx)
 	if err != nil {
 		cc.requestDone()
-		if cc.rejectedByGoAway(0) && ctx.Err() == nil {
+		if ctx.Err() == nil && cc.isGoingAway() {
 			return nil, errConnGoingAway // closed after GOAWAY before we opened a stream
 		}
 		return nil, fromQUICError(err)
 	}
-	if cc.rejectedByGoAway(uint64(str.StreamID())) {
+	if !cc.awaitResponse(str) {
 		resetStream(str, ErrCodeRequestCanceled)
 		cc.requestDone()
 		return nil, errConnGoingAway
 	}
 	stop := context.AfterFunc(ctx, func() { resetStream(str, ErrCodeRequestCanceled) })
-	rsp, b, err := cc.sendAndRead(str, req)
+	rsp, b, br, err := cc.sendAndRead(str, req)
+	cc.responseArrived(str)
 	if err != nil {
 		stop()
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			err = ctx.Err()
+		case cc.excludedByGoAway(str.StreamID()):
+			err = &notProcessedError{err}
 		}
 		cc.requestDone()
 		return nil, err
 	}
-	rsp.Body = &responseBody{bodyReader: b, str: str, stop: stop, cc: cc, reqCtxErr: ctx.Err}
+	rsp.Body = &responseBody{bodyReader: b, br: br, str: str, stop: stop, cc: cc, reqCtxErr: ctx.Err}
 	return rsp, nil
 }
 
 // sendAndRead writes the request header, starts the body writer and
 // reads the response header. It returns the reader of the response
-// content, from which the caller makes the Body.
-func (cc *clientConn) sendAndRead(str *quic.Stream, req *http.Request) (*http.Response, *bodyReader, error) {
+// content, from which the caller makes the Body, and the pooled buffered
+// reader under it, which the Body returns to readerPool when done.
+func (cc *clientConn) sendAndRead(str *quic.Stream, req *http.Request) (*http.Response, *bodyReader, *bufio.Reader, error) {
 	enc := encoderPool.Get().(*fieldEncoder)
 	section, err := enc.encodeRequest(nil, req, cc.peerFieldLimit())
 	encoderPool.Put(enc)
 	if err != nil {
 		resetStream(str, ErrCodeRequestCanceled)
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if _, err := str.Write(headersFrame{FieldSection: section}.append(nil)); err != nil {
 		resetStream(str, ErrCodeRequestCanceled)
-		return nil, nil, fromQUICError(err)
+		return nil, nil, nil, fromQUICError(err)
 	}
 	hasBody := req.Body != nil && req.Body != http.NoBody
 	if hasBody {
 		go writeRequestBody(str, req, cc.peerFieldLimit())
 	} else if err := str.Close(); err != nil {
-		return nil, nil, fromQUICError(err)
+		return nil, nil, nil, fromQUICError(err)
 	}
 
-	br := bufio.NewReaderSize(str, 4<<10)
+	br := getReader(str)
 	fr := newFrameReader(br, cc.maxHeader)
 	check := &requestStreamChecker{isClient: true}
 	for {
@@ -98,7 +102,8 @@ func (cc *clientConn) sendAndRead(str *quic.Stream, req *http.Request) (*http.Re
 		if err != nil {
 			err = fromQUICError(err)
 			cc.streamFailed(str, err)
-			return nil, nil, err
+			putReader(br)
+			return nil, nil, nil, err
 		}
 		if isInterimStatus(rsp.StatusCode) {
 			check.interimResponse()
@@ -121,7 +126,7 @@ func (cc *clientConn) sendAndRead(str *quic.Stream, req *http.Request) (*http.Re
 			}
 		}
 		b.onError = func(err error) { cc.streamFailed(str, err) }
-		return rsp, b, nil
+		return rsp, b, br, nil
 	}
 }
 
@@ -188,6 +193,7 @@ var bodyBufPool = sync.Pool{New: func() any {
 // responseBody is the Body of a client response.
 type responseBody struct {
 	*bodyReader
+	br        *bufio.Reader // under bodyReader; back to readerPool in finish
 	str       *quic.Stream
 	stop      func() bool // stops the request context's watch
 	cc        *clientConn
@@ -229,10 +235,15 @@ func (b *responseBody) Close() error {
 	return nil
 }
 
+// finish runs once the body ended, failed or was closed. The body's
+// error is sticky by then, so no Read touches the buffered reader again
+// and it can be reused.
 func (b *responseBody) finish() {
 	b.once.Do(func() {
 		b.stop()
 		b.cc.requestDone()
+		putReader(b.br)
+		b.br = nil
 	})
 }
 

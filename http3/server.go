@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/turboretry/turboretry/quic"
 )
@@ -18,6 +19,10 @@ import (
 // NextProtoH3 is the ALPN protocol identifier of HTTP/3 (RFC 9114
 // section 3.1).
 const NextProtoH3 = "h3"
+
+// DefaultReadHeaderTimeout is the Server's ReadHeaderTimeout when that is
+// zero.
+const DefaultReadHeaderTimeout = 10 * time.Second
 
 // ErrServerClosed is returned by the Serve methods after Close or Shutdown.
 var ErrServerClosed = http.ErrServerClosed
@@ -50,6 +55,13 @@ type Server struct {
 	// (our SETTINGS_MAX_FIELD_SECTION_SIZE); http.DefaultMaxHeaderBytes
 	// when 0 or negative.
 	MaxHeaderBytes int
+	// ReadHeaderTimeout bounds the wait for a request's header section
+	// once its stream is open: a stream that has not delivered a complete
+	// HEADERS frame by then is reset with H3_REQUEST_INCOMPLETE, so a
+	// client cannot hold a request slot open for the connection's whole
+	// idle timeout. Zero means DefaultReadHeaderTimeout; a negative value
+	// disables the limit.
+	ReadHeaderTimeout time.Duration
 	// ConnContext, when set, derives the base context of each
 	// connection's requests.
 	ConnContext func(ctx context.Context, c *quic.Conn) context.Context
@@ -100,6 +112,17 @@ func (s *Server) maxHeaderBytes() uint64 {
 		return http.DefaultMaxHeaderBytes
 	}
 	return uint64(s.MaxHeaderBytes)
+}
+
+// readHeaderTimeout returns the header timeout to apply, 0 for none.
+func (s *Server) readHeaderTimeout() time.Duration {
+	switch {
+	case s.ReadHeaderTimeout == 0:
+		return DefaultReadHeaderTimeout
+	case s.ReadHeaderTimeout < 0:
+		return 0
+	}
+	return s.ReadHeaderTimeout
 }
 
 // ConfigureTLSConfig returns a copy of c whose NextProtos is exactly "h3"

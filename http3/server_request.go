@@ -6,27 +6,50 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/turboretry/turboretry/quic"
 )
 
-// readerPool recycles the read buffers of request streams.
+// readerPool recycles the read buffers of request streams, on both sides.
 var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+
+// getReader returns a pooled buffered reader reading r.
+func getReader(r io.Reader) *bufio.Reader {
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(r)
+	return br
+}
+
+// putReader returns br to the pool; its owner must not use it again.
+func putReader(br *bufio.Reader) {
+	br.Reset(nil) // drop the stream
+	readerPool.Put(br)
+}
 
 // handleRequest serves one request stream (RFC 9114 section 4.1).
 func (sc *serverConn) handleRequest(str *quic.Stream) {
-	br := readerPool.Get().(*bufio.Reader)
-	br.Reset(str)
-	defer func() {
-		br.Reset(nil)
-		readerPool.Put(br)
-	}()
+	br := getReader(str)
+	defer putReader(br)
 	fr := newFrameReader(br, sc.maxHeader)
 	check := &requestStreamChecker{}
+	timeout := sc.s.readHeaderTimeout()
+	if timeout > 0 {
+		_ = str.SetReadDeadline(time.Now().Add(timeout))
+	}
 	req, err := readRequestHeader(fr, check, sc.maxHeader)
+	if timeout > 0 {
+		_ = str.SetReadDeadline(time.Time{}) // the body has no deadline
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The client opened the stream but did not finish its header
+		// section in time: the request is incomplete (RFC 9114 4.1).
+		err = wrapError(ErrCodeRequestIncomplete, err, "no complete header section within %v", timeout)
+	}
 	if err != nil {
 		if errorCode(err) == ErrCodeExcessiveLoad {
 			sc.rejectLargeHeader(str)
