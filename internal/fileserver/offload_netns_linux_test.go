@@ -148,6 +148,17 @@ func startOffloadServer(t *testing.T, n *offloadNet) *offloadServer {
 // offload configuration first.
 func startOffloadServerWith(t *testing.T, n *offloadNet, mod func(*OffloadConfig)) *offloadServer {
 	t.Helper()
+	return startOffloadServerConfig(t, n, func(c *Config) {
+		if mod != nil {
+			mod(&c.Offload)
+		}
+	})
+}
+
+// startOffloadServerConfig is startOffloadServer with mod applied to the
+// whole server configuration.
+func startOffloadServerConfig(t *testing.T, n *offloadNet, mod func(*Config)) *offloadServer {
+	t.Helper()
 	var s *Server
 	var logs *syncBuffer
 	n.in(t, n.nsS, func() {
@@ -156,9 +167,7 @@ func startOffloadServerWith(t *testing.T, n *offloadNet, mod func(*OffloadConfig
 			c.Retry = RetryAlways
 			c.MetricsAddr = "127.0.0.1:0"
 			c.Offload = OffloadConfig{Mode: OffloadXDP, Iface: offIface, StaleAfter: 300 * time.Millisecond, enter: n.enter(n.nsS)}
-			if mod != nil {
-				mod(&c.Offload)
-			}
+			mod(c)
 		})
 	})
 	ctx, cancel := context.WithCancel(context.Background())
