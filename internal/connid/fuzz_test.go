@@ -7,8 +7,9 @@ import (
 	"github.com/turboretry/turboretry/internal/qerr"
 )
 
-// FuzzRemoteCIDs drives RemoteCIDs with random NEW_CONNECTION_ID frames and
-// RETIRE_CONNECTION_ID acknowledgments and losses. data[0] picks our limit;
+// FuzzRemoteCIDs drives RemoteCIDs with random NEW_CONNECTION_ID frames,
+// RETIRE_CONNECTION_ID acknowledgments and losses, and switches to an
+// unused ID (a new path). data[0] picks our limit;
 // every 4 bytes after it are one operation: kind, sequence, retire prior
 // to, connection ID. Errors must be transport errors and end the run, as
 // they close the connection; after every accepted frame the invariants
@@ -19,6 +20,7 @@ func FuzzRemoteCIDs(f *testing.F) {
 	f.Add([]byte{4, 0, 9, 9, 9, 0, 3, 0, 3, 3, 0, 0, 0, 0, 10, 10, 10})
 	f.Add([]byte{1, 0, 1, 0, 1, 0x10, 1, 0, 1})
 	f.Add([]byte{3, 0, 200, 100, 5, 2, 0, 0, 0, 3, 0, 0, 0, 0, 201, 201, 6})
+	f.Add([]byte{3, 0, 1, 0, 1, 0, 2, 0, 2, 4, 0, 0, 0, 2, 0, 0, 0, 0, 1, 0, 1, 4, 0, 0, 0}) // switch, ack, stale frame
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 {
 			return
@@ -31,7 +33,15 @@ func FuzzRemoteCIDs(f *testing.F) {
 		var inFlight []uint64
 		for ops := data[1:]; len(ops) >= 4; ops = ops[4:] {
 			kind, seq, rpt, c := ops[0], uint64(ops[1]), uint64(ops[2]), ops[3]
-			switch kind % 4 {
+			switch kind % 5 {
+			case 4:
+				if _, s, ok := r.NextUnusedExcept(nil); ok {
+					if err := r.SwitchTo(s); err != nil && !errors.Is(err, ErrNoSpareID) {
+						t.Fatal(err)
+					} else if err == nil && r.CurrentSequence() != s {
+						t.Fatalf("switched to %d, current is %d", s, r.CurrentSequence())
+					}
+				}
 			case 0, 1:
 				cid := cidN(c % 32)
 				token := tokN(c % 32)
@@ -48,12 +58,12 @@ func FuzzRemoteCIDs(f *testing.F) {
 				}
 			case 2, 3:
 				if s, ok := r.PopRetireConnectionID(); ok {
-					if s >= r.retirePriorTo {
-						t.Fatalf("retiring %d, not below retire_prior_to %d", s, r.retirePriorTo)
+					if s >= r.retirePriorTo && !r.retiredBySwitch(s) {
+						t.Fatalf("retiring %d, not below retire_prior_to %d nor switched away from", s, r.retirePriorTo)
 					}
 					inFlight = append(inFlight, s)
 				}
-				if len(inFlight) > 0 && kind%4 == 3 {
+				if len(inFlight) > 0 && kind%5 == 3 {
 					r.OnRetireLost(inFlight[0])
 					inFlight = inFlight[1:]
 				} else if len(inFlight) > 0 {
@@ -87,6 +97,9 @@ func checkRemoteInvariants(t *testing.T, r *RemoteCIDs, limit int) {
 		}
 		if cids[e.cid] {
 			t.Fatalf("ID %v active twice", e.cid)
+		}
+		if r.retiredBySwitch(e.seq) {
+			t.Fatalf("sequence %d switched away from but active again", e.seq)
 		}
 		cids[e.cid] = true
 	}
