@@ -55,6 +55,10 @@ type Config struct {
 	// the same server, which then may skip the Retry round trip. Nil
 	// disables this (NewLRUTokenStore makes one).
 	TokenStore TokenStore
+	// DisablePathMTUDiscovery keeps datagrams at 1200 bytes. Otherwise,
+	// on sockets that set the don't-fragment bit, a connection probes for
+	// larger datagrams (up to 1452 bytes) once its handshake is confirmed.
+	DisablePathMTUDiscovery bool
 }
 
 const (

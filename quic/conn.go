@@ -162,6 +162,8 @@ type Conn struct {
 	paths             []*Path    // client: paths added by AddPath
 	sendT             *Transport // the Transport we send from: t until a Path.Switch
 	padDatagram       bool       // pad the datagram being built to its limit
+	maxDatagram       int        // the datagram size in use (path MTU discovery)
+	mtu               mtuDiscovery
 	connRecv          *flowcontrol.ConnReceiver
 	connSend          flowcontrol.SendCredit
 	counts            flowcontrol.StreamCounts
@@ -214,6 +216,7 @@ func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v w
 	c.lastSendOrRecv = c.lastActivity
 	c.remoteAP, _ = addrPort(remote)
 	c.sendT = t
+	c.maxDatagram = maxPacketSize
 	c.ctx, c.cancelCtx = context.WithCancelCause(context.Background())
 	c.rec = recovery.New(recovery.Config{IsServer: !isClient})
 	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
@@ -366,9 +369,9 @@ func (c *Conn) onTimers(now time.Time) {
 		c.events.Reset()
 		act := c.rec.OnLossDetectionTimeout(now, &c.events)
 		for _, p := range c.events.Lost {
-			c.onPacketLost(p.Handle)
+			c.onPacketLost(p.Handle, now)
 		}
-		c.countLost()
+		c.countLost(now)
 		if act.Kind == recovery.TimeoutProbe {
 			c.stats.ptos++
 			sp := &c.spaces[act.Space]
@@ -444,6 +447,7 @@ func (c *Conn) nextDeadlineLocked() time.Time {
 	add(c.pacingDeadline)
 	add(c.dropKeysAt)
 	add(c.pathDeadline())
+	add(c.mtuDeadline(time.Now()))
 	for i := range c.spaces {
 		sp := &c.spaces[i]
 		if !sp.discarded && !sp.tracker.AckNow() {

@@ -1,5 +1,7 @@
 package quic
 
+import "time"
+
 // onPacketAcked releases what an acknowledged packet carried.
 func (c *Conn) onPacketAcked(handle uint64) {
 	p := c.sent[handle]
@@ -36,12 +38,14 @@ func (c *Conn) onPacketAcked(handle uint64) {
 			}
 		case sfRetireCID:
 			c.cids.remote.OnRetireAcked(f.id)
+		case sfMTUProbe:
+			c.onMTUProbeAcked(int(f.n))
 		}
 	}
 }
 
 // onPacketLost queues what a lost packet carried for retransmission.
-func (c *Conn) onPacketLost(handle uint64) {
+func (c *Conn) onPacketLost(handle uint64, now time.Time) {
 	p := c.sent[handle]
 	if p == nil {
 		return
@@ -86,14 +90,25 @@ func (c *Conn) onPacketLost(handle uint64) {
 			c.cids.remote.OnRetireLost(f.id)
 		case sfNewCID:
 			c.cids.local.OnNewConnectionIDLost(f.id)
+		case sfMTUProbe:
+			c.onMTUProbeLost(int(f.n), now)
 		}
 	}
 }
 
-// countLost adds the packets in c.events.Lost to the statistics.
-func (c *Conn) countLost() {
+// countLost adds the packets in c.events.Lost to the statistics, and the
+// fates of large packets in c.events to black hole detection.
+func (c *Conn) countLost(now time.Time) {
 	for _, p := range c.events.Lost {
 		c.stats.packetsLost++
 		c.stats.bytesLost += uint64(p.Size)
+		if !p.MTUProbe {
+			c.onDatagramFate(p.Size, true, now)
+		}
+	}
+	for _, p := range c.events.Acked {
+		if !p.MTUProbe {
+			c.onDatagramFate(p.Size, false, now)
+		}
 	}
 }

@@ -235,7 +235,7 @@ func TestConnectionIDFramesOffline(t *testing.T) {
 	}
 	// Their loss queues them again.
 	c.sent[1] = p
-	c.onPacketLost(1)
+	c.onPacketLost(1, time.Now())
 	if again, _ := offlineFrames(t, c); len(again) != len(frames) {
 		t.Fatalf("%d frames after loss, want %d", len(again), len(frames))
 	}
@@ -272,7 +272,7 @@ func TestConnectionIDFramesOffline(t *testing.T) {
 		t.Fatalf("frames %+v, want RETIRE_CONNECTION_ID 0", frames)
 	}
 	c.sent[2] = p
-	c.onPacketLost(2)
+	c.onPacketLost(2, time.Now())
 	if again, _ := offlineFrames(t, c); len(again) != 1 || again[0].SequenceNumber != 0 {
 		t.Fatalf("after loss: %+v", again)
 	}

@@ -185,9 +185,11 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	fresh := recovery.NewRTTStats(0)
 	c.path.deadline = now.Add(3 * max(c.ptoLocked(), fresh.PTOBase()+c.rec.RTT().MaxAckDelay()))
 	if !sameHost {
-		// Only a port change keeps the congestion state (RFC 9000 9.4).
+		// Only a port change keeps the congestion state (RFC 9000 9.4),
+		// and the path MTU.
 		c.rec.OnPathChanged(now)
 		c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+		c.resetMTU()
 	}
 	if !rebinding {
 		// The peer changed its ID for the new path: so do we, or the two
@@ -229,6 +231,7 @@ func (c *Conn) pathTimers(now time.Time) {
 			c.remote, c.remoteAP = c.path.prev, c.path.prevAP
 			c.rec.OnPathChanged(now)
 			c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+			c.resetMTU()
 		}
 		c.path = pathState{}
 		return
@@ -324,7 +327,7 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 				dcid = cid.Bytes()
 			}
 		}
-		if d := c.buildPathDatagram(now, dcid, fb, min(r.room, maxPacketSize)); d != nil {
+		if d := c.buildPathDatagram(now, dcid, fb, min(r.room, maxPacketSize), false); d != nil {
 			c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, to: r.to})
 		}
 	}
@@ -333,8 +336,9 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 }
 
 // buildPathDatagram builds a 1-RTT datagram to dcid holding only frame,
-// padded to limit bytes.
-func (c *Conn) buildPathDatagram(now time.Time, dcid, frame []byte, limit int) []byte {
+// padded to limit bytes; mtuProbe marks it as a path MTU probe of that
+// size.
+func (c *Conn) buildPathDatagram(now time.Time, dcid, frame []byte, limit int, mtuProbe bool) []byte {
 	buf := getSendBuffer()
 	saved := c.destCID
 	c.destCID = dcid
@@ -348,6 +352,10 @@ func (c *Conn) buildPathDatagram(now time.Time, dcid, frame []byte, limit int) [
 	// no ACK; a PATH_RESPONSE does.
 	pi.ackEliciting = true
 	pi.sp.eliciting = true
+	if mtuProbe {
+		pi.mtuProbe = true
+		pi.sp.frames = append(pi.sp.frames, sentFrame{kind: sfMTUProbe, n: uint64(limit)})
+	}
 	c.padDatagram = true
 	d := c.finishDatagram(buf, []packetInfo{pi}, limit, now)
 	if d == nil {

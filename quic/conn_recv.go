@@ -314,9 +314,9 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 		c.onPacketAcked(p.Handle)
 	}
 	for _, p := range c.events.Lost {
-		c.onPacketLost(p.Handle)
+		c.onPacketLost(p.Handle, now)
 	}
-	c.countLost()
+	c.countLost(now)
 	if space == spaceApp && c.isClient && !c.handshakeConfirmed && c.handshakeComplete {
 		// An acknowledged 1-RTT packet confirms the handshake (RFC 9001 4.1.2).
 		c.confirmHandshake(now)

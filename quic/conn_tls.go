@@ -62,6 +62,7 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 	p.InitialMaxStreamsBidi = uint64(cfg.MaxIncomingStreams)
 	p.InitialMaxStreamsUni = uint64(cfg.MaxIncomingUniStreams)
 	p.ActiveConnectionIDLimit = remoteCIDLimit
+	p.MaxUDPPayloadSize = receiveBufferSize // larger datagrams would be truncated
 	p.InitialSourceConnectionID = c.srcCID
 	p.HasInitialSourceConnectionID = true
 	if cfg.EnableDatagrams {
@@ -295,6 +296,7 @@ func (c *Conn) confirmHandshake(now time.Time) {
 	c.handshakeConfirmed = true
 	c.earlyOpener = nil // RFC 9001 section 4.9.3
 	c.rec.SetHandshakeConfirmed(now)
+	c.startMTUDiscovery()
 	c.dropSpace(spaceInitial, now)
 	c.dropSpace(spaceHandshake, now)
 }

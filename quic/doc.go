@@ -49,6 +49,12 @@
 //     RTT and congestion state for a new host, and falls back to the last
 //     validated address when validation fails. A client migrates with
 //     AddPath, Path.Probe and Path.Switch, as in quic-go.
+//   - Path MTU discovery (RFC 9000 section 14.3, RFC 8899): after handshake
+//     confirmation, padded PING probes raise datagrams from 1200 up to 1452
+//     bytes on sockets with the don't-fragment bit; a lost probe is no
+//     congestion signal, PTO probes go at 1200 bytes, and a path that loses
+//     every large datagram falls back to 1200 (Config.DisablePathMTUDiscovery
+//     turns it off).
 //   - Server-side address validation (Transport.AddressValidation, see
 //     docs/address-validation.md): an AddressPolicy hook decides accept,
 //     Retry or drop for every client Initial, with the token's validation
@@ -73,8 +79,6 @@
 // # Not implemented yet
 //
 //   - Switching a client back to its original socket, preferred_address,
-//     path MTU discovery
-//     (datagrams are 1200 bytes), ECN, compatible version negotiation
-//     (RFC 9368) and the version_information parameter, CUBIC selection,
-//     qlog.
+//     ECN, compatible version negotiation (RFC 9368) and the
+//     version_information parameter, CUBIC selection, qlog.
 package quic

@@ -37,6 +37,7 @@ const (
 	sfRetireCID
 	sfNewToken
 	sfNewCID
+	sfMTUProbe // n is the probe's size
 )
 
 type sentFrame struct {
@@ -69,6 +70,7 @@ type packetInfo struct {
 	ackEliciting bool
 	padded       bool
 	early        bool // a 0-RTT packet (client), sealed with the early keys
+	mtuProbe     bool // a path MTU probe
 	sp           *sentPacket
 }
 
@@ -101,8 +103,11 @@ func (c *Conn) sendLocked(now time.Time) bool {
 	if len(c.paths) > 0 {
 		c.sendPathProbes(now)
 	}
+	if size := c.mtuProbeSize(now); size > 0 && c.rec.CanSend() {
+		c.sendMTUProbe(now, size)
+	}
 	for range maxDatagramsPerRun {
-		limit := c.pathSendLimit(maxPacketSize)
+		limit := c.pathSendLimit(c.maxDatagram)
 		if limit < minPacketRoom {
 			return false
 		}
@@ -118,6 +123,12 @@ func (c *Conn) sendLocked(now time.Time) bool {
 			limit = int(min(budget, uint64(limit)))
 		}
 		probing := c.anyProbes()
+		if probing {
+			// A PTO probe goes at the base size: if large datagrams
+			// vanish (an MTU black hole), it still gets through, and its
+			// acknowledgment declares the large ones lost.
+			limit = min(limit, maxPacketSize)
+		}
 		mayElicit := probing || c.rec.CanSend()
 		if mayElicit && !probing {
 			rtt := c.rec.RTT().SmoothedRTT()
@@ -226,6 +237,7 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 			Size:         size,
 			AckEliciting: p.ackEliciting,
 			InFlight:     inFlight,
+			MTUProbe:     p.mtuProbe,
 		})
 		if p.ackEliciting {
 			c.sent[c.nextHandle] = p.sp
@@ -532,7 +544,7 @@ type outDatagram struct {
 	via    *Transport // nil: the Transport the connection sends from
 }
 
-const sendBufferSize = maxPacketSize + tagLen
+const sendBufferSize = maxProbeSize + tagLen
 
 var sendBufferPool = sync.Pool{New: func() any { return new([sendBufferSize]byte) }}
 

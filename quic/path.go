@@ -199,6 +199,7 @@ func (p *Path) Switch() error {
 		c.rec.OnPathChanged(now)
 		c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 	}
+	c.resetMTU() // another socket, maybe another interface
 	c.sendT = p.t
 	c.wake()
 	return nil
@@ -247,7 +248,7 @@ func (c *Conn) sendPathProbes(now time.Time) {
 		_, _ = rand.Read(data[:])
 		var frame [9]byte
 		fb := wire.AppendFrame(frame[:0], &wire.Frame{Type: wire.FrameTypePathChallenge, PathData: data})
-		d := c.buildPathDatagram(now, p.dcid, fb, maxPacketSize)
+		d := c.buildPathDatagram(now, p.dcid, fb, maxPacketSize, false)
 		if d == nil {
 			continue
 		}

@@ -73,6 +73,7 @@ type Transport struct {
 
 	gso bool // the socket takes UDP GSO sends
 	gro bool // reads may return UDP GRO buffers of several datagrams
+	df  bool // datagrams leave unfragmented: path MTU probes are meaningful
 
 	createdConn bool // Close closes Conn
 	isSingleUse bool // Close once the only listener or connection is done
@@ -108,7 +109,7 @@ func (t *Transport) initWithCIDLen(cidLen int) error {
 		if uc, ok := t.Conn.(*net.UDPConn); ok {
 			// Large buffers, GSO and GRO.
 			if caps, err := udpio.Setup(uc, udpio.Config{}); err == nil {
-				t.gso, t.gro = caps.GSO, caps.GRO
+				t.gso, t.gro, t.df = caps.GSO, caps.GRO, caps.DontFragment
 			}
 		}
 		t.handlers = make(map[string]*Conn)

@@ -64,13 +64,13 @@ func (r *Recovery) detectLosses(space Space, now time.Time, ev *Events) (lostByt
 		if ev != nil {
 			ev.Lost = append(ev.Lost, *p)
 		}
-		if p.InFlight {
+		if p.InFlight && !p.MTUProbe {
 			lostBytes += p.Size
 			if p.TimeSent.After(largestLostSent) {
 				largestLostSent = p.TimeSent
 			}
 		}
-		if p.AckEliciting && hasSample && p.TimeSent.After(firstSample) {
+		if p.AckEliciting && !p.MTUProbe && hasSample && p.TimeSent.After(firstSample) {
 			if !inRun {
 				inRun = true
 				runStart = p.TimeSent

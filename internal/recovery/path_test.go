@@ -40,3 +40,26 @@ func TestOnPathChangedRestartsEstimates(t *testing.T) {
 		t.Errorf("acknowledging after the change: acked %v, %d in flight", numbers(ev.Acked), r.BytesInFlight())
 	}
 }
+
+func TestMTUProbeLossIsNoCongestionSignal(t *testing.T) {
+	r := confirmedServer()
+	cwnd := r.Controller().CongestionWindow()
+	probe := SentPacket{Number: 0, TimeSent: t0, Size: 1452, AckEliciting: true, InFlight: true, MTUProbe: true}
+	if err := r.OnPacketSent(ApplicationData, probe); err != nil {
+		t.Fatal(err)
+	}
+	for pn := uint64(1); pn <= 4; pn++ {
+		send(t, r, ApplicationData, pn, t0.Add(ms(int(pn))))
+	}
+	// Packets 1-4 acknowledged: the probe falls behind the packet threshold.
+	ev := ack(t, r, ApplicationData, t0.Add(ms(30)), 0, rng(1, 4))
+	if !equalNumbers(ev.Lost, 0) {
+		t.Fatalf("lost %v, want the probe", numbers(ev.Lost))
+	}
+	if got := r.Controller().CongestionWindow(); got < cwnd {
+		t.Errorf("the lost probe shrank the congestion window from %d to %d", cwnd, got)
+	}
+	if r.BytesInFlight() != 0 {
+		t.Errorf("the lost probe stays in flight: %d bytes", r.BytesInFlight())
+	}
+}

@@ -12,6 +12,10 @@ type SentPacket struct {
 	Size         int       // bytes on the wire, counted in bytes in flight
 	AckEliciting bool      // carries a frame other than ACK, PADDING or CONNECTION_CLOSE
 	InFlight     bool      // counts against the congestion window (ack-eliciting or PADDING)
+	// MTUProbe marks a path MTU probe: it counts in flight, but its loss
+	// says the path is too narrow, not congested, so it is no congestion
+	// signal (RFC 9000 section 14.4).
+	MTUProbe bool
 
 	state packetState
 }

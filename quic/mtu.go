@@ -1,0 +1,166 @@
+package quic
+
+import (
+	"time"
+
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// Datagram packetization layer path MTU discovery (RFC 9000 section 14.3,
+// RFC 8899): every connection starts at 1200-byte datagrams; once the
+// handshake is confirmed it sends padded PING probes of larger sizes in
+// their own datagrams, and each acknowledged probe raises the datagram
+// size. A lost probe only lowers the upper bound of the search (it is no
+// congestion signal), and a path that starts losing every large datagram
+// (a black hole after a route change) falls back to 1200 bytes.
+
+const (
+	// maxProbeSize is the largest datagram we probe for: a 1500-byte
+	// Ethernet MTU less IPv6 and UDP headers, so it fits either family.
+	maxProbeSize = 1452
+	// mtuSearchDone ends the search once the bounds are this close.
+	mtuSearchDone = 20
+	// blackHoleLosses large datagrams lost with none of them acknowledged
+	// in between make us fall back to the base size.
+	blackHoleLosses = 8
+	// mtuRetryAfter is how long after a black hole the search starts
+	// over, to find a path that has healed.
+	mtuRetryAfter = 60 * time.Second
+)
+
+// mtuDiscovery is the search state of one connection.
+type mtuDiscovery struct {
+	enabled bool
+	started bool
+	// The search interval: low is the size in use (acknowledged), high the
+	// smallest size known to fail plus nothing, or the cap plus one.
+	low, high int
+	failed    bool // a probe was lost: search by halving, not at the cap
+	inFlight  int  // size of the outstanding probe, 0 if none
+	notBefore time.Time
+	// largeLost counts datagrams above the base size lost since the last
+	// acknowledged one (black hole detection).
+	largeLost int
+}
+
+// mtuEnabled reports whether c may probe: the socket must not fragment
+// (or probes would succeed through fragmentation), and the application
+// did not turn discovery off.
+func (c *Conn) mtuEnabled() bool {
+	return !c.config.DisablePathMTUDiscovery && c.t.df
+}
+
+// startMTUDiscovery starts the search once the handshake is confirmed,
+// bounded by the peer's max_udp_payload_size.
+func (c *Conn) startMTUDiscovery() {
+	m := &c.mtu
+	if m.started || c.peerParams == nil || !c.mtuEnabled() {
+		return
+	}
+	limit := int(min(c.peerParams.MaxUDPPayloadSize, maxProbeSize))
+	*m = mtuDiscovery{enabled: limit > maxPacketSize, started: true, low: maxPacketSize, high: limit + 1}
+}
+
+// mtuProbeSize returns the size of the probe to send now, or 0.
+func (c *Conn) mtuProbeSize(now time.Time) int {
+	m := &c.mtu
+	if !m.enabled || m.inFlight != 0 || m.high-m.low <= mtuSearchDone || now.Before(m.notBefore) ||
+		c.path.validating || !c.handshakeConfirmed {
+		return 0
+	}
+	if !m.failed {
+		return m.high - 1 // most paths carry the full size: try it first
+	}
+	return (m.low + m.high) / 2
+}
+
+// mtuDeadline is when a waiting probe may go, so that an idle connection
+// wakes up for it; zero when none waits.
+func (c *Conn) mtuDeadline(now time.Time) time.Time {
+	m := &c.mtu
+	if !m.enabled || m.inFlight != 0 || m.high-m.low <= mtuSearchDone || !now.Before(m.notBefore) {
+		return time.Time{}
+	}
+	return m.notBefore
+}
+
+// sendMTUProbe builds the probe datagram (a PING padded to size) into
+// pendingWrites.
+func (c *Conn) sendMTUProbe(now time.Time, size int) bool {
+	d := c.buildPathDatagram(now, c.destCID, []byte{byte(wire.FrameTypePing)}, size, true)
+	if d == nil {
+		return false
+	}
+	c.mtu.inFlight = size
+	c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true})
+	return true
+}
+
+// onMTUProbeAcked raises the datagram size to the acknowledged probe's.
+func (c *Conn) onMTUProbeAcked(size int) {
+	m := &c.mtu
+	if size == m.inFlight {
+		m.inFlight = 0
+	}
+	if size <= m.low {
+		return
+	}
+	m.low = size
+	m.largeLost = 0
+	c.setMaxDatagram(size)
+}
+
+// onMTUProbeLost narrows the search: the path does not carry size.
+func (c *Conn) onMTUProbeLost(size int, now time.Time) {
+	m := &c.mtu
+	if size == m.inFlight {
+		m.inFlight = 0
+	}
+	if size > m.low && size < m.high {
+		m.high = size
+		m.failed = true
+	}
+	m.notBefore = now.Add(c.ptoLocked())
+}
+
+// onDatagramFate feeds black hole detection with the fate of a lost or
+// acknowledged packet of size bytes that was not a probe.
+func (c *Conn) onDatagramFate(size int, lost bool, now time.Time) {
+	m := &c.mtu
+	if size <= maxPacketSize || !m.started {
+		return
+	}
+	if !lost {
+		m.largeLost = 0
+		return
+	}
+	m.largeLost++
+	if m.largeLost < blackHoleLosses || c.maxDatagram <= maxPacketSize {
+		return
+	}
+	// Every large datagram vanishes: back to the base size, and search
+	// again later below the size that stopped working.
+	m.high = c.maxDatagram
+	m.low = maxPacketSize
+	m.failed = true
+	m.largeLost = 0
+	m.notBefore = now.Add(mtuRetryAfter)
+	c.setMaxDatagram(maxPacketSize)
+}
+
+// resetMTU starts over at the base size on a new path.
+func (c *Conn) resetMTU() {
+	if c.maxDatagram != maxPacketSize {
+		c.setMaxDatagram(maxPacketSize)
+	}
+	c.mtu = mtuDiscovery{}
+	if c.handshakeConfirmed {
+		c.startMTUDiscovery()
+	}
+}
+
+func (c *Conn) setMaxDatagram(size int) {
+	c.maxDatagram = size
+	c.rec.SetMaxDatagramSize(size)
+	c.pacer.SetMaxDatagramSize(size)
+}
