@@ -14,6 +14,11 @@ import (
 // index ifindex in the calling thread's network namespace: open one socket
 // per queue, 0..n-1.
 func NumQueues(ifindex int) (int, error) {
+	// The driver's active channels: a NIC allocates queues for its
+	// maximum channel count, and binding to an inactive one fails.
+	if n, ok, err := activeRXQueues(ifindex); err != nil || ok {
+		return n, err
+	}
 	rx, _, err := queueCount(ifindex)
 	return rx, err
 }

@@ -266,6 +266,25 @@ func TestOpenErrors(t *testing.T) {
 		if _, err := Open(nt.ifB, 0, Config{FrameSize: 1000}); !errors.Is(err, ErrConfig) {
 			t.Errorf("frame size 1000: got %v, want ErrConfig", err)
 		}
+		// Fewer active channels than allocated queues: NumQueues
+		// follows the driver's channels, not the allocation.
+		var ch ethtoolChannels
+		if err := ethtoolChannelsOf(nt.ifB, unix.ETHTOOL_GCHANNELS, &ch); err != nil {
+			t.Logf("veth reports no channels here (%v): only the rtnetlink fallback is tested", err)
+		} else {
+			ch.rxCount = 1
+			if err := ethtoolChannelsOf(nt.ifB, unix.ETHTOOL_SCHANNELS, &ch); err != nil {
+				t.Logf("veth channels cannot be changed here: %v", err)
+			} else {
+				if q, err := NumQueues(nt.ifB); err != nil || q != 1 {
+					t.Errorf("NumQueues with 1 active of 2 receive queues = %d, %v; want 1", q, err)
+				}
+				ch.rxCount = 2
+				if err := ethtoolChannelsOf(nt.ifB, unix.ETHTOOL_SCHANNELS, &ch); err != nil {
+					t.Fatalf("restoring 2 channels: %v", err)
+				}
+			}
+		}
 		s, err := Open(nt.ifB, 1, smallConfig)
 		if err != nil {
 			t.Fatal(err)
