@@ -36,18 +36,20 @@ type headerProtector struct {
 
 var zeroMask [5]byte
 
-func newHeaderProtector(s *suiteParams, hpKey []byte) (*headerProtector, error) {
-	h := &headerProtector{chacha: s.chacha}
+// init sets up the zero headerProtector h for header protection key
+// hpKey of suite s.
+func (h *headerProtector) init(s *suiteParams, hpKey []byte) error {
+	h.chacha = s.chacha
 	if s.chacha {
 		copy(h.key[:], hpKey)
-		return h, nil
+		return nil
 	}
 	block, err := aes.NewCipher(hpKey)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	h.block = block
-	return h, nil
+	return nil
 }
 
 // computeMask fills h.mask[:5] from the 16-byte sample.

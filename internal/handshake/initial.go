@@ -1,28 +1,38 @@
 package handshake
 
-import "crypto/tls"
+// initialKeys holds both directions of the Initial level in one
+// allocation; NewInitialKeys hands out pointers into it.
+type initialKeys struct {
+	sealer         Sealer
+	opener         Opener
+	sealHP, openHP headerProtector
+}
 
 // NewInitialKeys derives the Initial-level Sealer and Opener of one
 // endpoint from the Destination Connection ID of the client's first
 // Initial packet (RFC 9001 section 5.2). A client seals with the client
 // secret and opens with the server secret; a server the reverse. After a
 // Retry the client derives new keys from the Retry's Source Connection ID.
+//
+// A server pays this for every client Initial that reaches connection
+// creation, so it derives all secrets and keys on the stack: what it
+// allocates is the AES and GCM state from crypto/aes and crypto/cipher
+// plus one struct holding both directions.
 func NewInitialKeys(dcid []byte, v Version, isClient bool) (*Sealer, *Opener, error) {
-	client, server, err := InitialSecrets(dcid, v)
+	vp, client, server, err := initialSecrets(dcid, v)
 	if err != nil {
 		return nil, nil, err
 	}
-	sendSecret, recvSecret := server, client
+	send, recv := &server, &client
 	if isClient {
-		sendSecret, recvSecret = client, server
+		send, recv = recv, send
 	}
-	sealer, err := NewSealer(tls.TLS_AES_128_GCM_SHA256, sendSecret, v)
-	if err != nil {
+	k := new(initialKeys)
+	if err := k.sealer.initFromSecret(&suiteAES128, vp, send[:], &k.sealHP); err != nil {
 		return nil, nil, err
 	}
-	opener, err := NewOpener(tls.TLS_AES_128_GCM_SHA256, recvSecret, v)
-	if err != nil {
+	if err := k.opener.initFromSecret(&suiteAES128, vp, recv[:], &k.openHP); err != nil {
 		return nil, nil, err
 	}
-	return sealer, opener, nil
+	return &k.sealer, &k.opener, nil
 }

@@ -58,15 +58,11 @@ func (k *AppKeys) SetSendSecret(secret []byte) error {
 	if k.send != nil {
 		return ErrKeysAlreadySet
 	}
-	keys, hp, err := deriveProtection(k.suite, k.version, secret)
+	send, err := newSealerFromSecret(k.suite, k.version, secret)
 	if err != nil {
 		return err
 	}
-	send, err := newSealer(k.suite, keys, hp)
-	if err != nil {
-		return err
-	}
-	k.sendHP, k.send = hp, send
+	k.sendHP, k.send = send.hp, send
 	k.sendSecret = append([]byte(nil), secret...)
 	return nil
 }
@@ -78,15 +74,11 @@ func (k *AppKeys) SetRecvSecret(secret []byte) error {
 	if k.cur != nil {
 		return ErrKeysAlreadySet
 	}
-	keys, hp, err := deriveProtection(k.suite, k.version, secret)
+	cur, err := newOpenerFromSecret(k.suite, k.version, secret)
 	if err != nil {
 		return err
 	}
-	cur, err := newOpener(k.suite, keys, hp)
-	if err != nil {
-		return err
-	}
-	k.recvHP = hp
+	k.recvHP = cur.hp
 	k.recvSecret = append([]byte(nil), secret...)
 	next, err := k.deriveNextOpener()
 	if err != nil {
@@ -103,8 +95,29 @@ func (k *AppKeys) CanSend() bool { return k.send != nil }
 func (k *AppKeys) CanReceive() bool { return k.cur != nil }
 
 func (k *AppKeys) deriveNextOpener() (*Opener, error) {
-	secret := nextSecret(k.suite, k.version, k.recvSecret)
-	return newOpener(k.suite, derivePacketKeys(k.suite, k.version, secret), k.recvHP)
+	secret, err := nextSecret(k.suite, k.version, k.recvSecret)
+	if err != nil {
+		return nil, err
+	}
+	return k.openerFor(secret)
+}
+
+// sealerFor and openerFor build a later generation's keys from its
+// secret; header protection keeps the first generation's key.
+func (k *AppKeys) sealerFor(secret []byte) (*Sealer, error) {
+	m, err := deriveKeyMaterial(k.suite, k.version, secret)
+	if err != nil {
+		return nil, err
+	}
+	return newSealer(k.suite, &m, k.sendHP)
+}
+
+func (k *AppKeys) openerFor(secret []byte) (*Opener, error) {
+	m, err := deriveKeyMaterial(k.suite, k.version, secret)
+	if err != nil {
+		return nil, err
+	}
+	return newOpener(k.suite, &m, k.recvHP)
 }
 
 // Generation is the current key generation, 0 for the first 1-RTT keys.
@@ -163,14 +176,23 @@ func (k *AppKeys) rotate() error {
 	if k.send == nil || k.cur == nil {
 		return ErrKeysNotReady
 	}
-	sendSecret := nextSecret(k.suite, k.version, k.sendSecret)
-	send, err := newSealer(k.suite, derivePacketKeys(k.suite, k.version, sendSecret), k.sendHP)
+	sendSecret, err := nextSecret(k.suite, k.version, k.sendSecret)
 	if err != nil {
 		return err
 	}
-	recvSecret := nextSecret(k.suite, k.version, k.recvSecret)
-	afterSecret := nextSecret(k.suite, k.version, recvSecret)
-	next, err := newOpener(k.suite, derivePacketKeys(k.suite, k.version, afterSecret), k.recvHP)
+	send, err := k.sealerFor(sendSecret)
+	if err != nil {
+		return err
+	}
+	recvSecret, err := nextSecret(k.suite, k.version, k.recvSecret)
+	if err != nil {
+		return err
+	}
+	afterSecret, err := nextSecret(k.suite, k.version, recvSecret)
+	if err != nil {
+		return err
+	}
+	next, err := k.openerFor(afterSecret)
 	if err != nil {
 		return err
 	}

@@ -64,22 +64,28 @@ func TestKeyUpdateGeneration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		keys0 := derivePacketKeys(&suiteAES256, mustParams(t, v), secret0)
-		keys1 := derivePacketKeys(&suiteAES256, mustParams(t, v), secret1)
-		hp0, err := newHeaderProtector(&suiteAES256, keys0.HP)
+		keys0, err := deriveKeyMaterial(&suiteAES256, mustParams(t, v), secret0)
 		if err != nil {
+			t.Fatal(err)
+		}
+		keys1, err := deriveKeyMaterial(&suiteAES256, mustParams(t, v), secret1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hp0 := new(headerProtector)
+		if err := hp0.init(&suiteAES256, keys0.hpKey(&suiteAES256)); err != nil {
 			t.Fatal(err)
 		}
 		// Reference generation 1 sealer/opener: new AEAD key and IV, old hp.
-		sealer1, err := newSealer(&suiteAES256, keys1, hp0)
+		sealer1, err := newSealer(&suiteAES256, &keys1, hp0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		opener1, err := newOpener(&suiteAES256, keys1, hp0)
+		opener1, err := newOpener(&suiteAES256, &keys1, hp0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		opener0, err := newOpener(&suiteAES256, keys0, hp0)
+		opener0, err := newOpener(&suiteAES256, &keys0, hp0)
 		if err != nil {
 			t.Fatal(err)
 		}

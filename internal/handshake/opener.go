@@ -15,19 +15,38 @@ func NewOpener(suiteID uint16, secret []byte, v Version) (*Opener, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, hp, err := deriveProtection(s, vp, secret)
-	if err != nil {
-		return nil, err
-	}
-	return newOpener(s, keys, hp)
+	return newOpenerFromSecret(s, vp, secret)
 }
 
-func newOpener(s *suiteParams, keys PacketKeys, hp *headerProtector) (*Opener, error) {
-	pc, err := newPacketCipher(s, keys.Key, keys.IV)
-	if err != nil {
+// openerWithHP keeps an Opener and its header protector in one allocation.
+type openerWithHP struct {
+	opener Opener
+	hp     headerProtector
+}
+
+func newOpenerFromSecret(s *suiteParams, vp *versionParams, secret []byte) (*Opener, error) {
+	b := new(openerWithHP)
+	if err := b.opener.initFromSecret(s, vp, secret, &b.hp); err != nil {
 		return nil, err
 	}
-	return &Opener{packetCipher: pc, hp: hp}, nil
+	return &b.opener, nil
+}
+
+// initFromSecret derives secret's keys into the zero Opener o and into
+// hp, which becomes o's header protector.
+func (o *Opener) initFromSecret(suite *suiteParams, vp *versionParams, secret []byte, hp *headerProtector) error {
+	o.hp = hp
+	return initDirection(suite, vp, secret, &o.packetCipher, hp)
+}
+
+// newOpener builds an Opener for the key material of a later key phase,
+// which keeps the header protector hp of the first (RFC 9001 section 6).
+func newOpener(s *suiteParams, m *keyMaterial, hp *headerProtector) (*Opener, error) {
+	o := &Opener{hp: hp}
+	if err := o.init(s, m.aeadKey(s), m.iv[:]); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // Overhead is the number of bytes of a ciphertext that are tag.

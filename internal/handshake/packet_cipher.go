@@ -14,14 +14,15 @@ type packetCipher struct {
 	nonce [ivLen]byte
 }
 
-func newPacketCipher(s *suiteParams, key, iv []byte) (packetCipher, error) {
+// init sets up the AEAD of key and copies the IV.
+func (c *packetCipher) init(s *suiteParams, key, iv []byte) error {
 	aead, err := s.newAEAD(key)
 	if err != nil {
-		return packetCipher{}, err
+		return err
 	}
-	c := packetCipher{suite: s, aead: aead}
+	c.suite, c.aead = s, aead
 	copy(c.iv[:], iv)
-	return c, nil
+	return nil
 }
 
 // makeNonce sets c.nonce to the IV XOR the packet number left-padded to

@@ -17,19 +17,38 @@ func NewSealer(suiteID uint16, secret []byte, v Version) (*Sealer, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, hp, err := deriveProtection(s, vp, secret)
-	if err != nil {
-		return nil, err
-	}
-	return newSealer(s, keys, hp)
+	return newSealerFromSecret(s, vp, secret)
 }
 
-func newSealer(s *suiteParams, keys PacketKeys, hp *headerProtector) (*Sealer, error) {
-	pc, err := newPacketCipher(s, keys.Key, keys.IV)
-	if err != nil {
+// sealerWithHP keeps a Sealer and its header protector in one allocation.
+type sealerWithHP struct {
+	sealer Sealer
+	hp     headerProtector
+}
+
+func newSealerFromSecret(s *suiteParams, vp *versionParams, secret []byte) (*Sealer, error) {
+	b := new(sealerWithHP)
+	if err := b.sealer.initFromSecret(s, vp, secret, &b.hp); err != nil {
 		return nil, err
 	}
-	return &Sealer{packetCipher: pc, hp: hp}, nil
+	return &b.sealer, nil
+}
+
+// initFromSecret derives secret's keys into the zero Sealer s and into
+// hp, which becomes s's header protector.
+func (s *Sealer) initFromSecret(suite *suiteParams, vp *versionParams, secret []byte, hp *headerProtector) error {
+	s.hp = hp
+	return initDirection(suite, vp, secret, &s.packetCipher, hp)
+}
+
+// newSealer builds a Sealer for the key material of a later key phase,
+// which keeps the header protector hp of the first (RFC 9001 section 6).
+func newSealer(s *suiteParams, m *keyMaterial, hp *headerProtector) (*Sealer, error) {
+	sl := &Sealer{hp: hp}
+	if err := sl.init(s, m.aeadKey(s), m.iv[:]); err != nil {
+		return nil, err
+	}
+	return sl, nil
 }
 
 // Overhead is the number of bytes sealing adds to a payload (the tag).

@@ -10,6 +10,8 @@ import (
 	"hash"
 
 	"golang.org/x/crypto/chacha20poly1305"
+
+	"github.com/turboretry/turboretry/internal/tlskdf"
 )
 
 // AEAD usage limits of RFC 9001 section 6.6, in packets. The
@@ -77,4 +79,35 @@ func (s *suiteParams) newAEAD(key []byte) (cipher.AEAD, error) {
 		return nil, err
 	}
 	return cipher.NewGCM(block)
+}
+
+// secretExpander derives labels from one traffic secret with the suite's
+// hash. The SHA-256 suites, Initial keys among them, go through tlskdf's
+// allocation-free expander, which prepares the HMAC key once for all
+// labels; SHA-384 goes through crypto/hkdf and allocates.
+type secretExpander struct {
+	suite  *suiteParams
+	sha256 tlskdf.ExpanderSHA256
+	secret []byte // SHA-384 only
+}
+
+func (e *secretExpander) init(s *suiteParams, secret []byte) error {
+	e.suite = s
+	if s.hashLen == sha256.Size {
+		return e.sha256.Init(secret)
+	}
+	// crypto/hkdf keeps the key behind interfaces, which would make every
+	// caller's secret escape to the heap, the Initial secrets included;
+	// handing it a copy confines that cost to this path.
+	e.secret = append([]byte(nil), secret...)
+	return nil
+}
+
+// expand fills out with HKDF-Expand-Label(secret, label, "", len(out)).
+func (e *secretExpander) expand(out []byte, label string) error {
+	if e.suite.hashLen == sha256.Size {
+		return e.sha256.ExpandLabel(out, label, nil)
+	}
+	copy(out, tlskdf.ExpandLabel(e.suite.newHash, e.secret, label, nil, len(out)))
+	return nil
 }

@@ -1,6 +1,11 @@
 // Package tlskdf implements the TLS 1.3 HKDF-Expand-Label function
 // (RFC 8446 section 7.1), which QUIC packet protection (RFC 9001 section 5)
 // and the universal token key schedule both build on.
+//
+// ExpandLabel works with any hash and allocates. For SHA-256, the hash of
+// QUIC Initial keys, ExtractSHA256, ExpanderSHA256 and ExpandLabelSHA256
+// give the same bytes without allocating, for paths that derive keys per
+// connection or per packet.
 package tlskdf
 
 import (
@@ -26,13 +31,17 @@ func ExpandLabel(newHash func() hash.Hash, secret []byte, label string, context 
 // HkdfLabel encodes the HkdfLabel structure of RFC 8446 section 7.1:
 // uint16 length, opaque label<7..255> ("tls13 " + label), opaque context<0..255>.
 func HkdfLabel(length int, label string, context []byte) []byte {
-	const prefix = "tls13 "
-	b := make([]byte, 0, 2+1+len(prefix)+len(label)+1+len(context))
+	b := make([]byte, 0, 2+1+len(labelPrefix)+len(label)+1+len(context))
+	return appendHkdfLabel(b, length, label, context)
+}
+
+// appendHkdfLabel appends the HkdfLabel encoding to b; the caller checks
+// that the label and context fit their one-byte length fields.
+func appendHkdfLabel(b []byte, length int, label string, context []byte) []byte {
 	b = append(b, byte(length>>8), byte(length))
-	b = append(b, byte(len(prefix)+len(label)))
-	b = append(b, prefix...)
+	b = append(b, byte(len(labelPrefix)+len(label)))
+	b = append(b, labelPrefix...)
 	b = append(b, label...)
 	b = append(b, byte(len(context)))
-	b = append(b, context...)
-	return b
+	return append(b, context...)
 }
