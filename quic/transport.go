@@ -148,6 +148,9 @@ func (t *Transport) readLoop() {
 const (
 	readBatch    = 32
 	groReadBatch = 8
+	// singleDialGROBatch is groReadBatch for the Transport of DialAddr
+	// and Dial, which serves one connection.
+	singleDialGROBatch = 2
 )
 
 // readBatches is readLoop with recvmmsg (internal/udpio).
@@ -192,8 +195,13 @@ func (t *Transport) readBatches(r *udpio.Reader) {
 // a coalesced buffer into its own packet buffer.
 func (t *Transport) readGROBatches(r *udpio.Reader) {
 	// A GRO buffer holds up to 64 KiB: fewer of them keep a Transport at
-	// half a MiB.
-	msgs := make([]udpio.Message, groReadBatch)
+	// half a MiB, and a single dialed connection's at 128 KiB (one
+	// buffer already holds 45 full-size datagrams).
+	batch := groReadBatch
+	if t.singleDial {
+		batch = singleDialGROBatch
+	}
+	msgs := make([]udpio.Message, batch)
 	for i := range msgs {
 		msgs[i].Buf = make([]byte, udpio.GROBufferSize)
 	}
