@@ -16,6 +16,9 @@ func (c *Conn) onPacketAcked(handle uint64) {
 	if p.ackLargest >= 0 {
 		c.spaces[p.space].tracker.OnAckAcknowledged(uint64(p.ackLargest))
 	}
+	if p.ptoProbe {
+		c.onPTOProbeAcked()
+	}
 	for _, f := range p.frames {
 		switch f.kind {
 		case sfCrypto:

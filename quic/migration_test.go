@@ -424,3 +424,89 @@ func TestMigrationValidationFailureFallsBack(t *testing.T) {
 	<-done
 	echoOver(t, ctx, c, 16<<10)
 }
+
+// churnRelay forwards a client's datagrams to the server from one of
+// several sockets, moving to another every `every` datagrams while churn
+// is on (a NAT that keeps rebinding the client, sometimes back to an
+// earlier port), and sends the server's answers back to the client
+// whichever socket they reach.
+type churnRelay struct {
+	front   *net.UDPConn
+	outs    []*net.UDPConn
+	server  net.Addr
+	client  atomic.Pointer[net.Addr]
+	current atomic.Int32
+	churn   atomic.Bool
+}
+
+func newChurnRelay(t *testing.T, server net.Addr, n int) *churnRelay {
+	r := &churnRelay{front: listenUDP(t), server: server}
+	for range n {
+		out := listenUDP(t)
+		r.outs = append(r.outs, out)
+		go func() {
+			b := make([]byte, 4096)
+			for {
+				k, _, err := out.ReadFrom(b)
+				if err != nil {
+					return
+				}
+				if c := r.client.Load(); c != nil {
+					_, _ = r.front.WriteTo(b[:k], *c)
+				}
+			}
+		}()
+	}
+	go func() {
+		const every = 20
+		b := make([]byte, 4096)
+		for i := 0; ; i++ {
+			k, from, err := r.front.ReadFrom(b)
+			if err != nil {
+				return
+			}
+			r.client.Store(&from)
+			if r.churn.Load() && i%every == 0 {
+				next := (i / every) * 7 % len(r.outs)
+				r.current.Store(int32(next))
+			}
+			_, _ = r.outs[r.current.Load()].WriteTo(b[:k], r.server)
+		}
+	}()
+	return r
+}
+
+// TestMigrationChurn: the client's address changes every 20 datagrams
+// during 2 MiB of transfers, often back to an earlier one and often before
+// the previous validation completed. The connection survives, the data arrives intact, and the
+// server ends up on the client's last address with its path state bounded.
+func TestMigrationChurn(t *testing.T) {
+	ctx := testCtx(t)
+	srv := startMigrationServer(t, ctx)
+	relay := newChurnRelay(t, srv.addr, 4)
+	_, c := dialQuicGo(t, ctx, listenUDP(t), relay.front.LocalAddr())
+	echoOver(t, ctx, c, 64<<10)
+	relay.churn.Store(true)
+	for range 4 {
+		echoOver(t, ctx, c, 512<<10)
+	}
+	relay.churn.Store(false)
+	echoOver(t, ctx, c, 64<<10) // on the final address
+	sc := srv.only(t)
+	if got, want := sc.RemoteAddr().String(), relay.outs[relay.current.Load()].LocalAddr().String(); got != want {
+		t.Errorf("the server sends to %s, want the client's last address %s", got, want)
+	}
+	st := srv.tr.AddressValidationStats()
+	t.Logf("%d migrations, %d failed validations", st.PathMigrations, st.PathValidationFailures)
+	if st.PathMigrations < 5 {
+		t.Errorf("only %d migrations counted; the churn did not happen", st.PathMigrations)
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if n := sc.cids.remote.ActiveCount(); n < 1 || n > remoteCIDLimit {
+		t.Errorf("%d peer connection IDs held", n)
+	}
+	if len(sc.pathResponses) > maxPathResponses {
+		t.Errorf("%d path responses queued", len(sc.pathResponses))
+	}
+}

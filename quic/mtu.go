@@ -11,8 +11,11 @@ import (
 // handshake is confirmed it sends padded PING probes of larger sizes in
 // their own datagrams, and each acknowledged probe raises the datagram
 // size. A lost probe only lowers the upper bound of the search (it is no
-// congestion signal), and a path that starts losing every large datagram
-// (a black hole after a route change) falls back to 1200 bytes.
+// congestion signal). A path that starts losing every large datagram (a
+// black hole after a route change) is noticed when a PTO probe, sent at
+// 1200 bytes, gets through while the large datagrams before it are lost:
+// the size falls back to 1200 and the search starts over, first retesting
+// the size that failed (it may have been congestion after all).
 
 const (
 	// maxProbeSize is the largest datagram we probe for: a 1500-byte
@@ -21,11 +24,8 @@ const (
 	// mtuSearchDone ends the search once the bounds are this close.
 	mtuSearchDone = 20
 	// blackHoleLosses large datagrams lost with none of them acknowledged
-	// in between make us fall back to the base size.
+	// in between, and a PTO probe acknowledged, make a black hole.
 	blackHoleLosses = 8
-	// mtuRetryAfter is how long after a black hole the search starts
-	// over, to find a path that has healed.
-	mtuRetryAfter = 60 * time.Second
 )
 
 // mtuDiscovery is the search state of one connection.
@@ -39,8 +39,10 @@ type mtuDiscovery struct {
 	inFlight  int  // size of the outstanding probe, 0 if none
 	notBefore time.Time
 	// largeLost counts datagrams above the base size lost since the last
-	// acknowledged one (black hole detection).
-	largeLost int
+	// acknowledged one, and ptoProbeAcked says a PTO probe got through
+	// since then (black hole detection).
+	largeLost     int
+	ptoProbeAcked bool
 }
 
 // mtuEnabled reports whether c may probe: the socket must not fragment
@@ -132,20 +134,30 @@ func (c *Conn) onDatagramFate(size int, lost bool, now time.Time) {
 	}
 	if !lost {
 		m.largeLost = 0
+		m.ptoProbeAcked = false
 		return
 	}
 	m.largeLost++
-	if m.largeLost < blackHoleLosses || c.maxDatagram <= maxPacketSize {
+	if m.largeLost < blackHoleLosses || !m.ptoProbeAcked || c.maxDatagram <= maxPacketSize {
 		return
 	}
-	// Every large datagram vanishes: back to the base size, and search
-	// again later below the size that stopped working.
-	m.high = c.maxDatagram
+	// Large datagrams vanish while small ones pass: back to the base
+	// size, and search again from the size that stopped working.
+	m.high = c.maxDatagram + 1
 	m.low = maxPacketSize
-	m.failed = true
+	m.failed = false
 	m.largeLost = 0
-	m.notBefore = now.Add(mtuRetryAfter)
+	m.ptoProbeAcked = false
+	m.notBefore = now.Add(c.ptoLocked())
 	c.setMaxDatagram(maxPacketSize)
+}
+
+// onPTOProbeAcked records that a PTO probe, at most the base size, was
+// acknowledged.
+func (c *Conn) onPTOProbeAcked() {
+	if c.maxDatagram > maxPacketSize {
+		c.mtu.ptoProbeAcked = true
+	}
 }
 
 // resetMTU starts over at the base size on a new path.

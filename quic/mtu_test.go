@@ -124,14 +124,14 @@ func TestMTUDiscoveryNarrowPath(t *testing.T) {
 		t.Error("no probe was too large for the link")
 	}
 	echoOurs(t, ctx, c, 1<<20)
-	if n := maxDatagramOf(c); !inRange(n) {
-		t.Errorf("client datagrams %d bytes after the transfer", n)
-	}
+	// A burst of congestion losses may look like a black hole for a
+	// moment; the size that failed is retested at once.
+	waitFor(t, "the client to stay just below 1300 bytes", func() bool { return inRange(maxDatagramOf(c)) })
 }
 
 // TestMTUBlackHoleFallsBack: after both sides moved to 1452-byte datagrams
 // the link starts dropping everything above 1300 bytes; the transfer in
-// progress still completes, at the base size.
+// progress still completes, and both sides settle below the new limit.
 func TestMTUBlackHoleFallsBack(t *testing.T) {
 	ctx := testCtx(t)
 	srv := startMigrationServer(t, ctx)
@@ -146,9 +146,9 @@ func TestMTUBlackHoleFallsBack(t *testing.T) {
 	})
 	relay.limit.Store(1300)
 	echoOurs(t, ctx, c, 2<<20)
-	if n, s := maxDatagramOf(c), maxDatagramOf(srv.only(t)); n != maxPacketSize || s != maxPacketSize {
-		t.Errorf("after the black hole: client %d, server %d bytes; want both back at %d", n, s, maxPacketSize)
-	}
+	waitFor(t, "both sides below the new limit", func() bool {
+		return maxDatagramOf(c) <= 1300 && maxDatagramOf(srv.only(t)) <= 1300
+	})
 }
 
 func TestMTUDiscoveryDisabled(t *testing.T) {

@@ -55,6 +55,7 @@ type sentPacket struct {
 	ackLargest int64  // Largest Acknowledged of the ACK frame it carried, or -1
 	eliciting  bool   // carries an ack-eliciting frame that is not in frames
 	keyGen     uint64 // 1-RTT key generation it was sealed with
+	ptoProbe   bool   // sent because the PTO asked for a probe
 	frames     []sentFrame
 }
 
@@ -345,6 +346,7 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 	eliciting := p.eliciting || len(p.frames) > 0
 	if eliciting && sp.probes > 0 {
 		sp.probes--
+		p.ptoProbe = true
 	}
 	for len(b)-pnOffset < 4 {
 		b = append(b, 0) // PADDING so header protection has its sample
