@@ -18,10 +18,11 @@ const (
 
 // Control buffer sizes per message. Receive: UDP_GRO (int) + IP_PKTINFO + IPV6_PKTINFO
 // (a dual-stack socket gets both for IPv4 datagrams) + IP_TOS or IPV6_TCLASS, with room
-// to spare so nothing is cut (MSG_CTRUNC). Send: UDP_SEGMENT (u16) + one PKTINFO.
+// to spare so nothing is cut (MSG_CTRUNC). Send: UDP_SEGMENT (u16) + one PKTINFO + IP_TOS
+// or IPV6_TCLASS (int).
 const (
 	rxControlSize = 256
-	txControlSize = 64
+	txControlSize = 96
 )
 
 func cmsgAlign(n int) int { return (n + ptrSize - 1) &^ (ptrSize - 1) }
@@ -98,13 +99,24 @@ func putCmsg(b []byte, level, typ int32, dataLen int) (data []byte, used int) {
 }
 
 // buildTxControl writes the send-side control messages for one datagram or GSO buffer:
-// UDP_SEGMENT when segSize > 0, and a PKTINFO choosing the source address and/or the
-// interface when either is set. It returns the control length.
-func buildTxControl(b []byte, segSize int, local netip.Addr, ifIndex int, v6 bool) (int, error) {
+// UDP_SEGMENT when segSize > 0, the ECN codepoint when ecn is set (IP_TOS towards an IPv4
+// peer, IPV6_TCLASS towards an IPv6 one: a dual-stack socket sends to IPv4 peers through
+// the IPv4 path, which reads only IP_TOS), and a PKTINFO choosing the source address
+// and/or the interface when either is set. It returns the control length.
+func buildTxControl(b []byte, segSize int, ecn ECN, to netip.AddrPort, local netip.Addr, ifIndex int, v6 bool) (int, error) {
 	n := 0
 	if segSize > 0 {
 		data, used := putCmsg(b, unix.SOL_UDP, unix.UDP_SEGMENT, 2)
 		binary.NativeEndian.PutUint16(data, uint16(segSize))
+		n += used
+	}
+	if ecn != ECNNotECT {
+		level, typ := int32(unix.IPPROTO_IP), int32(unix.IP_TOS)
+		if v6 && !to.Addr().Unmap().Is4() {
+			level, typ = unix.IPPROTO_IPV6, unix.IPV6_TCLASS
+		}
+		data, used := putCmsg(b[n:], level, typ, 4)
+		binary.NativeEndian.PutUint32(data, uint32(ecn&3))
 		n += used
 	}
 	if !local.IsValid() && ifIndex == 0 {

@@ -82,7 +82,7 @@ func TestBuildTxControl(t *testing.T) {
 		if tc.local != "" {
 			local = netip.MustParseAddr(tc.local)
 		}
-		n, err := buildTxControl(b, tc.seg, local, tc.ifidx, tc.v6)
+		n, err := buildTxControl(b, tc.seg, ECNNotECT, netip.AddrPort{}, local, tc.ifidx, tc.v6)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestBuildTxControl(t *testing.T) {
 			}
 		}
 	}
-	if _, err := buildTxControl(b, 0, netip.MustParseAddr("::1"), 0, false); !errorsIs(err, ErrAddrFamily) {
+	if _, err := buildTxControl(b, 0, ECNNotECT, netip.AddrPort{}, netip.MustParseAddr("::1"), 0, false); !errorsIs(err, ErrAddrFamily) {
 		t.Fatalf("IPv6 source on IPv4 socket: %v", err)
 	}
 }

@@ -63,6 +63,7 @@ type received struct {
 	from      netip.AddrPort
 	local     netip.Addr
 	segmented bool // came in a GRO buffer holding more than one datagram
+	ecn       ECN
 }
 
 // readDatagrams reads with r until want datagrams arrived (GRO buffers are split).
@@ -89,7 +90,7 @@ func readDatagrams(t testing.TB, c *net.UDPConn, r *Reader, want, bufSize int) [
 			}
 			parts = m.Datagrams(parts[:0])
 			for _, p := range parts {
-				out = append(out, received{bytes.Clone(p), m.Addr, m.Local, len(parts) > 1})
+				out = append(out, received{bytes.Clone(p), m.Addr, m.Local, len(parts) > 1, m.ECN})
 			}
 		}
 	}

@@ -62,7 +62,8 @@ type Message struct {
 	// receive it comes from UDP GRO; on send it asks for UDP GSO (or, without GSO
 	// support, for one datagram per segment).
 	SegmentSize int
-	// ECN is the ECN codepoint of a received datagram (ECNNotECT when unknown).
+	// ECN is the ECN codepoint of a received datagram (ECNNotECT when unknown), or the
+	// one to send a datagram with (the whole GSO buffer).
 	ECN ECN
 	// Truncated reports that the datagram did not fit into Buf and the rest was lost.
 	Truncated bool

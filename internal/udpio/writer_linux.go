@@ -181,7 +181,7 @@ func (w *Writer) pack(msgs []Message, msg, off int) (k, nextMsg, nextOff int, er
 			end = min(off+seg, len(m.Buf))
 		}
 		ctrl := w.ctrl[k*txControlSize : (k+1)*txControlSize]
-		ctrlLen, err := buildTxControl(ctrl, gsoSeg, m.Local, m.IfIndex, w.v6)
+		ctrlLen, err := buildTxControl(ctrl, gsoSeg, m.ECN, m.Addr, m.Local, m.IfIndex, w.v6)
 		if err != nil {
 			return k, msg, 0, fmt.Errorf("udpio: message %d: source address: %w", msg, err)
 		}
