@@ -59,6 +59,11 @@ type Config struct {
 	// on sockets that set the don't-fragment bit, a connection probes for
 	// larger datagrams (up to 1452 bytes) once its handshake is confirmed.
 	DisablePathMTUDiscovery bool
+	// DisableECN stops marking datagrams ECT(0). Otherwise, on sockets
+	// that report received ECN codepoints, a connection marks its
+	// datagrams, keeps marking only if the peer's ACK frames validate
+	// the marks, and treats CE marks as congestion (RFC 9000 13.4).
+	DisableECN bool
 }
 
 const (

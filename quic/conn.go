@@ -56,6 +56,7 @@ type receivedPacket struct {
 	remote   net.Addr
 	addrPort netip.AddrPort
 	rcvTime  time.Time
+	ecn      udpio.ECN // the IP header's ECN codepoint
 }
 
 // Conn is a QUIC connection. All its state is guarded by mu and driven by
@@ -150,20 +151,25 @@ type Conn struct {
 	bytesRecv   uint64
 	bytesSent   uint64
 
-	lastActivity      time.Time
-	ackElicitingSent  bool // an ack-eliciting packet left since the last receipt
-	lastSendOrRecv    time.Time
-	pingPending       bool
-	pacingDeadline    time.Time
-	undecryptable     []receivedPacket
-	pathResponses     []pathResponse
-	path              pathState
-	rx                rxPath     // the datagram being processed
-	paths             []*Path    // client: paths added by AddPath
-	sendT             *Transport // the Transport we send from: t until a Path.Switch
-	padDatagram       bool       // pad the datagram being built to its limit
-	maxDatagram       int        // the datagram size in use (path MTU discovery)
-	mtu               mtuDiscovery
+	lastActivity     time.Time
+	ackElicitingSent bool // an ack-eliciting packet left since the last receipt
+	lastSendOrRecv   time.Time
+	pingPending      bool
+	pacingDeadline   time.Time
+	undecryptable    []receivedPacket
+	pathResponses    []pathResponse
+	path             pathState
+	rx               rxPath     // the datagram being processed
+	paths            []*Path    // client: paths added by AddPath
+	sendT            *Transport // the Transport we send from: t until a Path.Switch
+	padDatagram      bool       // pad the datagram being built to its limit
+	maxDatagram      int        // the datagram size in use (path MTU discovery)
+	mtu              mtuDiscovery
+	ecn              ecnTracker
+	// sendECN marks the datagram being built (sendECNTest: during ECN
+	// testing).
+	sendECN           udpio.ECN
+	sendECNTest       bool
 	connRecv          *flowcontrol.ConnReceiver
 	connSend          flowcontrol.SendCredit
 	counts            flowcontrol.StreamCounts

@@ -55,6 +55,7 @@ func (c *Conn) onPacketLost(handle uint64, now time.Time) {
 	}
 	delete(c.sent, handle)
 	defer c.putSentPacket(p)
+	c.onECNPacketLost(p)
 	for _, f := range p.frames {
 		switch f.kind {
 		case sfCrypto:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/turboretry/turboretry/internal/congestion"
 	"github.com/turboretry/turboretry/internal/recovery"
+	"github.com/turboretry/turboretry/internal/udpio"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -70,6 +71,7 @@ type rxPath struct {
 	remote net.Addr       // may be nil until needed
 	other  bool           // from an address other than the current peer address
 	size   int
+	ecn    udpio.ECN
 	// nonProbing is set when the packet being processed carries a frame
 	// other than PATH_CHALLENGE, PATH_RESPONSE, NEW_CONNECTION_ID and
 	// PADDING (RFC 9000 section 9.1).
@@ -84,7 +86,7 @@ func (c *Conn) noteSource(p *receivedPacket) {
 		from, _ = addrPort(p.remote)
 	}
 	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-	c.rx = rxPath{from: from, remote: p.remote, size: len(p.data)}
+	c.rx = rxPath{from: from, remote: p.remote, size: len(p.data), ecn: p.ecn}
 	c.rx.other = c.remoteAP.IsValid() && from.IsValid() && from != c.remoteAP
 	if c.path.validating && !c.rx.other {
 		c.path.recv += uint64(len(p.data))

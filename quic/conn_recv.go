@@ -85,7 +85,7 @@ func (c *Conn) keepUndecryptable(pkt []byte, p receivedPacket) {
 	}
 	b := getBuffer()
 	*b = append((*b)[:0], pkt...)
-	c.undecryptable = append(c.undecryptable, receivedPacket{buf: b, data: *b, remote: p.remote, addrPort: p.addrPort, rcvTime: p.rcvTime})
+	c.undecryptable = append(c.undecryptable, receivedPacket{buf: b, data: *b, remote: p.remote, addrPort: p.addrPort, rcvTime: p.rcvTime, ecn: p.ecn})
 }
 
 // retryUndecryptable reprocesses the kept packets after new keys arrived.
@@ -246,7 +246,7 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 			return
 		}
 	}
-	_ = c.spaces[space].tracker.Received(pn, ackEliciting, 0, now)
+	_ = c.spaces[space].tracker.Received(pn, ackEliciting, ackgenECN(c.rx.ecn), now)
 	c.stats.packetsRecv++
 	c.lastActivity = now
 	c.lastSendOrRecv = now
@@ -303,12 +303,17 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 		delay = time.Duration(f.AckDelay<<exp) * time.Microsecond
 	}
 	c.events.Reset()
+	prevLargest, hadLargest := c.rec.LargestAcked(recovery.Space(space))
 	if err := c.rec.OnAckReceived(recovery.Space(space), f.AckRanges, delay, now, &c.events); err != nil {
 		code, ok := recovery.TransportErrorCode(err)
 		if !ok {
 			return nil
 		}
 		return qerr.NewTransportError(qerr.TransportErrorCode(code), uint64(f.Type), err.Error())
+	}
+	if len(f.AckRanges) > 0 && (!hadLargest || f.AckRanges[0].Largest > prevLargest) && len(c.events.Acked) > 0 {
+		marked, largestSent := c.ackedECNInfo()
+		c.onAckECN(space, f, marked, largestSent, now)
 	}
 	for _, p := range c.events.Acked {
 		c.onPacketAcked(p.Handle)

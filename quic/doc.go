@@ -55,6 +55,11 @@
 //     congestion signal, PTO probes go at 1200 bytes, and a path that loses
 //     every large datagram falls back to 1200 (Config.DisablePathMTUDiscovery
 //     turns it off).
+//   - ECN (RFC 9000 section 13.4, RFC 9002 section 7.1): datagrams are
+//     marked ECT(0) on sockets that report received codepoints; ACK_ECN
+//     frames carry our counts; the peer's counts validate our marks (a
+//     path that bleaches or drops them ends the marking) and CE marks are
+//     congestion events (Config.DisableECN turns it off).
 //   - Server-side address validation (Transport.AddressValidation, see
 //     docs/address-validation.md): an AddressPolicy hook decides accept,
 //     Retry or drop for every client Initial, with the token's validation
@@ -79,6 +84,6 @@
 // # Not implemented yet
 //
 //   - Switching a client back to its original socket, preferred_address,
-//     ECN, compatible version negotiation (RFC 9368) and the
+//     compatible version negotiation (RFC 9368) and the
 //     version_information parameter, CUBIC selection, qlog.
 package quic

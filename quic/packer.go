@@ -9,6 +9,7 @@ import (
 	"github.com/turboretry/turboretry/internal/ackgen"
 	"github.com/turboretry/turboretry/internal/flowcontrol"
 	"github.com/turboretry/turboretry/internal/recovery"
+	"github.com/turboretry/turboretry/internal/udpio"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -56,6 +57,8 @@ type sentPacket struct {
 	eliciting  bool   // carries an ack-eliciting frame that is not in frames
 	keyGen     uint64 // 1-RTT key generation it was sealed with
 	ptoProbe   bool   // sent because the PTO asked for a probe
+	ecn        bool   // sent marked ECT(0)
+	ecnTest    bool   // marked during the ECN testing period
 	frames     []sentFrame
 }
 
@@ -139,14 +142,23 @@ func (c *Conn) sendLocked(now time.Time) bool {
 				c.pacingDeadline = next
 			}
 		}
+		c.sendECN, c.sendECNTest = c.ecnCodepoint()
 		d := c.buildDatagram(now, limit, mayElicit)
+		mark := c.sendECN
+		c.sendECN, c.sendECNTest = udpio.ECNNotECT, false
 		if d == nil {
+			if mark != udpio.ECNNotECT && c.ecn.marked > 0 && c.ecn.state <= ecnUnknown {
+				c.ecn.marked-- // nothing was sent with this mark
+				if c.ecn.state == ecnUnknown && c.ecn.marked < ecnTestingPackets {
+					c.ecn.state = ecnTesting
+				}
+			}
 			return false
 		}
 		if c.path.validating {
 			c.path.sent += uint64(len(d))
 		}
-		c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true})
+		c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, ecn: mark})
 	}
 	return true
 }
@@ -241,6 +253,11 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 			MTUProbe:     p.mtuProbe,
 		})
 		if p.ackEliciting {
+			p.sp.ecn = c.sendECN != udpio.ECNNotECT
+			p.sp.ecnTest = p.sp.ecn && c.sendECNTest
+			if p.sp.ecnTest {
+				c.ecn.sentTest++
+			}
 			c.sent[c.nextHandle] = p.sp
 			anyEliciting = true
 		} else {
@@ -385,13 +402,21 @@ func (c *Conn) appendAck(b []byte, sp *pnSpace, maxEnd int, now time.Time, p *se
 	sp.ranges = ack.Ranges
 	ranges := ack.Ranges
 	delay := ackgen.EncodeAckDelay(ack.Delay, wire.DefaultAckDelayExponent)
-	for len(ranges) > 1 && wire.AckFrameLen(ranges, delay) > maxEnd-len(b) {
+	ecnLen := 0
+	if ack.HasECN {
+		ecnLen = wire.VarintLen(ack.ECT0) + wire.VarintLen(ack.ECT1) + wire.VarintLen(ack.CE)
+	}
+	for len(ranges) > 1 && wire.AckFrameLen(ranges, delay)+ecnLen > maxEnd-len(b) {
 		ranges = ranges[:len(ranges)-1]
 	}
-	if wire.AckFrameLen(ranges, delay) > maxEnd-len(b) {
+	if wire.AckFrameLen(ranges, delay)+ecnLen > maxEnd-len(b) {
 		return b
 	}
-	b = wire.AppendAckFrame(b, ranges, delay)
+	if ack.HasECN {
+		b = wire.AppendAckECNFrame(b, ranges, delay, ack.ECT0, ack.ECT1, ack.CE)
+	} else {
+		b = wire.AppendAckFrame(b, ranges, delay)
+	}
 	sp.tracker.OnAckSent()
 	p.ackLargest = int64(ranges[0].Largest)
 	return b
@@ -544,6 +569,7 @@ type outDatagram struct {
 	pooled bool
 	to     net.Addr   // nil: the connection's peer address
 	via    *Transport // nil: the Transport the connection sends from
+	ecn    udpio.ECN
 }
 
 const sendBufferSize = maxProbeSize + tagLen

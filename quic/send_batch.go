@@ -27,7 +27,7 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) {
 		c.writer = sendT.newWriter()
 	}
 	ap, ok := addrPort(c.remote)
-	if c.writer == nil || len(writes) == 1 || !ok || anyElsewhere(writes) {
+	if c.writer == nil || (len(writes) == 1 && writes[0].ecn == udpio.ECNNotECT) || !ok || anyElsewhere(writes) {
 		for _, d := range writes {
 			to, via := d.to, d.via
 			if to == nil {
@@ -45,7 +45,7 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) {
 		msgs = c.gsoMessages(msgs, writes, ap)
 	} else {
 		for _, d := range writes {
-			msgs = append(msgs, udpio.Message{Buf: d.b, Addr: ap})
+			msgs = append(msgs, udpio.Message{Buf: d.b, Addr: ap, ECN: d.ecn})
 		}
 	}
 	for rest := msgs; len(rest) > 0; {
@@ -78,8 +78,8 @@ func (c *Conn) gsoMessages(msgs []udpio.Message, writes []outDatagram, ap netip.
 		j := i + 1
 		for j < len(writes) && j-i < maxGSOSegments {
 			l := len(writes[j].b)
-			if l > size {
-				break
+			if l > size || writes[j].ecn != writes[i].ecn {
+				break // one GSO buffer has one size and one ECN mark
 			}
 			j++
 			if l < size {
@@ -87,7 +87,7 @@ func (c *Conn) gsoMessages(msgs []udpio.Message, writes []outDatagram, ap netip.
 			}
 		}
 		if j-i == 1 {
-			msgs = append(msgs, udpio.Message{Buf: writes[i].b, Addr: ap})
+			msgs = append(msgs, udpio.Message{Buf: writes[i].b, Addr: ap, ECN: writes[i].ecn})
 			i = j
 			continue
 		}
@@ -95,7 +95,7 @@ func (c *Conn) gsoMessages(msgs []udpio.Message, writes []outDatagram, ap netip.
 		for _, d := range writes[i:j] {
 			buf = append(buf, d.b...)
 		}
-		msgs = append(msgs, udpio.Message{Buf: buf[start:], Addr: ap, SegmentSize: size})
+		msgs = append(msgs, udpio.Message{Buf: buf[start:], Addr: ap, SegmentSize: size, ECN: writes[i].ecn})
 		i = j
 	}
 	return msgs

@@ -74,6 +74,7 @@ type Transport struct {
 	gso bool // the socket takes UDP GSO sends
 	gro bool // reads may return UDP GRO buffers of several datagrams
 	df  bool // datagrams leave unfragmented: path MTU probes are meaningful
+	ecn bool // received datagrams report their ECN codepoint: we may mark ours
 
 	createdConn bool // Close closes Conn
 	isSingleUse bool // Close once the only listener or connection is done
@@ -109,7 +110,7 @@ func (t *Transport) initWithCIDLen(cidLen int) error {
 		if uc, ok := t.Conn.(*net.UDPConn); ok {
 			// Large buffers, GSO and GRO.
 			if caps, err := udpio.Setup(uc, udpio.Config{}); err == nil {
-				t.gso, t.gro, t.df = caps.GSO, caps.GRO, caps.DontFragment
+				t.gso, t.gro, t.df, t.ecn = caps.GSO, caps.GRO, caps.DontFragment, caps.ECN
 			}
 		}
 		t.handlers = make(map[string]*Conn)
@@ -184,7 +185,7 @@ func (t *Transport) readBatches(r *udpio.Reader) {
 			if m.Truncated || m.N == 0 {
 				continue
 			}
-			t.handleDatagram(receivedPacket{buf: bufs[i], data: (*bufs[i])[:m.N], addrPort: m.Addr, rcvTime: now})
+			t.handleDatagram(receivedPacket{buf: bufs[i], data: (*bufs[i])[:m.N], addrPort: m.Addr, rcvTime: now, ecn: m.ECN})
 			bufs[i] = getBuffer()
 			m.Buf = *bufs[i]
 		}
@@ -227,7 +228,7 @@ func (t *Transport) readGROBatches(r *udpio.Reader) {
 				}
 				b := getBuffer()
 				k := copy(*b, d)
-				t.handleDatagram(receivedPacket{buf: b, data: (*b)[:k], addrPort: m.Addr, rcvTime: now})
+				t.handleDatagram(receivedPacket{buf: b, data: (*b)[:k], addrPort: m.Addr, rcvTime: now, ecn: m.ECN})
 			}
 		}
 		clear(dgrams)

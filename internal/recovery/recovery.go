@@ -77,6 +77,13 @@ func New(cfg Config) *Recovery {
 	return r
 }
 
+// OnECNCongestion reacts to an increase of the peer's CE count in an ACK
+// frame whose largest newly acknowledged packet was sent at sentTime: a
+// congestion event, without loss (RFC 9002 section 7.1).
+func (r *Recovery) OnECNCongestion(now, sentTime time.Time) {
+	r.cc.OnCongestionEvent(now, sentTime)
+}
+
 // OnPathChanged restarts the RTT estimate and the congestion controller,
 // as a move to a new peer address requires (RFC 9000 section 9.4): what
 // was learned about the old path says nothing about the new one. Packets
