@@ -175,6 +175,7 @@ type Conn struct {
 	counts            flowcontrol.StreamCounts
 	maxDataLost       bool
 	maxStreamsLost    [2]bool
+	streamsBlocked    [2]bool // an open waits for the peer's stream limit, by flowcontrol.Direction
 	streams           map[uint64]*stream
 	sendList          []*stream
 	ctrlList          []*stream
@@ -569,6 +570,7 @@ type connStats struct {
 	packetsSent, packetsLost, ptos uint64
 	bytesSent, bytesLost           uint64
 	packetsRecv, bytesRecv         uint64
+	blockedRecv                    uint64 // DATA_BLOCKED, STREAMS_BLOCKED and STREAM_DATA_BLOCKED frames
 }
 
 // ConnectionStats holds statistics of a connection, as in quic-go.

@@ -40,6 +40,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		}
 		return nil
 	case wire.FrameTypeDataBlocked, wire.FrameTypeStreamsBlockedBidi, wire.FrameTypeStreamsBlockedUni:
+		c.stats.blockedRecv++
 		return nil
 	}
 	peerSends := f.Type == wire.FrameTypeStream || f.Type == wire.FrameTypeResetStream || f.Type == wire.FrameTypeStreamDataBlocked
@@ -93,6 +94,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 			c.queueStreamSend(s)
 		}
 	case wire.FrameTypeStreamDataBlocked:
+		c.stats.blockedRecv++
 	}
 	return nil
 }
@@ -228,6 +230,10 @@ func (c *Conn) open(ctx context.Context, wait bool, d flowcontrol.Direction) (*s
 		if !errors.Is(err, flowcontrol.ErrStreamsBlocked) {
 			return nil, err
 		}
+		// Tell the peer we would open more (STREAMS_BLOCKED, once per
+		// limit).
+		c.streamsBlocked[d] = true
+		c.wake()
 		if !wait {
 			return nil, StreamLimitReachedError{}
 		}

@@ -480,6 +480,21 @@ func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentP
 		c.maxStreamsLost[i] = false
 		p.frames = append(p.frames, sentFrame{kind: kind})
 	}
+	for i, d := range []flowcontrol.Direction{flowcontrol.Bidi, flowcontrol.Uni} {
+		if !c.streamsBlocked[i] {
+			continue
+		}
+		c.streamsBlocked[i] = false
+		if limit, send := c.counts.Outgoing(d).Blocked(); send {
+			typ := wire.FrameTypeStreamsBlockedBidi
+			if d == flowcontrol.Uni {
+				typ = wire.FrameTypeStreamsBlockedUni
+			}
+			if b, ok = appendIfFits(b, maxEnd, &wire.Frame{Type: typ, Limit: limit}); ok {
+				p.eliciting = true
+			}
+		}
+	}
 	b = c.appendCIDFrames(b, maxEnd, p)
 	kept := c.ctrlList[:0]
 	for _, s := range c.ctrlList {

@@ -233,7 +233,9 @@ func (s *stream) appendStreamFrame(b []byte, maxEnd int, p *sentPacket) ([]byte,
 	off, n, fin, retx := s.send.PeekFrame(maxLen)
 	if !retx {
 		if avail := s.fcSend.Available(); uint64(n) > avail {
-			maxLen = int(avail)
+			b = s.appendBlocked(b, maxEnd, p)
+			left = maxEnd - len(b)
+			maxLen = int(min(avail, uint64(max(wire.MaxStreamDataLen(s.id, s.send.NextOffset(), left, true), 0))))
 			off, n, fin, _ = s.send.PeekFrame(maxLen)
 		}
 	}
@@ -248,4 +250,24 @@ func (s *stream) appendStreamFrame(b []byte, maxEnd int, p *sentPacket) ([]byte,
 	}
 	p.frames = append(p.frames, sentFrame{kind: sfStream, id: s.id, off: off, n: uint64(n), fin: fin})
 	return b, true
+}
+
+// appendBlocked appends STREAM_DATA_BLOCKED and DATA_BLOCKED, once per
+// limit, when flow control holds back data the stream has to send (RFC
+// 9000 section 4.1): the peer learns it should raise its limits.
+func (s *stream) appendBlocked(b []byte, maxEnd int, p *sentPacket) []byte {
+	var ok bool
+	if limit, send := s.fcSend.StreamDataBlocked(); send {
+		f := wire.Frame{Type: wire.FrameTypeStreamDataBlocked, StreamID: s.id, Limit: limit}
+		if b, ok = appendIfFits(b, maxEnd, &f); ok {
+			p.eliciting = true
+		}
+	}
+	if limit, send := s.c.connSend.Blocked(); send {
+		f := wire.Frame{Type: wire.FrameTypeDataBlocked, Limit: limit}
+		if b, ok = appendIfFits(b, maxEnd, &f); ok {
+			p.eliciting = true
+		}
+	}
+	return b
 }
