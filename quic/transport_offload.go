@@ -46,3 +46,27 @@ func (t *Transport) notifyConnectionID(cid []byte) {
 		f(cid)
 	}
 }
+
+// ConnectionIDs calls yield with every non-empty connection ID the
+// Transport routes now, until yield returns false: an offload agent that
+// lost its fast-path cache (a restarted split-mode agent) learns them
+// again from it. The IDs are copied under the Transport's lock first, so
+// yield may block; it must not keep cid.
+func (t *Transport) ConnectionIDs(yield func(cid []byte) bool) {
+	t.mu.Lock()
+	ids := make([]byte, 0, len(t.handlers)*t.cidLen)
+	for k := range t.handlers {
+		ids = append(ids, k...)
+	}
+	lens := t.cidLen
+	t.mu.Unlock()
+	if lens == 0 {
+		return
+	}
+	for len(ids) >= lens {
+		if !yield(ids[:lens:lens]) {
+			return
+		}
+		ids = ids[lens:]
+	}
+}

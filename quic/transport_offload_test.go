@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -86,6 +87,31 @@ func TestInjectDatagramAndConnectionIDAdded(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("ConnectionIDAdded saw %x, not the server's SCID %x", admitted, serverCID)
+	}
+
+	// ConnectionIDs lists what is routed now: announced IDs only,
+	// including the one the client sends to, and stops when asked.
+	var routed [][]byte
+	for cid := range srv.ConnectionIDs {
+		routed = append(routed, bytes.Clone(cid))
+	}
+	sawServerCID := false
+	for _, r := range routed {
+		if !slices.ContainsFunc(admitted, func(a []byte) bool { return bytes.Equal(a, r) }) {
+			t.Errorf("ConnectionIDs yields %x, never announced", r)
+		}
+		sawServerCID = sawServerCID || bytes.Equal(r, serverCID)
+	}
+	if !sawServerCID || len(routed) < 2 {
+		t.Errorf("ConnectionIDs yields %d IDs without the server's SCID %x: %x", len(routed), serverCID, routed)
+	}
+	n := 0
+	for range srv.ConnectionIDs {
+		n++
+		break
+	}
+	if n != 1 {
+		t.Errorf("ConnectionIDs went on after yield returned false")
 	}
 }
 
