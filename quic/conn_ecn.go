@@ -42,22 +42,27 @@ type ecnTracker struct {
 }
 
 // ecnCodepoint is the mark for the next datagram, and whether it is one
-// of the testing period.
+// of the testing period; onECNMarked counts it once it was built.
 func (c *Conn) ecnCodepoint() (udpio.ECN, bool) {
 	if !c.t.ecn || c.config.DisableECN {
 		return udpio.ECNNotECT, false
 	}
 	switch c.ecn.state {
 	case ecnTesting:
-		c.ecn.marked++
-		if c.ecn.marked >= ecnTestingPackets {
-			c.ecn.state = ecnUnknown
-		}
 		return udpio.ECNECT0, true
 	case ecnCapable:
 		return udpio.ECNECT0, false
 	}
 	return udpio.ECNNotECT, false
+}
+
+// onECNMarked counts a datagram marked during testing; the testing period
+// ends after ecnTestingPackets of them.
+func (c *Conn) onECNMarked() {
+	c.ecn.marked++
+	if c.ecn.state == ecnTesting && c.ecn.marked >= ecnTestingPackets {
+		c.ecn.state = ecnUnknown
+	}
 }
 
 // ackgenECN converts an IP header codepoint to the ACK tracker's.

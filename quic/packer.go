@@ -144,16 +144,13 @@ func (c *Conn) sendLocked(now time.Time) bool {
 		}
 		c.sendECN, c.sendECNTest = c.ecnCodepoint()
 		d := c.buildDatagram(now, limit, mayElicit)
-		mark := c.sendECN
+		mark, testing := c.sendECN, c.sendECNTest
 		c.sendECN, c.sendECNTest = udpio.ECNNotECT, false
 		if d == nil {
-			if mark != udpio.ECNNotECT && c.ecn.marked > 0 && c.ecn.state <= ecnUnknown {
-				c.ecn.marked-- // nothing was sent with this mark
-				if c.ecn.state == ecnUnknown && c.ecn.marked < ecnTestingPackets {
-					c.ecn.state = ecnTesting
-				}
-			}
 			return false
+		}
+		if testing {
+			c.onECNMarked()
 		}
 		if c.path.validating {
 			c.path.sent += uint64(len(d))
