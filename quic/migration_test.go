@@ -55,10 +55,19 @@ func (s *migrationServer) only(t *testing.T) *Conn {
 	return s.conns[0]
 }
 
-// echoOver sends n random bytes on a new stream of c and checks the echo.
+// echoOver sends n random bytes on a new stream of quic-go's c and checks
+// the echo.
 func echoOver(t *testing.T, ctx context.Context, c *quicgo.Conn, n int) {
 	t.Helper()
-	s, err := c.OpenStreamSync(ctx)
+	echoN(t, ctx, c, c.OpenStreamSync, n)
+}
+
+// echoN sends n random bytes on a stream open returns and checks the echo,
+// for our connections and quic-go's alike; c names the connection's close
+// reason when the echo fails.
+func echoN[S io.ReadWriteCloser](t *testing.T, ctx context.Context, c interface{ Context() context.Context }, open func(context.Context) (S, error), n int) {
+	t.Helper()
+	s, err := open(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,27 +359,49 @@ func (r *pathRelay) set(copyOne, block bool) {
 	r.mu.Unlock()
 }
 
-// TestMigrationForwardedCopyDoesNotHijack: a copy of a client packet
-// arriving first from another address moves the server there, but the
-// client's next packets from its real address bring the connection back
-// before validation of the attacker's address could succeed; nothing is
-// lost.
-func TestMigrationForwardedCopyDoesNotHijack(t *testing.T) {
+// startCopiedTransfer connects quic-go's client to a migration server
+// through a pathRelay, then starts an echo of n bytes during which the
+// relay sends one client packet from its attacker socket first (holding
+// the client's own packets back if block). It returns once the copy went
+// out; done closes when the echo ended.
+func startCopiedTransfer(t *testing.T, block bool, n int) *copiedTransfer {
+	t.Helper()
 	ctx := testCtx(t)
 	srv := startMigrationServer(t, ctx)
 	relay := newPathRelay(t, srv.addr)
 	_, c := dialQuicGo(t, ctx, listenUDP(t), relay.front.LocalAddr())
 	echoOver(t, ctx, c, 64<<10)
 	sc := srv.only(t)
-
-	relay.set(true, false)
+	relay.set(true, block)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		echoOver(t, ctx, c, 256<<10)
+		echoOver(t, ctx, c, n)
 	}()
 	<-relay.copied
-	<-done
+	return &copiedTransfer{ctx, srv, relay, sc, c, done}
+}
+
+// copiedTransfer is what startCopiedTransfer set up: sc is the server's
+// connection, c the client's.
+type copiedTransfer struct {
+	ctx   context.Context
+	srv   *migrationServer
+	relay *pathRelay
+	sc    *Conn
+	c     *quicgo.Conn
+	done  <-chan struct{}
+}
+
+// TestMigrationForwardedCopyDoesNotHijack: a copy of a client packet
+// arriving first from another address moves the server there, but the
+// client's next packets from its real address bring the connection back
+// before validation of the attacker's address could succeed; nothing is
+// lost.
+func TestMigrationForwardedCopyDoesNotHijack(t *testing.T) {
+	x := startCopiedTransfer(t, false, 256<<10)
+	srv, relay, sc := x.srv, x.relay, x.sc
+	<-x.done
 	if got, want := sc.RemoteAddr().String(), relay.genuine.LocalAddr().String(); got != want {
 		t.Fatalf("the server sends to %s, want the client's real address %s", got, want)
 	}
@@ -397,20 +428,8 @@ func TestMigrationValidationFailureFallsBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for a path validation timeout (about 3 s)")
 	}
-	ctx := testCtx(t)
-	srv := startMigrationServer(t, ctx)
-	relay := newPathRelay(t, srv.addr)
-	_, c := dialQuicGo(t, ctx, listenUDP(t), relay.front.LocalAddr())
-	echoOver(t, ctx, c, 64<<10)
-	sc := srv.only(t)
-
-	relay.set(true, true)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		echoOver(t, ctx, c, 64<<10)
-	}()
-	<-relay.copied
+	x := startCopiedTransfer(t, true, 64<<10)
+	srv, relay, sc := x.srv, x.relay, x.sc
 	waitFor(t, "the server to move to the attacker's address", func() bool {
 		return sc.RemoteAddr().String() == relay.attacker.LocalAddr().String()
 	})
@@ -421,8 +440,8 @@ func TestMigrationValidationFailureFallsBack(t *testing.T) {
 		t.Fatalf("after the failed validation the server sends to %s, want %s", got, want)
 	}
 	relay.set(false, false)
-	<-done
-	echoOver(t, ctx, c, 16<<10)
+	<-x.done
+	echoOver(t, x.ctx, x.c, 16<<10)
 }
 
 // churnRelay forwards a client's datagrams to the server from one of

@@ -3,42 +3,15 @@ package quic
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"testing"
 	"time"
 )
 
-// echoOurs sends n bytes on a new stream of our connection and checks the
-// echo (echoOver, for our client).
+// echoOurs is echoOver for our connections.
 func echoOurs(t *testing.T, ctx context.Context, c *Conn, n int) {
 	t.Helper()
-	s, err := c.OpenStreamSync(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := make([]byte, n)
-	for i := range msg {
-		msg[i] = byte(i * 7)
-	}
-	errc := make(chan error, 1)
-	go func() {
-		_, err := s.Write(msg)
-		if err == nil {
-			err = s.Close()
-		}
-		errc <- err
-	}()
-	got, err := io.ReadAll(s)
-	if err != nil {
-		t.Fatalf("reading the echo: %v (connection: %v)", err, connCause(c))
-	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(msg) {
-		t.Fatalf("echo of %d bytes came back as %d different bytes", n, len(got))
-	}
+	echoN(t, ctx, c, c.OpenStreamSync, n)
 }
 
 // migrateOurClient moves c to a new socket with AddPath, Probe and Switch
