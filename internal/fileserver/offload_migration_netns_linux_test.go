@@ -103,6 +103,7 @@ func (srv *offloadServer) fetchBlob(t *testing.T, c *http.Client, name string, w
 func (srv *offloadServer) scrapeMetrics(t *testing.T) string {
 	t.Helper()
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
+		// net/http dials on a goroutine of its own.
 		err = srv.net.enter(srv.net.nsS)(func() error {
 			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
 			return err

@@ -349,26 +349,9 @@ func TestOffloadBenignClients(t *testing.T) {
 // counted.
 func checkMetricsExposed(t *testing.T, srv *offloadServer) {
 	t.Helper()
-	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
-		// net/http dials on a goroutine of its own.
-		err = srv.net.enter(srv.net.nsS)(func() error {
-			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-			return err
-		})
-		return c, err
-	}}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr, Timeout: offHangGuard}).Get("http://" + srv.MetricsAddr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("/metrics: %d, %v", resp.StatusCode, err)
-	}
+	body := srv.scrapeMetrics(t)
 	nonzero := func(prefix, suffix string) bool {
-		for line := range strings.Lines(string(body)) {
+		for line := range strings.Lines(body) {
 			f := strings.Fields(line)
 			if len(f) == 2 && strings.HasPrefix(f[0], prefix) && strings.HasSuffix(f[0], suffix) && f[1] != "0" {
 				return true
