@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,7 +22,8 @@ func init() {
 }
 
 const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE --key FILE] [--retry auto|always|never]\n" +
-	"         [--secret FILE] [--metrics ADDR] [--state-dir DIR] [--offload none|xdp --iface IF]\n\n" +
+	"         [--secret FILE] [--metrics ADDR] [--state-dir DIR]\n" +
+	"         [--offload none | xdp --iface IF | split --agent-control ADDR]\n\n" +
 	"Serves DIR (default: a built-in demo site) over HTTP/3 (UDP) and over HTTPS with\n" +
 	"HTTP/1.1 and HTTP/2 (TCP) on the same port, advertising HTTP/3 with Alt-Svc. --retry\n" +
 	"decides when QUIC clients must prove their address with a Retry first: always, never,\n" +
@@ -32,7 +34,10 @@ const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE 
 	"root secret there (mode 0600). SIGHUP reloads the certificate and the secret;\n" +
 	"SIGINT or SIGTERM shuts down gracefully. --offload xdp --iface IF runs the Retry agent\n" +
 	"in this process behind an XDP fast path on IF (Linux, root; docs/offload.md); SIGUSR1\n" +
-	"pauses the agent (fail-open: the host validates) and SIGUSR2 resumes it. The default address, 127.0.0.1:4433, is\n" +
+	"pauses the agent (fail-open: the host validates) and SIGUSR2 resumes it. --offload split\n" +
+	"--agent-control ADDR works with a separate `turboretry agent` in front of this host\n" +
+	"(docs/split.md): the server announces its connection IDs to the agent at ADDR, and its\n" +
+	"own --retry policy takes over whenever the agent is gone. The default address, 127.0.0.1:4433, is\n" +
 	"reachable from this machine only; use --addr :443 to serve the network."
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -44,8 +49,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	retry := flags.String("retry", "auto", "when to send a QUIC Retry (`MODE`: auto, always or never)")
 	secret := flags.String("secret", "", "token root secret `FILE` (see turboretry keygen); default: one in the state directory")
 	metricsAddr := flags.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics")
-	offload := flags.String("offload", "none", "address-validation offload (`MODE`: none, or xdp for the integrated XDP agent)")
+	offload := flags.String("offload", "none", "address-validation offload (`MODE`: none, xdp for the integrated XDP agent, or split for a separate agent)")
 	iface := flags.String("iface", "", "the network interface `IF` the XDP offload filters (with --offload xdp)")
+	agentControl := flags.String("agent-control", "", "the split-mode agent's control address `HOST:PORT` (with --offload split)")
 	stateDir := flags.String("state-dir", "", "keep the generated certificate, key and secret in `DIR` (default $XDG_STATE_HOME/turboretry or ~/.local/state/turboretry)")
 	pos, err := parseArgs(flags, args)
 	if err != nil {
@@ -64,6 +70,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if (offMode == fileserver.OffloadXDP) != (*iface != "") {
 		return usageError(flags, "--offload xdp and --iface go together: give both or neither")
+	}
+	if (offMode == fileserver.OffloadSplit) != (*agentControl != "") {
+		return usageError(flags, "--offload split and --agent-control go together: give both or neither")
+	}
+	var control netip.AddrPort
+	if *agentControl != "" {
+		if control, err = netip.ParseAddrPort(*agentControl); err != nil {
+			return usageError(flags, "--agent-control: %v (want IP:PORT)", err)
+		}
 	}
 	if (*certFile == "") != (*keyFile == "") {
 		return usageError(flags, "--cert and --key go together: give both or neither")
@@ -85,7 +100,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		SecretFile:  *secret,
 		StateDir:    *stateDir,
 		MetricsAddr: *metricsAddr,
-		Offload:     fileserver.OffloadConfig{Mode: offMode, Iface: *iface},
+		Offload:     fileserver.OffloadConfig{Mode: offMode, Iface: *iface, AgentControl: control},
 		Logger:      log,
 	})
 	if err != nil {

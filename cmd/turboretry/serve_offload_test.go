@@ -16,6 +16,9 @@ func TestServeOffloadFlags(t *testing.T) {
 		{[]string{"--offload", "dpu"}, `invalid offload mode "dpu"`},
 		{[]string{"--offload", "xdp"}, "--offload xdp and --iface go together"},
 		{[]string{"--iface", "eth0"}, "--offload xdp and --iface go together"},
+		{[]string{"--offload", "split"}, "--offload split and --agent-control go together"},
+		{[]string{"--agent-control", "127.0.0.1:9"}, "--offload split and --agent-control go together"},
+		{[]string{"--offload", "split", "--agent-control", "localhost:9"}, "--agent-control:"},
 	} {
 		args := append([]string{"serve", "--state-dir", state}, tc.args...)
 		code, _, errOut := runCLI(args...)
@@ -24,7 +27,8 @@ func TestServeOffloadFlags(t *testing.T) {
 		}
 	}
 	code, out, _ := runCLI("help", "serve")
-	if code != exitOK || !strings.Contains(out, "-offload") || !strings.Contains(out, "-iface") || !strings.Contains(out, "SIGUSR1") {
+	if code != exitOK || !strings.Contains(out, "-offload") || !strings.Contains(out, "-iface") || !strings.Contains(out, "SIGUSR1") ||
+		!strings.Contains(out, "-agent-control") {
 		t.Errorf("help serve: exit %d, %q", code, out)
 	}
 }

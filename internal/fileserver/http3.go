@@ -100,6 +100,11 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 				return fmt.Errorf("HTTP/3: offload xdp on %s: %w", offCfg.Iface, err)
 			}
 		}
+		if offCfg.Mode == OffloadSplit {
+			if off, err = startSplitOffload(offCfg, l.s.KeyRing(), tr, l.s.Logger()); err != nil {
+				return fmt.Errorf("HTTP/3: offload split (agent %v): %w", offCfg.AgentControl, err)
+			}
+		}
 		return nil
 	})
 	if pc != nil {

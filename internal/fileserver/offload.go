@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/turboretry/turboretry/internal/metrics"
@@ -22,9 +23,14 @@ const (
 	// OffloadXDP: the integrated XDP mode. The agent runs in this process
 	// on AF_XDP sockets behind an XDP fast path on Offload.Iface.
 	OffloadXDP
+	// OffloadSplit: the split (DPU) mode. The agent is a separate process
+	// in front of this host (`turboretry agent`, docs/split.md); the
+	// server announces every connection ID it routes to the agent's
+	// control address, Offload.AgentControl.
+	OffloadSplit
 )
 
-var offloadNames = [...]string{OffloadNone: "none", OffloadXDP: "xdp"}
+var offloadNames = [...]string{OffloadNone: "none", OffloadXDP: "xdp", OffloadSplit: "split"}
 
 // String returns the flag spelling of m.
 func (m OffloadMode) String() string {
@@ -34,14 +40,14 @@ func (m OffloadMode) String() string {
 	return fmt.Sprintf("OffloadMode(%d)", m)
 }
 
-// ParseOffloadMode parses the --offload flag: "none" or "xdp".
+// ParseOffloadMode parses the --offload flag: "none", "xdp" or "split".
 func ParseOffloadMode(s string) (OffloadMode, error) {
 	for m, n := range offloadNames {
 		if s == n {
 			return OffloadMode(m), nil
 		}
 	}
-	return 0, fmt.Errorf("invalid offload mode %q: want none or xdp", s)
+	return 0, fmt.Errorf("invalid offload mode %q: want none, xdp or split", s)
 }
 
 // QUICIdleTimeout is the idle timeout the HTTP/3 listener advertises. The
@@ -51,7 +57,7 @@ const QUICIdleTimeout = 30 * time.Second
 // OffloadConfig configures the address-validation offload of the HTTP/3
 // listener.
 type OffloadConfig struct {
-	// Mode is OffloadNone (the zero value) or OffloadXDP.
+	// Mode is OffloadNone (the zero value), OffloadXDP or OffloadSplit.
 	Mode OffloadMode
 	// Iface is the interface the server receives on; required with
 	// OffloadXDP.
@@ -64,6 +70,9 @@ type OffloadConfig struct {
 	// forgotten, so T_W below QUICIdleTimeout could drop a connection that
 	// is legitimately quiet: such a configuration is refused.
 	RotateEvery time.Duration
+	// AgentControl is the split-mode agent's control address, where the
+	// server announces its connection IDs; required with OffloadSplit.
+	AgentControl netip.AddrPort
 
 	// enter, set by tests, runs the listener's socket and datapath setup
 	// in the server's network namespace.
@@ -79,8 +88,22 @@ func (c *OffloadConfig) check() error {
 		if c.Iface != "" {
 			return fmt.Errorf("--iface %s needs --offload xdp", c.Iface)
 		}
+		if c.AgentControl.IsValid() {
+			return fmt.Errorf("--agent-control %v needs --offload split", c.AgentControl)
+		}
+		return nil
+	case OffloadSplit:
+		if !c.AgentControl.IsValid() {
+			return fmt.Errorf("--offload split needs --agent-control: the agent's control address (host:port)")
+		}
+		if c.Iface != "" {
+			return fmt.Errorf("--iface %s is for --offload xdp; in split mode the agent owns the interfaces", c.Iface)
+		}
 		return nil
 	case OffloadXDP:
+		if c.AgentControl.IsValid() {
+			return fmt.Errorf("--agent-control %v needs --offload split", c.AgentControl)
+		}
 	default:
 		return fmt.Errorf("invalid offload mode %v", c.Mode)
 	}

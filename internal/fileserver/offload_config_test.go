@@ -1,6 +1,7 @@
 package fileserver
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,10 @@ func TestOffloadConfigRefused(t *testing.T) {
 		{"iface without xdp", OffloadConfig{Iface: "eth0"}, "needs --offload xdp"},
 		{"unknown mode", OffloadConfig{Mode: 7, Iface: "eth0"}, "invalid offload mode"},
 		{"negative stale", OffloadConfig{Mode: OffloadXDP, Iface: "eth0", StaleAfter: -time.Second}, "negative"},
+		{"split without agent", OffloadConfig{Mode: OffloadSplit}, "needs --agent-control"},
+		{"split with iface", OffloadConfig{Mode: OffloadSplit, Iface: "eth0", AgentControl: netip.MustParseAddrPort("127.0.0.1:9")}, "agent owns the interfaces"},
+		{"agent without split", OffloadConfig{AgentControl: netip.MustParseAddrPort("127.0.0.1:9")}, "needs --offload split"},
+		{"agent with xdp", OffloadConfig{Mode: OffloadXDP, Iface: "eth0", AgentControl: netip.MustParseAddrPort("127.0.0.1:9")}, "needs --offload split"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(Config{Addr: "127.0.0.1:0", StateDir: t.TempDir(), Offload: tc.off})
@@ -38,6 +43,7 @@ func TestOffloadConfigAccepted(t *testing.T) {
 		{Mode: OffloadXDP, Iface: "eth0"},
 		{Mode: OffloadXDP, Iface: "eth0", RotateEvery: QUICIdleTimeout},
 		{Mode: OffloadXDP, Iface: "eth0", RotateEvery: time.Minute, StaleAfter: time.Second},
+		{Mode: OffloadSplit, AgentControl: netip.MustParseAddrPort("198.18.1.1:4434")},
 	} {
 		if err := c.check(); err != nil {
 			t.Errorf("%+v: %v", c, err)
@@ -65,13 +71,13 @@ func TestNoOffloadPauseResume(t *testing.T) {
 // FuzzParseOffloadMode: any input parses to a mode whose String is the
 // input, or fails with a helpful error; never a panic.
 func FuzzParseOffloadMode(f *testing.F) {
-	for _, s := range []string{"none", "xdp", "", "XDP", "xdp\x00", "dpu"} {
+	for _, s := range []string{"none", "xdp", "split", "", "XDP", "xdp\x00", "dpu"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		m, err := ParseOffloadMode(s)
 		if err != nil {
-			if !strings.Contains(err.Error(), "want none or xdp") {
+			if !strings.Contains(err.Error(), "want none, xdp or split") {
 				t.Fatalf("unhelpful error %q", err)
 			}
 			return

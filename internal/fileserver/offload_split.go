@@ -1,0 +1,80 @@
+package fileserver
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/offload/agent"
+	"github.com/turboretry/turboretry/offload/announce"
+	"github.com/turboretry/turboretry/quic"
+)
+
+// splitOffload is the host's part of the split mode: the agent runs in
+// another process (on a DPU, or in a namespace in front of this one), and
+// all the host does is announce the connection IDs it routes, which the
+// agent cannot read from the encrypted NEW_CONNECTION_ID frames.
+type splitOffload struct {
+	a *announce.Announcer
+}
+
+// startSplitOffload makes tr use the agent's connection ID length and
+// announce every ID it routes to cfg.AgentControl, and all of them again
+// periodically, so an agent that restarted with an empty cache learns
+// them back.
+func startSplitOffload(cfg *OffloadConfig, kr *token.KeyRing, tr *quic.Transport, log *slog.Logger) (offloader, error) {
+	a, err := announce.NewAnnouncer(announce.AnnouncerConfig{
+		Agent:  cfg.AgentControl,
+		Key:    announce.Key(kr),
+		CIDLen: agent.DefaultCIDLen,
+		Active: tr.ConnectionIDs,
+		Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	tr.ConnectionIDLength = agent.DefaultCIDLen
+	tr.ConnectionIDAdded = func(cid []byte) {
+		// A client's Initial DCID of another length only appears in long
+		// headers, which the agent sees anyway.
+		if len(cid) == agent.DefaultCIDLen {
+			a.Add(cid)
+		}
+		if cfg.admitted != nil {
+			cfg.admitted(cid, nil)
+		}
+	}
+	log.Info("offload split: announcing connection IDs", "agent", cfg.AgentControl.String())
+	return &splitOffload{a: a}, nil
+}
+
+// Pause, Resume and Paused do nothing: the agent is another process, and
+// stopping it (or killing it) is how its fail-open is exercised.
+func (o *splitOffload) Pause()       {}
+func (o *splitOffload) Resume()      {}
+func (o *splitOffload) Paused() bool { return false }
+
+// WriteMetrics writes the announcer's counters in Prometheus text format.
+func (o *splitOffload) WriteMetrics(w io.Writer) error {
+	st := o.a.Stats()
+	_, err := fmt.Fprintf(w, "# HELP turboretry_split_announced_cids_total Connection IDs announced to the split-mode agent.\n"+
+		"# TYPE turboretry_split_announced_cids_total counter\nturboretry_split_announced_cids_total %d\n"+
+		"# HELP turboretry_split_announce_messages_total Announcement messages sent to the split-mode agent.\n"+
+		"# TYPE turboretry_split_announce_messages_total counter\nturboretry_split_announce_messages_total %d\n"+
+		"# HELP turboretry_split_announce_dropped_total Connection IDs not queued for announcement (queue full; the next re-announce carries them).\n"+
+		"# TYPE turboretry_split_announce_dropped_total counter\nturboretry_split_announce_dropped_total %d\n"+
+		"# HELP turboretry_split_announce_send_errors_total Announcement messages the socket refused.\n"+
+		"# TYPE turboretry_split_announce_send_errors_total counter\nturboretry_split_announce_send_errors_total %d\n",
+		st.CIDs, st.Messages, st.Dropped, st.SendErrors)
+	return err
+}
+
+// SetKeyRing switches the announcements to a reloaded root secret; the
+// agent must reload the same one.
+func (o *splitOffload) SetKeyRing(kr *token.KeyRing) error {
+	o.a.SetKey(announce.Key(kr))
+	return nil
+}
+
+func (o *splitOffload) Close() error { return o.a.Close() }

@@ -1,0 +1,293 @@
+package announce
+
+import (
+	"net"
+	"net/netip"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestRoundTrip sends more IDs than one message holds through a real
+// Announcer and Listener on loopback.
+func TestRoundTrip(t *testing.T) {
+	srv := serve(t, nil, ListenerConfig{})
+	a := newTestAnnouncer(t, AnnouncerConfig{Agent: srv.addr, Interval: time.Hour})
+	ids := cids(1000, 8)
+	for _, id := range ids {
+		a.Add(id)
+	}
+	srv.sink.waitAll(t, ids)
+	st := a.Stats()
+	if min := uint64(1000 / MaxCIDsPerMessage(8)); st.Messages <= min || st.CIDs != 1000 || st.Dropped != 0 || st.SendErrors != 0 {
+		t.Fatalf("announcer stats %+v", st)
+	}
+	if ls := srv.l.Stats(); ls.Messages != st.Messages || ls.CIDs != 1000 || ls.Rejected != [NumReasons]uint64{} {
+		t.Fatalf("listener stats %+v, announcer %+v", ls, st)
+	}
+}
+
+// TestRoundTripCIDLengths covers the extreme lengths, and shows Add copies
+// its argument.
+func TestRoundTripCIDLengths(t *testing.T) {
+	for _, l := range []int{1, 20} {
+		srv := serve(t, nil, ListenerConfig{CIDLen: l})
+		a := newTestAnnouncer(t, AnnouncerConfig{Agent: srv.addr, CIDLen: l, Interval: time.Hour})
+		n := min(MaxCIDsPerMessage(l)+7, 250) // 250 distinct 1-byte IDs at most
+		ids := cids(n, l)
+		buf := make([]byte, l)
+		for _, id := range ids {
+			copy(buf, id)
+			a.Add(buf)
+			clear(buf)
+		}
+		srv.sink.waitAll(t, ids)
+		if st := a.Stats(); st.Invalid != 0 || st.CIDs != uint64(n) {
+			t.Fatalf("cidLen %d: %+v", l, st)
+		}
+	}
+}
+
+// TestAnnouncerSetKey: after both sides switch keys, IDs keep arriving.
+func TestAnnouncerSetKey(t *testing.T) {
+	srv := serve(t, nil, ListenerConfig{})
+	a := newTestAnnouncer(t, AnnouncerConfig{Agent: srv.addr, Interval: time.Hour})
+	first := cids(10, 8)
+	for _, id := range first {
+		a.Add(id)
+	}
+	srv.sink.waitAll(t, first)
+	srv.l.SetKey(otherKey)
+	a.SetKey(otherKey)
+	second := cids(20, 8)[10:]
+	for _, id := range second {
+		a.Add(id)
+	}
+	srv.sink.waitAll(t, second)
+	// The announcer really uses the new key: a listener that only knows
+	// the old one rejects it.
+	old := serve(t, nil, ListenerConfig{})
+	b := newTestAnnouncer(t, AnnouncerConfig{Agent: old.addr, Interval: time.Hour})
+	b.SetKey(otherKey)
+	b.Add(cidN(99, 8))
+	waitFor(t, "a bad MAC rejection", func() bool { return old.l.Stats().Rejected[ReasonMAC] == 1 })
+	if old.sink.total() != 0 {
+		t.Fatal("inserted under the wrong key")
+	}
+}
+
+// freePort returns a loopback UDP address nobody listens on now.
+func freePort(t *testing.T) netip.AddrPort {
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap := c.LocalAddr().(*net.UDPAddr).AddrPort()
+	c.Close()
+	return ap
+}
+
+// TestReannounceReachesLateListener: IDs that were only ever in Active
+// reach a listener that starts after the announcer's first re-announces,
+// in many messages (more than a paced burst).
+func TestReannounceReachesLateListener(t *testing.T) {
+	addr := freePort(t)
+	n := (burstMessages+2)*MaxCIDsPerMessage(8) + 5
+	ids := cids(n, 8)
+	var calls sync.WaitGroup
+	calls.Add(1)
+	var once sync.Once
+	a := newTestAnnouncer(t, AnnouncerConfig{Agent: addr, Interval: 5 * time.Millisecond, Active: func(yield func([]byte) bool) {
+		defer once.Do(calls.Done)
+		for _, id := range ids {
+			if !yield(id) {
+				return
+			}
+		}
+		yield([]byte{1, 2, 3}) // wrong length: skipped and counted
+	}})
+	calls.Wait()
+	waitFor(t, "a completed re-announce", func() bool { return a.Stats().Reannounces >= 1 })
+
+	srv := serve(t, listenUDP(t, addr.String()), ListenerConfig{})
+	srv.sink.waitAll(t, ids)
+	if st := a.Stats(); st.Invalid == 0 || st.Reannounces < 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestAddNeverBlocks holds the sending goroutine inside Active and fills
+// the queue: Add keeps returning, counts what it drops, and everything
+// queued is sent once the goroutine is free again.
+func TestAddNeverBlocks(t *testing.T) {
+	srv := serve(t, nil, ListenerConfig{})
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	a := newTestAnnouncer(t, AnnouncerConfig{Agent: srv.addr, Interval: time.Millisecond, Active: func(func([]byte) bool) {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	}})
+	<-entered // the goroutine is stuck: nothing is flushed from here on
+	const extra = 100
+	ids := cids(QueueCIDs+extra, 8)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < len(ids); i += 4 {
+				a.Add(ids[i])
+			}
+		}()
+	}
+	wg.Wait()
+	if st := a.Stats(); st.Dropped != extra || st.Messages != 0 {
+		t.Fatalf("stats with the sender stuck: %+v", st)
+	}
+	close(release)
+	waitFor(t, "the queue sent", func() bool { return srv.sink.total() == QueueCIDs })
+	if st := a.Stats(); st.CIDs != QueueCIDs {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestAddWithoutListener: nobody listens, so sends fail (or vanish); Add
+// still returns and Close still works.
+func TestAddWithoutListener(t *testing.T) {
+	a := newTestAnnouncer(t, AnnouncerConfig{Agent: freePort(t), Interval: time.Millisecond,
+		Active: func(yield func([]byte) bool) { yield(cidN(1, 8)) }})
+	for _, id := range cids(10*QueueCIDs, 8) {
+		a.Add(id)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCloseLeaksNothing: Close (twice) and Serve's cancel leave no
+// goroutine behind; Add after Close is a no-op.
+func TestCloseLeaksNothing(t *testing.T) {
+	before := runtime.NumGoroutine()
+	func() {
+		srv := serve(t, nil, ListenerConfig{})
+		a, err := NewAnnouncer(AnnouncerConfig{Agent: srv.addr, Key: testKey, CIDLen: 8, Interval: time.Millisecond,
+			Active: func(yield func([]byte) bool) { yield(cidN(7, 8)) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := cids(300, 8)
+		for _, id := range ids {
+			a.Add(id)
+		}
+		srv.sink.waitAll(t, ids)
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+		sent := a.Stats().CIDs
+		a.Add(cidN(1, 8))
+		if st := a.Stats(); st.CIDs != sent || st.Dropped != 0 {
+			t.Fatalf("Add after Close changed %+v", st)
+		}
+		srv.shutdown(t)
+	}()
+	waitFor(t, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= before })
+}
+
+// TestAnnouncerConcurrent adds from many goroutines while keys are set and
+// stats read on both sides; run it with -race.
+func TestAnnouncerConcurrent(t *testing.T) {
+	srv := serve(t, nil, ListenerConfig{})
+	a := newTestAnnouncer(t, AnnouncerConfig{Agent: srv.addr, Interval: 2 * time.Millisecond,
+		Active: func(yield func([]byte) bool) {
+			for _, id := range cids(50, 8) {
+				if !yield(id) {
+					return
+				}
+			}
+		}})
+	const workers, each = 8, 250
+	ids := cids(workers*each, 8)
+	stop := make(chan struct{})
+	var side sync.WaitGroup
+	side.Add(1)
+	go func() {
+		defer side.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			a.SetKey(testKey)
+			srv.l.SetKey(testKey)
+			_ = a.Stats()
+			_ = srv.l.Stats()
+			runtime.Gosched()
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, id := range ids[w*each : (w+1)*each] {
+				a.Add(id)
+			}
+		}()
+	}
+	wg.Wait()
+	srv.sink.waitAll(t, ids)
+	close(stop)
+	side.Wait()
+	if st := a.Stats(); st.Dropped != 0 || st.Invalid != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestAnnouncerInvalidLength(t *testing.T) {
+	a := newTestAnnouncer(t, AnnouncerConfig{Agent: freePort(t), Interval: time.Hour})
+	a.Add(nil)
+	a.Add(make([]byte, 7))
+	a.Add(make([]byte, 9))
+	if st := a.Stats(); st.Invalid != 3 || st.Dropped != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestAnnouncerConfigErrors(t *testing.T) {
+	ok := AnnouncerConfig{Agent: netip.MustParseAddrPort("127.0.0.1:4433"), Key: testKey, CIDLen: 8}
+	for _, c := range []struct {
+		name string
+		edit func(*AnnouncerConfig)
+		want string
+	}{
+		{"no agent", func(c *AnnouncerConfig) { c.Agent = netip.AddrPort{} }, "agent address"},
+		{"port 0", func(c *AnnouncerConfig) { c.Agent = netip.MustParseAddrPort("127.0.0.1:0") }, "agent address"},
+		{"cid length 0", func(c *AnnouncerConfig) { c.CIDLen = 0 }, "length 0"},
+		{"cid length 21", func(c *AnnouncerConfig) { c.CIDLen = 21 }, "length 21"},
+		{"negative interval", func(c *AnnouncerConfig) { c.Interval = -1 }, "interval"},
+		{"zero key", func(c *AnnouncerConfig) { c.Key = [32]byte{} }, "all zero"},
+	} {
+		cfg := ok
+		c.edit(&cfg)
+		if _, err := NewAnnouncer(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+	a, err := NewAnnouncer(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.interval != DefaultInterval {
+		t.Fatalf("interval %v", a.interval)
+	}
+	a.Close()
+}

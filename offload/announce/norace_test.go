@@ -1,0 +1,5 @@
+//go:build !race
+
+package announce
+
+const raceEnabled = false
