@@ -25,3 +25,9 @@ func (d *Datapath) Admit(cid []byte) error {
 func (d *Datapath) SetKeyRing(kr *token.KeyRing) error {
 	return d.engine.SetKeyRing(kr)
 }
+
+// Admitted reports whether cid is in the fast-path cache now (a lookup as
+// the program does it): for tests and diagnostics.
+func (d *Datapath) Admitted(cid []byte) bool {
+	return d.prog.Cache().Lookup(cid)
+}

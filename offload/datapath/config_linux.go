@@ -28,6 +28,12 @@ const DefaultRotateEvery = fastpath.DefaultWindow
 // queue waits.
 type DeliverFunc func(pkt []byte, from, to netip.AddrPort)
 
+// ForwardFunc receives a validated Initial as the whole, unchanged Ethernet
+// frame it arrived in (the split mode, which bridges it on to the host
+// port). frame aliases the receive frame and is valid only during the
+// call. It runs on the queue's worker goroutine, like DeliverFunc.
+type ForwardFunc func(frame []byte)
+
 // Config configures a Datapath.
 type Config struct {
 	// Iface is the name of the interface the server receives on. Required.
@@ -64,9 +70,14 @@ type Config struct {
 	// RotateEvery is the fast-path cache rotation period; 0 means
 	// DefaultRotateEvery.
 	RotateEvery time.Duration
-	// Deliver takes the Initials the agent validated: the integrated mode's
-	// hook into the QUIC transport. Required.
+	// Deliver takes the Initials the agent validated as UDP payloads: the
+	// integrated mode's hook into the QUIC transport. Exactly one of
+	// Deliver and Forward must be set.
 	Deliver DeliverFunc
+	// Forward takes the Initials the agent validated as whole Ethernet
+	// frames: the split mode's hook, which sends them out of the host
+	// port. Exactly one of Deliver and Forward must be set.
+	Forward ForwardFunc
 	// Logger receives start, stop and failure messages; nil discards them.
 	Logger *slog.Logger
 }
@@ -80,8 +91,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: no port", ErrConfig)
 	case c.KeyRing == nil:
 		return c, fmt.Errorf("%w: no key ring", ErrConfig)
-	case c.Deliver == nil:
-		return c, fmt.Errorf("%w: no Deliver function (validated Initials would be lost)", ErrConfig)
+	case c.Deliver == nil && c.Forward == nil:
+		return c, fmt.Errorf("%w: neither Deliver nor Forward set (validated Initials would be lost)", ErrConfig)
+	case c.Deliver != nil && c.Forward != nil:
+		return c, fmt.Errorf("%w: both Deliver and Forward set (a validated Initial goes to exactly one)", ErrConfig)
 	case c.Queues < 0:
 		return c, fmt.Errorf("%w: %d queues", ErrConfig, c.Queues)
 	case c.CIDLen < 0 || c.CIDLen > fastpath.MaxCIDLen:

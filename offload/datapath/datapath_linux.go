@@ -87,7 +87,7 @@ func Start(cfg Config) (*Datapath, error) {
 		if err != nil {
 			return nil, classify(ErrSocket, fmt.Sprintf("opening queue %d of %s", q, cfg.Iface), err)
 		}
-		d.queues = append(d.queues, newQueue(s, d.engine.Worker(q), cfg.Deliver))
+		d.queues = append(d.queues, newQueue(s, d.engine.Worker(q), cfg.Deliver, cfg.Forward))
 		if err := s.Register(prog.XSKMap(), uint32(q)); err != nil {
 			return nil, classify(ErrSocket, fmt.Sprintf("registering queue %d", q), err)
 		}

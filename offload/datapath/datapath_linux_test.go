@@ -330,6 +330,7 @@ func TestStartErrors(t *testing.T) {
 		{"no port", Config{Iface: "lo", KeyRing: kr, Deliver: deliver}, ErrConfig},
 		{"no key ring", Config{Iface: "lo", Port: 1, Deliver: deliver}, ErrConfig},
 		{"no deliver", Config{Iface: "lo", Port: 1, KeyRing: kr}, ErrConfig},
+		{"deliver and forward", Config{Iface: "lo", Port: 1, KeyRing: kr, Deliver: deliver, Forward: func([]byte) {}}, ErrConfig},
 		{"bad CID length", Config{Iface: "lo", Port: 1, KeyRing: kr, Deliver: deliver, CIDLen: 21}, ErrConfig},
 		{"negative queues", Config{Iface: "lo", Port: 1, KeyRing: kr, Deliver: deliver, Queues: -1}, ErrConfig},
 		{"heartbeat slower than stale", Config{Iface: "lo", Port: 1, KeyRing: kr, Deliver: deliver, StaleAfter: time.Second, HeartbeatInterval: time.Second}, ErrConfig},

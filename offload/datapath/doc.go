@@ -13,7 +13,10 @@
 //     the received frame in its own UMEM frame (MAC, IP and port swapped, new
 //     lengths and checksums) and transmitted on the same queue;
 //   - Forward (a validated Initial): Config.Deliver gets the UDP payload, which
-//     is how the QUIC transport receives it without a trip through the kernel;
+//     is how the QUIC transport receives it without a trip through the kernel
+//     (integrated mode); or Config.Forward gets the whole, unchanged Ethernet
+//     frame, which the split mode (package offload/split) sends on out of
+//     the host port;
 //   - Drop: the frame goes back to the fill ring.
 //
 // Everything else on the server port (Handshake and short-header packets

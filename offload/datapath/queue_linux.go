@@ -27,7 +27,8 @@ const idlePoll = 50 * time.Millisecond
 type queue struct {
 	sock    *afxdp.Socket
 	worker  *agent.Worker
-	deliver DeliverFunc
+	deliver DeliverFunc // exactly one of deliver and forward is set
+	forward ForwardFunc
 
 	rx, release, tx []afxdp.Desc
 	scratch         []byte // the agent's reply buffer (must not alias the frame)
@@ -40,15 +41,17 @@ type queueCounters struct {
 	framesRX    atomic.Uint64
 	framesTX    atomic.Uint64
 	delivered   atomic.Uint64
+	forwarded   atomic.Uint64
 	unparsed    atomic.Uint64
 	replyFailed atomic.Uint64
 }
 
-func newQueue(s *afxdp.Socket, w *agent.Worker, deliver DeliverFunc) *queue {
+func newQueue(s *afxdp.Socket, w *agent.Worker, deliver DeliverFunc, forward ForwardFunc) *queue {
 	return &queue{
 		sock:    s,
 		worker:  w,
 		deliver: deliver,
+		forward: forward,
 		rx:      make([]afxdp.Desc, batchSize),
 		release: make([]afxdp.Desc, 0, batchSize),
 		tx:      make([]afxdp.Desc, 0, batchSize),
@@ -86,7 +89,7 @@ func (q *queue) run(ctx context.Context) error {
 // handle runs one batch of received frames through the agent.
 func (q *queue) handle(ctx context.Context, descs []afxdp.Desc) {
 	release, tx := q.release[:0], q.tx[:0]
-	var delivered, unparsed, failed uint64
+	var delivered, forwarded, unparsed, failed uint64
 	for _, d := range descs {
 		buf := q.sock.Frame(d)
 		f, err := afxdp.ParseFrameLax(buf)
@@ -111,8 +114,14 @@ func (q *queue) handle(ctx context.Context, descs []afxdp.Desc) {
 			d.Len = uint32(n)
 			tx = append(tx, d)
 		case agent.Forward:
-			q.deliver(f.Payload, from, netip.AddrPortFrom(f.DstIP, f.DstPort))
-			delivered++
+			if q.forward != nil {
+				// Parsing does not modify the frame: it goes on as received.
+				q.forward(buf)
+				forwarded++
+			} else {
+				q.deliver(f.Payload, from, netip.AddrPortFrom(f.DstIP, f.DstPort))
+				delivered++
+			}
 			release = append(release, d)
 		default:
 			release = append(release, d)
@@ -128,6 +137,9 @@ func (q *queue) handle(ctx context.Context, descs []afxdp.Desc) {
 	q.counters.framesTX.Add(uint64(sent))
 	if delivered > 0 {
 		q.counters.delivered.Add(delivered)
+	}
+	if forwarded > 0 {
+		q.counters.forwarded.Add(forwarded)
 	}
 	if unparsed > 0 {
 		q.counters.unparsed.Add(unparsed)

@@ -22,8 +22,10 @@ type Stats struct {
 	// frames queued for transmission.
 	FramesRX uint64
 	FramesTX uint64
-	// Delivered counts datagrams handed to Config.Deliver.
+	// Delivered counts datagrams handed to Config.Deliver, Forwarded
+	// frames handed to Config.Forward.
 	Delivered uint64
+	Forwarded uint64
 	// Unparsed counts frames that were not Ethernet/IP/UDP (dropped).
 	Unparsed uint64
 	// ReplyFailed counts replies that could not be built or queued
@@ -40,6 +42,7 @@ func (d *Datapath) Stats() (Stats, error) {
 		s.FramesRX += c.framesRX.Load()
 		s.FramesTX += c.framesTX.Load()
 		s.Delivered += c.delivered.Load()
+		s.Forwarded += c.forwarded.Load()
 		s.Unparsed += c.unparsed.Load()
 		s.ReplyFailed += c.replyFailed.Load()
 	}
@@ -73,6 +76,7 @@ func (d *Datapath) WriteMetrics(w io.Writer) error {
 	}{
 		{"rx", "received", s.FramesRX},
 		{"rx", "delivered", s.Delivered},
+		{"rx", "forwarded", s.Forwarded},
 		{"rx", "unparsed", s.Unparsed},
 		{"tx", "sent", s.FramesTX},
 		{"tx", "failed", s.ReplyFailed},

@@ -1,0 +1,42 @@
+//go:build !(linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64))
+
+package split
+
+import (
+	"io"
+
+	"github.com/turboretry/turboretry/internal/token"
+)
+
+// Agent is the split-mode agent; it does not run on this platform.
+type Agent struct{}
+
+// Start checks cfg and fails with ErrUnsupported: the agent needs Linux
+// with AF_XDP and a little-endian CPU.
+func Start(cfg Config) (*Agent, error) {
+	if _, err := cfg.withDefaults(); err != nil {
+		return nil, err
+	}
+	return nil, ErrUnsupported
+}
+
+// Admit fails with ErrUnsupported.
+func (a *Agent) Admit([]byte) error { return ErrUnsupported }
+
+// SetKeyRing fails with ErrUnsupported.
+func (a *Agent) SetKeyRing(*token.KeyRing) error { return ErrUnsupported }
+
+// Pause does nothing.
+func (a *Agent) Pause() {}
+
+// Resume does nothing.
+func (a *Agent) Resume() {}
+
+// WriteMetrics fails with ErrUnsupported.
+func (a *Agent) WriteMetrics(io.Writer) error { return ErrUnsupported }
+
+// Close does nothing.
+func (a *Agent) Close() error { return nil }
+
+// Admitted reports false.
+func (a *Agent) Admitted([]byte) bool { return false }
