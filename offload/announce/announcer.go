@@ -144,8 +144,9 @@ func newAnnouncer(cfg AnnouncerConfig, now func() time.Time) (*Announcer, error)
 	return a, nil
 }
 
-// Add queues cid (copied) for the agent; it is sent within about
-// FlushDelay, sooner when a message fills up. Add never blocks: when the
+// Add queues cid (copied) for the agent; it is sent at once after a quiet
+// spell of FlushDelay, otherwise within FlushDelay (batched), sooner when
+// a message fills up. Add never blocks: when the
 // queue is full the ID is dropped and counted. After Close it does nothing.
 func (a *Announcer) Add(cid []byte) {
 	if len(cid) != a.cidLen {
@@ -212,6 +213,7 @@ func (a *Announcer) run() {
 	flushT.Stop()
 	defer flushT.Stop()
 	armed := false
+	var lastFlush time.Time
 	ticker := time.NewTicker(a.interval)
 	defer ticker.Stop()
 	for {
@@ -223,17 +225,28 @@ func (a *Announcer) run() {
 			switch q := a.queued(); {
 			case q >= a.perMsg:
 				a.flush()
+				lastFlush = a.now()
 				if armed {
 					flushT.Stop()
 					armed = false
 				}
 			case q > 0 && !armed:
-				flushT.Reset(FlushDelay)
-				armed = true
+				// Leading edge: an ID after a quiet spell (a new
+				// connection's handshake SCID, which the client uses
+				// within one round trip) goes at once; a burst behind it
+				// is batched.
+				if since := a.now().Sub(lastFlush); since >= FlushDelay {
+					a.flush()
+					lastFlush = a.now()
+				} else {
+					flushT.Reset(FlushDelay - since)
+					armed = true
+				}
 			}
 		case <-flushT.C:
 			armed = false
 			a.flush()
+			lastFlush = a.now()
 		case <-ticker.C:
 			a.reannounce()
 		}

@@ -117,6 +117,7 @@ func TestSplitEndToEnd(t *testing.T) {
 		}
 		return true
 	})
+	s = a.mustStats(t) // every ID arrived: the control counters are complete
 	if s.Control.Messages < 1 || s.Control.CIDs < uint64(len(cids)) {
 		t.Errorf("control: %d messages, %d IDs; want at least %d IDs", s.Control.Messages, s.Control.CIDs, len(cids))
 	}
