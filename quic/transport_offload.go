@@ -56,7 +56,11 @@ func (t *Transport) ConnectionIDs(yield func(cid []byte) bool) {
 	t.mu.Lock()
 	ids := make([]byte, 0, len(t.handlers)*t.cidLen)
 	for k := range t.handlers {
-		ids = append(ids, k...)
+		// Only IDs we issued: a client's first Initial DCID, routed while
+		// its Initials may arrive, has the client's length.
+		if len(k) == t.cidLen {
+			ids = append(ids, k...)
+		}
 	}
 	lens := t.cidLen
 	t.mu.Unlock()

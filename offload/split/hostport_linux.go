@@ -3,9 +3,11 @@
 package split
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/turboretry/turboretry/offload/afxdp"
 )
@@ -34,12 +36,24 @@ type hostPort struct {
 }
 
 func openHostPort(name string) (*hostPort, error) {
-	s, err := afxdp.OpenByName(name, 0, hostPortSocket)
-	if err != nil {
-		return nil, err
+	// An agent restarted right after a crash finds the queue still held
+	// for a moment: the kernel releases the dead process's socket
+	// asynchronously. Retry that briefly rather than exit.
+	deadline := time.Now().Add(busyRetryFor)
+	for {
+		s, err := afxdp.OpenByName(name, 0, hostPortSocket)
+		if err == nil {
+			return &hostPort{sock: s}, nil
+		}
+		if !errors.Is(err, afxdp.ErrBusy) || time.Now().After(deadline) {
+			return nil, err
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return &hostPort{sock: s}, nil
 }
+
+// busyRetryFor bounds how long openHostPort waits for a busy queue.
+const busyRetryFor = 2 * time.Second
 
 // forward copies frame into a UMEM frame and queues it for transmission.
 // A frame that cannot go out (no free frame, TX ring full, oversized) is
