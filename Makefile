@@ -9,7 +9,7 @@ LONGFUZZ  ?= 60s
 BENCHTIME ?= 1s
 BENCHOUT  ?= bench.txt
 
-.PHONY: serve demo firmware all build test unit lint fmt vet staticcheck fuzz fuzz-short bench clean
+.PHONY: serve demo firmware arm64 all build test unit lint fmt vet staticcheck fuzz fuzz-short bench clean
 
 all: build
 
@@ -17,8 +17,22 @@ build:
 	$(GO) build $(PKGS)
 
 ## test: lint, unit and integration tests (race detector on), short fuzz runs,
-## and the portable C of the fast-path cache (gcc host tests, RISC-V and BPF compile checks).
-test: lint unit firmware fuzz-short
+## the portable C of the fast-path cache (gcc host tests, RISC-V and BPF compile checks),
+## and the agent's portable packages on linux/arm64 under qemu-user.
+test: lint unit firmware arm64 fuzz-short
+
+# The packages a BlueField-3's Arm cores run in the split mode that test
+# without privileges: built for linux/arm64 and run under qemu-user.
+ARM64PKGS ?= ./offload/agent/ ./offload/fastpath/ ./offload/announce/ ./internal/token/ \
+	./internal/handshake/ ./internal/tlskdf/ ./internal/wire/
+
+## arm64: ARM64PKGS' tests on linux/arm64 under qemu-aarch64, and a vet of the
+## split-mode agent for linux/arm64 (skipped with a message without qemu-user).
+arm64:
+	GOARCH=arm64 $(GO) vet ./offload/split/ ./offload/datapath/ ./offload/xdp/ ./offload/afxdp/ ./cmd/turboretry/
+	@if command -v qemu-aarch64 >/dev/null; then \
+		GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64 $(ARM64PKGS); \
+	else echo "arm64: SKIP tests under emulation: qemu-aarch64 missing (apt-get install qemu-user)"; fi
 
 firmware:
 	$(MAKE) -C dpa-firmware test riscv-check bpf-check
