@@ -30,6 +30,8 @@ type cpuCost struct {
 	server     float64 // server process, per-thread run time (schedstat)
 	serverTick float64 // server process, utime+stime ticks (cross-check)
 	exited     int     // server threads that exited during the window
+	agent      float64 // (d)'s agent process, per-thread run time (schedstat)
+	agentTick  float64 // (d)'s agent process, utime+stime ticks
 	self       float64 // this test process (the generator), ticks
 	background float64 // busy share of all CPUs in the quiet window, 0..1
 	steal      float64 // ns per packet the hypervisor gave to others
@@ -38,9 +40,10 @@ type cpuCost struct {
 }
 
 // measureFlood floods at cpuRate for cpuFlood and measures the CPU the
-// whole machine and, if pid > 0, the server process spent from just before
-// the flood to cpuDrain after it.
-func measureFlood(tb testing.TB, a *attacker, pid int) cpuCost {
+// whole machine and, if pid > 0, the server process (and, if agentPID > 0,
+// the split variant's agent process) spent from just before the flood to
+// cpuDrain after it.
+func measureFlood(tb testing.TB, a *attacker, pid, agentPID int) cpuCost {
 	tb.Helper()
 	var c cpuCost
 	q0, err := readMachineCPU()
@@ -50,7 +53,7 @@ func measureFlood(tb testing.TB, a *attacker, pid int) cpuCost {
 	must(tb, err)
 	c.background = busyShare(q0, q1)
 
-	var p0, p1 procCPU
+	var p0, p1, ag0, ag1 procCPU
 	var u0, u1 map[string]uint64
 	g0, err := readProcCPU(os.Getpid())
 	must(tb, err)
@@ -58,6 +61,10 @@ func measureFlood(tb testing.TB, a *attacker, pid int) cpuCost {
 		p0, err = readProcCPU(pid)
 		must(tb, err)
 		u0, err = readUDPCounters(pid)
+		must(tb, err)
+	}
+	if agentPID > 0 {
+		ag0, err = readProcCPU(agentPID)
 		must(tb, err)
 	}
 	m0, err := readMachineCPU()
@@ -73,6 +80,10 @@ func measureFlood(tb testing.TB, a *attacker, pid int) cpuCost {
 		p1, err = readProcCPU(pid)
 		must(tb, err)
 		u1, err = readUDPCounters(pid)
+		must(tb, err)
+	}
+	if agentPID > 0 {
+		ag1, err = readProcCPU(agentPID)
 		must(tb, err)
 	}
 	if st.Errors != 0 {
@@ -93,6 +104,10 @@ func measureFlood(tb testing.TB, a *attacker, pid int) cpuCost {
 		c.server, c.serverTick, c.exited = ns/n, tick/n, exited
 		c.udpDrops = uint64(delta(u1["RcvbufErrors"], u0["RcvbufErrors"]))
 		c.udpIn = uint64(delta(u1["InDatagrams"], u0["InDatagrams"]))
+	}
+	if agentPID > 0 {
+		ns, tick, _ := ag1.since(ag0)
+		c.agent, c.agentTick = ns/n, tick/n
 	}
 	return c
 }
@@ -145,8 +160,8 @@ func cpuLog(tb testing.TB, name string, c cpuCost, server bool) {
 			name, c.sent, c.pps, c.machine, c.machineTck, c.self, c.machine-c.self, c.steal, 100*c.background)
 		return
 	}
-	tb.Logf("%s: sent %d (%.0f pps); machine %.0f ns/pkt (tick-sampled %.0f; generator process %.0f, server %.0f, rest %.0f); server ticks %.0f ns/pkt, %d threads exited; steal %.0f ns/pkt; background busy %.0f %%; UDP in %d, rcvbuf drops %d",
-		name, c.sent, c.pps, c.machine, c.machineTck, c.self, c.server, c.machine-c.self-c.server, c.serverTick, c.exited, c.steal, 100*c.background, c.udpIn, c.udpDrops)
+	tb.Logf("%s: sent %d (%.0f pps); machine %.0f ns/pkt (tick-sampled %.0f; generator process %.0f, server %.0f, agent process %.0f, rest %.0f); server ticks %.0f ns/pkt, %d threads exited; agent ticks %.0f ns/pkt; steal %.0f ns/pkt; background busy %.0f %%; UDP in %d, rcvbuf drops %d",
+		name, c.sent, c.pps, c.machine, c.machineTck, c.self, c.server, c.agent, c.machine-c.self-c.server-c.agent, c.serverTick, c.exited, c.agentTick, c.steal, 100*c.background, c.udpIn, c.udpDrops)
 }
 
 // BenchmarkAttackCPU measures the CPU each variant's defended side spends
@@ -157,13 +172,15 @@ func cpuLog(tb testing.TB, name string, c cpuCost, server bool) {
 // the generator), so only the whole-machine figure sees all of it. The
 // ratios of the server-attributable costs estimate (c)'s capacity
 // advantage without depending on the generator's ceiling.
+// benchSplitCPU then adds variant (d), the split agent, with a baseline
+// of its own network.
 func BenchmarkAttackCPU(b *testing.B) {
 	var base *cpuCost
 	costs := map[variant]cpuCost{}
 	b.Run("baseline-no-server", func(b *testing.B) {
 		n := newBenchNet(b)
 		a := newAttacker(b, n)
-		c := measureFlood(b, a, 0)
+		c := measureFlood(b, a, 0, 0)
 		cpuLog(b, "baseline", c, false)
 		base = &c
 		b.ReportMetric(c.pps, "sent-pps")
@@ -178,7 +195,7 @@ func BenchmarkAttackCPU(b *testing.B) {
 			srv := startServer(b, n, v)
 			checkServerPID(b, srv.pid)
 			a := newAttacker(b, n)
-			c := measureFlood(b, a, srv.pid)
+			c := measureFlood(b, a, srv.pid, 0)
 			cpuLog(b, string(v), c, true)
 			if _, err := srv.get(2 * time.Second); err != nil {
 				b.Logf("%s: benign request after the flood failed: %v", v, err)
@@ -197,6 +214,7 @@ func BenchmarkAttackCPU(b *testing.B) {
 			}
 		})
 	}
+	benchSplitCPU(b, base, costs)
 }
 
 // logRatios logs (a)/(c) and (b)/(c) of the server-attributable cost

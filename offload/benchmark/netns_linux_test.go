@@ -27,8 +27,9 @@ var (
 	attackIf   = "atk0"
 )
 
-// benchNet names the three namespaces of one benchmark.
-type benchNet struct{ client, attacker, server string }
+// benchNet names the namespaces of one benchmark; dpu is empty but for
+// the split variant's network (newSplitBenchNet).
+type benchNet struct{ client, attacker, server, dpu string }
 
 // needRoot skips unless namespaces, XDP and AF_XDP are available.
 func needRoot(tb testing.TB) {
@@ -39,13 +40,22 @@ func needRoot(tb testing.TB) {
 
 // newBenchNet creates the namespaces; Cleanup deletes them, and the links
 // with them.
-func newBenchNet(tb testing.TB) *benchNet {
+func newBenchNet(tb testing.TB) *benchNet { return buildBenchNet(tb, false) }
+
+// buildBenchNet creates the namespaces, with the split variant's dpu
+// namespace between the client bridge and the server if withDPU.
+func buildBenchNet(tb testing.TB, withDPU bool) *benchNet {
 	tb.Helper()
 	needRoot(tb)
 	n := &benchNet{client: netnstest.New(tb, "trb-c"), attacker: netnstest.New(tb, "trb-a"), server: netnstest.New(tb, "trb-s")}
 	c, a, s := n.client, n.attacker, n.server
 	netnstest.IP(tb, "-n", c, "link", "add", "br0", "address", macClient, "type", "bridge", "stp_state", "0", "forward_delay", "0")
-	netnstest.Veth(tb, netnstest.End{NS: c, Dev: "cs0"}, netnstest.End{NS: s, Dev: serverIf, MAC: macServer})
+	if withDPU {
+		n.dpu = netnstest.New(tb, "trb-d")
+		addDPU(tb, n)
+	} else {
+		netnstest.Veth(tb, netnstest.End{NS: c, Dev: "cs0"}, netnstest.End{NS: s, Dev: serverIf, MAC: macServer})
+	}
 	netnstest.Veth(tb, netnstest.End{NS: c, Dev: "ca0"}, netnstest.End{NS: a, Dev: attackIf, MAC: macAttack})
 	for _, l := range []string{"cs0", "ca0"} {
 		netnstest.IP(tb, "-n", c, "link", "set", l, "master", "br0")
@@ -75,6 +85,9 @@ func newBenchNet(tb testing.TB) *benchNet {
 	must(tb, n.in(a, func() error { return netnstest.TXChecksumOff(attackIf) }))
 	for _, w := range [][2]string{{c, "br0"}, {c, "cs0"}, {c, "ca0"}, {s, serverIf}, {a, attackIf}} {
 		netnstest.WaitUp(tb, w[0], w[1])
+	}
+	if withDPU {
+		waitDPU(tb, n)
 	}
 	return n
 }

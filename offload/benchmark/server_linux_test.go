@@ -44,6 +44,7 @@ const (
 	hostRetry   variant = "b-host-retry"       // our stack, Retry always, no offload
 	hostNoRetry variant = "b-host-noretry"     // our stack, Retry never (latency baseline)
 	xdpAgent    variant = "c-xdp-retry-always" // our stack behind the integrated XDP agent
+	// splitAgent, (d), is in split_linux_test.go.
 )
 
 // The server runs in a child process started in the server namespace
@@ -63,12 +64,19 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if dir := os.Getenv(agentEnv); dir != "" {
+		if err := runBenchAgent(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "bench agent:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
 // serveVariant serves until stdin closes (the parent ended or is done).
 func serveVariant(v variant, dir string) error {
-	if !slices.Contains([]variant{quicGoRetry, hostRetry, hostNoRetry, xdpAgent}, v) {
+	if !slices.Contains([]variant{quicGoRetry, hostRetry, hostNoRetry, xdpAgent, splitAgent}, v) {
 		return fmt.Errorf("unknown variant %q", v)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -114,6 +122,8 @@ func serveVariant(v variant, dir string) error {
 		cfg.Retry = fileserver.RetryNever
 	case xdpAgent:
 		cfg.Offload = fileserver.OffloadConfig{Mode: fileserver.OffloadXDP, Iface: serverIf}
+	case splitAgent:
+		splitServerConfig(&cfg, dir)
 	}
 	s, err := fileserver.New(cfg)
 	if err != nil {
@@ -126,28 +136,30 @@ func serveVariant(v variant, dir string) error {
 // who sent the Retries.
 const metricsPort = 9464
 
-// retries scrapes /metrics from the client namespace and returns the
-// Retries the host's QUIC stack and the agent sent; ok is false for a
-// server without metrics (quic-go).
+// retries scrapes /metrics from the client namespace (and, for (d), the
+// agent's from the dpu namespace) and returns the Retries the host's QUIC
+// stack and the agent sent; ok is false for a server without metrics
+// (quic-go).
 func (s *benchServer) retries() (host, agentSent float64, ok bool) {
-	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
-		err = s.net.in(s.net.client, func() error {
-			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-			return err
-		})
-		return c, err
-	}}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get("http://" + netip.AddrPortFrom(ipServer, metricsPort).String() + "/metrics")
+	body, err := scrape(s.net, s.net.client, netip.AddrPortFrom(ipServer, metricsPort))
 	if err != nil {
 		return 0, 0, false
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != 200 {
-		return 0, 0, false
+	host, agentSent = parseRetries(body)
+	if s.agentPID > 0 {
+		body, err := scrape(s.net, s.net.dpu, agentMetrics)
+		if err != nil {
+			return 0, 0, false
+		}
+		_, agentSent = parseRetries(body)
 	}
-	for line := range strings.Lines(string(body)) {
+	return host, agentSent, true
+}
+
+// parseRetries sums the host's and the agent's Retry counters in a
+// Prometheus text body.
+func parseRetries(body string) (host, agentSent float64) {
+	for line := range strings.Lines(body) {
 		name, val, found := strings.Cut(strings.TrimSpace(line), " ")
 		if !found {
 			continue
@@ -163,7 +175,7 @@ func (s *benchServer) retries() (host, agentSent float64, ok bool) {
 			agentSent += f
 		}
 	}
-	return host, agentSent, true
+	return host, agentSent
 }
 
 // benchServer is a running server variant seen from the client side.
@@ -172,6 +184,8 @@ type benchServer struct {
 	tls *tls.Config // trusts the server's certificate
 	url string
 	pid int // the server process (ip netns exec replaces itself with it)
+	// agentPID is variant (d)'s agent process, 0 otherwise.
+	agentPID int
 }
 
 // startServer writes a certificate, starts the child in the server
@@ -181,6 +195,10 @@ func startServer(tb testing.TB, n *benchNet, v variant) *benchServer {
 	tb.Helper()
 	dir := tb.TempDir()
 	pool := writeCert(tb, dir)
+	agentPID := 0
+	if v == splitAgent {
+		agentPID = startAgent(tb, n, dir) // before the server, which announces to it
+	}
 	cmd := exec.Command("ip", "netns", "exec", n.server, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+string(v), dirEnv+"="+dir)
 	var logs strings.Builder
@@ -200,7 +218,7 @@ func startServer(tb testing.TB, n *benchNet, v variant) *benchServer {
 		}
 	})
 	s := &benchServer{net: n, tls: &tls.Config{RootCAs: pool, ServerName: "localhost"},
-		url: "https://" + netip.AddrPortFrom(ipServer, serverPort).String() + "/", pid: cmd.Process.Pid}
+		url: "https://" + netip.AddrPortFrom(ipServer, serverPort).String() + "/", pid: cmd.Process.Pid, agentPID: agentPID}
 	// Loading the XDP program and the AF_XDP sockets takes a moment.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
