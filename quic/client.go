@@ -127,8 +127,13 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 		return nil, err
 	}
 	c.mu.Lock()
+	c.startQlog()
 	err = c.startTLS()
 	sendsEarly := c.sendsEarly()
+	if err != nil && c.qlog != nil {
+		c.closeErr = err
+		c.qlogClosed()
+	}
 	c.mu.Unlock()
 	if err != nil {
 		t.removeHandlers(c)

@@ -3,6 +3,7 @@ package quic
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 )
@@ -64,6 +65,14 @@ type Config struct {
 	// datagrams, keeps marking only if the peer's ACK frames validate
 	// the marks, and treats CE marks as congestion (RFC 9000 13.4).
 	DisableECN bool
+	// Qlog, when set, is called once per connection, with our perspective
+	// and the connection's original destination connection ID, for a
+	// writer that receives the connection's qlog (JSON-SEQ, qlog 0.3
+	// with the QUIC event definitions); QlogDir writes one file per
+	// connection. A nil writer skips that connection. The writer is
+	// closed when the connection ends; after a write error the qlog of
+	// that connection stops (the error is logged), the connection goes on.
+	Qlog func(p Perspective, odcid []byte) io.WriteCloser
 }
 
 const (

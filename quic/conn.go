@@ -133,6 +133,7 @@ type Conn struct {
 	retryUndecryptableLater bool // new read keys: reprocess kept packets
 
 	stats connStats
+	qlog  *qlogger // nil unless Config.Qlog gave a writer
 
 	keyPhaseAcked bool      // a packet sealed with the current 1-RTT keys was acknowledged
 	dropKeysAt    time.Time // when to drop the previous 1-RTT receive keys
@@ -375,10 +376,16 @@ func (c *Conn) onTimers(now time.Time) {
 	if lt := c.rec.LossDetectionTimeout(); !lt.IsZero() && !now.Before(lt) {
 		c.events.Reset()
 		act := c.rec.OnLossDetectionTimeout(now, &c.events)
+		if c.qlog != nil {
+			c.qlogLost()
+		}
 		for _, p := range c.events.Lost {
 			c.onPacketLost(p.Handle, now)
 		}
 		c.countLost(now)
+		if c.qlog != nil {
+			c.qlogMetrics()
+		}
 		if act.Kind == recovery.TimeoutProbe {
 			c.stats.ptos++
 			sp := &c.spaces[act.Space]
@@ -502,6 +509,9 @@ func (c *Conn) teardownLocked() {
 	if c.server != nil && !c.queuedForAccept {
 		c.queuedForAccept = true
 		c.server.handshakeEnded()
+	}
+	if c.qlog != nil {
+		c.qlogClosed()
 	}
 }
 

@@ -110,6 +110,9 @@ func (c *Conn) handle0RTTPacket(pkt []byte, hdr *wire.LongHeader, p receivedPack
 		return
 	}
 	c.packets0RTT++
+	if c.qlog != nil {
+		c.qlogPacketReceived(wire.PacketType0RTT, pn, hdr.DestConnID, len(pkt), payload)
+	}
 	c.processPayload(spaceApp, wire.PacketType0RTT, pn, payload, p.rcvTime)
 }
 

@@ -138,6 +138,9 @@ func (c *Conn) onPathResponse(data [8]byte) {
 			c.path.validating = false
 			c.path.sendChallenge = false
 			c.path.prev = nil
+			if c.qlog != nil {
+				c.qlogPath("validated")
+			}
 			return
 		}
 	}
@@ -169,6 +172,9 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 		// Back on the address validated before: nothing to prove.
 		c.remote, c.remoteAP = c.path.prev, c.path.prevAP
 		c.path = pathState{lastDCID: c.path.lastDCID, dcidLen: c.path.dcidLen}
+		if c.qlog != nil {
+			c.qlogPath("returned")
+		}
 		return
 	}
 	sameHost := to.Addr() == c.remoteAP.Addr()
@@ -201,6 +207,9 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	}
 	if m := c.avMetrics(); m != nil {
 		m.pathMigrations.Inc()
+	}
+	if c.qlog != nil {
+		c.qlogPath("validating")
 	}
 	c.wake()
 }
@@ -236,6 +245,9 @@ func (c *Conn) pathTimers(now time.Time) {
 			c.resetMTU()
 		}
 		c.path = pathState{}
+		if c.qlog != nil {
+			c.qlogPath("failed")
+		}
 		return
 	}
 	if !c.path.sendChallenge && !now.Before(c.path.resendAt) {

@@ -144,6 +144,9 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 	if space == spaceHandshake {
 		pt = wire.PacketTypeHandshake
 	}
+	if c.qlog != nil {
+		c.qlogPacketReceived(pt, pn, hdr.DestConnID, len(pkt), payload)
+	}
 	c.processPayload(space, pt, pn, payload, p.rcvTime)
 	if c.closeErr == nil && space == spaceHandshake && !c.isClient && !c.addressValidated {
 		// A Handshake packet proves the client owns its address, and
@@ -205,6 +208,9 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 	}
 	if sp.tracker.IsDuplicate(pn) {
 		return
+	}
+	if c.qlog != nil {
+		c.qlogPacketReceived(wire.PacketType1RTT, pn, sh.DestConnID, len(pkt), payload)
 	}
 	c.cids.rxDCID = sh.DestConnID
 	c.rx.nonProbing = false
@@ -318,10 +324,16 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	for _, p := range c.events.Acked {
 		c.onPacketAcked(p.Handle)
 	}
+	if c.qlog != nil {
+		c.qlogLost()
+	}
 	for _, p := range c.events.Lost {
 		c.onPacketLost(p.Handle, now)
 	}
 	c.countLost(now)
+	if c.qlog != nil {
+		c.qlogMetrics()
+	}
 	if space == spaceApp && c.isClient && !c.handshakeConfirmed && c.handshakeComplete {
 		// An acknowledged 1-RTT packet confirms the handshake (RFC 9001 4.1.2).
 		c.confirmHandshake(now)

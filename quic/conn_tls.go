@@ -101,7 +101,11 @@ func (c *Conn) startTLS() error {
 		qc.EnableSessionEvents = true
 		c.tls = tls.QUICServer(qc)
 	}
-	params, err := c.ourParams().Marshal(nil, role)
+	ours := c.ourParams()
+	if c.qlog != nil {
+		c.qlogParams("local", ours)
+	}
+	params, err := ours.Marshal(nil, role)
 	if err != nil {
 		return err
 	}
@@ -242,6 +246,9 @@ func (c *Conn) handlePeerParams(data []byte) error {
 		}
 	}
 	c.peerParams = &p
+	if c.qlog != nil {
+		c.qlogParams("remote", &p)
+	}
 	c.ackDelayExp = p.AckDelayExponent
 	c.rec.SetMaxAckDelay(p.MaxAckDelay)
 	if c.sentEarly {

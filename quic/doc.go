@@ -80,10 +80,16 @@
 //     rejects early data, the client's 0-RTT packets go unacknowledged and
 //     their frames are sent again in 1-RTT (transparent to the application,
 //     unlike quic-go's Err0RTTRejected).
+//   - qlog (draft-ietf-quic-qlog-main-schema 0.3 with the QUIC event
+//     definitions, JSON-SEQ): Config.Qlog asks for a writer per connection
+//     (QlogDir writes <dir>/<odcid>_<client|server>.sqlog) and receives
+//     connection_started, parameters_set, packet_sent and packet_received
+//     with their frames, packet_lost, metrics_updated, path_updated and
+//     connection_closed. Off (nil) it costs one nil check per hook.
 //
 // # Not implemented yet
 //
 //   - Switching a client back to its original socket, preferred_address,
 //     compatible version negotiation (RFC 9368) and the
-//     version_information parameter, CUBIC selection, qlog.
+//     version_information parameter, CUBIC selection.
 package quic

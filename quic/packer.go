@@ -222,6 +222,9 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 		if p.lengthPos >= 0 {
 			wire.PutVarintWithLen(buf[p.lengthPos:], uint64(p.payloadEnd-p.pnOffset+tagLen), 2)
 		}
+		if c.qlog != nil {
+			c.qlogPacketSent(buf, p)
+		}
 		pkt := buf[p.start : p.payloadEnd : p.payloadEnd+tagLen]
 		var err error
 		if p.early {
@@ -263,6 +266,9 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 		if inFlight {
 			c.pacer.OnPacketSent(now, size, c.rec.Controller().CongestionWindow(), c.rec.RTT().SmoothedRTT())
 		}
+	}
+	if c.qlog != nil {
+		c.qlogMetrics()
 	}
 	c.bytesSent += uint64(len(buf))
 	c.stats.bytesSent += uint64(len(buf))

@@ -439,7 +439,12 @@ func (s *baseServer) newConn(hdr *wire.LongHeader, remote net.Addr, sealer *hand
 		t.removeHandlers(c)
 		return nil, err
 	}
+	c.startQlog()
 	if err := c.startTLS(); err != nil {
+		if c.qlog != nil {
+			c.closeErr = err
+			c.qlogClosed()
+		}
 		t.removeHandlers(c)
 		if c.tls != nil {
 			c.tls.Close()

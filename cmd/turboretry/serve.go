@@ -22,7 +22,7 @@ func init() {
 }
 
 const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE --key FILE] [--retry auto|always|never]\n" +
-	"         [--secret FILE] [--metrics ADDR] [--state-dir DIR]\n" +
+	"         [--secret FILE] [--metrics ADDR] [--state-dir DIR] [--qlog-dir DIR]\n" +
 	"         [--offload none | xdp --iface IF | split --agent-control ADDR]\n\n" +
 	"Serves DIR (default: a built-in demo site) over HTTP/3 (UDP) and over HTTPS with\n" +
 	"HTTP/1.1 and HTTP/2 (TCP) on the same port, advertising HTTP/3 with Alt-Svc. --retry\n" +
@@ -52,6 +52,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	offload := flags.String("offload", "none", "address-validation offload (`MODE`: none, xdp for the integrated XDP agent, or split for a separate agent)")
 	iface := flags.String("iface", "", "the network interface `IF` the XDP offload filters (with --offload xdp)")
 	agentControl := flags.String("agent-control", "", "the split-mode agent's control address `HOST:PORT` (with --offload split)")
+	qlogDir := flags.String("qlog-dir", "", "write a qlog file per QUIC connection into `DIR` (debugging; one file per connection)")
 	stateDir := flags.String("state-dir", "", "keep the generated certificate, key and secret in `DIR` (default $XDG_STATE_HOME/turboretry or ~/.local/state/turboretry)")
 	pos, err := parseArgs(flags, args)
 	if err != nil {
@@ -100,6 +101,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		SecretFile:  *secret,
 		StateDir:    *stateDir,
 		MetricsAddr: *metricsAddr,
+		QlogDir:     *qlogDir,
 		Offload:     fileserver.OffloadConfig{Mode: offMode, Iface: *iface, AgentControl: control},
 		Logger:      log,
 	})

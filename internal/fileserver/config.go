@@ -70,6 +70,10 @@ type Config struct {
 	StateDir string
 	// MetricsAddr, when set, is a plain-HTTP address serving /metrics.
 	MetricsAddr string
+	// QlogDir, when set, receives a qlog file (JSON-SEQ) per QUIC
+	// connection, named after its original destination connection ID: a
+	// debugging aid, each connection costs a file.
+	QlogDir string
 	// Logger receives the access log and server events; nil discards.
 	Logger *slog.Logger
 	// ShutdownTimeout bounds graceful shutdown; zero means the default.

@@ -120,7 +120,11 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		defer off.Close()
 	}
 	// 0-RTT: the HTTP/3 client sends only safe, bodiless requests early.
-	ln, err := tr.ListenEarly(l.tlsConf, &quic.Config{Allow0RTT: true, MaxIdleTimeout: QUICIdleTimeout})
+	qconf := &quic.Config{Allow0RTT: true, MaxIdleTimeout: QUICIdleTimeout}
+	if dir := l.s.cfg.QlogDir; dir != "" {
+		qconf.Qlog = quic.QlogDir(dir)
+	}
+	ln, err := tr.ListenEarly(l.tlsConf, qconf)
 	if err != nil {
 		return fmt.Errorf("HTTP/3: %w", err)
 	}

@@ -1,0 +1,172 @@
+package quic
+
+import (
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// Perspective says which end of a connection an endpoint is, as in
+// quic-go.
+type Perspective int
+
+// The two perspectives.
+const (
+	PerspectiveServer Perspective = 1
+	PerspectiveClient Perspective = 2
+)
+
+// String returns "server" or "client".
+func (p Perspective) String() string {
+	switch p {
+	case PerspectiveServer:
+		return "server"
+	case PerspectiveClient:
+		return "client"
+	}
+	return "invalid perspective"
+}
+
+// QlogDir returns a Config.Qlog function that writes each connection's
+// qlog to <dir>/<ODCID in hex>_<client|server>.sqlog, creating dir (0755)
+// when needed. When the directory or file cannot be created, the error is
+// logged and that connection runs without qlog.
+func QlogDir(dir string) func(Perspective, []byte) io.WriteCloser {
+	return func(p Perspective, odcid []byte) io.WriteCloser {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			slog.Warn("quic: qlog", "err", err)
+			return nil
+		}
+		name := filepath.Join(dir, hex.EncodeToString(odcid)+"_"+p.String()+".sqlog")
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			slog.Warn("quic: qlog", "err", err)
+			return nil
+		}
+		// The tracer buffers already: the file takes whole chunks.
+		return f
+	}
+}
+
+// qlogFlushSize is how much the tracer buffers before writing.
+const qlogFlushSize = 32 << 10
+
+// qlogger writes one connection's qlog (draft-ietf-quic-qlog-main-schema
+// 0.3, JSON-SEQ): events are appended to buf by the connection goroutine,
+// under the connection lock, and written out in chunks. A write error
+// turns it off for good (failed), never the connection.
+type qlogger struct {
+	w      io.WriteCloser
+	buf    []byte
+	start  time.Time
+	failed bool
+	frame  wire.Frame // scratch for parsing the frames of a packet
+
+	// Last recovery metrics written, so metrics_updated carries changes
+	// only; haveMetrics is false before the first event.
+	haveMetrics bool
+	metrics     qlogMetrics
+}
+
+type qlogMetrics struct {
+	minRTT, smoothedRTT, latestRTT, rttVar time.Duration
+	cwnd, inFlight                         int
+}
+
+// startQlog asks Config.Qlog for this connection's writer and writes the
+// trace header and connection_started. It runs once the ODCID is known.
+func (c *Conn) startQlog() {
+	if c.config.Qlog == nil || c.qlog != nil {
+		return
+	}
+	p := PerspectiveServer
+	if c.isClient {
+		p = PerspectiveClient
+	}
+	w := c.config.Qlog(p, slices.Clone(c.origDestCID))
+	if w == nil {
+		return
+	}
+	q := &qlogger{w: w, start: time.Now(), buf: make([]byte, 0, qlogFlushSize+4096)}
+	q.header(p, c.origDestCID)
+	c.qlog = q
+	c.qlogConnectionStarted()
+}
+
+// header appends the trace's first record.
+func (q *qlogger) header(p Perspective, odcid []byte) {
+	b := append(q.buf, 0x1e)
+	b = append(b, `{"qlog_version":"0.3","qlog_format":"JSON-SEQ","title":"turboretry qlog","trace":{"vantage_point":{"type":"`...)
+	b = append(b, p.String()...)
+	b = append(b, `"},"common_fields":{"ODCID":"`...)
+	b = hex.AppendEncode(b, odcid)
+	b = append(b, `","time_format":"relative","reference_time":`...)
+	b = strconv.AppendFloat(b, float64(q.start.UnixNano())/1e6, 'f', 3, 64)
+	b = append(b, "}}}\n"...)
+	q.buf = b
+}
+
+// event starts a record; the caller appends the data object's fields
+// (each preceded by a comma, see field) and calls end.
+func (q *qlogger) event(name string) []byte {
+	b := append(q.buf, 0x1e)
+	b = append(b, `{"time":`...)
+	b = strconv.AppendFloat(b, float64(time.Since(q.start).Nanoseconds())/1e6, 'f', 3, 64)
+	b = append(b, `,"name":"`...)
+	b = append(b, name...)
+	b = append(b, `","data":{`...)
+	return b
+}
+
+// end closes the record started by event and writes the buffer out once
+// it is large enough.
+func (q *qlogger) end(b []byte) {
+	b = append(b, "}}\n"...)
+	q.buf = b
+	if len(b) >= qlogFlushSize {
+		q.flush()
+	}
+}
+
+// flush writes the buffered records.
+func (q *qlogger) flush() {
+	if q.failed || len(q.buf) == 0 {
+		q.buf = q.buf[:0]
+		return
+	}
+	_, err := q.w.Write(q.buf)
+	q.buf = q.buf[:0]
+	if err != nil {
+		q.fail(err)
+	}
+}
+
+// fail logs err once and drops the rest of this connection's qlog.
+func (q *qlogger) fail(err error) {
+	slog.Warn("quic: qlog write failed; no more qlog for this connection", "err", err)
+	q.failed = true
+	q.buf = nil
+	_ = q.w.Close()
+}
+
+// close writes what is buffered and closes the writer.
+func (q *qlogger) close() {
+	if q.failed {
+		return
+	}
+	q.flush()
+	if q.failed {
+		return
+	}
+	q.failed = true // nothing more may be written
+	if err := q.w.Close(); err != nil {
+		slog.Warn("quic: qlog", "err", err)
+	}
+}
