@@ -42,6 +42,13 @@ type hostServer struct {
 // agent would show up as a host Retry.
 func startHost(tb testing.TB, e *emulation, root []byte, kr *token.KeyRing) *hostServer {
 	tb.Helper()
+	return startHostEvery(tb, e, root, kr, 0)
+}
+
+// startHostEvery is startHost re-announcing every ID each interval (0:
+// announce.DefaultInterval).
+func startHostEvery(tb testing.TB, e *emulation, root []byte, kr *token.KeyRing, interval time.Duration) *hostServer {
+	tb.Helper()
 	h := &hostServer{}
 	in(tb, e.host, func() error {
 		udp, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(serverAP))
@@ -55,10 +62,11 @@ func startHost(tb testing.TB, e *emulation, root []byte, kr *token.KeyRing) *hos
 		}
 		// The announcer's socket is opened here, in the host namespace.
 		h.ann, err = announce.NewAnnouncer(announce.AnnouncerConfig{
-			Agent:  controlAP,
-			Key:    announce.Key(kr),
-			CIDLen: 8,
-			Active: h.tr.ConnectionIDs,
+			Agent:    controlAP,
+			Key:      announce.Key(kr),
+			CIDLen:   8,
+			Interval: interval,
+			Active:   h.tr.ConnectionIDs,
 		})
 		if err != nil {
 			udp.Close()

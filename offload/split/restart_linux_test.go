@@ -258,55 +258,7 @@ func (p *agentProc) kill(tb testing.TB, e *emulation) {
 // a restarted agent learns the active connection IDs back quickly.
 func startReannouncingHost(tb testing.TB, e *emulation, root []byte, kr *token.KeyRing) *hostServer {
 	tb.Helper()
-	h := &hostServer{}
-	in(tb, e.host, func() error {
-		udp, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(serverAP))
-		if err != nil {
-			return err
-		}
-		h.tr = &quic.Transport{
-			Conn:               udp,
-			ConnectionIDLength: 8,
-			AddressValidation:  &quic.AddressValidationConfig{Policy: quic.AlwaysRetry(), TokenSecret: root},
-		}
-		h.ann, err = announce.NewAnnouncer(announce.AnnouncerConfig{
-			Agent:    controlAP,
-			Key:      announce.Key(kr),
-			CIDLen:   8,
-			Interval: reannounceEvery,
-			Active:   h.tr.ConnectionIDs,
-		})
-		if err != nil {
-			udp.Close()
-			return err
-		}
-		h.tr.ConnectionIDAdded = func(cid []byte) {
-			h.ann.Add(cid)
-			if len(cid) == 8 {
-				h.mu.Lock()
-				h.cids = append(h.cids, bytes.Clone(cid))
-				h.mu.Unlock()
-			}
-		}
-		return nil
-	})
-	ln, err := h.tr.Listen(&tls.Config{Certificates: []tls.Certificate{testCert(tb)}, NextProtos: []string{testALPN}},
-		&quic.Config{MaxIdleTimeout: 30 * time.Second})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { serveEcho(ctx, ln) })
-	tb.Cleanup(func() {
-		cancel()
-		_ = ln.Close()
-		_ = h.tr.Close()
-		_ = h.tr.Conn.Close()
-		_ = h.ann.Close()
-		wg.Wait()
-	})
-	return h
+	return startHostEvery(tb, e, root, kr, reannounceEvery)
 }
 
 // live returns the connection IDs the host routes now.
