@@ -11,8 +11,13 @@ import (
 
 // TestBenchNet: a datagram from the client namespace crosses the bridge
 // and reaches a socket in the server namespace, from the client's address.
-func TestBenchNet(t *testing.T) {
-	n := newBenchNet(t)
+func TestBenchNet(t *testing.T) { checkDatagramCrosses(t, newBenchNet(t)) }
+
+// checkDatagramCrosses sends one datagram from n's client namespace to the
+// server address and checks that a socket in the server namespace gets
+// it, from the client's address.
+func checkDatagramCrosses(t *testing.T, n *benchNet) {
+	t.Helper()
 	var srv *net.UDPConn
 	must(t, n.in(n.server, func() (err error) {
 		srv, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ipServer, serverPort)))

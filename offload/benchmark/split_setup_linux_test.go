@@ -3,8 +3,6 @@
 package benchmark
 
 import (
-	"net"
-	"net/netip"
 	"os/exec"
 	"strings"
 	"testing"
@@ -13,30 +11,7 @@ import (
 
 // TestSplitBenchNet: in (d)'s network a datagram from the client namespace
 // crosses both bridges (and p0, no program yet) and reaches the server.
-func TestSplitBenchNet(t *testing.T) {
-	n := newSplitBenchNet(t)
-	var srv *net.UDPConn
-	must(t, n.in(n.server, func() (err error) {
-		srv, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ipServer, serverPort)))
-		return err
-	}))
-	defer srv.Close()
-	must(t, n.in(n.client, func() error {
-		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(ipServer, serverPort)))
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_, err = c.Write([]byte("ping"))
-		return err
-	}))
-	must(t, srv.SetReadDeadline(time.Now().Add(5*time.Second)))
-	buf := make([]byte, 16)
-	k, from, err := srv.ReadFromUDPAddrPort(buf)
-	if err != nil || string(buf[:k]) != "ping" || from.Addr() != ipClient {
-		t.Fatalf("server got %q from %v, %v; want ping from %v", buf[:k], from, err, ipClient)
-	}
-}
+func TestSplitBenchNet(t *testing.T) { checkDatagramCrosses(t, newSplitBenchNet(t)) }
 
 // TestSplitVariantServes: variant (d) is what it claims to be. The agent
 // process has its program on p0, a benign request completes through it,
