@@ -280,7 +280,7 @@ func (c *Conn) run() {
 		writes := c.pendingWrites
 		c.pendingWrites = nil
 		sendT := c.sendT
-		deadline := c.nextDeadlineLocked()
+		deadline := c.nextDeadlineLocked(now)
 		notifyClose := c.closing && !c.closeNotified
 		c.closeNotified = c.closeNotified || notifyClose
 		c.mu.Unlock()
@@ -442,7 +442,7 @@ func (c *Conn) ptoLocked() time.Duration {
 	return rtt.PTOBase() + rtt.MaxAckDelay()
 }
 
-func (c *Conn) nextDeadlineLocked() time.Time {
+func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 	var d time.Time
 	add := func(t time.Time) {
 		if !t.IsZero() && (d.IsZero() || t.Before(d)) {
@@ -461,7 +461,7 @@ func (c *Conn) nextDeadlineLocked() time.Time {
 	add(c.pacingDeadline)
 	add(c.dropKeysAt)
 	add(c.pathDeadline())
-	add(c.mtuDeadline(time.Now()))
+	add(c.mtuDeadline(now))
 	for i := range c.spaces {
 		sp := &c.spaces[i]
 		if !sp.discarded && !sp.tracker.AckNow() {

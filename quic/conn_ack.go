@@ -2,12 +2,14 @@ package quic
 
 import "time"
 
-// onPacketAcked releases what an acknowledged packet carried.
-func (c *Conn) onPacketAcked(handle uint64) {
+// onPacketAcked releases what an acknowledged packet carried and reports
+// whether it was sent marked ECT(0).
+func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
 	p := c.sent[handle]
 	if p == nil {
-		return
+		return false
 	}
+	ecnMarked = p.ecn
 	delete(c.sent, handle)
 	defer c.putSentPacket(p)
 	if p.space == spaceApp && c.app != nil && p.keyGen == c.app.Generation() {
@@ -45,6 +47,7 @@ func (c *Conn) onPacketAcked(handle uint64) {
 			c.onMTUProbeAcked(int(f.n))
 		}
 	}
+	return ecnMarked
 }
 
 // onPacketLost queues what a lost packet carried for retransmission.

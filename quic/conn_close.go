@@ -96,7 +96,7 @@ func (c *Conn) buildClosePacket(err error, now time.Time) []byte {
 		if space == spaceApp {
 			frame = appFrame
 		}
-		if pi, ok := c.buildPacket(&buf, space, maxPacketSize-len(buf), now, false, frame); ok {
+		if pi, ok := c.buildPacket(&buf, space, maxPacketSize-len(buf), now, false, c.destCID, frame); ok {
 			pkts[n] = pi
 			n++
 		}

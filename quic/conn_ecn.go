@@ -123,18 +123,3 @@ func (c *Conn) onAckECN(space int, f *wire.Frame, newlyMarked int, largestSent, 
 		c.rec.OnECNCongestion(now, largestSent)
 	}
 }
-
-// ackedECNInfo returns how many packets in c.events.Acked were marked and
-// the send time of the largest of them all.
-func (c *Conn) ackedECNInfo() (marked int, largestSent time.Time) {
-	var largest uint64
-	for i, a := range c.events.Acked {
-		if p := c.sent[a.Handle]; p != nil && p.ecn {
-			marked++
-		}
-		if i == 0 || a.Number > largest {
-			largest, largestSent = a.Number, a.TimeSent
-		}
-	}
-	return marked, largestSent
-}

@@ -101,16 +101,6 @@ func (c *Conn) rxRemote() net.Addr {
 	return c.rx.remote
 }
 
-// isProbingFrame reports whether a frame may come on a path being probed
-// without moving the connection there (RFC 9000 section 9.1).
-func isProbingFrame(t wire.FrameType) bool {
-	switch t {
-	case wire.FrameTypePathChallenge, wire.FrameTypePathResponse, wire.FrameTypeNewConnectionID, wire.FrameTypePadding:
-		return true
-	}
-	return false
-}
-
 // onPathChallenge queues the PATH_RESPONSE, for the path the challenge
 // came on (RFC 9000 section 8.2.2).
 func (c *Conn) onPathChallenge(data [8]byte) {
@@ -354,18 +344,11 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 // size.
 func (c *Conn) buildPathDatagram(now time.Time, dcid, frame []byte, limit int, mtuProbe bool) []byte {
 	buf := getSendBuffer()
-	saved := c.destCID
-	c.destCID = dcid
-	pi, ok := c.buildPacket(&buf, spaceApp, limit, now, false, frame)
-	c.destCID = saved
+	pi, ok := c.buildPacket(&buf, spaceApp, limit, now, false, dcid, frame)
 	if !ok {
 		putSendBuffer(buf)
 		return nil
 	}
-	// buildPacket takes a lone frame for CONNECTION_CLOSE, which elicits
-	// no ACK; a PATH_RESPONSE does.
-	pi.ackEliciting = true
-	pi.sp.eliciting = true
 	if mtuProbe {
 		pi.mtuProbe = true
 		pi.sp.frames = append(pi.sp.frames, sentFrame{kind: sfMTUProbe, n: uint64(limit)})

@@ -241,7 +241,7 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 		if f.IsAckEliciting() {
 			ackEliciting = true
 		}
-		if !isProbingFrame(f.Type) {
+		if !f.Type.IsProbing() {
 			c.rx.nonProbing = true
 		}
 		if err := c.handleFrame(space, f, now); err != nil {
@@ -317,12 +317,19 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 		}
 		return qerr.NewTransportError(qerr.TransportErrorCode(code), uint64(f.Type), err.Error())
 	}
-	if len(f.AckRanges) > 0 && (!hadLargest || f.AckRanges[0].Largest > prevLargest) && len(c.events.Acked) > 0 {
-		marked, largestSent := c.ackedECNInfo()
-		c.onAckECN(space, f, marked, largestSent, now)
-	}
+	marked := 0
+	var largest uint64
+	var largestSent time.Time
 	for _, p := range c.events.Acked {
-		c.onPacketAcked(p.Handle)
+		if c.onPacketAcked(p.Handle) {
+			marked++
+		}
+		if largestSent.IsZero() || p.Number > largest {
+			largest, largestSent = p.Number, p.TimeSent
+		}
+	}
+	if !largestSent.IsZero() && len(f.AckRanges) > 0 && (!hadLargest || f.AckRanges[0].Largest > prevLargest) {
+		c.onAckECN(space, f, marked, largestSent, now)
 	}
 	if c.qlog != nil {
 		c.qlogLost()

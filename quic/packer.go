@@ -14,8 +14,8 @@ import (
 )
 
 const (
-	// maxPacketSize is the datagram size we send.
-	// TODO: path MTU discovery (RFC 9000 section 14.3).
+	// maxPacketSize is the base datagram size: every datagram until path
+	// MTU discovery (mtu.go) finds a larger one, and PTO probes.
 	maxPacketSize  = 1200
 	minInitialSize = 1200 // RFC 9000 section 14.1
 	tagLen         = 16
@@ -179,7 +179,7 @@ func (c *Conn) buildDatagram(now time.Time, limit int, mayElicit bool) []byte {
 		if room < minPacketRoom {
 			break
 		}
-		if pi, ok := c.buildPacket(&buf, space, room, now, mayElicit, nil); ok {
+		if pi, ok := c.buildPacket(&buf, space, room, now, mayElicit, c.destCID, nil); ok {
 			pkts[n] = pi
 			n++
 		}
@@ -289,9 +289,11 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 	return buf
 }
 
-// buildPacket appends one packet of the space, unsealed, with tagLen spare
-// bytes after it. closeFrame, when set, is the only frame.
-func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElicit bool, closeFrame []byte) (packetInfo, bool) {
+// buildPacket appends one packet of the space to dcid, unsealed, with
+// tagLen spare bytes after it. onlyFrame, when set, is the only frame (a
+// CONNECTION_CLOSE, or a path frame or PING sent in a datagram of its own);
+// it must start with its one-byte frame type.
+func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElicit bool, dcid, onlyFrame []byte) (packetInfo, bool) {
 	sp := &c.spaces[space]
 	start := len(*buf)
 	b := *buf
@@ -304,13 +306,13 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 	lengthPos := -1
 	early := space == spaceApp && c.sendsEarly()
 	if early {
-		hdr := wire.LongHeader{Type: wire.PacketType0RTT, Version: c.version, DestConnID: c.destCID, SrcConnID: c.srcCID}
+		hdr := wire.LongHeader{Type: wire.PacketType0RTT, Version: c.version, DestConnID: dcid, SrcConnID: c.srcCID}
 		b = wire.AppendLongHeader(b, &hdr, pnLen, 2)
 		lengthPos = len(b) - 2
 	} else if space == spaceApp {
-		b = wire.AppendShortHeader(b, c.destCID, pnLen, false, false)
+		b = wire.AppendShortHeader(b, dcid, pnLen, false, false)
 	} else {
-		hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: c.version, DestConnID: c.destCID, SrcConnID: c.srcCID}
+		hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: c.version, DestConnID: dcid, SrcConnID: c.srcCID}
 		if space == spaceHandshake {
 			hdr.Type = wire.PacketTypeHandshake
 		} else if c.isClient {
@@ -327,12 +329,13 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 		return packetInfo{}, false
 	}
 	p := c.getSentPacket(space)
-	if closeFrame != nil {
-		if len(closeFrame) > maxEnd-payloadStart {
+	if onlyFrame != nil {
+		if len(onlyFrame) > maxEnd-payloadStart {
 			c.putSentPacket(p)
 			return packetInfo{}, false
 		}
-		b = append(b, closeFrame...)
+		b = append(b, onlyFrame...)
+		p.eliciting = wire.FrameType(onlyFrame[0]).IsAckEliciting()
 	} else {
 		b = c.appendAck(b, sp, maxEnd, now, p, false)
 		if mayElicit || sp.probes > 0 {
@@ -364,7 +367,9 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 		return packetInfo{}, false
 	}
 	eliciting := p.eliciting || len(p.frames) > 0
-	if eliciting && sp.probes > 0 {
+	if eliciting && sp.probes > 0 && onlyFrame == nil {
+		// A lone path frame or MTU probe is no PTO probe: those carry
+		// data at the base size.
 		sp.probes--
 		p.ptoProbe = true
 	}
