@@ -1,9 +1,7 @@
 package quic
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"testing"
 
 	quicgo "github.com/quic-go/quic-go"
@@ -42,22 +40,7 @@ func TestInteropQuicGoClientOurServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.CloseWithError(0, "")
-	s, err := c.OpenStreamSync(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := []byte("ping from quic-go")
-	if _, err := s.Write(msg); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	got, err := io.ReadAll(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, msg) {
-		t.Fatalf("got %q", got)
-	}
+	echoOver(t, ctx, c, 17)
 }
 
 func TestInteropOurClientQuicGoServer(t *testing.T) {
@@ -68,20 +51,5 @@ func TestInteropOurClientQuicGoServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.CloseWithError(0, "")
-	s, err := c.OpenStreamSync(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := []byte("ping from turboretry")
-	if _, err := s.Write(msg); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	got, err := io.ReadAll(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, msg) {
-		t.Fatalf("got %q", got)
-	}
+	echoOurs(t, ctx, c, 20)
 }

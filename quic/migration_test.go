@@ -1,9 +1,8 @@
 package quic
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -67,30 +66,22 @@ func echoOver(t *testing.T, ctx context.Context, c *quicgo.Conn, n int) {
 // reason when the echo fails.
 func echoN[S io.ReadWriteCloser](t *testing.T, ctx context.Context, c interface{ Context() context.Context }, open func(context.Context) (S, error), n int) {
 	t.Helper()
+	if err := echoErr(ctx, c, open, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// echoErr is echoN returning its failure, for goroutines other than the
+// test's.
+func echoErr[S io.ReadWriteCloser](ctx context.Context, c interface{ Context() context.Context }, open func(context.Context) (S, error), n int) error {
 	s, err := open(ctx)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	msg := make([]byte, n)
-	_, _ = rand.Read(msg)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := s.Write(msg)
-		if err == nil {
-			err = s.Close()
-		}
-		errc <- err
-	}()
-	got, err := io.ReadAll(s)
-	if err != nil {
-		t.Fatalf("reading the echo: %v (connection: %v)", err, connCause(c))
+	if err := echoStream(s, testData(n, uint64(n))); err != nil {
+		return fmt.Errorf("%w (connection: %v)", err, connCause(c))
 	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, msg) {
-		t.Fatalf("echo of %d bytes came back as %d different bytes", n, len(got))
-	}
+	return nil
 }
 
 func dialQuicGo(t *testing.T, ctx context.Context, pc net.PacketConn, to net.Addr) (*quicgo.Transport, *quicgo.Conn) {
@@ -376,7 +367,9 @@ func startCopiedTransfer(t *testing.T, block bool, n int) *copiedTransfer {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		echoOver(t, ctx, c, n)
+		if err := echoErr(ctx, c, c.OpenStreamSync, n); err != nil {
+			t.Error(err)
+		}
 	}()
 	<-relay.copied
 	return &copiedTransfer{ctx, srv, relay, sc, c, done}

@@ -2,6 +2,7 @@ package quic
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"testing"
@@ -27,6 +28,13 @@ type rwStream interface {
 // echoCheck writes data on s while reading the echo, and compares.
 func echoCheck(t *testing.T, s rwStream, data []byte) {
 	t.Helper()
+	if err := echoStream(s, data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// echoStream is echoCheck returning its failure.
+func echoStream(s rwStream, data []byte) error {
 	errc := make(chan error, 1)
 	go func() {
 		_, err := s.Write(data)
@@ -37,14 +45,15 @@ func echoCheck(t *testing.T, s rwStream, data []byte) {
 	}()
 	got, err := io.ReadAll(s)
 	if err != nil {
-		t.Fatalf("read after %d bytes: %v", len(got), err)
+		return fmt.Errorf("read after %d bytes: %w", len(got), err)
 	}
 	if err := <-errc; err != nil {
-		t.Fatalf("write: %v", err)
+		return fmt.Errorf("write: %w", err)
 	}
 	if !bytes.Equal(got, data) {
-		t.Fatalf("echo mismatch: got %d bytes, want %d", len(got), len(data))
+		return fmt.Errorf("echo mismatch: got %d bytes, want %d", len(got), len(data))
 	}
+	return nil
 }
 
 const bigTransfer = 10 << 20

@@ -90,7 +90,7 @@ func TestInjectDatagramAndConnectionIDAdded(t *testing.T) {
 	}
 
 	// ConnectionIDs lists what is routed now: announced IDs only,
-	// including the one the client sends to, and stops when asked.
+	// including the one the client sends to.
 	var routed [][]byte
 	for cid := range srv.ConnectionIDs {
 		routed = append(routed, bytes.Clone(cid))
@@ -105,13 +105,8 @@ func TestInjectDatagramAndConnectionIDAdded(t *testing.T) {
 	if !sawServerCID || len(routed) < 2 {
 		t.Errorf("ConnectionIDs yields %d IDs without the server's SCID %x: %x", len(routed), serverCID, routed)
 	}
-	n := 0
 	for range srv.ConnectionIDs {
-		n++
-		break
-	}
-	if n != 1 {
-		t.Errorf("ConnectionIDs went on after yield returned false")
+		break // the runtime fails the test if the iterator ignores the stop
 	}
 }
 
