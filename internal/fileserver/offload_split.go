@@ -16,7 +16,8 @@ import (
 // all the host does is announce the connection IDs it routes, which the
 // agent cannot read from the encrypted NEW_CONNECTION_ID frames.
 type splitOffload struct {
-	a *announce.Announcer
+	a   *announce.Announcer
+	log *slog.Logger
 }
 
 // startSplitOffload makes tr use the agent's connection ID length and
@@ -46,13 +47,21 @@ func startSplitOffload(cfg *OffloadConfig, kr *token.KeyRing, tr *quic.Transport
 		}
 	}
 	log.Info("offload split: announcing connection IDs", "agent", cfg.AgentControl.String())
-	return &splitOffload{a: a}, nil
+	return &splitOffload{a: a, log: log}, nil
 }
 
-// Pause, Resume and Paused do nothing: the agent is another process, and
-// stopping it (or killing it) is how its fail-open is exercised.
-func (o *splitOffload) Pause()       {}
-func (o *splitOffload) Resume()      {}
+// Pause and Resume only say where to go: the agent is another process,
+// paused with its own SIGUSR1 and SIGUSR2 (or stopped) to exercise its
+// fail-open.
+func (o *splitOffload) Pause() {
+	o.log.Warn("offload split: the agent is a separate process; send SIGUSR1 to turboretry agent to pause it")
+}
+
+func (o *splitOffload) Resume() {
+	o.log.Warn("offload split: the agent is a separate process; send SIGUSR2 to turboretry agent to resume it")
+}
+
+// Paused is false: this process pauses nothing.
 func (o *splitOffload) Paused() bool { return false }
 
 // WriteMetrics writes the announcer's counters in Prometheus text format.
