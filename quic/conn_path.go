@@ -185,9 +185,7 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	if !sameHost {
 		// Only a port change keeps the congestion state (RFC 9000 9.4),
 		// and the path MTU.
-		c.rec.OnPathChanged(now)
-		c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
-		c.resetMTU()
+		c.restartPathState(now)
 	}
 	if !rebinding {
 		// The peer changed its ID for the new path: so do we, or the two
@@ -202,6 +200,14 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 		c.qlogPath("validating")
 	}
 	c.wake()
+}
+
+// restartPathState forgets what was learned about the path: RTT,
+// congestion window, pacing and path MTU start over (RFC 9000 9.4).
+func (c *Conn) restartPathState(now time.Time) {
+	c.rec.OnPathChanged(now)
+	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+	c.resetMTU()
 }
 
 // switchPeerCID moves to an unused connection ID of the peer.
@@ -230,9 +236,7 @@ func (c *Conn) pathTimers(now time.Time) {
 		}
 		if c.path.prev != nil {
 			c.remote, c.remoteAP = c.path.prev, c.path.prevAP
-			c.rec.OnPathChanged(now)
-			c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
-			c.resetMTU()
+			c.restartPathState(now)
 		}
 		c.path = pathState{}
 		if c.qlog != nil {

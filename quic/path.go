@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/congestion"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -195,11 +194,10 @@ func (p *Path) Switch() error {
 	newLocal, _ := addrPort(p.t.Conn.LocalAddr())
 	if oldLocal.Addr().Unmap() != newLocal.Addr().Unmap() || !oldLocal.IsValid() {
 		// Only a port change keeps the congestion state (RFC 9000 9.4).
-		now := time.Now()
-		c.rec.OnPathChanged(now)
-		c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+		c.restartPathState(time.Now())
+	} else {
+		c.resetMTU() // another socket, maybe another interface
 	}
-	c.resetMTU() // another socket, maybe another interface
 	c.sendT = p.t
 	c.wake()
 	return nil
