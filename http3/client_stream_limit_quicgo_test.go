@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -12,31 +11,13 @@ import (
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
-	quicgohttp3 "github.com/quic-go/quic-go/http3"
 )
 
 // startQuicGoServerLimited runs quic-go's HTTP/3 server allowing only
 // maxStreams concurrent request streams per connection.
 func startQuicGoServerLimited(t *testing.T, h http.Handler, maxStreams int64) (string, *tls.Config) {
 	t.Helper()
-	serverTLS, clientTLS := testCert(t)
-	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &quicgohttp3.Server{Handler: h, TLSConfig: quicgohttp3.ConfigureTLSConfig(serverTLS),
-		QUICConfig: &quicgo.Config{MaxIncomingStreams: maxStreams}}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Serve(pc)
-	}()
-	t.Cleanup(func() {
-		s.Close()
-		<-done
-		pc.Close()
-	})
-	return pc.LocalAddr().String(), clientTLS
+	return startQuicGoServerConf(t, h, &quicgo.Config{MaxIncomingStreams: maxStreams})
 }
 
 // TestClientRecyclesQuicGoStreamCredit sends many more concurrent requests
