@@ -23,7 +23,7 @@ test: lint unit firmware arm64 fuzz-short
 
 # The packages a BlueField-3's Arm cores run in the split mode that test
 # without privileges: built for linux/arm64 and run under qemu-user.
-ARM64PKGS ?= ./offload/agent/ ./offload/fastpath/ ./offload/announce/ ./internal/token/ \
+ARM64PKGS ?= ./offload/agent/ ./offload/fastpath/ ./offload/announce/ ./token/ \
 	./internal/handshake/ ./internal/tlskdf/ ./internal/wire/
 
 ## arm64: ARM64PKGS' tests on linux/arm64 under qemu-aarch64, and a vet of the

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/turboretry/turboretry/internal/fileserver"
+	"github.com/turboretry/turboretry/app/fileserver"
 )
 
 // screenshotWidth and screenshotHeight are the browser window size, and

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/turboretry/turboretry/internal/fileserver"
+	"github.com/turboretry/turboretry/app/fileserver"
 )
 
 // TestNgtcp2ClientDownloadsFromOurServer has ngtcp2's gtlsclient fetch a

@@ -9,7 +9,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/fileserver"
+	"github.com/turboretry/turboretry/app/fileserver"
 )
 
 // Log messages of the file server that the harness keys on.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/app/fileserver"
 	"github.com/turboretry/turboretry/http3"
-	"github.com/turboretry/turboretry/internal/fileserver"
 )
 
 // TestStartServerServesHTTP3 checks the harness with our own client, so

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/token"
 )
 
 // FuzzAddressValidation feeds arbitrary tokens and connection IDs to the

@@ -2,7 +2,7 @@ package quic
 
 import (
 	"github.com/turboretry/turboretry/internal/metrics"
-	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/token"
 )
 
 // Token sources as metric labels; index 0 is a token whose header names

@@ -9,8 +9,8 @@ import (
 
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/metrics"
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/agent"
+	"github.com/turboretry/turboretry/token"
 )
 
 // TestAlwaysRetryServer: with AlwaysRetry both clients see a host Retry,

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/handshake"
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/token"
 )
 
 // tokenValidator is the host side of address validation: it checks the

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/handshake"
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/token"
 )
 
 // readInvalidToken reads datagrams from c until one is an Initial that

@@ -99,6 +99,10 @@ type Conn struct {
 	freeSent   []*sentPacket
 	ackScratch []byte
 	nextHandle uint64
+	// first1RTTPN is the number of the first application-space packet
+	// sealed with 1-RTT keys (not 0-RTT), or -1 before there is one: only
+	// an ACK of such a packet confirms a client's handshake.
+	first1RTTPN int64
 
 	srcCID      []byte // our connection ID
 	destCID     []byte // the peer's current connection ID
@@ -176,7 +180,7 @@ type Conn struct {
 	counts            flowcontrol.StreamCounts
 	maxDataLost       bool
 	maxStreamsLost    [2]bool
-	streamsBlocked    [2]bool // an open waits for the peer's stream limit, by flowcontrol.Direction
+	streamsBlocked    [2]bool // an open waits for the peer's stream limit, by dirIndex
 	streams           map[uint64]*stream
 	sendList          []*stream
 	ctrlList          []*stream
@@ -220,6 +224,7 @@ func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v w
 		streams:         make(map[uint64]*stream),
 		ackDelayExp:     wire.DefaultAckDelayExponent,
 		lastActivity:    time.Now(),
+		first1RTTPN:     -1,
 	}
 	c.lastSendOrRecv = c.lastActivity
 	c.remoteAP, _ = addrPort(remote)

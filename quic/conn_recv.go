@@ -320,7 +320,11 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	marked := 0
 	var largest uint64
 	var largestSent time.Time
+	acked1RTT := false
 	for _, p := range c.events.Acked {
+		if space == spaceApp && c.first1RTTPN >= 0 && p.Number >= uint64(c.first1RTTPN) {
+			acked1RTT = true
+		}
 		if c.onPacketAcked(p.Handle) {
 			marked++
 		}
@@ -341,8 +345,10 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	if c.qlog != nil {
 		c.qlogMetrics()
 	}
-	if space == spaceApp && c.isClient && !c.handshakeConfirmed && c.handshakeComplete {
-		// An acknowledged 1-RTT packet confirms the handshake (RFC 9001 4.1.2).
+	if acked1RTT && c.isClient && !c.handshakeConfirmed && c.handshakeComplete {
+		// An acknowledged 1-RTT packet confirms the handshake (RFC 9001
+		// 4.1.2); an ACK of 0-RTT packets alone does not, or the client
+		// would drop its Handshake keys before its Finished got through.
 		c.confirmHandshake(now)
 	}
 	return nil

@@ -232,7 +232,7 @@ func (c *Conn) open(ctx context.Context, wait bool, d flowcontrol.Direction) (*s
 		}
 		// Tell the peer we would open more (STREAMS_BLOCKED, once per
 		// limit).
-		c.streamsBlocked[d] = true
+		c.streamsBlocked[dirIndex(d)] = true
 		c.wake()
 		if !wait {
 			return nil, StreamLimitReachedError{}
@@ -242,3 +242,7 @@ func (c *Conn) open(ctx context.Context, wait bool, d flowcontrol.Direction) (*s
 		}
 	}
 }
+
+// dirIndex maps a stream direction (bit 1 of the stream ID: 0 or 2) to an
+// index into the per-direction arrays, bidirectional first.
+func dirIndex(d flowcontrol.Direction) int { return int(d >> 1) }

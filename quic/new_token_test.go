@@ -8,7 +8,7 @@ import (
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
-	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/token"
 )
 
 // notifyingStore is a TokenStore that signals every Put.

@@ -379,6 +379,9 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 	payloadEnd := len(b)
 	b = append(b, make([]byte, tagLen)...)
 	sp.nextPN++
+	if space == spaceApp && !early && c.first1RTTPN < 0 {
+		c.first1RTTPN = int64(pn)
+	}
 	*buf = b
 	return packetInfo{
 		space:        space,

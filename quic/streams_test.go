@@ -2,9 +2,11 @@ package quic
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"testing"
+	"time"
 
 	quicgo "github.com/quic-go/quic-go"
 )
@@ -177,4 +179,63 @@ func TestQuicGoCancelWriteSeenByUs(t *testing.T) {
 	if !errors.As(err, &se) || se.ErrorCode != 45 || !se.Remote {
 		t.Fatalf("write error %v, want remote StreamError 45", err)
 	}
+}
+
+// TestOpenUniStreamAtPeerLimit opens unidirectional streams up to and past
+// the peer's limit: OpenUniStream reports StreamLimitReachedError,
+// OpenUniStreamSync waits for the context, and once the peer raises the limit
+// (the streams are consumed) a waiting open succeeds. This used to panic
+// with an index out of range.
+func TestOpenUniStreamAtPeerLimit(t *testing.T) {
+	ctx := testCtx(t)
+	ln, err := quicgo.ListenAddr("127.0.0.1:0", serverTLS(t), &quicgo.Config{MaxIncomingUniStreams: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	c, err := DialAddr(ctx, ln.Addr().String(), clientTLS(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CloseWithError(0, "") })
+	sc, err := ln.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opened []*SendStream
+	for range 2 {
+		s, err := c.OpenUniStream()
+		if err != nil {
+			t.Fatalf("open below the limit: %v", err)
+		}
+		opened = append(opened, s)
+	}
+	if _, err := c.OpenUniStream(); !errors.As(err, new(StreamLimitReachedError)) {
+		t.Fatalf("OpenUniStream at the limit: %v, want StreamLimitReachedError", err)
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = c.OpenUniStreamSync(short)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("OpenUniStreamSync at the limit: %v, want the context's error", err)
+	}
+	// The peer consumes the two streams and grants more.
+	for _, s := range opened {
+		_, _ = s.Write([]byte("x"))
+		_ = s.Close()
+	}
+	go func() {
+		for range 2 {
+			rs, err := sc.AcceptUniStream(ctx)
+			if err != nil {
+				return
+			}
+			_, _ = io.ReadAll(rs)
+		}
+	}()
+	s, err := c.OpenUniStreamSync(ctx)
+	if err != nil {
+		t.Fatalf("OpenUniStreamSync after the peer raised its limit: %v", err)
+	}
+	_ = s.Close()
 }

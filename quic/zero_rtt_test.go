@@ -1,6 +1,7 @@
 package quic
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -24,6 +25,9 @@ type holdRelay struct {
 	client  net.Addr
 	holding bool
 	held    [][]byte
+	// shortPassed counts the server's short-header (1-RTT) datagrams
+	// passed on while holding.
+	shortPassed int
 }
 
 func newHoldRelay(t *testing.T, server net.Addr) *holdRelay {
@@ -54,6 +58,8 @@ func newHoldRelay(t *testing.T, server net.Addr) *holdRelay {
 			hold := r.holding && hasHandshakePacket(pkt)
 			if hold {
 				r.held = append(r.held, pkt)
+			} else if r.holding && len(pkt) > 0 && pkt[0]&0x80 == 0 {
+				r.shortPassed++
 			}
 			r.mu.Unlock()
 			if c != nil && !hold {
@@ -79,6 +85,12 @@ func (r *holdRelay) release() {
 	for _, p := range held {
 		_, _ = r.down.WriteTo(p, c)
 	}
+}
+
+func (r *holdRelay) shortPassedCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.shortPassed
 }
 
 func hasHandshakePacket(d []byte) bool {
@@ -523,5 +535,100 @@ func TestZeroRTTAfterRetry(t *testing.T) {
 	}
 	if st := tr.AddressValidationStats(); st.TokensAccepted["host/retry"] != 2 {
 		t.Fatalf("stats %+v, want both connections retried", st)
+	}
+}
+
+// TestZeroRTTAckOf0RTTDoesNotConfirm: the server's 1-RTT packets that
+// acknowledge our 0-RTT packets reach the client before the server's
+// Handshake flight. An ACK of 0-RTT packets is no handshake confirmation
+// (RFC 9001 4.1.2: only an acknowledged 1-RTT packet is); treating it as
+// one dropped the Handshake keys before the client's Finished was sent, and
+// the server never completed its handshake.
+func TestZeroRTTAckOf0RTTDoesNotConfirm(t *testing.T) {
+	ctx := testCtx(t)
+	ln, err := quicgo.ListenAddrEarly("127.0.0.1:0", serverTLS(t), &quicgo.Config{Allow0RTT: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	type served struct {
+		used0RTT, complete bool
+	}
+	results := make(chan served, 2)
+	go func() {
+		for {
+			c, err := ln.Accept(ctx)
+			if err != nil {
+				return
+			}
+			go func() {
+				s, err := c.AcceptStream(ctx)
+				if err != nil {
+					return
+				}
+				data, _ := io.ReadAll(s)
+				_, _ = s.Write(data)
+				_ = s.Close()
+				select {
+				case <-c.HandshakeComplete():
+					results <- served{c.ConnectionState().Used0RTT, true}
+				case <-ctx.Done():
+					results <- served{c.ConnectionState().Used0RTT, false}
+				}
+			}()
+		}
+	}()
+	ctls := clientTLS(t)
+	cache := newNotifyingSessionCache()
+	ctls.ClientSessionCache = cache
+	c, err := DialAddr(ctx, ln.Addr().String(), ctls, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.OpenStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	echoCheck(t, s, []byte("full handshake"))
+	<-results
+	waitSignal(t, ctx, cache.put, "session ticket")
+	_ = c.CloseWithError(0, "")
+
+	relay := newHoldRelay(t, ln.Addr())
+	relay.hold()
+	c, err = DialAddrEarly(ctx, relay.down.LocalAddr().String(), ctls, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseWithError(0, "")
+	s, err = c.OpenStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := testData(20_000, 3)
+	if _, err := s.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	// Wait for the server's 1-RTT packets (the ACKs of our 0-RTT packets
+	// and the echo) to pass while its Handshake flight is held back.
+	for relay.shortPassedCount() == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no 1-RTT packet from the server while holding its Handshake flight")
+		case <-afterMs(5):
+		}
+	}
+	relay.release()
+	got, err := io.ReadAll(s)
+	if err != nil || !bytes.Equal(got, msg) {
+		t.Fatalf("echo: %d bytes, %v", len(got), err)
+	}
+	r := <-results
+	if !r.used0RTT || !r.complete {
+		t.Fatalf("quic-go server: Used0RTT %v, handshake complete %v", r.used0RTT, r.complete)
+	}
+	if !c.ConnectionState().Used0RTT {
+		t.Fatal("our client did not use 0-RTT")
 	}
 }

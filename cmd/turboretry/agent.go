@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/metrics"
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/split"
+	"github.com/turboretry/turboretry/token"
 )
 
 func init() {

@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"github.com/turboretry/turboretry/internal/fsutil"
-	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/token"
 )
 
 func init() {

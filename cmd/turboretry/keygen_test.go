@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/token"
 )
 
 func TestKeygenStdout(t *testing.T) {

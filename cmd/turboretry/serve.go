@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/turboretry/turboretry/internal/fileserver"
+	"github.com/turboretry/turboretry/app/fileserver"
 )
 
 func init() {

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/token"
 )
 
 func init() {

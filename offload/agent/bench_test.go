@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/token"
 )
 
 // benchEnv uses the real clock (so the Issuer rolls its TID every second as

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/turboretry/turboretry/internal/handshake"
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/token"
 )
 
 // TestWorkersConcurrent runs N workers on N goroutines sharing the key ring,

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/token"
 )
 
 // CIDCache is the part of the fast-path connection cache the agent uses:

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/token"
 )
 
 // Engine is a multi-worker Retry agent. New builds the workers; the datapath

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/handshake"
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/token"
 )
 
 var (

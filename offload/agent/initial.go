@@ -5,8 +5,8 @@ import (
 	"net/netip"
 
 	"github.com/turboretry/turboretry/internal/handshake"
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/token"
 )
 
 // initial handles a client Initial whose header w.hdr holds.

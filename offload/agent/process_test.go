@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/token"
 )
 
 func TestVersionNegotiation(t *testing.T) {

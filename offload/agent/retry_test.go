@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/handshake"
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/token"
 )
 
 // TestClientInitialIsReal checks the test helper itself: the Initial opens

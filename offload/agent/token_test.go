@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/token"
 )
 
 // agentRetryToken returns a retry token from the agent's own Retry for an

@@ -1,6 +1,6 @@
 package agent
 
-import "github.com/turboretry/turboretry/internal/token"
+import "github.com/turboretry/turboretry/token"
 
 // Verdict says what the datapath does with a datagram.
 type Verdict uint8

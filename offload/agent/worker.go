@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"net/netip"
 
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/token"
 )
 
 // Worker is one agent worker. It owns its token Issuer and Validator, its

@@ -1,6 +1,6 @@
 package announce
 
-import "github.com/turboretry/turboretry/internal/token"
+import "github.com/turboretry/turboretry/token"
 
 // KeyLabel is the HKDF-Expand-Label label of the control channel's MAC key.
 const KeyLabel = "turboretry cid announce"

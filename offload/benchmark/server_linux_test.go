@@ -31,8 +31,8 @@ import (
 	quicgo "github.com/quic-go/quic-go"
 	quicgohttp3 "github.com/quic-go/quic-go/http3"
 
+	"github.com/turboretry/turboretry/app/fileserver"
 	"github.com/turboretry/turboretry/http3"
-	"github.com/turboretry/turboretry/internal/fileserver"
 	"github.com/turboretry/turboretry/quic"
 )
 

@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/fileserver"
+	"github.com/turboretry/turboretry/app/fileserver"
 	"github.com/turboretry/turboretry/internal/netnstest"
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/split"
+	"github.com/turboretry/turboretry/token"
 )
 
 // splitAgent is variant (d): our server with --offload split behind a

@@ -2,7 +2,7 @@
 
 package datapath
 
-import "github.com/turboretry/turboretry/internal/token"
+import "github.com/turboretry/turboretry/token"
 
 // Admit inserts cid into the fast-path cache, so that packets carrying it
 // as destination connection ID pass the program: the integrated mode's

@@ -9,11 +9,11 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/afxdp"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/fastpath"
 	"github.com/turboretry/turboretry/offload/xdp"
+	"github.com/turboretry/turboretry/token"
 )
 
 // DefaultRotateEvery is the fast-path rotation period used when

@@ -13,9 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/turboretry/turboretry/internal/handshake"
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/offload/flood"
+	"github.com/turboretry/turboretry/token"
 )
 
 // delivery is one datagram the Deliver callback received (copied).

@@ -3,8 +3,8 @@ package fastpath
 import (
 	"testing"
 
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/agent"
+	"github.com/turboretry/turboretry/token"
 )
 
 // The agent admits connections to this cache and asks it about known CIDs.

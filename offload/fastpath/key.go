@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 
 	"github.com/turboretry/turboretry/internal/tlskdf"
-	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/token"
 )
 
 // keyLabel is the HKDF-Expand-Label label of the fast-path SipHash key.

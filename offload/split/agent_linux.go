@@ -12,11 +12,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/afxdp"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/offload/datapath"
 	"github.com/turboretry/turboretry/offload/fastpath"
+	"github.com/turboretry/turboretry/token"
 )
 
 // Agent is a running split-mode agent: the datapath on the wire port, the

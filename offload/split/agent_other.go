@@ -5,7 +5,7 @@ package split
 import (
 	"io"
 
-	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/token"
 )
 
 // Agent is the split-mode agent; it does not run on this platform.

@@ -7,9 +7,9 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/fastpath"
+	"github.com/turboretry/turboretry/token"
 )
 
 // DefaultIdleTimeout is the host idle timeout assumed when

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/token"
 )
 
 // TestConfigChecks: Start refuses every invalid Config with ErrConfig and

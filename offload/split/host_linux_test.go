@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/quic"
+	"github.com/turboretry/turboretry/token"
 )
 
 const testALPN = "trsplit"

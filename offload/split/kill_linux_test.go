@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/token"
 )
 
 // The SIGKILL test runs the agent as a process of its own: the test binary

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/netnstest"
-	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/token"
 )
 
 // The emulation (docs/split.md): namespace client holds c0 (198.18.0.1);

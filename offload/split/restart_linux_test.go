@@ -23,10 +23,10 @@ import (
 
 	quicgo "github.com/quic-go/quic-go"
 
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/quic"
+	"github.com/turboretry/turboretry/token"
 )
 
 // The restart test needs the agent process's counters, so its agent child

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/http3"
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/announce"
+	"github.com/turboretry/turboretry/token"
 )
 
 // agentControl is the agent's side of the split mode's control channel:

@@ -22,12 +22,12 @@ import (
 	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/internal/fsutil"
 	"github.com/turboretry/turboretry/internal/netnstest"
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/datapath"
 	"github.com/turboretry/turboretry/offload/flood"
 	"github.com/turboretry/turboretry/offload/xdp"
 	"github.com/turboretry/turboretry/quic"
+	"github.com/turboretry/turboretry/token"
 )
 
 // The test network, all inside 198.18.0.0/15 and namespaces the test

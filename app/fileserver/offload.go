@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/metrics"
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/fastpath"
+	"github.com/turboretry/turboretry/token"
 )
 
 // OffloadMode says where the Retry agent runs (DESIGN.md, "Address

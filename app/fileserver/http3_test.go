@@ -10,8 +10,8 @@ import (
 
 	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/internal/fsutil"
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/quic"
+	"github.com/turboretry/turboretry/token"
 )
 
 // h3TLS returns a client TLS config that trusts the server's certificate.

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/metrics"
-	"github.com/turboretry/turboretry/internal/token"
+	"github.com/turboretry/turboretry/token"
 )
 
 // ExtraListener serves beside the TCP listener; the HTTP/3 listener is one.

@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/turboretry/turboretry/http3"
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/quic"
+	"github.com/turboretry/turboretry/token"
 )
 
 // http3Listener serves HTTP/3 with the server's handler and certificate

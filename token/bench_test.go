@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Run: go test -run='^$' -bench=. -benchmem ./internal/token/
+// Run: go test -run='^$' -bench=. -benchmem ./token/
 
 func BenchmarkIssueAmortized(b *testing.B) {
 	kr := vecRing(b)

@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"net/netip"
 
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/datapath"
 	"github.com/turboretry/turboretry/offload/fastpath"
 	"github.com/turboretry/turboretry/quic"
+	"github.com/turboretry/turboretry/token"
 )
 
 // startOffload starts the integrated XDP datapath in front of tr, which

@@ -5,10 +5,10 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/turboretry/turboretry/internal/token"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/quic"
+	"github.com/turboretry/turboretry/token"
 )
 
 // splitOffload is the host's part of the split mode: the agent runs in
