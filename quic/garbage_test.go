@@ -58,9 +58,9 @@ func TestServerSurvivesGarbage(t *testing.T) {
 	// The socket delivers in order: the garbage was handled before our
 	// client's Initial. None of it may have created a connection.
 	ln.s.mu.Lock()
-	n := ln.s.handshaking
+	load := ln.s.load
 	ln.s.mu.Unlock()
-	if n != 0 {
-		t.Fatalf("%d connections in the handshake after garbage", n)
+	if load.conns != 1 || load.handshaking != 0 {
+		t.Fatalf("%d connections, %d in the handshake after garbage and one client", load.conns, load.handshaking)
 	}
 }
