@@ -18,16 +18,16 @@ type retryFeedConn struct {
 	pkts [][]byte
 	// loopFrom: pkts[:loopFrom] are fed once, then pkts[loopFrom:] in turn.
 	loopFrom int
-	from    net.Addr
-	local   net.Addr
-	next    int
-	window  chan struct{}
-	written atomic.Int64
-	fed     atomic.Int64 // datagrams handed to the reader
-	target  atomic.Int64
-	done    chan struct{}
-	closed  chan struct{}
-	once    sync.Once
+	from     net.Addr
+	local    net.Addr
+	next     int
+	window   chan struct{}
+	written  atomic.Int64
+	fed      atomic.Int64 // datagrams handed to the reader
+	target   atomic.Int64
+	done     chan struct{}
+	closed   chan struct{}
+	once     sync.Once
 }
 
 const retryFeedWindow = 64
