@@ -37,17 +37,32 @@ func budgetOrDefault(v, def uint64) int64 {
 // the connections' goroutines and their writers.
 type sendBudget struct {
 	used atomic.Int64
-	max  int64 // set once at Transport init
+	peak atomic.Int64 // the highest used so far
+	max  int64        // set once at Transport init
 
 	mu      sync.Mutex
 	sig     chan struct{} // closed when used drops; made by waiters
 	waiting atomic.Bool
 }
 
-// room returns how many more bytes fit.
-func (b *sendBudget) room() int64 { return b.max - b.used.Load() }
+// take reserves up to n bytes and returns how many it got (0: none left).
+// Only writers take, so used never exceeds max.
+func (b *sendBudget) take(n int64) int64 {
+	for {
+		u := b.used.Load()
+		g := min(n, b.max-u)
+		if g <= 0 {
+			return 0
+		}
+		if b.used.CompareAndSwap(u, u+g) {
+			for p := b.peak.Load(); u+g > p && !b.peak.CompareAndSwap(p, u+g); p = b.peak.Load() {
+			}
+			return g
+		}
+	}
+}
 
-// add changes the bytes in use; a decrease wakes waiting writers.
+// add gives bytes back (negative delta) and wakes waiting writers.
 func (b *sendBudget) add(delta int64) {
 	b.used.Add(delta)
 	if delta < 0 && b.waiting.Load() {
@@ -58,8 +73,8 @@ func (b *sendBudget) add(delta int64) {
 	}
 }
 
-// waitChan returns a channel closed by the next decrease. Check room again
-// after taking it: a decrease in between is otherwise missed.
+// waitChan returns a channel closed by the next decrease. Try take again
+// after getting it: a decrease in between is otherwise missed.
 func (b *sendBudget) waitChan() <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -90,7 +105,9 @@ func (c *Conn) chargeSend(s *stream) {
 }
 
 // syncBudgets reports the connection's send and receive totals to the
-// Transport, once per batch of work rather than per frame.
+// Transport, once per batch of work rather than per frame. Writes take
+// their bytes from the Transport's budget when they queue them, so only
+// what acknowledgements and resets gave back is left to report here.
 func (c *Conn) syncBudgets() {
 	if d := c.sendHeld - c.sendReported; d != 0 {
 		c.sendReported = c.sendHeld
@@ -124,8 +141,10 @@ func (c *Conn) releaseBudgets() {
 // (Transport.MaxReceiveBuffer).
 func (c *Conn) recvGrowthAllowed() bool { return c.t.recvBuffered.Load() < c.t.maxRecvBuf }
 
-// writeRoom returns how many bytes s's writer may queue now, and which
-// budget binds when it is 0 (budgetNone: the peer's flow control).
+// writeRoom returns how many bytes s's writer may queue now as far as the
+// peer's flow control and the connection's budget go, and which of them
+// binds when it is 0 (budgetNone: flow control). The Transport's budget is
+// taken separately (sendBudget.take).
 func (s *stream) writeRoom() (int64, budgetKind) {
 	c := s.c
 	ahead := int64(min(s.fcSend.Available(), maxStreamBuffered)) + streamWriteSlack
@@ -138,14 +157,6 @@ func (s *stream) writeRoom() (int64, budgetKind) {
 			return 0, budgetConn
 		}
 		room = cr
-	}
-	// The Transport's total lags by what this connection has not
-	// reported yet.
-	if tr := c.t.sendBudget.room() - (c.sendHeld - c.sendReported); tr < room {
-		if tr <= 0 {
-			return 0, budgetTransport
-		}
-		room = tr
 	}
 	return room, budgetNone
 }

@@ -57,18 +57,23 @@ func (s *stream) write(p []byte) (int, error) {
 		if len(p) == 0 {
 			return n, nil
 		}
+		c.syncBudgets() // give back what acknowledgements freed first
 		room, bound := s.writeRoom()
 		if room > 0 {
-			k := min(int64(len(p)), room)
-			if s.send.Write(p[:k]) < int(k) {
-				return n, fmt.Errorf("quic: stream %d reached the maximum offset", s.id)
+			k := c.t.sendBudget.take(min(int64(len(p)), room))
+			if k > 0 {
+				if s.send.Write(p[:k]) < int(k) {
+					c.t.sendBudget.add(-k)
+					return n, fmt.Errorf("quic: stream %d reached the maximum offset", s.id)
+				}
+				p = p[k:]
+				n += int(k)
+				c.chargeSend(s)
+				c.sendReported += k
+				c.queueStreamSend(s)
+				continue
 			}
-			p = p[k:]
-			n += int(k)
-			c.chargeSend(s)
-			c.syncBudgets()
-			c.queueStreamSend(s)
-			continue
+			bound = budgetTransport
 		}
 		// Flow control wakes the writer through writeSig (MAX_DATA,
 		// MAX_STREAM_DATA, acknowledgements); a budget through its own
@@ -79,7 +84,7 @@ func (s *stream) write(p []byte) (int, error) {
 			budget = waitChan(&c.sendBudgetSig)
 		case budgetTransport:
 			budget = c.t.sendBudget.waitChan()
-			if r, _ := s.writeRoom(); r > 0 {
+			if c.t.sendBudget.used.Load() < c.t.sendBudget.max {
 				continue
 			}
 		}
@@ -116,6 +121,7 @@ func (s *stream) cancelWrite(code StreamErrorCode) {
 		return
 	}
 	s.resetLocked(uint64(code), &StreamError{StreamID: StreamID(s.id), ErrorCode: code})
+	c.syncBudgets()
 }
 
 // resetLocked abandons the send side and queues RESET_STREAM.

@@ -110,8 +110,10 @@ type TransportStats struct {
 	AcceptQueue int
 	// SendBuffered is the stream data written by the application and not
 	// yet acknowledged, over all the Transport's connections, bounded by
-	// Transport.MaxSendBuffer.
-	SendBuffered int64
+	// Transport.MaxSendBuffer; SendBufferedPeak is its highest value so
+	// far.
+	SendBuffered     int64
+	SendBufferedPeak int64
 	// ReceiveBuffered is the stream data received and not yet read by the
 	// application, over all the Transport's connections. Past
 	// Transport.MaxReceiveBuffer receive windows stop growing.
@@ -135,6 +137,7 @@ type TransportStats struct {
 func (t *Transport) Stats() TransportStats {
 	st := TransportStats{
 		SendBuffered:     t.sendBudget.used.Load(),
+		SendBufferedPeak: t.sendBudget.peak.Load(),
 		ReceiveBuffered:  t.recvBuffered.Load(),
 		SendBudgetWaits:  t.counters.sendBudgetWaits.Load(),
 		Refused:          map[string]uint64{},
