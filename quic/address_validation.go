@@ -13,13 +13,13 @@ import (
 const DefaultRetryThreshold = 64
 
 // DefaultUnvalidatedBudget is the memory budget for unvalidated
-// connections (InitialInfo.UnvalidatedBytes) of AutoRetry: 4 MiB, about
-// 100 connections of a one-datagram ClientHello, so the count threshold
-// normally fires first, while clients that make each unvalidated
-// connection fat (multi-datagram ClientHellos, out-of-order CRYPTO data,
-// packets kept for later keys: up to about 200 KiB each) are retried
-// after about 20.
-const DefaultUnvalidatedBudget = 4 << 20
+// connections (InitialInfo.UnvalidatedBytes) of AutoRetry: 8 MiB, about
+// 100 connections of a one-datagram ClientHello (about 80 KiB each), so
+// the count threshold normally fires first, while clients that make each
+// unvalidated connection fat (multi-datagram ClientHellos, out-of-order
+// CRYPTO data, packets kept for later keys: up to about 270 KiB each) are
+// retried after about 30.
+const DefaultUnvalidatedBudget = 8 << 20
 
 // AddressValidationConfig turns on server-side address validation for a
 // Transport (RFC 9000 section 8.1) with TurboRetry universal tokens
@@ -129,7 +129,8 @@ type InitialInfo struct {
 	// connections are handed out at 0.5-RTT, before that proof.
 	HandshakesInFlight int
 	// UnvalidatedBytes estimates the memory those connections hold: a
-	// fixed cost each (about 40 KiB) plus their handshake buffers.
+	// fixed cost each (48 KiB) plus their handshake buffers (32 KiB for
+	// the server's first flight).
 	UnvalidatedBytes int64
 }
 

@@ -225,12 +225,6 @@ type Conn struct {
 	closeDeadline     time.Time
 	finished          bool // run must tear down and exit
 	pendingWrites     []outDatagram
-
-	// Owned by the run goroutine (no lock): batched sending.
-	writer  *udpio.Writer
-	writerT *Transport // the Transport writer belongs to
-	msgs    []udpio.Message
-	gsoBuf  []byte
 }
 
 func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {

@@ -30,10 +30,12 @@ type serverLoad struct {
 }
 
 // unvalidatedBaseCost is the memory a server connection holds from its
-// first Initial on (connection and TLS state, recovery, goroutine stack,
-// the server's first flight), measured with TestMemoryPerConnection; its
-// buffers are added on top (unvalidatedCostLocked).
-const unvalidatedBaseCost = 40 << 10
+// first Initial on besides its buffers: connection, TLS and recovery
+// state, the connection's goroutine and crypto/tls's handshake goroutine.
+// TestMemoryFigures measures about 80 KiB per unvalidated connection in
+// all, 32 KiB of it the two buffer chunks holding the server's first
+// flight, which unvalidatedCostLocked adds.
+const unvalidatedBaseCost = 48 << 10
 
 // acceptQueueCap is the capacity of the accept queue: the backlog plus
 // room for every handshake admitted while the backlog had space, so a
@@ -139,15 +141,15 @@ func (c *Conn) releaseServerSlots() {
 }
 
 // unvalidatedCostLocked estimates the memory c holds for a client that
-// has not proven its address: the base cost plus its handshake buffers
-// and the packets it keeps for later keys.
+// has not proven its address: the base cost plus the chunks of its
+// handshake buffers and the packets it keeps for later keys.
 func (c *Conn) unvalidatedCostLocked() int64 {
 	n := int64(unvalidatedBaseCost)
 	for i := range c.spaces[:spaceApp] {
 		sp := &c.spaces[i]
-		n += int64(sp.crypto.Buffered())
+		n += int64(sp.crypto.Footprint())
 		if sp.cryptoIn != nil {
-			n += int64(sp.cryptoIn.HighestReceived() - sp.cryptoIn.ReadOffset())
+			n += int64(sp.cryptoIn.Footprint())
 		}
 	}
 	return n + int64(len(c.undecryptable))*receiveBufferSize

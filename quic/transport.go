@@ -84,6 +84,7 @@ type Transport struct {
 	readDone    chan struct{}
 	conns       sync.WaitGroup
 
+	sendBatches  sync.Pool    // *sendBatch, shared by the connections' writes
 	sendBudget   sendBudget   // MaxSendBuffer
 	recvBuffered atomic.Int64 // unread stream data of all connections
 	maxRecvBuf   int64        // MaxReceiveBuffer with the default applied
