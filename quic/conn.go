@@ -34,8 +34,8 @@ const (
 	// maxRecvQueue bounds the datagrams waiting for a connection's
 	// goroutine; more are dropped (DropRecvQueueFull) as congestion.
 	maxRecvQueue = 256
-	// keptRecvQueue is the largest receive-queue capacity kept between
-	// batches: an idle connection holds two small slices, not a burst's.
+	// keptRecvQueue is the receive-queue capacity a quiet connection
+	// keeps (shrinkReceived).
 	keptRecvQueue = 16
 )
 
@@ -225,6 +225,7 @@ type Conn struct {
 	closeDeadline     time.Time
 	finished          bool // run must tear down and exit
 	pendingWrites     []outDatagram
+	spareWrites       []outDatagram // owned by run: pendingWrites' next slice
 }
 
 func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
@@ -306,16 +307,27 @@ func (c *Conn) takeReceived() []receivedPacket {
 	return q
 }
 
-// doneReceived keeps a processed batch's slice for the next one, unless it
-// grew large: a burst's memory goes back once it is over.
+// doneReceived keeps a processed batch's slice for the next one, so
+// steady traffic allocates nothing.
 func (c *Conn) doneReceived(q []receivedPacket) {
 	clear(q)
-	if cap(q) > keptRecvQueue {
-		return
-	}
 	c.recvMu.Lock()
 	if c.recvSpare == nil {
 		c.recvSpare = q[:0]
+	}
+	c.recvMu.Unlock()
+}
+
+// shrinkReceived drops a large spare receive slice when the connection is
+// quiet (a timer fired with nothing received): a burst's memory goes back,
+// and a quiet connection holds small slices only.
+func (c *Conn) shrinkReceived() {
+	c.recvMu.Lock()
+	if cap(c.recvSpare) > keptRecvQueue {
+		c.recvSpare = nil
+	}
+	if len(c.recvQueue) == 0 && cap(c.recvQueue) > keptRecvQueue {
+		c.recvQueue = nil
 	}
 	c.recvMu.Unlock()
 }
@@ -349,13 +361,17 @@ func (c *Conn) run() {
 		var more bool
 		c.guard(func() { more = c.sendLocked(now) })
 		writes := c.pendingWrites
-		c.pendingWrites = nil
+		c.pendingWrites, c.spareWrites = c.spareWrites, nil
 		sendT := c.sendT
 		deadline := c.nextDeadlineLocked(now)
 		notifyClose := c.closing && !c.closeNotified
 		c.closeNotified = c.closeNotified || notifyClose
 		c.mu.Unlock()
 		c.writeDatagrams(writes, sendT)
+		if cap(writes) <= maxDatagramsPerRun {
+			clear(writes)
+			c.spareWrites = writes[:0] // the next run's, so sending allocates nothing
+		}
 		if notifyClose {
 			close(c.closeWritten)
 		}
@@ -371,6 +387,7 @@ func (c *Conn) run() {
 		timer.Reset(wait)
 		select {
 		case <-timer.C:
+			c.shrinkReceived()
 		case <-c.wakeCh:
 			if q := c.takeReceived(); len(q) > 0 {
 				c.mu.Lock()
