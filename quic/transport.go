@@ -54,7 +54,8 @@ type Transport struct {
 	// MaxSendBuffer bounds the stream data all the Transport's
 	// connections hold for sending (written, not yet acknowledged); a
 	// Write beyond it waits until acknowledgements free room. Default
-	// 256 MiB. See docs/api.md "Limits".
+	// 256 MiB. It and MaxReceiveBuffer are read when the Transport starts
+	// (its first Listen or Dial). See docs/api.md "Limits".
 	MaxSendBuffer uint64
 	// MaxReceiveBuffer bounds how far receive windows grow: while the
 	// stream data received and not yet read by the application, over all
