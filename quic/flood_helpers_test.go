@@ -50,28 +50,11 @@ func completeInitial(tb testing.TB, dcid, scid []byte) []byte {
 			hello = append(hello, ev.Data...)
 		}
 	}
-	sealer, _, err := handshake.NewInitialKeys(dcid, handshake.Version1, true)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: wire.Version1, DestConnID: dcid, SrcConnID: scid}
-	const pnLen = 2
-	b := wire.AppendLongHeader(nil, &hdr, pnLen, 2)
-	lengthPos := len(b) - 2
-	pnOffset := len(b)
-	b = wire.AppendPacketNumber(b, 0, pnLen)
-	b = wire.AppendCryptoFrame(b, 0, hello)
-	for len(b)+sealer.Overhead() < minInitialSize {
-		b = append(b, 0)
-	}
-	if len(b)+sealer.Overhead() > minInitialSize {
+	pkt := buildClientInitialWith(tb, dcid, scid, nil, wire.AppendCryptoFrame(nil, 0, hello), minInitialSize)
+	if len(pkt) != minInitialSize {
 		tb.Fatalf("ClientHello of %d bytes does not fit one Initial", len(hello))
 	}
-	wire.PutVarintWithLen(b[lengthPos:], uint64(len(b)-pnOffset+sealer.Overhead()), 2)
-	if b, err = sealer.ProtectPacket(b, pnOffset, pnLen, 0); err != nil {
-		tb.Fatal(err)
-	}
-	return b
+	return pkt
 }
 
 // floodInitials returns n complete Initials with fresh connection IDs and
