@@ -316,6 +316,7 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 	}()
 	var ih wire.InvariantHeader
 	if err := wire.ParseInvariantHeader(p.data, &ih); err != nil {
+		s.t.countDropped(DropMalformed)
 		return
 	}
 	if !s.supports(ih.Version) {
@@ -329,12 +330,18 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 		return
 	}
 	var hdr wire.LongHeader
-	if err := wire.ParseLongHeader(p.data, &hdr); err != nil || hdr.Type != wire.PacketTypeInitial {
+	if err := wire.ParseLongHeader(p.data, &hdr); err != nil {
+		s.t.countDropped(DropMalformed)
+		return
+	}
+	if hdr.Type != wire.PacketTypeInitial {
+		s.t.countDropped(DropUnknownConnection)
 		return
 	}
 	// RFC 9000 sections 14.1 and 7.2. After a Retry the DCID is the
 	// server's choice, which may be shorter; the token vouches for it.
 	if len(p.data) < minInitialSize || (len(hdr.DestConnID) < 8 && len(hdr.Token) == 0) {
+		s.t.countDropped(DropInitialTooSmall)
 		return
 	}
 	// The listener's limits come first: a client that would be refused

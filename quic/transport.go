@@ -290,6 +290,7 @@ func (t *Transport) handleDatagram(p receivedPacket) {
 	}()
 	dcid, err := wire.ParseDestConnID(p.data, t.cidLen)
 	if err != nil {
+		t.countDropped(DropMalformed)
 		putBuffer(p.buf)
 		return
 	}
@@ -311,6 +312,7 @@ func (t *Transport) handleDatagram(p receivedPacket) {
 		srv.handleUnknownLongHeader(p)
 		return
 	}
+	t.countDropped(DropUnknownConnection)
 	if !wire.IsLongHeader(p.data[0]) {
 		t.maybeSendStatelessReset(p)
 	}

@@ -65,11 +65,21 @@ const (
 	// DropPanic: processing the datagram panicked (a bug; see
 	// TransportStats.PanicsRecovered and the ERROR log).
 	DropPanic
+	// DropMalformed: the header does not parse.
+	DropMalformed
+	// DropUnknownConnection: a short-header packet, or a long-header one
+	// other than an Initial, for no connection of ours (answered with a
+	// stateless reset when Transport.StatelessResetKey is set).
+	DropUnknownConnection
+	// DropInitialTooSmall: an Initial that would create a connection in a
+	// datagram under 1200 bytes, or with a DCID under 8 bytes and no token
+	// (RFC 9000 sections 14.1 and 7.2).
+	DropInitialTooSmall
 
 	numDropReasons
 )
 
-var dropLabels = [numDropReasons]string{"recv_queue_full", "panic"}
+var dropLabels = [numDropReasons]string{"recv_queue_full", "panic", "malformed", "unknown_connection", "initial_too_small"}
 
 // String returns the reason's label, as in TransportStats.DatagramsDropped.
 func (r DropReason) String() string {
