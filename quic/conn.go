@@ -318,9 +318,9 @@ func (c *Conn) doneReceived(q []receivedPacket) {
 	c.recvMu.Unlock()
 }
 
-// shrinkReceived drops a large spare receive slice when the connection is
-// quiet (a timer fired with nothing received): a burst's memory goes back,
-// and a quiet connection holds small slices only.
+// shrinkReceived drops large receive slices when the connection is quiet
+// (its timer fired twice with nothing received in between): a burst's
+// memory goes back, and a quiet connection holds small slices only.
 func (c *Conn) shrinkReceived() {
 	c.recvMu.Lock()
 	if cap(c.recvSpare) > keptRecvQueue {
@@ -348,6 +348,7 @@ func (c *Conn) run() {
 	defer close(c.runDone)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	received := false // a datagram arrived since the timer last fired
 	for {
 		c.mu.Lock()
 		now := time.Now()
@@ -387,9 +388,13 @@ func (c *Conn) run() {
 		timer.Reset(wait)
 		select {
 		case <-timer.C:
-			c.shrinkReceived()
+			if !received {
+				c.shrinkReceived()
+			}
+			received = false
 		case <-c.wakeCh:
 			if q := c.takeReceived(); len(q) > 0 {
+				received = true
 				c.mu.Lock()
 				c.guard(func() {
 					for _, p := range q {

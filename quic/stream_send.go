@@ -62,15 +62,18 @@ func (s *stream) write(p []byte) (int, error) {
 		if room > 0 {
 			k := c.t.sendBudget.take(min(int64(len(p)), room))
 			if k > 0 {
-				if s.send.Write(p[:k]) < int(k) {
-					c.t.sendBudget.add(-k)
+				w := int64(s.send.Write(p[:k]))
+				if w < k {
+					c.t.sendBudget.add(w - k)
+				}
+				p = p[w:]
+				n += int(w)
+				c.chargeSend(s)
+				c.sendReported += w
+				c.queueStreamSend(s)
+				if w < k {
 					return n, fmt.Errorf("quic: stream %d reached the maximum offset", s.id)
 				}
-				p = p[k:]
-				n += int(k)
-				c.chargeSend(s)
-				c.sendReported += k
-				c.queueStreamSend(s)
 				continue
 			}
 			bound = budgetTransport
