@@ -77,7 +77,7 @@ func TestConnectionCap(t *testing.T) {
 			t.Fatalf("idle connection %d: %v", i, err)
 		}
 	}
-	waitFor(t, "the idle connections' handshakes done", func() bool { return tr.Stats().HandshakesInFlight == 0 })
+	waitFor(t, "the idle connections' handshakes done", func() bool { return tr.Stats().Handshaking == 0 })
 
 	attacker := listenUDP(t)
 	answers := readFloodAnswers(attacker, dcids)
@@ -177,7 +177,7 @@ func TestHandshakeSlotsFull(t *testing.T) {
 	if conns, refused := answers.countOf(answerHandshake), answers.countOf(answerClose); conns != slots || refused != flood-slots {
 		t.Errorf("%d connections, %d refused, want %d and %d", conns, refused, slots, flood-slots)
 	}
-	if st.HandshakesInFlight != slots || st.Refused[RefusedHandshakeSlots.String()] != flood-slots {
+	if st.Handshaking != slots || st.Refused[RefusedHandshakeSlots.String()] != flood-slots {
 		t.Errorf("stats %+v", st)
 	}
 }

@@ -189,7 +189,7 @@ func TestMemoryFigures(t *testing.T) {
 	// buffer chunk that byte arrived in is free again.
 	streamsOpen := func(n int) func() bool { return func() bool { return started.Load() == int64(n) } }
 	h0, s0 := memoryInUse()
-	h1, s1 := step("idle", func() bool { st := tr.Stats(); return st.Connections == memIdleConns && st.HandshakesInFlight == 0 })
+	h1, s1 := step("idle", func() bool { st := tr.Stats(); return st.Connections == memIdleConns && st.Handshaking == 0 })
 	h2, s2 := step("streams", streamsOpen(memStreams))
 	slack := int64(memStreams * streamWriteSlack)
 	h3, s3 := step("slow", func() bool { return streamsOpen(2*memStreams)() && tr.Stats().SendBuffered == slack })

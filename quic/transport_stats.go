@@ -106,9 +106,9 @@ type TransportStats struct {
 	// or in the handshake, not yet released), bounded by
 	// Config.MaxConnections.
 	Connections int
-	// HandshakesInFlight is the listener's connections whose handshake has
-	// not completed, bounded by Config.MaxHandshakes.
-	HandshakesInFlight int
+	// Handshaking is the listener's connections whose handshake has not
+	// completed, bounded by Config.MaxHandshakes.
+	Handshaking int
 	// Unvalidated is the listener's connections whose client address is
 	// not validated yet (no Handshake packet from it decrypted, no valid
 	// token): what AddressPolicy sees as InitialInfo.HandshakesInFlight.
@@ -170,7 +170,7 @@ func (t *Transport) Stats() TransportStats {
 	if s != nil {
 		s.mu.Lock()
 		st.Connections = s.load.conns
-		st.HandshakesInFlight = s.load.handshaking
+		st.Handshaking = s.load.handshaking
 		st.Unvalidated = s.load.unvalidated
 		st.UnvalidatedBytes = s.load.unvalidatedBytes
 		s.mu.Unlock()
