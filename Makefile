@@ -9,7 +9,7 @@ LONGFUZZ  ?= 60s
 BENCHTIME ?= 1s
 BENCHOUT  ?= bench.txt
 
-.PHONY: serve demo firmware arm64 all build test unit lint fmt vet staticcheck fuzz fuzz-short bench clean
+.PHONY: serve demo firmware arm64 all build test unit lint fmt vet staticcheck fuzz fuzz-short bench clean dropin
 
 all: build
 
@@ -60,6 +60,17 @@ fuzz-short:
 ## fuzz: every fuzz target for $(LONGFUZZ).
 fuzz:
 	FUZZTIME=$(LONGFUZZ) ./scripts/fuzz.sh
+
+## dropin: the quic-go compatibility suite in full (docs/dropin.md): quic-go's
+## programs and every compiling integration test on our stack, one process per
+## test; the report goes to out/dropin-report.txt. `make test` runs its CI form
+## (the tests of internal/dropin/testdata/ci-tests.txt). DROPINFLAGS=-dropin.update
+## rewrites the baseline.
+DROPINFLAGS ?=
+dropin:
+	@mkdir -p out
+	$(GO) test -count=1 -timeout 120m -run '^TestDropin$$' -v ./internal/dropin/ \
+		-args -dropin.full -dropin.report=$(CURDIR)/out/dropin-report.txt $(DROPINFLAGS)
 
 ## bench: all benchmarks with allocation counts; output in $(BENCHOUT) for benchstat.
 bench:
