@@ -1,50 +1,26 @@
 package quic
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 
 	"github.com/turboretry/turboretry/internal/connid"
+	"github.com/turboretry/turboretry/quic/quictype"
 )
 
 // maxConnectionIDLen is the longest connection ID QUIC version 1 allows
 // (RFC 9000 section 17.2).
-const maxConnectionIDLen = 20
+const maxConnectionIDLen = quictype.MaxConnectionIDLen
 
 // A ConnectionID is a QUIC connection ID of 0 to 20 bytes (RFC 9000),
-// held by value: it is comparable and copying it never allocates. The zero
-// value is the zero-length ID.
-type ConnectionID struct {
-	b [maxConnectionIDLen]byte
-	n uint8
-}
+// held by value: it is comparable and copying it never allocates. As in
+// quic-go, the zero value is not a connection ID (Valid reports false);
+// ConnectionIDFromBytes(nil) is the zero-length ID.
+type ConnectionID = quictype.ConnectionID
 
 // ConnectionIDFromBytes returns the ConnectionID with the bytes of b
 // (copied). It panics if b is longer than 20 bytes.
-func ConnectionIDFromBytes(b []byte) ConnectionID {
-	if len(b) > maxConnectionIDLen {
-		panic(fmt.Sprintf("quic: connection ID of %d bytes, longer than %d", len(b), maxConnectionIDLen))
-	}
-	var c ConnectionID
-	c.n = uint8(copy(c.b[:], b))
-	return c
-}
-
-// Bytes returns the bytes of c.
-func (c ConnectionID) Bytes() []byte { return c.b[:c.n] }
-
-// Len returns the length of c in bytes.
-func (c ConnectionID) Len() int { return int(c.n) }
-
-// String returns c in lower-case hexadecimal, or "(empty)" for the
-// zero-length ID.
-func (c ConnectionID) String() string {
-	if c.n == 0 {
-		return "(empty)"
-	}
-	return hex.EncodeToString(c.b[:c.n])
-}
+func ConnectionIDFromBytes(b []byte) ConnectionID { return quictype.ConnectionIDFromBytes(b) }
 
 // A ConnectionIDGenerator makes the connection IDs a Transport issues
 // (Transport.ConnectionIDGenerator): the handshake Source Connection ID,
@@ -82,7 +58,7 @@ func appConnIDGenerator(g ConnectionIDGenerator) (*connid.Generator, int, error)
 		if id.Len() != len(dst) {
 			return fmt.Errorf("%w: %d bytes, want %d", errGeneratorLength, id.Len(), len(dst))
 		}
-		copy(dst, id.b[:id.n])
+		copy(dst, id.Bytes())
 		return nil
 	})
 	return gen, n, err

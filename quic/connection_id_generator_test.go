@@ -21,9 +21,14 @@ func TestConnectionIDValue(t *testing.T) {
 	if c != ConnectionIDFromBytes([]byte{1, 2, 3, 4, 5}) {
 		t.Fatal("equal IDs compare unequal")
 	}
+	// As in quic-go, the zero value is no ID; the empty ID is valid.
 	var zero ConnectionID
-	if zero.Len() != 0 || len(zero.Bytes()) != 0 || zero.String() != "(empty)" || zero != ConnectionIDFromBytes(nil) {
+	empty := ConnectionIDFromBytes(nil)
+	if zero.Valid() || zero.Len() != 0 || len(zero.Bytes()) != 0 || zero.String() != "(invalid)" || zero == empty {
 		t.Fatalf("zero value: %v", zero)
+	}
+	if !empty.Valid() || empty.Len() != 0 || empty.String() != "(empty)" {
+		t.Fatalf("empty ID: %v", empty)
 	}
 	if c := ConnectionIDFromBytes(make([]byte, 20)); c.Len() != 20 {
 		t.Fatalf("20 bytes: len %d", c.Len())

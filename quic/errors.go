@@ -6,19 +6,19 @@ import (
 	"net"
 	"os"
 
-	"github.com/turboretry/turboretry/internal/qerr"
+	"github.com/turboretry/turboretry/quic/quictype"
 )
 
 // ApplicationErrorCode is an application-defined error code, carried in
 // CONNECTION_CLOSE frames of type 0x1d.
-type ApplicationErrorCode uint64
+type ApplicationErrorCode = quictype.ApplicationErrorCode
 
 // StreamErrorCode is an application-defined error code carried in
 // RESET_STREAM and STOP_SENDING frames.
-type StreamErrorCode uint64
+type StreamErrorCode = quictype.StreamErrorCode
 
 // TransportErrorCode is a QUIC transport error code (RFC 9000 section 20.1).
-type TransportErrorCode uint64
+type TransportErrorCode = quictype.TransportErrorCode
 
 // Transport error codes of RFC 9000 section 20.1, named as in quic-go.
 const (
@@ -40,12 +40,6 @@ const (
 	AEADLimitReached          TransportErrorCode = 0xf
 	NoViablePathError         TransportErrorCode = 0x10
 )
-
-// String returns the RFC name of the code.
-func (c TransportErrorCode) String() string { return qerr.TransportErrorCode(c).String() }
-
-// IsCryptoError reports whether c carries a TLS alert (0x100-0x1ff).
-func (c TransportErrorCode) IsCryptoError() bool { return qerr.TransportErrorCode(c).IsCryptoError() }
 
 func role(remote bool) string {
 	if remote {

@@ -11,28 +11,18 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/quic/quictype"
 )
 
 // Perspective says which end of a connection an endpoint is, as in
 // quic-go.
-type Perspective int
+type Perspective = quictype.Perspective
 
 // The two perspectives.
 const (
-	PerspectiveServer Perspective = 1
-	PerspectiveClient Perspective = 2
+	PerspectiveServer = quictype.PerspectiveServer
+	PerspectiveClient = quictype.PerspectiveClient
 )
-
-// String returns "server" or "client".
-func (p Perspective) String() string {
-	switch p {
-	case PerspectiveServer:
-		return "server"
-	case PerspectiveClient:
-		return "client"
-	}
-	return "invalid perspective"
-}
 
 // QlogDir returns a Config.Qlog function that writes each connection's
 // qlog to <dir>/<ODCID in hex>_<client|server>.sqlog, creating dir (0755)

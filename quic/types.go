@@ -2,25 +2,22 @@ package quic
 
 import (
 	"crypto/tls"
-	"fmt"
 
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/quic/quictype"
 )
 
 // StreamID is a QUIC stream ID (RFC 9000 section 2.1).
-type StreamID int64
+type StreamID = quictype.StreamID
 
 // Version is a QUIC version number.
-type Version uint32
+type Version = quictype.Version
 
 // The QUIC versions this package speaks.
 const (
 	Version1 Version = Version(wire.Version1)
 	Version2 Version = Version(wire.Version2)
 )
-
-// String returns "v1", "v2" or the hexadecimal value.
-func (v Version) String() string { return wire.Version(v).String() }
 
 // SupportedVersions returns the versions this package speaks, preferred first.
 func SupportedVersions() []Version { return []Version{Version1, Version2} }
@@ -53,6 +50,3 @@ type ConnectionState struct {
 	// amplification limit applied until the handshake validated it).
 	ValidatedBy TokenKind
 }
-
-// String implements fmt.Stringer.
-func (s StreamID) String() string { return fmt.Sprintf("%d", int64(s)) }
