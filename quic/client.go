@@ -128,11 +128,16 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	}
 	c.mu.Lock()
 	c.startQlog()
+	c.startTracer()
 	err = c.startTLS()
 	sendsEarly := c.sendsEarly()
 	if err != nil && c.qlog != nil {
 		c.closeErr = err
 		c.qlogClosed()
+	}
+	if err != nil {
+		c.closeErr = err
+		c.endTracer()
 	}
 	c.mu.Unlock()
 	if err != nil {

@@ -1,12 +1,15 @@
 package quic
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
 	"time"
+
+	"github.com/turboretry/turboretry/qlogwriter"
 )
 
 // Config configures a QUIC connection, listener or dial. The zero value (or
@@ -74,6 +77,15 @@ type Config struct {
 	// closed when the connection ends; after a write error the qlog of
 	// that connection stops (the error is logged), the connection goes on.
 	Qlog func(p Perspective, odcid []byte) io.WriteCloser
+	// Tracer, when set, is called once per connection, as in quic-go, with
+	// the connection's context, its perspective and its original
+	// destination connection ID; the connection records qlog events
+	// (package qlog) into the Trace it returns, through one Recorder that
+	// it closes when the connection closes. qlog.DefaultConnectionTracer
+	// writes them to $QLOGDIR. A nil Trace skips the connection. Events
+	// are recorded on the connection's goroutine with its lock held: a
+	// Recorder must not block for long or call into the connection.
+	Tracer func(ctx context.Context, isClient bool, connID ConnectionID) qlogwriter.Trace
 
 	// MaxConnections (server) bounds the listener's connections at once,
 	// in the handshake or established. A client Initial beyond it gets a

@@ -147,7 +147,8 @@ type Conn struct {
 	retryUndecryptableLater bool // new read keys: reprocess kept packets
 
 	stats connStats
-	qlog  *qlogger // nil unless Config.Qlog gave a writer
+	qlog  *qlogger    // nil unless Config.Qlog gave a writer
+	trace *connTracer // nil unless Config.Tracer gave a trace
 
 	keyPhaseAcked bool      // a packet sealed with the current 1-RTT keys was acknowledged
 	dropKeysAt    time.Time // when to drop the previous 1-RTT receive keys
@@ -283,7 +284,7 @@ func (c *Conn) deliver(p receivedPacket) {
 	if len(c.recvQueue) >= maxRecvQueue {
 		c.recvMu.Unlock()
 		putBuffer(p.buf)
-		c.t.countDropped(DropRecvQueueFull)
+		c.t.countDropped(DropRecvQueueFull, len(p.data))
 		return
 	}
 	if c.recvQueue == nil {
@@ -469,12 +470,18 @@ func (c *Conn) onTimers(now time.Time) {
 		if c.qlog != nil {
 			c.qlogLost()
 		}
+		if c.trace != nil {
+			c.traceLost()
+		}
 		for _, p := range c.events.Lost {
 			c.onPacketLost(p.Handle, now)
 		}
 		c.countLost(now)
 		if c.qlog != nil {
 			c.qlogMetrics()
+		}
+		if c.trace != nil {
+			c.traceMetrics()
 		}
 		if act.Kind == recovery.TimeoutProbe {
 			c.stats.ptos++
@@ -564,6 +571,9 @@ func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 // signalClosedLocked makes the close visible to API callers.
 func (c *Conn) signalClosedLocked(err error) {
 	c.closeErr = err
+	if c.trace != nil {
+		c.traceClosed(err)
+	}
 	close(c.closedCh)
 	c.cancelCtx(err)
 	for _, s := range c.streams {
@@ -580,6 +590,7 @@ func (c *Conn) destroyLocked(err error) {
 		c.signalClosedLocked(err)
 	}
 	c.finished = true
+	c.endTracer()
 }
 
 // teardownLocked releases everything once the connection is finished.
@@ -602,6 +613,7 @@ func (c *Conn) teardownLocked() {
 	if c.qlog != nil {
 		c.qlogClosed()
 	}
+	c.endTracer()
 }
 
 // Context returns a context that is canceled when the connection closes,

@@ -46,6 +46,9 @@ func (c *Conn) closeLocal(err error) {
 	now := time.Now()
 	c.closing = true
 	c.closeDeadline = now.Add(3 * c.ptoLocked())
+	// The recorder sees the CONNECTION_CLOSE packet, then closes: quic-go
+	// closes it before CloseWithError returns.
+	defer c.endTracer()
 	if c.tls == nil {
 		c.finished = true
 		return

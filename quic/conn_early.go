@@ -113,6 +113,9 @@ func (c *Conn) handle0RTTPacket(pkt []byte, hdr *wire.LongHeader, p receivedPack
 	if c.qlog != nil {
 		c.qlogPacketReceived(wire.PacketType0RTT, pn, hdr.DestConnID, len(pkt), payload)
 	}
+	if c.trace != nil {
+		c.tracePacketReceived(wire.PacketType0RTT, pn, hdr, pkt, nil, payload, p.ecn)
+	}
 	c.processPayload(spaceApp, wire.PacketType0RTT, pn, payload, p.rcvTime)
 }
 

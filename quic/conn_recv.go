@@ -30,6 +30,9 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		return
 	}
 	c.noteSource(&p)
+	if c.trace != nil {
+		c.traceDatagram(&p)
+	}
 	c.bytesRecv += uint64(len(p.data))
 	c.stats.bytesRecv += uint64(len(p.data))
 	if !c.isClient && !c.addressValidated {
@@ -82,6 +85,9 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 func (c *Conn) keepUndecryptable(pkt []byte, p receivedPacket) {
 	if len(c.undecryptable) >= maxUndecryptable {
 		return
+	}
+	if c.trace != nil {
+		c.traceBuffered(pkt)
 	}
 	b := getBuffer()
 	*b = append((*b)[:0], pkt...)
@@ -147,6 +153,9 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 	if c.qlog != nil {
 		c.qlogPacketReceived(pt, pn, hdr.DestConnID, len(pkt), payload)
 	}
+	if c.trace != nil {
+		c.tracePacketReceived(pt, pn, hdr, pkt, nil, payload, p.ecn)
+	}
 	c.processPayload(space, pt, pn, payload, p.rcvTime)
 	if c.closeErr == nil && space == spaceHandshake && !c.isClient && !c.addressValidated {
 		// A Handshake packet proves the client owns its address, and
@@ -204,6 +213,9 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 			c.closeWithError(qerr.NewTransportError(qerr.KeyUpdateError, 0, "key update before handshake confirmation"))
 			return
 		}
+		if c.trace != nil {
+			c.traceKeyUpdate(true, c.app.Generation())
+		}
 		c.onKeyUpdate(now)
 	}
 	if sp.tracker.IsDuplicate(pn) {
@@ -211,6 +223,9 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 	}
 	if c.qlog != nil {
 		c.qlogPacketReceived(wire.PacketType1RTT, pn, sh.DestConnID, len(pkt), payload)
+	}
+	if c.trace != nil {
+		c.tracePacketReceived(wire.PacketType1RTT, pn, nil, pkt, sh.DestConnID, payload, p.ecn)
 	}
 	c.cids.rxDCID = sh.DestConnID
 	c.rx.nonProbing = false
@@ -338,12 +353,18 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	if c.qlog != nil {
 		c.qlogLost()
 	}
+	if c.trace != nil {
+		c.traceLost()
+	}
 	for _, p := range c.events.Lost {
 		c.onPacketLost(p.Handle, now)
 	}
 	c.countLost(now)
 	if c.qlog != nil {
 		c.qlogMetrics()
+	}
+	if c.trace != nil {
+		c.traceMetrics()
 	}
 	if acked1RTT && c.isClient && !c.handshakeConfirmed && c.handshakeComplete {
 		// An acknowledged 1-RTT packet confirms the handshake (RFC 9001
@@ -384,6 +405,7 @@ func (c *Conn) handleConnectionClose(f *wire.Frame) {
 		err = &TransportError{Remote: true, ErrorCode: TransportErrorCode(f.ErrorCode), FrameType: f.TriggerFrameType, ErrorMessage: string(f.Reason)}
 	}
 	c.signalClosedLocked(err)
+	c.endTracer()
 	c.draining = true
 	c.closeDeadline = time.Now().Add(3 * c.ptoLocked())
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/streambuf"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/qlog"
 )
 
 func tlsLevel(space int) tls.QUICEncryptionLevel {
@@ -105,6 +106,9 @@ func (c *Conn) startTLS() error {
 	if c.qlog != nil {
 		c.qlogParams("local", ours)
 	}
+	if c.trace != nil {
+		c.traceParams(true, ours)
+	}
 	params, err := ours.Marshal(nil, role)
 	if err != nil {
 		return err
@@ -180,6 +184,9 @@ func (c *Conn) installKeys(ev tls.QUICEvent, write bool) error {
 		c.sentEarly = c.earlySealer != nil
 	case tls.QUICEncryptionLevelHandshake:
 		sp := &c.spaces[spaceHandshake]
+		if c.trace != nil {
+			c.traceState(qlog.ConnectionStateHandshakeStarted)
+		}
 		if write {
 			s, err := handshake.NewSealer(ev.Suite, ev.Data, v)
 			if err != nil {
@@ -249,6 +256,9 @@ func (c *Conn) handlePeerParams(data []byte) error {
 	if c.qlog != nil {
 		c.qlogParams("remote", &p)
 	}
+	if c.trace != nil {
+		c.traceParams(false, &p)
+	}
 	c.ackDelayExp = p.AckDelayExponent
 	c.rec.SetMaxAckDelay(p.MaxAckDelay)
 	if c.sentEarly {
@@ -272,6 +282,9 @@ func (c *Conn) onHandshakeComplete() {
 		return
 	}
 	c.handshakeComplete = true
+	if c.trace != nil {
+		c.traceState(qlog.ConnectionStateHandshakeComplete)
+	}
 	if c.isClient {
 		c.used0RTT = c.sentEarly && !c.rejected0RTT
 		c.earlySealer = nil
@@ -302,6 +315,9 @@ func (c *Conn) confirmHandshake(now time.Time) {
 		return
 	}
 	c.handshakeConfirmed = true
+	if c.trace != nil {
+		c.traceState(qlog.ConnectionStateHandshakeConfirmed)
+	}
 	c.earlyOpener = nil // RFC 9001 section 4.9.3
 	c.rec.SetHandshakeConfirmed(now)
 	c.startMTUDiscovery()

@@ -17,6 +17,9 @@ func (c *Conn) initiateKeyUpdate(now time.Time) error {
 	if err := c.app.NextGeneration(); err != nil {
 		return err
 	}
+	if c.trace != nil {
+		c.traceKeyUpdate(false, c.app.Generation())
+	}
 	c.onKeyUpdate(now)
 	return nil
 }

@@ -110,6 +110,9 @@ func (c *Conn) onMTUProbeAcked(size int) {
 	m.low = size
 	m.largeLost = 0
 	c.setMaxDatagram(size)
+	if c.trace != nil {
+		c.traceMTU(size, m.high-m.low <= mtuSearchDone)
+	}
 }
 
 // onMTUProbeLost narrows the search: the path does not carry size.
@@ -121,6 +124,9 @@ func (c *Conn) onMTUProbeLost(size int, now time.Time) {
 	if size > m.low && size < m.high {
 		m.high = size
 		m.failed = true
+		if c.trace != nil && m.high-m.low <= mtuSearchDone {
+			c.traceMTU(m.low, true)
+		}
 	}
 	m.notBefore = now.Add(c.ptoLocked())
 }

@@ -225,6 +225,9 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 		if c.qlog != nil {
 			c.qlogPacketSent(buf, p)
 		}
+		if c.trace != nil {
+			c.tracePacketSent(buf, p)
+		}
 		pkt := buf[p.start : p.payloadEnd : p.payloadEnd+tagLen]
 		var err error
 		if p.early {
@@ -269,6 +272,9 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 	}
 	if c.qlog != nil {
 		c.qlogMetrics()
+	}
+	if c.trace != nil {
+		c.traceMetrics()
 	}
 	c.bytesSent += uint64(len(buf))
 	c.stats.bytesSent += uint64(len(buf))

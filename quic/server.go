@@ -316,7 +316,7 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 	}()
 	var ih wire.InvariantHeader
 	if err := wire.ParseInvariantHeader(p.data, &ih); err != nil {
-		s.t.countDropped(DropMalformed)
+		s.t.countDropped(DropMalformed, len(p.data))
 		return
 	}
 	if !s.supports(ih.Version) {
@@ -326,22 +326,23 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 				vs[i] = wire.Version(v)
 			}
 			s.t.write(wire.AppendVersionNegotiation(nil, ih.DestConnID, ih.SrcConnID, vs), p.remote)
+			s.t.traceVersionNegotiation(ih.SrcConnID, ih.DestConnID, vs)
 		}
 		return
 	}
 	var hdr wire.LongHeader
 	if err := wire.ParseLongHeader(p.data, &hdr); err != nil {
-		s.t.countDropped(DropMalformed)
+		s.t.countDropped(DropMalformed, len(p.data))
 		return
 	}
 	if hdr.Type != wire.PacketTypeInitial {
-		s.t.countDropped(DropUnknownConnection)
+		s.t.countDropped(DropUnknownConnection, len(p.data))
 		return
 	}
 	// RFC 9000 sections 14.1 and 7.2. After a Retry the DCID is the
 	// server's choice, which may be shorter; the token vouches for it.
 	if len(p.data) < minInitialSize || (len(hdr.DestConnID) < 8 && len(hdr.Token) == 0) {
-		s.t.countDropped(DropInitialTooSmall)
+		s.t.countDropped(DropInitialTooSmall, len(p.data))
 		return
 	}
 	// The listener's limits come first: a client that would be refused
@@ -423,12 +424,15 @@ func (s *baseServer) newConn(hdr *wire.LongHeader, remote net.Addr, sealer *hand
 		return nil, err
 	}
 	c.startQlog()
+	c.startTracer()
 	if err := c.startTLS(); err != nil {
 		t.countRefused(RefusedStartFailed)
 		if c.qlog != nil {
 			c.closeErr = err
 			c.qlogClosed()
 		}
+		c.closeErr = err
+		c.endTracer()
 		t.removeHandlers(c)
 		c.releaseServerSlots()
 		if c.tls != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/turboretry/turboretry/internal/connid"
 	"github.com/turboretry/turboretry/internal/udpio"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/qlogwriter"
 )
 
 // defaultConnIDLength is used when Transport.ConnectionIDLength is 0 on a
@@ -69,7 +70,13 @@ type Transport struct {
 	// given back). Default 256 MiB.
 	MaxReceiveBuffer uint64
 
+	// Tracer, when set, records the events that belong to no single
+	// connection (datagrams dropped, Version Negotiation sent), as in
+	// quic-go; Close closes it.
+	Tracer qlogwriter.Recorder
+
 	initOnce sync.Once
+	tracer   transportTracer
 	initErr  error
 	cidLen   int
 	cidGen   *connid.Generator
@@ -113,6 +120,7 @@ func (t *Transport) init() error { return t.initWithCIDLen(-1) }
 // length (cidLen >= 0) if it was not initialized yet.
 func (t *Transport) initWithCIDLen(cidLen int) error {
 	t.initOnce.Do(func() {
+		t.tracer.r = t.Tracer
 		if t.Conn == nil {
 			t.initErr = errors.New("quic: Transport.Conn is nil")
 			return
@@ -296,13 +304,13 @@ func (t *Transport) handleDatagram(p receivedPacket) {
 	// logged and counted.
 	defer func() {
 		if r := recover(); r != nil {
-			t.countDropped(DropPanic)
+			t.countDropped(DropPanic, len(p.data))
 			t.recoveredPanic("receive", r)
 		}
 	}()
 	dcid, err := wire.ParseDestConnID(p.data, t.cidLen)
 	if err != nil {
-		t.countDropped(DropMalformed)
+		t.countDropped(DropMalformed, len(p.data))
 		putBuffer(p.buf)
 		return
 	}
@@ -324,7 +332,7 @@ func (t *Transport) handleDatagram(p receivedPacket) {
 		srv.handleUnknownLongHeader(p)
 		return
 	}
-	t.countDropped(DropUnknownConnection)
+	t.countDropped(DropUnknownConnection, len(p.data))
 	if !wire.IsLongHeader(p.data[0]) {
 		t.maybeSendStatelessReset(p)
 	}
@@ -480,6 +488,7 @@ func (t *Transport) close(waitConns bool) {
 	if waitConns {
 		t.conns.Wait()
 	}
+	t.tracer.close()
 }
 
 func (t *Transport) isClosed() bool {

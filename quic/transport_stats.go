@@ -181,7 +181,13 @@ func (t *Transport) Stats() TransportStats {
 
 func (t *Transport) countRefused(r RefusalReason) { t.counters.refused[r].Add(1) }
 
-func (t *Transport) countDropped(r DropReason) { t.counters.dropped[r].Add(1) }
+// countDropped counts a received datagram of size bytes dropped for r.
+func (t *Transport) countDropped(r DropReason, size int) {
+	t.counters.dropped[r].Add(1)
+	if t.Tracer != nil {
+		t.traceDropped(r, size)
+	}
+}
 
 // recoveredPanic logs a recovered panic at ERROR with its stack and counts
 // it: each one is a bug in this package, never silent.

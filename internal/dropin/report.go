@@ -133,6 +133,7 @@ type Missing struct {
 var (
 	undefinedRe = regexp.MustCompile(`undefined: ([A-Za-z0-9_]+\.[A-Za-z0-9_]+)`)
 	noFieldRe   = regexp.MustCompile(`undefined \(type (\S+) has no field or method ([A-Za-z0-9_]+)`)
+	unknownRe   = regexp.MustCompile(`unknown field ([A-Za-z0-9_]+) in struct literal of type (\S+)`)
 )
 
 // MissingAPI extracts the undefined names and methods from the type
@@ -146,8 +147,10 @@ func (r *Report) MissingAPI() []Missing {
 				sym = m[1]
 			} else if m := noFieldRe.FindStringSubmatch(e); m != nil {
 				sym = strings.TrimPrefix(m[1], "*") + "." + m[2]
-				sym = strings.ReplaceAll(sym, "github.com/turboretry/turboretry/", "")
+			} else if m := unknownRe.FindStringSubmatch(e); m != nil {
+				sym = strings.TrimPrefix(m[2], "*") + "." + m[1]
 			}
+			sym = strings.NewReplacer(`"github.com/turboretry/turboretry/`, "", `".`, ".").Replace(sym)
 			if sym == "" {
 				continue
 			}

@@ -1,0 +1,483 @@
+package quic
+
+import (
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/udpio"
+	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/qlog"
+	"github.com/turboretry/turboretry/qlogwriter"
+	"github.com/turboretry/turboretry/quic/quictype"
+)
+
+// connTracer is a connection's qlog recorder from Config.Tracer
+// (quic-go's event model, package qlog). Its hooks run on the connection's
+// goroutine with the lock held, each behind `if c.trace != nil`, so a
+// connection without a Tracer builds nothing.
+type connTracer struct {
+	r     qlogwriter.Recorder
+	state int // index of the last ConnectionState recorded in connStates
+	// checksum is that of the datagram being processed.
+	checksum qlog.DatagramPayloadChecksum
+	frame    wire.Frame // scratch for parsing the frames of a packet
+	metrics  qlog.MetricsUpdated
+	mtu      int  // the largest datagram size recorded
+	mtuDone  bool // the end of the search was recorded
+}
+
+// connStates are the states a connection goes through, in order.
+var connStates = [...]qlog.ConnectionState{
+	"",
+	qlog.ConnectionStateAttempted,
+	qlog.ConnectionStateHandshakeStarted,
+	qlog.ConnectionStateHandshakeComplete,
+	qlog.ConnectionStateHandshakeConfirmed,
+	qlog.ConnectionStateClosed,
+}
+
+// startTracer asks Config.Tracer for the connection's trace; it runs once
+// the ODCID is known, before the first packet is sent or processed.
+func (c *Conn) startTracer() {
+	if c.config.Tracer == nil || c.trace != nil {
+		return
+	}
+	t := c.config.Tracer(c.ctx, c.isClient, ConnectionIDFromBytes(c.origDestCID))
+	if t == nil {
+		return
+	}
+	r := t.AddProducer()
+	if r == nil {
+		return
+	}
+	c.trace = &connTracer{r: r, mtu: c.maxDatagram}
+	r.RecordEvent(qlog.StartedConnection{
+		Local:  tupleEndpoint(c.t.Conn.LocalAddr()),
+		Remote: tupleEndpoint(c.remote),
+	})
+	c.traceState(qlog.ConnectionStateAttempted)
+}
+
+func tupleEndpoint(a net.Addr) qlog.TupleEndpointInfo {
+	ap, ok := addrPort(a)
+	if !ok {
+		return qlog.TupleEndpointInfo{}
+	}
+	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	if ap.Addr().Is4() {
+		return qlog.TupleEndpointInfo{IPv4: ap}
+	}
+	return qlog.TupleEndpointInfo{IPv6: ap}
+}
+
+// traceState records a connection state, once, and only forward.
+func (c *Conn) traceState(s qlog.ConnectionState) {
+	t := c.trace
+	if t == nil {
+		return
+	}
+	for i := t.state + 1; i < len(connStates); i++ {
+		if connStates[i] == s {
+			t.state = i
+			t.r.RecordEvent(qlog.ConnectionStateUpdated{State: s})
+			return
+		}
+	}
+}
+
+// traceClosed records how the connection ended; the recorder stays open
+// for a CONNECTION_CLOSE being sent (endTracer closes it).
+func (c *Conn) traceClosed(err error) {
+	t := c.trace
+	if t == nil || t.state == len(connStates)-1 {
+		return
+	}
+	var ev qlog.ConnectionClosed
+	initiator := func(remote bool) qlog.Initiator {
+		if remote {
+			return qlog.InitiatorRemote
+		}
+		return qlog.InitiatorLocal
+	}
+	switch e := err.(type) {
+	case *ApplicationError:
+		code := e.ErrorCode
+		ev = qlog.ConnectionClosed{Initiator: initiator(e.Remote), ApplicationError: &code, Reason: e.ErrorMessage}
+	case *TransportError:
+		code := e.ErrorCode
+		ev = qlog.ConnectionClosed{Initiator: initiator(e.Remote), ConnectionError: &code, Reason: e.ErrorMessage}
+	case *IdleTimeoutError, *HandshakeTimeoutError:
+		ev = qlog.ConnectionClosed{Initiator: qlog.InitiatorLocal, Trigger: qlog.ConnectionCloseTriggerIdleTimeout}
+	case *StatelessResetError:
+		ev = qlog.ConnectionClosed{Initiator: qlog.InitiatorRemote, Trigger: qlog.ConnectionCloseTriggerStatelessReset}
+	case *VersionNegotiationError:
+		ev = qlog.ConnectionClosed{Initiator: qlog.InitiatorLocal, Trigger: qlog.ConnectionCloseTriggerVersionMismatch}
+	default:
+		ev = qlog.ConnectionClosed{Initiator: qlog.InitiatorLocal}
+	}
+	t.r.RecordEvent(ev)
+	c.traceState(qlog.ConnectionStateClosed)
+}
+
+// endTracer closes the connection's recorder.
+func (c *Conn) endTracer() {
+	t := c.trace
+	if t == nil {
+		return
+	}
+	if c.closeErr != nil {
+		c.traceClosed(c.closeErr)
+	}
+	c.trace = nil
+	_ = t.r.Close()
+}
+
+func tracePacketType(pt wire.PacketType) qlog.PacketType {
+	switch pt {
+	case wire.PacketTypeInitial:
+		return qlog.PacketTypeInitial
+	case wire.PacketTypeHandshake:
+		return qlog.PacketTypeHandshake
+	case wire.PacketType0RTT:
+		return qlog.PacketType0RTT
+	case wire.PacketTypeRetry:
+		return qlog.PacketTypeRetry
+	}
+	return qlog.PacketType1RTT
+}
+
+func keyPhaseBit(firstByte byte) qlog.KeyPhaseBit {
+	if firstByte&0x04 != 0 {
+		return qlog.KeyPhaseOne
+	}
+	return qlog.KeyPhaseZero
+}
+
+func traceECN(e udpio.ECN) qlog.ECN {
+	switch e {
+	case udpio.ECNNotECT:
+		return qlog.ECTNot
+	case udpio.ECNECT0:
+		return qlog.ECT0
+	case udpio.ECNECT1:
+		return qlog.ECT1
+	case udpio.ECNCE:
+		return qlog.ECNCE
+	}
+	return qlog.ECNUnsupported
+}
+
+// tracePacketSent records a packet of buf from its plaintext: the caller
+// runs it after padding, before sealing.
+func (c *Conn) tracePacketSent(buf []byte, p *packetInfo) {
+	t := c.trace
+	hdr := qlog.PacketHeader{PacketNumber: qlog.PacketNumber(p.pn)}
+	pkt := buf[p.start:p.payloadEnd]
+	if p.lengthPos < 0 {
+		hdr.PacketType = qlog.PacketType1RTT
+		hdr.KeyPhaseBit = keyPhaseBit(pkt[0])
+		hdr.DestConnectionID = ConnectionIDFromBytes(pkt[1 : p.pnOffset-p.start])
+	} else {
+		var lh wire.LongHeader
+		// The length field is final, so the header parses as received.
+		if err := wire.ParseLongHeader(buf[p.start:p.payloadEnd+tagLen], &lh); err == nil {
+			hdr.PacketType = tracePacketType(lh.Type)
+			hdr.Version = Version(lh.Version)
+			hdr.SrcConnectionID = ConnectionIDFromBytes(lh.SrcConnID)
+			hdr.DestConnectionID = ConnectionIDFromBytes(lh.DestConnID)
+			if lh.Type == wire.PacketTypeInitial {
+				hdr.Token = &qlog.Token{Raw: append([]byte(nil), lh.Token...)}
+			}
+		}
+	}
+	payload := buf[p.pnOffset+p.pnLen : p.payloadEnd]
+	ecn := qlog.ECNUnsupported
+	if c.t.ecn {
+		ecn = traceECN(c.sendECN)
+	}
+	t.r.RecordEvent(qlog.PacketSent{
+		Header:           hdr,
+		Raw:              qlog.RawInfo{Length: p.payloadEnd + tagLen - p.start, PayloadLength: len(payload)},
+		Frames:           t.frames(payload, wire.DefaultAckDelayExponent, hdr.PacketType),
+		ECN:              ecn,
+		IsMTUProbePacket: p.mtuProbe,
+	})
+}
+
+// traceDatagram notes the checksum of a received datagram for the packet
+// events of its packets.
+func (c *Conn) traceDatagram(p *receivedPacket) {
+	c.trace.checksum = qlog.CalculateDatagramPayloadChecksum(p.data)
+}
+
+// tracePacketReceived records a decrypted packet of size bytes; lh is its
+// long header, or nil for a 1-RTT packet (then pkt[0] has the key phase
+// bit without header protection, dcid the connection ID).
+func (c *Conn) tracePacketReceived(pt wire.PacketType, pn uint64, lh *wire.LongHeader, pkt, dcid []byte, payload []byte, ecn udpio.ECN) {
+	t := c.trace
+	hdr := qlog.PacketHeader{PacketType: tracePacketType(pt), PacketNumber: qlog.PacketNumber(pn)}
+	if lh != nil {
+		hdr.Version = Version(lh.Version)
+		hdr.SrcConnectionID = ConnectionIDFromBytes(lh.SrcConnID)
+		hdr.DestConnectionID = ConnectionIDFromBytes(lh.DestConnID)
+		if pt == wire.PacketTypeInitial {
+			hdr.Token = &qlog.Token{Raw: append([]byte(nil), lh.Token...)}
+		}
+	} else {
+		hdr.KeyPhaseBit = keyPhaseBit(pkt[0])
+		hdr.DestConnectionID = ConnectionIDFromBytes(dcid)
+	}
+	exp := uint8(wire.DefaultAckDelayExponent)
+	if pt == wire.PacketType1RTT {
+		exp = c.ackDelayExp
+	}
+	t.r.RecordEvent(qlog.PacketReceived{
+		Header:                  hdr,
+		Raw:                     qlog.RawInfo{Length: len(pkt), PayloadLength: len(payload)},
+		DatagramPayloadChecksum: t.checksum,
+		Frames:                  t.frames(payload, exp, hdr.PacketType),
+		ECN:                     traceECN(ecn),
+	})
+}
+
+// traceBuffered records a packet kept until its keys arrive.
+func (c *Conn) traceBuffered(pkt []byte) {
+	t := c.trace
+	hdr := qlog.PacketHeader{PacketType: qlog.PacketType1RTT, PacketNumber: quictype.InvalidPacketNumber}
+	if wire.IsLongHeader(pkt[0]) {
+		var lh wire.LongHeader
+		if err := wire.ParseLongHeader(pkt, &lh); err == nil {
+			hdr.PacketType = tracePacketType(lh.Type)
+			hdr.Version = Version(lh.Version)
+			hdr.SrcConnectionID = ConnectionIDFromBytes(lh.SrcConnID)
+			hdr.DestConnectionID = ConnectionIDFromBytes(lh.DestConnID)
+		}
+	}
+	t.r.RecordEvent(qlog.PacketBuffered{
+		Header:                  hdr,
+		Raw:                     qlog.RawInfo{Length: len(pkt), PayloadLength: qlog.OmitLength},
+		DatagramPayloadChecksum: t.checksum,
+	})
+}
+
+// frames converts a plaintext payload into qlog frames (PADDING is left
+// out, as quic-go does); a frame that does not parse ends the list.
+func (t *connTracer) frames(payload []byte, ackExp uint8, pt qlog.PacketType) []qlog.Frame {
+	var out []qlog.Frame
+	f := &t.frame
+	for len(payload) > 0 {
+		n, err := wire.ParseFrame(payload, f)
+		if err != nil || n <= 0 {
+			break
+		}
+		payload = payload[n:]
+		if fr := traceFrame(f, ackExp); fr != nil {
+			out = append(out, qlog.Frame{Frame: fr})
+		}
+	}
+	return out
+}
+
+func traceStreamType(bidi bool) quictype.StreamType {
+	if bidi {
+		return quictype.StreamTypeBidi
+	}
+	return quictype.StreamTypeUni
+}
+
+// traceFrame returns the qlog form of f, nil for PADDING.
+func traceFrame(f *wire.Frame, ackExp uint8) any {
+	switch f.Type {
+	case wire.FrameTypePadding:
+		return nil
+	case wire.FrameTypePing:
+		return &qlog.PingFrame{}
+	case wire.FrameTypeAck, wire.FrameTypeAckECN:
+		a := &qlog.AckFrame{AckRanges: make([]qlog.AckRange, len(f.AckRanges))}
+		for i, r := range f.AckRanges {
+			a.AckRanges[i] = qlog.AckRange{Smallest: qlog.PacketNumber(r.Smallest), Largest: qlog.PacketNumber(r.Largest)}
+		}
+		if f.AckDelay < 1<<40 {
+			a.DelayTime = time.Duration(f.AckDelay<<ackExp) * time.Microsecond
+		}
+		a.ECT0, a.ECT1, a.ECNCE = f.ECT0, f.ECT1, f.ECNCE
+		return a
+	case wire.FrameTypeResetStream:
+		return &qlog.ResetStreamFrame{StreamID: StreamID(f.StreamID), ErrorCode: StreamErrorCode(f.ErrorCode), FinalSize: qlog.ByteCount(f.FinalSize)}
+	case wire.FrameTypeStopSending:
+		return &qlog.StopSendingFrame{StreamID: StreamID(f.StreamID), ErrorCode: StreamErrorCode(f.ErrorCode)}
+	case wire.FrameTypeCrypto:
+		return &qlog.CryptoFrame{Offset: int64(f.Offset), Length: int64(len(f.Data))}
+	case wire.FrameTypeNewToken:
+		return &qlog.NewTokenFrame{Token: append([]byte(nil), f.Token...)}
+	case wire.FrameTypeStream:
+		return &qlog.StreamFrame{StreamID: StreamID(f.StreamID), Offset: int64(f.Offset), Length: int64(len(f.Data)), Fin: f.Fin}
+	case wire.FrameTypeMaxData:
+		return &qlog.MaxDataFrame{MaximumData: qlog.ByteCount(f.Limit)}
+	case wire.FrameTypeMaxStreamData:
+		return &qlog.MaxStreamDataFrame{StreamID: StreamID(f.StreamID), MaximumStreamData: qlog.ByteCount(f.Limit)}
+	case wire.FrameTypeMaxStreamsBidi, wire.FrameTypeMaxStreamsUni:
+		return &qlog.MaxStreamsFrame{Type: traceStreamType(f.Type == wire.FrameTypeMaxStreamsBidi), MaxStreamNum: quictype.StreamNum(f.Limit)}
+	case wire.FrameTypeDataBlocked:
+		return &qlog.DataBlockedFrame{MaximumData: qlog.ByteCount(f.Limit)}
+	case wire.FrameTypeStreamDataBlocked:
+		return &qlog.StreamDataBlockedFrame{StreamID: StreamID(f.StreamID), MaximumStreamData: qlog.ByteCount(f.Limit)}
+	case wire.FrameTypeStreamsBlockedBidi, wire.FrameTypeStreamsBlockedUni:
+		return &qlog.StreamsBlockedFrame{Type: traceStreamType(f.Type == wire.FrameTypeStreamsBlockedBidi), StreamLimit: quictype.StreamNum(f.Limit)}
+	case wire.FrameTypeNewConnectionID:
+		return &qlog.NewConnectionIDFrame{
+			SequenceNumber:      f.SequenceNumber,
+			RetirePriorTo:       f.RetirePriorTo,
+			ConnectionID:        ConnectionIDFromBytes(f.ConnectionID),
+			StatelessResetToken: f.StatelessResetToken,
+		}
+	case wire.FrameTypeRetireConnectionID:
+		return &qlog.RetireConnectionIDFrame{SequenceNumber: f.SequenceNumber}
+	case wire.FrameTypePathChallenge:
+		return &qlog.PathChallengeFrame{Data: f.PathData}
+	case wire.FrameTypePathResponse:
+		return &qlog.PathResponseFrame{Data: f.PathData}
+	case wire.FrameTypeConnectionClose, wire.FrameTypeConnectionCloseApp:
+		return &qlog.ConnectionCloseFrame{
+			IsApplicationError: f.Type == wire.FrameTypeConnectionCloseApp,
+			ErrorCode:          f.ErrorCode,
+			FrameType:          f.TriggerFrameType,
+			ReasonPhrase:       string(f.Reason),
+		}
+	case wire.FrameTypeHandshakeDone:
+		return &qlog.HandshakeDoneFrame{}
+	case wire.FrameTypeDatagram:
+		return &qlog.DatagramFrame{Length: int64(len(f.Data))}
+	}
+	return nil
+}
+
+// traceLost records the packets in c.events.Lost; it runs before
+// onPacketLost forgets their space.
+func (c *Conn) traceLost() {
+	t := c.trace
+	for _, lp := range c.events.Lost {
+		pt := qlog.PacketType1RTT
+		mtuProbe := false
+		if sp := c.sent[lp.Handle]; sp != nil {
+			switch sp.space {
+			case spaceInitial:
+				pt = qlog.PacketTypeInitial
+			case spaceHandshake:
+				pt = qlog.PacketTypeHandshake
+			}
+			for _, f := range sp.frames {
+				mtuProbe = mtuProbe || f.kind == sfMTUProbe
+			}
+		}
+		t.r.RecordEvent(qlog.PacketLost{
+			Header:           qlog.PacketHeader{PacketType: pt, PacketNumber: qlog.PacketNumber(lp.Number)},
+			IsMTUProbePacket: mtuProbe,
+		})
+	}
+}
+
+// traceMetrics records recovery:metrics_updated with what changed.
+func (c *Conn) traceMetrics() {
+	t := c.trace
+	rtt := c.rec.RTT()
+	now := qlog.MetricsUpdated{
+		CongestionWindow: c.rec.Controller().CongestionWindow(),
+		BytesInFlight:    c.rec.BytesInFlight(),
+	}
+	if rtt.HasSample() {
+		now.MinRTT, now.SmoothedRTT, now.LatestRTT, now.RTTVariance = rtt.MinRTT(), rtt.SmoothedRTT(), rtt.LatestRTT(), rtt.RTTVar()
+	}
+	if now == t.metrics {
+		return
+	}
+	ev := now
+	old := t.metrics
+	t.metrics = now
+	if ev.MinRTT == old.MinRTT {
+		ev.MinRTT = 0
+	}
+	if ev.SmoothedRTT == old.SmoothedRTT {
+		ev.SmoothedRTT = 0
+	}
+	if ev.LatestRTT == old.LatestRTT {
+		ev.LatestRTT = 0
+	}
+	if ev.RTTVariance == old.RTTVariance {
+		ev.RTTVariance = 0
+	}
+	if ev.CongestionWindow == old.CongestionWindow {
+		ev.CongestionWindow = 0
+	}
+	if ev.BytesInFlight == old.BytesInFlight {
+		ev.BytesInFlight = 0
+	}
+	t.r.RecordEvent(ev)
+}
+
+// traceParams records transport:parameters_set for our parameters (local)
+// or the peer's.
+func (c *Conn) traceParams(local bool, p *wire.TransportParameters) {
+	ev := qlog.ParametersSet{
+		Initiator:                      qlog.InitiatorRemote,
+		DisableActiveMigration:         p.DisableActiveMigration,
+		MaxIdleTimeout:                 p.MaxIdleTimeout,
+		MaxUDPPayloadSize:              qlog.ByteCount(p.MaxUDPPayloadSize),
+		AckDelayExponent:               uint8(p.AckDelayExponent),
+		MaxAckDelay:                    p.MaxAckDelay,
+		ActiveConnectionIDLimit:        p.ActiveConnectionIDLimit,
+		InitialMaxData:                 qlog.ByteCount(p.InitialMaxData),
+		InitialMaxStreamDataBidiLocal:  qlog.ByteCount(p.InitialMaxStreamDataBidiLocal),
+		InitialMaxStreamDataBidiRemote: qlog.ByteCount(p.InitialMaxStreamDataBidiRemote),
+		InitialMaxStreamDataUni:        qlog.ByteCount(p.InitialMaxStreamDataUni),
+		InitialMaxStreamsBidi:          int64(p.InitialMaxStreamsBidi),
+		InitialMaxStreamsUni:           int64(p.InitialMaxStreamsUni),
+		MaxDatagramFrameSize:           quictype.InvalidByteCount,
+	}
+	if local {
+		ev.Initiator = qlog.InitiatorLocal
+	}
+	ev.SentBy = PerspectiveServer
+	if c.isClient == local {
+		ev.SentBy = PerspectiveClient
+	}
+	if p.HasOriginalDestinationConnectionID {
+		ev.OriginalDestinationConnectionID = ConnectionIDFromBytes(p.OriginalDestinationConnectionID)
+	}
+	if p.HasInitialSourceConnectionID {
+		ev.InitialSourceConnectionID = ConnectionIDFromBytes(p.InitialSourceConnectionID)
+	}
+	if p.HasRetrySourceConnectionID {
+		ev.RetrySourceConnectionID = ConnectionIDFromBytes(p.RetrySourceConnectionID)
+	}
+	if p.HasStatelessResetToken {
+		tok := quictype.StatelessResetToken(p.StatelessResetToken)
+		ev.StatelessResetToken = &tok
+	}
+	if p.MaxDatagramFrameSize > 0 {
+		ev.MaxDatagramFrameSize = qlog.ByteCount(p.MaxDatagramFrameSize)
+	}
+	c.trace.r.RecordEvent(ev)
+}
+
+// traceMTU records recovery:mtu_updated when the datagram size grows.
+func (c *Conn) traceMTU(size int, done bool) {
+	t := c.trace
+	if t.mtuDone || (size <= t.mtu && !done) {
+		return
+	}
+	t.mtu, t.mtuDone = max(t.mtu, size), done
+	t.r.RecordEvent(qlog.MTUUpdated{Value: size, Done: done})
+}
+
+// traceKeyUpdate records a 1-RTT key update.
+func (c *Conn) traceKeyUpdate(remote bool, phase uint64) {
+	trigger := qlog.KeyUpdateLocal
+	if remote {
+		trigger = qlog.KeyUpdateRemote
+	}
+	for _, kt := range [2]qlog.KeyType{qlog.KeyTypeClient1RTT, qlog.KeyTypeServer1RTT} {
+		c.trace.r.RecordEvent(qlog.KeyUpdated{Trigger: trigger, KeyType: kt, KeyPhase: qlog.KeyPhase(phase)})
+	}
+}
