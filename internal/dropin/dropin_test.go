@@ -57,7 +57,7 @@ func TestDropin(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := &Report{Programs: BuildPrograms(dir)}
-	rep.Files, err = CheckSelf(dir)
+	rep.Files, err = CheckSelf(dir, qdir, m)
 	if err != nil {
 		t.Fatal(err)
 	}

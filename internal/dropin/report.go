@@ -91,11 +91,18 @@ func (r *Report) Write(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	for _, f := range r.Files {
+		var notes string
+		if len(f.Aliases) > 0 {
+			notes += " aliases: " + shortNames(f.Aliases)
+		}
+		if len(f.Unaliased) > 0 {
+			notes += " kept internal: " + shortNames(f.Unaliased)
+		}
 		if f.Compiles() {
-			fmt.Fprintf(w, "file %s: compiles (%d tests)\n", f.Name, len(f.Tests))
+			fmt.Fprintf(w, "file %s: compiles (%d tests)%s\n", f.Name, len(f.Tests), notes)
 			continue
 		}
-		fmt.Fprintf(w, "file %s: does not compile (%d tests, round %d)\n", f.Name, len(f.Tests), f.Round)
+		fmt.Fprintf(w, "file %s: does not compile (%d tests, round %d)%s\n", f.Name, len(f.Tests), f.Round, notes)
 		for _, e := range first(f.Errors, 6) {
 			fmt.Fprintf(w, "    %s\n", e)
 		}
@@ -115,6 +122,15 @@ func (r *Report) Write(w io.Writer) {
 			fmt.Fprintf(w, "    %-60s %d (%s)\n", m.Symbol, len(m.Files), strings.Join(m.Files, " "))
 		}
 	}
+}
+
+// shortNames lists alias keys without quic-go's module path.
+func shortNames(keys []string) string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = strings.TrimPrefix(k, quicGo+"/internal/")
+	}
+	return strings.Join(out, ", ")
 }
 
 func first(s []string, n int) []string {

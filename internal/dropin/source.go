@@ -197,7 +197,7 @@ func Prepare(dir, quicGoDir, repoRoot string, m Mapping) error {
 			if strings.HasSuffix(path, "_test.go") && filepath.Dir(rel) != SelfDir {
 				return nil
 			}
-			out, err := rewriteFile(path, m, strings.HasSuffix(path, "_test.go"))
+			out, _, err := RewriteFile(path, m, strings.HasSuffix(path, "_test.go"), nil)
 			if err != nil {
 				return fmt.Errorf("%s: %w", rel, err)
 			}
@@ -245,15 +245,17 @@ replace %s => %s
 	return nil
 }
 
-// rewriteFile returns the source of path with quic-go's public imports
+// RewriteFile returns the source of path with quic-go's public imports
 // swapped for ours, and, in test files, quic-go internal names that alias
-// public ones rewritten to the public names.
-func rewriteFile(path string, m Mapping, isTest bool) ([]byte, error) {
+// public ones rewritten to the public names, except those in skip (keyed
+// like aliases); it also returns the alias keys it applied.
+func RewriteFile(path string, m Mapping, isTest bool, skip map[string]bool) ([]byte, []string, error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	applied := map[string]bool{}
 	names := map[string]string{} // local name -> original import path
 	for _, imp := range f.Imports {
 		p, _ := strconv.Unquote(imp.Path.Value)
@@ -276,10 +278,12 @@ func rewriteFile(path string, m Mapping, isTest bool) ([]byte, error) {
 				if !ok || names[id.Name] == "" {
 					continue
 				}
-				a, ok := m.Aliases[names[id.Name]+"."+sel.Sel.Name]
-				if !ok {
+				key := names[id.Name] + "." + sel.Sel.Name
+				a, ok := m.Aliases[key]
+				if !ok || skip[key] {
 					continue
 				}
+				applied[key] = true
 				e, err := parser.ParseExpr(a.Expr)
 				if err != nil {
 					rewriteErr = err
@@ -292,7 +296,7 @@ func rewriteFile(path string, m Mapping, isTest bool) ([]byte, error) {
 			return true
 		})
 		if rewriteErr != nil {
-			return nil, rewriteErr
+			return nil, nil, rewriteErr
 		}
 	}
 	for _, imp := range f.Imports {
@@ -319,9 +323,14 @@ func rewriteFile(path string, m Mapping, isTest bool) ([]byte, error) {
 	removeUnused(f, used, rewritten)
 	var buf bytes.Buffer
 	if err := format.Node(&buf, fset, f); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return buf.Bytes(), nil
+	keys := make([]string, 0, len(applied))
+	for k := range applied {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return buf.Bytes(), keys, nil
 }
 
 func pathBase(p string) string { return p[strings.LastIndex(p, "/")+1:] }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +39,10 @@ type File struct {
 	// errors only appear once another file was dropped (they used its
 	// declarations) have a higher round.
 	Round int
+	// Aliases are the quic-go internal names rewritten to their public
+	// aliases in this file; Unaliased those left as they are because the
+	// file uses them with quic-go internals (wire, testutils).
+	Aliases, Unaliased []string
 }
 
 // Compiles reports whether the file type-checks with the shared helpers.
@@ -48,7 +53,13 @@ func (f *File) Compiles() bool { return len(f.Errors) == 0 }
 // checked again until what is left compiles, so a file is reported
 // broken only for its own errors (or for needing a dropped file's
 // declarations), and one missing symbol does not hide the rest.
-func CheckSelf(dir string) ([]*File, error) {
+//
+// Internal names with a public alias (see aliases) are rewritten where
+// that makes the file compile: for a file that does not compile with all
+// of them rewritten, each is tried left alone (quic-go's tests also pass
+// such values to quic-go's internal wire and testutils packages), and the
+// variant with the fewest errors is kept. quicGoDir holds the originals.
+func CheckSelf(dir, quicGoDir string, m Mapping) ([]*File, error) {
 	selfDir := filepath.Join(dir, SelfDir)
 	entries, err := os.ReadDir(selfDir)
 	if err != nil {
@@ -75,7 +86,19 @@ func CheckSelf(dir string) ([]*File, error) {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			imports[p] = true
 		}
-		files = append(files, &File{Name: name, Tests: testFuncs(af)})
+		f := &File{Name: name, Tests: testFuncs(af)}
+		if _, f.Aliases, err = RewriteFile(filepath.Join(quicGoDir, SelfDir, name), m, true, nil); err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	// Every package a variant may import: the internal packages the
+	// aliases replace stay importable.
+	for k := range m.Aliases {
+		imports[k[:strings.LastIndex(k, ".")]] = true
+	}
+	for _, a := range m.Aliases {
+		imports[a.Pkg] = true
 	}
 	exports, err := exportData(dir, imports)
 	if err != nil {
@@ -92,16 +115,10 @@ func CheckSelf(dir string) ([]*File, error) {
 		}
 		return os.Open(x.Export)
 	})
-	live := map[string]bool{}
-	for _, f := range files {
-		live[f.Name] = true
-	}
-	for round := 1; ; round++ {
-		var afs []*ast.File
-		for _, f := range files {
-			if live[f.Name] {
-				afs = append(afs, parsed[f.Name])
-			}
+	check := func(names []string) map[string][]string {
+		afs := make([]*ast.File, 0, len(names))
+		for _, n := range names {
+			afs = append(afs, parsed[n])
 		}
 		errs := map[string][]string{}
 		conf := types.Config{
@@ -120,18 +137,101 @@ func CheckSelf(dir string) ([]*File, error) {
 			},
 		}
 		_, _ = conf.Check("self_test", fset, afs, nil)
-		if len(errs) == 0 {
-			break
-		}
+		return errs
+	}
+	converge := func() {
+		live := map[string]bool{}
 		for _, f := range files {
-			if e := errs[f.Name]; len(e) > 0 && live[f.Name] {
-				f.Errors, f.Round = e, round
-				live[f.Name] = false
+			live[f.Name] = true
+			f.Errors, f.Round = nil, 0
+		}
+		for round := 1; ; round++ {
+			var names []string
+			for _, f := range files {
+				if live[f.Name] {
+					names = append(names, f.Name)
+				}
+			}
+			errs := check(names)
+			if len(errs) == 0 {
+				return
+			}
+			for _, f := range files {
+				if e := errs[f.Name]; len(e) > 0 && live[f.Name] {
+					f.Errors, f.Round = e, round
+					live[f.Name] = false
+				}
+			}
+			if anyHelperBroken(files) {
+				return
 			}
 		}
-		if anyHelperBroken(files) {
-			break
+	}
+	converge()
+	if anyHelperBroken(files) {
+		return files, nil
+	}
+	var helpers []string
+	for _, f := range files {
+		if helperFiles[f.Name] {
+			helpers = append(helpers, f.Name)
 		}
+	}
+	changed := false
+	for _, f := range files {
+		if f.Compiles() || helperFiles[f.Name] || len(f.Aliases) == 0 {
+			continue
+		}
+		orig := filepath.Join(quicGoDir, SelfDir, f.Name)
+		variant := func(skip map[string]bool) (*ast.File, []byte, int, error) {
+			src, _, err := RewriteFile(orig, m, true, skip)
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			af, err := parser.ParseFile(fset, filepath.Join(selfDir, f.Name), src, parser.ParseComments)
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			saved := parsed[f.Name]
+			parsed[f.Name] = af
+			n := len(check(append(slices.Clone(helpers), f.Name))[f.Name])
+			parsed[f.Name] = saved
+			return af, src, n, nil
+		}
+		skip := map[string]bool{}
+		_, _, best, err := variant(skip)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range f.Aliases {
+			skip[a] = true
+			af, src, n, err := variant(skip)
+			if err != nil {
+				return nil, err
+			}
+			if n >= best {
+				delete(skip, a)
+				continue
+			}
+			best = n
+			parsed[f.Name] = af
+			if err := os.WriteFile(filepath.Join(selfDir, f.Name), src, 0o644); err != nil {
+				return nil, err
+			}
+			changed = true
+		}
+		var applied []string
+		for _, a := range f.Aliases {
+			if skip[a] {
+				f.Unaliased = append(f.Unaliased, a)
+			} else {
+				applied = append(applied, a)
+			}
+		}
+		f.Aliases = applied
+	}
+	if changed {
+		converge()
 	}
 	return files, nil
 }
