@@ -15,6 +15,14 @@ import (
 // Config configures a QUIC connection, listener or dial. The zero value (or
 // nil) gives the defaults documented on each field.
 type Config struct {
+	// GetConfigForClient (server), when set, is called for every client
+	// Initial that would create a connection, after the listener's limits
+	// and address validation let it through; the Config it returns (nil:
+	// the listener's) configures that connection. An error refuses the
+	// attempt with a stateless CONNECTION_REFUSED. The listener's limits
+	// (MaxConnections, MaxHandshakes, AcceptBacklog) stay the listener's.
+	// It runs on the Transport's receive goroutine: it must not block.
+	GetConfigForClient func(info *ClientInfo) (*Config, error)
 	// Versions lists the QUIC versions to speak, preferred first. Default:
 	// SupportedVersions(). A client sends its first Initial in Versions[0].
 	Versions []Version
@@ -44,6 +52,25 @@ type Config struct {
 	// MaxIncomingUniStreams is the same for unidirectional streams.
 	// Default 100; a negative value allows none.
 	MaxIncomingUniStreams int64
+	// RequireStreamCreditRelease keeps each stream the peer opened counting
+	// against MaxIncomingStreams (MaxIncomingUniStreams) after it
+	// completed, until the application calls ReleaseStreamCredit on it.
+	RequireStreamCreditRelease bool
+	// AllowConnectionWindowIncrease, when set, is asked before the
+	// connection's receive window grows by delta bytes (auto-tuning); false
+	// keeps it at its size. It runs on the connection's goroutine with the
+	// connection locked: it must not call into the connection.
+	AllowConnectionWindowIncrease func(conn *Conn, delta uint64) bool
+	// InitialPacketSize is the datagram size a connection starts with and
+	// never goes below (path MTU discovery raises it). Default 1200, the
+	// QUIC minimum (quic-go: 1280); values below 1200 are invalid, above
+	// 1452 are capped.
+	InitialPacketSize uint16
+	// EnableStreamResetPartialDelivery offers RESET_STREAM_AT
+	// (draft-ietf-quic-reliable-stream-reset): with a peer that offers it
+	// too, SetReliableBoundary makes a reset stream still deliver the data
+	// up to the boundary.
+	EnableStreamResetPartialDelivery bool
 	// KeepAlivePeriod, when positive, sends a PING after that much silence
 	// (at most half the idle timeout) so the connection stays alive.
 	KeepAlivePeriod time.Duration
@@ -201,6 +228,14 @@ func populateConfig(c *Config) (*Config, error) {
 	}
 	if cc.AcceptBacklog <= 0 {
 		cc.AcceptBacklog = defaultAcceptBacklog
+	}
+	switch {
+	case cc.InitialPacketSize == 0:
+		cc.InitialPacketSize = maxPacketSize
+	case cc.InitialPacketSize < maxPacketSize:
+		return nil, fmt.Errorf("quic: InitialPacketSize %d below %d", cc.InitialPacketSize, maxPacketSize)
+	case cc.InitialPacketSize > maxProbeSize:
+		cc.InitialPacketSize = maxProbeSize
 	}
 	if cc.MaxConnectionSendBuffer == 0 {
 		cc.MaxConnectionSendBuffer = defaultConnSendBuffer

@@ -211,6 +211,8 @@ type Conn struct {
 	streamsBlocked    [2]bool // an open waits for the peer's stream limit, by dirIndex
 	streams           map[uint64]*stream
 	sendList          []*stream
+	prioritized       bool      // a stream's priority was set: schedule by priority
+	prioOrder         []*stream // scratch for appendStreamFramesByPriority
 	ctrlList          []*stream
 	acceptBidi        []*stream
 	acceptUni         []*stream
@@ -651,6 +653,7 @@ func (c *Conn) ConnectionState() ConnectionState {
 	s.SupportsDatagrams.Remote = c.peerMaxDatagram > 0
 	s.GSO = c.t.gso
 	s.Used0RTT = c.used0RTT
+	s.RequireStreamCreditRelease = c.config.RequireStreamCreditRelease
 	s.ValidatedBy = c.validatedBy
 	return s
 }

@@ -60,6 +60,9 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		if err := s.fcRecv.OnStreamFrame(f.Offset, uint64(len(f.Data)), f.Fin); err != nil {
 			return withType(err)
 		}
+		if f.Fin {
+			s.noteFinalSize()
+		}
 		if s.recvErr != nil || s.eofRead {
 			return nil
 		}
@@ -74,6 +77,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		if err := s.fcRecv.OnResetStream(f.FinalSize); err != nil {
 			return withType(err)
 		}
+		s.noteFinalSize()
 		if s.resetRecvd || s.eofRead {
 			return nil
 		}
@@ -108,7 +112,7 @@ func (c *Conn) wakeAllSenders() {
 			continue
 		}
 		s.signalWrite()
-		if s.send.HasData() {
+		if s.send.HasData() || s.limited != nil {
 			c.queueStreamSend(s)
 		}
 	}

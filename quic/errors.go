@@ -202,6 +202,18 @@ func (e *transportClosedError) Is(target error) bool {
 	return ok
 }
 
+// ErrStreamClosed is returned by Write after Close, and is the cause of
+// the stream's context once Close was called, as in quic-go.
+var ErrStreamClosed = errors.New("quic: stream closed")
+
+// ErrWouldBlock is returned by TryWriteAll when the data cannot be queued
+// at once.
+var ErrWouldBlock = errors.New("quic: operation would block")
+
+// ErrWriteLimitReached is returned by WriteWithLimit when its limiter
+// accepted less than the whole slice.
+var ErrWriteLimitReached = errors.New("quic: write limit reached")
+
 // ErrServerClosed is returned by Listener.Accept after Close.
 var ErrServerClosed = errors.New("quic: server closed")
 

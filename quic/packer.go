@@ -563,6 +563,9 @@ func (c *Conn) appendDatagrams(b []byte, maxEnd int, p *sentPacket) []byte {
 }
 
 func (c *Conn) appendStreamFrames(b []byte, maxEnd int, p *sentPacket) []byte {
+	if c.prioritized {
+		return c.appendStreamFramesByPriority(b, maxEnd, p)
+	}
 	n := len(c.sendList)
 	served := 0
 	for i := 0; i < len(c.sendList) && maxEnd-len(b) > 16; {
@@ -572,7 +575,7 @@ func (c *Conn) appendStreamFrames(b []byte, maxEnd int, p *sentPacket) []byte {
 		if added {
 			served = i + 1
 		}
-		if !s.send.HasData() || s.sendErr != nil {
+		if !s.wantsToSend() {
 			s.inSendList = false
 			c.sendList = append(c.sendList[:i], c.sendList[i+1:]...)
 			if added {

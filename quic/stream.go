@@ -37,6 +37,9 @@ type stream struct {
 	sendCharged   int64 // bytes counted in the connection's sendHeld
 	sendCtx       context.Context
 	sendCancel    context.CancelCauseFunc
+	limited       *limitedWrite // a WriteWithLimit waiting for its limiter
+	urgency       int8          // SetPriority (RFC 9218); default 3
+	nonIncr       bool          // not incremental: served whole, in ID order
 
 	// Receive side.
 	recv         *streambuf.RecvBuffer // nil without a receive side
@@ -52,6 +55,13 @@ type stream struct {
 	readSig      chan struct{}
 	inCtrlList   bool
 	removed      bool
+	// creditHeld (RequireStreamCreditRelease): the stream is done but
+	// still counts against the peer's stream limit until
+	// ReleaseStreamCredit; creditReleased: it was called.
+	creditHeld     bool
+	creditReleased bool
+	finalSizeCB    func(int64) // SetReceiveFinalSizeCallback
+	finalSizeTold bool        // finalSizeCB was called
 }
 
 func (c *Conn) newStream(id uint64) *stream {
@@ -60,6 +70,7 @@ func (c *Conn) newStream(id uint64) *stream {
 		id:      id,
 		hasSend: flowcontrol.LocalCanSend(id, c.perspective()),
 		hasRecv: flowcontrol.LocalCanReceive(id, c.perspective()),
+		urgency: defaultUrgency,
 	}
 	s.sendCtx, s.sendCancel = context.WithCancelCause(c.ctx)
 	if s.hasSend {
@@ -160,16 +171,26 @@ func (c *Conn) maybeRemoveStream(s *stream) {
 	}
 	delete(c.streams, s.id)
 	if flowcontrol.Initiator(s.id) != c.perspective() {
-		inc := c.counts.Incoming(flowcontrol.DirectionOf(s.id))
-		_ = inc.Close()
-		if inc.NeedsUpdate() {
-			c.wake() // the peer may be waiting for MAX_STREAMS
+		if c.config.RequireStreamCreditRelease && !s.creditReleased {
+			s.creditHeld = true
+			return
 		}
+		c.releaseStreamCredit(s)
+	}
+}
+
+// releaseStreamCredit lets the peer open another stream in place of s.
+func (c *Conn) releaseStreamCredit(s *stream) {
+	s.creditHeld = false
+	inc := c.counts.Incoming(flowcontrol.DirectionOf(s.id))
+	_ = inc.Close()
+	if inc.NeedsUpdate() {
+		c.wake() // the peer may be waiting for MAX_STREAMS
 	}
 }
 
 func (c *Conn) queueStreamSend(s *stream) {
-	if !s.inSendList && s.send.HasData() {
+	if !s.inSendList && (s.send.HasData() || s.limited != nil) {
 		s.inSendList = true
 		c.sendList = append(c.sendList, s)
 	}
@@ -232,6 +253,12 @@ func (s *stream) appendStreamFrame(b []byte, maxEnd int, p *sentPacket) ([]byte,
 	}
 	left := maxEnd - len(b)
 	maxLen := max(wire.MaxStreamDataLen(s.id, s.send.NextOffset(), left, true), 0)
+	if lw := s.limited; lw != nil {
+		s.appendLimited(maxLen)
+		if !lw.done && s.send.Unsent() == 0 && s.fcSend.Available() == 0 {
+			b = s.appendBlocked(b, maxEnd, p) // the limited write waits for credit
+		}
+	}
 	off, n, fin, retx := s.send.PeekFrame(maxLen)
 	if !retx {
 		if avail := s.fcSend.Available(); uint64(n) > avail {

@@ -86,3 +86,64 @@ func (s *ReceiveStream) CancelRead(code StreamErrorCode) { s.s.cancelRead(code) 
 
 // SetReadDeadline sets the deadline for Read; the zero time disables it.
 func (s *ReceiveStream) SetReadDeadline(t time.Time) error { s.s.setReadDeadline(t); return nil }
+
+// Peek fills b with stream data without consuming it. It waits until
+// len(b) bytes are there, returns them with io.EOF if the stream ends
+// first, and respects the read deadline. With it *Stream is a
+// quicvarint.Peeker.
+func (s *Stream) Peek(b []byte) (int, error) { return s.s.peek(b) }
+
+// TryWriteAll queues all of p if it can be queued at once (flow control,
+// the stream's and the send budgets), else nothing and ErrWouldBlock. It
+// never waits and ignores the write deadline.
+func (s *Stream) TryWriteAll(p []byte) error { return s.s.tryWriteAll(p) }
+
+// WriteWithLimit is Write with an additional send limit: as packets are
+// built, limiter is offered the bytes the next STREAM frame may carry
+// (after flow control) and returns how many it grants (clamped to
+// [0, maxBytes]); retransmissions do not ask it again. When it grants less
+// than offered, WriteWithLimit returns the bytes accepted so far and
+// ErrWriteLimitReached. limiter runs on the connection's goroutine with
+// the connection locked: it must not block or call into the connection.
+// A nil limiter makes it Write.
+func (s *Stream) WriteWithLimit(p []byte, limiter func(maxBytes int) int) (int, error) {
+	return s.s.writeWithLimit(p, limiter)
+}
+
+// SetPriority sets the stream's scheduling priority (RFC 9218): urgency
+// 0 (first) to 7, clamped; within an urgency, incremental streams share
+// the connection round robin and non-incremental ones are sent one after
+// another in stream ID order. The default is urgency 3, incremental.
+func (s *Stream) SetPriority(urgency int8, incremental bool) { s.s.setPriority(urgency, incremental) }
+
+// ReleaseStreamCredit lets the peer open another stream in place of this
+// one once it completed, when Config.RequireStreamCreditRelease is set;
+// otherwise, and for streams we opened, it does nothing.
+func (s *Stream) ReleaseStreamCredit() { s.s.releaseCredit() }
+
+// SetReceiveFinalSizeCallback sets a function called once with the final
+// size of the receive side, learned from a FIN or RESET_STREAM: at once if
+// it is known already, else later on the connection's goroutine (it must
+// not block or call into the connection). It is not called if the
+// connection closes first. A nil callback removes it.
+func (s *Stream) SetReceiveFinalSizeCallback(cb func(int64)) { s.s.setFinalSizeCallback(cb) }
+
+// TryWriteAll is Stream.TryWriteAll.
+func (s *SendStream) TryWriteAll(p []byte) error { return s.s.tryWriteAll(p) }
+
+// WriteWithLimit is Stream.WriteWithLimit.
+func (s *SendStream) WriteWithLimit(p []byte, limiter func(maxBytes int) int) (int, error) {
+	return s.s.writeWithLimit(p, limiter)
+}
+
+// SetPriority is Stream.SetPriority.
+func (s *SendStream) SetPriority(urgency int8, incremental bool) { s.s.setPriority(urgency, incremental) }
+
+// Peek is Stream.Peek.
+func (s *ReceiveStream) Peek(b []byte) (int, error) { return s.s.peek(b) }
+
+// ReleaseStreamCredit is Stream.ReleaseStreamCredit.
+func (s *ReceiveStream) ReleaseStreamCredit() { s.s.releaseCredit() }
+
+// SetReceiveFinalSizeCallback is Stream.SetReceiveFinalSizeCallback.
+func (s *ReceiveStream) SetReceiveFinalSizeCallback(cb func(int64)) { s.s.setFinalSizeCallback(cb) }

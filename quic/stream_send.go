@@ -1,8 +1,6 @@
 package quic
 
 import (
-	"context"
-	"fmt"
 	"time"
 )
 
@@ -37,7 +35,7 @@ func (s *stream) writeErrLocked() error {
 	case s.c.closeErr != nil:
 		return s.c.closeErr
 	case s.sendClosed:
-		return fmt.Errorf("quic: write on closed stream %d", s.id)
+		return ErrStreamClosed
 	case !s.writeDeadline.IsZero() && !time.Now().Before(s.writeDeadline):
 		return errDeadline
 	}
@@ -72,7 +70,7 @@ func (s *stream) write(p []byte) (int, error) {
 				c.sendReported += w
 				c.queueStreamSend(s)
 				if w < k {
-					return n, fmt.Errorf("quic: stream %d reached the maximum offset", s.id)
+					return n, errMaxOffset(s.id)
 				}
 				continue
 			}
@@ -111,7 +109,7 @@ func (s *stream) closeSend() error {
 	}
 	s.sendClosed = true
 	s.send.Close()
-	s.sendCancel(context.Canceled)
+	s.sendCancel(ErrStreamClosed)
 	c.queueStreamSend(s)
 	return nil
 }

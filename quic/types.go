@@ -43,6 +43,9 @@ type ConnectionState struct {
 	// GSO tells whether the socket sends with UDP generic segmentation
 	// offload.
 	GSO bool
+	// RequireStreamCreditRelease says Config.RequireStreamCreditRelease
+	// was set.
+	RequireStreamCreditRelease bool
 	// ValidatedBy says, on a server connection, which token proved the
 	// client's address before the handshake: TokenRetry (a Retry token,
 	// the server's own or an offload agent's), TokenNewToken (a NEW_TOKEN

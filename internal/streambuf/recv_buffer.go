@@ -125,6 +125,16 @@ func (b *RecvBuffer) Peek() []byte {
 	return b.data.view(b.readOffset, b.readOffset+uint64(n))
 }
 
+// CopyAt copies contiguous data from the read offset into p without
+// consuming it, and returns how many bytes it copied.
+func (b *RecvBuffer) CopyAt(p []byte) int {
+	n := min(len(p), b.Readable())
+	if n > 0 {
+		b.data.read(b.readOffset, p[:n])
+	}
+	return n
+}
+
 // Skip advances the read offset by n bytes, as Read would, without copying.
 // n is capped at Readable.
 func (b *RecvBuffer) Skip(n int) {

@@ -1,0 +1,89 @@
+package quic
+
+import (
+	"io"
+	"time"
+)
+
+// peek fills p with stream data without consuming it, waiting until len(p)
+// bytes are there, the stream ends (io.EOF with what there is), the read
+// deadline passes or the stream fails.
+func (s *stream) peek(p []byte) (int, error) {
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		if s.recvErr != nil {
+			return 0, s.recvErr
+		}
+		if s.eofRead {
+			return 0, io.EOF
+		}
+		if len(p) == 0 {
+			return 0, nil
+		}
+		if s.recv.Readable() >= len(p) {
+			return s.recv.CopyAt(p), nil
+		}
+		if fs, ok := s.fcRecv.FinalSize(); ok && s.recv.ReadOffset()+uint64(s.recv.Readable()) >= fs {
+			return s.recv.CopyAt(p), io.EOF
+		}
+		if c.closeErr != nil {
+			return 0, c.closeErr
+		}
+		if !s.readDeadline.IsZero() && !time.Now().Before(s.readDeadline) {
+			return 0, errDeadline
+		}
+		c.waitLocked(waitChan(&s.readSig), nil, s.readDeadline)
+	}
+}
+
+// releaseCredit is ReleaseStreamCredit: with Config.RequireStreamCreditRelease
+// a stream the peer opened keeps counting against its limit until both
+// this was called and the stream completed.
+func (s *stream) releaseCredit() {
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.creditReleased {
+		return
+	}
+	s.creditReleased = true
+	if s.creditHeld {
+		c.releaseStreamCredit(s)
+	}
+}
+
+// setFinalSizeCallback installs cb, calling it at once (outside the lock)
+// when the final size is already known.
+func (s *stream) setFinalSizeCallback(cb func(int64)) {
+	c := s.c
+	c.mu.Lock()
+	if s.finalSizeTold {
+		c.mu.Unlock()
+		return
+	}
+	s.finalSizeCB = cb
+	fs, known := s.fcRecv.FinalSize()
+	if cb != nil && known {
+		s.finalSizeTold = true
+		s.finalSizeCB = nil
+	}
+	c.mu.Unlock()
+	if cb != nil && known {
+		cb(int64(fs))
+	}
+}
+
+// noteFinalSize calls the final-size callback once the size is known; it
+// runs on the connection's goroutine, with the lock held.
+func (s *stream) noteFinalSize() {
+	if s.finalSizeCB == nil || s.finalSizeTold {
+		return
+	}
+	if fs, ok := s.fcRecv.FinalSize(); ok {
+		cb := s.finalSizeCB
+		s.finalSizeTold, s.finalSizeCB = true, nil
+		cb(int64(fs))
+	}
+}
