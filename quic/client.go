@@ -103,8 +103,16 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	}
 	tc := tlsConf.Clone()
 	tc.MinVersion = tls.VersionTLS13
+	if tc.ServerName == "" {
+		// As quic-go: the host of the address (an IP unless DialAddr
+		// was given a name, see dialAddrMode).
+		if host, _, err := net.SplitHostPort(addr.String()); err == nil {
+			tc.ServerName = host
+		}
+	}
 	v := wire.Version(conf.Versions[0])
-	c := newConn(t, true, conf, tc, v, addr)
+	// The connection's context keeps ctx's values, not its cancellation.
+	c := newConn(context.WithoutCancel(ctx), t, true, conf, tc, v, addr)
 	c.origDestCID = make([]byte, 8)
 	_, _ = rand.Read(c.origDestCID)
 	c.destCID = c.origDestCID

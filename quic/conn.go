@@ -197,6 +197,7 @@ type Conn struct {
 	sendT            *Transport // the Transport we send from: t until a Path.Switch
 	padDatagram      bool       // pad the datagram being built to its limit
 	maxDatagram      int        // the datagram size in use (path MTU discovery)
+	baseDatagram     int        // Config.InitialPacketSize: the size to start at and fall back to
 	mtu              mtuDiscovery
 	ecn              ecnTracker
 	// sendECN marks the datagram being built (sendECNTest: during ECN
@@ -231,7 +232,7 @@ type Conn struct {
 	spareWrites       []outDatagram // owned by run: pendingWrites' next slice
 }
 
-func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
+func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
 	c := &Conn{
 		t:               t,
 		isClient:        isClient,
@@ -253,10 +254,14 @@ func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v w
 	c.lastSendOrRecv = c.lastActivity
 	c.remoteAP, _ = addrPort(remote)
 	c.sendT = t
-	c.maxDatagram = maxPacketSize
-	c.ctx, c.cancelCtx = context.WithCancelCause(context.Background())
+	c.baseDatagram = int(conf.InitialPacketSize)
+	c.maxDatagram = c.baseDatagram
+	c.ctx, c.cancelCtx = context.WithCancelCause(ctx)
 	c.rec = recovery.New(recovery.Config{IsServer: !isClient})
 	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+	if c.baseDatagram != maxPacketSize {
+		c.setMaxDatagram(c.baseDatagram)
+	}
 	c.spaces[spaceInitial].tracker.Init(ackgen.SpaceInitial, ackgen.Config{})
 	c.spaces[spaceHandshake].tracker.Init(ackgen.SpaceHandshake, ackgen.Config{})
 	c.spaces[spaceApp].tracker.Init(ackgen.SpaceAppData, ackgen.Config{})
@@ -264,6 +269,9 @@ func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v w
 		Initial: conf.InitialConnectionReceiveWindow,
 		Max:     conf.MaxConnectionReceiveWindow,
 	})
+	if allow := conf.AllowConnectionWindowIncrease; allow != nil {
+		c.connRecv.SetAllowGrowth(func(delta uint64) bool { return allow(c, delta) })
+	}
 	persp := flowcontrol.Server
 	if isClient {
 		persp = flowcontrol.Client

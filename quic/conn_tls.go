@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -438,4 +437,4 @@ func statelessResetToken(key *StatelessResetKey, cid []byte) [16]byte {
 	return connid.ResetTokenFor(*key, id)
 }
 
-var errNoALPN = fmt.Errorf("quic: tls.Config.NextProtos must name at least one application protocol (ALPN)")
+var errNoALPN = errors.New("quic: a server's tls.Config must offer an application protocol (NextProtos, or GetConfigForClient)")

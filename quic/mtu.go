@@ -60,7 +60,7 @@ func (c *Conn) startMTUDiscovery() {
 		return
 	}
 	limit := int(min(c.peerParams.MaxUDPPayloadSize, maxProbeSize))
-	*m = mtuDiscovery{enabled: limit > maxPacketSize, started: true, low: maxPacketSize, high: limit + 1}
+	*m = mtuDiscovery{enabled: limit > c.baseDatagram, started: true, low: c.baseDatagram, high: limit + 1}
 }
 
 // mtuProbeSize returns the size of the probe to send now, or 0.
@@ -135,7 +135,7 @@ func (c *Conn) onMTUProbeLost(size int, now time.Time) {
 // acknowledged packet of size bytes that was not a probe.
 func (c *Conn) onDatagramFate(size int, lost bool, now time.Time) {
 	m := &c.mtu
-	if size <= maxPacketSize || !m.started {
+	if size <= c.baseDatagram || !m.started {
 		return
 	}
 	if !lost {
@@ -144,32 +144,32 @@ func (c *Conn) onDatagramFate(size int, lost bool, now time.Time) {
 		return
 	}
 	m.largeLost++
-	if m.largeLost < blackHoleLosses || !m.ptoProbeAcked || c.maxDatagram <= maxPacketSize {
+	if m.largeLost < blackHoleLosses || !m.ptoProbeAcked || c.maxDatagram <= c.baseDatagram {
 		return
 	}
 	// Large datagrams vanish while small ones pass: back to the base
 	// size, and search again from the size that stopped working.
 	m.high = c.maxDatagram + 1
-	m.low = maxPacketSize
+	m.low = c.baseDatagram
 	m.failed = false
 	m.largeLost = 0
 	m.ptoProbeAcked = false
 	m.notBefore = now.Add(c.ptoLocked())
-	c.setMaxDatagram(maxPacketSize)
+	c.setMaxDatagram(c.baseDatagram)
 }
 
 // onPTOProbeAcked records that a PTO probe, at most the base size, was
 // acknowledged.
 func (c *Conn) onPTOProbeAcked() {
-	if c.maxDatagram > maxPacketSize {
+	if c.maxDatagram > c.baseDatagram {
 		c.mtu.ptoProbeAcked = true
 	}
 }
 
 // resetMTU starts over at the base size on a new path.
 func (c *Conn) resetMTU() {
-	if c.maxDatagram != maxPacketSize {
-		c.setMaxDatagram(maxPacketSize)
+	if c.maxDatagram != c.baseDatagram {
+		c.setMaxDatagram(c.baseDatagram)
 	}
 	c.mtu = mtuDiscovery{}
 	if c.handshakeConfirmed {

@@ -131,7 +131,7 @@ func (c *Conn) sendLocked(now time.Time) bool {
 			// A PTO probe goes at the base size: if large datagrams
 			// vanish (an MTU black hole), it still gets through, and its
 			// acknowledgment declares the large ones lost.
-			limit = min(limit, maxPacketSize)
+			limit = min(limit, c.baseDatagram)
 		}
 		mayElicit := probing || c.rec.CanSend()
 		if mayElicit && !probing {
@@ -200,7 +200,7 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 	last := &pkts[len(pkts)-1]
 	target := 0
 	if pkts[0].space == spaceInitial && (c.isClient || pkts[0].ackEliciting) {
-		target = min(minInitialSize, limit)
+		target = min(c.baseDatagram, limit)
 	}
 	if c.padDatagram {
 		// A PATH_CHALLENGE or PATH_RESPONSE inside: the datagram also

@@ -1,6 +1,7 @@
 package quic
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"net"
@@ -25,7 +26,7 @@ func newOfflineConn(t testing.TB) *Conn {
 	}
 	tc := serverTLS(t)
 	tc.MinVersion = tls.VersionTLS13
-	c := newConn(tr, false, conf, tc, wire.Version1, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9})
+	c := newConn(context.Background(), tr, false, conf, tc, wire.Version1, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9})
 	if err := c.initLocalCIDs(); err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,8 @@ type initialDecision struct {
 type addressValidator func(hdr *wire.LongHeader, remote net.Addr) initialDecision
 
 // ListenAddr listens for QUIC connections on a new UDP socket bound to addr.
-// Closing the listener closes the socket and all its connections.
+// Closing the listener stops accepting; the socket closes once its last
+// connection is gone (as in quic-go).
 func ListenAddr(addr string, tlsConf *tls.Config, config *Config) (*Listener, error) {
 	s, err := listenAddr(addr, tlsConf, config, false)
 	if err != nil {
@@ -153,15 +154,17 @@ func checkTLSConfig(tlsConf *tls.Config) error {
 	if tlsConf == nil {
 		return errors.New("quic: tls.Config not set")
 	}
-	if len(tlsConf.NextProtos) == 0 {
-		return errNoALPN
-	}
 	return nil
 }
 
 func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*baseServer, error) {
 	if err := checkTLSConfig(tlsConf); err != nil {
 		return nil, err
+	}
+	// A server must offer an application protocol (QUIC requires ALPN),
+	// in its base config or in those GetConfigForClient returns.
+	if len(tlsConf.NextProtos) == 0 && tlsConf.GetConfigForClient == nil {
+		return nil, errNoALPN
 	}
 	conf, err := populateConfig(config)
 	if err != nil {
@@ -188,8 +191,12 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 	if t.server != nil {
 		return nil, errors.New("quic: Transport already has a listener")
 	}
-	if t.AddressValidation != nil {
-		v, err := newTokenValidator(t.AddressValidation, s)
+	av := t.AddressValidation
+	if av == nil {
+		av = t.defaultAddressValidation(conf)
+	}
+	{
+		v, err := newTokenValidator(av, s)
 		if err != nil {
 			return nil, err
 		}
@@ -207,8 +214,11 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) { return l.s.accep
 // Addr returns the local address.
 func (l *Listener) Addr() net.Addr { return l.s.t.Conn.LocalAddr() }
 
-// Close stops accepting connections; for ListenAddr it also closes the
-// socket and every connection.
+// Close stops accepting connections, as quic-go's: Accept still returns
+// the connections already queued, then ErrServerClosed; handshakes in
+// progress are refused with CONNECTION_REFUSED; accepted connections are
+// not affected. The Transport of Listen and ListenAddr (and ListenAddr's
+// socket) closes once its last connection closed.
 func (l *Listener) Close() error { return l.s.close() }
 
 // Accept returns the next connection.
@@ -225,6 +235,13 @@ func (s *baseServer) accept(ctx context.Context) (*Conn, error) {
 	case c := <-s.acceptCh:
 		return c, nil
 	case <-s.closed:
+		// After Close the connections already queued are still handed
+		// out, as in quic-go; then ErrServerClosed.
+		select {
+		case c := <-s.acceptCh:
+			return c, nil
+		default:
+		}
 		return nil, ErrServerClosed
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -240,24 +257,24 @@ func (s *baseServer) close() error {
 	t.mu.Unlock()
 	s.closeLocked()
 	if t.isSingleUse {
-		return t.Close()
+		// The Transport of Listen or ListenAddr goes once its last
+		// connection does (connDone), as in quic-go: accepted and queued
+		// connections stay usable.
+		t.mu.Lock()
+		idle := len(t.handlers) == 0
+		t.mu.Unlock()
+		if idle {
+			return t.Close()
+		}
 	}
 	return nil
 }
 
-// closeLocked stops the server and refuses the connections not yet accepted.
+// closeLocked stops the server: handshakes still in progress are refused
+// with CONNECTION_REFUSED when they complete (queueForAccept); connections
+// already queued stay for Accept.
 func (s *baseServer) closeLocked() {
-	s.closeOnce.Do(func() {
-		close(s.closed)
-		for {
-			select {
-			case c := <-s.acceptCh:
-				_ = c.CloseWithError(0, "server closed")
-			default:
-				return
-			}
-		}
-	})
+	s.closeOnce.Do(func() { close(s.closed) })
 }
 
 // decideInitial is the address-validation hook: it runs on a client Initial
@@ -320,7 +337,7 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 		return
 	}
 	if !s.supports(ih.Version) {
-		if len(p.data) >= minInitialSize && ih.Version != 0 {
+		if len(p.data) >= minInitialSize && ih.Version != 0 && !s.t.DisableVersionNegotiationPackets {
 			vs := make([]wire.Version, len(s.config.Versions))
 			for i, v := range s.config.Versions {
 				vs[i] = wire.Version(v)
@@ -377,7 +394,13 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 		s.t.countRefused(RefusedUndecryptable)
 		return
 	}
-	c, err := s.newConn(&hdr, p.remote, sealer, opener, &dec)
+	ctx, conf, err := s.connectionFor(p.remote, dec.validated)
+	if err != nil {
+		s.t.countRefused(RefusedByApplication)
+		s.sendStatelessClose(&hdr, p.remote, ConnectionRefused)
+		return
+	}
+	c, err := s.newConn(ctx, conf, &hdr, p.remote, sealer, opener, &dec)
 	if err != nil {
 		return
 	}
@@ -395,9 +418,9 @@ func (s *baseServer) supports(v wire.Version) bool {
 }
 
 // newConn creates and starts the connection for a client's first Initial.
-func (s *baseServer) newConn(hdr *wire.LongHeader, remote net.Addr, sealer *handshake.Sealer, opener *handshake.Opener, dec *initialDecision) (*Conn, error) {
+func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHeader, remote net.Addr, sealer *handshake.Sealer, opener *handshake.Opener, dec *initialDecision) (*Conn, error) {
 	t := s.t
-	c := newConn(t, false, s.config, s.tlsConf, hdr.Version, remote)
+	c := newConn(ctx, t, false, conf, s.tlsConf, hdr.Version, remote)
 	c.server = s
 	c.clientDestCID = append([]byte(nil), hdr.DestConnID...)
 	c.origDestCID = c.clientDestCID

@@ -1,6 +1,7 @@
 package quic
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"net"
@@ -70,6 +71,30 @@ type Transport struct {
 	// given back). Default 256 MiB.
 	MaxReceiveBuffer uint64
 
+	// VerifySourceAddress, as in quic-go, decides for each client Initial
+	// without a valid token whether the client must first prove its
+	// address with a Retry; it is the VerifySourceAddress AddressPolicy of
+	// a default address validation (used when AddressValidation is nil).
+	VerifySourceAddress func(net.Addr) bool
+	// TokenGeneratorKey, when set, is the 32-byte secret of the Retry and
+	// NEW_TOKEN tokens of the default address validation (used when
+	// AddressValidation is nil); servers that share it accept each
+	// other's tokens. Nil: a random key.
+	TokenGeneratorKey *TokenGeneratorKey
+	// MaxTokenAge bounds the age of NEW_TOKEN tokens the default address
+	// validation accepts (quic-go's name for NewTokenMaxAge). 0: 24 hours.
+	MaxTokenAge time.Duration
+	// DisableVersionNegotiationPackets stops a server from answering
+	// unknown versions with Version Negotiation.
+	DisableVersionNegotiationPackets bool
+	// ConnContext (server), when set, is called for every connection
+	// attempt before its handshake; the connection's context (Conn.Context,
+	// the stream contexts, the TLS ClientHelloInfo's and Config.Tracer's)
+	// derives from the one it returns. An error refuses the attempt with
+	// CONNECTION_REFUSED. It runs on the receive goroutine: it must not
+	// block.
+	ConnContext func(context.Context, *ClientInfo) (context.Context, error)
+
 	// Tracer, when set, records the events that belong to no single
 	// connection (datagrams dropped, Version Negotiation sent), as in
 	// quic-go; Close closes it.
@@ -77,6 +102,7 @@ type Transport struct {
 
 	initOnce sync.Once
 	tracer   transportTracer
+	nonQUICQ nonQUICQueue
 	initErr  error
 	cidLen   int
 	cidGen   *connid.Generator
@@ -308,6 +334,10 @@ func (t *Transport) handleDatagram(p receivedPacket) {
 			t.recoveredPanic("receive", r)
 		}
 	}()
+	if isNonQUIC(p.data) {
+		t.handleNonQUIC(p)
+		return
+	}
 	dcid, err := wire.ParseDestConnID(p.data, t.cidLen)
 	if err != nil {
 		t.countDropped(DropMalformed, len(p.data))
@@ -341,7 +371,7 @@ func (t *Transport) handleDatagram(p receivedPacket) {
 
 // write sends one datagram; errors are treated as packet loss.
 func (t *Transport) write(b []byte, addr net.Addr) {
-	_, _ = t.Conn.WriteTo(b, addr)
+	_, _ = t.writeTo(b, addr)
 }
 
 // newConnID returns a connection ID of our length not in use, from the

@@ -37,13 +37,17 @@ const (
 	// RefusedStartFailed: the connection could not start (TLS refused the
 	// configuration). Dropped.
 	RefusedStartFailed
+	// RefusedByApplication: Transport.ConnContext or
+	// Config.GetConfigForClient returned an error. Answered with a
+	// stateless CONNECTION_REFUSED.
+	RefusedByApplication
 
 	numRefusalReasons
 )
 
 var refusalLabels = [numRefusalReasons]string{
 	"connection_cap", "handshake_slots_full", "accept_backlog_full", "accept_queue_full",
-	"server_closed", "undecryptable_initial", "cid_in_use", "start_failed",
+	"server_closed", "undecryptable_initial", "cid_in_use", "start_failed", "application",
 }
 
 // String returns the reason's label, as in TransportStats.Refused.
@@ -75,11 +79,14 @@ const (
 	// datagram under 1200 bytes, or with a DCID under 8 bytes and no token
 	// (RFC 9000 sections 14.1 and 7.2).
 	DropInitialTooSmall
+	// DropNonQUIC: a datagram that is not QUIC (first two bits 0) that no
+	// ReadNonQUICPacket takes (not called yet, or 32 waiting).
+	DropNonQUIC
 
 	numDropReasons
 )
 
-var dropLabels = [numDropReasons]string{"recv_queue_full", "panic", "malformed", "unknown_connection", "initial_too_small"}
+var dropLabels = [numDropReasons]string{"recv_queue_full", "panic", "malformed", "unknown_connection", "initial_too_small", "non_quic"}
 
 // String returns the reason's label, as in TransportStats.DatagramsDropped.
 func (r DropReason) String() string {

@@ -40,6 +40,7 @@ var dropTriggers = [...]qlog.PacketDropReason{
 	DropMalformed:         qlog.PacketDropHeaderParseError,
 	DropUnknownConnection: qlog.PacketDropUnknownConnectionID,
 	DropInitialTooSmall:   qlog.PacketDropUnexpectedPacket,
+	DropNonQUIC:           qlog.PacketDropUnexpectedPacket,
 }
 
 // traceDropped records a datagram of size bytes dropped for r.

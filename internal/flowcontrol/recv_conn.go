@@ -11,6 +11,31 @@ type ConnReceiver struct {
 	// holdGrowth keeps the connection's and its streams' windows at
 	// their current sizes (HoldGrowth).
 	holdGrowth bool
+	// allowGrowth, when set, is asked before the connection window grows
+	// (SetAllowGrowth); a pointer keeps ConnReceiver comparable.
+	allowGrowth *func(delta uint64) bool
+}
+
+// SetAllowGrowth installs a hook asked before the connection's window
+// grows by delta bytes, by its own auto-tuning or to stay ahead of a
+// stream's; false keeps the window as it is.
+func (c *ConnReceiver) SetAllowGrowth(allow func(delta uint64) bool) {
+	c.allowGrowth = nil
+	if allow != nil {
+		c.allowGrowth = &allow
+	}
+}
+
+// grow raises the connection window to n if the hook allows it.
+func (c *ConnReceiver) grow(n uint64) {
+	n = min(n, c.w.maxWindow)
+	if n <= c.w.window {
+		return
+	}
+	if c.allowGrowth != nil && !(*c.allowGrowth)(n-c.w.window) {
+		return
+	}
+	c.w.window = n
 }
 
 // NewConnReceiver returns a ConnReceiver advertising cfg.Initial.
@@ -53,7 +78,12 @@ func (c *ConnReceiver) MaybeUpdate(now time.Time, srtt time.Duration) (uint64, b
 	if !c.w.needsUpdate() {
 		return c.w.limit, false
 	}
-	c.w.autoTune(now, srtt, c.holdGrowth)
+	old := c.w.window
+	if c.w.autoTune(now, srtt, c.holdGrowth) && c.allowGrowth != nil {
+		grown := c.w.window
+		c.w.window = old
+		c.grow(grown)
+	}
 	c.w.limit = c.w.nextLimit()
 	return c.w.limit, true
 }

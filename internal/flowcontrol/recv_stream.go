@@ -153,7 +153,7 @@ func (s *StreamReceiver) MaybeUpdate(now time.Time, srtt time.Duration) (uint64,
 		return s.w.limit, false
 	}
 	if s.w.autoTune(now, srtt, s.conn.holdGrowth) {
-		s.conn.w.atLeast(s.w.window + s.w.window/2)
+		s.conn.grow(s.w.window + s.w.window/2)
 	}
 	s.w.limit = s.w.nextLimit()
 	return s.w.limit, true

@@ -310,3 +310,39 @@ func TestHoldGrowth(t *testing.T) {
 		t.Fatalf("window %d: growth did not resume", s.Window())
 	}
 }
+
+func TestAllowGrowthHook(t *testing.T) {
+	grow := func(allow func(uint64) bool) (*ConnReceiver, []uint64) {
+		c := NewConnReceiver(WindowConfig{Initial: 1000, Max: 4000})
+		var asked []uint64
+		c.SetAllowGrowth(func(delta uint64) bool {
+			asked = append(asked, delta)
+			return allow(delta)
+		})
+		s := NewStreamReceiver(0, c, WindowConfig{Initial: 1 << 30})
+		now := t0
+		for i := 0; i < 12; i++ {
+			mustNil(t, s.OnStreamFrame(s.Highest(), c.Limit()-c.Highest(), false))
+			mustNil(t, s.Consume(s.Highest()-s.Consumed()))
+			now = now.Add(10 * time.Millisecond)
+			c.MaybeUpdate(now, 100*time.Millisecond)
+		}
+		return c, asked
+	}
+	c, asked := grow(func(uint64) bool { return false })
+	if c.Window() != 1000 || len(asked) == 0 || asked[0] != 1000 {
+		t.Fatalf("refused growth: window %d, asked %v", c.Window(), asked)
+	}
+	c, asked = grow(func(delta uint64) bool { return delta <= 1000 })
+	if c.Window() != 2000 {
+		t.Fatalf("growth by 1000 allowed once: window %d, asked %v", c.Window(), asked)
+	}
+	// A stream window growing past the connection's asks the hook too.
+	s, c2 := newPair(WindowConfig{Initial: 1000, Max: 8000}, WindowConfig{Initial: 1000, Max: 1 << 20})
+	refused := 0
+	c2.SetAllowGrowth(func(uint64) bool { refused++; return false })
+	drain(t, s, 500, 50*time.Millisecond, 100*time.Millisecond, 3)
+	if s.Window() != 2000 || c2.Window() != 1000 || refused == 0 {
+		t.Fatalf("stream %d conn %d refused %d", s.Window(), c2.Window(), refused)
+	}
+}

@@ -86,10 +86,3 @@ func (w *recvWindow) startEpoch(now time.Time) {
 	w.epochStart = now
 	w.epochConsumed = w.consumed
 }
-
-// atLeast raises the window to n, within maxWindow.
-func (w *recvWindow) atLeast(n uint64) {
-	if w.window < n {
-		w.window = min(n, w.maxWindow)
-	}
-}
