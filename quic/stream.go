@@ -61,7 +61,7 @@ type stream struct {
 	creditHeld     bool
 	creditReleased bool
 	finalSizeCB    func(int64) // SetReceiveFinalSizeCallback
-	finalSizeTold bool        // finalSizeCB was called
+	finalSizeTold  bool        // finalSizeCB was called
 }
 
 func (c *Conn) newStream(id uint64) *stream {

@@ -137,7 +137,9 @@ func (s *SendStream) WriteWithLimit(p []byte, limiter func(maxBytes int) int) (i
 }
 
 // SetPriority is Stream.SetPriority.
-func (s *SendStream) SetPriority(urgency int8, incremental bool) { s.s.setPriority(urgency, incremental) }
+func (s *SendStream) SetPriority(urgency int8, incremental bool) {
+	s.s.setPriority(urgency, incremental)
+}
 
 // Peek is Stream.Peek.
 func (s *ReceiveStream) Peek(b []byte) (int, error) { return s.s.peek(b) }
