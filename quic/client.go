@@ -113,6 +113,7 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	v := wire.Version(conf.Versions[0])
 	// The connection's context keeps ctx's values, not its cancellation.
 	c := newConn(context.WithoutCancel(ctx), t, true, conf, tc, v, addr)
+	c.dialEarly = early
 	c.origDestCID = make([]byte, 8)
 	_, _ = rand.Read(c.origDestCID)
 	c.destCID = c.origDestCID
@@ -137,7 +138,7 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	c.mu.Lock()
 	c.startQlog()
 	c.startTracer()
-	err = c.startTLS()
+	err = publicError(c.startTLS())
 	sendsEarly := c.sendsEarly()
 	if err != nil && c.qlog != nil {
 		c.closeErr = err
@@ -173,6 +174,8 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 		c.mu.Unlock()
 		c.wake()
 		<-c.runDone
-		return nil, ctx.Err()
+		// As quic-go: the cause the caller gave its context, not just
+		// context.Canceled.
+		return nil, context.Cause(ctx)
 	}
 }

@@ -139,6 +139,12 @@ type Conn struct {
 	remembered   *wire.TransportParameters
 	sentEarly    bool
 	rejected0RTT bool
+	// zeroRTTRejected (client): 0-RTT was rejected and NextConnection not
+	// called yet; Open* and Accept* fail with Err0RTTRejected.
+	zeroRTTRejected bool
+	// dialEarly (client): DialEarly or DialAddrEarly; plain Dial uses no
+	// 0-RTT even with a ticket that allows it, as in quic-go.
+	dialEarly bool
 	cids         cidState
 
 	receivedFirst    bool // client: a server packet was processed
@@ -184,6 +190,7 @@ type Conn struct {
 	recvReported  int64
 	sendBudgetSig chan struct{}
 
+	started          time.Time // when the connection was created
 	lastActivity     time.Time
 	ackElicitingSent bool // an ack-eliciting packet left since the last receipt
 	lastSendOrRecv   time.Time
@@ -222,6 +229,7 @@ type Conn struct {
 	datagramsOut      [][]byte
 	datagramSig       chan struct{}
 	peerMaxDatagram   uint64
+	peerDatagrams     bool // the peer advertised max_datagram_frame_size
 	closeErr          error  // set once the connection is closing
 	closing, draining bool   // closing: we sent CONNECTION_CLOSE; draining: the peer did
 	closePacket       []byte // sent again when packets arrive while closing
@@ -252,6 +260,7 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 		first1RTTPN:     -1,
 	}
 	c.lastSendOrRecv = c.lastActivity
+	c.started = c.lastActivity
 	c.remoteAP, _ = addrPort(remote)
 	c.sendT = t
 	c.baseDatagram = int(conf.InitialPacketSize)
@@ -463,12 +472,15 @@ func (c *Conn) onTimers(now time.Time) {
 		return
 	}
 	c.pathTimers(now)
+	// As in quic-go: silence for the idle timeout (the handshake idle
+	// timeout before completion) is an IdleTimeoutError; a handshake that
+	// takes twice the handshake idle timeout in all, a HandshakeTimeoutError.
 	if dl := c.idleDeadline(); !now.Before(dl) {
-		if c.handshakeComplete {
-			c.destroyLocked(&IdleTimeoutError{})
-		} else {
-			c.destroyLocked(&HandshakeTimeoutError{})
-		}
+		c.destroyLocked(&IdleTimeoutError{})
+		return
+	}
+	if dl := c.handshakeDeadline(); !dl.IsZero() && !now.Before(dl) {
+		c.destroyLocked(&HandshakeTimeoutError{})
 		return
 	}
 	if ka := c.keepAliveTime(); !ka.IsZero() && !now.Before(ka) {
@@ -536,6 +548,15 @@ func (c *Conn) idleTimeoutLocked() time.Duration {
 
 func (c *Conn) idleDeadline() time.Time { return c.lastActivity.Add(c.idleTimeoutLocked()) }
 
+// handshakeDeadline is when an incomplete handshake fails: twice the
+// handshake idle timeout after the connection started; zero once complete.
+func (c *Conn) handshakeDeadline() time.Time {
+	if c.handshakeComplete {
+		return time.Time{}
+	}
+	return c.started.Add(2 * c.config.HandshakeIdleTimeout)
+}
+
 func (c *Conn) keepAliveTime() time.Time {
 	if c.config.KeepAlivePeriod <= 0 || !c.handshakeComplete || c.pingPending {
 		return time.Time{}
@@ -563,6 +584,7 @@ func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 		return c.closeDeadline
 	}
 	add(c.idleDeadline())
+	add(c.handshakeDeadline())
 	add(c.keepAliveTime())
 	add(c.rec.LossDetectionTimeout())
 	add(c.pacingDeadline)
@@ -658,7 +680,8 @@ func (c *Conn) ConnectionState() ConnectionState {
 	}
 	s.Version = Version(c.version)
 	s.SupportsDatagrams.Local = c.config.EnableDatagrams
-	s.SupportsDatagrams.Remote = c.peerMaxDatagram > 0
+	// As quic-go: what the peer advertised, even with ours off.
+	s.SupportsDatagrams.Remote = c.peerDatagrams
 	s.GSO = c.t.gso
 	s.Used0RTT = c.used0RTT
 	s.RequireStreamCreditRelease = c.config.RequireStreamCreditRelease

@@ -21,15 +21,9 @@ func flowError(err error) error {
 // closeWithError closes the connection because of a local error: a peer's
 // protocol violation (a *qerr.TransportError) or an internal failure.
 func (c *Conn) closeWithError(err error) {
-	var te *qerr.TransportError
-	var fe *flowcontrol.Error
 	var ours *TransportError
-	switch {
-	case errors.As(err, &te):
-		c.closeLocal(&TransportError{ErrorCode: TransportErrorCode(te.Code), FrameType: te.FrameType, ErrorMessage: te.Reason})
-	case errors.As(err, &fe):
-		c.closeLocal(&TransportError{ErrorCode: TransportErrorCode(fe.Code), ErrorMessage: fe.Reason})
-	case errors.As(err, &ours):
+	switch pub := publicError(err); {
+	case errors.As(pub, &ours):
 		c.closeLocal(ours)
 	default:
 		c.closeLocal(&TransportError{ErrorCode: InternalError, ErrorMessage: err.Error()})

@@ -31,12 +31,18 @@ func earlyLimits(p *wire.TransportParameters) []byte {
 	return b
 }
 
+// ticketLimitsTag marks our entry in a server SessionState's Extra: the
+// application's WrapSession may add entries of its own (quic-go's tests
+// add one of 5000 bytes), which must not be taken for ours.
+var ticketLimitsTag = []byte("turboretry limits v1")
+
 // ticketOptions are the options of the session tickets a server sends.
 func (c *Conn) ticketOptions() tls.QUICSessionTicketOptions {
 	if !c.config.Allow0RTT {
 		return tls.QUICSessionTicketOptions{}
 	}
-	return tls.QUICSessionTicketOptions{EarlyData: true, Extra: [][]byte{earlyLimits(c.ourParams())}}
+	e := append(append([]byte(nil), ticketLimitsTag...), earlyLimits(c.ourParams())...)
+	return tls.QUICSessionTicketOptions{EarlyData: true, Extra: [][]byte{e}}
 }
 
 // onResumeSession decides, on the server, whether a resumed session may
@@ -50,9 +56,10 @@ func (c *Conn) onResumeSession(s *tls.SessionState) {
 		now := earlyLimits(c.ourParams())
 		ok = false
 		for _, extra := range s.Extra {
-			if len(extra) != earlyLimitsLen {
+			if len(extra) != len(ticketLimitsTag)+earlyLimitsLen || string(extra[:len(ticketLimitsTag)]) != string(ticketLimitsTag) {
 				continue
 			}
+			extra = extra[len(ticketLimitsTag):]
 			ok = true
 			for i := 0; i < earlyLimitsLen; i += 8 {
 				if binary.BigEndian.Uint64(extra[i:]) > binary.BigEndian.Uint64(now[i:]) {
@@ -164,6 +171,10 @@ func rememberedParams(s *tls.SessionState) *wire.TransportParameters {
 // allows early data, or refuses early data without them.
 func (c *Conn) onClientResumeSession(s *tls.SessionState) {
 	if s == nil || !s.EarlyData {
+		return
+	}
+	if !c.dialEarly {
+		s.EarlyData = false
 		return
 	}
 	if c.remembered = rememberedParams(s); c.remembered == nil {

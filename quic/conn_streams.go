@@ -167,6 +167,9 @@ func (c *Conn) accept(ctx context.Context, q *[]*stream) (*stream, error) {
 		if c.closeErr != nil {
 			return nil, c.closeErr
 		}
+		if c.zeroRTTRejected {
+			return nil, Err0RTTRejected
+		}
 		if err := c.waitLockedCtx(ctx, waitChan(&c.streamSig)); err != nil {
 			return nil, err
 		}
@@ -233,6 +236,9 @@ func (c *Conn) open(ctx context.Context, wait bool, d flowcontrol.Direction) (*s
 	for {
 		if c.closeErr != nil {
 			return nil, c.closeErr
+		}
+		if c.zeroRTTRejected {
+			return nil, Err0RTTRejected
 		}
 		id, err := c.counts.OpenStream(d)
 		if err == nil {

@@ -43,11 +43,14 @@ func levelSpace(l tls.QUICEncryptionLevel) (int, bool) {
 
 // tlsError maps a crypto/tls error to a CRYPTO_ERROR carrying its alert.
 func tlsError(err error) error {
+	code := qerr.CryptoError(80) // internal_error
 	var alert tls.AlertError
 	if errors.As(err, &alert) {
-		return qerr.NewTransportError(qerr.CryptoError(uint8(alert)), 0, err.Error())
+		code = qerr.CryptoError(uint8(alert))
 	}
-	return qerr.NewTransportError(qerr.CryptoError(80), 0, err.Error()) // internal_error
+	// The TLS error stays reachable (errors.As finds a
+	// *tls.CertificateVerificationError, as with quic-go).
+	return &qerr.TransportError{Code: code, Reason: err.Error(), Err: err}
 }
 
 // ourParams returns the transport parameters we send.
@@ -162,6 +165,7 @@ func (c *Conn) processTLSEvents() error {
 		case tls.QUICRejectedEarlyData:
 			c.earlySealer = nil
 			c.rejected0RTT = true
+			c.on0RTTRejected()
 		case tls.QUICErrorEvent:
 			return tlsError(ev.Err)
 		default:
@@ -270,6 +274,7 @@ func (c *Conn) handlePeerParams(data []byte) error {
 			return flowError(err)
 		}
 	}
+	c.peerDatagrams = p.MaxDatagramFrameSize > 0
 	if c.config.EnableDatagrams {
 		c.peerMaxDatagram = p.MaxDatagramFrameSize
 	}

@@ -1,10 +1,15 @@
 package quic
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"strings"
+
+	"github.com/turboretry/turboretry/internal/flowcontrol"
+	"github.com/turboretry/turboretry/internal/qerr"
 
 	"github.com/turboretry/turboretry/quic/quictype"
 )
@@ -55,22 +60,50 @@ type TransportError struct {
 	FrameType    uint64
 	ErrorCode    TransportErrorCode
 	ErrorMessage string
+	err          error // the error behind a local one (a TLS failure)
 }
 
-// Error implements error.
+// Error implements error. For a TLS alert (CRYPTO_ERROR) it names the
+// alert, as quic-go does, besides the peer's reason phrase.
 func (e *TransportError) Error() string {
 	s := fmt.Sprintf("%s (%s)", e.ErrorCode, role(e.Remote))
 	if e.FrameType != 0 {
 		s += fmt.Sprintf(" (frame type: %#x)", e.FrameType)
 	}
-	if e.ErrorMessage != "" {
-		s += ": " + e.ErrorMessage
+	msg := e.ErrorMessage
+	if msg == "" && e.err != nil {
+		msg = e.err.Error()
+	}
+	if e.ErrorCode.IsCryptoError() {
+		if alert := tls.AlertError(e.ErrorCode - 0x100).Error(); !strings.Contains(msg, alert) {
+			msg = strings.TrimSuffix(alert+": "+msg, ": ")
+		}
+	}
+	if msg != "" {
+		s += ": " + msg
 	}
 	return s
 }
 
-// Unwrap makes errors.Is(err, net.ErrClosed) hold.
-func (e *TransportError) Unwrap() error { return net.ErrClosed }
+// Unwrap makes errors.Is(err, net.ErrClosed) hold and, for a local TLS
+// failure, errors.As find the TLS error (*tls.CertificateVerificationError
+// and the like), as in quic-go.
+func (e *TransportError) Unwrap() []error { return []error{net.ErrClosed, e.err} }
+
+// publicError turns an internal error that ends a connection into the
+// error the API returns: a *TransportError for internal transport and
+// flow-control errors, err itself otherwise.
+func publicError(err error) error {
+	var te *qerr.TransportError
+	var fe *flowcontrol.Error
+	switch {
+	case errors.As(err, &te):
+		return &TransportError{ErrorCode: TransportErrorCode(te.Code), FrameType: te.FrameType, ErrorMessage: te.Reason, err: te.Err}
+	case errors.As(err, &fe):
+		return &TransportError{ErrorCode: TransportErrorCode(fe.Code), ErrorMessage: fe.Reason}
+	}
+	return err
+}
 
 // Is matches another *TransportError with the same code, frame type and side.
 func (e *TransportError) Is(target error) bool {

@@ -26,6 +26,9 @@ type baseServer struct {
 
 	mu   sync.Mutex
 	load serverLoad // the listener's limits in use (server_limits.go)
+	// pending are the connections not handed to Accept yet: Close refuses
+	// them.
+	pending map[*Conn]struct{}
 
 	validator addressValidator // guarded by t.mu
 	tokens    *tokenValidator  // set when Transport.AddressValidation is
@@ -173,6 +176,13 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 	if err := t.init(); err != nil {
 		return nil, err
 	}
+	// crypto/tls makes a config's automatic session ticket keys on first
+	// use, and a clone made before that gets keys of its own: tickets would
+	// not survive between clones, nor decrypt where the application's
+	// WrapSession encrypts with its own config. Asking the application's
+	// config to decrypt nothing makes its keys now, so our clone shares
+	// them (golang.org/issue/60506).
+	_, _ = tlsConf.DecryptTicket(nil, tls.ConnectionState{})
 	tc := tlsConf.Clone()
 	tc.MinVersion = tls.VersionTLS13
 	s := &baseServer{
@@ -274,7 +284,33 @@ func (s *baseServer) close() error {
 // with CONNECTION_REFUSED when they complete (queueForAccept); connections
 // already queued stay for Accept.
 func (s *baseServer) closeLocked() {
-	s.closeOnce.Do(func() { close(s.closed) })
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		// Handshakes in progress are refused now, as in quic-go (not only
+		// when they complete): the client sees CONNECTION_REFUSED.
+		s.mu.Lock()
+		pending := make([]*Conn, 0, len(s.pending))
+		for c := range s.pending {
+			pending = append(pending, c)
+		}
+		s.mu.Unlock()
+		for _, c := range pending {
+			c.mu.Lock()
+			if !c.queuedForAccept {
+				c.t.countRefused(RefusedServerClosed)
+				c.closeLocal(&TransportError{ErrorCode: ConnectionRefused, ErrorMessage: "server closed"})
+			}
+			c.mu.Unlock()
+			c.wake()
+		}
+	})
+}
+
+// notPending forgets c as a connection Close would refuse.
+func (s *baseServer) notPending(c *Conn) {
+	s.mu.Lock()
+	delete(s.pending, c)
+	s.mu.Unlock()
 }
 
 // decideInitial is the address-validation hook: it runs on a client Initial
@@ -420,7 +456,7 @@ func (s *baseServer) supports(v wire.Version) bool {
 // newConn creates and starts the connection for a client's first Initial.
 func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHeader, remote net.Addr, sealer *handshake.Sealer, opener *handshake.Opener, dec *initialDecision) (*Conn, error) {
 	t := s.t
-	c := newConn(ctx, t, false, conf, s.tlsConf, hdr.Version, remote)
+	c := newConn(ctx, t, false, conf, withClientHelloConn(s.tlsConf, t.Conn.LocalAddr(), remote), hdr.Version, remote)
 	c.server = s
 	c.clientDestCID = append([]byte(nil), hdr.DestConnID...)
 	c.origDestCID = c.clientDestCID
@@ -476,6 +512,7 @@ func (c *Conn) queueForAccept(early bool) {
 		return
 	}
 	c.queuedForAccept = true
+	s.notPending(c)
 	select {
 	case <-s.closed:
 		c.t.countRefused(RefusedServerClosed)

@@ -65,6 +65,10 @@ func (s *baseServer) overLimit() (RefusalReason, bool) {
 // handshake slot and, unless validated, a place among the unvalidated.
 func (s *baseServer) admit(c *Conn, validated bool) {
 	s.mu.Lock()
+	if s.pending == nil {
+		s.pending = make(map[*Conn]struct{})
+	}
+	s.pending[c] = struct{}{}
 	s.load.conns++
 	s.load.handshaking++
 	c.holdsConnSlot, c.holdsHandshakeSlot = true, true
@@ -130,6 +134,7 @@ func (c *Conn) releaseServerSlots() {
 	if c.server == nil {
 		return
 	}
+	c.server.notPending(c)
 	c.handshakeSlotDone()
 	c.leaveUnvalidated()
 	if c.holdsConnSlot {

@@ -5,17 +5,50 @@ import (
 	"errors"
 	"net"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 )
 
-func TestHandshakeTimeout(t *testing.T) {
+// Issue 15: as in quic-go, a handshake that hears nothing for the handshake
+// idle timeout fails with IdleTimeoutError (it was HandshakeTimeoutError).
+func TestHandshakeIdleTimeoutError(t *testing.T) {
 	ctx := testCtx(t)
 	silent := listenUDP(t) // reads nothing, answers nothing
 	_, err := DialAddr(ctx, silent.LocalAddr().String(), clientTLS(t), &Config{HandshakeIdleTimeout: 200 * time.Millisecond})
-	var he *HandshakeTimeoutError
-	if !errors.As(err, &he) || !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("got %v, want HandshakeTimeoutError", err)
+	var ie *IdleTimeoutError
+	if !errors.As(err, &ie) || !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("got %v, want IdleTimeoutError", err)
+	}
+}
+
+// A handshake that keeps hearing from its peer but takes twice the handshake
+// idle timeout in all fails with HandshakeTimeoutError; silence fails first
+// with IdleTimeoutError (the timers alone, on a connection nobody runs).
+func TestHandshakeTimeoutTimers(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		started, act time.Duration // ago
+		want         error
+	}{
+		{"active but slow", 2*time.Second + time.Millisecond, 10 * time.Millisecond, &HandshakeTimeoutError{}},
+		{"silent", 1500 * time.Millisecond, time.Second + time.Millisecond, &IdleTimeoutError{}},
+		{"in time", 1500 * time.Millisecond, 10 * time.Millisecond, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newOfflineConn(t)
+			c.handshakeComplete, c.handshakeConfirmed = false, false
+			c.config.HandshakeIdleTimeout = time.Second
+			now := time.Now()
+			c.started, c.lastActivity = now.Add(-tc.started), now.Add(-tc.act)
+			c.mu.Lock()
+			c.onTimers(now)
+			err := c.closeErr
+			c.mu.Unlock()
+			if (tc.want == nil) != (err == nil) || (err != nil && reflect.TypeOf(err) != reflect.TypeOf(tc.want)) {
+				t.Fatalf("got %v, want %T", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -27,6 +60,17 @@ func TestDialContextCanceled(t *testing.T) {
 	_, err := DialAddr(dctx, silent.LocalAddr().String(), clientTLS(t), nil)
 	if !errors.Is(err, dctx.Err()) || err == nil {
 		t.Fatalf("got %v, want the context's error", err)
+	}
+	// Issue 15: the cause a canceled context carries is what Dial returns,
+	// as in quic-go.
+	cause := errors.New("the application gave up")
+	cctx, ccancel := context.WithCancelCause(ctx)
+	go func() {
+		time.Sleep(20 * time.Millisecond) // the dial is under way (any moment would do)
+		ccancel(cause)
+	}()
+	if _, err := Dial(cctx, listenUDP(t), silent.LocalAddr(), clientTLS(t), nil); err != cause {
+		t.Fatalf("got %v, want the context's cause", err)
 	}
 }
 

@@ -354,7 +354,9 @@ func TestZeroRTTRejected(t *testing.T) {
 // TestZeroRTTOurClient: our client resumes with DialAddrEarly and a
 // NEW_TOKEN token; its early stream data reaches the server in 0-RTT
 // packets before the handshake completes, with no Retry. Against a server
-// that rejects early data the same data arrives in 1-RTT.
+// that rejects early data, as with quic-go, the early stream fails with
+// Err0RTTRejected, the server never sees its data, and after
+// NextConnection a new stream carries it in 1-RTT.
 func TestZeroRTTOurClient(t *testing.T) {
 	for _, accept := range []bool{true, false} {
 		name := "accepted"
@@ -424,6 +426,22 @@ func TestZeroRTTOurClient(t *testing.T) {
 				relay.release()
 			} else {
 				relay.release()
+				if _, err := io.ReadAll(s); !errors.Is(err, Err0RTTRejected) {
+					t.Fatalf("early stream after rejection: %v, want Err0RTTRejected", err)
+				}
+				if _, err := c.OpenStream(); !errors.Is(err, Err0RTTRejected) {
+					t.Fatalf("OpenStream before NextConnection: %v, want Err0RTTRejected", err)
+				}
+				if c, err = c.NextConnection(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if s, err = c.OpenStream(); err != nil || s.StreamID() != 0 {
+					t.Fatalf("stream after NextConnection: %v, %v (want ID 0 again)", s, err)
+				}
+				if _, err := s.Write(msg); err != nil {
+					t.Fatal(err)
+				}
+				_ = s.Close()
 				r = recvResult(t, ctx, resB)
 			}
 			if string(r.data) != string(msg) || r.used0RTT != accept || r.beforeDone != accept || (r.packets0RTT > 0) != accept {
@@ -630,5 +648,77 @@ func TestZeroRTTAckOf0RTTDoesNotConfirm(t *testing.T) {
 	}
 	if !c.ConnectionState().Used0RTT {
 		t.Fatal("our client did not use 0-RTT")
+	}
+}
+
+// Issue 15: a server whose tls.Config.WrapSession adds its own entries to
+// SessionState.Extra (quic-go's tests add 5000 bytes; here also one of the
+// size of our own entry) still resumes sessions and accepts 0-RTT, from
+// our client and quic-go's. The WrapSession calls the application's
+// config's EncryptTicket, so the server must use that config's ticket keys.
+func TestResumptionWithWrapSessionExtra(t *testing.T) {
+	ctx := testCtx(t)
+	stls := serverTLS(t)
+	stls.WrapSession = func(cs tls.ConnectionState, ss *tls.SessionState) ([]byte, error) {
+		ss.Extra = append(ss.Extra, make([]byte, 5000), make([]byte, len(ticketLimitsTag)+earlyLimitsLen))
+		return stls.EncryptTicket(cs, ss)
+	}
+	tr := &Transport{Conn: listenUDP(t)}
+	defer tr.Close()
+	_, res := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true}, stls)
+	addr := tr.Conn.LocalAddr().String()
+	for _, client := range []string{"ours", "quic-go"} {
+		ctls := clientTLS(t)
+		cache := newNotifyingSessionCache()
+		ctls.ClientSessionCache = cache
+		for i, msg := range []string{"full handshake", "resumed with 0-RTT"} {
+			var s interface {
+				Write([]byte) (int, error)
+				Close() error
+			}
+			var state func() (bool, bool)
+			switch client {
+			case "ours":
+				c, err := DialAddrEarly(ctx, addr, ctls, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.CloseWithError(0, "")
+				if s, err = c.OpenStream(); err != nil {
+					t.Fatal(err)
+				}
+				state = func() (bool, bool) {
+					<-c.HandshakeComplete()
+					st := c.ConnectionState()
+					return st.TLS.DidResume, st.Used0RTT
+				}
+			default:
+				c, err := quicgo.DialAddrEarly(ctx, addr, ctls, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.CloseWithError(0, "")
+				if s, err = c.OpenStream(); err != nil {
+					t.Fatal(err)
+				}
+				state = func() (bool, bool) {
+					<-c.HandshakeComplete()
+					st := c.ConnectionState()
+					return st.TLS.DidResume, st.Used0RTT
+				}
+			}
+			if _, err := s.Write([]byte(msg)); err != nil {
+				t.Fatal(err)
+			}
+			_ = s.Close()
+			r := recvResult(t, ctx, res)
+			resumed, used0RTT := state()
+			if want := i == 1; resumed != want || used0RTT != want || r.used0RTT != want || (r.packets0RTT > 0) != want {
+				t.Fatalf("%s client, connection %d: resumed %v, Used0RTT %v (server %v, %d 0-RTT packets)", client, i, resumed, used0RTT, r.used0RTT, r.packets0RTT)
+			}
+			if i == 0 {
+				waitSignal(t, ctx, cache.put, "session ticket")
+			}
+		}
 	}
 }

@@ -12,7 +12,13 @@ type TransportError struct {
 	FrameType uint64
 	// Reason is a short human-readable explanation, sent as the reason phrase.
 	Reason string
+	// Err is the error behind a locally raised error (a TLS failure), for
+	// errors.As; it is not sent.
+	Err error
 }
+
+// Unwrap returns the error behind e, if any.
+func (e *TransportError) Unwrap() error { return e.Err }
 
 // Error implements error.
 func (e *TransportError) Error() string {

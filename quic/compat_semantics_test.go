@@ -1,0 +1,207 @@
+package quic
+
+import (
+	"crypto/tls"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	quicgo "github.com/quic-go/quic-go"
+
+	"github.com/turboretry/turboretry/internal/qerr"
+)
+
+// Regression tests for the quic-go semantics of issue 15 (defect 4).
+
+// Listener.Close lets Accept hand out the connections already queued, which
+// stay open on both sides, then returns ErrServerClosed.
+func TestListenerCloseDrainsAcceptQueue(t *testing.T) {
+	ctx := testCtx(t)
+	ln, err := Listen(listenUDP(t), serverTLS(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3
+	var clients []*Conn
+	for range n {
+		c, err := DialAddr(ctx, ln.Addr().String(), clientTLS(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseWithError(0, "")
+		clients = append(clients, c)
+	}
+	// A client's handshake completes before the server's: wait until the
+	// server queued all three.
+	for ln.s.t.Stats().AcceptQueue < n {
+		select {
+		case <-ctx.Done():
+			t.Fatal("connections not queued")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		c, err := ln.Accept(ctx)
+		if err != nil {
+			t.Fatalf("Accept %d after Close: %v", i, err)
+		}
+		if err := c.Context().Err(); err != nil {
+			t.Fatalf("queued connection %d closed: %v", i, err)
+		}
+		// The connection works after Close.
+		s, err := c.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Write([]byte("after close")); err != nil {
+			t.Fatal(err)
+		}
+		_ = s.Close()
+	}
+	for _, c := range clients {
+		s, err := c.AcceptStream(ctx)
+		if err != nil {
+			t.Fatalf("client: %v", err)
+		}
+		if got, err := io.ReadAll(s); err != nil || string(got) != "after close" {
+			t.Fatalf("client read %q, %v", got, err)
+		}
+	}
+	if _, err := ln.Accept(ctx); !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("Accept after the queue drained: %v", err)
+	}
+}
+
+// Errors at the API are *quic.TransportError, never the internal type, and
+// a certificate that does not verify stays reachable as
+// *tls.CertificateVerificationError, with our server and quic-go's.
+func TestTransportErrorsArePublic(t *testing.T) {
+	ctx := testCtx(t)
+	ours, err := ListenAddr("127.0.0.1:0", serverTLS(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ours.Close()
+	theirs, err := quicgo.ListenAddr("127.0.0.1:0", serverTLS(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer theirs.Close()
+	for name, addr := range map[string]string{"our server": ours.Addr().String(), "quic-go server": theirs.Addr().String()} {
+		conf := clientTLS(t)
+		conf.ServerName = "foo.bar"
+		_, err := DialAddr(ctx, addr, conf, nil)
+		var te *TransportError
+		var cve *tls.CertificateVerificationError
+		var internal *qerr.TransportError
+		if !errors.As(err, &te) || !te.ErrorCode.IsCryptoError() || !errors.As(err, &cve) || errors.As(err, &internal) {
+			t.Fatalf("%s, wrong name: %v (%T)", name, err, err)
+		}
+		if !strings.Contains(err.Error(), "not foo.bar") {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	// A configuration crypto/tls refuses before sending anything.
+	conf := clientTLS(t)
+	conf.NextProtos = []string{strings.Repeat("x", 256)}
+	_, err = DialAddr(ctx, ours.Addr().String(), conf, nil)
+	var te *TransportError
+	var internal *qerr.TransportError
+	if !errors.As(err, &te) || errors.As(err, &internal) {
+		t.Fatalf("invalid NextProtos: %v (%T)", err, err)
+	}
+	// A TLS alert from the peer names the alert, as quic-go's errors do.
+	conf = clientTLS(t)
+	conf.NextProtos = []string{"foobar"}
+	if _, err := DialAddr(ctx, ours.Addr().String(), conf, nil); err == nil || !strings.Contains(err.Error(), "no application protocol") {
+		t.Fatalf("ALPN mismatch: %v", err)
+	}
+}
+
+// ConnectionState.SupportsDatagrams.Remote says what the peer advertised,
+// even when our own datagram support is off (quic-go's semantics).
+func TestSupportsDatagramsRemote(t *testing.T) {
+	ctx := testCtx(t)
+	for _, serverOn := range []bool{true, false} {
+		ln, err := ListenAddr("127.0.0.1:0", serverTLS(t), &Config{EnableDatagrams: serverOn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		c, err := DialAddr(ctx, ln.Addr().String(), clientTLS(t), &Config{EnableDatagrams: !serverOn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseWithError(0, "")
+		sc, err := ln.Accept(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, ss := c.ConnectionState().SupportsDatagrams, sc.ConnectionState().SupportsDatagrams
+		if cs.Local != !serverOn || cs.Remote != serverOn || ss.Local != serverOn || ss.Remote != !serverOn {
+			t.Fatalf("server datagrams %v: client %+v, server %+v", serverOn, cs, ss)
+		}
+	}
+	// quic-go's client with datagrams on, ours off.
+	ln, err := ListenAddr("127.0.0.1:0", serverTLS(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	qc, err := quicgo.DialAddr(ctx, ln.Addr().String(), clientTLS(t), &quicgo.Config{EnableDatagrams: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qc.CloseWithError(0, "")
+	sc, err := ln.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := sc.ConnectionState().SupportsDatagrams; st.Local || !st.Remote {
+		t.Fatalf("quic-go client with datagrams: %+v", st)
+	}
+}
+
+// Plain Dial never sends 0-RTT, even resuming a ticket that allows it
+// (quic-go's semantics); DialEarly does.
+func TestPlainDialUsesNo0RTT(t *testing.T) {
+	ctx := testCtx(t)
+	tr := &Transport{Conn: listenUDP(t)}
+	defer tr.Close()
+	_, res := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true}, serverTLS(t))
+	ctls := clientTLS(t)
+	cache := newNotifyingSessionCache()
+	ctls.ClientSessionCache = cache
+	addr := tr.Conn.LocalAddr().String()
+	for i, dial := range []func() (*Conn, error){
+		func() (*Conn, error) { return DialAddr(ctx, addr, ctls, nil) },
+		func() (*Conn, error) { return DialAddr(ctx, addr, ctls, nil) },
+		func() (*Conn, error) { return DialAddrEarly(ctx, addr, ctls, nil) },
+	} {
+		c, err := dial()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		echoCheck(t, s, []byte("hello"))
+		r := recvResult(t, ctx, res)
+		want := i == 2
+		if c.ConnectionState().Used0RTT != want || r.used0RTT != want || (r.packets0RTT > 0) != want {
+			t.Fatalf("dial %d: Used0RTT %v (server %v, %d 0-RTT packets), want %v", i, c.ConnectionState().Used0RTT, r.used0RTT, r.packets0RTT, want)
+		}
+		if i == 0 {
+			waitSignal(t, ctx, cache.put, "session ticket")
+		} else if !c.ConnectionState().TLS.DidResume {
+			t.Fatalf("dial %d did not resume", i)
+		}
+		_ = c.CloseWithError(0, "")
+	}
+}
