@@ -54,6 +54,13 @@ type Config struct {
 	Addr string
 	// Root is the directory to serve; empty serves the embedded demo site.
 	Root string
+	// Dotfiles serves, and lists, names starting with a dot (.git, .env,
+	// .htpasswd). Off by default: such files are 404, except under
+	// /.well-known (RFC 8615).
+	Dotfiles bool
+	// ListDirs lists the files of a directory that has no index.html. Off
+	// by default: such a directory is 404.
+	ListDirs bool
 	// CertFile and KeyFile are a PEM certificate chain and key; both empty
 	// means a self-signed certificate kept in StateDir.
 	CertFile, KeyFile string

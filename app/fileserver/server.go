@@ -111,7 +111,7 @@ func New(cfg Config) (_ *Server, err error) {
 	s.keyRing.Store(kr)
 
 	port := s.ln.Addr().(*net.TCPAddr).Port
-	s.handler = withAccessLog(withCommonHeaders(newContentHandler(content, cfg.Root == ""), port), s.log, s.m)
+	s.handler = withAccessLog(withCommonHeaders(newContentHandler(content, cfg.Root == "", fileOptions{dotfiles: cfg.Dotfiles, listDirs: cfg.ListDirs}), port), s.log, s.m)
 
 	s.tlsConf = &tls.Config{
 		MinVersion:     tls.VersionTLS12,

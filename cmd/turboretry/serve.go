@@ -22,10 +22,12 @@ func init() {
 }
 
 const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE --key FILE] [--retry auto|always|never]\n" +
-	"         [--secret FILE] [--metrics ADDR] [--state-dir DIR] [--qlog-dir DIR]\n" +
+	"         [--dotfiles] [--list-dirs] [--secret FILE] [--metrics ADDR] [--state-dir DIR] [--qlog-dir DIR]\n" +
 	"         [--offload none | xdp --iface IF | split --agent-control ADDR]\n\n" +
 	"Serves DIR (default: a built-in demo site) over HTTP/3 (UDP) and over HTTPS with\n" +
-	"HTTP/1.1 and HTTP/2 (TCP) on the same port, advertising HTTP/3 with Alt-Svc. --retry\n" +
+	"HTTP/1.1 and HTTP/2 (TCP) on the same port, advertising HTTP/3 with Alt-Svc. It answers\n" +
+	"GET and HEAD only; names starting with a dot (except /.well-known) are 404 unless\n" +
+	"--dotfiles, and so is a directory without index.html unless --list-dirs. --retry\n" +
 	"decides when QUIC clients must prove their address with a Retry first: always, never,\n" +
 	"or auto (only while many handshakes are in flight, as under a flood). Tokens use the\n" +
 	"root secret an offload agent shares. Without --cert/--key it uses a\n" +
@@ -44,6 +46,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	flags := newFlagSet("serve", serveSynopsis, stderr)
 	addr := flags.String("addr", fileserver.DefaultAddr, "listen on `ADDR`, TCP (HTTPS) and UDP (HTTP/3) on the same port; the default is a local port")
 	root := flags.String("root", "", "serve the files under `DIR` instead of the demo site")
+	dotfiles := flags.Bool("dotfiles", false, "serve and list names starting with a dot (.git, .env); by default they are 404, except under /.well-known")
+	listDirs := flags.Bool("list-dirs", false, "list directories that have no index.html; by default they are 404")
 	certFile := flags.String("cert", "", "PEM certificate chain `FILE` (with --key)")
 	keyFile := flags.String("key", "", "PEM private key `FILE` (with --cert)")
 	retry := flags.String("retry", "auto", "when to send a QUIC Retry (`MODE`: auto, always or never)")
@@ -95,6 +99,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	srv, err := fileserver.New(fileserver.Config{
 		Addr:        *addr,
 		Root:        *root,
+		Dotfiles:    *dotfiles,
+		ListDirs:    *listDirs,
 		CertFile:    *certFile,
 		KeyFile:     *keyFile,
 		Retry:       mode,
