@@ -86,7 +86,8 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 			return fmt.Errorf("HTTP/3: listening on UDP port %d: %w", tcp.Port, err)
 		}
 		tr = &quic.Transport{
-			Conn: pc,
+			Conn:              pc,
+			StatelessResetKey: statelessResetKey(l.s.KeyRing()),
 			AddressValidation: &quic.AddressValidationConfig{
 				Policy:      addressPolicy(l.s.RetryMode()),
 				TokenSecret: secret,
@@ -186,6 +187,23 @@ func (l *http3Listener) Close() error {
 		return srv.Close()
 	}
 	return nil
+}
+
+// statelessResetLabel derives the stateless reset key from the root secret
+// (token.KeyRing.ExpandRoot); no other key uses it.
+const statelessResetLabel = "turboretry stateless reset"
+
+// statelessResetKey is the key of the server's stateless reset tokens
+// (RFC 9000 section 10.3). It comes from the root secret, so a restarted
+// server (same secret) derives the tokens its predecessor announced and
+// answers the old connections' next packets with a stateless reset: their
+// clients give up at once instead of after the idle timeout. A secret
+// reloaded with SIGHUP does not change it (the connections alive keep the
+// tokens they were given); the next restart does.
+func statelessResetKey(kr *token.KeyRing) *quic.StatelessResetKey {
+	var k quic.StatelessResetKey
+	copy(k[:], kr.ExpandRoot(statelessResetLabel, len(k)))
+	return &k
 }
 
 // addressPolicy maps --retry to the QUIC listener's address-validation
