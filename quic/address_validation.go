@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/metrics"
+	"github.com/turboretry/turboretry/token"
 )
 
 // DefaultRetryThreshold is the handshakes-in-flight threshold of the
@@ -33,6 +34,13 @@ type AddressValidationConfig struct {
 	NewTokenMaxAge   time.Duration
 	// DisableNewTokens stops the server from sending NEW_TOKEN frames.
 	DisableNewTokens bool
+	// NewTokenReplay makes NEW_TOKEN tokens single-use (RFC 9000 section
+	// 8.1.4): a valid token already used under another DCID is refused
+	// with reason "replayed" and its client is sent a Retry. Nil means a
+	// private filter sized for NewTokenMaxAge (token.ReplayFilterConfig
+	// defaults: 2 MiB once in use); an integrated offload agent may share
+	// one.
+	NewTokenReplay *token.ReplayFilter
 	// Metrics, when set, receives the address-validation counters (names
 	// in docs/address-validation.md). Register at most one Transport per
 	// registry: the metric names are fixed.

@@ -16,6 +16,7 @@ import (
 type Engine struct {
 	cfg     Config
 	workers []*Worker
+	replay  *token.ReplayFilter // cfg.ReplayFilter, shared by the workers
 	paused  atomic.Bool
 	beat    atomic.Int64 // last heartbeat, Unix nanoseconds; 0 = none yet
 	keys    atomic.Pointer[keyGeneration]
@@ -36,7 +37,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: c, workers: make([]*Worker, c.Workers)}
+	e := &Engine{cfg: c, workers: make([]*Worker, c.Workers), replay: c.ReplayFilter}
 	e.keys.Store(&keyGeneration{ring: c.KeyRing, cache: c.KeyCache})
 	for i := range e.workers {
 		if e.workers[i], err = newWorker(e); err != nil {
