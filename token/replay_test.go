@@ -274,31 +274,29 @@ func FuzzReplayFilter(f *testing.F) {
 	})
 }
 
-func BenchmarkReplayFilterUse(b *testing.B) {
+// benchFilter returns a filter and 2^16 distinct token identities.
+func benchFilter(b *testing.B) (*ReplayFilter, [][]byte) {
 	f := newTestReplayFilter(b, ReplayFilterConfig{})
-	now := time.Unix(1764460800, 0)
-	d := []byte("dcid-one")
 	toks := make([][]byte, 1<<16)
 	for i := range toks {
 		toks[i] = fakeToken(uint64(i))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	return f, toks
+}
+
+func BenchmarkReplayFilterUse(b *testing.B) {
+	f, toks := benchFilter(b)
+	now, d := time.Unix(1764460800, 0), []byte("dcid-one")
 	for i := range b.N {
 		_ = f.Use(toks[i&(1<<16-1)], d, now)
 	}
 }
 
 func BenchmarkReplayFilterUseParallel(b *testing.B) {
-	f := newTestReplayFilter(b, ReplayFilterConfig{})
-	now := time.Unix(1764460800, 0)
-	d := []byte("dcid-one")
-	toks := make([][]byte, 1<<16)
-	for i := range toks {
-		toks[i] = fakeToken(uint64(i))
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
+	f, toks := benchFilter(b)
+	now, d := time.Unix(1764460800, 0), []byte("dcid-one")
 	b.RunParallel(func(pb *testing.PB) {
 		i := rand.IntN(1 << 16)
 		for pb.Next() {

@@ -98,54 +98,52 @@ func (r *cuttableRelay) addr() string { return r.front.LocalAddr().String() }
 // and reports whether that was a stateless reset.
 type resetPeer func(addr string, tlsConf *tls.Config) (c *http.Client, closeAll func(), resetSeen func() (bool, error))
 
+// firstConn keeps the first connection a client dials, to watch its end.
+// C is quic-go's or our *Conn; R the matching *StatelessResetError.
+type firstConn[C interface{ Context() context.Context }, R error] chan C
+
+func (f firstConn[C, R]) keep(c C, err error) (C, error) {
+	if err == nil {
+		select {
+		case f <- c:
+		default:
+		}
+	}
+	return c, err
+}
+
+// resetSeen waits for the first connection's end and reports whether it
+// was a stateless reset.
+func (f firstConn[C, R]) resetSeen() (bool, error) {
+	c := <-f
+	<-c.Context().Done()
+	err := context.Cause(c.Context())
+	var sre R
+	return errors.As(err, &sre), err
+}
+
 var resetPeers = map[string]resetPeer{
 	"quic-go": func(addr string, tlsConf *tls.Config) (*http.Client, func(), func() (bool, error)) {
-		first := make(chan *quicgo.Conn, 1)
+		first := make(firstConn[*quicgo.Conn, *quicgo.StatelessResetError], 1)
 		tr := &quicgohttp3.Transport{
 			TLSClientConfig: tlsConf,
 			QUICConfig:      &quicgo.Config{MaxIdleTimeout: 5 * time.Minute},
 			Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quicgo.Config) (*quicgo.Conn, error) {
-				c, err := quicgo.DialAddrEarly(ctx, addr, tc, qc)
-				if err == nil {
-					select {
-					case first <- c:
-					default:
-					}
-				}
-				return c, err
+				return first.keep(quicgo.DialAddrEarly(ctx, addr, tc, qc))
 			},
 		}
-		return &http.Client{Transport: tr}, func() { tr.Close() }, func() (bool, error) {
-			c := <-first
-			<-c.Context().Done()
-			err := context.Cause(c.Context())
-			var sre *quicgo.StatelessResetError
-			return errors.As(err, &sre), err
-		}
+		return &http.Client{Transport: tr}, func() { tr.Close() }, first.resetSeen
 	},
 	"ours": func(addr string, tlsConf *tls.Config) (*http.Client, func(), func() (bool, error)) {
-		first := make(chan *quic.Conn, 1)
+		first := make(firstConn[*quic.Conn, *quic.StatelessResetError], 1)
 		tr := &http3.Transport{
 			TLSClientConfig: tlsConf,
 			QUICConfig:      &quic.Config{MaxIdleTimeout: 5 * time.Minute},
 			Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
-				c, err := quic.DialAddrEarly(ctx, addr, tc, qc)
-				if err == nil {
-					select {
-					case first <- c:
-					default:
-					}
-				}
-				return c, err
+				return first.keep(quic.DialAddrEarly(ctx, addr, tc, qc))
 			},
 		}
-		return &http.Client{Transport: tr}, func() { tr.Close() }, func() (bool, error) {
-			c := <-first
-			<-c.Context().Done()
-			err := context.Cause(c.Context())
-			var sre *quic.StatelessResetError
-			return errors.As(err, &sre), err
-		}
+		return &http.Client{Transport: tr}, func() { tr.Close() }, first.resetSeen
 	},
 }
 
