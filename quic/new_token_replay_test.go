@@ -97,10 +97,15 @@ func TestNewTokenReplayGetsRetry(t *testing.T) {
 }
 
 // hostValidatorForTest is the host side of address validation on its own,
-// as FuzzAddressValidation uses it.
-func hostValidatorForTest(t *testing.T, policy AddressPolicy) *tokenValidator {
+// on a Transport that nothing reaches.
+func hostValidatorForTest(t testing.TB, policy AddressPolicy) *tokenValidator {
 	t.Helper()
-	s := &baseServer{t: &Transport{cidLen: 8}}
+	tr := &Transport{Conn: listenUDP(t), ConnectionIDLength: 8}
+	t.Cleanup(func() { tr.Close() })
+	if err := tr.init(); err != nil {
+		t.Fatal(err)
+	}
+	s := &baseServer{t: tr}
 	v, err := newTokenValidator(&AddressValidationConfig{Policy: policy, TokenSecret: testTokenSecret}, s)
 	if err != nil {
 		t.Fatal(err)
