@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turboretry/turboretry/offload/afxdp"
 	"github.com/turboretry/turboretry/offload/agent"
+	"github.com/turboretry/turboretry/offload/frame"
 )
 
 // TestForwardWholeFrame: with Config.Forward (the split mode), the
@@ -43,13 +43,13 @@ func TestForwardWholeFrame(t *testing.T) {
 	rscid, tok := env.checkRetry(t, buf[:n], dcid, scid)
 	second := initialWithToken(t, rscid, scid, tok)
 	env.send(t, second)
-	var frame []byte
+	var fr []byte
 	select {
-	case frame = <-frames:
+	case fr = <-frames:
 	case <-time.After(hangGuard):
 		t.Fatalf("the second Initial never reached Forward (stats %+v)", env.stats(t))
 	}
-	f, err := afxdp.ParseFrame(frame) // with the UDP checksum: unchanged
+	f, err := frame.Parse(fr) // with the UDP checksum: unchanged
 	if err != nil {
 		t.Fatalf("forwarded frame does not parse with its checksums: %v", err)
 	}
@@ -58,8 +58,8 @@ func TestForwardWholeFrame(t *testing.T) {
 		t.Fatalf("forwarded frame %v/%v %v:%d -> %v:%d, %d payload bytes; want the client's frame with the second Initial",
 			f.Src, f.Dst, f.SrcIP, f.SrcPort, f.DstIP, f.DstPort, len(f.Payload))
 	}
-	if want := afxdp.EthHeaderLen + afxdp.IPv4HeaderLen + 8 + len(second); len(frame) != want {
-		t.Errorf("forwarded frame is %d bytes, want %d", len(frame), want)
+	if want := frame.EthHeaderLen + frame.IPv4HeaderLen + 8 + len(second); len(fr) != want {
+		t.Errorf("forwarded frame is %d bytes, want %d", len(fr), want)
 	}
 	s := env.waitStats(t, "the agent's counters", func(s Stats) bool {
 		return s.Agent.Packets[agent.ReasonRetryTokenForwarded] == 1

@@ -11,6 +11,7 @@ import (
 
 	"github.com/turboretry/turboretry/offload/afxdp"
 	"github.com/turboretry/turboretry/offload/agent"
+	"github.com/turboretry/turboretry/offload/frame"
 )
 
 // batchSize is how many frames a worker takes from its RX ring at once.
@@ -92,7 +93,7 @@ func (q *queue) handle(ctx context.Context, descs []afxdp.Desc) {
 	var delivered, forwarded, unparsed, failed uint64
 	for _, d := range descs {
 		buf := q.sock.Frame(d)
-		f, err := afxdp.ParseFrameLax(buf)
+		f, err := frame.ParseLax(buf)
 		if err == nil {
 			err = checkRequest(&f)
 		}

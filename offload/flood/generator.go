@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/turboretry/turboretry/internal/handshake"
-	"github.com/turboretry/turboretry/offload/afxdp"
+	"github.com/turboretry/turboretry/offload/frame"
 )
 
 // DefaultPoolSize is the number of pre-built Initials a Generator cycles
@@ -50,7 +50,7 @@ type Generator struct {
 	rng       *rand.ChaCha8
 
 	pool [][]byte // pool mode
-	sums []uint32 // afxdp.PayloadSum of the pool entries, for FrameSource
+	sums []uint32 // frame.PayloadSum of the pool entries, for FrameSource
 	next int
 
 	hello []byte // re-protect mode
@@ -130,7 +130,7 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 			return nil, err
 		}
 		g.pool[i] = backing[start:len(backing):len(backing)]
-		g.sums[i] = afxdp.PayloadSum(g.pool[i])
+		g.sums[i] = frame.PayloadSum(g.pool[i])
 	}
 	return g, nil
 }
@@ -161,7 +161,7 @@ func (g *Generator) Next(buf []byte) ([]byte, error) {
 }
 
 // nextWithSum is Next that also returns the packet's unfolded checksum
-// sum (afxdp.PayloadSum) when it is known in advance, as for pool entries.
+// sum (frame.PayloadSum) when it is known in advance, as for pool entries.
 func (g *Generator) nextWithSum(buf []byte) (pkt []byte, sum uint32, haveSum bool, err error) {
 	if !g.reprotect {
 		i := g.next

@@ -1,4 +1,4 @@
-package afxdp
+package frame
 
 import (
 	"encoding/binary"
@@ -23,20 +23,20 @@ const (
 
 // Frame errors, distinct so a datapath can count drops by cause.
 var (
-	ErrShortFrame  = errors.New("afxdp: frame truncated")
-	ErrNotUDP      = errors.New("afxdp: not an Ethernet IPv4/IPv6 UDP frame")
-	ErrFragment    = errors.New("afxdp: IPv4 fragment")
-	ErrBadHeader   = errors.New("afxdp: inconsistent IP or UDP header")
-	ErrBadChecksum = errors.New("afxdp: bad checksum")
-	ErrBadAddress  = errors.New("afxdp: addresses not both IPv4 or both IPv6")
-	ErrFrameSpace  = errors.New("afxdp: frame does not fit")
+	ErrShort       = errors.New("frame: frame truncated")
+	ErrNotUDP      = errors.New("frame: not an Ethernet IPv4/IPv6 UDP frame")
+	ErrFragment    = errors.New("frame: IPv4 fragment")
+	ErrBadHeader   = errors.New("frame: inconsistent IP or UDP header")
+	ErrBadChecksum = errors.New("frame: bad checksum")
+	ErrBadAddress  = errors.New("frame: addresses not both IPv4 or both IPv6")
+	ErrNoSpace     = errors.New("frame: frame does not fit")
 )
 
 // MAC is an Ethernet address.
 type MAC [6]byte
 
-// UDPFrame is the content of an Ethernet + IPv4/IPv6 + UDP frame.
-type UDPFrame struct {
+// UDP is the content of an Ethernet + IPv4/IPv6 + UDP frame.
+type UDP struct {
 	Dst, Src         MAC
 	SrcIP, DstIP     netip.Addr // both IPv4 or both IPv6
 	SrcPort, DstPort uint16
@@ -47,18 +47,18 @@ type UDPFrame struct {
 	// ID is the IPv4 identification field (unused for IPv6). Encode sets
 	// Don't Fragment, so any value is valid (RFC 6864).
 	ID uint16
-	// Payload is the UDP payload. ParseFrame returns it in place (a view
+	// Payload is the UDP payload. Parse returns it in place (a view
 	// into the frame, without Ethernet padding).
 	Payload []byte
 }
 
 // IPv6 reports whether the frame carries IPv6 (after unmapping
 // IPv4-mapped addresses).
-func (f *UDPFrame) IPv6() bool { return !f.SrcIP.Unmap().Is4() }
+func (f *UDP) IPv6() bool { return !f.SrcIP.Unmap().Is4() }
 
 // HeaderLen is the length of the headers Encode writes in front of the
 // payload: the payload of an encoded frame starts at this offset.
-func (f *UDPFrame) HeaderLen() int {
+func (f *UDP) HeaderLen() int {
 	if f.IPv6() {
 		return EthHeaderLen + IPv6HeaderLen + UDPHeaderLen
 	}
@@ -66,13 +66,13 @@ func (f *UDPFrame) HeaderLen() int {
 }
 
 // Len is the length of the encoded frame.
-func (f *UDPFrame) Len() int { return f.HeaderLen() + len(f.Payload) }
+func (f *UDP) Len() int { return f.HeaderLen() + len(f.Payload) }
 
 // Encode writes the frame into buf with both checksums and returns its
 // length. The payload may already sit at buf[f.HeaderLen():] (Payload a
 // slice of it), in which case it is not moved: a datapath builds the
 // payload in the UMEM frame and adds headers last. Encode does not allocate.
-func (f *UDPFrame) Encode(buf []byte) (int, error) {
+func (f *UDP) Encode(buf []byte) (int, error) {
 	return f.EncodeWithSum(buf, PayloadSum(f.Payload))
 }
 
@@ -84,7 +84,7 @@ func PayloadSum(payload []byte) uint32 { return sum(payload, 0) }
 // the caller: a sender that puts one payload in many frames (a flood pool)
 // sums it once instead of once per frame. A wrong payloadSum gives a frame
 // with a bad UDP checksum.
-func (f *UDPFrame) EncodeWithSum(buf []byte, payloadSum uint32) (int, error) {
+func (f *UDP) EncodeWithSum(buf []byte, payloadSum uint32) (int, error) {
 	src, dst := f.SrcIP.Unmap(), f.DstIP.Unmap()
 	v6 := src.Is6()
 	if !src.IsValid() || !dst.IsValid() || dst.Is6() != v6 {
@@ -97,11 +97,11 @@ func (f *UDPFrame) EncodeWithSum(buf []byte, payloadSum uint32) (int, error) {
 		maxUDP -= IPv4HeaderLen
 	}
 	if udpLen > maxUDP {
-		return 0, fmt.Errorf("%w: %d-byte payload too large for UDP", ErrFrameSpace, len(f.Payload))
+		return 0, fmt.Errorf("%w: %d-byte payload too large for UDP", ErrNoSpace, len(f.Payload))
 	}
 	n := hl + len(f.Payload)
 	if len(buf) < n {
-		return 0, fmt.Errorf("%w: need %d bytes, have %d", ErrFrameSpace, n, len(buf))
+		return 0, fmt.Errorf("%w: need %d bytes, have %d", ErrNoSpace, n, len(buf))
 	}
 	copy(buf[hl:], f.Payload) // no-op when Payload already sits there
 	copy(buf[0:6], f.Dst[:])
@@ -157,24 +157,24 @@ func (f *UDPFrame) EncodeWithSum(buf []byte, payloadSum uint32) (int, error) {
 	return n, nil
 }
 
-// ParseFrame parses an Ethernet frame carrying UDP over IPv4 (options
+// Parse parses an Ethernet frame carrying UDP over IPv4 (options
 // allowed, fragments refused) or IPv6 (no extension headers), checks the IPv4
 // header checksum and the UDP checksum (required for IPv6, optional for
 // IPv4), and returns its fields with Payload a view into b. It does not
 // allocate.
-func ParseFrame(b []byte) (UDPFrame, error) { return parseFrame(b, true) }
+func Parse(b []byte) (UDP, error) { return parseFrame(b, true) }
 
-// ParseFrameLax is ParseFrame without the UDP checksum check (the IPv4
+// ParseLax is Parse without the UDP checksum check (the IPv4
 // header checksum is still checked). Frames that a local kernel sent over a
 // veth or other virtual link carry CHECKSUM_PARTIAL: the checksum field holds
 // only the pseudo-header sum, since the "hardware" was to finish it, and
-// ParseFrame rejects them.
-func ParseFrameLax(b []byte) (UDPFrame, error) { return parseFrame(b, false) }
+// Parse rejects them.
+func ParseLax(b []byte) (UDP, error) { return parseFrame(b, false) }
 
-func parseFrame(b []byte, udpChecksum bool) (UDPFrame, error) {
-	var f UDPFrame
+func parseFrame(b []byte, udpChecksum bool) (UDP, error) {
+	var f UDP
 	if len(b) < EthHeaderLen {
-		return f, fmt.Errorf("%w: %d bytes", ErrShortFrame, len(b))
+		return f, fmt.Errorf("%w: %d bytes", ErrShort, len(b))
 	}
 	copy(f.Dst[:], b[0:6])
 	copy(f.Src[:], b[6:12])
@@ -185,7 +185,7 @@ func parseFrame(b []byte, udpChecksum bool) (UDPFrame, error) {
 	case etherTypeIPv4:
 		ip := b[EthHeaderLen:]
 		if len(ip) < IPv4HeaderLen {
-			return f, fmt.Errorf("%w: IPv4 header", ErrShortFrame)
+			return f, fmt.Errorf("%w: IPv4 header", ErrShort)
 		}
 		ihl := int(ip[0]&0x0f) * 4
 		total := int(binary.BigEndian.Uint16(ip[2:]))
@@ -195,7 +195,7 @@ func parseFrame(b []byte, udpChecksum bool) (UDPFrame, error) {
 		case ihl < IPv4HeaderLen:
 			return f, fmt.Errorf("%w: IPv4 header length %d", ErrBadHeader, ihl)
 		case total > len(ip):
-			return f, fmt.Errorf("%w: IPv4 total length %d, %d bytes present", ErrShortFrame, total, len(ip))
+			return f, fmt.Errorf("%w: IPv4 total length %d, %d bytes present", ErrShort, total, len(ip))
 		case total < ihl:
 			return f, fmt.Errorf("%w: IPv4 total length %d under header length %d", ErrBadHeader, total, ihl)
 		}
@@ -220,7 +220,7 @@ func parseFrame(b []byte, udpChecksum bool) (UDPFrame, error) {
 	case etherTypeIPv6:
 		ip := b[EthHeaderLen:]
 		if len(ip) < IPv6HeaderLen {
-			return f, fmt.Errorf("%w: IPv6 header", ErrShortFrame)
+			return f, fmt.Errorf("%w: IPv6 header", ErrShort)
 		}
 		plen := int(binary.BigEndian.Uint16(ip[4:]))
 		switch {
@@ -229,7 +229,7 @@ func parseFrame(b []byte, udpChecksum bool) (UDPFrame, error) {
 		case ip[6] != protoUDP:
 			return f, fmt.Errorf("%w: IPv6 next header %d", ErrNotUDP, ip[6])
 		case plen > len(ip)-IPv6HeaderLen:
-			return f, fmt.Errorf("%w: IPv6 payload length %d, %d bytes present", ErrShortFrame, plen, len(ip)-IPv6HeaderLen)
+			return f, fmt.Errorf("%w: IPv6 payload length %d, %d bytes present", ErrShort, plen, len(ip)-IPv6HeaderLen)
 		}
 		f.TOS = uint8(binary.BigEndian.Uint16(ip[0:]) >> 4)
 		f.TTL = ip[7]
@@ -249,7 +249,7 @@ func parseFrame(b []byte, udpChecksum bool) (UDPFrame, error) {
 		return f, fmt.Errorf("%w: EtherType %#04x", ErrNotUDP, binary.BigEndian.Uint16(b[12:]))
 	}
 	if len(udp) < UDPHeaderLen {
-		return f, fmt.Errorf("%w: UDP header", ErrShortFrame)
+		return f, fmt.Errorf("%w: UDP header", ErrShort)
 	}
 	ulen := int(binary.BigEndian.Uint16(udp[4:]))
 	if ulen < UDPHeaderLen || ulen > len(udp) {

@@ -1,4 +1,4 @@
-package afxdp
+package frame
 
 import (
 	"encoding/hex"
@@ -6,15 +6,15 @@ import (
 	"testing"
 )
 
-// FuzzParseFrame checks that ParseFrame never panics, that whatever it
+// FuzzParse checks that Parse never panics, that whatever it
 // accepts re-encodes into a frame it parses to the same fields, and that
-// ParseFrameLax accepts everything ParseFrame does.
-func FuzzParseFrame(f *testing.F) {
+// ParseLax accepts everything Parse does.
+func FuzzParse(f *testing.F) {
 	k, _ := hex.DecodeString(kernelFrame)
 	f.Add(k)
 	f.Add(k[:20])
 	f.Add([]byte{})
-	for _, u := range []UDPFrame{
+	for _, u := range []UDP{
 		{SrcIP: netip.MustParseAddr("2001:2::1"), DstIP: netip.MustParseAddr("2001:2::2"), SrcPort: 4433, DstPort: 443, Payload: []byte{0xc0, 0, 0, 0, 1}},
 		{SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.18.0.2"), TOS: 3, Payload: []byte("quic")},
 	} {
@@ -31,8 +31,8 @@ func FuzzParseFrame(f *testing.F) {
 	f.Add(opt)
 
 	f.Fuzz(func(t *testing.T, b []byte) {
-		lax, laxErr := ParseFrameLax(b)
-		g, err := ParseFrame(b)
+		lax, laxErr := ParseLax(b)
+		g, err := Parse(b)
 		if err != nil {
 			return
 		}
@@ -43,7 +43,7 @@ func FuzzParseFrame(f *testing.F) {
 		if _, err := g.Encode(out); err != nil {
 			t.Fatalf("re-encode %+v: %v", g, err)
 		}
-		h, err := ParseFrame(out)
+		h, err := Parse(out)
 		if err != nil {
 			t.Fatalf("re-parse %x: %v", out, err)
 		}

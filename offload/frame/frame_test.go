@@ -1,4 +1,4 @@
-package afxdp
+package frame
 
 import (
 	"bytes"
@@ -36,7 +36,7 @@ func TestChecksumRFC1071(t *testing.T) {
 // TestIPv4HeaderChecksumVector uses the widely quoted IPv4 header
 // 4500 0073 0000 4000 4011 b861 c0a8 0001 c0a8 00c7 (checksum b861).
 func TestIPv4HeaderChecksumVector(t *testing.T) {
-	f := UDPFrame{
+	f := UDP{
 		SrcIP: netip.MustParseAddr("192.168.0.1"), DstIP: netip.MustParseAddr("192.168.0.199"),
 		SrcPort: 1, DstPort: 2, Payload: make([]byte, 0x73-IPv4HeaderLen-UDPHeaderLen),
 	}
@@ -56,11 +56,11 @@ const kernelFrame = "02005e00000b02005e00000a0800450000293011400040117e8bc612000
 
 func TestParseKernelFrame(t *testing.T) {
 	b := mustHex(t, kernelFrame)
-	f, err := ParseFrame(b)
+	f, err := Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := UDPFrame{
+	want := UDP{
 		Dst: MAC{2, 0, 0x5e, 0, 0, 0x0b}, Src: MAC{2, 0, 0x5e, 0, 0, 0x0a},
 		SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.18.0.2"),
 		SrcPort: 9000, DstPort: 9001, TTL: 64, ID: 0x3011, Payload: []byte("hello, AF_XDP"),
@@ -78,19 +78,19 @@ func TestParseKernelFrame(t *testing.T) {
 	}
 	// With Ethernet padding after the datagram the payload is unchanged.
 	padded := append(append([]byte{}, b...), 0, 0, 0, 0, 0)
-	if g, err := ParseFrame(padded); err != nil || !bytes.Equal(g.Payload, want.Payload) {
+	if g, err := Parse(padded); err != nil || !bytes.Equal(g.Payload, want.Payload) {
 		t.Fatalf("padded frame: %v %q", err, g.Payload)
 	}
 }
 
-func sameFrame(a, b *UDPFrame) bool {
+func sameFrame(a, b *UDP) bool {
 	return a.Dst == b.Dst && a.Src == b.Src && a.SrcIP == b.SrcIP && a.DstIP == b.DstIP &&
 		a.SrcPort == b.SrcPort && a.DstPort == b.DstPort && a.TTL == b.TTL && a.TOS == b.TOS && a.ID == b.ID &&
 		bytes.Equal(a.Payload, b.Payload)
 }
 
 func TestEncodeParseRoundTrip(t *testing.T) {
-	for _, f := range []UDPFrame{
+	for _, f := range []UDP{
 		{SrcIP: netip.MustParseAddr("198.18.0.1"), DstIP: netip.MustParseAddr("198.19.255.254"), SrcPort: 443, DstPort: 65535, TTL: 1, TOS: 0xb9, ID: 0xbeef, Payload: []byte("odd")},
 		{SrcIP: netip.MustParseAddr("2001:2::1"), DstIP: netip.MustParseAddr("2001:2::ffff"), SrcPort: 4433, DstPort: 1, TTL: 255, TOS: 0x2e, Payload: bytes.Repeat([]byte{0xff}, 1200)},
 		{SrcIP: netip.MustParseAddr("::ffff:198.18.0.9"), DstIP: netip.MustParseAddr("198.18.0.10"), Src: MAC{1, 2, 3, 4, 5, 6}, Payload: nil},
@@ -101,7 +101,7 @@ func TestEncodeParseRoundTrip(t *testing.T) {
 		if err != nil || n != len(buf) {
 			t.Fatalf("Encode %v: %d, %v", f.SrcIP, n, err)
 		}
-		g, err := ParseFrame(buf)
+		g, err := Parse(buf)
 		if err != nil {
 			t.Fatalf("Parse %v: %v", f.SrcIP, err)
 		}
@@ -126,7 +126,7 @@ func TestEncodeWithSum(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 7, 8, 9, 1200, 1201} {
 		for _, fill := range []byte{0x00, 0x5a, 0xff} {
 			for _, ips := range [][2]netip.Addr{{v4a, v4b}, {v6a, v6b}} {
-				f := UDPFrame{SrcIP: ips[0], DstIP: ips[1], SrcPort: 40000, DstPort: 4433, ID: 7, Payload: bytes.Repeat([]byte{fill}, n)}
+				f := UDP{SrcIP: ips[0], DstIP: ips[1], SrcPort: 40000, DstPort: 4433, ID: 7, Payload: bytes.Repeat([]byte{fill}, n)}
 				want := make([]byte, f.Len())
 				if _, err := f.Encode(want); err != nil {
 					t.Fatal(err)
@@ -141,19 +141,19 @@ func TestEncodeWithSum(t *testing.T) {
 						t.Fatalf("%d bytes of %#x, %v, sum %#x: frames differ", n, fill, ips[0], alt)
 					}
 				}
-				if _, err := ParseFrame(want); err != nil {
+				if _, err := Parse(want); err != nil {
 					t.Fatalf("%d bytes of %#x, %v: %v", n, fill, ips[0], err)
 				}
 			}
 		}
 	}
 	// A wrong sum must not pass the parser's check.
-	f := UDPFrame{SrcIP: v4a, DstIP: v4b, Payload: []byte("payload")}
+	f := UDP{SrcIP: v4a, DstIP: v4b, Payload: []byte("payload")}
 	buf := make([]byte, f.Len())
 	if _, err := f.EncodeWithSum(buf, PayloadSum(f.Payload)+1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ParseFrame(buf); !errors.Is(err, ErrBadChecksum) {
+	if _, err := Parse(buf); !errors.Is(err, ErrBadChecksum) {
 		t.Fatalf("wrong payload sum: %v, want ErrBadChecksum", err)
 	}
 }
@@ -162,14 +162,14 @@ func TestEncodeWithSum(t *testing.T) {
 // does in a UMEM frame.
 func TestEncodeInPlace(t *testing.T) {
 	buf := make([]byte, 2048)
-	f := UDPFrame{SrcIP: netip.MustParseAddr("2001:2::1"), DstIP: netip.MustParseAddr("2001:2::2"), SrcPort: 1, DstPort: 2}
+	f := UDP{SrcIP: netip.MustParseAddr("2001:2::1"), DstIP: netip.MustParseAddr("2001:2::2"), SrcPort: 1, DstPort: 2}
 	hl := f.HeaderLen()
 	f.Payload = buf[hl : hl+copy(buf[hl:], "retry token bytes")]
 	n, err := f.Encode(buf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := ParseFrame(buf[:n])
+	g, err := Parse(buf[:n])
 	if err != nil || string(g.Payload) != "retry token bytes" {
 		t.Fatalf("%v %q", err, g.Payload)
 	}
@@ -178,15 +178,15 @@ func TestEncodeInPlace(t *testing.T) {
 func TestEncodeErrors(t *testing.T) {
 	v4, v6 := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("2001:2::1")
 	cases := []struct {
-		f    UDPFrame
+		f    UDP
 		size int
 		want error
 	}{
-		{UDPFrame{SrcIP: v4, DstIP: v6}, 100, ErrBadAddress},
-		{UDPFrame{DstIP: v4}, 100, ErrBadAddress},
-		{UDPFrame{SrcIP: v4, DstIP: v4, Payload: make([]byte, 10)}, 51, ErrFrameSpace},
-		{UDPFrame{SrcIP: v4, DstIP: v4, Payload: make([]byte, 65536-28)}, 70000, ErrFrameSpace},
-		{UDPFrame{SrcIP: v6, DstIP: v6, Payload: make([]byte, 65536-8)}, 70000, ErrFrameSpace},
+		{UDP{SrcIP: v4, DstIP: v6}, 100, ErrBadAddress},
+		{UDP{DstIP: v4}, 100, ErrBadAddress},
+		{UDP{SrcIP: v4, DstIP: v4, Payload: make([]byte, 10)}, 51, ErrNoSpace},
+		{UDP{SrcIP: v4, DstIP: v4, Payload: make([]byte, 65536-28)}, 70000, ErrNoSpace},
+		{UDP{SrcIP: v6, DstIP: v6, Payload: make([]byte, 65536-8)}, 70000, ErrNoSpace},
 	}
 	for i, c := range cases {
 		if _, err := c.f.Encode(make([]byte, c.size)); !errors.Is(err, c.want) {
@@ -194,7 +194,7 @@ func TestEncodeErrors(t *testing.T) {
 		}
 	}
 	// The largest datagrams still fit.
-	f := UDPFrame{SrcIP: v4, DstIP: v4, Payload: make([]byte, 65535-28)}
+	f := UDP{SrcIP: v4, DstIP: v4, Payload: make([]byte, 65535-28)}
 	if _, err := f.Encode(make([]byte, f.Len())); err != nil {
 		t.Errorf("largest IPv4 datagram: %v", err)
 	}
@@ -212,7 +212,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	var v6 []byte
 	{
-		f := UDPFrame{SrcIP: netip.MustParseAddr("2001:2::1"), DstIP: netip.MustParseAddr("2001:2::2"), Payload: []byte("x")}
+		f := UDP{SrcIP: netip.MustParseAddr("2001:2::1"), DstIP: netip.MustParseAddr("2001:2::2"), Payload: []byte("x")}
 		v6 = make([]byte, f.Len())
 		if _, err := f.Encode(v6); err != nil {
 			t.Fatal(err)
@@ -224,14 +224,14 @@ func TestParseErrors(t *testing.T) {
 		b    []byte
 		want error
 	}{
-		{"empty", nil, ErrShortFrame},
-		{"ethernet only", good[:14], ErrShortFrame},
+		{"empty", nil, ErrShort},
+		{"ethernet only", good[:14], ErrShort},
 		{"arp", mod(func(b []byte) []byte { b[12], b[13] = 0x08, 0x06; return b }), ErrNotUDP},
 		{"vlan", mod(func(b []byte) []byte { b[12], b[13] = 0x81, 0x00; return b }), ErrNotUDP},
-		{"ipv4 cut", good[:30], ErrShortFrame},
+		{"ipv4 cut", good[:30], ErrShort},
 		{"ipv4 version", mod(func(b []byte) []byte { b[14] = 0x55; return b }), ErrBadHeader},
 		{"ipv4 ihl 4", mod(func(b []byte) []byte { b[14] = 0x44; return b }), ErrBadHeader},
-		{"ipv4 total long", mod(func(b []byte) []byte { b[17]++; return b }), ErrShortFrame},
+		{"ipv4 total long", mod(func(b []byte) []byte { b[17]++; return b }), ErrShort},
 		{"ipv4 total short", mod(func(b []byte) []byte { b[16], b[17] = 0, 10; return b }), ErrBadHeader},
 		{"ipv4 checksum", mod(func(b []byte) []byte { b[22]--; return b }), ErrBadChecksum},
 		{"tcp", mod(func(b []byte) []byte { b[23] = 6; return fix4(b) }), ErrNotUDP},
@@ -239,33 +239,33 @@ func TestParseErrors(t *testing.T) {
 		{"udp checksum", mod(func(b []byte) []byte { b[len(b)-1] ^= 1; return b }), ErrBadChecksum},
 		{"udp length long", mod(func(b []byte) []byte { b[39]++; return b }), ErrBadHeader},
 		{"udp length short", mod(func(b []byte) []byte { b[38], b[39] = 0, 7; return b }), ErrBadHeader},
-		{"ipv6 cut", v6[:50], ErrShortFrame},
+		{"ipv6 cut", v6[:50], ErrShort},
 		{"ipv6 version", mod6(func(b []byte) []byte { b[14] = 0x40; return b }), ErrBadHeader},
 		{"ipv6 extension header", mod6(func(b []byte) []byte { b[20] = 0; return b }), ErrNotUDP},
-		{"ipv6 payload long", mod6(func(b []byte) []byte { b[19]++; return b }), ErrShortFrame},
+		{"ipv6 payload long", mod6(func(b []byte) []byte { b[19]++; return b }), ErrShort},
 		{"ipv6 zero checksum", mod6(func(b []byte) []byte { b[60], b[61] = 0, 0; return b }), ErrBadChecksum},
-		{"ipv6 no udp header", mod6(func(b []byte) []byte { b[18], b[19] = 0, 4; return b }), ErrShortFrame},
+		{"ipv6 no udp header", mod6(func(b []byte) []byte { b[18], b[19] = 0, 4; return b }), ErrShort},
 	}
 	for _, c := range cases {
-		if _, err := ParseFrame(c.b); !errors.Is(err, c.want) {
+		if _, err := Parse(c.b); !errors.Is(err, c.want) {
 			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
 		}
 	}
 }
 
-// TestParseFrameLax accepts what a veth sender with checksum offload emits.
-func TestParseFrameLax(t *testing.T) {
+// TestParseLax accepts what a veth sender with checksum offload emits.
+func TestParseLax(t *testing.T) {
 	b := mustHex(t, kernelFrame)
 	b[40], b[41] = 0x12, 0x34 // a partial (pseudo-header only) checksum
-	if _, err := ParseFrame(b); !errors.Is(err, ErrBadChecksum) {
+	if _, err := Parse(b); !errors.Is(err, ErrBadChecksum) {
 		t.Fatalf("strict: %v", err)
 	}
-	f, err := ParseFrameLax(b)
+	f, err := ParseLax(b)
 	if err != nil || string(f.Payload) != "hello, AF_XDP" {
 		t.Fatalf("lax: %v %q", err, f.Payload)
 	}
 	b[25]++ // the IPv4 header checksum is still checked
-	if _, err := ParseFrameLax(b); !errors.Is(err, ErrBadChecksum) {
+	if _, err := ParseLax(b); !errors.Is(err, ErrBadChecksum) {
 		t.Fatalf("lax with bad IPv4 checksum: %v", err)
 	}
 }
@@ -274,7 +274,7 @@ func TestFrameAllocs(t *testing.T) {
 	b := mustHex(t, kernelFrame)
 	out := make([]byte, 2048)
 	allocs := testing.AllocsPerRun(100, func() {
-		f, err := ParseFrame(b)
+		f, err := Parse(b)
 		if err != nil {
 			panic(err)
 		}
@@ -284,7 +284,7 @@ func TestFrameAllocs(t *testing.T) {
 		}
 	})
 	if allocs != 0 {
-		t.Fatalf("ParseFrame+Encode allocate %v times", allocs)
+		t.Fatalf("Parse+Encode allocate %v times", allocs)
 	}
 }
 
@@ -293,7 +293,7 @@ func TestParseIPv4Options(t *testing.T) {
 	b := mustHex(t, "02005e00000b02005e00000a08004600002000004000401100000102030405060708"+"01010101"+"0001000200080000")
 	c := fold(sum(b[14:38], 0))
 	b[24], b[25] = byte(c>>8), byte(c)
-	f, err := ParseFrame(b)
+	f, err := Parse(b)
 	if err != nil || f.SrcPort != 1 || f.DstPort != 2 || len(f.Payload) != 0 || f.SrcIP != netip.MustParseAddr("1.2.3.4") {
 		t.Fatalf("%+v %v", f, err)
 	}
