@@ -1,4 +1,4 @@
-//go:build !(linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64))
+//go:build !linux
 
 package split
 
@@ -12,7 +12,7 @@ import (
 type Agent struct{}
 
 // Start checks cfg and fails with ErrUnsupported: the agent needs Linux
-// with AF_XDP and a little-endian CPU.
+// with AF_XDP.
 func Start(cfg Config) (*Agent, error) {
 	if _, err := cfg.withDefaults(); err != nil {
 		return nil, err

@@ -61,7 +61,7 @@ var (
 	// ErrControl: the control socket could not be bound.
 	ErrControl = errors.New("split: control socket")
 	// ErrUnsupported: the agent does not run on this platform.
-	ErrUnsupported = errors.New("split: the agent needs Linux with AF_XDP on a little-endian CPU")
+	ErrUnsupported = errors.New("split: the agent needs Linux with AF_XDP")
 )
 
 // withDefaults checks c and fills in its defaults.
