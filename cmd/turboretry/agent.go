@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/metrics"
+	"github.com/turboretry/turboretry/offload/fastpath"
 	"github.com/turboretry/turboretry/offload/split"
 	"github.com/turboretry/turboretry/token"
 )
@@ -86,9 +87,9 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, int, bool) {
 		return fail("--cid-len %d: want 1..20", *cidLen)
 	case *staleAfter <= 0 || *rotate <= 0 || *idle <= 0:
 		return fail("--stale-after, --rotate and --idle-timeout must be positive")
-	case *rotate < *idle:
-		return fail("the fast-path aging window --rotate (%v) is shorter than the host's QUIC idle timeout --idle-timeout (%v): "+
-			"quiet but live connections would be dropped; use --rotate %v or more", *rotate, *idle, *idle)
+	}
+	if err := fastpath.CheckWindow(*rotate, *idle); err != nil {
+		return fail("--rotate %v, --idle-timeout %v: %v", *rotate, *idle, err)
 	}
 	ctl, err := netip.ParseAddrPort(*control)
 	if err != nil || ctl.Port() == 0 {
