@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/quic"
 	"github.com/turboretry/turboretry/token"
 )
@@ -23,12 +24,12 @@ type http3Listener struct {
 	mu     sync.Mutex
 	srv    *http3.Server
 	tr     *quic.Transport
-	off    offloader // the running offload datapath, or nil
+	off    *host.Offload // the running offload, or nil
 	closed bool
 }
 
-// offload returns the running offload datapath, or nil. l may be nil.
-func (l *http3Listener) offload() offloader {
+// offload returns the running offload, or nil. l may be nil.
+func (l *http3Listener) offload() *host.Offload {
 	if l == nil {
 		return nil
 	}
@@ -71,15 +72,15 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("HTTP/3: address-validation secret: %w", err)
 	}
-	offCfg := &l.s.cfg.Offload
+	offCfg := l.s.cfg.Offload
 	tcp := l.s.Addr().(*net.TCPAddr)
 	var (
 		pc  *net.UDPConn
 		tr  *quic.Transport
-		off offloader
+		off *host.Offload
 	)
 	// The socket and the datapath belong to the interface's namespace.
-	err = offCfg.inNetns(func() error {
+	err = l.s.inNetns(func() error {
 		var err error
 		pc, err = net.ListenUDP("udp", &net.UDPAddr{IP: tcp.IP, Port: tcp.Port, Zone: tcp.Zone})
 		if err != nil {
@@ -93,17 +94,17 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 				Metrics:     l.s.Metrics(),
 			},
 		}
-		if offCfg.Mode == OffloadXDP {
-			// With the agent in front the host still revalidates every
-			// token, and its own policy is the fail-open fallback.
-			if off, err = startOffload(offCfg, uint16(tcp.Port), l.s.KeyRing(), tr, l.s.Logger()); err != nil {
-				return fmt.Errorf("HTTP/3: offload xdp on %s: %w", offCfg.Iface, err)
-			}
+		if offCfg.Mode == host.ModeNone {
+			return nil
 		}
-		if offCfg.Mode == OffloadSplit {
-			if off, err = startSplitOffload(offCfg, l.s.KeyRing(), tr, l.s.Logger()); err != nil {
+		// With the agent in front the host still revalidates every
+		// token, and its own policy is the fail-open fallback.
+		offCfg.KeyRing, offCfg.Logger = l.s.KeyRing(), l.s.Logger()
+		if off, err = host.Attach(tr, offCfg); err != nil {
+			if offCfg.Mode == host.ModeSplit {
 				return fmt.Errorf("HTTP/3: offload split (agent %v): %w", offCfg.AgentControl, err)
 			}
+			return fmt.Errorf("HTTP/3: offload xdp on %s: %w", offCfg.Iface, err)
 		}
 		return nil
 	})

@@ -83,7 +83,7 @@ func (srv *offloadServer) fetchBlob(t *testing.T, c *http.Client, name string, w
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		st, _ := srv.datapath(t).Stats()
+		st, _ := srv.offload(t).Stats()
 		t.Fatalf("GET %s: %v\ndatapath: %+v\nquic: %+v\nserver log:\n%s", name, err, st, srv.quicStats(), srv.logs.String())
 	}
 	defer resp.Body.Close()

@@ -26,6 +26,7 @@ import (
 	"github.com/turboretry/turboretry/offload/xdp"
 	"github.com/turboretry/turboretry/quic"
 	"github.com/turboretry/turboretry/token"
+	"github.com/turboretry/turboretry/offload/host"
 )
 
 // The test network, all inside 198.18.0.0/15 and namespaces the test
@@ -144,7 +145,7 @@ func startOffloadServer(t *testing.T, n *offloadNet) *offloadServer {
 
 // startOffloadServerWith is startOffloadServer with mod adjusting the
 // offload configuration first.
-func startOffloadServerWith(t *testing.T, n *offloadNet, mod func(*OffloadConfig)) *offloadServer {
+func startOffloadServerWith(t *testing.T, n *offloadNet, mod func(*host.Config)) *offloadServer {
 	t.Helper()
 	return startOffloadServerConfig(t, n, func(c *Config) {
 		if mod != nil {
@@ -164,7 +165,8 @@ func startOffloadServerConfig(t *testing.T, n *offloadNet, mod func(*Config)) *o
 			c.Addr = netip.AddrPortFrom(offIPS, offPort).String()
 			c.Retry = RetryAlways
 			c.MetricsAddr = "127.0.0.1:0"
-			c.Offload = OffloadConfig{Mode: OffloadXDP, Iface: offIface, StaleAfter: 300 * time.Millisecond, enter: n.enter(n.nsS)}
+			c.Offload = host.Config{Mode: host.ModeXDP, Iface: offIface, StaleAfter: 300 * time.Millisecond}
+			c.enterNetns = n.enter(n.nsS)
 			mod(c)
 		})
 	})
@@ -194,13 +196,13 @@ func startOffloadServerConfig(t *testing.T, n *offloadNet, mod func(*Config)) *o
 		tls: &tls.Config{RootCAs: pool, ServerName: "localhost"}}
 }
 
-func (srv *offloadServer) datapath(t *testing.T) *datapath.Datapath {
+func (srv *offloadServer) offload(t *testing.T) *host.Offload {
 	t.Helper()
-	dp, ok := srv.h3.offload().(*datapath.Datapath)
-	if !ok {
+	o := srv.h3.offload()
+	if o == nil || o.Mode() != host.ModeXDP {
 		t.Fatal("no datapath running")
 	}
-	return dp
+	return o
 }
 
 // agentStats returns the datapath's counters once the agent has published
@@ -208,11 +210,11 @@ func (srv *offloadServer) datapath(t *testing.T) *datapath.Datapath {
 // as soon as the traffic stops).
 func (srv *offloadServer) dpStats(t *testing.T) datapath.Stats {
 	t.Helper()
-	st, err := srv.datapath(t).Stats()
+	st, err := srv.offload(t).Stats()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st
+	return st.Datapath
 }
 
 // waitDP polls the datapath's counters until ok holds.
@@ -249,9 +251,9 @@ func (srv *offloadServer) fetch(t *testing.T, n *offloadNet, c *http.Client, who
 		}
 		resp, err := c.Do(req)
 		if err != nil {
-			var st datapath.Stats
-			if dp, ok := srv.h3.offload().(*datapath.Datapath); ok {
-				st, _ = dp.Stats()
+			var st host.Stats
+			if o := srv.h3.offload(); o != nil {
+				st, _ = o.Stats()
 			}
 			t.Fatalf("%s: GET %s: %v\ndatapath: %+v\nquic: %+v\n%s", who, srv.url, err, st, srv.quicStats(), srv.logs.String())
 		}
@@ -434,7 +436,7 @@ func TestOffloadFailOpen(t *testing.T) {
 	n := newOffloadNet(t)
 	srv := startOffloadServer(t, n)
 	srv.fetch(t, n, srv.ourClient(t, nil), "our client before the pause")
-	dp := srv.datapath(t)
+	dp := srv.offload(t)
 
 	dp.Pause()
 	store := quic.NewLRUTokenStore(4, 4)
@@ -495,8 +497,8 @@ func TestOffloadIssuedIDsPass(t *testing.T) {
 		cids [][]byte
 		errs []error
 	)
-	srv := startOffloadServerWith(t, n, func(c *OffloadConfig) {
-		c.admitted = func(cid []byte, err error) {
+	srv := startOffloadServerWith(t, n, func(c *host.Config) {
+		c.Admitted = func(cid []byte, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if len(cid) == agent.DefaultCIDLen {

@@ -16,6 +16,7 @@ import (
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/token"
+	"github.com/turboretry/turboretry/offload/host"
 )
 
 // agentControl is the agent's side of the split mode's control channel:
@@ -86,7 +87,7 @@ func TestSplitOffloadAnnouncesConnectionIDs(t *testing.T) {
 	ts := startServer(t, func(c *Config) {
 		c.SecretFile = secretFile
 		c.MetricsAddr = "127.0.0.1:0"
-		c.Offload = OffloadConfig{Mode: OffloadSplit, AgentControl: ac.addr, admitted: func(cid []byte, _ error) {
+		c.Offload = host.Config{Mode: host.ModeSplit, AgentControl: ac.addr, Admitted: func(cid []byte, _ error) {
 			if len(cid) == agent.DefaultCIDLen {
 				mu.Lock()
 				admitted = append(admitted, bytes.Clone(cid))

@@ -32,6 +32,7 @@ import (
 	"github.com/turboretry/turboretry/app/fileserver"
 	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/quic"
+	"github.com/turboretry/turboretry/offload/host"
 )
 
 // variant is one server under test.
@@ -119,7 +120,7 @@ func serveVariant(v variant, dir string) error {
 	case hostNoRetry:
 		cfg.Retry = fileserver.RetryNever
 	case xdpAgent:
-		cfg.Offload = fileserver.OffloadConfig{Mode: fileserver.OffloadXDP, Iface: serverIf}
+		cfg.Offload = host.Config{Mode: host.ModeXDP, Iface: serverIf}
 	case splitAgent:
 		splitServerConfig(&cfg, dir)
 	}

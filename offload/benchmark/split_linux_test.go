@@ -21,6 +21,7 @@ import (
 	"github.com/turboretry/turboretry/internal/netnstest"
 	"github.com/turboretry/turboretry/offload/split"
 	"github.com/turboretry/turboretry/token"
+	"github.com/turboretry/turboretry/offload/host"
 )
 
 // splitAgent is variant (d): our server with --offload split behind a
@@ -105,7 +106,7 @@ func writeSecret(tb testing.TB, dir string) {
 // the agent's control address and the shared secret from dir.
 func splitServerConfig(cfg *fileserver.Config, dir string) {
 	cfg.SecretFile = filepath.Join(dir, secretName)
-	cfg.Offload = fileserver.OffloadConfig{Mode: fileserver.OffloadSplit, AgentControl: agentControl}
+	cfg.Offload = host.Config{Mode: host.ModeSplit, AgentControl: agentControl}
 }
 
 // runBenchAgent is the agent child: what `turboretry agent --wire p0

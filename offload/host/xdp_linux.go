@@ -1,8 +1,8 @@
-package fileserver
+package host
 
 import (
 	"errors"
-	"log/slog"
+	"io"
 	"net/netip"
 
 	"github.com/turboretry/turboretry/offload/agent"
@@ -12,15 +12,19 @@ import (
 	"github.com/turboretry/turboretry/token"
 )
 
-// startOffload starts the integrated XDP datapath in front of tr, which
-// must not be listening yet: validated Initials go straight into tr, and
-// every connection ID tr routes is admitted to the fast path. It runs in
-// the caller's network namespace (that of cfg.Iface).
-func startOffload(cfg *OffloadConfig, port uint16, kr *token.KeyRing, tr *quic.Transport, log *slog.Logger) (offloader, error) {
+// xdpPart is the integrated XDP datapath.
+type xdpPart struct{ dp *datapath.Datapath }
+
+// attachXDP starts the integrated XDP datapath on cfg.Iface for port in
+// front of tr: validated Initials go straight into tr, and every
+// connection ID tr routes is admitted to the fast path. It runs in the
+// caller's network namespace (that of cfg.Iface).
+func attachXDP(tr *quic.Transport, cfg *Config, port uint16) (agentPart, error) {
+	log := cfg.Logger
 	dp, err := datapath.Start(datapath.Config{
 		Iface:       cfg.Iface,
 		Port:        port,
-		KeyRing:     kr,
+		KeyRing:     cfg.KeyRing,
 		CIDLen:      agent.DefaultCIDLen,
 		StaleAfter:  cfg.StaleAfter,
 		RotateEvery: cfg.window(),
@@ -38,6 +42,7 @@ func startOffload(cfg *OffloadConfig, port uint16, kr *token.KeyRing, tr *quic.T
 	// The fast path keys on the server's connection IDs: ours must have
 	// the length it was built for.
 	tr.ConnectionIDLength = agent.DefaultCIDLen
+	admitted := cfg.Admitted
 	tr.ConnectionIDAdded = func(cid []byte) {
 		// A client-chosen Initial DCID of another length is refused; it
 		// only ever appears in long headers, which reach the agent anyway.
@@ -45,9 +50,21 @@ func startOffload(cfg *OffloadConfig, port uint16, kr *token.KeyRing, tr *quic.T
 		if err != nil && !errors.Is(err, fastpath.ErrCIDLength) {
 			log.Warn("offload: admitting a connection ID to the fast path", "err", err)
 		}
-		if cfg.admitted != nil {
-			cfg.admitted(cid, err)
+		if admitted != nil {
+			admitted(cid, err)
 		}
 	}
-	return dp, nil
+	return xdpPart{dp}, nil
 }
+
+func (p xdpPart) pause()                             { p.dp.Pause() }
+func (p xdpPart) resume()                            { p.dp.Resume() }
+func (p xdpPart) paused() bool                       { return p.dp.Paused() }
+func (p xdpPart) setKeyRing(kr *token.KeyRing) error { return p.dp.SetKeyRing(kr) }
+func (p xdpPart) close() error                       { return p.dp.Close() }
+func (p xdpPart) stats(st *Stats) (err error) {
+	st.Datapath, err = p.dp.Stats()
+	return err
+}
+
+func (p xdpPart) writeMetrics(w io.Writer) error { return p.dp.WriteMetrics(w) }

@@ -1,9 +1,8 @@
-package fileserver
+package host
 
 import (
 	"fmt"
 	"io"
-	"log/slog"
 
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/announce"
@@ -11,62 +10,77 @@ import (
 	"github.com/turboretry/turboretry/token"
 )
 
-// splitOffload is the host's part of the split mode: the agent runs in
+// splitPart is the host's part of the split mode: the agent runs in
 // another process (on a DPU, or in a namespace in front of this one), and
 // all the host does is announce the connection IDs it routes, which the
 // agent cannot read from the encrypted NEW_CONNECTION_ID frames.
-type splitOffload struct {
+type splitPart struct {
 	a   *announce.Announcer
-	log *slog.Logger
+	cfg *Config
 }
 
-// startSplitOffload makes tr use the agent's connection ID length and
-// announce every ID it routes to cfg.AgentControl, and all of them again
+// attachSplit makes tr use the agent's connection ID length and announce
+// every ID it routes to cfg.AgentControl, and all of them again
 // periodically, so an agent that restarted with an empty cache learns
 // them back.
-func startSplitOffload(cfg *OffloadConfig, kr *token.KeyRing, tr *quic.Transport, log *slog.Logger) (offloader, error) {
+func attachSplit(tr *quic.Transport, cfg *Config) (agentPart, error) {
 	a, err := announce.NewAnnouncer(announce.AnnouncerConfig{
 		Agent:  cfg.AgentControl,
-		Key:    announce.Key(kr),
+		Key:    announce.Key(cfg.KeyRing),
 		CIDLen: agent.DefaultCIDLen,
 		Active: tr.ConnectionIDs,
-		Logger: log,
+		Logger: cfg.Logger,
 	})
 	if err != nil {
 		return nil, err
 	}
 	tr.ConnectionIDLength = agent.DefaultCIDLen
+	admitted := cfg.Admitted
 	tr.ConnectionIDAdded = func(cid []byte) {
 		// A client's Initial DCID of another length only appears in long
 		// headers, which the agent sees anyway.
 		if len(cid) == agent.DefaultCIDLen {
 			a.Add(cid)
 		}
-		if cfg.admitted != nil {
-			cfg.admitted(cid, nil)
+		if admitted != nil {
+			admitted(cid, nil)
 		}
 	}
-	log.Info("offload split: announcing connection IDs", "agent", cfg.AgentControl.String())
-	return &splitOffload{a: a, log: log}, nil
+	cfg.Logger.Info("offload split: announcing connection IDs", "agent", cfg.AgentControl.String())
+	return &splitPart{a: a, cfg: cfg}, nil
 }
 
-// Pause and Resume only say where to go: the agent is another process,
+// pause and resume only say where to go: the agent is another process,
 // paused with its own SIGUSR1 and SIGUSR2 (or stopped) to exercise its
 // fail-open.
-func (o *splitOffload) Pause() {
-	o.log.Warn("offload split: the agent is a separate process; send SIGUSR1 to turboretry agent to pause it")
+func (p *splitPart) pause() {
+	p.cfg.Logger.Warn("offload split: the agent is a separate process; send SIGUSR1 to turboretry agent to pause it")
 }
 
-func (o *splitOffload) Resume() {
-	o.log.Warn("offload split: the agent is a separate process; send SIGUSR2 to turboretry agent to resume it")
+func (p *splitPart) resume() {
+	p.cfg.Logger.Warn("offload split: the agent is a separate process; send SIGUSR2 to turboretry agent to resume it")
 }
 
-// Paused is false: this process pauses nothing.
-func (o *splitOffload) Paused() bool { return false }
+// paused is false: this process pauses nothing.
+func (p *splitPart) paused() bool { return false }
 
-// WriteMetrics writes the announcer's counters in Prometheus text format.
-func (o *splitOffload) WriteMetrics(w io.Writer) error {
-	st := o.a.Stats()
+// setKeyRing switches the announcements to a reloaded root secret; the
+// agent must reload the same one.
+func (p *splitPart) setKeyRing(kr *token.KeyRing) error {
+	p.a.SetKey(announce.Key(kr))
+	return nil
+}
+
+func (p *splitPart) stats(st *Stats) error {
+	st.Announcer = p.a.Stats()
+	return nil
+}
+
+func (p *splitPart) close() error { return p.a.Close() }
+
+// writeMetrics writes the announcer's counters in Prometheus text format.
+func (p *splitPart) writeMetrics(w io.Writer) error {
+	st := p.a.Stats()
 	_, err := fmt.Fprintf(w, "# HELP turboretry_split_announced_cids_total Connection IDs announced to the split-mode agent.\n"+
 		"# TYPE turboretry_split_announced_cids_total counter\nturboretry_split_announced_cids_total %d\n"+
 		"# HELP turboretry_split_announce_messages_total Announcement messages sent to the split-mode agent.\n"+
@@ -78,12 +92,3 @@ func (o *splitOffload) WriteMetrics(w io.Writer) error {
 		st.CIDs, st.Messages, st.Dropped, st.SendErrors)
 	return err
 }
-
-// SetKeyRing switches the announcements to a reloaded root secret; the
-// agent must reload the same one.
-func (o *splitOffload) SetKeyRing(kr *token.KeyRing) error {
-	o.a.SetKey(announce.Key(kr))
-	return nil
-}
-
-func (o *splitOffload) Close() error { return o.a.Close() }
