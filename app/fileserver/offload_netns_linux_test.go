@@ -23,10 +23,10 @@ import (
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/datapath"
 	"github.com/turboretry/turboretry/offload/flood"
+	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/offload/xdp"
 	"github.com/turboretry/turboretry/quic"
 	"github.com/turboretry/turboretry/token"
-	"github.com/turboretry/turboretry/offload/host"
 )
 
 // The test network, all inside 198.18.0.0/15 and namespaces the test

@@ -15,8 +15,8 @@ import (
 	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/announce"
-	"github.com/turboretry/turboretry/token"
 	"github.com/turboretry/turboretry/offload/host"
+	"github.com/turboretry/turboretry/token"
 )
 
 // agentControl is the agent's side of the split mode's control channel:

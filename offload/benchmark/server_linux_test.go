@@ -31,8 +31,8 @@ import (
 
 	"github.com/turboretry/turboretry/app/fileserver"
 	"github.com/turboretry/turboretry/http3"
-	"github.com/turboretry/turboretry/quic"
 	"github.com/turboretry/turboretry/offload/host"
+	"github.com/turboretry/turboretry/quic"
 )
 
 // variant is one server under test.

@@ -19,9 +19,9 @@ import (
 
 	"github.com/turboretry/turboretry/app/fileserver"
 	"github.com/turboretry/turboretry/internal/netnstest"
+	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/offload/split"
 	"github.com/turboretry/turboretry/token"
-	"github.com/turboretry/turboretry/offload/host"
 )
 
 // splitAgent is variant (d): our server with --offload split behind a
