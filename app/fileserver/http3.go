@@ -20,11 +20,13 @@ import (
 type http3Listener struct {
 	s       *Server
 	tlsConf *tls.Config
+	ready   chan struct{} // closed once the UDP socket serves
 
 	mu     sync.Mutex
 	srv    *http3.Server
 	tr     *quic.Transport
 	off    *host.Offload // the running offload, or nil
+	addr   net.Addr      // the UDP address, once ready
 	closed bool
 }
 
@@ -62,7 +64,7 @@ func (l *http3Listener) reloadSecret(secret []byte) error {
 // that net/http's ServeTLS modifies when Serve starts (HTTP/2 setup), so
 // cloning it from the listener's goroutine would race with that.
 func newHTTP3Listener(s *Server) *http3Listener {
-	return &http3Listener{s: s, tlsConf: http3.ConfigureTLSConfig(s.TLSConfig())} // h3 only, TLS 1.3
+	return &http3Listener{s: s, tlsConf: http3.ConfigureTLSConfig(s.TLSConfig()), ready: make(chan struct{})} // h3 only, TLS 1.3
 }
 
 // Serve binds the UDP socket and serves until ctx ends, then shuts down
@@ -150,6 +152,8 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		return nil
 	}
 	l.srv, l.tr, l.off = srv, tr, off
+	l.addr = pc.LocalAddr()
+	close(l.ready)
 	l.mu.Unlock()
 	defer func() {
 		l.mu.Lock()

@@ -1,8 +1,10 @@
 package fileserver
 
 import (
+	"context"
 	"crypto/tls"
 	"io/fs"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -62,6 +64,49 @@ func checkHTTP3DemoPage(t *testing.T, ts *testServer, c *http.Client) {
 		}
 		return errorf("no access log record with protocol HTTP/3.0")
 	})
+}
+
+// TestHTTP3ReadySignal: HTTP3Ready is closed once the UDP socket serves,
+// at the TCP listener's port number, and not before Serve.
+func TestHTTP3ReadySignal(t *testing.T) {
+	s, _ := newServer(t, nil)
+	select {
+	case <-s.HTTP3Ready():
+		t.Fatal("HTTP3Ready closed before Serve")
+	default:
+	}
+	if a := s.HTTP3Addr(); a != nil {
+		t.Fatalf("HTTP3Addr before Serve: %v", a)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	select {
+	case <-s.HTTP3Ready():
+	case err := <-done:
+		done <- err
+		t.Fatalf("Serve ended before HTTP/3 was ready: %v", err)
+	}
+	ua, ok := s.HTTP3Addr().(*net.UDPAddr)
+	if !ok || ua.Port != s.Addr().(*net.TCPAddr).Port {
+		t.Fatalf("HTTP3Addr %v, want UDP on the TCP port %v", s.HTTP3Addr(), s.Addr())
+	}
+	tr := &http3.Transport{TLSClientConfig: (&testServer{Server: s}).h3TLS()}
+	defer tr.Close()
+	resp, err := (&http.Client{Transport: tr}).Get(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Proto != "HTTP/3.0" {
+		t.Fatalf("GET over HTTP/3: %d %s", resp.StatusCode, resp.Proto)
+	}
 }
 
 func TestServeHTTP3WithOurClient(t *testing.T) {

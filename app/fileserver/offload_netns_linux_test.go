@@ -179,16 +179,16 @@ func startOffloadServerConfig(t *testing.T, n *offloadNet, mod func(*Config)) *o
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	for start := time.Now(); s.h3.offload() == nil; time.Sleep(10 * time.Millisecond) {
-		select {
-		case err := <-done:
-			done <- err // for Cleanup
-			t.Fatalf("Serve ended before the offload ran: %v\n%s", err, logs.String())
-		default:
-		}
-		if time.Since(start) > offHangGuard {
-			t.Fatalf("the offload did not start\n%s", logs.String())
-		}
+	select {
+	case <-s.HTTP3Ready():
+	case err := <-done:
+		done <- err // for Cleanup
+		t.Fatalf("Serve ended before the offload ran: %v\n%s", err, logs.String())
+	case <-time.After(offHangGuard):
+		t.Fatalf("the offload did not start\n%s", logs.String())
+	}
+	if s.h3.offload() == nil {
+		t.Fatalf("HTTP/3 is ready without its offload\n%s", logs.String())
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(s.certs.current().Leaf)

@@ -198,6 +198,20 @@ func (s *Server) RetryMode() RetryMode { return s.cfg.Retry }
 // Logger returns the server's logger.
 func (s *Server) Logger() *slog.Logger { return s.log }
 
+// HTTP3Ready returns a channel that is closed once the HTTP/3 listener's
+// UDP socket is bound and its address validation (and offload, if any)
+// set up: from then on QUIC clients are served. It is never closed when
+// Serve fails first.
+func (s *Server) HTTP3Ready() <-chan struct{} { return s.h3.ready }
+
+// HTTP3Addr returns the HTTP/3 listener's UDP address, or nil before
+// HTTP3Ready is closed.
+func (s *Server) HTTP3Addr() net.Addr {
+	s.h3.mu.Lock()
+	defer s.h3.mu.Unlock()
+	return s.h3.addr
+}
+
 // Addr returns the TCP address; the UDP listener should bind the same port.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
