@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/offload/frame"
 )
 
@@ -20,8 +19,8 @@ const MaxPoolSize = 1 << 20
 // GeneratorConfig configures NewGenerator. The zero value is valid: QUIC v1,
 // 8-byte DCIDs and SCIDs, a pool of DefaultPoolSize packets.
 type GeneratorConfig struct {
-	// Version is the QUIC version (0: handshake.Version1).
-	Version handshake.Version
+	// Version is the QUIC version (0: Version1).
+	Version Version
 	// DCIDLen is the Destination Connection ID length, 8 to 20
 	// (0: DefaultDCIDLen).
 	DCIDLen int
@@ -43,7 +42,7 @@ type GeneratorConfig struct {
 // Generator produces valid client Initial packets (UDP payloads of
 // UDPPayloadSize bytes). It is not safe for concurrent use.
 type Generator struct {
-	v         handshake.Version
+	v         Version
 	dcidLen   int
 	scidLen   int
 	reprotect bool
@@ -62,7 +61,7 @@ type Generator struct {
 func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 	g := &Generator{v: cfg.Version, dcidLen: cfg.DCIDLen, scidLen: cfg.SCIDLen, reprotect: cfg.Reprotect}
 	if g.v == 0 {
-		g.v = handshake.Version1
+		g.v = Version1
 	}
 	if !g.v.IsSupported() {
 		return nil, fmt.Errorf("%w: %v", ErrVersion, g.v)
@@ -143,7 +142,7 @@ func (g *Generator) randomCIDs() []byte {
 }
 
 // Version returns the QUIC version of the generated packets.
-func (g *Generator) Version() handshake.Version { return g.v }
+func (g *Generator) Version() Version { return g.v }
 
 // Reprotect reports whether every packet is built afresh.
 func (g *Generator) Reprotect() bool { return g.reprotect }
