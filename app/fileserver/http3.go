@@ -91,9 +91,8 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		tr = &quic.Transport{
 			Conn: pc,
 			AddressValidation: &quic.AddressValidationConfig{
-				Policy:      addressPolicy(l.s.RetryMode()),
+				Policy:      l.s.m.quic.Policy(addressPolicy(l.s.RetryMode())),
 				TokenSecret: secret,
-				Metrics:     l.s.Metrics(),
 			},
 		}
 		if offCfg.Mode == host.ModeNone {
@@ -138,6 +137,7 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
 			l.s.m.quicConns.Inc()
 			context.AfterFunc(c.Context(), l.s.m.quicConns.Dec)
+			l.s.m.quic.ObserveHandshake(c)
 			st := c.ConnectionState()
 			return WithConnInfo(ctx, ConnInfo{
 				RetryValidated: st.ValidatedBy == quic.TokenRetry,

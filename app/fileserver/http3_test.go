@@ -141,23 +141,30 @@ func TestServeHTTP3RetryAlways(t *testing.T) {
 		}
 		return errorf("no HTTP/3 access log record with retry_validated=true")
 	})
-	text := string(ts.Metrics().AppendText(nil))
-	for _, want := range []string{
-		"turboretry_quic_connections_active 1\n",
-		`turboretry_quic_tokens_accepted_total{source="host",type="retry"} 1`,
-		"turboretry_quic_handshakes_in_flight ",
+	fams := gatherMetrics(t, ts.Metrics())
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"turboretry_quic_connections_active", nil, 1},
+		{"turboretry_quic_tokens_accepted_total", []string{"source", "host", "type", "retry"}, 1},
+		{"turboretry_quic_handshakes_in_flight", nil, 0},
+		// One connection: one handshake, one Retry round trip.
+		{"turboretry_quic_handshake_duration_seconds", nil, 1},
+		{"turboretry_quic_retry_round_trip_seconds", []string{"source", "host"}, 1},
 	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("metrics lack %q:\n%s", want, text)
+		if v, ok := fams.value(c.name, c.labels...); !ok || v != c.want {
+			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, v, ok, c.want)
 		}
 	}
-	if strings.Contains(text, "turboretry_quic_retries_sent_total 0\n") {
-		t.Errorf("no Retry counted:\n%s", text)
+	if v, _ := fams.value("turboretry_quic_retries_sent_total"); v == 0 {
+		t.Error("no Retry counted")
 	}
 	tr.Close() // closes the connection: the gauge goes back to 0
 	eventually(t, func() error {
-		if text := string(ts.Metrics().AppendText(nil)); !strings.Contains(text, "turboretry_quic_connections_active 0\n") {
-			return errorf("QUIC connection gauge not back to 0")
+		if v, _ := gatherMetrics(t, ts.Metrics()).value("turboretry_quic_connections_active"); v != 0 {
+			return errorf("QUIC connection gauge %v, not back to 0", v)
 		}
 		return nil
 	})
@@ -222,8 +229,8 @@ func TestReloadSecretReachesHTTP3(t *testing.T) {
 	if r := fetch(".well-known/turboretry/whoami"); r["retry_validated"] != true || r["token_validated"] != false {
 		t.Fatalf("after the secret reload the old token still validated: %v", r)
 	}
-	if text := string(ts.Metrics().AppendText(nil)); !strings.Contains(text, `reason="bad_tid_mac"`) {
-		t.Errorf("no bad_tid_mac token rejection counted:\n%s", text)
+	if v, _ := gatherMetrics(t, ts.Metrics()).value("turboretry_quic_tokens_rejected_total", "reason", "bad_tid_mac"); v == 0 {
+		t.Error("no bad_tid_mac token rejection counted")
 	}
 }
 

@@ -1,12 +1,6 @@
 package fileserver
 
-import (
-	"io"
-	"net/http"
-	"time"
-
-	"github.com/turboretry/turboretry/internal/metrics"
-)
+import "time"
 
 // QUICIdleTimeout is the idle timeout the HTTP/3 listener advertises. The
 // fast-path aging window must not be shorter (host.Config.RotateEvery).
@@ -43,35 +37,4 @@ func (s *Server) ResumeOffload() bool {
 	}
 	o.Resume()
 	return true
-}
-
-// metricsHandler serves the registry followed by the offload datapath's
-// metrics, when one runs.
-func (s *Server) metricsHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method != http.MethodGet && req.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		w.Header().Set("Content-Type", metrics.ContentType)
-		w.Header().Set("Cache-Control", "no-store")
-		if req.Method == http.MethodHead {
-			return
-		}
-		if err := s.writeMetrics(w); err != nil {
-			s.log.Warn("metrics", "err", err)
-		}
-	})
-}
-
-// writeMetrics writes the registry and the offload's metrics.
-func (s *Server) writeMetrics(w io.Writer) error {
-	if err := s.reg.WriteText(w); err != nil {
-		return err
-	}
-	if o := s.h3.offload(); o != nil {
-		return o.WriteMetrics(w)
-	}
-	return nil
 }

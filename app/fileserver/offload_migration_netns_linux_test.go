@@ -125,22 +125,6 @@ func (srv *offloadServer) scrapeMetrics(t *testing.T) string {
 // address (quic.AddressValidationStats.PathMigrations) on /metrics.
 const migrationMetric = "turboretry_quic_path_migrations_total"
 
-// metricValue returns the value of the unlabelled metric name on the
-// /metrics page body, and whether it is there.
-func metricValue(t *testing.T, body, name string) (uint64, bool) {
-	t.Helper()
-	for line := range strings.Lines(body) {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == name {
-			v, err := strconv.ParseUint(f[1], 10, 64)
-			if err != nil {
-				t.Fatalf("/metrics: %q: %v", line, err)
-			}
-			return v, true
-		}
-	}
-	return 0, false
-}
-
 // pathConn is a client UDP socket that counts what it receives and, once
 // deaf, discards it: after a migration the old socket goes deaf, so a
 // server that kept answering the old address would stall the client
@@ -308,8 +292,8 @@ func TestOffloadQuicGoClientMigrates(t *testing.T) {
 		t.Errorf("fast-path hits did not grow over the migration: %d before, %d after", before.XDP[xdp.PassHit], after.XDP[xdp.PassHit])
 	}
 	checkMigrationCounted(t, srv, qsBefore, 1)
-	if v, ok := metricValue(t, srv.scrapeMetrics(t), migrationMetric); !ok || v == 0 {
-		t.Errorf("/metrics: %s is %d (present: %v), want > 0", migrationMetric, v, ok)
+	if v, ok := parseMetrics(t, srv.scrapeMetrics(t)).value(migrationMetric); !ok || v == 0 {
+		t.Errorf("/metrics: %s is %v (present: %v), want > 0", migrationMetric, v, ok)
 	}
 }
 

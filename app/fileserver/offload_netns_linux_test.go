@@ -344,31 +344,28 @@ func TestOffloadBenignClients(t *testing.T) {
 	checkMetricsExposed(t, srv)
 }
 
-// checkMetricsExposed scrapes /metrics: it carries the registry's QUIC
-// counters and, after them, the datapath's, with the traffic of the test
-// counted.
+// checkMetricsExposed scrapes /metrics: it carries the QUIC counters and
+// the datapath's, with the traffic of the test counted.
 func checkMetricsExposed(t *testing.T, srv *offloadServer) {
 	t.Helper()
 	body := srv.scrapeMetrics(t)
-	nonzero := func(prefix, suffix string) bool {
-		for line := range strings.Lines(body) {
-			f := strings.Fields(line)
-			if len(f) == 2 && strings.HasPrefix(f[0], prefix) && strings.HasSuffix(f[0], suffix) && f[1] != "0" {
-				return true
-			}
-		}
-		return false
-	}
-	for _, m := range [][2]string{
-		{`turboretry_quic_tokens_accepted_total{`, `"agent",type="retry"}`},
-		{`turboretry_agent_packets_total{`, `reason="retry"}`},
-		{`turboretry_xdp_packets_total{reason="pass_hit"}`, ``},
-		{`turboretry_afxdp_frames_total{`, `}`},
+	fams := parseMetrics(t, body)
+	for _, m := range []struct {
+		name   string
+		labels []string
+	}{
+		{"turboretry_quic_tokens_accepted_total", []string{"source", "agent", "type", "retry"}},
+		{"turboretry_quic_retry_round_trip_seconds", []string{"source", "agent"}},
+		{"turboretry_agent_packets_total", []string{"reason", "retry"}},
+		{"turboretry_xdp_packets_total", []string{"reason", "pass_hit"}},
+		{"turboretry_afxdp_frames_total", []string{"direction", "tx", "result", "sent"}},
+		{"turboretry_agent_heartbeat_timestamp_seconds", nil},
 	} {
-		if !nonzero(m[0], m[1]) {
-			t.Errorf("/metrics has no nonzero %s...%s:\n%s", m[0], m[1], body)
+		if v, _ := fams.value(m.name, m.labels...); v == 0 {
+			t.Errorf("/metrics has no nonzero %s%v:\n%s", m.name, m.labels, body)
 		}
 	}
+	checkDashboardQueries(t, fams, host.ModeXDP)
 }
 
 // TestOffloadFlood: the attacker namespace sends floodN Initials while

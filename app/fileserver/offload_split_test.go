@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,7 +115,9 @@ func TestSplitOffloadAnnouncesConnectionIDs(t *testing.T) {
 	}
 	_, h1 := ts.clients(t)
 	_, body := get(t, h1, "GET", "http://"+ts.MetricsAddr().String()+"/metrics")
-	if !strings.Contains(body, "turboretry_split_announced_cids_total") {
-		t.Error("/metrics has no announcement counters")
+	fams := parseMetrics(t, body)
+	if v, _ := fams.value("turboretry_split_announced_cids_total"); v < float64(len(ids)) {
+		t.Errorf("/metrics counts %v announced IDs, want at least %d", v, len(ids))
 	}
+	checkDashboardQueries(t, fams, host.ModeSplit)
 }

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/metrics"
+	appmetrics "github.com/turboretry/turboretry/app/metrics"
 	"github.com/turboretry/turboretry/offload/fastpath"
 	"github.com/turboretry/turboretry/offload/split"
 	"github.com/turboretry/turboretry/token"
@@ -198,15 +198,13 @@ func reloadAgentSecret(a *split.Agent, path string, log *slog.Logger) {
 	log.Info("SIGHUP: secret reloaded", "file", path)
 }
 
-// agentMetricsHandler serves the agent's metrics at /metrics.
+// agentMetricsHandler serves the agent's metrics at /metrics: its
+// counters (app/metrics.NewSplitAgentCollector) and the go_* and
+// process_* collectors.
 func agentMetricsHandler(a *split.Agent, log *slog.Logger) http.Handler {
+	reg := appmetrics.NewRegistry()
+	reg.MustRegister(appmetrics.NewSplitAgentCollector(a.Stats))
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", metrics.ContentType)
-		w.Header().Set("Cache-Control", "no-store")
-		if err := a.WriteMetrics(w); err != nil {
-			log.Warn("agent: metrics", "err", err)
-		}
-	})
+	mux.Handle("/metrics", appmetrics.Handler(reg, log))
 	return mux
 }

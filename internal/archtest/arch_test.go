@@ -82,6 +82,10 @@ func mayImport(from, to tier) bool {
 // forbiddenModules may appear in test files only.
 var forbiddenModules = []string{"github.com/quic-go/quic-go"}
 
+// appOnlyModules may be imported by the app tier and above only: the
+// libraries expose Stats() snapshots and take no metrics registry.
+var appOnlyModules = []string{"github.com/prometheus/"}
+
 // sourceFile is one parsed Go file of the module.
 type sourceFile struct {
 	pkg  string // package path relative to the module root
@@ -155,7 +159,8 @@ func importPath(s *ast.ImportSpec) string {
 
 // TestImportTiers fails when a non-test import runs from a tier to one it
 // may not use (docs/architecture.md, "Layers"), when a package is in no
-// tier, or when a test-only module appears in a non-test import.
+// tier, when a test-only module appears in a non-test import, or when a
+// library below the app tier imports the Prometheus client.
 func TestImportTiers(t *testing.T) {
 	checked := 0
 	for _, f := range parseModule(t, parser.ImportsOnly) {
@@ -172,6 +177,11 @@ func TestImportTiers(t *testing.T) {
 			for _, m := range forbiddenModules {
 				if p == m || strings.HasPrefix(p, m+"/") {
 					t.Errorf("%s imports %s: %s is for tests only", f.name, p, m)
+				}
+			}
+			for _, m := range appOnlyModules {
+				if strings.HasPrefix(p, m) && from < tierApp {
+					t.Errorf("%s (tier %v) imports %s: only the app tier and above may (libraries expose Stats snapshots)", f.name, from, p)
 				}
 			}
 			rel, ours := strings.CutPrefix(p, module+"/")
@@ -257,5 +267,131 @@ func TestTiersListed(t *testing.T) {
 	sort.Strings(missing)
 	if len(missing) > 0 {
 		t.Errorf("packages missing from README.md's layout table: %v", missing)
+	}
+}
+
+// internalRefs returns the selector expressions in n that name a
+// package whose path has an internal/ element, by its import name.
+func internalRefs(n ast.Node, internal map[string]string) []string {
+	var refs []string
+	ast.Inspect(n, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false // a body, not a signature
+		case *ast.SelectorExpr:
+			if id, ok := n.X.(*ast.Ident); ok {
+				if p, ok := internal[id.Name]; ok {
+					refs = append(refs, p+"."+n.Sel.Name)
+				}
+			}
+		}
+		return true
+	})
+	return refs
+}
+
+// exportedTypeParts returns the parts of a type expression that other
+// packages see: for a struct its exported and embedded fields, for an
+// interface its exported and embedded methods, otherwise all of it.
+func exportedTypeParts(e ast.Expr) []ast.Node {
+	var fields *ast.FieldList
+	switch e := e.(type) {
+	case *ast.StructType:
+		fields = e.Fields
+	case *ast.InterfaceType:
+		fields = e.Methods
+	default:
+		return []ast.Node{e}
+	}
+	var out []ast.Node
+	for _, f := range fields.List {
+		visible := len(f.Names) == 0 // embedded
+		for _, n := range f.Names {
+			visible = visible || n.IsExported()
+		}
+		if visible {
+			out = append(out, f.Type)
+		}
+	}
+	return out
+}
+
+// TestNoInternalTypesInExportedAPI: no exported declaration of a package
+// outside internal/ (commands aside) names a type of an internal package in
+// what other modules see: function and method signatures, exported struct
+// fields, interface methods, declared types of exported variables and
+// constants, defined types. Another module could not name such a type, so
+// it could not fill the field or implement the interface. Type aliases are
+// the way to re-export one and are allowed.
+func TestNoInternalTypesInExportedAPI(t *testing.T) {
+	checked := 0
+	for _, f := range parseModule(t, parser.SkipObjectResolution) {
+		if f.test || f.ast.Name.Name == "main" || strings.HasPrefix(f.pkg, "internal/") || strings.Contains(f.pkg, "/internal/") {
+			continue
+		}
+		internal := map[string]string{}
+		for _, imp := range f.ast.Imports {
+			p := importPath(imp)
+			if !strings.Contains("/"+p+"/", "/internal/") {
+				continue
+			}
+			name := path.Base(p)
+			if imp.Name != nil {
+				name = imp.Name.Name
+			}
+			internal[name] = p
+		}
+		if len(internal) == 0 {
+			continue
+		}
+		report := func(what string, n ast.Node) {
+			checked++
+			for _, r := range internalRefs(n, internal) {
+				t.Errorf("%s: %s exposes %s", f.name, what, r)
+			}
+		}
+		for _, d := range f.ast.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() {
+					continue
+				}
+				if d.Recv != nil {
+					recv := d.Recv.List[0].Type
+					if st, ok := recv.(*ast.StarExpr); ok {
+						recv = st.X
+					}
+					if ix, ok := recv.(*ast.IndexExpr); ok {
+						recv = ix.X
+					}
+					if id, ok := recv.(*ast.Ident); !ok || !id.IsExported() {
+						continue // a method of an unexported type in this file is not API
+					}
+				}
+				report("func "+d.Name.Name, d.Type)
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						if !s.Name.IsExported() || s.Assign.IsValid() {
+							continue
+						}
+						for _, part := range exportedTypeParts(s.Type) {
+							report("type "+s.Name.Name, part)
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() && s.Type != nil {
+								report(d.Tok.String()+" "+n.Name, s.Type)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("checked %d exported declarations in files that import internal packages", checked)
+	if checked < 20 {
+		t.Fatalf("checked only %d exported declarations", checked)
 	}
 }

@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/turboretry/turboretry/app/fileserver"
+	appmetrics "github.com/turboretry/turboretry/app/metrics"
 	"github.com/turboretry/turboretry/internal/netnstest"
 	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/offload/split"
@@ -137,10 +139,9 @@ func runBenchAgent(dir string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		_ = a.WriteMetrics(w)
-	}), ReadHeaderTimeout: 5 * time.Second}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(appmetrics.NewSplitAgentCollector(a.Stats))
+	srv := &http.Server{Handler: appmetrics.Handler(reg, slog.New(slog.DiscardHandler)), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	fmt.Println(agentReadyLine)

@@ -1,6 +1,8 @@
 package datapath
 
 import (
+	"time"
+
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/xdp"
 )
@@ -10,6 +12,11 @@ type Stats struct {
 	// Agent is the agent engine's verdict counts (complete up to the last
 	// time each queue ran empty).
 	Agent agent.Stats
+	// Heartbeat is the agent's last heartbeat, the time the XDP program
+	// measures staleness against; Paused says whether fault injection
+	// paused the agent.
+	Heartbeat time.Time
+	Paused    bool
 	// XDP is the program's per-reason packet counts.
 	XDP xdp.Counters
 	// FramesRX counts frames received on the AF_XDP sockets, FramesTX reply

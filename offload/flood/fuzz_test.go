@@ -3,7 +3,6 @@ package flood
 import (
 	"bytes"
 	"testing"
-
 )
 
 // FuzzOpenInitial checks that opening arbitrary datagrams never panics and

@@ -3,7 +3,6 @@ package host
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 
@@ -20,7 +19,6 @@ type agentPart interface {
 	paused() bool
 	setKeyRing(kr *token.KeyRing) error
 	stats(st *Stats) error
-	writeMetrics(w io.Writer) error
 	close() error
 }
 
@@ -119,7 +117,3 @@ func (o *Offload) Stats() (Stats, error) {
 // Close stops the offload: in ModeXDP the program detaches, so the
 // interface passes everything to the kernel again.
 func (o *Offload) Close() error { return o.part.close() }
-
-// WriteMetrics writes the offload's counters in the Prometheus text
-// exposition format.
-func (o *Offload) WriteMetrics(w io.Writer) error { return o.part.writeMetrics(w) }

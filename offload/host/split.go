@@ -1,9 +1,6 @@
 package host
 
 import (
-	"fmt"
-	"io"
-
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/quic"
@@ -77,18 +74,3 @@ func (p *splitPart) stats(st *Stats) error {
 }
 
 func (p *splitPart) close() error { return p.a.Close() }
-
-// writeMetrics writes the announcer's counters in Prometheus text format.
-func (p *splitPart) writeMetrics(w io.Writer) error {
-	st := p.a.Stats()
-	_, err := fmt.Fprintf(w, "# HELP turboretry_split_announced_cids_total Connection IDs announced to the split-mode agent.\n"+
-		"# TYPE turboretry_split_announced_cids_total counter\nturboretry_split_announced_cids_total %d\n"+
-		"# HELP turboretry_split_announce_messages_total Announcement messages sent to the split-mode agent.\n"+
-		"# TYPE turboretry_split_announce_messages_total counter\nturboretry_split_announce_messages_total %d\n"+
-		"# HELP turboretry_split_announce_dropped_total Connection IDs not queued for announcement (queue full; the next re-announce carries them).\n"+
-		"# TYPE turboretry_split_announce_dropped_total counter\nturboretry_split_announce_dropped_total %d\n"+
-		"# HELP turboretry_split_announce_send_errors_total Announcement messages the socket refused.\n"+
-		"# TYPE turboretry_split_announce_send_errors_total counter\nturboretry_split_announce_send_errors_total %d\n",
-		st.CIDs, st.Messages, st.Dropped, st.SendErrors)
-	return err
-}

@@ -2,7 +2,6 @@ package host
 
 import (
 	"errors"
-	"io"
 	"net/netip"
 
 	"github.com/turboretry/turboretry/offload/agent"
@@ -66,5 +65,3 @@ func (p xdpPart) stats(st *Stats) (err error) {
 	st.Datapath, err = p.dp.Stats()
 	return err
 }
-
-func (p xdpPart) writeMetrics(w io.Writer) error { return p.dp.WriteMetrics(w) }

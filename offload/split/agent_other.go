@@ -2,11 +2,7 @@
 
 package split
 
-import (
-	"io"
-
-	"github.com/turboretry/turboretry/token"
-)
+import "github.com/turboretry/turboretry/token"
 
 // Agent is the split-mode agent; it does not run on this platform.
 type Agent struct{}
@@ -32,8 +28,8 @@ func (a *Agent) Pause() {}
 // Resume does nothing.
 func (a *Agent) Resume() {}
 
-// WriteMetrics fails with ErrUnsupported.
-func (a *Agent) WriteMetrics(io.Writer) error { return ErrUnsupported }
+// Stats fails with ErrUnsupported.
+func (a *Agent) Stats() (Stats, error) { return Stats{}, ErrUnsupported }
 
 // Close does nothing.
 func (a *Agent) Close() error { return nil }
