@@ -27,7 +27,8 @@ func TestAlwaysRetryServer(t *testing.T) {
 			always := AlwaysRetry()
 			policy := func(in *InitialInfo) AddressDecision {
 				if in.Token.Valid && in.Token.Kind == TokenRetry {
-					issued.Store(&in.Token.IssuedAt)
+					at := in.Token.IssuedAt
+					issued.Store(&at)
 				}
 				return always(in)
 			}
