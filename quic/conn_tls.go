@@ -293,6 +293,7 @@ func (c *Conn) onHandshakeComplete() {
 		if err := c.tls.SendSessionTicket(c.ticketOptions()); err == nil {
 			_ = c.processTLSEvents()
 		}
+		c.handshakeSlotDone()
 		c.queueForAccept(false)
 	}
 }

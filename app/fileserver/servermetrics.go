@@ -57,10 +57,12 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 }
 
 // registerCollectors adds the collectors over the HTTP/3 listener's
-// snapshots: its Transport's address validation and its offload.
+// snapshots: its Transport's address validation, load and shed load, and
+// its offload.
 func (s *Server) registerCollectors() error {
 	for _, c := range []prometheus.Collector{
 		appmetrics.NewAddressValidationCollector(s.h3.addressValidationStats),
+		appmetrics.NewTransportCollector(s.h3.transportStats),
 		appmetrics.NewOffloadCollector(s.h3.offloadStats),
 	} {
 		if err := s.reg.Register(c); err != nil {
@@ -80,6 +82,18 @@ func (l *http3Listener) addressValidationStats() quic.AddressValidationStats {
 		return quic.AddressValidationStats{}
 	}
 	return tr.AddressValidationStats()
+}
+
+// transportStats is the listener's Transport's load and shed-load
+// snapshot, zeros before Serve bound it.
+func (l *http3Listener) transportStats() quic.TransportStats {
+	l.mu.Lock()
+	tr := l.tr
+	l.mu.Unlock()
+	if tr == nil {
+		return quic.TransportStats{}
+	}
+	return tr.Stats()
 }
 
 // offloadStats is the running offload's snapshot; ok is false when none

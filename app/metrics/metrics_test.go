@@ -283,3 +283,48 @@ func TestRetryRoundTripPolicy(t *testing.T) {
 		t.Fatalf("round trips %v, sums %v; want one each, agent >= 20 ms, host 0", counts, sums)
 	}
 }
+
+func TestTransportCollector(t *testing.T) {
+	st := quic.TransportStats{
+		Connections: 5, Handshaking: 2, UnvalidatedBytes: 4096, AcceptQueue: 1,
+		SendBuffered: 100, SendBufferedPeak: 300, ReceiveBuffered: 50, SendBudgetWaits: 7,
+		Refused:          map[string]uint64{quic.RefusedHandshakeSlots.String(): 3},
+		DatagramsDropped: map[string]uint64{quic.DropMalformed.String(): 9, "a_future_reason": 1},
+		PanicsRecovered:  1,
+	}
+	fams, err := gather(t, NewTransportCollector(func() quic.TransportStats { return st }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"turboretry_quic_transport_connections", nil, 5},
+		{"turboretry_quic_transport_handshaking", nil, 2},
+		{"turboretry_quic_unvalidated_bytes", nil, 4096},
+		{"turboretry_quic_accept_queue", nil, 1},
+		{"turboretry_quic_send_buffered_bytes", nil, 100},
+		{"turboretry_quic_send_buffered_peak_bytes", nil, 300},
+		{"turboretry_quic_receive_buffered_bytes", nil, 50},
+		{"turboretry_quic_send_budget_waits_total", nil, 7},
+		{"turboretry_quic_refused_total", []string{"reason", "handshake_slots_full"}, 3},
+		{"turboretry_quic_refused_total", []string{"reason", "connection_cap"}, 0},
+		{"turboretry_quic_datagrams_dropped_total", []string{"reason", "malformed"}, 9},
+		{"turboretry_quic_datagrams_dropped_total", []string{"reason", "initial_too_small"}, 0},
+		{"turboretry_quic_datagrams_dropped_total", []string{"reason", "a_future_reason"}, 1},
+		{"turboretry_quic_panics_recovered_total", nil, 1},
+	} {
+		if v, ok := sample(fams, c.name, c.labels...); !ok || v != c.want {
+			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, v, ok, c.want)
+		}
+	}
+	// Every reason quic names, from the start.
+	if len(refusalLabels) < 8 || len(dropLabels) < 5 {
+		t.Fatalf("reason labels %v %v: the list ended early", refusalLabels, dropLabels)
+	}
+	if n := len(fams["turboretry_quic_refused_total"].GetMetric()); n != len(refusalLabels) {
+		t.Errorf("%d refusal series, want %d", n, len(refusalLabels))
+	}
+}

@@ -12,7 +12,7 @@ var (
 	quicRetries        = desc("turboretry_quic_retries_sent_total", "Retry packets the host sent.")
 	quicInvalidToken   = desc("turboretry_quic_invalid_token_closes_total", "Initials with a bad retry token answered with INVALID_TOKEN.")
 	quicDropped        = desc("turboretry_quic_initials_dropped_total", "Client Initials the address policy dropped.")
-	quicHandshakes     = desc("turboretry_quic_handshakes_in_flight", "Server connections whose handshake has not completed.")
+	quicHandshakes     = desc("turboretry_quic_handshakes_in_flight", "Server connections whose client address is not validated yet (the load AutoRetry sees).")
 	quicMigrations     = desc("turboretry_quic_path_migrations_total", "Clients the server followed to a new address (connection migration or NAT rebinding).")
 	quicPathFailures   = desc("turboretry_quic_path_validation_failures_total", "Migrations whose new address failed path validation (the server fell back to the old one).")
 	quicTokensAccepted = desc("turboretry_quic_tokens_accepted_total", "Valid tokens in client Initials, by source and type.", "source", "type")
@@ -70,16 +70,19 @@ func collectPairs(ch chan<- prometheus.Metric, d *prometheus.Desc, m map[string]
 			ch <- counterOf(d, m[k], a, b)
 		}
 	}
-	var rest []string
-	for k := range m {
-		if !done[k] {
-			rest = append(rest, k)
-		}
-	}
-	sort.Strings(rest)
-	for _, k := range rest {
-		if a, b, ok := strings.Cut(k, "/"); ok {
+	for _, k := range sortedKeys(m) {
+		if a, b, ok := strings.Cut(k, "/"); ok && !done[k] {
 			ch <- counterOf(d, m[k], a, b)
 		}
 	}
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]uint64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
