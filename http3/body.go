@@ -21,6 +21,10 @@ type bodyReader struct {
 	received      int64
 	inData        bool
 
+	// readSection, when set, reads the payload of a trailer section of
+	// the given length (the server's header budget); the buffer goes
+	// back with putHeaderBuf.
+	readSection func(n uint64) ([]byte, error)
 	// onTrailers receives a decoded trailer section.
 	onTrailers func(http.Header)
 	// onError is called once with the first error, so the owner can reset
@@ -76,11 +80,7 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 		case frameTypeData:
 			b.inData = fh.Length > 0
 		case frameTypeHeaders:
-			payload, err := b.fr.readPayload(nil)
-			if err != nil {
-				return 0, b.fail(fromQUICError(err))
-			}
-			trailers, err := decodeTrailers(payload, b.maxHeader, b.isRequest)
+			trailers, err := b.readTrailers(fh.Length)
 			if err != nil {
 				return 0, b.fail(err)
 			}
@@ -91,6 +91,23 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 			return 0, b.fail(newError(ErrCodeIDError, "PUSH_PROMISE without MAX_PUSH_ID"))
 		}
 	}
+}
+
+// readTrailers reads and decodes a trailer section of length n.
+func (b *bodyReader) readTrailers(n uint64) (http.Header, error) {
+	var payload []byte
+	var err error
+	if b.readSection != nil {
+		payload, err = b.readSection(n)
+	} else if payload, err = b.fr.readPayload(getHeaderBuf()); err != nil {
+		putHeaderBuf(payload)
+		err = fromQUICError(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer putHeaderBuf(payload)
+	return decodeTrailers(payload, b.maxHeader, b.isRequest)
 }
 
 // fail records err as the body's final error and reports local errors.

@@ -93,12 +93,13 @@ func (cc *clientConn) sendAndRead(str *quic.Stream, req *http.Request) (*http.Re
 		}
 		var payload []byte
 		if err == nil {
-			payload, err = fr.readPayload(nil)
+			payload, err = fr.readPayload(getHeaderBuf())
 		}
 		var rsp *http.Response
 		if err == nil {
 			rsp, err = decodeResponse(payload, cc.maxHeader)
 		}
+		putHeaderBuf(payload)
 		if err != nil {
 			err = fromQUICError(err)
 			cc.streamFailed(str, err)

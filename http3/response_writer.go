@@ -33,6 +33,7 @@ type responseWriter struct {
 
 	sc     *serverConn
 	str    *quic.Stream
+	sw     streamWriter // under bw: the stall and handler deadlines
 	bw     *bufio.Writer
 	enc    *fieldEncoder
 	header http.Header
@@ -50,12 +51,13 @@ type responseWriter struct {
 }
 
 func newResponseWriter(sc *serverConn, str *quic.Stream, isHead bool) *responseWriter {
-	bw := writerPool.Get().(*bufio.Writer)
-	bw.Reset(str)
-	return &responseWriter{
-		sc: sc, str: str, bw: bw, enc: encoderPool.Get().(*fieldEncoder),
+	w := &responseWriter{
+		sc: sc, str: str, bw: writerPool.Get().(*bufio.Writer), enc: encoderPool.Get().(*fieldEncoder),
 		header: make(http.Header), isHead: isHead, declaredCL: -1,
 	}
+	w.sw = streamWriter{str: str, stall: sc.s.writeStallTimeout(), onStall: func() { sc.s.stats.refuse(RefusedWriteStall) }}
+	w.bw.Reset(&w.sw)
+	return w
 }
 
 // release returns the pooled buffers; the writer must not be used after.
@@ -294,7 +296,7 @@ func (w *responseWriter) SetReadDeadline(t time.Time) error { return w.str.SetRe
 
 // SetWriteDeadline sets the deadline for writing the response
 // (http.ResponseController).
-func (w *responseWriter) SetWriteDeadline(t time.Time) error { return w.str.SetWriteDeadline(t) }
+func (w *responseWriter) SetWriteDeadline(t time.Time) error { return w.sw.SetWriteDeadline(t) }
 
 // EnableFullDuplex is a no-op: HTTP/3 request and response streams are
 // always full duplex (http.ResponseController).

@@ -107,7 +107,7 @@ func TestResponseWriterBodies(t *testing.T) {
 		_, err = io.ReadAll(rsp.Body)
 		rsp.Body.Close()
 	}
-	if errorCode(err) != ErrCodeInternalError {
-		t.Errorf("short body: %v, want a reset with H3_INTERNAL_ERROR", err)
+	if errorCode(err) != ErrCodeRequestCanceled {
+		t.Errorf("short body: %v, want a reset with H3_REQUEST_CANCELLED", err)
 	}
 }

@@ -24,6 +24,14 @@ const NextProtoH3 = "h3"
 // zero.
 const DefaultReadHeaderTimeout = 10 * time.Second
 
+// DefaultUniStreamTimeout is the Server's UniStreamTimeout when that is
+// zero.
+const DefaultUniStreamTimeout = 10 * time.Second
+
+// DefaultWriteStallTimeout is the Server's WriteStallTimeout when that
+// is zero.
+const DefaultWriteStallTimeout = 60 * time.Second
+
 // ErrServerClosed is returned by the Serve methods after Close or Shutdown.
 var ErrServerClosed = http.ErrServerClosed
 
@@ -62,6 +70,30 @@ type Server struct {
 	// idle timeout. Zero means DefaultReadHeaderTimeout; a negative value
 	// disables the limit.
 	ReadHeaderTimeout time.Duration
+	// MaxConnHeaderBytes bounds the bytes that the header sections being
+	// read on one connection may occupy at once: a HEADERS frame reserves
+	// its declared length before its payload is read and releases it once
+	// decoded; a frame that does not fit waits (at most until
+	// ReadHeaderTimeout, then H3_REQUEST_REJECTED). Zero or negative
+	// means twice the effective MaxHeaderBytes; a value below
+	// MaxHeaderBytes is raised to it, so one section of the maximum size
+	// can always be read.
+	MaxConnHeaderBytes int
+	// UniStreamTimeout bounds the wait for the type of a peer's
+	// unidirectional stream (after it, the stream is stopped with
+	// H3_STREAM_CREATION_ERROR) and for the SETTINGS frame on its control
+	// stream (after it, the connection is closed with
+	// H3_MISSING_SETTINGS). Zero means DefaultUniStreamTimeout; a
+	// negative value disables the limit.
+	UniStreamTimeout time.Duration
+	// WriteStallTimeout bounds how long a response write may wait for
+	// the client to take data (flow control): a write that cannot hand
+	// writeChunk bytes to the transport within it fails with an error
+	// matching os.ErrDeadlineExceeded and the stream is reset with
+	// H3_REQUEST_CANCELLED. A deadline the handler sets with
+	// http.ResponseController applies as well. Zero means
+	// DefaultWriteStallTimeout; a negative value disables the limit.
+	WriteStallTimeout time.Duration
 	// ConnContext, when set, derives the base context of each
 	// connection's requests.
 	ConnContext func(ctx context.Context, c *quic.Conn) context.Context
@@ -78,6 +110,8 @@ type Server struct {
 	acceptCancel context.CancelFunc
 	connWG       sync.WaitGroup
 	altSvc       string
+
+	stats serverCounters
 }
 
 // acceptContext returns the context that ends all Accept calls.
@@ -114,15 +148,38 @@ func (s *Server) maxHeaderBytes() uint64 {
 	return uint64(s.MaxHeaderBytes)
 }
 
-// readHeaderTimeout returns the header timeout to apply, 0 for none.
-func (s *Server) readHeaderTimeout() time.Duration {
+// maxConnHeaderBytes returns the per-connection header budget.
+func (s *Server) maxConnHeaderBytes() uint64 {
+	perSection := s.maxHeaderBytes()
+	if s.MaxConnHeaderBytes <= 0 {
+		return 2 * perSection
+	}
+	return max(uint64(s.MaxConnHeaderBytes), perSection)
+}
+
+// timeoutOrDefault resolves a timeout field: zero is def, negative none
+// (0).
+func timeoutOrDefault(d, def time.Duration) time.Duration {
 	switch {
-	case s.ReadHeaderTimeout == 0:
-		return DefaultReadHeaderTimeout
-	case s.ReadHeaderTimeout < 0:
+	case d == 0:
+		return def
+	case d < 0:
 		return 0
 	}
-	return s.ReadHeaderTimeout
+	return d
+}
+
+// readHeaderTimeout returns the header timeout to apply, 0 for none.
+func (s *Server) readHeaderTimeout() time.Duration {
+	return timeoutOrDefault(s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+}
+
+func (s *Server) uniStreamTimeout() time.Duration {
+	return timeoutOrDefault(s.UniStreamTimeout, DefaultUniStreamTimeout)
+}
+
+func (s *Server) writeStallTimeout() time.Duration {
+	return timeoutOrDefault(s.WriteStallTimeout, DefaultWriteStallTimeout)
 }
 
 // ConfigureTLSConfig returns a copy of c whose NextProtos is exactly "h3"
@@ -228,6 +285,7 @@ func (s *Server) serveListener(ln QUICListener, owned bool) error {
 		}
 		sc := s.newConn(qc)
 		if sc == nil {
+			s.stats.refuse(RefusedServerClosing)
 			qc.CloseWithError(quic.ApplicationErrorCode(ErrCodeNoError), "server closed")
 			continue
 		}
@@ -314,6 +372,8 @@ func (s *Server) newConn(qc *quic.Conn) *serverConn {
 	sc := newServerConn(s, qc)
 	s.conns[sc] = struct{}{}
 	s.connWG.Add(1)
+	s.stats.connsAccepted.Add(1)
+	s.stats.connsActive.Add(1)
 	return sc
 }
 
@@ -321,6 +381,7 @@ func (s *Server) connDone(sc *serverConn) {
 	s.mu.Lock()
 	delete(s.conns, sc)
 	s.mu.Unlock()
+	s.stats.connsActive.Add(-1)
 	s.connWG.Done()
 }
 

@@ -1,9 +1,8 @@
 package http3
 
 import (
-	"bufio"
 	"context"
-	"io"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -23,8 +22,10 @@ type serverConn struct {
 	ctrlMu sync.Mutex
 	ctrl   *quic.SendStream
 
+	uni     *uniStreams
+	headers *byteBudget // MaxConnHeaderBytes
+
 	mu           sync.Mutex
-	uni          uniStreamSet
 	peerSettings settings
 	nextStreamID uint64 // one past the last request stream accepted
 	goingAway    bool
@@ -34,6 +35,8 @@ type serverConn struct {
 
 func newServerConn(s *Server, qc *quic.Conn) *serverConn {
 	sc := &serverConn{s: s, qc: qc, log: s.logger(), maxHeader: s.maxHeaderBytes()}
+	sc.headers = newByteBudget(s.maxConnHeaderBytes(), &s.stats.headerBytes)
+	sc.uni = newUniStreams(qc, false, s.uniStreamTimeout(), sc.onControlFrame, sc.closeWithError, s.stats.refuse)
 	sc.ctx = context.WithValue(qc.Context(), http.LocalAddrContextKey, qc.LocalAddr())
 	if s.ConnContext != nil {
 		sc.ctx = s.ConnContext(sc.ctx, qc)
@@ -61,7 +64,7 @@ func (sc *serverConn) serve() {
 	sc.ctrlMu.Lock()
 	sc.ctrl = ctrl
 	sc.ctrlMu.Unlock()
-	go sc.acceptUniStreams()
+	go sc.uni.accept(nil)
 	for {
 		str, err := sc.qc.AcceptStream(context.Background())
 		if err != nil {
@@ -71,10 +74,13 @@ func (sc *serverConn) serve() {
 		sc.mu.Lock()
 		if sc.goingAway && id >= sc.goAwayID {
 			sc.mu.Unlock()
+			sc.s.stats.refuse(RefusedGoingAway)
 			resetStream(str, ErrCodeRequestRejected) // section 5.2: not processed, safe to retry
 			continue
 		}
 		sc.active++
+		sc.s.stats.requests.Add(1)
+		sc.s.stats.requestsActive.Add(1)
 		if id+4 > sc.nextStreamID {
 			sc.nextStreamID = id + 4
 		}
@@ -87,6 +93,7 @@ func (sc *serverConn) serve() {
 }
 
 func (sc *serverConn) requestDone() {
+	sc.s.stats.requestsActive.Add(-1)
 	sc.mu.Lock()
 	sc.active--
 	last := sc.goingAway && sc.active == 0
@@ -144,60 +151,18 @@ func (sc *serverConn) close(code ErrCode, msg string) {
 
 // closeWithError closes the connection for a protocol violation.
 func (sc *serverConn) closeWithError(err error) {
+	if !errors.Is(err, errSettingsTimeout) {
+		sc.s.stats.refuse(RefusedConnectionError)
+	}
 	sc.log.Debug("http3: closing connection", "remote", sc.qc.RemoteAddr(), "err", err)
 	sc.close(errorCode(err), err.Error())
 }
 
-func (sc *serverConn) acceptUniStreams() {
-	for {
-		rs, err := sc.qc.AcceptUniStream(context.Background())
-		if err != nil {
-			return
-		}
-		go sc.handleUniStream(rs)
-	}
-}
-
-// handleUniStream reads the type of a peer's unidirectional stream and
-// dispatches it (RFC 9114 section 6.2).
-func (sc *serverConn) handleUniStream(rs *quic.ReceiveStream) {
-	br := bufio.NewReader(rs)
-	t, err := readStreamType(br)
-	if err != nil {
-		return
-	}
-	sc.mu.Lock()
-	ignore, err := sc.uni.accept(t)
-	sc.mu.Unlock()
-	switch {
-	case err != nil:
-		sc.closeWithError(err)
-	case ignore:
-		rs.CancelRead(quic.StreamErrorCode(ErrCodeStreamCreationError))
-	case t == streamTypeControl:
-		sc.readControlStream(br)
-	default:
-		// QPACK encoder or decoder stream. With a dynamic table capacity
-		// of 0 on both sides they carry nothing we act on, but they are
-		// critical: closing one is a connection error (RFC 9204 4.2).
-		if _, err := io.Copy(io.Discard, br); err == nil || isStreamReset(err) {
-			sc.close(ErrCodeClosedCriticalStream, t.String()+" stream closed")
-		}
-	}
-}
-
-// readControlStream applies the control stream rules to the peer's
-// control stream until it or the connection ends.
-func (sc *serverConn) readControlStream(r io.Reader) {
-	err := serveControlStream(r, false, func(f frame) {
-		if s, ok := f.(settings); ok {
-			sc.mu.Lock()
-			sc.peerSettings = s
-			sc.mu.Unlock()
-		}
-	})
-	if err != nil {
-		sc.closeWithError(err)
+func (sc *serverConn) onControlFrame(f frame) {
+	if s, ok := f.(settings); ok {
+		sc.mu.Lock()
+		sc.peerSettings = s
+		sc.mu.Unlock()
 	}
 }
 
