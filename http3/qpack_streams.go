@@ -47,10 +47,12 @@ func readPrefixInt(br io.ByteReader, b0 byte, n uint) (uint64, error) {
 // readEncoderStream checks the peer's encoder stream (after its type)
 // until it or the connection ends. The only instruction valid for a
 // table of capacity 0 is Set Dynamic Table Capacity with 0 (section
-// 4.3.1); any insertion exceeds the capacity (sections 4.3.2, 4.3.3) and
-// a Duplicate names an entry that does not exist (section 4.3.4): all
-// QPACK_ENCODER_STREAM_ERROR. It returns the connection error, nil when
-// the connection itself went away.
+// 4.3.1), the single byte 0x20; any other capacity exceeds our maximum
+// (already known from a non-zero prefix), any insertion exceeds the
+// capacity (sections 4.3.2, 4.3.3) and a Duplicate names an entry that
+// does not exist (section 4.3.4): all QPACK_ENCODER_STREAM_ERROR, found
+// from the instruction's first byte. It returns the connection error,
+// nil when the connection itself went away.
 func readEncoderStream(br io.ByteReader) error {
 	for {
 		b, err := br.ReadByte()
@@ -58,24 +60,16 @@ func readEncoderStream(br io.ByteReader) error {
 			return qpackStreamEnded(streamTypeQPACKEncoder, err)
 		}
 		switch {
+		case b == 0x20:
+			continue // Set Dynamic Table Capacity 0
 		case b&0x80 != 0:
 			return newError(ErrCodeQPACKEncoderStreamError, "Insert With Name Reference into a dynamic table of capacity 0")
 		case b&0x40 != 0:
 			return newError(ErrCodeQPACKEncoderStreamError, "Insert With Literal Name into a dynamic table of capacity 0")
 		case b&0x20 != 0:
-			capacity, err := readPrefixInt(br, b, 5)
-			if err != nil {
-				return qpackInstructionError(streamTypeQPACKEncoder, err)
-			}
-			if capacity > 0 {
-				return newError(ErrCodeQPACKEncoderStreamError, "Set Dynamic Table Capacity %d exceeds our maximum of 0", capacity)
-			}
+			return newError(ErrCodeQPACKEncoderStreamError, "Set Dynamic Table Capacity above our maximum of 0")
 		default:
-			index, err := readPrefixInt(br, b, 5)
-			if err != nil {
-				return qpackInstructionError(streamTypeQPACKEncoder, err)
-			}
-			return newError(ErrCodeQPACKEncoderStreamError, "Duplicate of relative index %d in an empty dynamic table", index)
+			return newError(ErrCodeQPACKEncoderStreamError, "Duplicate in an empty dynamic table")
 		}
 	}
 }
@@ -96,17 +90,17 @@ func readDecoderStream(br io.ByteReader) error {
 		case b&0x80 != 0:
 			id, err := readPrefixInt(br, b, 7)
 			if err != nil {
-				return qpackInstructionError(streamTypeQPACKDecoder, err)
+				return qpackInstructionError(err)
 			}
 			return newError(ErrCodeQPACKDecoderStreamError, "Section Acknowledgment for stream %d, which has no section to acknowledge", id)
 		case b&0x40 != 0:
 			if _, err := readPrefixInt(br, b, 6); err != nil {
-				return qpackInstructionError(streamTypeQPACKDecoder, err)
+				return qpackInstructionError(err)
 			}
 		default:
 			inc, err := readPrefixInt(br, b, 6)
 			if err != nil {
-				return qpackInstructionError(streamTypeQPACKDecoder, err)
+				return qpackInstructionError(err)
 			}
 			return newError(ErrCodeQPACKDecoderStreamError, "Insert Count Increment of %d, but we inserted nothing", inc)
 		}
@@ -124,14 +118,10 @@ func qpackStreamEnded(t StreamType, err error) error {
 }
 
 // qpackInstructionError returns the error for a read that failed inside
-// an instruction.
-func qpackInstructionError(t StreamType, err error) error {
+// a decoder-stream instruction.
+func qpackInstructionError(err error) error {
 	if errors.Is(err, errQPACKIntTooLarge) {
-		code := ErrCodeQPACKEncoderStreamError
-		if t == streamTypeQPACKDecoder {
-			code = ErrCodeQPACKDecoderStreamError
-		}
-		return wrapError(code, err, "%s stream: %v", t, err)
+		return wrapError(ErrCodeQPACKDecoderStreamError, err, "decoder stream: %v", err)
 	}
-	return qpackStreamEnded(t, err)
+	return qpackStreamEnded(streamTypeQPACKDecoder, err)
 }
