@@ -82,7 +82,7 @@ func TestQPACKStreamValidation(t *testing.T) {
 	t.Run("valid instructions", func(t *testing.T) {
 		c := dialRaw(t, addr, clientTLS)
 		c.control()
-		c.openUni(encoder(0x20))                                      // Set Dynamic Table Capacity 0
+		c.openUni(encoder(0x20))                                    // Set Dynamic Table Capacity 0
 		c.openUni(decoder(appendPrefixInt(nil, 0x40, 6, 1<<20)...)) // Stream Cancellation
 		c.helloOn()
 		c.helloOn()
