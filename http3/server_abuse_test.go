@@ -1,0 +1,157 @@
+package http3
+
+import (
+	"context"
+	"crypto/tls"
+	"net/http"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/turboretry/turboretry/quic"
+)
+
+// heapInUse returns the live heap after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// waitFor polls cond until it holds; the test's deadline bounds it.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if d, ok := t.Deadline(); ok && time.Until(d) < 5*time.Second {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// declaredHeadersAttack opens conns connections with streams request
+// streams each; every stream sends the header of a HEADERS frame that
+// declares declared bytes, then sent bytes of it, and nothing more. It
+// returns the streams; the connections close at the end of the test.
+func declaredHeadersAttack(t *testing.T, addr string, clientTLS *tls.Config, conns, streams int, declared uint64, sent int) []*quic.Stream {
+	t.Helper()
+	frame := append(appendFrameHeader(nil, frameTypeHeaders, declared), make([]byte, sent)...)
+	var all []*quic.Stream
+	for range conns {
+		qc, err := quic.DialAddr(context.Background(), addr, clientTLS, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { qc.CloseWithError(0, "") })
+		for range streams {
+			s, err := qc.OpenStream()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Write(frame); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, s)
+		}
+	}
+	return all
+}
+
+// benignFetches checks that our client and quic-go's both get /hello.
+func benignFetches(t *testing.T, addr string, clientTLS *tls.Config) {
+	t.Helper()
+	stillServes(t, addr, clientTLS)
+	c, _ := quicGoClient(t, clientTLS)
+	rsp, err := c.Get("https://" + addr + "/hello")
+	if err != nil {
+		t.Fatalf("quic-go client during the attack: %v", err)
+	}
+	rsp.Body.Close()
+	if rsp.StatusCode != http.StatusOK {
+		t.Fatalf("quic-go client during the attack: status %d", rsp.StatusCode)
+	}
+}
+
+// TestDeclaredHeadersStayBounded is issue 11's declared-1-MiB HEADERS
+// attack: 4 connections x 100 streams, each declaring a 1 MiB HEADERS
+// frame and sending 500 bytes of it. Before, each stream allocated the
+// declared 1 MiB (400 MiB here); now a stream's buffer follows what
+// arrived and each connection admits at most MaxConnHeaderBytes of
+// declared sections at a time, the rest waiting without a buffer. The
+// server must stay within a small heap and goroutine bound while benign
+// clients (ours and quic-go's) are served.
+func TestDeclaredHeadersStayBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("400 streams; skipped in -short")
+	}
+	checkGoroutines(t)
+	const conns, streams, declared, sent = 4, 100, 1 << 20, 500
+	s, addr, clientTLS := startServer(t, testHandler(), func(s *Server) {
+		s.ReadHeaderTimeout = time.Minute // the attack is measured while it holds
+	})
+	stillServes(t, addr, clientTLS) // warm up: pools, TLS
+	heap0, goroutines0 := heapInUse(), runtime.NumGoroutine()
+
+	declaredHeadersAttack(t, addr, clientTLS, conns, streams, declared, sent)
+	budget := s.maxConnHeaderBytes()
+	waitFor(t, "the server to take every stream and fill the budgets", func() bool {
+		st := s.Stats()
+		return st.RequestsActive == conns*streams && uint64(st.HeaderBytesReserved) == conns*budget
+	})
+	heap := heapInUse() - heap0
+	goroutines := runtime.NumGoroutine() - goroutines0
+	t.Logf("%d x %d streams declaring %d bytes: heap +%d KiB (%d bytes per stream, both ends), goroutines +%d",
+		conns, streams, declared, heap>>10, heap/(conns*streams), goroutines)
+	// What the old reader allocated for one connection's streams.
+	if limit := uint64(streams * declared / 4); heap > limit {
+		t.Errorf("heap grew by %d bytes, want under %d", heap, limit)
+	}
+	if limit := conns*streams + 16*conns; goroutines > limit {
+		t.Errorf("%d more goroutines, want at most %d", goroutines, limit)
+	}
+	benignFetches(t, addr, clientTLS)
+}
+
+// TestHeaderBudgetRefusals: while a request's trailer section holds the
+// connection's whole header budget, new request streams wait for it and
+// are refused with H3_REQUEST_REJECTED (the client may retry them) once
+// ReadHeaderTimeout passes, and counted; when the holder goes away the
+// budget is free again.
+func TestHeaderBudgetRefusals(t *testing.T) {
+	checkGoroutines(t)
+	const waiting = 3
+	s, addr, clientTLS := startServer(t, testHandler(), func(s *Server) {
+		s.ReadHeaderTimeout = 100 * time.Millisecond
+		s.MaxHeaderBytes = 4 << 10
+		s.MaxConnHeaderBytes = 4 << 10
+	})
+	c := dialRaw(t, addr, clientTLS)
+	c.control()
+	holder, err := c.qc.OpenStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder.Write(concat(requestSection(t, echoRequest...), dataFrame{Length: 1}.append(nil), []byte("x"),
+		appendFrameHeader(nil, frameTypeHeaders, 4<<10), make([]byte, 100)))
+	waitFor(t, "the trailer section to take the budget", func() bool { return s.Stats().HeaderBytesReserved == 4<<10 })
+
+	var streams []*quic.Stream
+	for range waiting {
+		str, err := c.qc.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		str.Write(requestSection(t, goodRequest...))
+		streams = append(streams, str)
+	}
+	for _, str := range streams {
+		wantStreamReset(t, str, ErrCodeRequestRejected)
+	}
+	if n := s.Stats().Refused[RefusedHeaderBudget]; n != waiting {
+		t.Fatalf("header_budget counted %d times, want %d", n, waiting)
+	}
+	holder.CancelWrite(quic.StreamErrorCode(ErrCodeRequestCanceled))
+	waitFor(t, "the holder to release the budget", func() bool { return s.Stats().HeaderBytesReserved == 0 })
+	c.helloOn()
+}
