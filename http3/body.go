@@ -33,7 +33,7 @@ type bodyReader struct {
 
 	mu       sync.Mutex  // Read may race with Close from another goroutine
 	err      error       // sticky: io.EOF after a complete body
-	finished atomic.Bool // err is set; readable without waiting for a blocked Read
+	atEOF    atomic.Bool // the whole body was read; readable without waiting for a blocked Read
 }
 
 func (b *bodyReader) Read(p []byte) (int, error) {
@@ -67,7 +67,7 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 				return 0, b.fail(malformed("body of %d bytes, content-length says %d", b.received, b.contentLength))
 			}
 			b.err = io.EOF
-			b.finished.Store(true)
+			b.atEOF.Store(true)
 			return 0, io.EOF
 		}
 		if err != nil {
@@ -113,15 +113,18 @@ func (b *bodyReader) readTrailers(n uint64) (http.Header, error) {
 // fail records err as the body's final error and reports local errors.
 func (b *bodyReader) fail(err error) error {
 	b.err = err
-	b.finished.Store(true)
 	if b.onError != nil {
 		b.onError(err)
 	}
 	return err
 }
 
-// done reports whether the body was read to its end or failed.
-func (b *bodyReader) done() bool { return b.finished.Load() }
+// readToEnd reports whether the body was read to its end. Otherwise,
+// once its owner is done with it (it failed, was closed or was never
+// read), the peer must be asked to stop sending it (STOP_SENDING), or
+// what it keeps sending holds the stream's and the connection's flow
+// control credit.
+func (b *bodyReader) readToEnd() bool { return b.atEOF.Load() }
 
 // closeWith makes later Reads fail with err, unless the body already ended.
 // It reports whether the body was still unfinished.
@@ -132,6 +135,5 @@ func (b *bodyReader) closeWith(err error) bool {
 		return false
 	}
 	b.err = err
-	b.finished.Store(true)
 	return true
 }

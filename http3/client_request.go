@@ -228,7 +228,7 @@ func (b *responseBody) ctxErr(err error) error {
 // Close abandons the rest of the response: the server is asked to stop
 // sending with H3_REQUEST_CANCELLED.
 func (b *responseBody) Close() error {
-	if !b.done() {
+	if !b.readToEnd() {
 		b.str.CancelRead(quic.StreamErrorCode(ErrCodeRequestCanceled))
 	}
 	b.closeWith(errResponseBodyClosed)

@@ -80,7 +80,11 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 			}
 			sc.streamFailed(str, err)
 		}
-		cancel()
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			// The request is gone; after the handler's own read
+			// deadline it may still answer.
+			cancel()
+		}
 	}
 	if req.ContentLength < 0 {
 		req.ContentLength = -1
@@ -107,7 +111,7 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 		resetStream(str, ErrCodeRequestCanceled)
 		return
 	}
-	if !body.done() {
+	if !body.readToEnd() {
 		// Section 4.1: the response is complete without the rest of
 		// the request; ask the client to stop sending it.
 		str.CancelRead(quic.StreamErrorCode(ErrCodeNoError))
@@ -279,7 +283,7 @@ var errBodyClosed = errors.New("http3: read on closed request body")
 // Close stops reading the request: the client is asked to stop sending
 // with H3_NO_ERROR (section 4.1), since the response does not need it.
 func (b *requestBody) Close() error {
-	if !b.done() {
+	if !b.readToEnd() {
 		b.str.CancelRead(quic.StreamErrorCode(ErrCodeNoError))
 	}
 	b.closeWith(errBodyClosed)
