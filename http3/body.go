@@ -31,9 +31,9 @@ type bodyReader struct {
 	// the stream or close the connection on local errors.
 	onError func(error)
 
-	mu       sync.Mutex  // Read may race with Close from another goroutine
-	err      error       // sticky: io.EOF after a complete body
-	atEOF    atomic.Bool // the whole body was read; readable without waiting for a blocked Read
+	mu    sync.Mutex  // Read may race with Close from another goroutine
+	err   error       // sticky: io.EOF after a complete body
+	atEOF atomic.Bool // the whole body was read; readable without waiting for a blocked Read
 }
 
 func (b *bodyReader) Read(p []byte) (int, error) {
