@@ -38,8 +38,9 @@ type Transport struct {
 	Dial func(ctx context.Context, addr string, tlsConf *tls.Config, conf *quic.Config) (*quic.Conn, error)
 	// MaxResponseHeaderBytes bounds the decoded size of a response header
 	// section (our SETTINGS_MAX_FIELD_SECTION_SIZE);
-	// http.DefaultMaxHeaderBytes when 0 or negative.
-	MaxResponseHeaderBytes int64
+	// http.DefaultMaxHeaderBytes when 0 or negative. An int, as in
+	// quic-go.
+	MaxResponseHeaderBytes int
 	// Logger receives protocol errors; nil means slog.Default().
 	Logger *slog.Logger
 

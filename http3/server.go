@@ -259,7 +259,8 @@ func (s *Server) serve(conn net.PacketConn, conf *tls.Config) error {
 }
 
 // ServeListener serves connections accepted from ln; the listener's TLS
-// configuration must offer ALPN "h3". ln is closed by Close and Shutdown.
+// configuration must offer ALPN "h3". As in quic-go, closing the server
+// does not close ln: another Server may go on serving it (hot swap).
 func (s *Server) ServeListener(ln QUICListener) error {
 	return s.serveListener(ln, false)
 }
@@ -411,7 +412,8 @@ func (s *Server) stopAccepting(shutdown bool) {
 }
 
 // Close closes every connection at once with H3_NO_ERROR, aborting the
-// requests in flight, and then the listeners.
+// requests in flight, and then the listeners the server created (those
+// of ListenAndServe and Serve, not those given to ServeListener).
 func (s *Server) Close() error {
 	s.stopAccepting(false)
 	for _, sc := range s.openConns() {
@@ -421,8 +423,10 @@ func (s *Server) Close() error {
 	lns := s.listeners
 	s.listeners = nil
 	s.mu.Unlock()
-	for ln := range lns {
-		ln.Close()
+	for ln, owned := range lns {
+		if owned {
+			ln.Close()
+		}
 	}
 	return nil
 }
@@ -431,8 +435,8 @@ func (s *Server) Close() error {
 // naming the first request stream it will not process (RFC 9114 section
 // 5.2), waits for the requests in flight to finish and for the clients to
 // close their connections (at most drainTimeout after the last request),
-// then closes the listeners. When ctx ends first, everything is closed at
-// once and ctx's error is returned.
+// then closes the listeners it created. When ctx ends first, everything
+// is closed at once and ctx's error is returned.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopAccepting(true)
 	for _, sc := range s.openConns() {

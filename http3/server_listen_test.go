@@ -98,3 +98,54 @@ func TestServeListener(t *testing.T) {
 		t.Fatalf("Serve after Close returned %v", err)
 	}
 }
+
+// TestServerHotSwap is quic-go's TestHTTP3ServerHotswap (issue 15): two
+// Servers serve one listener; closing the first must not close the
+// listener, so the second goes on serving new connections.
+func TestServerHotSwap(t *testing.T) {
+	checkGoroutines(t)
+	serverTLS, clientTLS := testCert(t)
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	ln, err := quic.ListenEarly(pc, ConfigureTLSConfig(serverTLS), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	serve := func(body string) (*Server, chan error) {
+		s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, body) })}
+		done := make(chan error, 1)
+		go func() { done <- s.ServeListener(ln) }()
+		return s, done
+	}
+	fetch := func() string {
+		tr := &Transport{TLSClientConfig: clientTLS}
+		defer tr.Close()
+		rsp, err := (&http.Client{Transport: tr}).Get("https://" + ln.Addr().String() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rsp.Body.Close()
+		b, _ := io.ReadAll(rsp.Body)
+		return string(b)
+	}
+	s1, done1 := serve("one")
+	if got := fetch(); got != "one" {
+		t.Fatalf("first server answered %q", got)
+	}
+	s2, done2 := serve("two")
+	s1.Close()
+	if err := <-done1; err != http.ErrServerClosed {
+		t.Fatalf("first ServeListener returned %v", err)
+	}
+	if got := fetch(); got != "two" {
+		t.Fatalf("after closing the first server: %q, want the second's answer", got)
+	}
+	s2.Close()
+	if err := <-done2; err != http.ErrServerClosed {
+		t.Fatalf("second ServeListener returned %v", err)
+	}
+}
