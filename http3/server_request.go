@@ -65,14 +65,7 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 	body.readSection = func(n uint64) ([]byte, error) {
 		return sc.readHeaderSection(fr, n, time.Time{}, ctx.Done())
 	}
-	body.onTrailers = func(t http.Header) {
-		if req.Trailer == nil {
-			req.Trailer = make(http.Header, len(t))
-		}
-		for k, v := range t {
-			req.Trailer[k] = v
-		}
-	}
+	body.onTrailers = func(t http.Header) { applyTrailers(&req.Trailer, t) }
 	body.onError = func(err error) {
 		if e, ok := err.(*Error); ok && !e.Remote {
 			if !isConnectionError(err) {
