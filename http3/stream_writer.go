@@ -40,10 +40,9 @@ type streamWriter struct {
 	// which the handler may call from another goroutine to interrupt a
 	// blocked write.
 	mu       sync.Mutex
-	user     time.Time // the handler's deadline; zero: none
-	stallAt  time.Time // the current chunk's stall deadline; zero: none
-	timedOut bool      // a write failed on a deadline, ours or the handler's
-	stalled  bool
+	user    time.Time // the handler's deadline; zero: none
+	stallAt time.Time // the current chunk's stall deadline; zero: none
+	stalled bool      // onStall was called
 }
 
 func (w *streamWriter) Write(p []byte) (int, error) {
@@ -99,7 +98,6 @@ func (w *streamWriter) writeError(err error) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.timedOut = true
 	if !w.user.IsZero() && !time.Now().Before(w.user) {
 		return err
 	}
@@ -110,11 +108,4 @@ func (w *streamWriter) writeError(err error) error {
 		}
 	}
 	return errWriteStalled
-}
-
-// deadlineExpired reports whether a write failed on a deadline.
-func (w *streamWriter) deadlineExpired() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.timedOut
 }
