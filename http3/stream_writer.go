@@ -39,7 +39,7 @@ type streamWriter struct {
 	// mu orders the deadline updates of Write and SetWriteDeadline,
 	// which the handler may call from another goroutine to interrupt a
 	// blocked write.
-	mu       sync.Mutex
+	mu      sync.Mutex
 	user    time.Time // the handler's deadline; zero: none
 	stallAt time.Time // the current chunk's stall deadline; zero: none
 	stalled bool      // onStall was called
