@@ -25,11 +25,12 @@ const NextProtoH3 = "h3"
 const DefaultReadHeaderTimeout = 10 * time.Second
 
 // DefaultUniStreamTimeout is the Server's UniStreamTimeout when that is
-// zero.
+// zero: stream types and SETTINGS come in the peer's first flight.
 const DefaultUniStreamTimeout = 10 * time.Second
 
 // DefaultWriteStallTimeout is the Server's WriteStallTimeout when that
-// is zero.
+// is zero: nginx's send_timeout, long enough for a paused media player,
+// short enough that a client that never reads does not pin a handler.
 const DefaultWriteStallTimeout = 60 * time.Second
 
 // ErrServerClosed is returned by the Serve methods after Close or Shutdown.
@@ -88,8 +89,8 @@ type Server struct {
 	UniStreamTimeout time.Duration
 	// WriteStallTimeout bounds how long a response write may wait for
 	// the client to take data (flow control): a write that cannot hand
-	// writeChunk bytes to the transport within it fails with an error
-	// matching os.ErrDeadlineExceeded and the stream is reset with
+	// 16 KiB to the QUIC stream within it fails with an error matching
+	// os.ErrDeadlineExceeded and the stream is reset with
 	// H3_REQUEST_CANCELLED. A deadline the handler sets with
 	// http.ResponseController applies as well. Zero means
 	// DefaultWriteStallTimeout; a negative value disables the limit.
