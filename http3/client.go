@@ -85,11 +85,38 @@ func (t *Transport) maxHeader() uint64 {
 	return uint64(t.MaxResponseHeaderBytes)
 }
 
+// RoundTripOpt holds the options of Transport.RoundTripOpt, as in
+// quic-go.
+type RoundTripOpt struct {
+	// OnlyCachedConn makes RoundTripOpt fail with ErrNoCachedConn instead
+	// of dialing when the Transport has no connection to the request's
+	// authority (one being dialed counts as cached).
+	OnlyCachedConn bool
+}
+
+// ErrNoCachedConn is returned by RoundTripOpt with OnlyCachedConn when
+// there is no connection to use.
+var ErrNoCachedConn = errors.New("http3: no cached connection was available")
+
+// MethodGet0RTT and MethodHead0RTT, as a request's Method, send a GET or
+// HEAD in 0-RTT when the connection allows it, as in quic-go. Plain GET
+// and HEAD requests without a body are sent in 0-RTT anyway (see
+// Transport); other methods wait for the handshake.
+const (
+	MethodGet0RTT  = "GET_0RTT"
+	MethodHead0RTT = "HEAD_0RTT"
+)
+
 // RoundTrip sends req on the connection for its authority, dialing one
 // when there is none, and returns the response once its header arrived;
 // the body is streamed.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	rsp, err := t.roundTrip(req)
+	return t.RoundTripOpt(req, RoundTripOpt{})
+}
+
+// RoundTripOpt is RoundTrip with options.
+func (t *Transport) RoundTripOpt(req *http.Request, opt RoundTripOpt) (*http.Response, error) {
+	rsp, err := t.roundTrip(req, opt)
 	if err != nil && req.Body != nil {
 		req.Body.Close()
 	}
@@ -100,7 +127,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // connection after its connection refused it.
 const maxRetries = 3
 
-func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
+func (t *Transport) roundTrip(req *http.Request, opt RoundTripOpt) (*http.Response, error) {
 	if req.URL == nil {
 		return nil, errors.New("http3: request has no URL")
 	}
@@ -115,7 +142,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	cur := req // the request of this attempt: a replay has its own body
 	for attempt := 0; ; attempt++ {
 		traceGetConn(trace, authority)
-		cc, reused, err := t.getConn(req.Context(), authority)
+		cc, reused, err := t.getConn(req.Context(), authority, opt.OnlyCachedConn)
 		if err == nil {
 			traceGotConn(trace, cc.qc, reused)
 			var rsp *http.Response
@@ -200,8 +227,8 @@ func authorityAddr(u *url.URL) string {
 // caller ends it with requestDone. Counting under t.mu, where
 // CloseIdleConnections looks for idle connections, keeps it from closing
 // the connection under a request that has just taken it. reused reports
-// a connection from the pool.
-func (t *Transport) getConn(ctx context.Context, authority string) (cc *clientConn, reused bool, err error) {
+// a connection from the pool. With onlyCached it does not dial.
+func (t *Transport) getConn(ctx context.Context, authority string, onlyCached bool) (cc *clientConn, reused bool, err error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -215,6 +242,10 @@ func (t *Transport) getConn(ctx context.Context, authority string) (cc *clientCo
 		delete(t.conns, authority) // it received GOAWAY: dial a new one
 	}
 	call := t.dialing[authority]
+	if call == nil && onlyCached {
+		t.mu.Unlock()
+		return nil, false, ErrNoCachedConn
+	}
 	if call == nil {
 		call = &dialCall{done: make(chan struct{})}
 		if t.dialing == nil {

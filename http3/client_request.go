@@ -19,7 +19,12 @@ import (
 // fails, the response body when it is done.
 func (cc *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	if !earlyDataSafe(req) {
+	early := earlyDataSafe(req)
+	if m, ok := map0RTTMethod(req.Method); ok {
+		r := *req
+		r.Method, req, early = m, &r, true
+	}
+	if !early {
 		if err := cc.awaitHandshake(ctx); err != nil {
 			cc.requestDone()
 			return nil, err
@@ -305,6 +310,18 @@ func (b *responseBody) finish() {
 func earlyDataSafe(req *http.Request) bool {
 	return (req.Method == http.MethodGet || req.Method == http.MethodHead || req.Method == "") &&
 		(req.Body == nil || req.Body == http.NoBody)
+}
+
+// map0RTTMethod maps MethodGet0RTT and MethodHead0RTT to the method
+// they send.
+func map0RTTMethod(m string) (string, bool) {
+	switch m {
+	case MethodGet0RTT:
+		return http.MethodGet, true
+	case MethodHead0RTT:
+		return http.MethodHead, true
+	}
+	return m, false
 }
 
 // awaitHandshake blocks until the connection's handshake completed, so the

@@ -95,6 +95,12 @@ type Server struct {
 	// http.ResponseController applies as well. Zero means
 	// DefaultWriteStallTimeout; a negative value disables the limit.
 	WriteStallTimeout time.Duration
+	// IdleTimeout, when positive, closes a connection (with H3_NO_ERROR)
+	// that has had no request in progress for that long. Only HTTP/3
+	// requests count, not QUIC-level activity such as PINGs, as in
+	// quic-go. Zero or negative: no such timeout (the QUIC idle timeout
+	// still applies).
+	IdleTimeout time.Duration
 	// ConnContext, when set, derives the base context of each
 	// connection's requests.
 	ConnContext func(ctx context.Context, c *quic.Conn) context.Context
@@ -291,8 +297,22 @@ func (s *Server) serveListener(ln QUICListener, owned bool) error {
 			qc.CloseWithError(quic.ApplicationErrorCode(ErrCodeNoError), "server closed")
 			continue
 		}
-		go sc.serve()
+		go func() { _ = sc.serve() }()
 	}
+}
+
+// ServeQUICConn serves one QUIC connection (its TLS configuration must
+// have negotiated "h3") until it closes, then waits for its handlers to
+// return. It returns the reason the connection ended, as quic-go does,
+// or ErrServerClosed when the server is closing.
+func (s *Server) ServeQUICConn(conn *quic.Conn) error {
+	sc := s.newConn(conn)
+	if sc == nil {
+		return ErrServerClosed
+	}
+	err := sc.serve()
+	sc.requests.Wait()
+	return err
 }
 
 func (s *Server) addListener(ln QUICListener, owned bool) error {

@@ -3,6 +3,7 @@ package http3
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -31,6 +32,8 @@ type serverConn struct {
 	goingAway    bool
 	goAwayID     uint64
 	active       int
+	idle         *time.Timer // Server.IdleTimeout, while no request is active
+	requests     sync.WaitGroup
 }
 
 func newServerConn(s *Server, qc *quic.Conn) *serverConn {
@@ -45,13 +48,15 @@ func newServerConn(s *Server, qc *quic.Conn) *serverConn {
 }
 
 // serve runs the connection: our control stream, the peer's
-// unidirectional streams and one goroutine per request stream.
-func (sc *serverConn) serve() {
+// unidirectional streams and one goroutine per request stream (tracked
+// by sc.requests). It returns once the connection is closed, with the
+// reason.
+func (sc *serverConn) serve() error {
 	defer sc.s.connDone(sc)
 	ctrl, err := sc.qc.OpenUniStream()
 	if err != nil {
 		sc.close(ErrCodeInternalError, "cannot open the control stream")
-		return
+		return fmt.Errorf("http3: opening the control stream: %w", fromQUICError(err))
 	}
 	// RFC 9204 section 5: a dynamic table capacity of 0 (the default,
 	// left out) means the peer never references a dynamic table.
@@ -59,16 +64,26 @@ func (sc *serverConn) serve() {
 	b := appendStreamType(nil, streamTypeControl)
 	if _, err := ctrl.Write(ours.append(b)); err != nil {
 		sc.close(ErrCodeClosedCriticalStream, "cannot write the control stream")
-		return
+		return fmt.Errorf("http3: writing the control stream: %w", fromQUICError(err))
 	}
 	sc.ctrlMu.Lock()
 	sc.ctrl = ctrl
 	sc.ctrlMu.Unlock()
+	if d := sc.s.IdleTimeout; d > 0 {
+		sc.mu.Lock()
+		sc.idle = time.AfterFunc(d, sc.closeIfIdle)
+		sc.mu.Unlock()
+	}
 	go sc.uni.accept(nil)
 	for {
 		str, err := sc.qc.AcceptStream(context.Background())
 		if err != nil {
-			return // the connection is closed
+			sc.mu.Lock()
+			if sc.idle != nil {
+				sc.idle.Stop()
+			}
+			sc.mu.Unlock()
+			return fmt.Errorf("http3: accepting stream failed: %w", fromQUICError(err))
 		}
 		id := uint64(str.StreamID())
 		sc.mu.Lock()
@@ -79,16 +94,19 @@ func (sc *serverConn) serve() {
 			continue
 		}
 		sc.active++
+		if sc.idle != nil {
+			sc.idle.Stop()
+		}
 		sc.s.stats.requests.Add(1)
 		sc.s.stats.requestsActive.Add(1)
 		if id+4 > sc.nextStreamID {
 			sc.nextStreamID = id + 4
 		}
 		sc.mu.Unlock()
-		go func() {
+		sc.requests.Go(func() {
 			defer sc.requestDone()
 			sc.handleRequest(str)
-		}()
+		})
 	}
 }
 
@@ -96,10 +114,25 @@ func (sc *serverConn) requestDone() {
 	sc.s.stats.requestsActive.Add(-1)
 	sc.mu.Lock()
 	sc.active--
+	if sc.active == 0 && sc.idle != nil {
+		sc.idle.Reset(sc.s.IdleTimeout)
+	}
 	last := sc.goingAway && sc.active == 0
 	sc.mu.Unlock()
 	if last {
 		go sc.drain()
+	}
+}
+
+// closeIfIdle closes a connection that had no request for
+// Server.IdleTimeout (a timer that fired while a request started finds
+// it active).
+func (sc *serverConn) closeIfIdle() {
+	sc.mu.Lock()
+	idle := sc.active == 0
+	sc.mu.Unlock()
+	if idle {
+		sc.close(ErrCodeNoError, "idle timeout")
 	}
 }
 
