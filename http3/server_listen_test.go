@@ -83,18 +83,27 @@ func TestListenAndServeTLS(t *testing.T) {
 	}
 }
 
-func TestServeListener(t *testing.T) {
-	checkGoroutines(t)
-	serverTLS, clientTLS := testCert(t)
+// listenEarlyLoopback returns an early QUIC listener for HTTP/3 on a
+// loopback socket; both are closed at the end of the test.
+func listenEarlyLoopback(t *testing.T, serverTLS *tls.Config) (*net.UDPConn, *quic.EarlyListener) {
+	t.Helper()
 	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pc.Close()
+	t.Cleanup(func() { pc.Close() })
 	ln, err := quic.ListenEarly(pc, ConfigureTLSConfig(serverTLS), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { ln.Close() })
+	return pc, ln
+}
+
+func TestServeListener(t *testing.T) {
+	checkGoroutines(t)
+	serverTLS, clientTLS := testCert(t)
+	pc, ln := listenEarlyLoopback(t, serverTLS)
 	s := &Server{Handler: testHandler()}
 	done := make(chan error, 1)
 	go func() { done <- s.ServeListener(ln) }()
@@ -116,16 +125,7 @@ func TestServeListener(t *testing.T) {
 func TestServerHotSwap(t *testing.T) {
 	checkGoroutines(t)
 	serverTLS, clientTLS := testCert(t)
-	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	ln, err := quic.ListenEarly(pc, ConfigureTLSConfig(serverTLS), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	_, ln := listenEarlyLoopback(t, serverTLS)
 	serve := func(body string) (*Server, chan error) {
 		s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, body) })}
 		done := make(chan error, 1)
