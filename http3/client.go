@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"sync"
 
 	"github.com/turboretry/turboretry/quic"
@@ -139,15 +141,21 @@ func (t *Transport) roundTrip(req *http.Request, opt RoundTripOpt) (*http.Respon
 	}
 	authority := authorityAddr(req.URL)
 	trace := httptrace.ContextClientTrace(req.Context())
-	cur := req // the request of this attempt: a replay has its own body
+	cur := req       // the request of this attempt: a replay has its own body
+	coalesce := true // until the server answers 421 on a shared connection
 	for attempt := 0; ; attempt++ {
 		traceGetConn(trace, authority)
-		cc, reused, err := t.getConn(req.Context(), authority, opt.OnlyCachedConn)
+		cc, reused, err := t.getConn(req.Context(), authority, opt.OnlyCachedConn, coalesce)
 		if err == nil {
 			traceGotConn(trace, cc.qc, reused)
 			var rsp *http.Response
 			if rsp, err = cc.roundTrip(cur); err == nil {
-				return rsp, nil
+				next := t.misdirected(rsp, cur, cc, authority)
+				if next == nil {
+					return rsp, nil
+				}
+				cur, coalesce = next, false
+				continue
 			}
 		}
 		next, rerr := replayable(cur, err)
@@ -227,25 +235,51 @@ func authorityAddr(u *url.URL) string {
 // caller ends it with requestDone. Counting under t.mu, where
 // CloseIdleConnections looks for idle connections, keeps it from closing
 // the connection under a request that has just taken it. reused reports
-// a connection from the pool. With onlyCached it does not dial.
-func (t *Transport) getConn(ctx context.Context, authority string, onlyCached bool) (cc *clientConn, reused bool, err error) {
+// a connection from the pool. With onlyCached it does not dial; with
+// coalesce it may reuse another origin's connection (coalesce.go).
+func (t *Transport) getConn(ctx context.Context, authority string, onlyCached, coalesce bool) (cc *clientConn, reused bool, err error) {
+	var addr *net.UDPAddr // authority resolved, for coalescing and the dial
 	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return nil, false, errTransportClosed
-	}
-	if cc := t.conns[authority]; cc != nil {
-		if cc.startRequest() {
+	for {
+		if t.closed {
 			t.mu.Unlock()
-			return cc, true, nil
+			return nil, false, errTransportClosed
 		}
-		delete(t.conns, authority) // it received GOAWAY: dial a new one
+		if cc := t.conns[authority]; cc != nil {
+			if cc.startRequest() {
+				t.mu.Unlock()
+				return cc, true, nil
+			}
+			delete(t.conns, authority) // it received GOAWAY: dial a new one
+		}
+		if t.dialing[authority] != nil {
+			break
+		}
+		if onlyCached {
+			t.mu.Unlock()
+			return nil, false, ErrNoCachedConn
+		}
+		if !coalesce || t.Dial != nil || len(t.conns) == 0 {
+			break
+		}
+		if addr != nil {
+			if cc := t.coalesceLocked(authority, addr); cc != nil {
+				t.conns[authority] = cc
+				t.mu.Unlock()
+				return cc, true, nil
+			}
+			break
+		}
+		// Another origin's connection may serve this one if it is to
+		// the same address: resolve, then look again (the pool may have
+		// changed meanwhile).
+		t.mu.Unlock()
+		if addr, err = resolveUDPAddr(ctx, authority); err != nil {
+			return nil, false, err
+		}
+		t.mu.Lock()
 	}
 	call := t.dialing[authority]
-	if call == nil && onlyCached {
-		t.mu.Unlock()
-		return nil, false, ErrNoCachedConn
-	}
 	if call == nil {
 		call = &dialCall{done: make(chan struct{})}
 		if t.dialing == nil {
@@ -255,7 +289,7 @@ func (t *Transport) getConn(ctx context.Context, authority string, onlyCached bo
 		// The dial is shared: one request giving up must not fail the
 		// others waiting for it, so it does not end with ctx; it keeps
 		// ctx's values (the first request's httptrace).
-		go t.dial(context.WithoutCancel(ctx), call, authority)
+		go t.dial(context.WithoutCancel(ctx), call, authority, addr)
 	}
 	call.waiters++
 	t.mu.Unlock()
@@ -276,9 +310,10 @@ func (t *Transport) getConn(ctx context.Context, authority string, onlyCached bo
 	}
 }
 
-// dial connects to authority for the requests waiting on call.
-func (t *Transport) dial(ctx context.Context, call *dialCall, authority string) {
-	qc, err := t.dialQUIC(ctx, authority)
+// dial connects to authority (at addr when already resolved) for the
+// requests waiting on call.
+func (t *Transport) dial(ctx context.Context, call *dialCall, authority string, addr *net.UDPAddr) {
+	qc, err := t.dialQUIC(ctx, authority, addr)
 	var cc *clientConn
 	if err == nil {
 		cc, err = newClientConn(t, qc, authority)
@@ -310,7 +345,7 @@ func (t *Transport) dial(ctx context.Context, call *dialCall, authority string) 
 	close(call.done)
 }
 
-func (t *Transport) dialQUIC(ctx context.Context, authority string) (*quic.Conn, error) {
+func (t *Transport) dialQUIC(ctx context.Context, authority string, ua *net.UDPAddr) (*quic.Conn, error) {
 	var conf *tls.Config
 	if t.TLSClientConfig != nil {
 		conf = t.TLSClientConfig.Clone()
@@ -325,9 +360,11 @@ func (t *Transport) dialQUIC(ctx context.Context, authority string) (*quic.Conn,
 	if t.Dial != nil {
 		return t.Dial(ctx, authority, conf, t.QUICConfig)
 	}
-	ua, err := resolveUDPAddr(ctx, authority)
-	if err != nil {
-		return nil, err
+	if ua == nil {
+		var err error
+		if ua, err = resolveUDPAddr(ctx, authority); err != nil {
+			return nil, err
+		}
 	}
 	qt, err := t.quicTransport(ua)
 	if err != nil {
@@ -394,12 +431,11 @@ func (t *Transport) quicTransport(addr *net.UDPAddr) (*quic.Transport, error) {
 	return t.sockets[family], nil
 }
 
-// forget removes cc from the pool so new requests dial a new connection.
+// forget removes cc from the pool, under every origin it serves, so new
+// requests dial a new connection.
 func (t *Transport) forget(cc *clientConn) {
 	t.mu.Lock()
-	if t.conns[cc.authority] == cc {
-		delete(t.conns, cc.authority)
-	}
+	maps.DeleteFunc(t.conns, func(_ string, c *clientConn) bool { return c == cc })
 	t.mu.Unlock()
 }
 
@@ -412,7 +448,9 @@ func (t *Transport) CloseIdleConnections() {
 	for authority, cc := range t.conns {
 		if cc.idle() {
 			delete(t.conns, authority)
-			idle = append(idle, cc)
+			if !slices.Contains(idle, cc) { // one connection may serve several origins
+				idle = append(idle, cc)
+			}
 		}
 	}
 	t.mu.Unlock()

@@ -334,7 +334,8 @@ func TestHTTPResponseContentLength(t *testing.T) {
 
 // TestHTTPDifferentOrigins: requests to two origins on one address come
 // from the same client address (one UDP socket per Transport, as in
-// quic-go).
+// quic-go); with our client they share one connection, since the
+// certificate is valid for both names (RFC 9114 3.3).
 func TestHTTPDifferentOrigins(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Header().Set("X-RemoteAddr", r.RemoteAddr) })
 	for _, p := range peerPairs {
@@ -345,8 +346,13 @@ func TestHTTPDifferentOrigins(t *testing.T) {
 			addr, clientTLS := p.server(t, h)
 			c := p.client(t, clientTLS)
 			var seen []string
+			var reused []bool
+			ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+				GotConn: func(i httptrace.GotConnInfo) { reused = append(reused, i.Reused) },
+			})
 			for _, url := range []string{localhostURL(t, addr, "/"), "https://" + addr + "/"} {
-				rsp, err := c.Get(url)
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+				rsp, err := c.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -356,6 +362,62 @@ func TestHTTPDifferentOrigins(t *testing.T) {
 			if seen[0] == "" || seen[0] != seen[1] {
 				t.Fatalf("client addresses %q, want one", seen)
 			}
+			if !slices.Equal(reused, []bool{false, true}) {
+				t.Fatalf("GotConn Reused %v, want the second origin on the first connection", reused)
+			}
 		})
+	}
+}
+
+// TestMisdirectedRequestRetried: a server that answers 421 to a request
+// that came on another origin's connection gets it again on a connection
+// of its own; an origin whose name the certificate does not cover never
+// shares one.
+func TestMisdirectedRequestRetried(t *testing.T) {
+	checkGoroutines(t)
+	var mu sync.Mutex
+	misdirected := 0
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.HasPrefix(r.Host, "127.0.0.1") && misdirected == 0 {
+			misdirected++
+			w.WriteHeader(http.StatusMisdirectedRequest)
+			return
+		}
+		io.WriteString(w, r.Host)
+	})
+	s, addr, clientTLS := startServer(t, h)
+	c := clientKinds[0].make(t, clientTLS)
+	for _, url := range []string{localhostURL(t, addr, "/"), "https://" + addr + "/"} {
+		rsp, err := c.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rsp.Body)
+		rsp.Body.Close()
+		if rsp.StatusCode != 200 || url != "https://"+string(b)+"/" {
+			t.Fatalf("%s: %d %q", url, rsp.StatusCode, b)
+		}
+	}
+	if misdirected != 1 || s.Stats().ConnsAccepted != 2 {
+		t.Fatalf("%d 421 answers, %d connections; want the retry on a second connection", misdirected, s.Stats().ConnsAccepted)
+	}
+
+	// A name outside the certificate (it has localhost and 127.0.0.1)
+	// is not served on the existing connection, even at the same address.
+	tr := &Transport{TLSClientConfig: clientTLS}
+	defer tr.Close()
+	if _, _, err := tr.getConn(context.Background(), addr, false, true); err != nil {
+		t.Fatal(err)
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	ua, _ := net.ResolveUDPAddr("udp", addr)
+	if cc := tr.coalesceLocked("example.com:443", ua); cc != nil {
+		t.Fatal("a connection was shared with an origin its certificate does not cover")
+	}
+	if cc := tr.coalesceLocked("127.0.0.1:443", &net.UDPAddr{IP: ua.IP, Port: ua.Port + 1}); cc != nil {
+		t.Fatal("a connection was shared with another port")
 	}
 }
