@@ -59,7 +59,7 @@ func newResponseWriter(sc *serverConn, str *quic.Stream, isHead bool) *responseW
 		sc: sc, str: str, bw: writerPool.Get().(*bufio.Writer), enc: encoderPool.Get().(*fieldEncoder),
 		header: make(http.Header), isHead: isHead, declaredCL: -1,
 	}
-	w.sw = streamWriter{str: str, stall: sc.s.writeStallTimeout(), onStall: func() { sc.s.stats.refuse(RefusedWriteStall) }}
+	w.sw = streamWriter{str: str, stall: sc.s.writeStallTimeout(), stats: &sc.s.stats}
 	w.bw.Reset(&w.sw)
 	return w
 }

@@ -33,8 +33,9 @@ func (*writeStallError) Is(target error) bool { return target == os.ErrDeadlineE
 type streamWriter struct {
 	str   *quic.Stream
 	stall time.Duration // 0: no stall limit
-	// onStall is called once, when a write first fails for a stall.
-	onStall func()
+	// stats counts a stall once, when a write first fails for it (nil:
+	// not counted).
+	stats *serverCounters
 
 	// mu orders the deadline updates of Write and SetWriteDeadline,
 	// which the handler may call from another goroutine to interrupt a
@@ -42,7 +43,7 @@ type streamWriter struct {
 	mu      sync.Mutex
 	user    time.Time // the handler's deadline; zero: none
 	stallAt time.Time // the current chunk's stall deadline; zero: none
-	stalled bool      // onStall was called
+	stalled bool      // the stall was counted
 }
 
 func (w *streamWriter) Write(p []byte) (int, error) {
@@ -101,11 +102,9 @@ func (w *streamWriter) writeError(err error) error {
 	if !w.user.IsZero() && !time.Now().Before(w.user) {
 		return err
 	}
-	if !w.stalled {
+	if !w.stalled && w.stats != nil {
 		w.stalled = true
-		if w.onStall != nil {
-			w.onStall()
-		}
+		w.stats.refuse(RefusedWriteStall)
 	}
 	return errWriteStalled
 }
