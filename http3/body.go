@@ -22,9 +22,8 @@ type bodyReader struct {
 	inData        bool
 
 	// readSection, when set, reads the payload of a trailer section of
-	// the given length (the server's header budget); the buffer goes
-	// back with putHeaderBuf.
-	readSection func(n uint64) ([]byte, error)
+	// the given length (the server's header budget).
+	readSection func(n uint64) (*headerBuf, error)
 	// onTrailers receives a decoded trailer section.
 	onTrailers func(http.Header)
 	// onError is called once with the first error, so the owner can reset
@@ -95,19 +94,21 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 
 // readTrailers reads and decodes a trailer section of length n.
 func (b *bodyReader) readTrailers(n uint64) (http.Header, error) {
-	var payload []byte
+	var hb *headerBuf
 	var err error
 	if b.readSection != nil {
-		payload, err = b.readSection(n)
-	} else if payload, err = b.fr.readPayload(getHeaderBuf()); err != nil {
-		putHeaderBuf(payload)
-		err = fromQUICError(err)
+		hb, err = b.readSection(n)
+	} else {
+		hb = getHeaderBuf()
+		if err = hb.read(b.fr); err != nil {
+			hb.release()
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer putHeaderBuf(payload)
-	return decodeTrailers(payload, b.maxHeader, b.isRequest)
+	defer hb.release()
+	return decodeTrailers(hb.b, b.maxHeader, b.isRequest)
 }
 
 // fail records err as the body's final error and reports local errors.

@@ -113,15 +113,14 @@ func (cc *clientConn) sendAndRead(str *quic.Stream, req *http.Request) (*http.Re
 		if err == nil && fh.Type == frameTypePushPromise {
 			err = newError(ErrCodeIDError, "PUSH_PROMISE without MAX_PUSH_ID")
 		}
-		var payload []byte
-		if err == nil {
-			payload, err = fr.readPayload(getHeaderBuf())
-		}
 		var rsp *http.Response
 		if err == nil {
-			rsp, err = decodeResponse(payload, cc.maxHeader)
+			hb := getHeaderBuf()
+			if err = hb.read(fr); err == nil {
+				rsp, err = decodeResponse(hb.b, cc.maxHeader)
+			}
+			hb.release()
 		}
-		putHeaderBuf(payload)
 		if err != nil {
 			err = fromQUICError(err)
 			cc.streamFailed(str, err)

@@ -62,7 +62,7 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 		maxHeader:     sc.maxHeader,
 		contentLength: req.ContentLength,
 	}, str: str}
-	body.readSection = func(n uint64) ([]byte, error) {
+	body.readSection = func(n uint64) (*headerBuf, error) {
 		return sc.readHeaderSection(fr, n, time.Time{}, ctx.Done())
 	}
 	body.onTrailers = func(t http.Header) { applyTrailers(&req.Trailer, t) }
@@ -127,12 +127,12 @@ func (sc *serverConn) readRequestHeader(fr *frameReader, check *requestStreamChe
 	if err := check.checkFrameType(fh.Type); err != nil {
 		return nil, err
 	}
-	payload, err := sc.readHeaderSection(fr, fh.Length, deadline, done)
+	hb, err := sc.readHeaderSection(fr, fh.Length, deadline, done)
 	if err != nil {
 		return nil, err
 	}
-	defer putHeaderBuf(payload)
-	return decodeRequest(payload, sc.maxHeader, false)
+	defer hb.release()
+	return decodeRequest(hb.b, sc.maxHeader, false)
 }
 
 // errHeaderBudget is the cause of the H3_REQUEST_REJECTED of a request
@@ -142,36 +142,47 @@ var errHeaderBudget = errors.New("http3: connection header budget exhausted")
 
 // readHeaderSection reads the payload of the current HEADERS frame, of
 // length n, within the connection's header budget (waiting until
-// deadline or done). The caller returns the buffer with putHeaderBuf.
-func (sc *serverConn) readHeaderSection(fr *frameReader, n uint64, deadline time.Time, done <-chan struct{}) ([]byte, error) {
+// deadline or done). The caller releases the buffer.
+func (sc *serverConn) readHeaderSection(fr *frameReader, n uint64, deadline time.Time, done <-chan struct{}) (*headerBuf, error) {
 	if err := sc.headers.acquire(n, deadline, done); err != nil {
 		return nil, wrapError(ErrCodeRequestRejected, errHeaderBudget,
 			"the connection's header budget of %d bytes stayed full", sc.headers.limit)
 	}
 	defer sc.headers.release(n)
-	payload, err := fr.readPayload(getHeaderBuf())
-	if err != nil {
-		putHeaderBuf(payload)
-		return nil, fromQUICError(err)
+	hb := getHeaderBuf()
+	if err := hb.read(fr); err != nil {
+		hb.release()
+		return nil, err
 	}
-	return payload, nil
+	return hb, nil
 }
 
-// headerBufPool recycles the buffers that header sections are read into;
-// decoding copies every name and value out. Buffers that grew past
-// maxPooledHeaderBuf are dropped, so the pool holds no large ones.
-var headerBufPool = sync.Pool{New: func() any { b := make([]byte, 0, payloadChunk); return &b }}
+// headerBuf is a pooled buffer that a header section is read into;
+// decoding copies every name and value out, so it is released right
+// after. Buffers that grew past maxPooledHeaderBuf are dropped, so the
+// pool holds no large ones.
+type headerBuf struct{ b []byte }
+
+var headerBufPool = sync.Pool{New: func() any { return &headerBuf{b: make([]byte, 0, payloadChunk)} }}
 
 const maxPooledHeaderBuf = 16 << 10
 
-func getHeaderBuf() []byte { return (*headerBufPool.Get().(*[]byte))[:0] }
+func getHeaderBuf() *headerBuf { return headerBufPool.Get().(*headerBuf) }
 
-func putHeaderBuf(b []byte) {
-	if cap(b) == 0 || cap(b) > maxPooledHeaderBuf {
+// read reads the current frame's payload into the buffer, keeping what
+// it grew to.
+func (h *headerBuf) read(fr *frameReader) error {
+	var err error
+	h.b, err = fr.readPayload(h.b[:0])
+	return fromQUICError(err)
+}
+
+func (h *headerBuf) release() {
+	if cap(h.b) > maxPooledHeaderBuf {
 		return
 	}
-	b = b[:0]
-	headerBufPool.Put(&b)
+	h.b = h.b[:0]
+	headerBufPool.Put(h)
 }
 
 // refuseRequest answers a request stream whose header section could not
