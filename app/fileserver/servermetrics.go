@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	appmetrics "github.com/turboretry/turboretry/app/metrics"
+	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/quic"
 )
@@ -57,12 +58,13 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 }
 
 // registerCollectors adds the collectors over the HTTP/3 listener's
-// snapshots: its Transport's address validation, load and shed load, and
-// its offload.
+// snapshots: its Transport's address validation, load and shed load, its
+// HTTP/3 server's counters, and its offload.
 func (s *Server) registerCollectors() error {
 	for _, c := range []prometheus.Collector{
 		appmetrics.NewAddressValidationCollector(s.h3.addressValidationStats),
 		appmetrics.NewTransportCollector(s.h3.transportStats),
+		appmetrics.NewHTTP3Collector(s.h3.serverStats),
 		appmetrics.NewOffloadCollector(s.h3.offloadStats),
 	} {
 		if err := s.reg.Register(c); err != nil {
@@ -82,6 +84,18 @@ func (l *http3Listener) addressValidationStats() quic.AddressValidationStats {
 		return quic.AddressValidationStats{}
 	}
 	return tr.AddressValidationStats()
+}
+
+// serverStats is the HTTP/3 server's snapshot, zeros before Serve made
+// it.
+func (l *http3Listener) serverStats() http3.ServerStats {
+	l.mu.Lock()
+	srv := l.srv
+	l.mu.Unlock()
+	if srv == nil {
+		return http3.ServerStats{}
+	}
+	return srv.Stats()
 }
 
 // transportStats is the listener's Transport's load and shed-load

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/offload/datapath"
@@ -326,5 +327,35 @@ func TestTransportCollector(t *testing.T) {
 	}
 	if n := len(fams["turboretry_quic_refused_total"].GetMetric()); n != len(refusalLabels) {
 		t.Errorf("%d refusal series, want %d", n, len(refusalLabels))
+	}
+}
+
+func TestHTTP3Collector(t *testing.T) {
+	st := http3.ServerStats{ConnsAccepted: 4, ConnsActive: 2, Requests: 9, RequestsActive: 1, HeaderBytesReserved: 512, HandlerPanics: 1}
+	st.Refused[http3.RefusedHeaderTimeout] = 3
+	fams, err := gather(t, NewHTTP3Collector(func() http3.ServerStats { return st }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"turboretry_http3_connections_accepted_total", nil, 4},
+		{"turboretry_http3_connections_active", nil, 2},
+		{"turboretry_http3_requests_total", nil, 9},
+		{"turboretry_http3_requests_active", nil, 1},
+		{"turboretry_http3_header_bytes_reserved", nil, 512},
+		{"turboretry_http3_handler_panics_total", nil, 1},
+		{"turboretry_http3_refused_total", []string{"reason", "header_timeout"}, 3},
+		{"turboretry_http3_refused_total", []string{"reason", "write_stall"}, 0},
+	} {
+		if v, ok := sample(fams, c.name, c.labels...); !ok || v != c.want {
+			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, v, ok, c.want)
+		}
+	}
+	if n := len(fams["turboretry_http3_refused_total"].GetMetric()); n != int(http3.NumRefusals) {
+		t.Errorf("%d refusal series, want %d", n, http3.NumRefusals)
 	}
 }
