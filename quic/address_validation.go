@@ -4,7 +4,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/metrics"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -51,10 +50,6 @@ type AddressValidationConfig struct {
 	// defaults: 2 MiB once in use); an integrated offload agent may share
 	// one.
 	NewTokenReplay *token.ReplayFilter
-	// Metrics, when set, receives the address-validation counters (names
-	// in docs/address-validation.md). Register at most one Transport per
-	// registry: the metric names are fixed.
-	Metrics *metrics.Registry
 }
 
 // AddressDecision is an AddressPolicy's verdict on a client Initial.
@@ -118,6 +113,10 @@ type TokenInfo struct {
 	// retry token.
 	OriginalDestConnID []byte
 	RetrySourceConnID  []byte
+	// IssuedAt is a valid token's issue time, to the millisecond. For a
+	// retry token that is when the Retry was sent, so time.Since(IssuedAt)
+	// in the policy is the Retry round trip.
+	IssuedAt time.Time
 }
 
 // InitialInfo is what an AddressPolicy sees about a client Initial. Its

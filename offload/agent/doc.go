@@ -31,6 +31,6 @@
 // per RX queue or AF_XDP socket) and dispatches packets itself, so the hot
 // path takes no lock and uses no atomic read-modify-write, except for the
 // replay filter's shard lock on Initials with a valid new_token token.
-// Engine methods (Stats, WriteMetrics, Heartbeat, Pause, Resume) are safe
-// from any goroutine.
+// Engine methods (Stats, Heartbeat, Pause, Resume) are safe from any
+// goroutine.
 package agent
