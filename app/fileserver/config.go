@@ -73,6 +73,8 @@ type Config struct {
 	// (offload/host); the zero value runs none. Its KeyRing and Logger are
 	// the server's, its IdleTimeout is QUICIdleTimeout.
 	Offload host.Config
+	// Limits bound the listeners' resources; nil means DefaultLimits().
+	Limits *Limits
 	// SecretFile is the token root secret; empty means one kept in
 	// StateDir, created on first use.
 	SecretFile string
@@ -110,6 +112,10 @@ func (c *Config) fillDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.Limits == nil {
+		d := DefaultLimits()
+		c.Limits = &d
+	}
 	// The listener's idle timeout is fixed; the offload's T_W check
 	// compares against it.
 	c.Offload.IdleTimeout = QUICIdleTimeout
@@ -124,6 +130,9 @@ func (c *Config) check() error {
 	}
 	if int(c.Retry) >= len(retryNames) {
 		return fmt.Errorf("invalid retry mode %v", c.Retry)
+	}
+	if err := c.Limits.Check(); err != nil {
+		return err
 	}
 	return c.Offload.Check()
 }

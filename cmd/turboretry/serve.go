@@ -24,7 +24,7 @@ func init() {
 
 const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE --key FILE] [--retry auto|always|never]\n" +
 	"         [--dotfiles] [--list-dirs] [--secret FILE] [--metrics ADDR] [--state-dir DIR] [--qlog-dir DIR]\n" +
-	"         [--offload none | xdp --iface IF | split --agent-control ADDR]\n\n" +
+	"         [--offload none | xdp --iface IF | split --agent-control ADDR] [limits: --max-conns N ...]\n\n" +
 	"Serves DIR (default: a built-in demo site) over HTTP/3 (UDP) and over HTTPS with\n" +
 	"HTTP/1.1 and HTTP/2 (TCP) on the same port, advertising HTTP/3 with Alt-Svc. It answers\n" +
 	"GET and HEAD only; names starting with a dot (except /.well-known) are 404 unless\n" +
@@ -41,7 +41,9 @@ const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE 
 	"--agent-control ADDR works with a separate `turboretry agent` in front of this host\n" +
 	"(docs/split.md): the server announces its connection IDs to the agent at ADDR, and its\n" +
 	"own --retry policy takes over whenever the agent is gone. The default address, 127.0.0.1:4433, is\n" +
-	"reachable from this machine only; use --addr :443 to serve the network."
+	"reachable from this machine only; use --addr :443 to serve the network. The limits (--max-conns\n" +
+	"to --write-stall-timeout) bound what clients can make the server hold; their defaults and why\n" +
+	"are in docs/fileserver.md. SIZE is bytes, or a number with KiB, MiB or GiB."
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags := newFlagSet("serve", serveSynopsis, stderr)
@@ -58,6 +60,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	iface := flags.String("iface", "", "the network interface `IF` the XDP offload filters (with --offload xdp)")
 	agentControl := flags.String("agent-control", "", "the split-mode agent's control address `HOST:PORT` (with --offload split)")
 	qlogDir := flags.String("qlog-dir", "", "write a qlog file per QUIC connection into `DIR` (debugging; one file per connection)")
+	limits := limitFlags(flags)
 	stateDir := flags.String("state-dir", "", "keep the generated certificate, key and secret in `DIR` (default $XDG_STATE_HOME/turboretry or ~/.local/state/turboretry)")
 	pos, err := parseArgs(flags, args)
 	if err != nil {
@@ -65,6 +68,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if len(pos) > 0 {
 		return usageError(flags, "unexpected argument %q", pos[0])
+	}
+	lim, err := limits()
+	if err != nil {
+		return usageError(flags, "%v", err)
 	}
 	mode, err := fileserver.ParseRetryMode(*retry)
 	if err != nil {
@@ -102,6 +109,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Root:        *root,
 		Dotfiles:    *dotfiles,
 		ListDirs:    *listDirs,
+		Limits:      &lim,
 		CertFile:    *certFile,
 		KeyFile:     *keyFile,
 		Retry:       mode,
