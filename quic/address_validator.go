@@ -151,10 +151,10 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 	case d == AddressAccept && tk.RejectReason != replayedLabel:
 		return initialDecision{action: initialAccept}
 	}
-	// What is left is AddressRetry, and a replayed NEW_TOKEN token: its
-	// sender may be replaying another client's token, and a Retry proves
-	// the address at the cost of one round trip to a benign client.
-	// A Retry, with a fresh SCID that the token binds.
+	// A Retry, with a fresh SCID that the token binds: for AddressRetry,
+	// and for a replayed NEW_TOKEN token, whose sender may be replaying
+	// another client's token; the Retry proves the address at the cost of
+	// one round trip to a benign client.
 	if !from.IsValid() || len(hdr.DestConnID) > token.MaxCIDLen {
 		return initialDecision{action: initialDrop}
 	}

@@ -24,8 +24,9 @@ const (
 	ReasonBadPayload           // decrypted payload does not parse
 	ReasonAddrMismatch         // client IP differs from the packet's
 	ReasonPortMismatch         // retry token: client port differs
-	// ReasonReplayed: a new_token token used before with another DCID. A
-	// ReplayFilter finds it, after the Validator accepted the token.
+	// ReasonReplayed: a new_token token used before (not a retransmission
+	// of its first Initial). A ReplayFilter finds it, after the Validator
+	// accepted the token.
 	ReasonReplayed
 
 	// NumReasons is the number of Reason values, ReasonNone included; use

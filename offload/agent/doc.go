@@ -17,8 +17,8 @@
 //     8.1.3); any other bad token is dropped, counted by the token's reason.
 //   - A new_token token is single-use (RFC 9000 section 8.1.4): a
 //     token.ReplayFilter shared by the workers remembers it with the DCID
-//     of its first Initial; the same token under another DCID gets a Retry
-//     (reason token_replayed). The host applies the same rule to what the
+//     of its first Initial; the same token under another DCID, or again
+//     after the retransmission window, gets a Retry (reason token_replayed). The host applies the same rule to what the
 //     agent forwards, so the two agree. The connection's later Initials
 //     (DCID known to the cache) pass unchecked.
 //   - A long header of an unknown version (1200 bytes or more) gets Version

@@ -16,7 +16,6 @@ import (
 type Engine struct {
 	cfg     Config
 	workers []*Worker
-	replay  *token.ReplayFilter // cfg.ReplayFilter, shared by the workers
 	paused  atomic.Bool
 	beat    atomic.Int64 // last heartbeat, Unix nanoseconds; 0 = none yet
 	keys    atomic.Pointer[keyGeneration]
@@ -37,7 +36,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: c, workers: make([]*Worker, c.Workers), replay: c.ReplayFilter}
+	e := &Engine{cfg: c, workers: make([]*Worker, c.Workers)}
 	e.keys.Store(&keyGeneration{ring: c.KeyRing, cache: c.KeyCache})
 	for i := range e.workers {
 		if e.workers[i], err = newWorker(e); err != nil {

@@ -67,7 +67,7 @@ func (w *Worker) newTokenInitial(now time.Time, from netip.AddrPort, out []byte)
 		if w.lookup.Contains(h.DestConnID) {
 			return ReasonNewTokenKnownCID, nil
 		}
-		if err := w.eng.replay.Use(h.Token, h.DestConnID, now); err != nil {
+		if err := w.eng.cfg.ReplayFilter.Use(h.Token, h.DestConnID, now); err != nil {
 			if len(h.DestConnID) < minClientDCIDLen {
 				return ReasonDCIDTooShort, nil
 			}
