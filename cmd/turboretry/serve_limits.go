@@ -59,6 +59,13 @@ func (b *byteSize) Set(s string) error {
 	return nil
 }
 
+// sizeFlag registers a byteSize flag.
+func sizeFlag(fs *flag.FlagSet, name string, def uint64, usage string) *byteSize {
+	b := byteSize(def)
+	fs.Var(&b, name, usage)
+	return &b
+}
+
 // limitFlags registers serve's limit flags, with fileserver.DefaultLimits
 // as their defaults, and returns a function that reads them back once the
 // flags are parsed.
@@ -70,19 +77,13 @@ func limitFlags(fs *flag.FlagSet) func() (fileserver.Limits, error) {
 	streams := fs.Int("max-streams", d.MaxStreams, "concurrent requests (bidirectional streams) per QUIC connection")
 	uniStreams := fs.Int("max-uni-streams", d.MaxUniStreams, "unidirectional streams a client may open per connection (HTTP/3 needs 3)")
 	handshakeTimeout := fs.Duration("handshake-timeout", d.HandshakeTimeout, "time a QUIC handshake may take")
-	connSend := byteSize(d.ConnSendBuffer)
-	fs.Var(&connSend, "conn-send-buffer", "one connection holds at most `SIZE` of response data unacknowledged; a handler's write waits past it")
-	send := byteSize(d.SendBuffer)
-	fs.Var(&send, "send-buffer", "all QUIC connections together hold at most `SIZE` of response data unacknowledged")
-	recv := byteSize(d.ReceiveBuffer)
-	fs.Var(&recv, "recv-buffer", "while the QUIC connections hold more than `SIZE` of received, unread request data, no receive window grows")
+	connSend := sizeFlag(fs, "conn-send-buffer", d.ConnSendBuffer, "one connection holds at most `SIZE` of response data unacknowledged; a handler's write waits past it")
+	send := sizeFlag(fs, "send-buffer", d.SendBuffer, "all QUIC connections together hold at most `SIZE` of response data unacknowledged")
+	recv := sizeFlag(fs, "recv-buffer", d.ReceiveBuffer, "while the QUIC connections hold more than `SIZE` of received, unread request data, no receive window grows")
 	retryThreshold := fs.Int("retry-threshold", d.RetryThreshold, "--retry auto sends Retries while more connections than this are not address-validated")
-	retryBudget := byteSize(d.UnvalidatedBudget)
-	fs.Var(&retryBudget, "retry-budget", "--retry auto also sends Retries while connections not address-validated hold more than `SIZE` of memory")
-	headerBytes := byteSize(d.MaxHeaderBytes)
-	fs.Var(&headerBytes, "max-header-bytes", "largest request header section in `SIZE`, HTTP/3 and HTTPS; larger ones get 431")
-	connHeader := byteSize(d.ConnHeaderBytes)
-	fs.Var(&connHeader, "conn-header-bytes", "header sections being read on one HTTP/3 connection hold at most `SIZE` at once; at least --max-header-bytes")
+	retryBudget := sizeFlag(fs, "retry-budget", uint64(d.UnvalidatedBudget), "--retry auto also sends Retries while connections not address-validated hold more than `SIZE` of memory")
+	headerBytes := sizeFlag(fs, "max-header-bytes", uint64(d.MaxHeaderBytes), "largest request header section in `SIZE`, HTTP/3 and HTTPS; larger ones get 431")
+	connHeader := sizeFlag(fs, "conn-header-bytes", uint64(d.ConnHeaderBytes), "header sections being read on one HTTP/3 connection hold at most `SIZE` at once; at least --max-header-bytes")
 	headerTimeout := fs.Duration("header-timeout", d.HeaderTimeout, "time a client has to send a request's headers, HTTP/3 and HTTPS; 0: no limit")
 	uniTimeout := fs.Duration("uni-stream-timeout", d.UniStreamTimeout, "time an HTTP/3 client has to name a unidirectional stream's type and send its SETTINGS; 0: no limit")
 	stallTimeout := fs.Duration("write-stall-timeout", d.WriteStallTimeout, "time an HTTP/3 response write may wait for a client that does not read before the request is reset; 0: no limit")
@@ -94,18 +95,18 @@ func limitFlags(fs *flag.FlagSet) func() (fileserver.Limits, error) {
 			MaxStreams:        *streams,
 			MaxUniStreams:     *uniStreams,
 			HandshakeTimeout:  *handshakeTimeout,
-			ConnSendBuffer:    uint64(connSend),
-			SendBuffer:        uint64(send),
-			ReceiveBuffer:     uint64(recv),
+			ConnSendBuffer:    uint64(*connSend),
+			SendBuffer:        uint64(*send),
+			ReceiveBuffer:     uint64(*recv),
 			RetryThreshold:    *retryThreshold,
-			UnvalidatedBudget: int64(min(uint64(retryBudget), math.MaxInt64)),
-			MaxHeaderBytes:    int(min(uint64(headerBytes), math.MaxInt32)),
-			ConnHeaderBytes:   int(min(uint64(connHeader), math.MaxInt32)),
+			UnvalidatedBudget: int64(min(uint64(*retryBudget), math.MaxInt64)),
+			MaxHeaderBytes:    int(min(uint64(*headerBytes), math.MaxInt32)),
+			ConnHeaderBytes:   int(min(uint64(*connHeader), math.MaxInt32)),
 			HeaderTimeout:     *headerTimeout,
 			UniStreamTimeout:  *uniTimeout,
 			WriteStallTimeout: *stallTimeout,
 		}
-		if uint64(headerBytes) > math.MaxInt32 || uint64(connHeader) > math.MaxInt32 {
+		if uint64(*headerBytes) > math.MaxInt32 || uint64(*connHeader) > math.MaxInt32 {
 			return l, errors.New("header sizes above 2 GiB make no sense")
 		}
 		return l, l.Check()
