@@ -190,7 +190,6 @@ type Conn struct {
 	recvReported  int64
 	sendBudgetSig chan struct{}
 
-	started          time.Time // when the connection was created
 	lastActivity     time.Time
 	ackElicitingSent bool // an ack-eliciting packet left since the last receipt
 	lastSendOrRecv   time.Time
@@ -260,7 +259,7 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 		first1RTTPN:     -1,
 	}
 	c.lastSendOrRecv = c.lastActivity
-	c.started = c.lastActivity
+	c.stats.started = c.lastActivity
 	c.remoteAP, _ = addrPort(remote)
 	c.sendT = t
 	c.baseDatagram = int(conf.InitialPacketSize)
@@ -554,7 +553,7 @@ func (c *Conn) handshakeDeadline() time.Time {
 	if c.handshakeComplete {
 		return time.Time{}
 	}
-	return c.started.Add(2 * c.config.HandshakeIdleTimeout)
+	return c.stats.started.Add(2 * c.config.HandshakeIdleTimeout)
 }
 
 func (c *Conn) keepAliveTime() time.Time {
@@ -716,6 +715,7 @@ type connStats struct {
 	bytesSent, bytesLost           uint64
 	packetsRecv, bytesRecv         uint64
 	blockedRecv                    uint64 // DATA_BLOCKED, STREAMS_BLOCKED and STREAM_DATA_BLOCKED frames
+	handshakeTiming                       // conn_handshake_timing.go
 }
 
 // ConnectionStats holds statistics of a connection, as in quic-go.
@@ -731,6 +731,10 @@ type ConnectionStats struct {
 	PacketsReceived  uint64
 	BytesLost        uint64
 	PacketsLost      uint64
+	// HandshakeDuration is how long the handshake took, from the
+	// connection's start (a client's dial, a server's first Initial) to
+	// its completion; zero until then.
+	HandshakeDuration time.Duration
 }
 
 // ConnectionStats returns the connection's RTT estimates, congestion window
@@ -752,5 +756,7 @@ func (c *Conn) ConnectionStats() ConnectionStats {
 		PacketsReceived:  c.stats.packetsRecv,
 		BytesLost:        c.stats.bytesLost,
 		PacketsLost:      c.stats.packetsLost,
+
+		HandshakeDuration: c.stats.handshakeDuration,
 	}
 }

@@ -289,6 +289,7 @@ func (c *Conn) onHandshakeComplete() {
 	if c.trace != nil {
 		c.traceState(qlog.ConnectionStateHandshakeComplete)
 	}
+	c.stats.noteHandshakeComplete(time.Now())
 	if c.isClient {
 		c.used0RTT = c.sentEarly && !c.rejected0RTT
 		c.earlySealer = nil

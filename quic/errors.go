@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/turboretry/turboretry/internal/flowcontrol"
 	"github.com/turboretry/turboretry/internal/qerr"
 
 	"github.com/turboretry/turboretry/quic/quictype"
@@ -90,17 +89,13 @@ func (e *TransportError) Error() string {
 // and the like), as in quic-go.
 func (e *TransportError) Unwrap() []error { return []error{net.ErrClosed, e.err} }
 
-// publicError turns an internal error that ends a connection into the
-// error the API returns: a *TransportError for internal transport and
-// flow-control errors, err itself otherwise.
+// publicError turns an internal error that ends a connection (the
+// transport and flow-control errors of the internal packages) into the
+// *TransportError the API returns; other errors pass unchanged.
 func publicError(err error) error {
 	var te *qerr.TransportError
-	var fe *flowcontrol.Error
-	switch {
-	case errors.As(err, &te):
+	if errors.As(err, &te) {
 		return &TransportError{ErrorCode: TransportErrorCode(te.Code), FrameType: te.FrameType, ErrorMessage: te.Reason, err: te.Err}
-	case errors.As(err, &fe):
-		return &TransportError{ErrorCode: TransportErrorCode(fe.Code), ErrorMessage: fe.Reason}
 	}
 	return err
 }

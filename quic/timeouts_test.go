@@ -40,7 +40,7 @@ func TestHandshakeTimeoutTimers(t *testing.T) {
 			c.handshakeComplete, c.handshakeConfirmed = false, false
 			c.config.HandshakeIdleTimeout = time.Second
 			now := time.Now()
-			c.started, c.lastActivity = now.Add(-tc.started), now.Add(-tc.act)
+			c.stats.started, c.lastActivity = now.Add(-tc.started), now.Add(-tc.act)
 			c.mu.Lock()
 			c.onTimers(now)
 			err := c.closeErr
