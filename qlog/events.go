@@ -427,7 +427,7 @@ func (e MTUUpdated) Name() string { return "recovery:mtu_updated" }
 func (e MTUUpdated) Encode(enc *jsontext.Encoder, _ time.Time) error {
 	w := &encoder{enc: enc}
 	w.begin()
-	w.int("mtu", int64(e.Value))
+	w.int("new", int64(e.Value))
 	w.bool("done", e.Done)
 	w.end()
 	return w.err
@@ -461,8 +461,9 @@ func (e RecoveryParametersSet) Encode(enc *jsontext.Encoder, _ time.Time) error 
 	return w.err
 }
 
-// MetricsUpdated is logged when recovery metrics change; zero fields were
-// not updated.
+// MetricsUpdated is logged when recovery metrics change. Zero RTTs were
+// not updated; the window and in-flight figures are always the current
+// ones.
 type MetricsUpdated struct {
 	MinRTT           time.Duration
 	SmoothedRTT      time.Duration
@@ -489,18 +490,12 @@ func (e MetricsUpdated) Encode(enc *jsontext.Encoder, _ time.Time) error {
 	if e.LatestRTT != 0 {
 		w.ms("latest_rtt", e.LatestRTT)
 	}
-	if e.RTTVariance != 0 {
+	if e.RTTVariance != 0 || e.SmoothedRTT != 0 {
 		w.ms("rtt_variance", e.RTTVariance)
 	}
-	if e.CongestionWindow != 0 {
-		w.int("congestion_window", int64(e.CongestionWindow))
-	}
-	if e.BytesInFlight != 0 {
-		w.int("bytes_in_flight", int64(e.BytesInFlight))
-	}
-	if e.PacketsInFlight != 0 {
-		w.int("packets_in_flight", int64(e.PacketsInFlight))
-	}
+	w.int("congestion_window", int64(e.CongestionWindow))
+	w.int("bytes_in_flight", int64(e.BytesInFlight))
+	w.int("packets_in_flight", int64(e.PacketsInFlight))
 	w.end()
 	return w.err
 }

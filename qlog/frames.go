@@ -2,6 +2,7 @@ package qlog
 
 import (
 	"time"
+	"unicode/utf8"
 
 	"github.com/turboretry/turboretry/qlogwriter/jsontext"
 )
@@ -148,6 +149,25 @@ type DatagramFrame struct {
 	Length int64
 }
 
+// frameTypeName is the qlog name of a frame type, "" if unknown.
+func frameTypeName(t uint64) string {
+	switch {
+	case t >= 0x08 && t <= 0x0f:
+		return "stream"
+	case t == 0x30 || t == 0x31:
+		return "datagram"
+	}
+	names := map[uint64]string{
+		0x00: "padding", 0x01: "ping", 0x02: "ack", 0x03: "ack", 0x04: "reset_stream", 0x05: "stop_sending",
+		0x06: "crypto", 0x07: "new_token", 0x10: "max_data", 0x11: "max_stream_data", 0x12: "max_streams",
+		0x13: "max_streams", 0x14: "data_blocked", 0x15: "stream_data_blocked", 0x16: "streams_blocked",
+		0x17: "streams_blocked", 0x18: "new_connection_id", 0x19: "retire_connection_id",
+		0x1a: "path_challenge", 0x1b: "path_response", 0x1c: "connection_close", 0x1d: "connection_close",
+		0x1e: "handshake_done", 0x24: "reset_stream_at", 0xaf: "ack_frequency", 0x1f: "immediate_ack",
+	}
+	return names[t]
+}
+
 func streamTypeName(t StreamType) string {
 	if t == StreamTypeBidi {
 		return "bidirectional"
@@ -169,8 +189,7 @@ func (f Frame) Encode(enc *jsontext.Encoder) error {
 		}
 		e.name("acked_ranges")
 		e.beginArray()
-		for i := len(fr.AckRanges) - 1; i >= 0; i-- {
-			r := fr.AckRanges[i]
+		for _, r := range fr.AckRanges {
 			e.beginArray()
 			e.tok(jsontext.Int(int64(r.Smallest)))
 			if r.Largest != r.Smallest {
@@ -242,7 +261,6 @@ func (f Frame) Encode(enc *jsontext.Encoder) error {
 		e.str("frame_type", "new_connection_id")
 		e.uint("sequence_number", fr.SequenceNumber)
 		e.uint("retire_prior_to", fr.RetirePriorTo)
-		e.int("connection_id_length", int64(fr.ConnectionID.Len()))
 		e.str("connection_id", fr.ConnectionID.String())
 		e.hex("stateless_reset_token", fr.StatelessResetToken[:])
 	case *RetireConnectionIDFrame:
@@ -256,22 +274,29 @@ func (f Frame) Encode(enc *jsontext.Encoder) error {
 		e.hex("data", fr.Data[:])
 	case *ConnectionCloseFrame:
 		e.str("frame_type", "connection_close")
-		if fr.IsApplicationError {
-			e.str("error_space", "application")
-			e.uint("error_code", fr.ErrorCode)
+		space, name := "application", ""
+		if !fr.IsApplicationError {
+			space, name = "transport", transportErrorName(TransportErrorCode(fr.ErrorCode))
+		}
+		e.str("error_space", space)
+		if name != "" {
+			e.str("error", name)
 		} else {
-			e.str("error_space", "transport")
-			if name := transportErrorName(TransportErrorCode(fr.ErrorCode)); name != "" {
-				e.str("error_code", name)
+			e.str("error", "unknown")
+			e.uint("error_code", fr.ErrorCode)
+		}
+		if utf8.ValidString(fr.ReasonPhrase) {
+			e.str("reason", fr.ReasonPhrase)
+		} else {
+			e.hex("reason_bytes", []byte(fr.ReasonPhrase))
+		}
+		if !fr.IsApplicationError && fr.FrameType != 0 {
+			if n := frameTypeName(fr.FrameType); n != "" {
+				e.str("trigger_frame_type", n)
 			} else {
-				e.uint("error_code", fr.ErrorCode)
-			}
-			e.uint("raw_error_code", fr.ErrorCode)
-			if fr.FrameType != 0 {
 				e.uint("trigger_frame_type", fr.FrameType)
 			}
 		}
-		e.str("reason", fr.ReasonPhrase)
 	case *HandshakeDoneFrame:
 		e.str("frame_type", "handshake_done")
 	case *DatagramFrame:

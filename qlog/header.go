@@ -38,30 +38,28 @@ type PacketHeader struct {
 func (h PacketHeader) encode(enc *jsontext.Encoder) error {
 	e := &encoder{enc: enc}
 	e.begin()
-	e.str("packet_type", string(h.PacketType))
-	switch h.PacketType {
+	pt := h.PacketType
+	if pt == "" {
+		pt = PacketTypeUnknown
+	}
+	e.str("packet_type", string(pt))
+	switch pt {
 	case PacketTypeInitial, PacketTypeHandshake, PacketType0RTT, PacketType1RTT:
 		if h.PacketNumber != quictype.InvalidPacketNumber {
 			e.int("packet_number", int64(h.PacketNumber))
 		}
 	}
-	if h.PacketType == PacketType1RTT && h.KeyPhaseBit != quictype.KeyPhaseUndefined {
-		e.str("key_phase_bit", h.KeyPhaseBit.String())
-	}
 	if h.Version != 0 {
 		e.str("version", versionHex(h.Version))
 	}
-	if h.PacketType != PacketType1RTT && h.SrcConnectionID.Valid() {
-		e.int("scil", int64(h.SrcConnectionID.Len()))
-		if h.SrcConnectionID.Len() > 0 {
-			e.str("scid", h.SrcConnectionID.String())
-		}
+	if pt != PacketType1RTT && h.SrcConnectionID.Valid() {
+		e.hex("scid", h.SrcConnectionID.Bytes())
 	}
 	if h.DestConnectionID.Valid() {
-		e.int("dcil", int64(h.DestConnectionID.Len()))
-		if h.DestConnectionID.Len() > 0 {
-			e.str("dcid", h.DestConnectionID.String())
-		}
+		e.hex("dcid", h.DestConnectionID.Bytes())
+	}
+	if h.KeyPhaseBit != quictype.KeyPhaseUndefined {
+		e.bool("key_phase_bit", h.KeyPhaseBit == quictype.KeyPhaseOne)
 	}
 	if h.Token != nil {
 		e.name("token")

@@ -378,7 +378,8 @@ func (c *Conn) traceLost() {
 	}
 }
 
-// traceMetrics records recovery:metrics_updated with what changed.
+// traceMetrics records recovery:metrics_updated when a figure changed: the
+// RTTs that changed, and the congestion window and bytes in flight.
 func (c *Conn) traceMetrics() {
 	t := c.trace
 	rtt := c.rec.RTT()
@@ -406,12 +407,6 @@ func (c *Conn) traceMetrics() {
 	}
 	if ev.RTTVariance == old.RTTVariance {
 		ev.RTTVariance = 0
-	}
-	if ev.CongestionWindow == old.CongestionWindow {
-		ev.CongestionWindow = 0
-	}
-	if ev.BytesInFlight == old.BytesInFlight {
-		ev.BytesInFlight = 0
 	}
 	t.r.RecordEvent(ev)
 }
