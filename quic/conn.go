@@ -145,7 +145,7 @@ type Conn struct {
 	// dialEarly (client): DialEarly or DialAddrEarly; plain Dial uses no
 	// 0-RTT even with a ticket that allows it, as in quic-go.
 	dialEarly bool
-	cids         cidState
+	cids      cidState
 
 	receivedFirst    bool // client: a server packet was processed
 	versionRestarted bool // client: restarted after Version Negotiation
@@ -228,7 +228,7 @@ type Conn struct {
 	datagramsOut      [][]byte
 	datagramSig       chan struct{}
 	peerMaxDatagram   uint64
-	peerDatagrams     bool // the peer advertised max_datagram_frame_size
+	peerDatagrams     bool   // the peer advertised max_datagram_frame_size
 	closeErr          error  // set once the connection is closing
 	closing, draining bool   // closing: we sent CONNECTION_CLOSE; draining: the peer did
 	closePacket       []byte // sent again when packets arrive while closing

@@ -74,4 +74,3 @@ func (c *Conn) NextConnection(ctx context.Context) (*Conn, error) {
 	c.mu.Unlock()
 	return c, nil
 }
-
