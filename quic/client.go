@@ -99,7 +99,7 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 		return nil, err
 	}
 	if t.isClosed() {
-		return nil, ErrTransportClosed
+		return nil, t.closedErr()
 	}
 	tc := tlsConf.Clone()
 	tc.MinVersion = tls.VersionTLS13

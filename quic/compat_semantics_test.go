@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -203,5 +204,72 @@ func TestPlainDialUsesNo0RTT(t *testing.T) {
 			t.Fatalf("dial %d did not resume", i)
 		}
 		_ = c.CloseWithError(0, "")
+	}
+}
+
+// Listener.Close refuses handshakes in progress at once: the server sends
+// no more of its handshake, and the client fails with CONNECTION_REFUSED.
+func TestListenerCloseRefusesHandshakes(t *testing.T) {
+	ctx := testCtx(t)
+	inHandshake, release := make(chan struct{}), make(chan struct{})
+	base := &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		close(inHandshake)
+		<-release
+		return serverTLS(t), nil
+	}}
+	ln, err := ListenAddr("127.0.0.1:0", base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := DialAddr(ctx, ln.Addr().String(), clientTLS(t), nil)
+		errc <- err
+	}()
+	<-inHandshake
+	closed := make(chan error, 1)
+	go func() { closed <- ln.Close() }()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	err = <-errc
+	var te *TransportError
+	if !errors.As(err, &te) || te.ErrorCode != ConnectionRefused || !te.Remote {
+		t.Fatalf("dial during Close: %v, want a remote CONNECTION_REFUSED", err)
+	}
+}
+
+type failingPacketConn struct {
+	net.PacketConn
+	fail chan struct{}
+	err  error
+}
+
+func (c *failingPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	<-c.fail
+	return 0, nil, c.err
+}
+
+// A socket that fails for good closes the Transport with its error, which
+// the calls and connections on it report, wrapped in ErrTransportClosed.
+func TestTransportClosesOnSocketError(t *testing.T) {
+	ctx := testCtx(t)
+	boom := errors.New("socket broke")
+	pc := &failingPacketConn{PacketConn: listenUDP(t), fail: make(chan struct{}), err: boom}
+	tr := &Transport{Conn: pc}
+	defer tr.Close()
+	silent := listenUDP(t)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := tr.Dial(ctx, silent.LocalAddr(), clientTLS(t), nil)
+		errc <- err
+	}()
+	close(pc.fail)
+	for _, err := range []error{<-errc, func() error { _, err := tr.Dial(ctx, silent.LocalAddr(), &tls.Config{}, nil); return err }(),
+		func() error { _, err := tr.Listen(&tls.Config{}, nil); return err }()} {
+		if !errors.Is(err, ErrTransportClosed) || !errors.Is(err, boom) {
+			t.Fatalf("got %v, want ErrTransportClosed with the socket's error", err)
+		}
 	}
 }

@@ -193,12 +193,13 @@ func populateConfig(c *Config) (*Config, error) {
 	if cc.MaxConnectionReceiveWindow == 0 {
 		cc.MaxConnectionReceiveWindow = defaultMaxConnWindow
 	}
-	cc.MaxStreamReceiveWindow = max(cc.MaxStreamReceiveWindow, cc.InitialStreamReceiveWindow)
-	cc.MaxConnectionReceiveWindow = max(cc.MaxConnectionReceiveWindow, cc.InitialConnectionReceiveWindow)
+	// Windows beyond what a varint offset allows are clipped, as quic-go
+	// does (quicvarint.Max is a common "unlimited").
 	const maxWindow = 1 << 60
-	if cc.MaxStreamReceiveWindow > maxWindow || cc.MaxConnectionReceiveWindow > maxWindow {
-		return nil, errors.New("quic: receive window too large")
-	}
+	cc.InitialStreamReceiveWindow = min(cc.InitialStreamReceiveWindow, maxWindow)
+	cc.InitialConnectionReceiveWindow = min(cc.InitialConnectionReceiveWindow, maxWindow)
+	cc.MaxStreamReceiveWindow = min(max(cc.MaxStreamReceiveWindow, cc.InitialStreamReceiveWindow), maxWindow)
+	cc.MaxConnectionReceiveWindow = min(max(cc.MaxConnectionReceiveWindow, cc.InitialConnectionReceiveWindow), maxWindow)
 	switch {
 	case cc.MaxIncomingStreams == 0:
 		cc.MaxIncomingStreams = defaultMaxIncomingStreams

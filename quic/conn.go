@@ -429,8 +429,9 @@ func (c *Conn) run() {
 				c.doneReceived(q)
 			}
 		case <-c.t.closedCh:
+			err := c.t.closedErr()
 			c.mu.Lock()
-			c.destroyLocked(ErrTransportClosed)
+			c.destroyLocked(err)
 			c.mu.Unlock()
 		}
 		if !timer.Stop() {

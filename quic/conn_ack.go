@@ -60,6 +60,11 @@ func (c *Conn) onPacketLost(handle uint64, now time.Time) {
 	delete(c.sent, handle)
 	defer c.putSentPacket(p)
 	c.onECNPacketLost(p)
+	c.requeueFrames(p, now)
+}
+
+// requeueFrames schedules again what the frames of a lost packet carried.
+func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 	for _, f := range p.frames {
 		switch f.kind {
 		case sfCrypto:

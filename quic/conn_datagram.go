@@ -20,23 +20,32 @@ func (c *Conn) onDatagram(data []byte) {
 	broadcast(&c.datagramSig)
 }
 
-// SendDatagram queues an unreliable DATAGRAM frame (RFC 9221). Both sides
-// must have enabled datagrams; p must fit in one packet.
+// datagramLimit is the largest DATAGRAM payload that fits in a 1-RTT
+// packet (short header, maximal packet number) of the current datagram
+// size, within the peer's max_datagram_frame_size.
+func (c *Conn) datagramLimit() int {
+	maxLen := wire.MaxDatagramDataLen(c.maxDatagram-1-len(c.destCID)-4-tagLen, true)
+	if uint64(maxLen) > c.peerMaxDatagram {
+		maxLen = int(c.peerMaxDatagram)
+	}
+	return maxLen
+}
+
+// SendDatagram queues an unreliable DATAGRAM frame (RFC 9221) if the peer
+// accepts them (as in quic-go, our own Config.EnableDatagrams is about
+// receiving). p must fit in one packet of the current datagram size,
+// which path MTU discovery raises; a queued datagram that no longer fits
+// (the path shrank) is dropped.
 func (c *Conn) SendDatagram(p []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closeErr != nil {
 		return c.closeErr
 	}
-	if !c.config.EnableDatagrams || c.peerMaxDatagram == 0 {
-		return errors.New("quic: datagram support not negotiated")
+	if c.peerMaxDatagram == 0 {
+		return errors.New("quic: the peer does not accept datagrams")
 	}
-	// A 1-RTT packet with a short header and a maximal packet number.
-	maxLen := wire.MaxDatagramDataLen(maxPacketSize-1-len(c.destCID)-4-tagLen, true)
-	if uint64(maxLen) > c.peerMaxDatagram {
-		maxLen = int(c.peerMaxDatagram)
-	}
-	if len(p) > maxLen {
+	if maxLen := c.datagramLimit(); len(p) > maxLen {
 		return &DatagramTooLargeError{MaxDatagramPayloadSize: int64(maxLen)}
 	}
 	if len(c.datagramsOut) >= maxQueuedDatagrams {

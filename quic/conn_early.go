@@ -18,14 +18,15 @@ import (
 // confirmed. Everything else rejects early data in the TLS handshake, and
 // the client sends again in 1-RTT.
 
-// earlyLimitsLen is the size of the limits a ticket remembers: six uint64.
-const earlyLimitsLen = 6 * 8
+// earlyLimitsLen is the size of the limits a ticket remembers: seven
+// uint64, the flow-control and stream limits and max_datagram_frame_size.
+const earlyLimitsLen = 7 * 8
 
 // earlyLimits encodes the limits a 0-RTT client may use from our params.
 func earlyLimits(p *wire.TransportParameters) []byte {
 	b := make([]byte, 0, earlyLimitsLen)
 	for _, v := range []uint64{p.InitialMaxData, p.InitialMaxStreamDataBidiLocal, p.InitialMaxStreamDataBidiRemote,
-		p.InitialMaxStreamDataUni, p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni} {
+		p.InitialMaxStreamDataUni, p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni, p.MaxDatagramFrameSize} {
 		b = binary.BigEndian.AppendUint64(b, v)
 	}
 	return b
@@ -34,7 +35,7 @@ func earlyLimits(p *wire.TransportParameters) []byte {
 // ticketLimitsTag marks our entry in a server SessionState's Extra: the
 // application's WrapSession may add entries of its own (quic-go's tests
 // add one of 5000 bytes), which must not be taken for ours.
-var ticketLimitsTag = []byte("turboretry limits v1")
+var ticketLimitsTag = []byte("turboretry limits v2")
 
 // ticketOptions are the options of the session tickets a server sends.
 func (c *Conn) ticketOptions() tls.QUICSessionTicketOptions {
@@ -136,7 +137,7 @@ func (c *Conn) handle0RTTPacket(pkt []byte, hdr *wire.LongHeader, p receivedPack
 // data.
 
 // rememberedTag marks our entry in a client SessionState's Extra.
-var rememberedTag = []byte("turboretry 0rtt v1")
+var rememberedTag = []byte("turboretry 0rtt v2")
 
 // rememberParams appends the server's limits to a ticket to be stored.
 func (c *Conn) rememberParams(s *tls.SessionState) {
@@ -162,6 +163,7 @@ func rememberedParams(s *tls.SessionState) *wire.TransportParameters {
 		p.InitialMaxStreamDataUni = u(3)
 		p.InitialMaxStreamsBidi = u(4)
 		p.InitialMaxStreamsUni = u(5)
+		p.MaxDatagramFrameSize = u(6)
 		return &p
 	}
 	return nil
@@ -195,6 +197,7 @@ func (c *Conn) installEarlySealer(ev tls.QUICEvent) error {
 	p := c.remembered
 	c.earlySealer = s
 	c.peerParams = p
+	c.peerDatagrams, c.peerMaxDatagram = p.MaxDatagramFrameSize > 0, p.MaxDatagramFrameSize
 	c.connSend.Init(p.InitialMaxData)
 	if err := c.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni); err != nil {
 		return flowError(err)

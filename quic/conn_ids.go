@@ -70,14 +70,14 @@ func (c *Conn) initLocalCIDs() error {
 	})
 	if err != nil {
 		if errors.Is(err, connid.ErrRouteCollision) && t.isClosed() {
-			return ErrTransportClosed
+			return t.closedErr()
 		}
 		return err
 	}
 	c.cids.local = l
 	c.srcCID = l.HandshakeCID().Bytes()
 	if len(c.srcCID) == 0 && !t.addHandler(c.srcCID, c) {
-		return ErrTransportClosed
+		return t.closedErr()
 	}
 	return nil
 }

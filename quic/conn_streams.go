@@ -252,7 +252,7 @@ func (c *Conn) open(ctx context.Context, wait bool, d flowcontrol.Direction) (*s
 		c.streamsBlocked[dirIndex(d)] = true
 		c.wake()
 		if !wait {
-			return nil, StreamLimitReachedError{}
+			return nil, &StreamLimitReachedError{}
 		}
 		if err := c.waitLockedCtx(ctx, waitChan(&c.streamSig)); err != nil {
 			return nil, err

@@ -275,9 +275,7 @@ func (c *Conn) handlePeerParams(data []byte) error {
 		}
 	}
 	c.peerDatagrams = p.MaxDatagramFrameSize > 0
-	if c.config.EnableDatagrams {
-		c.peerMaxDatagram = p.MaxDatagramFrameSize
-	}
+	c.peerMaxDatagram = p.MaxDatagramFrameSize
 	return c.initRemoteCIDs(&p)
 }
 
@@ -374,6 +372,22 @@ func (c *Conn) handleRetry(pkt []byte, hdr *wire.LongHeader) {
 	sp := &c.spaces[spaceInitial]
 	sp.sealer, sp.opener = s, o
 	sp.requeueCrypto()
+	// The server processed nothing we sent: our 0-RTT data goes again, in
+	// new 0-RTT packets, now (RFC 9001 section 4.7, as quic-go does), and
+	// congestion control and loss recovery start over (RFC 9002 section
+	// 6.3). Packet numbers go on.
+	now := time.Now()
+	for h, p := range c.sent {
+		if p.space == spaceApp {
+			c.requeueFrames(p, now)
+		}
+		delete(c.sent, h)
+		c.putSentPacket(p)
+	}
+	c.rec = recovery.New(recovery.Config{IsServer: false})
+	c.rec.SetMaxDatagramSize(c.maxDatagram)
+	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+	c.pacer.SetMaxDatagramSize(c.maxDatagram)
 }
 
 // handleVersionNegotiation processes a Version Negotiation packet (RFC 9000

@@ -217,14 +217,31 @@ type StreamLimitReachedError struct{}
 // Error implements error.
 func (e StreamLimitReachedError) Error() string { return "too many open streams" }
 
+// Is matches StreamLimitReachedError targets, value or pointer: Open*
+// returns a pointer, as quic-go does.
+func (e StreamLimitReachedError) Is(target error) bool {
+	switch target.(type) {
+	case StreamLimitReachedError, *StreamLimitReachedError:
+		return true
+	}
+	return false
+}
+
 // ErrTransportClosed is returned by Transport methods after Close, and is the
 // error of connections the closing Transport tore down.
 var ErrTransportClosed error = &transportClosedError{}
 
-type transportClosedError struct{}
+// transportClosedError is ErrTransportClosed, with the socket error that
+// closed the Transport when one did (as in quic-go).
+type transportClosedError struct{ err error }
 
-func (e *transportClosedError) Error() string { return "quic: transport closed" }
-func (e *transportClosedError) Unwrap() error { return net.ErrClosed }
+func (e *transportClosedError) Error() string {
+	if e.err != nil {
+		return "quic: transport closed: " + e.err.Error()
+	}
+	return "quic: transport closed"
+}
+func (e *transportClosedError) Unwrap() []error { return []error{net.ErrClosed, e.err} }
 func (e *transportClosedError) Is(target error) bool {
 	_, ok := target.(*transportClosedError)
 	return ok

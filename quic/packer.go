@@ -98,6 +98,7 @@ func (c *Conn) anyProbes() bool {
 // sendLocked builds the datagrams that may leave now into pendingWrites and
 // reports whether more are waiting.
 func (c *Conn) sendLocked(now time.Time) bool {
+	c.refuseIfServerClosed()
 	if c.finished || c.closing || c.draining || c.tls == nil {
 		return false
 	}
@@ -551,6 +552,11 @@ func (c *Conn) appendCrypto(b []byte, sp *pnSpace, maxEnd int, p *sentPacket) []
 func (c *Conn) appendDatagrams(b []byte, maxEnd int, p *sentPacket) []byte {
 	for len(c.datagramsOut) > 0 {
 		d := c.datagramsOut[0]
+		if len(d) > c.datagramLimit() {
+			c.datagramsOut[0] = nil
+			c.datagramsOut = c.datagramsOut[1:]
+			continue
+		}
 		if wire.DatagramFrameLen(len(d), true) > maxEnd-len(b) {
 			break
 		}

@@ -23,6 +23,7 @@ type baseServer struct {
 	acceptCh  chan *Conn
 	closed    chan struct{}
 	closeOnce sync.Once
+	closeErr  error // what Accept returns once closed and drained
 
 	mu   sync.Mutex
 	load serverLoad // the listener's limits in use (server_limits.go)
@@ -164,6 +165,9 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 	if err := checkTLSConfig(tlsConf); err != nil {
 		return nil, err
 	}
+	if t.isClosed() {
+		return nil, t.closedErr()
+	}
 	// A server must offer an application protocol (QUIC requires ALPN),
 	// in its base config or in those GetConfigForClient returns.
 	if len(tlsConf.NextProtos) == 0 && tlsConf.GetConfigForClient == nil {
@@ -196,6 +200,9 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
+		if t.closeErr != nil {
+			return nil, t.closeErr
+		}
 		return nil, ErrTransportClosed
 	}
 	if t.server != nil {
@@ -252,7 +259,7 @@ func (s *baseServer) accept(ctx context.Context) (*Conn, error) {
 			return c, nil
 		default:
 		}
-		return nil, ErrServerClosed
+		return nil, s.closeErr
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -265,7 +272,7 @@ func (s *baseServer) close() error {
 		t.server = nil
 	}
 	t.mu.Unlock()
-	s.closeLocked()
+	s.closeLocked(ErrServerClosed)
 	if t.isSingleUse {
 		// The Transport of Listen or ListenAddr goes once its last
 		// connection does (connDone), as in quic-go: accepted and queued
@@ -283,11 +290,14 @@ func (s *baseServer) close() error {
 // closeLocked stops the server: handshakes still in progress are refused
 // with CONNECTION_REFUSED when they complete (queueForAccept); connections
 // already queued stay for Accept.
-func (s *baseServer) closeLocked() {
+func (s *baseServer) closeLocked(err error) {
 	s.closeOnce.Do(func() {
+		s.closeErr = err
 		close(s.closed)
 		// Handshakes in progress are refused now, as in quic-go (not only
-		// when they complete): the client sees CONNECTION_REFUSED.
+		// when they complete): each connection checks before it sends
+		// (refuseIfServerClosed), so no more of its handshake goes out, and
+		// the client sees CONNECTION_REFUSED.
 		s.mu.Lock()
 		pending := make([]*Conn, 0, len(s.pending))
 		for c := range s.pending {
@@ -295,15 +305,26 @@ func (s *baseServer) closeLocked() {
 		}
 		s.mu.Unlock()
 		for _, c := range pending {
-			c.mu.Lock()
-			if !c.queuedForAccept {
-				c.t.countRefused(RefusedServerClosed)
-				c.closeLocal(&TransportError{ErrorCode: ConnectionRefused, ErrorMessage: "server closed"})
-			}
-			c.mu.Unlock()
 			c.wake()
 		}
 	})
+}
+
+// refuseIfServerClosed closes a server connection its listener has not
+// handed out when the listener closed; it runs before every send.
+func (c *Conn) refuseIfServerClosed() {
+	s := c.server
+	if s == nil || c.queuedForAccept || c.closeErr != nil {
+		return
+	}
+	select {
+	case <-s.closed:
+		c.queuedForAccept = true // it never will be
+		s.notPending(c)
+		c.t.countRefused(RefusedServerClosed)
+		c.closeLocal(&TransportError{ErrorCode: ConnectionRefused, ErrorMessage: "server closed"})
+	default:
+	}
 }
 
 // notPending forgets c as a connection Close would refuse.

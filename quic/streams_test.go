@@ -210,7 +210,8 @@ func TestOpenUniStreamAtPeerLimit(t *testing.T) {
 		}
 		opened = append(opened, s)
 	}
-	if _, err := c.OpenUniStream(); !errors.As(err, new(StreamLimitReachedError)) {
+	var limitErr *StreamLimitReachedError
+	if _, err := c.OpenUniStream(); !errors.As(err, &limitErr) || !errors.Is(err, StreamLimitReachedError{}) || !errors.Is(err, &StreamLimitReachedError{}) {
 		t.Fatalf("OpenUniStream at the limit: %v, want StreamLimitReachedError", err)
 	}
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)

@@ -119,6 +119,7 @@ type Transport struct {
 	server      *baseServer
 	avMetrics   *avMetrics // the listener's address-validation counters
 	closed      bool
+	closeErr    error // set with closed (closedErr)
 	closedCh    chan struct{}
 	readDone    chan struct{}
 	conns       sync.WaitGroup
@@ -319,7 +320,13 @@ func (t *Transport) readFailed(err error) bool {
 		go t.Close()
 		return true
 	}
-	// Other errors (ICMP reports and the like) are transient.
+	if !errors.As(err, &ne) {
+		// Not a network error: a PacketConn of the application failed for
+		// good. The Transport closes with it, as quic-go's does.
+		go t.closeWith(&transportClosedError{err: err}, true)
+		return true
+	}
+	// Other network errors (ICMP reports and the like) are transient.
 	time.Sleep(time.Millisecond)
 	return false
 }
@@ -489,7 +496,20 @@ func (t *Transport) Close() error {
 	return nil
 }
 
-func (t *Transport) close(waitConns bool) {
+func (t *Transport) close(waitConns bool) { t.closeWith(ErrTransportClosed, waitConns) }
+
+// closedErr is the error the closed Transport's calls and connections
+// report: ErrTransportClosed, carrying the socket error that closed it.
+func (t *Transport) closedErr() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closeErr != nil {
+		return t.closeErr
+	}
+	return ErrTransportClosed
+}
+
+func (t *Transport) closeWith(cause error, waitConns bool) {
 	if err := t.init(); err != nil {
 		return
 	}
@@ -498,13 +518,14 @@ func (t *Transport) close(waitConns bool) {
 		t.mu.Unlock()
 		return
 	}
+	t.closeErr = cause
 	t.closed = true
 	close(t.closedCh)
 	srv := t.server
 	t.server = nil
 	t.mu.Unlock()
 	if srv != nil {
-		srv.closeLocked()
+		srv.closeLocked(cause)
 	}
 	if t.createdConn {
 		_ = t.Conn.Close()

@@ -75,7 +75,7 @@ func (t *Transport) ReadNonQUICPacket(ctx context.Context, b []byte) (int, net.A
 	case <-ctx.Done():
 		return 0, nil, ctx.Err()
 	case <-t.closedCh:
-		return 0, nil, ErrTransportClosed
+		return 0, nil, t.closedErr()
 	}
 }
 
@@ -86,7 +86,7 @@ func (t *Transport) WriteTo(b []byte, addr net.Addr) (int, error) {
 		return 0, err
 	}
 	if t.isClosed() {
-		return 0, ErrTransportClosed
+		return 0, t.closedErr()
 	}
 	return t.writeTo(b, addr)
 }

@@ -49,6 +49,7 @@ func (c *Conn) on0RTTRejected() {
 		_ = c.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni)
 	} else {
 		c.peerParams = nil
+		c.peerDatagrams, c.peerMaxDatagram = false, 0
 	}
 	c.zeroRTTRejected = true
 	broadcast(&c.streamSig)

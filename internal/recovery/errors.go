@@ -13,7 +13,7 @@ var (
 	// ErrUnsentPacketAcked means an ACK frame acknowledged a packet number
 	// that was never sent, including one skipped on purpose to detect
 	// optimistic ACKs (RFC 9000 sections 13.1 and 21.4): PROTOCOL_VIOLATION.
-	ErrUnsentPacketAcked = qerr.NewProtocolViolation(0, "ACK frame acknowledges a packet that was never sent")
+	ErrUnsentPacketAcked = qerr.NewProtocolViolation(0, "received ACK for an unsent packet")
 	// ErrInvalidAckRanges means the ranges were empty, inverted, or not in
 	// strictly descending order. A correct frame decoder cannot produce
 	// them: FRAME_ENCODING_ERROR.
