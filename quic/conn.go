@@ -226,6 +226,7 @@ type Conn struct {
 	streamSig         chan struct{} // broadcast: accept queues or stream limits changed
 	datagramsIn       [][]byte
 	datagramsOut      [][]byte
+	datagramSendSig   chan struct{} // SendDatagram waits for room in datagramsOut
 	datagramSig       chan struct{}
 	peerMaxDatagram   uint64
 	peerDatagrams     bool   // the peer advertised max_datagram_frame_size

@@ -4,16 +4,23 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
-const maxQueuedDatagrams = 32
+// Datagram queues, quic-go's sizes: SendDatagram waits while 32 wait to
+// be sent; received ones beyond 128 unread are dropped (datagrams are
+// unreliable).
+const (
+	maxQueuedDatagrams   = 32
+	maxReceivedDatagrams = 128
+)
 
 // onDatagram queues a received DATAGRAM payload, dropping it when the
-// application is not keeping up (datagrams are unreliable).
+// application is not keeping up.
 func (c *Conn) onDatagram(data []byte) {
-	if len(c.datagramsIn) >= maxQueuedDatagrams {
+	if len(c.datagramsIn) >= maxReceivedDatagrams {
 		return
 	}
 	c.datagramsIn = append(c.datagramsIn, slices.Clone(data))
@@ -35,7 +42,8 @@ func (c *Conn) datagramLimit() int {
 // accepts them (as in quic-go, our own Config.EnableDatagrams is about
 // receiving). p must fit in one packet of the current datagram size,
 // which path MTU discovery raises; a queued datagram that no longer fits
-// (the path shrank) is dropped.
+// (the path shrank) is dropped. It waits while 32 datagrams wait to be
+// sent (congestion control holds them back).
 func (c *Conn) SendDatagram(p []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -48,8 +56,11 @@ func (c *Conn) SendDatagram(p []byte) error {
 	if maxLen := c.datagramLimit(); len(p) > maxLen {
 		return &DatagramTooLargeError{MaxDatagramPayloadSize: int64(maxLen)}
 	}
-	if len(c.datagramsOut) >= maxQueuedDatagrams {
-		c.datagramsOut = c.datagramsOut[1:] // drop the oldest
+	for len(c.datagramsOut) >= maxQueuedDatagrams {
+		c.waitLocked(waitChan(&c.datagramSendSig), nil, time.Time{})
+		if c.closeErr != nil {
+			return c.closeErr
+		}
 	}
 	c.datagramsOut = append(c.datagramsOut, slices.Clone(p))
 	c.wake()

@@ -555,6 +555,7 @@ func (c *Conn) appendDatagrams(b []byte, maxEnd int, p *sentPacket) []byte {
 		if len(d) > c.datagramLimit() {
 			c.datagramsOut[0] = nil
 			c.datagramsOut = c.datagramsOut[1:]
+			broadcast(&c.datagramSendSig)
 			continue
 		}
 		if wire.DatagramFrameLen(len(d), true) > maxEnd-len(b) {
@@ -563,6 +564,7 @@ func (c *Conn) appendDatagrams(b []byte, maxEnd int, p *sentPacket) []byte {
 		b = wire.AppendDatagramFrame(b, d, true)
 		c.datagramsOut[0] = nil
 		c.datagramsOut = c.datagramsOut[1:]
+		broadcast(&c.datagramSendSig)
 		p.eliciting = true
 	}
 	return b

@@ -526,6 +526,15 @@ func (t *Transport) closeWith(cause error, waitConns bool) {
 	t.mu.Unlock()
 	if srv != nil {
 		srv.closeLocked(cause)
+		// Unlike Listener.Close, closing the Transport ends the queued
+		// connections too: Accept has nothing more to hand out.
+		for drained := false; !drained; {
+			select {
+			case <-srv.acceptCh:
+			default:
+				drained = true
+			}
+		}
 	}
 	if t.createdConn {
 		_ = t.Conn.Close()

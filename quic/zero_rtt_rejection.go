@@ -40,6 +40,7 @@ func (c *Conn) on0RTTRejected() {
 		}
 	}
 	c.datagramsOut = nil
+	broadcast(&c.datagramSendSig)
 	c.counts.Init(c.perspective(), uint64(c.config.MaxIncomingStreams), uint64(c.config.MaxIncomingUniStreams))
 	c.connSend.Init(0)
 	c.sentEarly = false
