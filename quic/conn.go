@@ -18,6 +18,7 @@ import (
 	"github.com/turboretry/turboretry/internal/streambuf"
 	"github.com/turboretry/turboretry/internal/udpio"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/qlog"
 )
 
 // Packet number spaces, indexed like recovery.Space.
@@ -62,6 +63,9 @@ type receivedPacket struct {
 	addrPort netip.AddrPort
 	rcvTime  time.Time
 	ecn      udpio.ECN // the IP header's ECN codepoint
+	// checksum (Config.Tracer) is that of the datagram a packet kept for
+	// later keys came in, which its packet events report.
+	checksum qlog.DatagramPayloadChecksum
 }
 
 // Conn is a QUIC connection. All its state is guarded by mu and driven by

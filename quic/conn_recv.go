@@ -91,7 +91,11 @@ func (c *Conn) keepUndecryptable(pkt []byte, p receivedPacket) {
 	}
 	b := getBuffer()
 	*b = append((*b)[:0], pkt...)
-	c.undecryptable = append(c.undecryptable, receivedPacket{buf: b, data: *b, remote: p.remote, addrPort: p.addrPort, rcvTime: p.rcvTime, ecn: p.ecn})
+	kept := receivedPacket{buf: b, data: *b, remote: p.remote, addrPort: p.addrPort, rcvTime: p.rcvTime, ecn: p.ecn}
+	if c.trace != nil {
+		kept.checksum = c.trace.checksum
+	}
+	c.undecryptable = append(c.undecryptable, kept)
 }
 
 // retryUndecryptable reprocesses the kept packets after new keys arrived.

@@ -180,18 +180,18 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 	if err := t.init(); err != nil {
 		return nil, err
 	}
-	// crypto/tls makes a config's automatic session ticket keys on first
-	// use, and a clone made before that gets keys of its own: tickets would
-	// not survive between clones, nor decrypt where the application's
-	// WrapSession encrypts with its own config. Asking the application's
-	// config to decrypt nothing makes its keys now, so our clone shares
-	// them (golang.org/issue/60506).
+	// Each connection gets a clone of the application's config, made when
+	// it starts (serverTLSConfig), so later changes to the config apply to
+	// later connections, as in quic-go. crypto/tls makes a config's
+	// automatic session ticket keys on first use, and a clone made before
+	// that gets keys of its own: tickets would not survive between clones,
+	// nor decrypt where the application's WrapSession encrypts with its own
+	// config. Asking the application's config to decrypt nothing makes its
+	// keys now, so every clone shares them (golang.org/issue/60506).
 	_, _ = tlsConf.DecryptTicket(nil, tls.ConnectionState{})
-	tc := tlsConf.Clone()
-	tc.MinVersion = tls.VersionTLS13
 	s := &baseServer{
 		t:        t,
-		tlsConf:  tc,
+		tlsConf:  tlsConf,
 		config:   conf,
 		early:    early,
 		acceptCh: make(chan *Conn, acceptQueueCap(conf)),
@@ -477,7 +477,7 @@ func (s *baseServer) supports(v wire.Version) bool {
 // newConn creates and starts the connection for a client's first Initial.
 func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHeader, remote net.Addr, sealer *handshake.Sealer, opener *handshake.Opener, dec *initialDecision) (*Conn, error) {
 	t := s.t
-	c := newConn(ctx, t, false, conf, withClientHelloConn(s.tlsConf, t.Conn.LocalAddr(), remote), hdr.Version, remote)
+	c := newConn(ctx, t, false, conf, serverTLSConfig(s.tlsConf, t.Conn.LocalAddr(), remote), hdr.Version, remote)
 	c.server = s
 	c.clientDestCID = append([]byte(nil), hdr.DestConnID...)
 	c.origDestCID = c.clientDestCID

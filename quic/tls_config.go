@@ -6,6 +6,14 @@ import (
 	"time"
 )
 
+// serverTLSConfig returns the config of one server connection: a clone of
+// the application's, TLS 1.3 only, with withClientHelloConn's callbacks.
+func serverTLSConfig(app *tls.Config, local, remote net.Addr) *tls.Config {
+	tc := app.Clone()
+	tc.MinVersion = tls.VersionTLS13
+	return withClientHelloConn(tc, local, remote)
+}
+
 // withClientHelloConn returns conf, or, when it has callbacks that receive
 // a tls.ClientHelloInfo, a clone whose callbacks find the connection's
 // addresses in ClientHelloInfo.Conn (crypto/tls leaves it nil for QUIC),
@@ -16,7 +24,7 @@ func withClientHelloConn(conf *tls.Config, local, remote net.Addr) *tls.Config {
 		return conf
 	}
 	hc := &helloConn{local: local, remote: remote}
-	conf = conf.Clone()
+	conf = conf.Clone() // GetConfigForClient's configs are the application's
 	if f := conf.GetConfigForClient; f != nil {
 		conf.GetConfigForClient = func(info *tls.ClientHelloInfo) (*tls.Config, error) {
 			info.Conn = hc

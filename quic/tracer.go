@@ -208,6 +208,10 @@ func (c *Conn) tracePacketSent(buf []byte, p *packetInfo) {
 // traceDatagram notes the checksum of a received datagram for the packet
 // events of its packets.
 func (c *Conn) traceDatagram(p *receivedPacket) {
+	if p.checksum != 0 {
+		c.trace.checksum = p.checksum // a kept packet, processed later
+		return
+	}
 	c.trace.checksum = qlog.CalculateDatagramPayloadChecksum(p.data)
 }
 
