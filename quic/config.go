@@ -66,11 +66,6 @@ type Config struct {
 	// QUIC minimum (quic-go: 1280); values below 1200 are invalid, above
 	// 1452 are capped.
 	InitialPacketSize uint16
-	// EnableStreamResetPartialDelivery offers RESET_STREAM_AT
-	// (draft-ietf-quic-reliable-stream-reset): with a peer that offers it
-	// too, SetReliableBoundary makes a reset stream still deliver the data
-	// up to the boundary.
-	EnableStreamResetPartialDelivery bool
 	// KeepAlivePeriod, when positive, sends a PING after that much silence
 	// (at most half the idle timeout) so the connection stays alive.
 	KeepAlivePeriod time.Duration

@@ -1,6 +1,8 @@
 // Package quic is TurboRetry's QUIC transport (RFC 9000, RFC 9001, RFC 9002,
 // QUIC v2 RFC 9369, DATAGRAM RFC 9221) with an API shaped like quic-go
-// v0.65, so programs port by swapping the import path for the common API.
+// v0.65, so programs port by swapping the import paths: quic-go's own
+// programs and most of its integration tests run on it (docs/dropin.md);
+// docs/api.md lists the remaining differences.
 //
 // A Transport owns a UDP socket, demultiplexes datagrams by destination
 // connection ID and serves one listener and any number of dialed
@@ -12,9 +14,9 @@
 //
 // # Implemented
 //
-//   - TLS 1.3 through crypto/tls's QUIC API; ALPN is required
-//     (tls.Config.NextProtos must be set; a mismatch fails the handshake
-//     with CRYPTO_ERROR 0x178). Session tickets and resumption
+//   - TLS 1.3 through crypto/tls's QUIC API; a server must offer ALPN
+//     (tls.Config.NextProtos, or GetConfigForClient), a mismatch fails the
+//     handshake with CRYPTO_ERROR 0x178. Session tickets and resumption
 //     (tls.Config.ClientSessionCache).
 //   - Initial, Handshake and 1-RTT packet number spaces, coalescing,
 //     padding of client Initials and ack-eliciting server Initials to 1200
@@ -77,15 +79,16 @@
 //     tls.Config.ClientSessionCache remembers the server's limits with each
 //     ticket, and DialAddrEarly/DialEarly return at once when resuming one
 //     that allows early data, sending streams in 0-RTT. If the server
-//     rejects early data, the client's 0-RTT packets go unacknowledged and
-//     their frames are sent again in 1-RTT (transparent to the application,
-//     unlike quic-go's Err0RTTRejected).
+//     rejects early data, as in quic-go, the early streams fail with
+//     Err0RTTRejected until NextConnection.
 //   - qlog (draft-ietf-quic-qlog-main-schema 0.3 with the QUIC event
 //     definitions, JSON-SEQ): Config.Qlog asks for a writer per connection
 //     (QlogDir writes <dir>/<odcid>_<client|server>.sqlog) and receives
 //     connection_started, parameters_set, packet_sent and packet_received
 //     with their frames, packet_lost, metrics_updated, path_updated and
 //     connection_closed. Off (nil) it costs one nil check per hook.
+//     Config.Tracer records quic-go's qlog events instead (packages qlog
+//     and qlogwriter; qlog.DefaultConnectionTracer writes $QLOGDIR).
 //   - Limits and memory budgets (docs/api.md "Limits"): a listener's
 //     connections, handshakes and accept backlog are capped
 //     (Config.MaxConnections, MaxHandshakes, AcceptBacklog), a client beyond

@@ -46,8 +46,10 @@ type Transport struct {
 	// address validation with universal tokens: an AddressPolicy decides
 	// on every client Initial (accept, Retry or drop), Retries carry host
 	// tokens, retry tokens from offload agents are accepted after
-	// revalidation, and clients get NEW_TOKEN tokens. Nil accepts every
-	// Initial without Retry and sends no NEW_TOKEN.
+	// revalidation, and clients get NEW_TOKEN tokens. Nil behaves as
+	// quic-go: no Retry unless VerifySourceAddress asks for one, NEW_TOKEN
+	// tokens from TokenGeneratorKey (else a random key) accepted up to
+	// MaxTokenAge.
 	AddressValidation *AddressValidationConfig
 
 	// ConnectionIDAdded, when set, is called with every connection ID the
@@ -574,7 +576,8 @@ func (t *Transport) SetTokenSecret(secret []byte) error {
 }
 
 // AddressValidationStats returns the address-validation counters of the
-// Transport's listener; zero without AddressValidation.
+// Transport's listener (with the default validation when AddressValidation
+// is nil); zero without a listener.
 func (t *Transport) AddressValidationStats() AddressValidationStats {
 	t.mu.Lock()
 	m := t.avMetrics
