@@ -206,6 +206,7 @@ type Conn struct {
 	paths            []*Path    // client: paths added by AddPath
 	sendT            *Transport // the Transport we send from: t until a Path.Switch
 	padDatagram      bool       // pad the datagram being built to its limit
+	handshakeOnly    bool       // the datagram being built may elicit in the Initial and Handshake spaces only
 	maxDatagram      int        // the datagram size in use (path MTU discovery)
 	baseDatagram     int        // Config.InitialPacketSize: the size to start at and fall back to
 	mtu              mtuDiscovery
@@ -517,6 +518,12 @@ func (c *Conn) onTimers(now time.Time) {
 			if act.Space != spaceApp {
 				// Resend the whole unacknowledged flight in the probe.
 				sp.requeueCrypto()
+			} else {
+				// The probe carries again what the oldest packet in flight
+				// did (RFC 9002 section 6.2.4), not just a PING: when the
+				// ACKs that would declare it lost keep getting lost, what it
+				// carried (a HANDSHAKE_DONE, stream data) still gets through.
+				c.requeueOldestInFlight()
 			}
 		}
 	}

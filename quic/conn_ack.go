@@ -63,7 +63,25 @@ func (c *Conn) onPacketLost(handle uint64, now time.Time) {
 	c.requeueFrames(p, now)
 }
 
+// requeueOldestInFlight schedules again the frames of the oldest
+// application-space packet not acknowledged yet; the record stays, so its
+// acknowledgment or loss is still handled (a second resend is harmless).
+func (c *Conn) requeueOldestInFlight() {
+	var oldest *sentPacket
+	var oldestHandle uint64
+	for h, p := range c.sent {
+		if p.space == spaceApp && len(p.frames) > 0 && (oldest == nil || h < oldestHandle) {
+			oldest, oldestHandle = p, h
+		}
+	}
+	if oldest != nil {
+		c.requeueFrames(oldest, time.Time{})
+	}
+}
+
 // requeueFrames schedules again what the frames of a lost packet carried.
+// A zero now means the packet is not known to be lost (a PTO resends it):
+// an MTU probe in it is then left alone.
 func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 	for _, f := range p.frames {
 		switch f.kind {
@@ -104,7 +122,9 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 		case sfNewCID:
 			c.cids.local.OnNewConnectionIDLost(f.id)
 		case sfMTUProbe:
-			c.onMTUProbeLost(int(f.n), now)
+			if !now.IsZero() {
+				c.onMTUProbeLost(int(f.n), now)
+			}
 		}
 	}
 }

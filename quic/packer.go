@@ -135,7 +135,17 @@ func (c *Conn) sendLocked(now time.Time) bool {
 			limit = min(limit, c.baseDatagram)
 		}
 		mayElicit := probing || c.rec.CanSend()
-		if mayElicit && !probing {
+		// Lost Initial or Handshake data goes out even when the congestion
+		// window is full: before the handshake is confirmed 1-RTT packets
+		// in flight may never be acknowledged (the peer lacks its keys
+		// until it has this data) and no PTO covers them, so waiting for
+		// the window would stall the handshake. Only that data is sent
+		// (handshakeOnly); it is small, and bounded by the handshake.
+		c.handshakeOnly = false
+		if !mayElicit && !c.handshakeConfirmed && c.handshakeRetransmissionPending() {
+			mayElicit, c.handshakeOnly = true, true
+		}
+		if mayElicit && !probing && !c.handshakeOnly {
 			rtt := c.rec.RTT().SmoothedRTT()
 			cwnd := c.rec.Controller().CongestionWindow()
 			if next := c.pacer.NextSendTime(now, cwnd, rtt); next.After(now) {
@@ -161,6 +171,17 @@ func (c *Conn) sendLocked(now time.Time) bool {
 	return true
 }
 
+// handshakeRetransmissionPending reports lost Initial or Handshake CRYPTO
+// data waiting to be sent again.
+func (c *Conn) handshakeRetransmissionPending() bool {
+	for _, space := range [2]int{spaceInitial, spaceHandshake} {
+		if sp := &c.spaces[space]; !sp.discarded && c.canSealIn(space) && sp.crypto.HasRetransmission() {
+			return true
+		}
+	}
+	return false
+}
+
 // buildDatagram coalesces one packet per space with something to send.
 func (c *Conn) buildDatagram(now time.Time, limit int, mayElicit bool) []byte {
 	buf := getSendBuffer()
@@ -180,11 +201,13 @@ func (c *Conn) buildDatagram(now time.Time, limit int, mayElicit bool) []byte {
 		if room < minPacketRoom {
 			break
 		}
-		if pi, ok := c.buildPacket(&buf, space, room, now, mayElicit, c.destCID, nil); ok {
+		elicit := mayElicit && !(c.handshakeOnly && space == spaceApp)
+		if pi, ok := c.buildPacket(&buf, space, room, now, elicit, c.destCID, nil); ok {
 			pkts[n] = pi
 			n++
 		}
 	}
+	c.handshakeOnly = false
 	if n == 0 {
 		putSendBuffer(buf)
 		return nil
