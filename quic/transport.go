@@ -112,6 +112,8 @@ func (t *Transport) initWithCIDLen(cidLen int) error {
 			if caps, err := udpio.Setup(uc, udpio.Config{}); err == nil {
 				t.gso, t.gro, t.df, t.ecn = caps.GSO, caps.GRO, caps.DontFragment, caps.ECN
 			}
+		} else if d, ok := t.Conn.(dontFragmenter); ok {
+			t.df = d.dontFragment()
 		}
 		t.handlers = make(map[string]*Conn)
 		t.resetTokens = make(map[[16]byte]*Conn)
@@ -121,6 +123,11 @@ func (t *Transport) initWithCIDLen(cidLen int) error {
 	})
 	return t.initErr
 }
+
+// dontFragmenter is a socket other than a *net.UDPConn whose datagrams are
+// never fragmented (the tests' simulated network): path MTU discovery runs
+// on it.
+type dontFragmenter interface{ dontFragment() bool }
 
 func (t *Transport) readLoop() {
 	defer close(t.readDone)
