@@ -13,45 +13,13 @@ import (
 	quicgo "github.com/quic-go/quic-go"
 )
 
-// migrationServer is an echo server that records its connections, with
-// the address-validation counters on (they count migrations).
-type migrationServer struct {
-	tr    *Transport
-	addr  *net.UDPAddr
-	mu    sync.Mutex
-	conns []*Conn
-}
-
-func startMigrationServer(t *testing.T, ctx context.Context) *migrationServer {
+// startMigrationServer is an echo server on a loopback socket with the
+// address-validation counters on (they count migrations).
+func startMigrationServer(t *testing.T, ctx context.Context) *echoServer {
 	t.Helper()
-	s := &migrationServer{tr: &Transport{Conn: listenUDP(t), AddressValidation: &AddressValidationConfig{Policy: NeverRetry()}}}
-	t.Cleanup(func() { s.tr.Close() })
-	ln, err := s.tr.Listen(serverTLS(t), &Config{MaxIdleTimeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.addr = ln.Addr().(*net.UDPAddr)
-	serveStreams(ctx, func(ctx context.Context) (*Conn, error) {
-		c, err := ln.Accept(ctx)
-		if err == nil {
-			s.mu.Lock()
-			s.conns = append(s.conns, c)
-			s.mu.Unlock()
-		}
-		return c, err
-	}, func(st *Stream) { echo(st) })
-	return s
-}
-
-// only returns the one connection the server accepted.
-func (s *migrationServer) only(t *testing.T) *Conn {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.conns) != 1 {
-		t.Fatalf("the server accepted %d connections, want 1", len(s.conns))
-	}
-	return s.conns[0]
+	tr := &Transport{Conn: listenUDP(t), AddressValidation: &AddressValidationConfig{Policy: NeverRetry()}}
+	t.Cleanup(func() { tr.Close() })
+	return serveEcho(t, ctx, tr, &Config{MaxIdleTimeout: 20 * time.Second})
 }
 
 // echoOver sends n random bytes on a new stream of quic-go's c and checks
@@ -379,7 +347,7 @@ func startCopiedTransfer(t *testing.T, block bool, n int) *copiedTransfer {
 // connection, c the client's.
 type copiedTransfer struct {
 	ctx   context.Context
-	srv   *migrationServer
+	srv   *echoServer
 	relay *pathRelay
 	sc    *Conn
 	c     *quicgo.Conn
