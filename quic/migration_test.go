@@ -174,7 +174,7 @@ func TestMigrationNATRebinding(t *testing.T) {
 type simAttacker struct {
 	addr netip.AddrPort
 
-	mu      sync.Mutex
+	mu        sync.Mutex
 	copyOne   bool      // copy the next short-header datagram from the client
 	block     bool      // drop the client's datagrams
 	holdUntil time.Time // the client's datagrams until then follow the copy
