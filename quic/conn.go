@@ -289,7 +289,11 @@ func (c *Conn) run() {
 		notifyClose := c.closing && !c.closeNotified
 		c.closeNotified = c.closeNotified || notifyClose
 		c.mu.Unlock()
-		c.writeDatagrams(writes, sendT)
+		if err := c.writeDatagrams(writes, sendT); err != nil {
+			c.mu.Lock()
+			c.destroyLocked(&sendError{err})
+			c.mu.Unlock()
+		}
 		if notifyClose {
 			close(c.closeWritten)
 		}

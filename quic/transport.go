@@ -296,9 +296,11 @@ func (t *Transport) handleDatagram(p receivedPacket) {
 	putBuffer(p.buf)
 }
 
-// write sends one datagram; errors are treated as packet loss.
-func (t *Transport) write(b []byte, addr net.Addr) {
-	_, _ = t.Conn.WriteTo(b, addr)
+// write sends one datagram. Connections act on its error (writeDatagrams);
+// for the stateless answers of the Transport a failure is a lost datagram.
+func (t *Transport) write(b []byte, addr net.Addr) error {
+	_, err := t.Conn.WriteTo(b, addr)
+	return err
 }
 
 // newConnID returns a random connection ID of our length not in use.
