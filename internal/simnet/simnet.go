@@ -304,7 +304,6 @@ type Conn struct {
 	aliases      []netip.AddrPort // earlier addresses that still reach it
 	queue        arrivals
 	readDeadline time.Time
-	writeErr     error
 	closed       bool
 	notify       chan struct{} // wakes a waiting reader
 	done         chan struct{} // closed by Close
@@ -403,13 +402,10 @@ func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
 // succeeds for unreachable addresses.
 func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	c.mu.Lock()
-	closed, werr, from := c.closed, c.writeErr, c.addr
+	closed, from := c.closed, c.addr
 	c.mu.Unlock()
 	if closed {
 		return 0, c.opError("write", net.ErrClosed)
-	}
-	if werr != nil {
-		return 0, c.opError("write", werr)
 	}
 	ua, ok := addr.(*net.UDPAddr)
 	if !ok {
@@ -418,14 +414,6 @@ func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	ap := ua.AddrPort()
 	c.n.send(from, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), b)
 	return len(b), nil
-}
-
-// FailWrites makes every later WriteTo fail with err (nil: succeed again),
-// as a socket whose interface went away does.
-func (c *Conn) FailWrites(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.writeErr = err
 }
 
 // Rebind moves the endpoint to addr: later datagrams leave from it, and

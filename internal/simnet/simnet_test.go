@@ -211,22 +211,6 @@ func TestDeadlineAndClose(t *testing.T) {
 	})
 }
 
-func TestFailWrites(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		n := New(1, LinkConfig{})
-		a, b := pair(t, n)
-		boom := errors.New("boom")
-		a.FailWrites(boom)
-		if _, err := a.WriteTo([]byte{1}, b.LocalAddr()); !errors.Is(err, boom) {
-			t.Fatalf("write: %v", err)
-		}
-		a.FailWrites(nil)
-		if _, err := a.WriteTo([]byte{1}, b.LocalAddr()); err != nil {
-			t.Fatal(err)
-		}
-	})
-}
-
 // TestRebindFilterInject: a rebound endpoint sends from its new address
 // and is reached at both; the filter sees and may drop datagrams; Inject
 // delivers from an address nobody holds.
