@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"runtime"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
@@ -286,4 +288,41 @@ func TestConnectionCloseRetransmission(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDialedConnLeavesNoGoroutines: the connection of Dial, whose Transport
+// the application cannot close, leaves no goroutine once it closed, by our
+// side or the peer's: its read loop and event loop used to stay for the
+// closing period, so a synctest bubble ending then deadlocked.
+func TestDialedConnLeavesNoGoroutines(t *testing.T) {
+	for _, closer := range []string{"client", "server"} {
+		t.Run(closer, func(t *testing.T) {
+			simTest(t, simLink, func(t *testing.T, s *sim) {
+				ctx := s.ctx()
+				srv := s.server(nil, nil)
+				sock, err := s.net.Listen(simClientAddr(1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, err := Dial(ctx, simSocket{sock}, srv.addr, clientTLS(t), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				echoOurs(t, ctx, c, 10)
+				if closer == "client" {
+					_ = c.CloseWithError(0, "")
+				} else {
+					_ = srv.only(t).CloseWithError(0, "")
+					<-c.Context().Done()
+				}
+				synctest.Wait()
+				for _, f := range []string{fmt.Sprintf("quic.(*Conn).run(%p", c), fmt.Sprintf("quic.(*Transport).readLoop(%p", c.t)} {
+					if left := bubbleGoroutines(f); len(left) > 0 {
+						t.Errorf("left after the connection closed:\n%s", left[0])
+					}
+				}
+				sock.Close() // lets the bubble end if the test failed
+			})
+		})
+	}
 }

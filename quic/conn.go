@@ -365,7 +365,9 @@ func (c *Conn) onTimers(now time.Time) {
 		return
 	}
 	if c.closing || c.draining {
-		if !now.Before(c.closeDeadline) {
+		// Not before our CONNECTION_CLOSE went out, even with no closing
+		// period (closingPeriod).
+		if !now.Before(c.closeDeadline) && (c.draining || c.closeNotified) {
 			c.finished = true
 		}
 		return
