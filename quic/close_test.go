@@ -175,18 +175,29 @@ func TestKeepAlivePreventsIdleTimeout(t *testing.T) {
 	simTest(t, simLink, func(t *testing.T, s *sim) {
 		ctx := s.ctx()
 		srv := s.server(nil, &Config{MaxIdleTimeout: 600 * time.Millisecond})
-		c := s.dial(simClientAddr(1), srv.addr, &Config{KeepAlivePeriod: period})
+		ctls := clientTLS(t)
+		frames := s.logFrames(simClientAddr(1), ctls)
+		c := s.dialTLS(simClientAddr(1), srv.addr, ctls, &Config{KeepAlivePeriod: period})
 		echoOurs(t, ctx, c, 10)
 		time.Sleep(time.Second) // MTU probes and their ACKs are over
-		sent := s.sendTimes(simClientAddr(1))
+		idleFrom := time.Now()
 		time.Sleep(10 * time.Second)
-		times := sent()
-		if len(times) < 10 {
-			t.Fatalf("the client sent %d datagrams in 10 s", len(times))
+		var pings []time.Time
+		for _, p := range frames.packets(t, c, true, defaultConnIDLength) {
+			if p.at.Before(idleFrom) {
+				continue
+			}
+			if !p.has(wire.FrameTypePing) {
+				t.Fatalf("an idle client sent a packet without PING: %+v", p.frames)
+			}
+			pings = append(pings, p.at)
+		}
+		if len(pings) < 10 {
+			t.Fatalf("the client sent %d PINGs in 10 s", len(pings))
 		}
 		maxGap := period + 2*simLink.Delay + wire.DefaultMaxAckDelay
-		for i := 1; i < len(times); i++ {
-			if gap := times[i] - times[i-1]; gap < period || gap > maxGap {
+		for i := 1; i < len(pings); i++ {
+			if gap := pings[i].Sub(pings[i-1]); gap < period || gap > maxGap {
 				t.Fatalf("keep-alive gap %v, want %v to %v", gap, period, maxGap)
 			}
 		}
@@ -249,11 +260,14 @@ func TestNoGoroutineLeak(t *testing.T) {
 func TestConnectionCloseRetransmission(t *testing.T) {
 	simTest(t, simLink, func(t *testing.T, s *sim) {
 		srv := s.server(nil, &Config{DisablePathMTUDiscovery: true, MaxIncomingStreams: 200})
-		c := s.dial(simClientAddr(1), srv.addr, &Config{DisablePathMTUDiscovery: true})
+		ctls := clientTLS(t)
+		frames := s.logFrames(simClientAddr(1), ctls)
+		c := s.dialTLS(simClientAddr(1), srv.addr, ctls, &Config{DisablePathMTUDiscovery: true})
 		ctx := s.ctx()
 		echoOurs(t, ctx, c, 10)
 		sc := srv.only(t)
 		time.Sleep(10 * time.Millisecond)
+		closedAt := time.Now()
 		var mu sync.Mutex
 		var dropped [][]byte
 		s.tap(func(p *simnet.Packet) bool {
@@ -286,6 +300,19 @@ func TestConnectionCloseRetransmission(t *testing.T) {
 			if !bytes.Equal(d, dropped[0]) {
 				t.Fatal("a repeated CONNECTION_CLOSE differs from the first")
 			}
+		}
+		n := 0
+		for _, p := range frames.packets(t, c, false, defaultConnIDLength) {
+			if p.at.Before(closedAt) {
+				continue
+			}
+			n++
+			if len(p.frames) != 1 || p.frames[0].Type != wire.FrameTypeConnectionCloseApp || p.frames[0].ErrorCode != 1337 || string(p.frames[0].Reason) != "closing" {
+				t.Fatalf("the closing server sent %+v, want only CONNECTION_CLOSE 1337", p.frames)
+			}
+		}
+		if n != len(dropped) {
+			t.Fatalf("%d 1-RTT packets in the %d datagrams of the closing server", n, len(dropped))
 		}
 	})
 }

@@ -44,7 +44,9 @@ func TestKeyUpdateDuringTransfer(t *testing.T) {
 				} else {
 					addr = s.quicGoServer(&quicgo.Config{})
 				}
-				c := s.dial(simClientAddr(1), addr, nil)
+				ctls := clientTLS(t)
+				frames := s.logFrames(simClientAddr(1), ctls)
+				c := s.dialTLS(simClientAddr(1), addr, ctls, nil)
 				st, err := c.OpenStreamSync(ctx)
 				if err != nil {
 					t.Fatal(err)
@@ -81,6 +83,21 @@ func TestKeyUpdateDuringTransfer(t *testing.T) {
 				// packets), so its peer may see more than one generation.
 				if g := keyGeneration(c); g < 1 || (peer == "ours" && g != 1) {
 					t.Fatalf("key generation %d", g)
+				}
+				// On the wire: each side's 1-RTT packets change key phase
+				// once (our update; the peer's answer to it), and never
+				// back, but for quic-go's own early updates.
+				for _, fromClient := range []bool{true, false} {
+					changes, phase := 0, false
+					for _, p := range frames.packets(t, c, fromClient, defaultConnIDLength) {
+						if p.keyPhase != phase {
+							changes++
+							phase = p.keyPhase
+						}
+					}
+					if changes < 1 || (peer == "ours" && changes != 1) {
+						t.Errorf("the key phase of the %s packets changed %d times", map[bool]string{true: "client's", false: "server's"}[fromClient], changes)
+					}
 				}
 			})
 		})

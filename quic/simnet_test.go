@@ -3,6 +3,7 @@ package quic
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/netip"
@@ -143,7 +144,13 @@ func (s *sim) server(tr *Transport, conf *Config) *echoServer {
 // dial connects our client from a new endpoint at from to to.
 func (s *sim) dial(from netip.AddrPort, to net.Addr, conf *Config) *Conn {
 	s.t.Helper()
-	c, err := s.transport(from).Dial(s.ctx(), to, clientTLS(s.t), conf)
+	return s.dialTLS(from, to, clientTLS(s.t), conf)
+}
+
+// dialTLS is dial with the client's TLS configuration.
+func (s *sim) dialTLS(from netip.AddrPort, to net.Addr, ctls *tls.Config, conf *Config) *Conn {
+	s.t.Helper()
+	c, err := s.transport(from).Dial(s.ctx(), to, ctls, conf)
 	if err != nil {
 		s.t.Fatal(err)
 	}
