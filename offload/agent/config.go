@@ -75,8 +75,6 @@ type Config struct {
 	RetryMaxAge    time.Duration
 	NewTokenMaxAge time.Duration
 	MaxFuture      time.Duration
-	// Now is the clock; nil means time.Now. Tests inject one.
-	Now func() time.Time
 	// HeartbeatInterval is RunHeartbeat's period; default
 	// DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
@@ -108,9 +106,6 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.KeyCache == nil {
 		cfg.KeyCache = token.NewKeyCache(0)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"net/netip"
+	"time"
 
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/wire"
@@ -21,7 +22,7 @@ func (w *Worker) initial(pkt []byte, from netip.AddrPort, out []byte) (Reason, [
 		}
 		return w.retry(from, out, ReasonRetry)
 	}
-	res, err := w.validator.Validate(h.Token, token.TypeAny, from, w.eng.cfg.Now(), w.payload[:0])
+	res, err := w.validator.Validate(h.Token, token.TypeAny, from, time.Now(), w.payload[:0])
 	if err != nil {
 		tr := token.ReasonOf(err)
 		if res.Type == token.TypeNewToken && tr > token.ReasonWrongType {
@@ -60,7 +61,7 @@ func (w *Worker) retry(from netip.AddrPort, out []byte, r Reason) (Reason, []byt
 	h := &w.hdr
 	rscid := w.rscid[:w.eng.cfg.CIDLen]
 	_, _ = w.rng.Read(rscid) // never fails
-	tok, err := w.issuer.AppendRetry(w.tok[:0], from, h.DestConnID, rscid, w.eng.cfg.Now())
+	tok, err := w.issuer.AppendRetry(w.tok[:0], from, h.DestConnID, rscid, time.Now())
 	if err != nil {
 		return ReasonInternal, nil
 	}
