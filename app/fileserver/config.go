@@ -78,9 +78,6 @@ type Config struct {
 	Logger *slog.Logger
 	// ShutdownTimeout bounds graceful shutdown; zero means the default.
 	ShutdownTimeout time.Duration
-	// Now is the clock used for certificate validity; nil means time.Now.
-	// Tests set it to exercise expiry.
-	Now func() time.Time
 }
 
 func (c *Config) fillDefaults() {
@@ -92,9 +89,6 @@ func (c *Config) fillDefaults() {
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if c.Now == nil {
-		c.Now = time.Now
 	}
 }
 
