@@ -51,7 +51,7 @@ func TestKeyUpdateDuringTransfer(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				data := testData(2<<20, 9)
+				data := testData(1<<20, 9)
 				errc := make(chan error, 1)
 				go func() {
 					half := len(data) / 2

@@ -19,7 +19,7 @@ var lossyLink = simnet.LinkConfig{
 
 // lossyTransfer is how much the lossy tests echo: enough for hundreds of
 // losses and every recovery path.
-const lossyTransfer = 4 << 20
+const lossyTransfer = 2 << 20
 
 // checkLossyStats checks that the network really misbehaved and that the
 // client's counters saw it.

@@ -78,7 +78,7 @@ func TestMTUDiscoveryNarrowPath(t *testing.T) {
 		ctx := s.ctx()
 		srv := s.server(nil, nil)
 		c := s.dial(simClientAddr(1), srv.addr, nil)
-		echoOurs(t, ctx, c, 1<<20)
+		echoOurs(t, ctx, c, 512<<10)
 		inRange := func(n int) bool { return n > 1300-mtuSearchDone && n <= 1300 }
 		waitFor(t, "both sides to settle below 1300 bytes", func() bool {
 			return inRange(maxDatagramOf(c)) && inRange(maxDatagramOf(srv.only(t)))
@@ -86,7 +86,7 @@ func TestMTUDiscoveryNarrowPath(t *testing.T) {
 		if s.net.Stats().TooBig == 0 {
 			t.Error("no probe was too large for the link")
 		}
-		echoOurs(t, ctx, c, 1<<20)
+		echoOurs(t, ctx, c, 512<<10)
 		if !inRange(maxDatagramOf(c)) || !inRange(maxDatagramOf(srv.only(t))) {
 			t.Errorf("after another transfer the sizes are %d and %d", maxDatagramOf(c), maxDatagramOf(srv.only(t)))
 		}
@@ -106,7 +106,7 @@ func TestMTUBlackHoleFallsBack(t *testing.T) {
 			return maxDatagramOf(c) == maxProbeSize && maxDatagramOf(srv.only(t)) == maxProbeSize
 		})
 		s.net.SetPath(simClientAddr(1).Addr(), simServerAddr.Addr(), withMTU(1300))
-		echoOurs(t, ctx, c, 2<<20)
+		echoOurs(t, ctx, c, 1<<20)
 		waitFor(t, "both sides below the new limit", func() bool {
 			return maxDatagramOf(c) <= 1300 && maxDatagramOf(srv.only(t)) <= 1300
 		})
