@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/turboretry/turboretry/offload/host"
 )
 
 // DefaultAddr is where the server listens when no address is given: a local
@@ -61,8 +63,9 @@ type Config struct {
 	// host's fail-open fallback policy.
 	Retry RetryMode
 	// Offload puts a Retry agent in front of the QUIC listener
-	// (offload.go); the zero value runs none.
-	Offload OffloadConfig
+	// (offload/host); the zero value runs none. Its KeyRing and Logger are
+	// the server's, its IdleTimeout is QUICIdleTimeout.
+	Offload host.Config
 	// SecretFile is the token root secret; empty means one kept in
 	// StateDir, created on first use.
 	SecretFile string
@@ -78,6 +81,10 @@ type Config struct {
 	Logger *slog.Logger
 	// ShutdownTimeout bounds graceful shutdown; zero means the default.
 	ShutdownTimeout time.Duration
+
+	// enterNetns, set by tests, runs the HTTP/3 listener's socket and
+	// offload setup in the server's network namespace.
+	enterNetns func(func() error) error
 }
 
 func (c *Config) fillDefaults() {
@@ -90,6 +97,9 @@ func (c *Config) fillDefaults() {
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	// The listener's idle timeout is fixed; the offload's T_W check
+	// compares against it.
+	c.Offload.IdleTimeout = QUICIdleTimeout
 }
 
 func (c *Config) check() error {
@@ -102,5 +112,5 @@ func (c *Config) check() error {
 	if int(c.Retry) >= len(retryNames) {
 		return fmt.Errorf("invalid retry mode %v", c.Retry)
 	}
-	return c.Offload.check()
+	return c.Offload.Check()
 }
