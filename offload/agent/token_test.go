@@ -132,7 +132,9 @@ func TestBadRetryTokenDropped(t *testing.T) {
 
 // TestRetryTokenExpiredOrFromFuture: a retry token too old, or minted
 // ahead of the agent's clock, drops the Initial.
-func TestRetryTokenExpiredOrFromFuture(t *testing.T) { synctest.Test(t, testRetryTokenExpiredOrFromFuture) }
+func TestRetryTokenExpiredOrFromFuture(t *testing.T) {
+	synctest.Test(t, testRetryTokenExpiredOrFromFuture)
+}
 
 func testRetryTokenExpiredOrFromFuture(t *testing.T) {
 	env := newTestEnv(t, nil)
