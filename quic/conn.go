@@ -653,7 +653,8 @@ func (c *Conn) ConnectionState() ConnectionState {
 // CloseWithError closes the connection with an application error code and
 // message, which the peer sees as an ApplicationError. It returns once the
 // CONNECTION_CLOSE was written; the connection's goroutine stays for the
-// closing period (three PTOs) to answer late packets.
+// closing period (three PTOs) to answer late packets, except for a
+// connection of Dial or DialAddr, whose Transport closes with it at once.
 func (c *Conn) CloseWithError(code ApplicationErrorCode, msg string) error {
 	c.mu.Lock()
 	initiated := c.closeErr == nil && !c.finished
