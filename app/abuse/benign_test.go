@@ -1,0 +1,80 @@
+package abuse
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+
+	quicgohttp3 "github.com/quic-go/quic-go/http3"
+
+	"github.com/turboretry/turboretry/http3"
+)
+
+// benignClients are the two HTTP/3 clients a benign user may run: quic-go's
+// and ours. Each fetch uses a new Transport, so it dials a connection of
+// its own and goes through whatever the server makes new clients do
+// (a Retry under a flood).
+var benignClients = []struct {
+	name string
+	new  func(*tls.Config) (http.RoundTripper, func())
+}{
+	{"quic-go", func(c *tls.Config) (http.RoundTripper, func()) {
+		tr := &quicgohttp3.Transport{TLSClientConfig: c}
+		return tr, func() { tr.Close() }
+	}},
+	{"turboretry", func(c *tls.Config) (http.RoundTripper, func()) {
+		tr := &http3.Transport{TLSClientConfig: c}
+		return tr, func() { tr.Close() }
+	}},
+}
+
+// benignFetch GETs path over HTTP/3 with the named client and checks the
+// status and, when want is not nil, the body.
+func benignFetch(ctx context.Context, s *server, client int, path string, want []byte) error {
+	c := benignClients[client]
+	rt, closeRT := c.new(&tls.Config{RootCAs: s.pool})
+	defer closeRT()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return fmt.Errorf("%s client: GET %s: %w", c.name, path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s client: GET %s: reading the body: %w", c.name, path, err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Proto != "HTTP/3.0" {
+		return fmt.Errorf("%s client: GET %s: %d %s", c.name, path, resp.StatusCode, resp.Proto)
+	}
+	if want != nil && string(body) != string(want) {
+		return fmt.Errorf("%s client: GET %s: body of %d bytes, want %d", c.name, path, len(body), len(want))
+	}
+	return nil
+}
+
+// benignFetches runs benignFetch with every client at once and returns a
+// channel that gets each one's result.
+func benignFetches(ctx context.Context, s *server, path string, want []byte) <-chan error {
+	out := make(chan error, len(benignClients))
+	for i := range benignClients {
+		go func() { out <- benignFetch(ctx, s, i, path, want) }()
+	}
+	return out
+}
+
+// checkBenign waits for the results of benignFetches.
+func checkBenign(t *testing.T, results <-chan error) {
+	t.Helper()
+	for range benignClients {
+		if err := <-results; err != nil {
+			t.Error("benign fetch during the attack:", err)
+		}
+	}
+}

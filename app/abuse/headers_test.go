@@ -1,0 +1,108 @@
+package abuse
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"testing"
+
+	quicgo "github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/quicvarint"
+
+	"github.com/turboretry/turboretry/http3"
+)
+
+// dialH3 opens a raw QUIC connection with the h3 ALPN from quic-go (an
+// independent stack) and sends the control stream's SETTINGS (empty), as
+// an HTTP/3 client does before its requests.
+func dialH3(ctx context.Context, t *testing.T, s *server, conf *quicgo.Config) *quicgo.Conn {
+	t.Helper()
+	c, err := quicgo.DialAddr(ctx, s.addr, &tls.Config{RootCAs: s.pool, NextProtos: []string{"h3"}}, conf)
+	if err != nil {
+		t.Fatalf("dialing the server: %v", err)
+	}
+	t.Cleanup(func() { c.CloseWithError(0, "") })
+	ctrl, err := c.OpenUniStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Stream type 0x00 (control), SETTINGS (0x04) of length 0.
+	if _, err := ctrl.Write([]byte{0x00, 0x04, 0x00}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestDeclaredHeaders is issue 11's third attack: 8 connections x 100
+// request streams, each sending a HEADERS frame header that declares
+// 1 MiB (MaxHeaderBytes, so it is not refused outright) and 500 bytes of
+// it, then nothing. Before, every stream allocated the declared 1 MiB
+// (945 MB RSS); now payloads are read as they arrive within a
+// per-connection header budget. Once the server is quiet its resident
+// memory must stay under 300 MB, a benign fetch must complete, and
+// ReadHeaderTimeout (10 s) must end every stream the attack holds
+// (H3_REQUEST_INCOMPLETE, or H3_REQUEST_REJECTED for those still waiting
+// for the budget), after which the server's goroutines are back to a
+// handful per connection.
+func TestDeclaredHeaders(t *testing.T) {
+	t.Parallel()
+	const (
+		conns    = 8
+		streams  = 100
+		declared = 1 << 20
+		sent     = 500
+	)
+	s := startServer(t)
+	ctx := ctxFor(t)
+	baseRSS := s.rssMB()
+
+	frame := quicvarint.Append(nil, 0x01) // HEADERS
+	frame = quicvarint.Append(frame, declared)
+	frame = append(frame, make([]byte, sent)...)
+	var held []*quicgo.Stream
+	for range conns {
+		c := dialH3(ctx, t, s, nil)
+		for range streams {
+			str, err := c.OpenStreamSync(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := str.Write(frame); err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, str)
+		}
+	}
+	waitQuiet(t, s)
+	rss, fds := s.rssMB(), s.fds()
+	metrics := s.scrape()
+	checkBenign(t, benignFetches(ctx, s, "", nil))
+	peakRSS := s.peakRSSMB()
+	n := conns * streams
+	t.Logf("%d streams holding a HEADERS frame declared as %d bytes (%d sent): RSS %.1f MB (peak %.1f, %.1f at start: %.1f KiB per stream), %.0f live connections, %d fds",
+		n, declared, sent, rss, peakRSS, baseRSS, (peakRSS-baseRSS)*1024/float64(n), metrics[mConns], fds)
+	if peakRSS >= 300 {
+		t.Errorf("peak RSS %.1f MB, want < 300 MB", peakRSS)
+	}
+
+	// ReadHeaderTimeout ends them all: each stream is reset.
+	codes := map[http3.ErrCode]int{}
+	for _, str := range held {
+		_, err := io.Copy(io.Discard, str)
+		var serr *quicgo.StreamError
+		if !errors.As(err, &serr) || !serr.Remote {
+			t.Fatalf("a held stream ended with %v, want a reset from the server", err)
+		}
+		codes[http3.ErrCode(serr.ErrorCode)]++
+	}
+	t.Logf("the server reset the held streams: %v", codes)
+	if codes[http3.ErrCodeRequestIncomplete]+codes[http3.ErrCodeRequestRejected] != n {
+		t.Errorf("reset codes %v, want H3_REQUEST_INCOMPLETE or H3_REQUEST_REJECTED for all %d", codes, n)
+	}
+	goroutines, top := s.goroutineDump()
+	t.Logf("after the resets: %d goroutines (top: %v)", goroutines, top[:min(4, len(top))])
+	if goroutines > 100+16*conns {
+		t.Errorf("%d goroutines after every held stream was reset, want a handful per connection", goroutines)
+	}
+}
