@@ -1,0 +1,169 @@
+package abuse
+
+import (
+	"crypto/tls"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	quicgo "github.com/quic-go/quic-go"
+
+	"github.com/turboretry/turboretry/quic"
+)
+
+// defaultMaxConnections is quic.Config.MaxConnections' default, which
+// `turboretry serve` keeps.
+const defaultMaxConnections = 4096
+
+// TestIdleConnectionCap is issue 11's connection cap: one client socket
+// (quic-go's Transport) opens idle HTTP/3 connections until the server
+// holds its default cap of 4096, then more. The server must stay at the
+// cap, refuse every further connection attempt with CONNECTION_REFUSED
+// before any handshake (quic-go's client and ours report it; a benign
+// fetch is refused the same way while the cap is full, which is the
+// documented behaviour), keep its memory within the cap's budget, and
+// serve the benign clients as soon as a few of the idle connections go.
+func TestIdleConnectionCap(t *testing.T) {
+	const (
+		extra   = 32 // attempts past the cap
+		dialers = 16
+		freed   = 8
+	)
+	s := startServer(t)
+	ctx := ctxFor(t)
+	baseRSS := s.rssMB()
+
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = udp.SetReadBuffer(4 << 20)
+	qtr := &quicgo.Transport{Conn: udp}
+	t.Cleanup(func() { qtr.Close() })
+	raddr, err := net.ResolveUDPAddr("udp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsConf := &tls.Config{RootCAs: s.pool, NextProtos: []string{"h3"}}
+	// Keep-alives hold the connections past the server's 30 s idle
+	// timeout on a slow machine.
+	qconf := &quicgo.Config{KeepAlivePeriod: 10 * time.Second, HandshakeIdleTimeout: 30 * time.Second}
+
+	var (
+		mu      sync.Mutex
+		idle    []*quicgo.Conn
+		refused int
+		other   []error
+	)
+	dial := func(n int) {
+		var wg sync.WaitGroup
+		work := make(chan struct{}, n)
+		for range n {
+			work <- struct{}{}
+		}
+		close(work)
+		for range dialers {
+			wg.Go(func() {
+				for range work {
+					c, err := qtr.Dial(ctx, raddr, tlsConf, qconf)
+					mu.Lock()
+					switch {
+					case err == nil:
+						idle = append(idle, c)
+					case isRefused(err):
+						refused++
+					default:
+						other = append(other, err)
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+	}
+	start := time.Now()
+	dial(defaultMaxConnections)
+	filled := time.Since(start)
+	if len(other) > 0 || refused > 0 {
+		t.Fatalf("filling the cap: %d connected, %d refused, %d other errors (first: %v)", len(idle), refused, len(other), errors.Join(other[:min(1, len(other))]...))
+	}
+	dial(extra)
+	if len(idle) != defaultMaxConnections || refused != extra || len(other) > 0 {
+		t.Fatalf("past the cap: %d connected, %d refused, %d other errors (%v); want %d, %d, 0",
+			len(idle), refused, len(other), errors.Join(other...), defaultMaxConnections, extra)
+	}
+	waitQuiet(t, s)
+	metrics := s.scrape()
+	rss, fds := s.rssMB(), s.fds()
+	t.Logf("%d idle connections in %v: %.0f live on the server, RSS %.1f MB (%.1f at start: %.1f KiB per connection), %d fds; %d past the cap refused",
+		len(idle), filled.Round(time.Millisecond), metrics[mConns], rss, baseRSS, (rss-baseRSS)*1024/float64(len(idle)), fds, refused)
+	if metrics[mConns] != defaultMaxConnections {
+		t.Errorf("the server holds %.0f connections, want the cap %d", metrics[mConns], defaultMaxConnections)
+	}
+
+	// While the cap is full a benign client is refused at once, with a
+	// clear error.
+	for i, c := range benignClients {
+		err := benignFetch(ctx, s, i, "", nil)
+		if !isRefused(err) {
+			t.Errorf("%s client while the cap is full: %v, want CONNECTION_REFUSED", c.name, err)
+		}
+	}
+	// Closing a few idle connections makes room for the benign ones.
+	for _, c := range idle[:freed] {
+		c.CloseWithError(0, "")
+	}
+	// The server releases a slot when the connection's draining period
+	// (three PTOs) ends: until then a client may still be refused.
+	for i, c := range benignClients {
+		var err error
+		waitFor(t, c.name+" client to get a connection slot", func() bool {
+			err = benignFetch(ctx, s, i, "", nil)
+			return !isRefused(err)
+		})
+		if err != nil {
+			t.Errorf("%s client after %d idle connections closed: %v", c.name, freed, err)
+		}
+	}
+	peakRSS := s.peakRSSMB()
+	goroutines, top := s.goroutineDump()
+	t.Logf("peak RSS %.1f MB, %d goroutines (top: %v)", peakRSS, goroutines, top[:min(4, len(top))])
+	// docs/api.md: about 70 KiB per idle HTTP/3 connection, 300 MB for a
+	// full cap.
+	if peakRSS >= 300 {
+		t.Errorf("peak RSS %.1f MB with the cap of %d idle connections, want < 300 MB", peakRSS, defaultMaxConnections)
+	}
+	if limit := 4*defaultMaxConnections + 200; goroutines > limit {
+		t.Errorf("%d goroutines for %d idle connections, want at most %d", goroutines, defaultMaxConnections, limit)
+	}
+}
+
+// isRefused reports whether err is a peer's CONNECTION_REFUSED, as
+// quic-go's client or ours reports it.
+func isRefused(err error) bool {
+	var qgo *quicgo.TransportError
+	if errors.As(err, &qgo) {
+		return qgo.Remote && qgo.ErrorCode == quicgo.ConnectionRefused
+	}
+	var ours *quic.TransportError
+	if errors.As(err, &ours) {
+		return ours.Remote && ours.ErrorCode == quic.ConnectionRefused
+	}
+	return false
+}
+
+// waitFor polls cond every 10 ms; the minute only keeps a broken server
+// from hanging the suite.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
