@@ -1,3 +1,5 @@
+//go:build linux
+
 package abuse
 
 import (
@@ -8,9 +10,11 @@ import (
 	"net/http"
 	"testing"
 
+	quicgo "github.com/quic-go/quic-go"
 	quicgohttp3 "github.com/quic-go/quic-go/http3"
 
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/quic"
 )
 
 // benignClients are the two HTTP/3 clients a benign user may run: quic-go's
@@ -19,14 +23,28 @@ import (
 // (a Retry under a flood).
 var benignClients = []struct {
 	name string
-	new  func(*tls.Config) (http.RoundTripper, func())
+	new  func(*server) (http.RoundTripper, func())
 }{
-	{"quic-go", func(c *tls.Config) (http.RoundTripper, func()) {
-		tr := &quicgohttp3.Transport{TLSClientConfig: c}
+	{"quic-go", func(s *server) (http.RoundTripper, func()) {
+		tr := &quicgohttp3.Transport{TLSClientConfig: s.clientTLS()}
+		if s.clientNS != "" {
+			// The transport dials on a goroutine of its own: make the
+			// socket in the clients' namespace.
+			tr.Dial = func(ctx context.Context, addr string, tc *tls.Config, qc *quicgo.Config) (c *quicgo.Conn, err error) {
+				err = s.inClientNS(func() error { c, err = quicgo.DialAddrEarly(ctx, addr, tc, qc); return err })
+				return c, err
+			}
+		}
 		return tr, func() { tr.Close() }
 	}},
-	{"turboretry", func(c *tls.Config) (http.RoundTripper, func()) {
-		tr := &http3.Transport{TLSClientConfig: c}
+	{"turboretry", func(s *server) (http.RoundTripper, func()) {
+		tr := &http3.Transport{TLSClientConfig: s.clientTLS()}
+		if s.clientNS != "" {
+			tr.Dial = func(ctx context.Context, addr string, tc *tls.Config, qc *quic.Config) (c *quic.Conn, err error) {
+				err = s.inClientNS(func() error { c, err = quic.DialAddrEarly(ctx, addr, tc, qc); return err })
+				return c, err
+			}
+		}
 		return tr, func() { tr.Close() }
 	}},
 }
@@ -35,7 +53,7 @@ var benignClients = []struct {
 // status and, when want is not nil, the body.
 func benignFetch(ctx context.Context, s *server, client int, path string, want []byte) error {
 	c := benignClients[client]
-	rt, closeRT := c.new(&tls.Config{RootCAs: s.pool})
+	rt, closeRT := c.new(s)
 	defer closeRT()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+path, nil)
 	if err != nil {

@@ -1,7 +1,8 @@
+//go:build linux
+
 package abuse
 
 import (
-	"crypto/tls"
 	"errors"
 	"net"
 	"sync"
@@ -46,7 +47,7 @@ func TestIdleConnectionCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tlsConf := &tls.Config{RootCAs: s.pool, NextProtos: []string{"h3"}}
+	tlsConf := s.clientTLS("h3")
 	// Keep-alives hold the connections past the server's 30 s idle
 	// timeout on a slow machine.
 	qconf := &quicgo.Config{KeepAlivePeriod: 10 * time.Second, HandshakeIdleTimeout: 30 * time.Second}
@@ -166,4 +167,3 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-

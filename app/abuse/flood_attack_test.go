@@ -1,3 +1,5 @@
+//go:build linux
+
 package abuse
 
 import (
@@ -43,16 +45,16 @@ const (
 // floodPoolBatch is how many packets a Generator builds per call to more.
 const floodPoolBatch = 256
 
-// newFloodAttack builds n Initials and a socket to send them to the
-// server's address.
-func newFloodAttack(tb testing.TB, addr string, n int) *floodAttack {
+// newFloodAttack builds n Initials and a socket, in the clients'
+// namespace, to send them to the server.
+func newFloodAttack(tb testing.TB, s *server, n int) *floodAttack {
 	tb.Helper()
-	to, err := net.ResolveUDPAddr("udp", addr)
+	to, err := net.ResolveUDPAddr("udp", s.addr)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
+	var pc *net.UDPConn
+	if err := s.inClientNS(func() (err error) { pc, err = net.ListenUDP("udp", nil); return err }); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { pc.Close() })

@@ -1,8 +1,9 @@
+//go:build linux
+
 package abuse
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"io"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // an HTTP/3 client does before its requests.
 func dialH3(ctx context.Context, t *testing.T, s *server, conf *quicgo.Config) *quicgo.Conn {
 	t.Helper()
-	c, err := quicgo.DialAddr(ctx, s.addr, &tls.Config{RootCAs: s.pool, NextProtos: []string{"h3"}}, conf)
+	c, err := quicgo.DialAddr(ctx, s.addr, s.clientTLS("h3"), conf)
 	if err != nil {
 		t.Fatalf("dialing the server: %v", err)
 	}

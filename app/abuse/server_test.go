@@ -1,13 +1,17 @@
+//go:build linux
+
 package abuse
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +25,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/netnstest"
 )
 
 // The suite runs the real `turboretry serve`, built once per test binary
@@ -89,6 +95,22 @@ type server struct {
 	pool    *x509.CertPool
 	exited  chan struct{}
 	log     *serverLog
+
+	ns, clientNS, serverName string // serveOptions
+	scraper                  *http.Client
+}
+
+// inClientNS runs fn, which makes sockets, in the clients' namespace.
+func (s *server) inClientNS(fn func() error) error {
+	if s.clientNS == "" {
+		return fn()
+	}
+	return netnstest.In(s.clientNS, fn)
+}
+
+// clientTLS is the TLS configuration of the benign clients and attackers.
+func (s *server) clientTLS(alpn ...string) *tls.Config {
+	return &tls.Config{RootCAs: s.pool, ServerName: s.serverName, NextProtos: alpn}
 }
 
 // serverLog keeps the child's stderr: the last lines for diagnostics, the
@@ -151,13 +173,36 @@ func (l *serverLog) String() string {
 // waits until it serves HTTP/3. The process is killed at cleanup.
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("the abuse suite reads the server's memory and files from /proc: Linux only")
-	}
+	return startServerWith(t, serveOptions{args: args})
+}
+
+// serveOptions place a server and its clients.
+type serveOptions struct {
+	// ns is the network namespace the server runs in ("" for this one);
+	// its metrics listen on that namespace's loopback.
+	ns string
+	// clientNS is where the attacker and the benign clients make their
+	// sockets ("" for this one).
+	clientNS string
+	// serverName is the TLS server name for clients when the URL's host
+	// is not in the certificate (which covers localhost and 127.0.0.1).
+	serverName string
+	// args follow the suite's own (--addr 127.0.0.1:0, --state-dir,
+	// --metrics); a later --addr wins.
+	args []string
+}
+
+func startServerWith(t *testing.T, o serveOptions) *server {
+	t.Helper()
 	bin := buildServe(t)
 	state := filepath.Join(t.TempDir(), "state")
-	argv := append([]string{"serve", "--addr", "127.0.0.1:0", "--state-dir", state, "--metrics", "127.0.0.1:0"}, args...)
-	cmd := exec.Command(bin, argv...)
+	argv := append([]string{bin, "serve", "--addr", "127.0.0.1:0", "--state-dir", state, "--metrics", "127.0.0.1:0"}, o.args...)
+	if o.ns != "" {
+		// ip netns exec switches namespaces and execs the binary: the
+		// server keeps the child's PID.
+		argv = append([]string{"ip", "netns", "exec", o.ns}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	// A SIGQUIT dump lists every goroutine (goroutineDump).
 	cmd.Env = append(os.Environ(), "GOTRACEBACK=all")
 	stdout, err := cmd.StdoutPipe()
@@ -171,7 +216,7 @@ func startServer(t *testing.T, args ...string) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{t: t, cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}),
+	s := &server{t: t, cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}), ns: o.ns, clientNS: o.clientNS, serverName: o.serverName,
 		log: &serverLog{ready: make(chan struct{}), readDone: make(chan struct{})}}
 	urlc := make(chan string, 1)
 	go func() {
@@ -220,6 +265,21 @@ func startServer(t *testing.T, args ...string) *server {
 	}
 	s.pool = x509.NewCertPool()
 	s.pool.AddCert(cert)
+	if s.ns != "" {
+		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", s.pid)); err != nil || filepath.Base(target) != "turboretry" {
+			t.Fatalf("PID %d runs %q (%v), not the server", s.pid, target, err)
+		}
+	}
+	s.scraper = &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
+			in := func() error { c, err = (&net.Dialer{}).DialContext(ctx, network, addr); return err }
+			if s.ns == "" {
+				return c, in()
+			}
+			return c, netnstest.In(s.ns, in)
+		},
+	}}
+	t.Cleanup(s.scraper.CloseIdleConnections)
 	return s
 }
 
@@ -304,7 +364,7 @@ func (s *server) scrape() map[string]float64 {
 
 // scrapeMetrics is scrape for any goroutine: it returns its error.
 func (s *server) scrapeMetrics() (map[string]float64, error) {
-	resp, err := http.Get(s.metrics)
+	resp, err := s.scraper.Get(s.metrics)
 	if err != nil {
 		return nil, fmt.Errorf("scraping metrics: %w", err)
 	}
@@ -321,18 +381,46 @@ func (s *server) scrapeMetrics() (map[string]float64, error) {
 		if sp < 0 {
 			continue
 		}
-		name := line[:sp]
-		if i := strings.IndexByte(name, '{'); i >= 0 {
-			name = name[:i]
+		series := line[:sp]
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
+		if err != nil {
+			continue
 		}
-		if v, err := strconv.ParseFloat(line[sp+1:], 64); err == nil {
-			out[name] += v
+		name, labels, ok := strings.Cut(series, "{")
+		out[name] += v
+		if ok {
+			out[seriesKey(name, strings.TrimSuffix(labels, "}"))] = v
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("reading metrics: %w", err)
 	}
 	return out, nil
+}
+
+// seriesKey names one labelled series as series does, whatever the order
+// its exposition gave the labels in.
+func seriesKey(name, labels string) string {
+	var pairs []string
+	for labels != "" {
+		// name="value", values with no quotes or commas inside: the
+		// suite reads only such labels.
+		pair, rest, _ := strings.Cut(labels, ",")
+		pairs = append(pairs, pair)
+		labels = rest
+	}
+	slices.Sort(pairs)
+	return name + "{" + strings.Join(pairs, ",") + "}"
+}
+
+// series is the key scrape gives one labelled series: labels are
+// name, value pairs.
+func series(name string, labels ...string) string {
+	var pairs []string
+	for i := 0; i+1 < len(labels); i += 2 {
+		pairs = append(pairs, labels[i]+"="+strconv.Quote(labels[i+1]))
+	}
+	return seriesKey(name, strings.Join(pairs, ","))
 }
 
 // sampler scrapes the server's metrics every interval while an attack
@@ -343,10 +431,9 @@ type sampler struct {
 	stop chan struct{}
 	done chan struct{}
 
-	mu      sync.Mutex
-	max     map[string]float64
-	samples int
-	err     error
+	mu  sync.Mutex
+	max map[string]float64
+	err error
 }
 
 func (s *server) sample(interval time.Duration) *sampler {
@@ -366,7 +453,6 @@ func (s *server) sample(interval time.Duration) *sampler {
 					sm.max[k] = v
 				}
 			}
-			sm.samples++
 			sm.mu.Unlock()
 			select {
 			case <-sm.stop:
@@ -389,7 +475,6 @@ func (sm *sampler) finish(t *testing.T) map[string]float64 {
 		sm.s.alive()
 		t.Fatal(sm.err)
 	}
-	t.Logf("%d metric samples", sm.samples)
 	return sm.max
 }
 

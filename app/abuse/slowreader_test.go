@@ -1,7 +1,8 @@
+//go:build linux
+
 package abuse
 
 import (
-	"crypto/tls"
 	"fmt"
 	"net/http"
 	"sync"
@@ -58,7 +59,7 @@ func TestSlowReaders(t *testing.T) {
 		}
 	})
 	for range conns {
-		tr := &quicgohttp3.Transport{TLSClientConfig: &tls.Config{RootCAs: s.pool}, QUICConfig: qconf}
+		tr := &quicgohttp3.Transport{TLSClientConfig: s.clientTLS(), QUICConfig: qconf}
 		client = append(client, tr)
 		for range streams {
 			wg.Go(func() {
