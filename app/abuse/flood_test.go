@@ -50,6 +50,7 @@ type floodResult struct {
 	elapsed                          time.Duration
 	serverRetries                    float64            // the server's own count
 	peak                             map[string]float64 // metrics' highest values during the flood
+	last                             map[string]float64 // metrics after the flood
 	peakRSS                          float64            // MB
 	goroutines                       int                // at the end, while the flood's connections live
 	benign                           []error
@@ -129,7 +130,8 @@ func runFlood(t *testing.T, s *server, p floodPlan) floodResult {
 	r.elapsed = time.Since(start)
 	a.settle(r.sent)
 	r.peak = sm.finish(t)
-	r.serverRetries = s.scrape()[mRetries] - before[mRetries]
+	r.last = s.scrape()
+	r.serverRetries = r.last[mRetries] - before[mRetries]
 	r.peakRSS = s.peakRSSMB()
 	var top []string
 	r.goroutines, top = s.goroutineDump()
