@@ -81,10 +81,18 @@ func TestDeclaredHeaders(t *testing.T) {
 	checkBenign(t, benignFetches(ctx, s, "", nil))
 	peakRSS := s.peakRSSMB()
 	n := conns * streams
-	t.Logf("%d streams holding a HEADERS frame declared as %d bytes (%d sent): RSS %.1f MB (peak %.1f, %.1f at start: %.1f KiB per stream), %.0f live connections, %d fds",
-		n, declared, sent, rss, peakRSS, baseRSS, (peakRSS-baseRSS)*1024/float64(n), metrics[mConns], fds)
+	t.Logf("%d streams holding a HEADERS frame declared as %d bytes (%d sent): RSS %.1f MB (peak %.1f, %.1f at start: %.1f KiB per stream), %.0f live connections, %.0f goroutines, %d fds, %.0f MiB of header budget reserved",
+		n, declared, sent, rss, peakRSS, baseRSS, (peakRSS-baseRSS)*1024/float64(n), metrics[mConns], metrics[mGoroutines], fds, metrics[mHeaderBytes]/(1<<20))
 	if peakRSS >= 300 {
 		t.Errorf("peak RSS %.1f MB, want < 300 MB", peakRSS)
+	}
+	// Every connection's header budget (2 x MaxHeaderBytes) is taken by
+	// two declared sections; the other streams wait without a buffer.
+	if want := float64(conns * 2 * declared); metrics[mHeaderBytes] != want {
+		t.Errorf("%.0f header bytes reserved, want the %d connections' whole budgets, %.0f", metrics[mHeaderBytes], conns, want)
+	}
+	if g := metrics[mGoroutines]; g > float64(n+16*conns+100) {
+		t.Errorf("%.0f goroutines for %d held streams, want at most one per stream and a few per connection", g, n)
 	}
 
 	// ReadHeaderTimeout ends them all: each stream is reset.
@@ -101,9 +109,18 @@ func TestDeclaredHeaders(t *testing.T) {
 	if codes[http3.ErrCodeRequestIncomplete]+codes[http3.ErrCodeRequestRejected] != n {
 		t.Errorf("reset codes %v, want H3_REQUEST_INCOMPLETE or H3_REQUEST_REJECTED for all %d", codes, n)
 	}
-	goroutines, top := s.goroutineDump()
-	t.Logf("after the resets: %d goroutines (top: %v)", goroutines, top[:min(4, len(top))])
-	if goroutines > 100+16*conns {
-		t.Errorf("%d goroutines after every held stream was reset, want a handful per connection", goroutines)
+	after := s.scrape()
+	refused := after[series(mH3Refused, "reason", "header_timeout")] + after[series(mH3Refused, "reason", "header_budget")]
+	t.Logf("after the resets: %.0f goroutines, %.0f streams counted as refused (header_timeout, header_budget), %.0f header bytes reserved",
+		after[mGoroutines], refused, after[mHeaderBytes])
+	if refused != float64(n) {
+		t.Errorf("the server counted %.0f header refusals, want %d", refused, n)
 	}
+	if after[mHeaderBytes] != 0 {
+		t.Errorf("%.0f header bytes still reserved after every stream was reset", after[mHeaderBytes])
+	}
+	if g := after[mGoroutines]; g > float64(100+16*conns) {
+		t.Errorf("%.0f goroutines after every held stream was reset, want a handful per connection", g)
+	}
+	checkNoPanics(t, after)
 }

@@ -20,6 +20,7 @@ func TestProtocolHygiene(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	ctx := ctxFor(t)
+	const held = 3 // incomplete uni streams
 
 	// A unidirectional stream whose type varint never completes (0x40
 	// starts a two-byte varint): after UniStreamTimeout (10 s) the server
@@ -28,7 +29,6 @@ func TestProtocolHygiene(t *testing.T) {
 	t.Run("IncompleteUniStreamType", func(t *testing.T) {
 		t.Parallel()
 		c := dialH3(ctx, t, s, nil)
-		const held = 3
 		var strs []*quicgo.SendStream
 		for range held {
 			str, err := c.OpenUniStream()
@@ -81,7 +81,17 @@ func TestProtocolHygiene(t *testing.T) {
 		}
 	})
 
-	// Neither left the server unable to serve (run once both parallel
-	// subtests are done).
-	t.Cleanup(func() { checkBenign(t, benignFetches(ctx, s, "", nil)) })
+	// Both were counted, and neither left the server unable to serve (run
+	// once both parallel subtests are done).
+	t.Cleanup(func() {
+		checkBenign(t, benignFetches(ctx, s, "", nil))
+		m := s.scrape()
+		if n := m[series(mH3Refused, "reason", "uni_stream_timeout")]; n != held {
+			t.Errorf("%.0f uni streams counted as timed out, want %d", n, held)
+		}
+		if n := m[series(mH3Refused, "reason", "connection_error")]; n != 1 {
+			t.Errorf("%.0f connections counted as closed for an error, want 1", n)
+		}
+		checkNoPanics(t, m)
+	})
 }

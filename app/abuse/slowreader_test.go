@@ -88,10 +88,9 @@ func TestSlowReaders(t *testing.T) {
 	fds, rss := s.fds(), s.rssMB()
 	checkBenign(t, benignFetches(ctx, s, "hello.txt", hello))
 	peakRSS := s.peakRSSMB()
-	goroutines, top := s.goroutineDump()
 	n := conns * streams
-	t.Logf("%d slow-reader streams held: RSS %.1f MB (peak %.1f, %.1f at start: %.1f KiB per stream), %.0f live connections, %d goroutines (top: %v), %d fds (%d at start)",
-		n, rss, peakRSS, baseRSS, (peakRSS-baseRSS)*1024/float64(n), metrics[mConns], goroutines, top[:min(4, len(top))], fds, baseFDs)
+	t.Logf("%d slow-reader streams held: RSS %.1f MB (peak %.1f, %.1f at start: %.1f KiB per stream), %.0f live connections, %.0f goroutines, %d fds (%d at start), %.1f MiB of stream data buffered for sending",
+		n, rss, peakRSS, baseRSS, (peakRSS-baseRSS)*1024/float64(n), metrics[mConns], metrics[mGoroutines], fds, baseFDs, metrics[mSendBuffered]/(1<<20))
 
 	if peakRSS >= 300 {
 		t.Errorf("peak RSS %.1f MB, want < 300 MB", peakRSS)
@@ -101,10 +100,16 @@ func TestSlowReaders(t *testing.T) {
 	if fds > baseFDs+n+64 {
 		t.Errorf("%d fds open (%d at start) for %d streams, want at most one per stream", fds, baseFDs, n)
 	}
-	if goroutines > 2*n+400 {
-		t.Errorf("%d goroutines for %d streams, want at most two per stream (and a few hundred more)", goroutines, n)
+	if g := metrics[mGoroutines]; g > float64(2*n+400) {
+		t.Errorf("%.0f goroutines for %d streams, want at most two per stream (and a few hundred more)", g, n)
+	}
+	// A writer queues what the peer's window allows plus one 16 KiB
+	// chunk (docs/api.md, "Limits and memory budgets").
+	if b, limit := metrics[mSendBuffered], float64(n*(window+16<<10)); b > limit {
+		t.Errorf("%.0f bytes buffered for sending, want at most %.0f (window + 16 KiB per stream)", b, limit)
 	}
 	if metrics[mConns] < conns {
 		t.Errorf("%.0f live connections, want the attack's %d", metrics[mConns], conns)
 	}
+	checkNoPanics(t, metrics)
 }
