@@ -30,7 +30,11 @@ type floodAttack struct {
 	first   []answer
 	retries int // packets whose first answer was a Retry
 	others  int // packets first answered otherwise
-	got     chan struct{}
+	// Every answer, not only the first of each packet (for a flood that
+	// sends packets again, as the benchmark does).
+	allRetries, allAnswers int
+	connected              []bool // the server answered the packet with something else than a Retry
+	got                    chan struct{}
 	gen     *flood.Generator // more packets on demand (more)
 }
 
@@ -99,6 +103,7 @@ func (a *floodAttack) more(n int) error {
 		a.index[string(hdr.SrcConnID)] = len(a.pkts)
 		a.pkts = append(a.pkts, pkt)
 		a.first = append(a.first, answerNone)
+		a.connected = append(a.connected, false)
 	}
 	return nil
 }
@@ -121,17 +126,24 @@ func (a *floodAttack) read() {
 		}
 		a.mu.Lock()
 		i, ok := a.index[string(hdr.DestConnID)]
-		first := ok && a.first[i] == answerNone
-		if first {
-			a.first[i] = kind
+		if ok {
+			a.allAnswers++
 			if kind == answerRetry {
-				a.retries++
+				a.allRetries++
 			} else {
-				a.others++
+				a.connected[i] = true
+			}
+			if a.first[i] == answerNone {
+				a.first[i] = kind
+				if kind == answerRetry {
+					a.retries++
+				} else {
+					a.others++
+				}
 			}
 		}
 		a.mu.Unlock()
-		if first {
+		if ok {
 			select {
 			case a.got <- struct{}{}:
 			default:

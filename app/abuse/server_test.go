@@ -158,7 +158,7 @@ func (l *serverLog) String() string {
 // startServer runs `turboretry serve` on a free loopback port with a
 // temporary state directory and metrics, plus args (e.g. --root), and
 // waits until it serves HTTP/3. The process is killed at cleanup.
-func startServer(t *testing.T, args ...string) *server {
+func startServer(t testing.TB, args ...string) *server {
 	t.Helper()
 	return startServerWith(t, serveOptions{args: args})
 }
@@ -179,7 +179,7 @@ type serveOptions struct {
 	args []string
 }
 
-func startServerWith(t *testing.T, o serveOptions) *server {
+func startServerWith(t testing.TB, o serveOptions) *server {
 	t.Helper()
 	bin := buildServe(t)
 	state := filepath.Join(t.TempDir(), "state")
