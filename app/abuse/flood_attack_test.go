@@ -162,11 +162,10 @@ func (a *floodAttack) counts() (retries, others int) {
 
 // floodWindow bounds the Initials sent and not answered yet. The server
 // answers each in microseconds, so at 1000/s the window never binds on a
-// healthy machine; on a loaded one it slows the flood rather than
-// overflowing the server's socket buffer (about 90 datagrams by default),
-// so the counts, not the machine's load, decide the outcome. An Initial
-// unanswered for floodGiveUp stops being waited for (it counts as not
-// retried).
+// healthy machine; on a loaded one it slows the flood instead of queueing
+// it in the server's socket buffer (or dropping it there), so the counts,
+// not the machine's load, decide the outcome. An Initial unanswered for
+// floodGiveUp stops being waited for (it counts as not retried).
 const (
 	floodWindow = 128
 	floodGiveUp = time.Second

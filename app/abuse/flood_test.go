@@ -20,7 +20,7 @@ import (
 //
 // The rate is the attack's shape, not something asserted: the flood never
 // leaves more than floodWindow Initials unanswered, so on a loaded machine
-// it runs slower rather than overflowing the server's socket, and the
+// it runs slower rather than piling up in the server's socket, and the
 // counts decide.
 func TestFloodCompleteInitials(t *testing.T) {
 	s := startServer(t)
