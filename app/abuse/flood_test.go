@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/quic"
 )
 
 // TestFloodCompleteInitials is issue 11's first attack and first "Done
@@ -153,6 +155,11 @@ func (r floodResult) check(t *testing.T) {
 	}
 	if r.serverRetries < float64(r.retries) {
 		t.Errorf("the server counted %.0f Retries sent, fewer than the %d the attacker received", r.serverRetries, r.retries)
+	}
+	// AutoRetry's threshold: the 65th unvalidated connection makes every
+	// further Initial without a token get a Retry.
+	if limit := float64(quic.DefaultRetryThreshold + 1); r.peak[mUnvalid] > limit {
+		t.Errorf("peak %.0f unvalidated connections, want at most %.0f", r.peak[mUnvalid], limit)
 	}
 	if r.peak[mConns] >= 200 {
 		t.Errorf("peak %.0f live connections, want < 200", r.peak[mConns])
