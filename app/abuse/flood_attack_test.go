@@ -35,7 +35,6 @@ type floodAttack struct {
 	allRetries, allAnswers int
 	connected              []bool // the server answered the packet with something else than a Retry
 	got                    chan struct{}
-	gen                    *flood.Generator // more packets on demand (more)
 }
 
 type answer uint8

@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,19 +45,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// goTool finds the go command: on PATH, else in the GOROOT that built us.
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
-}
-
 // buildServe builds cmd/turboretry once and returns the binary's path.
 func buildServe(t testing.TB) string {
 	t.Helper()
 	serveBin.once.Do(func() {
-		out, err := exec.Command(goTool(), "env", "GOMOD").Output()
+		// The go command on PATH, as internal/archtest uses.
+		out, err := exec.Command("go", "env", "GOMOD").Output()
 		if err != nil {
 			serveBin.err = fmt.Errorf("go env GOMOD: %w", err)
 			return
@@ -68,11 +60,11 @@ func buildServe(t testing.TB) string {
 			return
 		}
 		serveBin.path = filepath.Join(serveBin.dir, "turboretry")
-		cmd := exec.Command(goTool(), "build", "-o", serveBin.path, "./cmd/turboretry")
+		cmd := exec.Command("go", "build", "-o", serveBin.path, "./cmd/turboretry")
 		cmd.Dir = root
 		// No -race (or other flags) from the environment: the figures are
 		// those of the binary an operator runs.
-		cmd.Env = append(os.Environ(), "GOFLAGS=", "CGO_ENABLED=0")
+		cmd.Env = append(os.Environ(), "GOFLAGS=")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			serveBin.err = fmt.Errorf("go build ./cmd/turboretry: %v\n%s", err, out)
 		}
