@@ -74,8 +74,11 @@ func TestNewTokenReplay(t *testing.T) {
 	if m1[accepted]-m0[accepted] != 1 || m1[mRetries] != m0[mRetries] {
 		t.Errorf("spending the token: %.0f tokens accepted and %.0f Retries, want 1 and 0", m1[accepted]-m0[accepted], m1[mRetries]-m0[mRetries])
 	}
-	if m2[replayed]-m1[replayed] != 1 || m2[mRetries]-m1[mRetries] != 1 || m2[accepted] != m1[accepted] {
-		t.Errorf("replaying the token: %.0f refused as replayed, %.0f Retries, %.0f accepted; want 1, 1, 0",
+	// quic-go's ClientHello (with a post-quantum key share) takes two
+	// Initials, and each one carrying the replayed token may be refused
+	// and answered; the client follows the first Retry.
+	if m2[replayed]-m1[replayed] < 1 || m2[mRetries]-m1[mRetries] < 1 || m2[accepted] != m1[accepted] {
+		t.Errorf("replaying the token: %.0f refused as replayed, %.0f Retries, %.0f accepted; want >= 1, >= 1, 0",
 			m2[replayed]-m1[replayed], m2[mRetries]-m1[mRetries], m2[accepted]-m1[accepted])
 	}
 	checkNoPanics(t, m2)
