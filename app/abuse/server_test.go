@@ -196,17 +196,21 @@ func startServerWith(t testing.TB, o serveOptions) *server {
 	s := &server{t: t, cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}), ns: o.ns, clientNS: o.clientNS, serverName: o.serverName,
 		log: &serverLog{ready: make(chan struct{}), readDone: make(chan struct{})}}
 	urlc := make(chan string, 1)
+	stdoutDone := make(chan struct{})
 	go func() {
+		defer close(stdoutDone)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "Serving "); ok {
+			if u, ok := strings.CutPrefix(sc.Text(), "Serving "); ok && len(urlc) == 0 {
 				urlc <- u
 			}
 		}
 	}()
 	go s.log.scan(stderr)
 	go func() {
+		// Wait closes the pipes: only once both readers are done.
 		<-s.log.readDone
+		<-stdoutDone
 		cmd.Wait()
 		close(s.exited)
 	}()
