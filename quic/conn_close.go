@@ -39,7 +39,7 @@ func (c *Conn) closeLocal(err error) {
 	c.signalClosedLocked(err)
 	now := time.Now()
 	c.closing = true
-	c.closeDeadline = now.Add(3 * c.ptoLocked())
+	c.closeDeadline = now.Add(c.closingPeriod())
 	// The recorder sees the CONNECTION_CLOSE packet, then closes: quic-go
 	// closes it before CloseWithError returns.
 	defer c.endTracer()
@@ -53,6 +53,18 @@ func (c *Conn) closeLocal(err error) {
 		return
 	}
 	c.pendingWrites = append(c.pendingWrites, outDatagram{b: c.closePacket})
+}
+
+// closingPeriod is how long a closing or draining connection stays to
+// absorb late packets (RFC 9000 section 10.2): three PTOs, except on the
+// Transport of Dial and DialAddr, which closes with its only connection and
+// so would keep a goroutine reading for nothing but that (quic-go does not
+// linger there either).
+func (c *Conn) closingPeriod() time.Duration {
+	if c.t.singleDial {
+		return 0
+	}
+	return 3 * c.ptoLocked()
 }
 
 // buildClosePacket builds a datagram with CONNECTION_CLOSE in every space we

@@ -411,5 +411,5 @@ func (c *Conn) handleConnectionClose(f *wire.Frame) {
 	c.signalClosedLocked(err)
 	c.endTracer()
 	c.draining = true
-	c.closeDeadline = time.Now().Add(3 * c.ptoLocked())
+	c.closeDeadline = time.Now().Add(c.closingPeriod())
 }

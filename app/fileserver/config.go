@@ -90,9 +90,6 @@ type Config struct {
 	Logger *slog.Logger
 	// ShutdownTimeout bounds graceful shutdown; zero means the default.
 	ShutdownTimeout time.Duration
-	// Now is the clock used for certificate validity; nil means time.Now.
-	// Tests set it to exercise expiry.
-	Now func() time.Time
 
 	// enterNetns, set by tests, runs the HTTP/3 listener's socket and
 	// offload setup in the server's network namespace.
@@ -108,9 +105,6 @@ func (c *Config) fillDefaults() {
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if c.Now == nil {
-		c.Now = time.Now
 	}
 	if c.Limits == nil {
 		d := DefaultLimits()
