@@ -6,13 +6,24 @@ import (
 	"io"
 	"slices"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/wire"
 )
 
 // Config configures a QUIC connection, listener or dial. The zero value (or
 // nil) gives the defaults documented on each field.
 type Config struct {
 	// Versions lists the QUIC versions to speak, preferred first. Default:
-	// SupportedVersions(). A client sends its first Initial in Versions[0].
+	// SupportedVersions() (v1, then v2). A client sends its first Initial
+	// in Versions[0] and offers the versions compatible with it (v1 and
+	// v2 are) in its version_information transport parameter; after a
+	// Version Negotiation packet it starts over in the first of Versions
+	// the server lists. A server accepts the versions listed, and moves a
+	// client to the first of its Versions that the client offers (RFC 9368
+	// compatible version negotiation): with the default a client that
+	// starts in v1 stays in v1, with {Version2, Version1} it moves to v2.
+	// A client may put a reserved version (0x?a?a?a?a, RFC 9000 section
+	// 15) first to elicit Version Negotiation; servers never accept one.
 	Versions []Version
 	// HandshakeIdleTimeout is how long the handshake may go without
 	// receiving a packet before it fails with HandshakeTimeoutError.
@@ -102,7 +113,7 @@ func populateConfig(c *Config) (*Config, error) {
 		cc.Versions = SupportedVersions()
 	}
 	for _, v := range cc.Versions {
-		if v != Version1 && v != Version2 {
+		if w := wire.Version(v); !w.IsSupported() && !w.IsReserved() {
 			return nil, fmt.Errorf("quic: unsupported version %s", v)
 		}
 	}

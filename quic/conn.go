@@ -139,6 +139,10 @@ type Conn struct {
 	stats connStats
 	qlog  *qlogger // nil unless Config.Qlog gave a writer
 
+	// x holds the state of version negotiation, preferred_address and
+	// requested key updates (conn_extensions.go).
+	x connExtensions
+
 	keyPhaseAcked bool      // a packet sealed with the current 1-RTT keys was acknowledged
 	dropKeysAt    time.Time // when to drop the previous 1-RTT receive keys
 	peerParams    *wire.TransportParameters
@@ -411,6 +415,7 @@ func (c *Conn) onTimers(now time.Time) {
 		if s := c.app.Sealer(); c.app.SealedPackets() >= s.ConfidentialityLimit()/4*3 {
 			_ = c.initiateKeyUpdate(now)
 		}
+		c.requestedKeyUpdate(now)
 		if c.app.ConfidentialityLimitReached() {
 			c.closeWithError(qerr.NewTransportError(qerr.AEADLimitReached, 0, "confidentiality limit reached"))
 			return

@@ -65,6 +65,7 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 	p.MaxUDPPayloadSize = receiveBufferSize // larger datagrams would be truncated
 	p.InitialSourceConnectionID = c.srcCID
 	p.HasInitialSourceConnectionID = true
+	p.VersionInformation = c.versionInformation()
 	if cfg.EnableDatagrams {
 		p.MaxDatagramFrameSize = 65535
 	}
@@ -101,6 +102,22 @@ func (c *Conn) startTLS() error {
 		qc.EnableSessionEvents = true
 		c.tls = tls.QUICServer(qc)
 	}
+	if c.isClient {
+		// A server sets its parameters once it has read the client's
+		// (QUICTransportParametersRequired): version_information names
+		// the version it negotiated from them.
+		if err := c.setOurParams(role); err != nil {
+			return err
+		}
+	}
+	if err := c.tls.Start(c.ctx); err != nil {
+		return tlsError(err)
+	}
+	return c.processTLSEvents()
+}
+
+// setOurParams hands our transport parameters to TLS.
+func (c *Conn) setOurParams(role wire.Role) error {
 	ours := c.ourParams()
 	if c.qlog != nil {
 		c.qlogParams("local", ours)
@@ -110,10 +127,7 @@ func (c *Conn) startTLS() error {
 		return err
 	}
 	c.tls.SetTransportParameters(params)
-	if err := c.tls.Start(c.ctx); err != nil {
-		return tlsError(err)
-	}
-	return c.processTLSEvents()
+	return nil
 }
 
 // processTLSEvents applies what crypto/tls asks for until it is idle.
@@ -140,7 +154,12 @@ func (c *Conn) processTLSEvents() error {
 				return err
 			}
 		case tls.QUICTransportParametersRequired:
-			return qerr.NewTransportError(qerr.InternalError, 0, "transport parameters not set")
+			if c.isClient {
+				return qerr.NewTransportError(qerr.InternalError, 0, "transport parameters not set")
+			}
+			if err := c.setOurParams(wire.RoleServer); err != nil {
+				return err
+			}
 		case tls.QUICHandshakeDone:
 			c.onHandshakeComplete()
 		case tls.QUICResumeSession:
@@ -244,6 +263,9 @@ func (c *Conn) handlePeerParams(data []byte) error {
 		} else if p.HasRetrySourceConnectionID {
 			return tpErr("retry_source_connection_id without Retry")
 		}
+	}
+	if err := c.negotiateVersion(&p); err != nil {
+		return err
 	}
 	c.peerParams = &p
 	if c.qlog != nil {

@@ -306,7 +306,8 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 	lengthPos := -1
 	early := space == spaceApp && c.sendsEarly()
 	if early {
-		hdr := wire.LongHeader{Type: wire.PacketType0RTT, Version: c.version, DestConnID: dcid, SrcConnID: c.srcCID}
+		// 0-RTT stays in the client's chosen version (RFC 9369 4.1).
+		hdr := wire.LongHeader{Type: wire.PacketType0RTT, Version: c.chosenVersion(), DestConnID: dcid, SrcConnID: c.srcCID}
 		b = wire.AppendLongHeader(b, &hdr, pnLen, 2)
 		lengthPos = len(b) - 2
 	} else if space == spaceApp {
