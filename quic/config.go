@@ -84,6 +84,20 @@ type Config struct {
 	// closed when the connection ends; after a write error the qlog of
 	// that connection stops (the error is logged), the connection goes on.
 	Qlog func(p Perspective, odcid []byte) io.WriteCloser
+	// PreferredAddress, on a server, is advertised to clients in the
+	// preferred_address transport parameter (RFC 9000 section 9.6) with a
+	// connection ID and its stateless reset token. The listener's socket
+	// must receive what is sent there: the same port, bound to the
+	// unspecified address (on Linux [::] takes both families) or to that
+	// address; Listen checks it. Clients ignore it.
+	PreferredAddress *PreferredAddress
+	// MigrateToPreferredAddress, on a client, moves the connection to the
+	// server's preferred address once the handshake is confirmed: it
+	// opens a UDP socket of that address's family (trying the family in
+	// use first), validates the path with the preferred address's
+	// connection ID and switches to it; when validation fails (after
+	// three PTOs) the connection stays where it is. Servers ignore it.
+	MigrateToPreferredAddress bool
 }
 
 const (
@@ -100,6 +114,10 @@ const (
 func (c *Config) Clone() *Config {
 	cc := *c
 	cc.Versions = slices.Clone(c.Versions)
+	if c.PreferredAddress != nil {
+		pa := *c.PreferredAddress
+		cc.PreferredAddress = &pa
+	}
 	return &cc
 }
 
@@ -115,6 +133,11 @@ func populateConfig(c *Config) (*Config, error) {
 	for _, v := range cc.Versions {
 		if w := wire.Version(v); !w.IsSupported() && !w.IsReserved() {
 			return nil, fmt.Errorf("quic: unsupported version %s", v)
+		}
+	}
+	if pa := cc.PreferredAddress; pa != nil {
+		if err := pa.validate(); err != nil {
+			return nil, err
 		}
 	}
 	if cc.HandshakeIdleTimeout < 0 || cc.MaxIdleTimeout < 0 {

@@ -57,6 +57,9 @@ type receivedPacket struct {
 	addrPort netip.AddrPort
 	rcvTime  time.Time
 	ecn      udpio.ECN // the IP header's ECN codepoint
+	// local is the address it was sent to, when the socket reports it
+	// (a server answers from that address, local_address.go).
+	local netip.Addr
 }
 
 // Conn is a QUIC connection. All its state is guarded by mu and driven by
@@ -415,7 +418,7 @@ func (c *Conn) onTimers(now time.Time) {
 		if s := c.app.Sealer(); c.app.SealedPackets() >= s.ConfidentialityLimit()/4*3 {
 			_ = c.initiateKeyUpdate(now)
 		}
-		c.requestedKeyUpdate(now)
+		c.extensionTimers(now)
 		if c.app.ConfidentialityLimitReached() {
 			c.closeWithError(qerr.NewTransportError(qerr.AEADLimitReached, 0, "confidentiality limit reached"))
 			return

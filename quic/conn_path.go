@@ -39,6 +39,9 @@ type pathResponse struct {
 	// room is what anti-amplification allows on that path: three times
 	// the probe datagram.
 	room int
+	// from is our address the probe was sent to (a server's, when its
+	// socket reports it).
+	from netip.Addr
 }
 
 // pathState is the validation of the peer's current address after a
@@ -52,9 +55,11 @@ type pathState struct {
 	sendChallenge bool
 	resendAt      time.Time
 	deadline      time.Time // validation fails at
-	// prev is the last validated peer address, to fall back to.
-	prev   net.Addr
-	prevAP netip.AddrPort
+	// prev is the last validated peer address, to fall back to, and
+	// prevLocal our address on that path.
+	prev      net.Addr
+	prevAP    netip.AddrPort
+	prevLocal netip.Addr
 	// recv and sent count bytes on the unvalidated address: we send at
 	// most three times what came from it (RFC 9000 section 9.3).
 	recv, sent uint64
@@ -69,7 +74,8 @@ type pathState struct {
 type rxPath struct {
 	from   netip.AddrPort // unmapped; invalid when the address is not UDP
 	remote net.Addr       // may be nil until needed
-	other  bool           // from an address other than the current peer address
+	other  bool           // on a path other than the current one
+	local  netip.Addr     // our address it was sent to, when known
 	size   int
 	ecn    udpio.ECN
 	// nonProbing is set when the packet being processed carries a frame
@@ -86,8 +92,9 @@ func (c *Conn) noteSource(p *receivedPacket) {
 		from, _ = addrPort(p.remote)
 	}
 	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-	c.rx = rxPath{from: from, remote: p.remote, size: len(p.data), ecn: p.ecn}
+	c.rx = rxPath{from: from, remote: p.remote, size: len(p.data), ecn: p.ecn, local: p.local}
 	c.rx.other = c.remoteAP.IsValid() && from.IsValid() && from != c.remoteAP
+	c.noteLocal()
 	if c.path.validating && !c.rx.other {
 		c.path.recv += uint64(len(p.data))
 	}
@@ -109,7 +116,7 @@ func (c *Conn) onPathChallenge(data [8]byte) {
 	}
 	r := pathResponse{data: data}
 	if c.rx.other {
-		r.to, r.toAP, r.room = c.rxRemote(), c.rx.from, 3*c.rx.size
+		r.to, r.toAP, r.room, r.from = c.rxRemote(), c.rx.from, 3*c.rx.size, c.rx.local
 	}
 	c.pathResponses = append(c.pathResponses, r)
 }
@@ -121,6 +128,7 @@ func (c *Conn) onPathResponse(data [8]byte) {
 		c.pathValidatedBy(data)
 	}
 	if !c.path.validating {
+		c.onProbeResponse(data)
 		return
 	}
 	for _, d := range c.path.open[:c.path.nOpen] {
@@ -158,20 +166,21 @@ func (c *Conn) afterShortPacket(dcid []byte, newest bool, now time.Time) {
 // address and starts validating it.
 func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	to := c.rx.from
-	if c.path.validating && to == c.path.prevAP {
+	if c.path.validating && to == c.path.prevAP && c.rx.local == c.path.prevLocal {
 		// Back on the address validated before: nothing to prove.
-		c.remote, c.remoteAP = c.path.prev, c.path.prevAP
+		c.remote, c.remoteAP, c.x.local = c.path.prev, c.path.prevAP, c.path.prevLocal
 		c.path = pathState{lastDCID: c.path.lastDCID, dcidLen: c.path.dcidLen}
 		if c.qlog != nil {
 			c.qlogPath("returned")
 		}
 		return
 	}
-	sameHost := to.Addr() == c.remoteAP.Addr()
+	sameHost := to.Addr() == c.remoteAP.Addr() && c.rx.local == c.x.local
 	if !c.path.validating {
-		c.path.prev, c.path.prevAP = c.remote, c.remoteAP
+		c.path.prev, c.path.prevAP, c.path.prevLocal = c.remote, c.remoteAP, c.x.local
 	}
 	c.remote, c.remoteAP = c.rxRemote(), to
+	c.x.local = c.rx.local
 	rebinding := c.path.dcidLen == len(dcid) && bytes.Equal(c.path.lastDCID[:c.path.dcidLen], dcid)
 	c.path.dcidLen = copy(c.path.lastDCID[:], dcid)
 	c.path.validating = true
@@ -198,6 +207,14 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	}
 	if c.qlog != nil {
 		c.qlogPath("validating")
+	}
+	if c.probeValidated(to, c.x.local) {
+		// The peer answered the challenge we sent with our answer to its
+		// probe from there: an address validated before (RFC 9000 9.3).
+		c.path.validating, c.path.sendChallenge, c.path.prev = false, false, nil
+		if c.qlog != nil {
+			c.qlogPath("validated")
+		}
 	}
 	c.wake()
 }
@@ -235,7 +252,7 @@ func (c *Conn) pathTimers(now time.Time) {
 			m.pathValidationFailures.Inc()
 		}
 		if c.path.prev != nil {
-			c.remote, c.remoteAP = c.path.prev, c.path.prevAP
+			c.remote, c.remoteAP, c.x.local = c.path.prev, c.path.prevAP, c.path.prevLocal
 			c.restartPathState(now)
 		}
 		c.path = pathState{}
@@ -326,9 +343,12 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 			kept = append(kept, r)
 			continue
 		}
-		var frame [9]byte
+		var frames [18]byte
 		f := wire.Frame{Type: wire.FrameTypePathResponse, PathData: r.data}
-		fb := wire.AppendFrame(frame[:0], &f)
+		fb := wire.AppendFrame(frames[:0], &f)
+		// Challenge the probing address in the same datagram, so that a
+		// migration there is validated at once (preferred_address.go).
+		fb = c.appendProbeChallenge(fb, r.toAP, r.from)
 		dcid := c.destCID
 		if c.cids.remote != nil {
 			if cid, _, ok := c.cids.remote.NextUnused(); ok {
@@ -336,7 +356,7 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 			}
 		}
 		if d := c.buildPathDatagram(now, dcid, fb, min(r.room, maxPacketSize), false); d != nil {
-			c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, to: r.to})
+			c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, to: r.to, via: c.pathTransportTo(r.toAP), from: r.from})
 		}
 	}
 	clear(c.pathResponses[len(kept):])

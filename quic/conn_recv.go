@@ -85,7 +85,7 @@ func (c *Conn) keepUndecryptable(pkt []byte, p receivedPacket) {
 	}
 	b := getBuffer()
 	*b = append((*b)[:0], pkt...)
-	c.undecryptable = append(c.undecryptable, receivedPacket{buf: b, data: *b, remote: p.remote, addrPort: p.addrPort, rcvTime: p.rcvTime, ecn: p.ecn})
+	c.undecryptable = append(c.undecryptable, receivedPacket{buf: b, data: *b, remote: p.remote, addrPort: p.addrPort, rcvTime: p.rcvTime, ecn: p.ecn, local: p.local})
 }
 
 // retryUndecryptable reprocesses the kept packets after new keys arrived.

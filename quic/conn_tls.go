@@ -66,6 +66,7 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 	p.InitialSourceConnectionID = c.srcCID
 	p.HasInitialSourceConnectionID = true
 	p.VersionInformation = c.versionInformation()
+	p.PreferredAddress = c.preferredAddressParam()
 	if cfg.EnableDatagrams {
 		p.MaxDatagramFrameSize = 65535
 	}
@@ -88,6 +89,7 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 
 // startTLS starts the TLS handshake; the client's ClientHello is queued.
 func (c *Conn) startTLS() error {
+	c.issuePreferredAddressCID()
 	qc := &tls.QUICConfig{TLSConfig: c.tlsConf}
 	role := wire.RoleServer
 	if c.isClient {
@@ -286,7 +288,10 @@ func (c *Conn) handlePeerParams(data []byte) error {
 	if c.config.EnableDatagrams {
 		c.peerMaxDatagram = p.MaxDatagramFrameSize
 	}
-	return c.initRemoteCIDs(&p)
+	if err := c.initRemoteCIDs(&p); err != nil {
+		return err
+	}
+	return c.onPeerPreferredAddress(&p)
 }
 
 func (c *Conn) onHandshakeComplete() {

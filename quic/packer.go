@@ -2,6 +2,7 @@ package quic
 
 import (
 	"net"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -597,6 +598,9 @@ type outDatagram struct {
 	to     net.Addr   // nil: the connection's peer address
 	via    *Transport // nil: the Transport the connection sends from
 	ecn    udpio.ECN
+	// from is the source address for a datagram to a probing peer
+	// address (zero: that of the current path, local_address.go).
+	from netip.Addr
 }
 
 const sendBufferSize = maxProbeSize + tagLen

@@ -27,14 +27,19 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) {
 		c.writer = sendT.newWriter()
 	}
 	ap, ok := addrPort(c.remote)
-	if c.writer == nil || (len(writes) == 1 && writes[0].ecn == udpio.ECNNotECT) || !ok || anyElsewhere(writes) {
+	local := c.x.local // a server's address on the path (local_address.go)
+	if c.writer == nil || (len(writes) == 1 && writes[0].ecn == udpio.ECNNotECT && !local.IsValid()) || !ok || anyElsewhere(writes) {
 		for _, d := range writes {
-			to, via := d.to, d.via
+			to, via, from := d.to, d.via, d.from
 			if to == nil {
-				to = c.remote
+				to, from = c.remote, local
 			}
 			if via == nil {
 				via = sendT
+			}
+			if from.IsValid() && via == sendT && c.writer != nil {
+				c.writeFrom(d, to, from)
+				continue
 			}
 			via.write(d.b, to)
 		}
@@ -48,6 +53,9 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) {
 			msgs = append(msgs, udpio.Message{Buf: d.b, Addr: ap, ECN: d.ecn})
 		}
 	}
+	for i := range msgs {
+		msgs[i].Local = local
+	}
 	for rest := msgs; len(rest) > 0; {
 		n, err := c.writer.WriteBatch(rest)
 		if err == nil {
@@ -58,6 +66,18 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) {
 		}
 		rest = rest[n+1:] // drop the datagram that failed, as a loss
 	}
+	clear(msgs)
+	c.msgs = msgs[:0]
+}
+
+// writeFrom sends one datagram to to from our address from.
+func (c *Conn) writeFrom(d outDatagram, to net.Addr, from netip.Addr) {
+	ap, ok := addrPort(to)
+	if !ok {
+		return
+	}
+	msgs := append(c.msgs[:0], udpio.Message{Buf: d.b, Addr: ap, Local: from, ECN: d.ecn})
+	_, _ = c.writer.WriteBatch(msgs)
 	clear(msgs)
 	c.msgs = msgs[:0]
 }
