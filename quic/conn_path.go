@@ -289,28 +289,40 @@ func (c *Conn) pathSendLimit(limit int) int {
 	return int(min(uint64(limit), 3*c.path.recv-c.path.sent))
 }
 
-// appendPathFrames appends the due PATH_CHALLENGE and the PATH_RESPONSE
-// frames owed on the current path; either makes the datagram padded to
-// full size (RFC 9000 sections 8.2.1 and 8.2.2).
-func (c *Conn) appendPathFrames(b []byte, maxEnd int, now time.Time, p *sentPacket) []byte {
-	var ok bool
-	if c.path.sendChallenge {
-		var data [8]byte
-		_, _ = rand.Read(data[:])
-		f := wire.Frame{Type: wire.FrameTypePathChallenge, PathData: data}
-		if b, ok = appendIfFits(b, maxEnd, &f); ok {
-			if c.path.nOpen == maxOpenChallenges {
-				copy(c.path.open[:], c.path.open[1:])
-				c.path.nOpen--
-			}
-			c.path.open[c.path.nOpen] = data
-			c.path.nOpen++
-			c.path.sendChallenge = false
-			c.path.resendAt = now.Add(c.ptoLocked())
-			p.eliciting = true
-			c.padDatagram = true
-		}
+// sendPathChallenge sends the due PATH_CHALLENGE of a migration in a
+// datagram of its own, padded to full size (RFC 9000 section 8.2.1), ahead
+// of everything else: the first datagram on the new path challenges it,
+// even when congestion control or pacing holds back data and only an ACK
+// would go out (the interop runner's rebind checks want exactly that).
+func (c *Conn) sendPathChallenge(now time.Time) {
+	limit := c.pathSendLimit(maxPacketSize)
+	if limit < minPacketRoom || c.app == nil || !c.app.CanSend() {
+		return
 	}
+	var data [8]byte
+	_, _ = rand.Read(data[:])
+	var frame [9]byte
+	fb := wire.AppendFrame(frame[:0], &wire.Frame{Type: wire.FrameTypePathChallenge, PathData: data})
+	d := c.buildPathDatagram(now, c.destCID, fb, limit, false)
+	if d == nil {
+		return
+	}
+	if c.path.nOpen == maxOpenChallenges {
+		copy(c.path.open[:], c.path.open[1:])
+		c.path.nOpen--
+	}
+	c.path.open[c.path.nOpen] = data
+	c.path.nOpen++
+	c.path.sendChallenge = false
+	c.path.resendAt = now.Add(c.ptoLocked())
+	c.path.sent += uint64(len(d))
+	c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true})
+}
+
+// appendPathFrames appends the PATH_RESPONSE frames owed on the current
+// path; they make the datagram padded to full size (RFC 9000 section
+// 8.2.2).
+func (c *Conn) appendPathFrames(b []byte, maxEnd int, _ time.Time, p *sentPacket) []byte {
 	kept := c.pathResponses[:0]
 	for _, r := range c.pathResponses {
 		if r.to != nil {

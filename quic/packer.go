@@ -105,6 +105,9 @@ func (c *Conn) sendLocked(now time.Time) bool {
 	if len(c.pathResponses) > 0 {
 		c.sendProbeResponses(now)
 	}
+	if c.path.sendChallenge {
+		c.sendPathChallenge(now)
+	}
 	if len(c.paths) > 0 {
 		c.sendPathProbes(now)
 	}
