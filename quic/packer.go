@@ -342,7 +342,11 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 		b = append(b, onlyFrame...)
 		p.eliciting = wire.FrameType(onlyFrame[0]).IsAckEliciting()
 	} else {
-		b = c.appendAck(b, sp, maxEnd, now, p, false)
+		// A PTO probe repeats the ACK frame: if the earlier one was lost
+		// and the peer has nothing more to send, it would never learn
+		// that its flight arrived (say the server's first Initial, while
+		// the client waits for the rest of the ServerHello).
+		b = c.appendAck(b, sp, maxEnd, now, p, sp.probes > 0)
 		if mayElicit || sp.probes > 0 {
 			if space == spaceApp {
 				b = c.appendControlFrames(b, maxEnd, now, p)
