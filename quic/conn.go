@@ -405,6 +405,8 @@ func (c *Conn) onTimers(now time.Time) {
 			if act.Space != spaceApp {
 				// Resend the whole unacknowledged flight in the probe.
 				sp.requeueCrypto()
+			} else {
+				c.requeueOldestData(act.Probes)
 			}
 		}
 	}
