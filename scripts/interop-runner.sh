@@ -32,7 +32,8 @@ IR=$(cd "$IR" && pwd)
 #    found" while quic-go says "no compatible ..." (the trace check passes).
 KNOWN_PEER_FAILURES="ours-quic-go:connectionmigration ours-quic-go:versionnegotiation"
 
-ALL_CASES=$("$IR/run.sh" --list | tr '\n' ',')versionnegotiation
+# --list names every case, versionnegotiation too (which --all leaves out).
+ALL_CASES=$("$IR/run.sh" --list | paste -sd, -)
 FAST_CASES=handshake,transfer,retry,resumption,zerortt,http3,keyupdate,v2,ecn,multiplexing,rebind-port
 
 declare -a PAIRS # "name server-dir client-dir cases"
