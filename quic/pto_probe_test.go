@@ -13,45 +13,24 @@ import (
 // everything the client sends and the first server datagram of at least
 // 500 bytes.
 type cutRelay struct {
-	down, up       *net.UDPConn
+	*filterRelay
 	cut            atomic.Bool
 	droppedLarge   atomic.Bool
 	droppedFromCli atomic.Int64
 }
 
 func newCutRelay(t *testing.T, server net.Addr) *cutRelay {
-	r := &cutRelay{down: listenUDP(t), up: listenUDP(t)}
-	var client atomic.Pointer[net.Addr]
-	go func() {
-		b := make([]byte, 2048)
-		for {
-			n, from, err := r.down.ReadFrom(b)
-			if err != nil {
-				return
-			}
-			client.Store(&from)
-			if r.cut.Load() {
-				r.droppedFromCli.Add(1)
-				continue
-			}
-			_, _ = r.up.WriteTo(b[:n], server)
+	r := &cutRelay{}
+	r.filterRelay = newFilterRelay(t, server, func(fromClient bool, d []byte) (bool, []byte) {
+		switch {
+		case !r.cut.Load():
+			return true, nil
+		case fromClient:
+			r.droppedFromCli.Add(1)
+			return false, nil
 		}
-	}()
-	go func() {
-		b := make([]byte, 2048)
-		for {
-			n, _, err := r.up.ReadFrom(b)
-			if err != nil {
-				return
-			}
-			if r.cut.Load() && n >= 500 && r.droppedLarge.CompareAndSwap(false, true) {
-				continue
-			}
-			if c := client.Load(); c != nil {
-				_, _ = r.down.WriteTo(b[:n], *c)
-			}
-		}
-	}()
+		return len(d) < 500 || !r.droppedLarge.CompareAndSwap(false, true), nil
+	})
 	return r
 }
 

@@ -27,52 +27,23 @@ type seenPacket struct {
 // Negotiation packet listing forgeVN, and drops it (an attacker's downgrade
 // attempt).
 type versionRelay struct {
-	down, up *net.UDPConn
-
-	mu      sync.Mutex
-	client  net.Addr
-	seen    []seenPacket
-	forgeVN []wire.Version
+	*filterRelay
+	mu   sync.Mutex
+	seen []seenPacket
 }
 
 func newVersionRelay(t *testing.T, server net.Addr, forgeVN ...wire.Version) *versionRelay {
-	r := &versionRelay{down: listenUDP(t), up: listenUDP(t), forgeVN: forgeVN}
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := r.down.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			r.mu.Lock()
-			r.client = from
-			forge := r.forgeVN
-			r.record(buf[:n], true)
-			r.mu.Unlock()
-			var hdr wire.LongHeader
-			if forge != nil && wire.ParseLongHeader(buf[:n], &hdr) == nil && !slices.Contains(forge, hdr.Version) {
-				_, _ = r.down.WriteTo(wire.AppendVersionNegotiation(nil, hdr.DestConnID, hdr.SrcConnID, forge), from)
-				continue
-			}
-			_, _ = r.up.WriteTo(buf[:n], server)
+	r := &versionRelay{}
+	r.filterRelay = newFilterRelay(t, server, func(fromClient bool, d []byte) (bool, []byte) {
+		r.mu.Lock()
+		r.record(d, fromClient)
+		r.mu.Unlock()
+		var hdr wire.LongHeader
+		if fromClient && forgeVN != nil && wire.ParseLongHeader(d, &hdr) == nil && !slices.Contains(forgeVN, hdr.Version) {
+			return false, wire.AppendVersionNegotiation(nil, hdr.DestConnID, hdr.SrcConnID, forgeVN)
 		}
-	}()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, _, err := r.up.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			r.mu.Lock()
-			c := r.client
-			r.record(buf[:n], false)
-			r.mu.Unlock()
-			if c != nil {
-				_, _ = r.down.WriteTo(buf[:n], c)
-			}
-		}
-	}()
+		return true, nil
+	})
 	return r
 }
 

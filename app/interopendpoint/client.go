@@ -252,12 +252,17 @@ func (c *client) dial(ctx context.Context, authority string, tlsConf *tls.Config
 	return conn, nil
 }
 
-// getAll fetches urls over conn concurrently; the first error wins.
+// getAll fetches urls over conn concurrently.
 func (c *client) getAll(ctx context.Context, conn *quic.Conn, urls []*url.URL) error {
+	return concurrently(urls, func(u *url.URL) error { return c.get(ctx, conn, u) })
+}
+
+// concurrently runs get for every URL at once and joins their errors.
+func concurrently(urls []*url.URL, get func(*url.URL) error) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(urls))
 	for i, u := range urls {
-		wg.Go(func() { errs[i] = c.get(ctx, conn, u) })
+		wg.Go(func() { errs[i] = get(u) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -321,13 +326,7 @@ func (c *client) http3(ctx context.Context, urls []*url.URL) error {
 		Logger: c.log,
 	}
 	defer tr.Close()
-	var wg sync.WaitGroup
-	errs := make([]error, len(urls))
-	for i, u := range urls {
-		wg.Go(func() { errs[i] = c.getHTTP3(ctx, tr, u) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return concurrently(urls, func(u *url.URL) error { return c.getHTTP3(ctx, tr, u) })
 }
 
 func (c *client) getHTTP3(ctx context.Context, tr *http3.Transport, u *url.URL) error {
