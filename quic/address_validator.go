@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/token"
 )
@@ -20,6 +19,7 @@ import (
 type tokenValidator struct {
 	policy    AddressPolicy
 	newTokens bool
+	replay    *token.ReplayFilter // NEW_TOKEN tokens used so far
 	m         *avMetrics
 	s         *baseServer
 
@@ -48,12 +48,21 @@ func newTokenValidator(cfg *AddressValidationConfig, s *baseServer) (*tokenValid
 	if v.policy == nil {
 		v.policy = AutoRetry(DefaultRetryThreshold)
 	}
+	if v.replay = cfg.NewTokenReplay; v.replay == nil {
+		// Remember tokens as long as they validate: their lifetime plus
+		// the validator's allowance for clock skew.
+		maxAge := cfg.NewTokenMaxAge
+		if maxAge <= 0 {
+			maxAge = token.DefaultNewTokenMaxAge
+		}
+		if v.replay, err = token.NewReplayFilter(token.ReplayFilterConfig{Window: maxAge + token.DefaultMaxFuture}); err != nil {
+			return nil, err
+		}
+	}
 	if err := v.useKeyRing(kr); err != nil {
 		return nil, err
 	}
-	if v.m, err = newAVMetrics(cfg.Metrics); err != nil {
-		return nil, err
-	}
+	v.m = newAVMetrics()
 	return v, nil
 }
 
@@ -103,12 +112,14 @@ func addrPortOf(remote net.Addr) netip.AddrPort {
 // decide is the addressValidator the server calls for a client Initial.
 func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDecision {
 	from := addrPortOf(remote)
+	unvalidated, unvalidatedBytes := v.s.unvalidatedLoad()
 	info := InitialInfo{
 		RemoteAddr:         remote,
 		DestConnID:         hdr.DestConnID,
 		SrcConnID:          hdr.SrcConnID,
 		Version:            Version(hdr.Version),
-		HandshakesInFlight: v.s.handshakesInFlight(),
+		HandshakesInFlight: unvalidated,
+		UnvalidatedBytes:   unvalidatedBytes,
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -137,10 +148,13 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 		// Only a valid token vouches for a DCID under 8 bytes (RFC 9000
 		// section 7.2).
 		return initialDecision{action: initialDrop}
-	case d == AddressAccept:
+	case d == AddressAccept && tk.RejectReason != replayedLabel:
 		return initialDecision{action: initialAccept}
 	}
-	// A Retry, with a fresh SCID that the token binds.
+	// A Retry, with a fresh SCID that the token binds: for AddressRetry,
+	// and for a replayed NEW_TOKEN token, whose sender may be replaying
+	// another client's token; the Retry proves the address at the cost of
+	// one round trip to a benign client.
 	if !from.IsValid() || len(hdr.DestConnID) > token.MaxCIDLen {
 		return initialDecision{action: initialDrop}
 	}
@@ -156,6 +170,9 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 	v.m.retriesSent.Inc()
 	return initialDecision{action: initialRetry, retryToken: bytes.Clone(tok), retrySCID: scid}
 }
+
+// replayedLabel is TokenInfo.RejectReason for a replayed NEW_TOKEN token.
+var replayedLabel = rejectLabel(token.ReasonReplayed)
 
 // checkToken validates the Initial's token into ti and counts the result.
 // Call with v.mu held.
@@ -183,6 +200,17 @@ func (v *tokenValidator) checkToken(hdr *wire.LongHeader, from netip.AddrPort, n
 		ti.RejectReason = rejectLabel(r)
 		return
 	}
+	if ti.Kind == TokenNewToken {
+		// Single use (RFC 9000 section 8.1.4). Only Initials that would
+		// open a connection get here, and the DCID rule lets the same
+		// Initial through again: a client's retransmission, or the
+		// Initial an offload agent checked and forwarded.
+		if err := v.replay.Use(hdr.Token, hdr.DestConnID, now); err != nil {
+			v.m.rejected[src][token.ReasonReplayed].Inc()
+			ti.RejectReason = replayedLabel
+			return
+		}
+	}
 	if ti.Kind == TokenRetry {
 		// The host cooperator checks what the token binds against the
 		// packet: the Retry's SCID is the DCID the client now uses, and
@@ -196,6 +224,7 @@ func (v *tokenValidator) checkToken(hdr *wire.LongHeader, from netip.AddrPort, n
 		ti.RetrySourceConnID = res.RSCID
 	}
 	ti.Valid = true
+	ti.IssuedAt = time.UnixMilli(int64(res.TimeMs))
 	v.m.accepted[src][res.Type].Inc()
 }
 
@@ -218,28 +247,7 @@ func (v *tokenValidator) mintNewToken(remote net.Addr) []byte {
 }
 
 // sendInvalidToken closes a connection attempt statelessly with
-// INVALID_TOKEN in an Initial packet (RFC 9000 section 8.1.3), protected
-// with the Initial keys of the client's DCID. The packet is smaller than
-// the client's, so it amplifies nothing.
+// INVALID_TOKEN (RFC 9000 section 8.1.3).
 func (s *baseServer) sendInvalidToken(hdr *wire.LongHeader, remote net.Addr) {
-	sealer, _, err := handshake.NewInitialKeys(hdr.DestConnID, handshake.Version(hdr.Version), false)
-	if err != nil {
-		return
-	}
-	const pnLen = 2
-	out := wire.LongHeader{Type: wire.PacketTypeInitial, Version: hdr.Version, DestConnID: hdr.SrcConnID, SrcConnID: hdr.DestConnID}
-	b := wire.AppendLongHeader(make([]byte, 0, 128), &out, pnLen, 2)
-	lengthPos := len(b) - 2
-	pnOffset := len(b)
-	b = wire.AppendPacketNumber(b, 0, pnLen)
-	b = wire.AppendConnectionCloseFrame(b, false, uint64(InvalidToken), 0, nil)
-	for len(b)-pnOffset < 4 {
-		b = append(b, 0)
-	}
-	wire.PutVarintWithLen(b[lengthPos:], uint64(len(b)-pnOffset+sealer.Overhead()), 2)
-	b, err = sealer.ProtectPacket(b, pnOffset, pnLen, 0)
-	if err != nil {
-		return
-	}
-	s.t.write(b, remote)
+	s.sendStatelessClose(hdr, remote, InvalidToken)
 }

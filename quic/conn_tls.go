@@ -299,6 +299,7 @@ func (c *Conn) onHandshakeComplete() {
 		return
 	}
 	c.handshakeComplete = true
+	c.stats.noteHandshakeComplete(time.Now())
 	if c.isClient {
 		c.used0RTT = c.sentEarly && !c.rejected0RTT
 		c.earlySealer = nil
@@ -319,6 +320,7 @@ func (c *Conn) onHandshakeComplete() {
 		if err := c.tls.SendSessionTicket(c.ticketOptions()); err == nil {
 			_ = c.processTLSEvents()
 		}
+		c.handshakeSlotDone()
 		c.queueForAccept(false)
 	}
 }

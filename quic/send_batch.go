@@ -4,16 +4,19 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"syscall"
 
 	"github.com/turboretry/turboretry/internal/udpio"
 )
 
 // writeDatagrams sends the datagrams one run of the event loop built, in
 // one sendmmsg call where the socket allows (internal/udpio), else one
-// WriteTo each. Send errors count as packet loss. Called by run only.
-func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) {
+// WriteTo each. Transient send errors count as packet loss; it returns the
+// first other error on the connection's own path (see fatalSendError),
+// after which the connection cannot go on. Called by run only.
+func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) error {
 	if len(writes) == 0 {
-		return
+		return nil
 	}
 	defer func() {
 		for _, d := range writes {
@@ -22,32 +25,19 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) {
 			}
 		}
 	}()
-	if c.writerT != sendT {
-		c.writerT = sendT
-		c.writer = sendT.newWriter()
-	}
 	ap, ok := addrPort(c.remote)
 	local := c.x.local // a server's address on the path (local_address.go)
-	if c.writer == nil || (len(writes) == 1 && writes[0].ecn == udpio.ECNNotECT && !local.IsValid()) || !ok || anyElsewhere(writes) {
-		for _, d := range writes {
-			to, via, from := d.to, d.via, d.from
-			if to == nil {
-				to, from = c.remote, local
-			}
-			if via == nil {
-				via = sendT
-			}
-			if from.IsValid() && via == sendT && c.writer != nil {
-				c.writeFrom(d, to, from)
-				continue
-			}
-			via.write(d.b, to)
-		}
-		return
+	if (len(writes) == 1 && writes[0].ecn == udpio.ECNNotECT && !local.IsValid()) || !ok || anyElsewhere(writes) {
+		return c.writeEach(writes, sendT, local)
 	}
-	msgs := c.msgs[:0]
+	b := sendT.getSendBatch()
+	defer sendT.sendBatches.Put(b)
+	if b.w == nil {
+		return c.writeEach(writes, sendT, local)
+	}
+	msgs := b.msgs[:0]
 	if sendT.gso {
-		msgs = c.gsoMessages(msgs, writes, ap)
+		msgs = b.gsoMessages(msgs, writes, ap)
 	} else {
 		for _, d := range writes {
 			msgs = append(msgs, udpio.Message{Buf: d.b, Addr: ap, ECN: d.ecn})
@@ -56,43 +46,124 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) {
 	for i := range msgs {
 		msgs[i].Local = local
 	}
+	var fatal error
 	for rest := msgs; len(rest) > 0; {
-		n, err := c.writer.WriteBatch(rest)
-		if err == nil {
+		n, err := b.w.WriteBatch(rest)
+		if err == nil || isClosedErr(err) {
 			break
 		}
-		if n >= len(rest) || isClosedErr(err) {
+		if fatalSendError(err) {
+			fatal = err
+			break
+		}
+		if n >= len(rest) {
 			break
 		}
 		rest = rest[n+1:] // drop the datagram that failed, as a loss
 	}
 	clear(msgs)
-	c.msgs = msgs[:0]
+	b.msgs = msgs[:0]
+	return fatal
 }
 
-// writeFrom sends one datagram to to from our address from.
-func (c *Conn) writeFrom(d outDatagram, to net.Addr, from netip.Addr) {
-	ap, ok := addrPort(to)
-	if !ok {
-		return
+// writeEach sends the datagrams one WriteTo each, or one message each from
+// our address on the path when there is one (local is a server's on the
+// current path, outDatagram.from on another); it returns what
+// writeDatagrams does.
+func (c *Conn) writeEach(writes []outDatagram, sendT *Transport, local netip.Addr) error {
+	for _, d := range writes {
+		to, via, from := d.to, d.via, d.from
+		if to == nil {
+			to, from = c.remote, local
+		}
+		if via == nil {
+			via = sendT
+		}
+		var err error
+		if from.IsValid() {
+			err = via.writeFrom(d.b, to, from, d.ecn)
+		} else {
+			err = via.write(d.b, to)
+		}
+		// A failure elsewhere (a probe of another path, an answer to a
+		// probing address) says nothing of the path in use.
+		if d.to == nil && d.via == nil && fatalSendError(err) {
+			return err
+		}
 	}
-	msgs := append(c.msgs[:0], udpio.Message{Buf: d.b, Addr: ap, Local: from, ECN: d.ecn})
-	_, _ = c.writer.WriteBatch(msgs)
+	return nil
+}
+
+// writeFrom sends one datagram to to from our address from (a server on a
+// socket bound to the unspecified address, local_address.go); a socket
+// without batched writes gets a plain write, the kernel choosing the
+// source.
+func (t *Transport) writeFrom(d []byte, to net.Addr, from netip.Addr, ecn udpio.ECN) error {
+	ap, ok := addrPort(to)
+	b := t.getSendBatch()
+	defer t.sendBatches.Put(b)
+	if !ok || b.w == nil {
+		return t.write(d, to)
+	}
+	msgs := append(b.msgs[:0], udpio.Message{Buf: d, Addr: ap, Local: from, ECN: ecn})
+	_, err := b.w.WriteBatch(msgs)
 	clear(msgs)
-	c.msgs = msgs[:0]
+	b.msgs = msgs[:0]
+	return err
+}
+
+// fatalSendError reports whether a send error means the path is unusable,
+// as when the socket or its interface went away, rather than one lost
+// datagram: too large for the interface (a path MTU probe), a full socket
+// buffer, a refusal reported by an earlier ICMP message. A closed socket
+// is left to the Transport, whose read loop closes it and so every
+// connection on it with ErrTransportClosed.
+func fatalSendError(err error) bool {
+	switch {
+	case err == nil, isClosedErr(err),
+		errors.Is(err, syscall.EMSGSIZE), errors.Is(err, syscall.ENOBUFS),
+		errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.ECONNREFUSED):
+		return false
+	}
+	return true
+}
+
+// sendError is the close error of a connection whose socket failed to send
+// (fatalSendError); it matches the socket's error and net.ErrClosed.
+type sendError struct{ err error }
+
+func (e *sendError) Error() string   { return "quic: sending failed: " + e.err.Error() }
+func (e *sendError) Unwrap() []error { return []error{e.err, net.ErrClosed} }
+
+// sendBatch is what one batched write needs: the socket's batching writer,
+// its messages and the GSO buffer. A Transport pools them, so a
+// connection holds none between writes and an idle one costs nothing here.
+type sendBatch struct {
+	w      *udpio.Writer // nil: the socket takes no batches
+	msgs   []udpio.Message
+	gsoBuf []byte
+}
+
+// getSendBatch takes a sendBatch from the Transport's pool; put it back
+// into t.sendBatches after the write.
+func (t *Transport) getSendBatch() *sendBatch {
+	if b, ok := t.sendBatches.Get().(*sendBatch); ok {
+		return b
+	}
+	return &sendBatch{w: t.newWriter()}
 }
 
 // gsoMessages groups runs of equal-size datagrams (the last of a run may be
-// shorter) into one UDP GSO buffer each, copied into c.gsoBuf.
-func (c *Conn) gsoMessages(msgs []udpio.Message, writes []outDatagram, ap netip.AddrPort) []udpio.Message {
+// shorter) into one UDP GSO buffer each, copied into b.gsoBuf.
+func (b *sendBatch) gsoMessages(msgs []udpio.Message, writes []outDatagram, ap netip.AddrPort) []udpio.Message {
 	total := 0
 	for _, d := range writes {
 		total += len(d.b)
 	}
-	if cap(c.gsoBuf) < total {
-		c.gsoBuf = make([]byte, 0, total)
+	if cap(b.gsoBuf) < total {
+		b.gsoBuf = make([]byte, 0, total)
 	}
-	buf := c.gsoBuf[:0]
+	buf := b.gsoBuf[:0]
 	for i := 0; i < len(writes); {
 		size := len(writes[i].b)
 		j := i + 1

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turboretry/turboretry/internal/connid"
@@ -28,6 +29,11 @@ type Transport struct {
 	// except for the single connection of DialAddr and Dial, which uses none.
 	ConnectionIDLength int
 
+	// ConnectionIDGenerator, when set, makes every connection ID the
+	// Transport issues, and its ConnectionIDLen replaces
+	// ConnectionIDLength (connection_id_generator.go).
+	ConnectionIDGenerator ConnectionIDGenerator
+
 	// StatelessResetKey, when set, derives the stateless reset tokens of our
 	// connection IDs: a server announces its token in the transport
 	// parameters, and short-header packets for unknown connection IDs are
@@ -50,6 +56,19 @@ type Transport struct {
 	// a connection's goroutine: it must not block, and must not keep cid.
 	ConnectionIDAdded func(cid []byte)
 
+	// MaxSendBuffer bounds the stream data all the Transport's
+	// connections hold for sending (written, not yet acknowledged); a
+	// Write beyond it waits until acknowledgements free room. Default
+	// 256 MiB. It and MaxReceiveBuffer are read when the Transport starts
+	// (its first Listen or Dial). See docs/api.md "Limits".
+	MaxSendBuffer uint64
+	// MaxReceiveBuffer bounds how far receive windows grow: while the
+	// stream data received and not yet read by the application, over all
+	// the Transport's connections, exceeds it, no connection's or stream's
+	// window grows beyond its current size (credit for data read is still
+	// given back). Default 256 MiB.
+	MaxReceiveBuffer uint64
+
 	initOnce sync.Once
 	initErr  error
 	cidLen   int
@@ -70,6 +89,12 @@ type Transport struct {
 	closedCh    chan struct{}
 	readDone    chan struct{}
 	conns       sync.WaitGroup
+
+	sendBatches  sync.Pool    // *sendBatch, shared by the connections' writes
+	sendBudget   sendBudget   // MaxSendBuffer
+	recvBuffered atomic.Int64 // unread stream data of all connections
+	maxRecvBuf   int64        // MaxReceiveBuffer with the default applied
+	counters     transportCounters
 
 	gso bool // the socket takes UDP GSO sends
 	gro bool // reads may return UDP GRO buffers of several datagrams
@@ -93,6 +118,11 @@ func (t *Transport) initWithCIDLen(cidLen int) error {
 			return
 		}
 		switch {
+		case t.ConnectionIDGenerator != nil:
+			t.cidGen, t.cidLen, t.initErr = appConnIDGenerator(t.ConnectionIDGenerator)
+			if t.initErr != nil {
+				return
+			}
 		case t.ConnectionIDLength < 0 || t.ConnectionIDLength > wire.MaxConnIDLen:
 			t.initErr = errors.New("quic: invalid ConnectionIDLength")
 			return
@@ -103,15 +133,21 @@ func (t *Transport) initWithCIDLen(cidLen int) error {
 		case !t.singleDial:
 			t.cidLen = defaultConnIDLength
 		}
-		if t.cidGen, t.initErr = connid.NewGenerator(t.cidLen); t.initErr != nil {
-			return
+		if t.cidGen == nil {
+			if t.cidGen, t.initErr = connid.NewGenerator(t.cidLen); t.initErr != nil {
+				return
+			}
 		}
 		_, _ = rand.Read(t.randomResetKey[:])
+		t.sendBudget.max = budgetOrDefault(t.MaxSendBuffer, defaultTransportSendBuffer)
+		t.maxRecvBuf = budgetOrDefault(t.MaxReceiveBuffer, defaultTransportRecvBuffer)
 		if uc, ok := t.Conn.(*net.UDPConn); ok {
 			// Large buffers, GSO and GRO.
 			if caps, err := udpio.Setup(uc, udpio.Config{}); err == nil {
 				t.gso, t.gro, t.df, t.ecn = caps.GSO, caps.GRO, caps.DontFragment, caps.ECN
 			}
+		} else if d, ok := t.Conn.(dontFragmenter); ok {
+			t.df = d.dontFragment()
 		}
 		t.handlers = make(map[string]*Conn)
 		t.resetTokens = make(map[[16]byte]*Conn)
@@ -121,6 +157,11 @@ func (t *Transport) initWithCIDLen(cidLen int) error {
 	})
 	return t.initErr
 }
+
+// dontFragmenter is a socket other than a *net.UDPConn whose datagrams are
+// never fragmented (the tests' simulated network): path MTU discovery runs
+// on it.
+type dontFragmenter interface{ dontFragment() bool }
 
 func (t *Transport) readLoop() {
 	defer close(t.readDone)
@@ -258,10 +299,17 @@ func (t *Transport) readFailed(err error) bool {
 
 func (t *Transport) handleDatagram(p receivedPacket) {
 	// A panic here would be a bug in a parser; it costs the datagram (its
-	// buffer is left to the garbage collector), not the process.
-	defer func() { _ = recover() }()
+	// buffer is left to the garbage collector), not the process, and is
+	// logged and counted.
+	defer func() {
+		if r := recover(); r != nil {
+			t.countDropped(DropPanic)
+			t.recoveredPanic("receive", r)
+		}
+	}()
 	dcid, err := wire.ParseDestConnID(p.data, t.cidLen)
 	if err != nil {
+		t.countDropped(DropMalformed)
 		putBuffer(p.buf)
 		return
 	}
@@ -283,22 +331,31 @@ func (t *Transport) handleDatagram(p receivedPacket) {
 		srv.handleUnknownLongHeader(p)
 		return
 	}
+	t.countDropped(DropUnknownConnection)
 	if !wire.IsLongHeader(p.data[0]) {
 		t.maybeSendStatelessReset(p)
 	}
 	putBuffer(p.buf)
 }
 
-// write sends one datagram; errors are treated as packet loss.
-func (t *Transport) write(b []byte, addr net.Addr) {
-	_, _ = t.Conn.WriteTo(b, addr)
+// write sends one datagram. Connections act on its error (writeDatagrams);
+// for the stateless answers of the Transport a failure is a lost datagram.
+func (t *Transport) write(b []byte, addr net.Addr) error {
+	_, err := t.Conn.WriteTo(b, addr)
+	return err
 }
 
-// newConnID returns a random connection ID of our length not in use.
+// newConnID returns a connection ID of our length not in use, from the
+// Transport's generator; should that fail, a random one.
 func (t *Transport) newConnID() []byte {
 	for {
-		b := make([]byte, t.cidLen)
-		_, _ = rand.Read(b)
+		var b []byte
+		if c, err := t.cidGen.New(); err == nil {
+			b = c.Bytes()
+		} else {
+			b = make([]byte, t.cidLen)
+			_, _ = rand.Read(b)
+		}
 		t.mu.Lock()
 		_, used := t.handlers[string(b)]
 		t.mu.Unlock()

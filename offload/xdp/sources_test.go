@@ -10,9 +10,9 @@ import (
 )
 
 // TestObjectUpToDate fails when bpf/fastpath.bpf.c or the shared cache
-// header changed after fastpath_bpfel.o was generated.
+// header changed after fastpath_bpfel.o and fastpath_bpfeb.o were generated.
 func TestObjectUpToDate(t *testing.T) {
-	f, err := os.Open("fastpath_bpfel.sources")
+	f, err := os.Open("fastpath.sources")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,14 +22,14 @@ func TestObjectUpToDate(t *testing.T) {
 	for s.Scan() {
 		sum, path, ok := strings.Cut(s.Text(), "  ")
 		if !ok {
-			t.Fatalf("bad line %q in fastpath_bpfel.sources", s.Text())
+			t.Fatalf("bad line %q in fastpath.sources", s.Text())
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := sha256.Sum256(data); hex.EncodeToString(got[:]) != sum {
-			t.Errorf("%s changed since fastpath_bpfel.o was generated: run go generate ./offload/xdp (needs clang)", path)
+			t.Errorf("%s changed since the objects were generated: run go generate ./offload/xdp (needs clang)", path)
 		}
 		n++
 	}
@@ -37,6 +37,6 @@ func TestObjectUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n != 3 {
-		t.Fatalf("fastpath_bpfel.sources lists %d files, want 3", n)
+		t.Fatalf("fastpath.sources lists %d files, want 3", n)
 	}
 }
