@@ -28,6 +28,11 @@ type Transport struct {
 	// except for the single connection of DialAddr and Dial, which uses none.
 	ConnectionIDLength int
 
+	// ConnectionIDGenerator, when set, makes every connection ID the
+	// Transport issues, and its ConnectionIDLen replaces
+	// ConnectionIDLength (connection_id_generator.go).
+	ConnectionIDGenerator ConnectionIDGenerator
+
 	// StatelessResetKey, when set, derives the stateless reset tokens of our
 	// connection IDs: a server announces its token in the transport
 	// parameters, and short-header packets for unknown connection IDs are
@@ -93,6 +98,11 @@ func (t *Transport) initWithCIDLen(cidLen int) error {
 			return
 		}
 		switch {
+		case t.ConnectionIDGenerator != nil:
+			t.cidGen, t.cidLen, t.initErr = appConnIDGenerator(t.ConnectionIDGenerator)
+			if t.initErr != nil {
+				return
+			}
 		case t.ConnectionIDLength < 0 || t.ConnectionIDLength > wire.MaxConnIDLen:
 			t.initErr = errors.New("quic: invalid ConnectionIDLength")
 			return
@@ -103,8 +113,10 @@ func (t *Transport) initWithCIDLen(cidLen int) error {
 		case !t.singleDial:
 			t.cidLen = defaultConnIDLength
 		}
-		if t.cidGen, t.initErr = connid.NewGenerator(t.cidLen); t.initErr != nil {
-			return
+		if t.cidGen == nil {
+			if t.cidGen, t.initErr = connid.NewGenerator(t.cidLen); t.initErr != nil {
+				return
+			}
 		}
 		_, _ = rand.Read(t.randomResetKey[:])
 		if uc, ok := t.Conn.(*net.UDPConn); ok {
@@ -294,11 +306,17 @@ func (t *Transport) write(b []byte, addr net.Addr) {
 	_, _ = t.Conn.WriteTo(b, addr)
 }
 
-// newConnID returns a random connection ID of our length not in use.
+// newConnID returns a connection ID of our length not in use, from the
+// Transport's generator; should that fail, a random one.
 func (t *Transport) newConnID() []byte {
 	for {
-		b := make([]byte, t.cidLen)
-		_, _ = rand.Read(b)
+		var b []byte
+		if c, err := t.cidGen.New(); err == nil {
+			b = c.Bytes()
+		} else {
+			b = make([]byte, t.cidLen)
+			_, _ = rand.Read(b)
+		}
 		t.mu.Lock()
 		_, used := t.handlers[string(b)]
 		t.mu.Unlock()

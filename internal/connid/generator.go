@@ -24,6 +24,9 @@ var ErrBadLength = errors.New("connid: connection ID length must be 0..20")
 // call. It is safe for concurrent use.
 type Generator struct {
 	length int
+	// fill, when set, writes a whole ID (an application's generator)
+	// instead of random bytes from r.
+	fill func(dst []byte) error
 
 	mu      sync.Mutex
 	r       *bufio.Reader
@@ -45,6 +48,16 @@ func NewGeneratorFrom(length int, r io.Reader) (*Generator, error) {
 	return &Generator{length: length, r: bufio.NewReaderSize(r, randBufferSize)}, nil
 }
 
+// NewGeneratorFunc returns a Generator of IDs of the given length
+// (0..MaxLen) that fill writes: it must fill all of dst, which is the
+// length long, or return an error. fill runs under the Generator's lock.
+func NewGeneratorFunc(length int, fill func(dst []byte) error) (*Generator, error) {
+	if length < 0 || length > MaxLen || fill == nil {
+		return nil, ErrBadLength
+	}
+	return &Generator{length: length, fill: fill}, nil
+}
+
 // Len returns the length of the IDs g makes.
 func (g *Generator) Len() int { return g.length }
 
@@ -58,7 +71,12 @@ func (g *Generator) New() (ConnectionID, error) {
 	g.mu.Lock()
 	// Reading into the Generator's own array rather than into c keeps c
 	// on the caller's stack: an io.Reader would make it escape.
-	_, err := io.ReadFull(g.r, g.scratch[:g.length])
+	var err error
+	if g.fill != nil {
+		err = g.fill(g.scratch[:g.length])
+	} else {
+		_, err = io.ReadFull(g.r, g.scratch[:g.length])
+	}
 	copy(c.b[:], g.scratch[:g.length])
 	g.mu.Unlock()
 	if err != nil {

@@ -94,3 +94,34 @@ func TestGeneratorConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestGeneratorFunc(t *testing.T) {
+	n := byte(0)
+	g, err := NewGeneratorFunc(4, func(dst []byte) error {
+		n++
+		if n == 3 {
+			return io.ErrUnexpectedEOF
+		}
+		for i := range dst {
+			dst[i] = n
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"01010101", "02020202"} {
+		if c, err := g.New(); err != nil || c.String() != want {
+			t.Fatalf("got %v, %v; want %s", c, err, want)
+		}
+	}
+	if c, err := g.New(); !errors.Is(err, io.ErrUnexpectedEOF) || c.Len() != 0 {
+		t.Fatalf("failing fill: %v, %v", c, err)
+	}
+	if _, err := NewGeneratorFunc(MaxLen+1, func([]byte) error { return nil }); !errors.Is(err, ErrBadLength) {
+		t.Fatalf("length 21: %v", err)
+	}
+	if _, err := NewGeneratorFunc(8, nil); !errors.Is(err, ErrBadLength) {
+		t.Fatalf("nil fill: %v", err)
+	}
+}

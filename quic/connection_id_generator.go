@@ -1,0 +1,89 @@
+package quic
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/turboretry/turboretry/internal/connid"
+)
+
+// maxConnectionIDLen is the longest connection ID QUIC version 1 allows
+// (RFC 9000 section 17.2).
+const maxConnectionIDLen = 20
+
+// A ConnectionID is a QUIC connection ID of 0 to 20 bytes (RFC 9000),
+// held by value: it is comparable and copying it never allocates. The zero
+// value is the zero-length ID.
+type ConnectionID struct {
+	b [maxConnectionIDLen]byte
+	n uint8
+}
+
+// ConnectionIDFromBytes returns the ConnectionID with the bytes of b
+// (copied). It panics if b is longer than 20 bytes.
+func ConnectionIDFromBytes(b []byte) ConnectionID {
+	if len(b) > maxConnectionIDLen {
+		panic(fmt.Sprintf("quic: connection ID of %d bytes, longer than %d", len(b), maxConnectionIDLen))
+	}
+	var c ConnectionID
+	c.n = uint8(copy(c.b[:], b))
+	return c
+}
+
+// Bytes returns the bytes of c.
+func (c ConnectionID) Bytes() []byte { return c.b[:c.n] }
+
+// Len returns the length of c in bytes.
+func (c ConnectionID) Len() int { return int(c.n) }
+
+// String returns c in lower-case hexadecimal, or "(empty)" for the
+// zero-length ID.
+func (c ConnectionID) String() string {
+	if c.n == 0 {
+		return "(empty)"
+	}
+	return hex.EncodeToString(c.b[:c.n])
+}
+
+// A ConnectionIDGenerator makes the connection IDs a Transport issues
+// (Transport.ConnectionIDGenerator): the handshake Source Connection ID,
+// every NEW_CONNECTION_ID, and a Retry's Source Connection ID. Routing
+// information in them lets a load balancer or an sk_reuseport program send
+// a connection's packets to the server, or the worker, that holds it
+// (package quiclb makes QUIC-LB IDs). It must be safe for concurrent use.
+type ConnectionIDGenerator interface {
+	// GenerateConnectionID returns a new connection ID of exactly
+	// ConnectionIDLen bytes. IDs must be unique, and an observer must not
+	// be able to link two IDs of one connection (RFC 9000 section 5.1).
+	GenerateConnectionID() (ConnectionID, error)
+	// ConnectionIDLen returns the constant length of the IDs, 0 to 20;
+	// 0 only for an endpoint that never needs to tell its connections
+	// apart by ID.
+	ConnectionIDLen() int
+}
+
+// errGeneratorLength is returned when a ConnectionIDGenerator returns an
+// ID of another length than its ConnectionIDLen.
+var errGeneratorLength = errors.New("quic: ConnectionIDGenerator returned an ID of the wrong length")
+
+// appConnIDGenerator wraps the application's generator in the internal one
+// the connections draw their IDs from.
+func appConnIDGenerator(g ConnectionIDGenerator) (*connid.Generator, int, error) {
+	n := g.ConnectionIDLen()
+	if n < 0 || n > maxConnectionIDLen {
+		return nil, 0, fmt.Errorf("quic: ConnectionIDGenerator.ConnectionIDLen() = %d, want 0..%d", n, maxConnectionIDLen)
+	}
+	gen, err := connid.NewGeneratorFunc(n, func(dst []byte) error {
+		id, err := g.GenerateConnectionID()
+		if err != nil {
+			return err
+		}
+		if id.Len() != len(dst) {
+			return fmt.Errorf("%w: %d bytes, want %d", errGeneratorLength, id.Len(), len(dst))
+		}
+		copy(dst, id.b[:id.n])
+		return nil
+	})
+	return gen, n, err
+}
