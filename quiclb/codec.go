@@ -63,6 +63,7 @@ type Codec struct {
 	hostID   []byte
 	nonceLen int
 	mac      bool
+	key      Key
 	k0, k1   uint64
 	n        int // ID length
 }
@@ -74,7 +75,8 @@ func NewCodec(cfg Config) (*Codec, error) {
 		c.nonceLen = DefaultNonceLen
 	}
 	if c.mac {
-		c.k0, c.k1 = siphash.KeyWords((*[16]byte)(cfg.MACKey))
+		c.key = *cfg.MACKey
+		c.k0, c.k1 = siphash.KeyWords((*[16]byte)(&c.key))
 	}
 	c.n = 1 + len(c.hostID) + 1 + c.nonceLen
 	if c.mac {
@@ -115,6 +117,10 @@ func (c *Codec) WorkerOffset() int { return 1 + len(c.hostID) }
 
 // HasMAC reports whether the IDs carry a MAC.
 func (c *Codec) HasMAC() bool { return c.mac }
+
+// MACKey returns the MAC key, for a loader that hands it to a data plane
+// (the XDP program, the DPA); ok is false without a MAC.
+func (c *Codec) MACKey() (key Key, ok bool) { return c.key, c.mac }
 
 // macInput is the part of an ID the MAC covers: everything before it.
 func (c *Codec) macInput(cid []byte) []byte { return cid[:c.n-MACLen] }

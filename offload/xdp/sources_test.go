@@ -36,7 +36,7 @@ func TestObjectUpToDate(t *testing.T) {
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n != 3 {
-		t.Fatalf("fastpath_bpfel.sources lists %d files, want 3", n)
+	if n != 4 {
+		t.Fatalf("fastpath_bpfel.sources lists %d files, want 4", n)
 	}
 }
