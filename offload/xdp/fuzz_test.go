@@ -10,7 +10,7 @@ import (
 // passes those whose MAC verifies (PassMAC) before it asks the cache.
 func FuzzVerdictMAC(f *testing.F) {
 	ids := testCodec(f)
-	known, _ := ids.Append(nil, 3) // cached as well: the MAC must win
+	known, _ := ids.Append(nil, 3)         // cached as well: the MAC must win
 	client := []byte("client-chosen-0rtt") // a 0-RTT DCID, cached by its prefix
 	f.Add(udp4(testPort, shortPacket(known)))
 	f.Add(udp6(testPort, longPacket(typeHandshake, 1, known, 64)))
