@@ -18,8 +18,9 @@
 #include "tr_fastpath.h"
 
 #define TR_CID_MAC_LEN 4
-/* Shortest authenticated ID: first octet, worker, 4-byte nonce, MAC. */
-#define TR_CID_MIN_LEN (1 + 1 + 4 + TR_CID_MAC_LEN)
+/* Shortest ID: first octet, worker, 4-byte nonce; with the MAC. */
+#define TR_CID_MIN_PLAIN_LEN (1 + 1 + 4)
+#define TR_CID_MIN_LEN (TR_CID_MIN_PLAIN_LEN + TR_CID_MAC_LEN)
 
 /* The codec of quiclb.Codec as the data planes need it. len == 0 turns
  * MAC checking off (IDs are then looked up in the Bloom cache only). */
@@ -54,13 +55,13 @@ TR_FP_INLINE int tr_cid_verify(const struct tr_cid_cfg *c, const tr_u8 *cid)
 	return m == (tr_u32)h;
 }
 
-/* The worker index of a verified ID; -1 when the configuration has no
- * worker octet inside the ID. */
+/* The worker index of an ID of the configuration; -1 when the
+ * configuration has no worker octet followed by a nonce inside the ID. */
 TR_FP_INLINE int tr_cid_worker(const struct tr_cid_cfg *c, const tr_u8 *cid)
 {
 	tr_u32 off = c->worker_off;
 
-	if (off < 1 || off >= TR_FP_CID_MAX || off + 1 + 4 + TR_CID_MAC_LEN > c->len)
+	if (off < 1 || off >= TR_FP_CID_MAX || off + 1 + 4 > c->len)
 		return -1;
 	return cid[off];
 }
