@@ -150,6 +150,27 @@ func (c *Codec) Put(cid []byte, worker int) error {
 	return nil
 }
 
+// NonceOffset returns the offset of the nonce in an ID.
+func (c *Codec) NonceOffset() int { return c.WorkerOffset() + 1 }
+
+// NonceLen returns the nonce length.
+func (c *Codec) NonceLen() int { return c.nonceLen }
+
+// Seal completes an ID around a nonce the caller wrote into cid (Len
+// bytes) at NonceOffset: first octet, host ID, worker octet and MAC. It is
+// Put for a caller with a random source of its own (the Retry agent's
+// ChaCha8); the nonce must be unpredictable and never repeat.
+func (c *Codec) Seal(cid []byte, worker int) error {
+	if len(cid) != c.n {
+		return fmt.Errorf("%w: buffer of %d bytes, want %d", ErrLength, len(cid), c.n)
+	}
+	if worker < 0 || worker >= MaxWorkers {
+		return fmt.Errorf("quiclb: worker index %d outside 0..%d", worker, MaxWorkers-1)
+	}
+	c.seal(cid, worker)
+	return nil
+}
+
 // seal fills in everything of cid but the nonce.
 func (c *Codec) seal(cid []byte, worker int) {
 	cid[0] = FirstOctet(c.configID, c.n)

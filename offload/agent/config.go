@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/quiclb"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -63,8 +64,17 @@ type Config struct {
 	// no fast path (host mode): nothing is admitted.
 	Cache CIDCache
 	// CIDLen is the length of the server's connection IDs, used for the
-	// Retry's SCID; 1 to 20, default DefaultCIDLen.
+	// Retry's SCID; 1 to 20, default DefaultCIDLen (IDs.Len() with IDs).
 	CIDLen int
+	// IDs, when set, is the layout of the server's connection IDs
+	// (package quiclb). The Retry's SCID is then one of them, for a worker
+	// drawn from 0..IDWorkers-1, so the client's later packets to it are
+	// steered and, with a MAC, pass the fast path with nothing admitted;
+	// an Initial to an ID that verifies is forwarded as one to a known ID.
+	IDs *quiclb.Codec
+	// IDWorkers is the number of the host's workers (sockets) the Retry
+	// SCIDs spread over; 0 means 1.
+	IDWorkers int
 	// Workers is the number of workers; default 1.
 	Workers int
 	// KeyCache caches derived token keys for all workers' validators; nil
@@ -93,6 +103,18 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.CIDLen == 0 {
 		cfg.CIDLen = DefaultCIDLen
+		if cfg.IDs != nil {
+			cfg.CIDLen = cfg.IDs.Len()
+		}
+	}
+	if cfg.IDs != nil && cfg.IDs.Len() != cfg.CIDLen {
+		return cfg, fmt.Errorf("agent: connection IDs of %d bytes, but CIDLen %d", cfg.IDs.Len(), cfg.CIDLen)
+	}
+	if cfg.IDWorkers == 0 {
+		cfg.IDWorkers = 1
+	}
+	if cfg.IDWorkers < 0 || cfg.IDWorkers > quiclb.MaxWorkers {
+		return cfg, fmt.Errorf("agent: IDWorkers %d outside 1..%d", cfg.IDWorkers, quiclb.MaxWorkers)
 	}
 	if cfg.CIDLen < 1 || cfg.CIDLen > wire.MaxConnIDLen {
 		return cfg, fmt.Errorf("agent: CIDLen %d outside 1..%d", cfg.CIDLen, wire.MaxConnIDLen)

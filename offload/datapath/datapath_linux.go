@@ -15,6 +15,7 @@ import (
 	"github.com/turboretry/turboretry/offload/afxdp"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/xdp"
+	"github.com/turboretry/turboretry/quiclb"
 )
 
 // Datapath is a running agent datapath on one interface: the XDP program,
@@ -65,7 +66,12 @@ func Start(cfg Config) (*Datapath, error) {
 			d.release()
 		}
 	}()
-	d.prog, err = xdp.Load(xdp.Config{Port: cfg.Port, CIDLen: cfg.CIDLen, Key: cfg.CacheKey, StaleAfter: cfg.StaleAfter, Queues: cfg.Queues})
+	var macIDs *quiclb.Codec // what the program verifies: IDs with a MAC only
+	if cfg.IDs != nil && cfg.IDs.HasMAC() {
+		macIDs = cfg.IDs
+	}
+	d.prog, err = xdp.Load(xdp.Config{Port: cfg.Port, CIDLen: cfg.CIDLen, Key: cfg.CacheKey, IDs: macIDs,
+		StaleAfter: cfg.StaleAfter, Queues: cfg.Queues})
 	if err != nil {
 		return nil, classify(ErrLoad, "loading", err)
 	}
@@ -74,6 +80,8 @@ func Start(cfg Config) (*Datapath, error) {
 		KeyRing:           cfg.KeyRing,
 		Cache:             prog.Cache(),
 		CIDLen:            cfg.CIDLen,
+		IDs:               cfg.IDs,
+		IDWorkers:         cfg.IDWorkers,
 		Workers:           cfg.Queues + 1, // the last one watches egress
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		OnHeartbeat:       func(time.Time) { d.beat() },
