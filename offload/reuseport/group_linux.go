@@ -297,3 +297,22 @@ func (g *Group) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Probe loads the steering program and releases it at once: nil when this
+// process may steer (what `turboretry doctor` checks), an error wrapping
+// ErrPermission without CAP_BPF.
+func Probe() error {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return classify("lifting the memlock limit", err)
+	}
+	spec, err := loadSteer()
+	if err != nil {
+		return fmt.Errorf("reuseport: %w", err)
+	}
+	spec.Maps[steerMapTrRpSocks].MaxEntries = 1
+	var objs steerObjects
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		return classify("loading the steering program", err)
+	}
+	return objs.Close()
+}

@@ -276,3 +276,14 @@ func TestListenErrors(t *testing.T) {
 		t.Error("Listen joined a port in use")
 	}
 }
+
+func TestProbe(t *testing.T) {
+	netnstest.RequireRoot(t, "loading the steering program")
+	if err := Probe(); err != nil {
+		t.Fatalf("Probe as root: %v", err)
+	}
+	err := netnstest.Unprivileged(func() error { return Probe() })
+	if !errors.Is(err, ErrPermission) {
+		t.Fatalf("Probe without capabilities: %v, want ErrPermission", err)
+	}
+}

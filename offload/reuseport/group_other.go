@@ -74,3 +74,6 @@ func (g *Group) Close() error {
 	g.closed = true
 	return g.conns[0].Close()
 }
+
+// Probe reports that this platform cannot steer.
+func Probe() error { return errUnsupported }
