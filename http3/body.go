@@ -21,15 +21,18 @@ type bodyReader struct {
 	received      int64
 	inData        bool
 
+	// readSection, when set, reads the payload of a trailer section of
+	// the given length (the server's header budget).
+	readSection func(n uint64) (*headerBuf, error)
 	// onTrailers receives a decoded trailer section.
 	onTrailers func(http.Header)
 	// onError is called once with the first error, so the owner can reset
 	// the stream or close the connection on local errors.
 	onError func(error)
 
-	mu       sync.Mutex  // Read may race with Close from another goroutine
-	err      error       // sticky: io.EOF after a complete body
-	finished atomic.Bool // err is set; readable without waiting for a blocked Read
+	mu    sync.Mutex  // Read may race with Close from another goroutine
+	err   error       // sticky: io.EOF after a complete body
+	atEOF atomic.Bool // the whole body was read; readable without waiting for a blocked Read
 }
 
 func (b *bodyReader) Read(p []byte) (int, error) {
@@ -63,7 +66,7 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 				return 0, b.fail(malformed("body of %d bytes, content-length says %d", b.received, b.contentLength))
 			}
 			b.err = io.EOF
-			b.finished.Store(true)
+			b.atEOF.Store(true)
 			return 0, io.EOF
 		}
 		if err != nil {
@@ -76,11 +79,7 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 		case frameTypeData:
 			b.inData = fh.Length > 0
 		case frameTypeHeaders:
-			payload, err := b.fr.readPayload(nil)
-			if err != nil {
-				return 0, b.fail(fromQUICError(err))
-			}
-			trailers, err := decodeTrailers(payload, b.maxHeader, b.isRequest)
+			trailers, err := b.readTrailers(fh.Length)
 			if err != nil {
 				return 0, b.fail(err)
 			}
@@ -93,18 +92,40 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	}
 }
 
+// readTrailers reads and decodes a trailer section of length n.
+func (b *bodyReader) readTrailers(n uint64) (http.Header, error) {
+	var hb *headerBuf
+	var err error
+	if b.readSection != nil {
+		hb, err = b.readSection(n)
+	} else {
+		hb = getHeaderBuf()
+		if err = hb.read(b.fr); err != nil {
+			hb.release()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer hb.release()
+	return decodeTrailers(hb.b, b.maxHeader, b.isRequest)
+}
+
 // fail records err as the body's final error and reports local errors.
 func (b *bodyReader) fail(err error) error {
 	b.err = err
-	b.finished.Store(true)
 	if b.onError != nil {
 		b.onError(err)
 	}
 	return err
 }
 
-// done reports whether the body was read to its end or failed.
-func (b *bodyReader) done() bool { return b.finished.Load() }
+// readToEnd reports whether the body was read to its end. Otherwise,
+// once its owner is done with it (it failed, was closed or was never
+// read), the peer must be asked to stop sending it (STOP_SENDING), or
+// what it keeps sending holds the stream's and the connection's flow
+// control credit.
+func (b *bodyReader) readToEnd() bool { return b.atEOF.Load() }
 
 // closeWith makes later Reads fail with err, unless the body already ended.
 // It reports whether the body was still unfinished.
@@ -115,6 +136,5 @@ func (b *bodyReader) closeWith(err error) bool {
 		return false
 	}
 	b.err = err
-	b.finished.Store(true)
 	return true
 }

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"sync"
 
 	"github.com/turboretry/turboretry/quic"
@@ -23,9 +26,10 @@ import (
 // sent again on a new connection when their body can be replayed: they
 // have none, or GetBody is set.
 //
-// Connections are dialed with quic.DialAddrEarly: when the TLS config has a
-// ClientSessionCache and the server allowed early data, requests may go out
-// in 0-RTT. Only safe methods without a body do (RFC 8470, RFC 9114
+// Connections are dialed early (quic.Transport.DialEarly) over one UDP
+// socket per address family that all the Transport's connections share,
+// as in quic-go: when the TLS config has a ClientSessionCache and the
+// server allowed early data, requests may go out in 0-RTT. Only safe methods without a body do (RFC 8470, RFC 9114
 // section 4.1.1: 0-RTT can be replayed); other requests wait until the
 // handshake completes.
 type Transport struct {
@@ -34,18 +38,21 @@ type Transport struct {
 	TLSClientConfig *tls.Config
 	// QUICConfig configures the QUIC connections.
 	QUICConfig *quic.Config
-	// Dial, when set, replaces quic.DialAddrEarly.
+	// Dial, when set, replaces the Transport's own dialing (and its
+	// shared sockets).
 	Dial func(ctx context.Context, addr string, tlsConf *tls.Config, conf *quic.Config) (*quic.Conn, error)
 	// MaxResponseHeaderBytes bounds the decoded size of a response header
 	// section (our SETTINGS_MAX_FIELD_SECTION_SIZE);
-	// http.DefaultMaxHeaderBytes when 0 or negative.
-	MaxResponseHeaderBytes int64
+	// http.DefaultMaxHeaderBytes when 0 or negative. An int, as in
+	// quic-go.
+	MaxResponseHeaderBytes int
 	// Logger receives protocol errors; nil means slog.Default().
 	Logger *slog.Logger
 
 	mu      sync.Mutex
 	conns   map[string]*clientConn
 	dialing map[string]*dialCall
+	sockets [2]*quic.Transport // IPv4, IPv6: see quicTransport
 	closed  bool
 }
 
@@ -80,11 +87,38 @@ func (t *Transport) maxHeader() uint64 {
 	return uint64(t.MaxResponseHeaderBytes)
 }
 
+// RoundTripOpt holds the options of Transport.RoundTripOpt, as in
+// quic-go.
+type RoundTripOpt struct {
+	// OnlyCachedConn makes RoundTripOpt fail with ErrNoCachedConn instead
+	// of dialing when the Transport has no connection to the request's
+	// authority (one being dialed counts as cached).
+	OnlyCachedConn bool
+}
+
+// ErrNoCachedConn is returned by RoundTripOpt with OnlyCachedConn when
+// there is no connection to use.
+var ErrNoCachedConn = errors.New("http3: no cached connection was available")
+
+// MethodGet0RTT and MethodHead0RTT, as a request's Method, send a GET or
+// HEAD in 0-RTT when the connection allows it, as in quic-go. Plain GET
+// and HEAD requests without a body are sent in 0-RTT anyway (see
+// Transport); other methods wait for the handshake.
+const (
+	MethodGet0RTT  = "GET_0RTT"
+	MethodHead0RTT = "HEAD_0RTT"
+)
+
 // RoundTrip sends req on the connection for its authority, dialing one
 // when there is none, and returns the response once its header arrived;
 // the body is streamed.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	rsp, err := t.roundTrip(req)
+	return t.RoundTripOpt(req, RoundTripOpt{})
+}
+
+// RoundTripOpt is RoundTrip with options.
+func (t *Transport) RoundTripOpt(req *http.Request, opt RoundTripOpt) (*http.Response, error) {
+	rsp, err := t.roundTrip(req, opt)
 	if err != nil && req.Body != nil {
 		req.Body.Close()
 	}
@@ -95,7 +129,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // connection after its connection refused it.
 const maxRetries = 3
 
-func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
+func (t *Transport) roundTrip(req *http.Request, opt RoundTripOpt) (*http.Response, error) {
 	if req.URL == nil {
 		return nil, errors.New("http3: request has no URL")
 	}
@@ -106,13 +140,22 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errors.New("http3: request has no host")
 	}
 	authority := authorityAddr(req.URL)
-	cur := req // the request of this attempt: a replay has its own body
+	trace := httptrace.ContextClientTrace(req.Context())
+	cur := req       // the request of this attempt: a replay has its own body
+	coalesce := true // until the server answers 421 on a shared connection
 	for attempt := 0; ; attempt++ {
-		cc, err := t.getConn(req.Context(), authority)
+		traceGetConn(trace, authority)
+		cc, reused, err := t.getConn(req.Context(), authority, opt.OnlyCachedConn, coalesce)
 		if err == nil {
+			traceGotConn(trace, cc.qc, reused)
 			var rsp *http.Response
 			if rsp, err = cc.roundTrip(cur); err == nil {
-				return rsp, nil
+				next := t.misdirected(rsp, cur, cc, authority)
+				if next == nil {
+					return rsp, nil
+				}
+				cur, coalesce = next, false
+				continue
 			}
 		}
 		next, rerr := replayable(cur, err)
@@ -191,19 +234,50 @@ func authorityAddr(u *url.URL) string {
 // has none, with the request already counted in its active requests: the
 // caller ends it with requestDone. Counting under t.mu, where
 // CloseIdleConnections looks for idle connections, keeps it from closing
-// the connection under a request that has just taken it.
-func (t *Transport) getConn(ctx context.Context, authority string) (*clientConn, error) {
+// the connection under a request that has just taken it. reused reports
+// a connection from the pool. With onlyCached it does not dial; with
+// coalesce it may reuse another origin's connection (coalesce.go).
+func (t *Transport) getConn(ctx context.Context, authority string, onlyCached, coalesce bool) (cc *clientConn, reused bool, err error) {
+	var addr *net.UDPAddr // authority resolved, for coalescing and the dial
 	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return nil, errTransportClosed
-	}
-	if cc := t.conns[authority]; cc != nil {
-		if cc.startRequest() {
+	for {
+		if t.closed {
 			t.mu.Unlock()
-			return cc, nil
+			return nil, false, errTransportClosed
 		}
-		delete(t.conns, authority) // it received GOAWAY: dial a new one
+		if cc := t.conns[authority]; cc != nil {
+			if cc.startRequest() {
+				t.mu.Unlock()
+				return cc, true, nil
+			}
+			delete(t.conns, authority) // it received GOAWAY: dial a new one
+		}
+		if t.dialing[authority] != nil {
+			break
+		}
+		if onlyCached {
+			t.mu.Unlock()
+			return nil, false, ErrNoCachedConn
+		}
+		if !coalesce || t.Dial != nil || len(t.conns) == 0 {
+			break
+		}
+		if addr != nil {
+			if cc := t.coalesceLocked(authority, addr); cc != nil {
+				t.conns[authority] = cc
+				t.mu.Unlock()
+				return cc, true, nil
+			}
+			break
+		}
+		// Another origin's connection may serve this one if it is to
+		// the same address: resolve, then look again (the pool may have
+		// changed meanwhile).
+		t.mu.Unlock()
+		if addr, err = resolveUDPAddr(ctx, authority); err != nil {
+			return nil, false, err
+		}
+		t.mu.Lock()
 	}
 	call := t.dialing[authority]
 	if call == nil {
@@ -212,13 +286,16 @@ func (t *Transport) getConn(ctx context.Context, authority string) (*clientConn,
 			t.dialing = make(map[string]*dialCall)
 		}
 		t.dialing[authority] = call
-		go t.dial(call, authority)
+		// The dial is shared: one request giving up must not fail the
+		// others waiting for it, so it does not end with ctx; it keeps
+		// ctx's values (the first request's httptrace).
+		go t.dial(context.WithoutCancel(ctx), call, authority, addr)
 	}
 	call.waiters++
 	t.mu.Unlock()
 	select {
 	case <-call.done:
-		return call.cc, call.err
+		return call.cc, false, call.err
 	case <-ctx.Done():
 		t.mu.Lock()
 		counted := call.delivered
@@ -229,15 +306,14 @@ func (t *Transport) getConn(ctx context.Context, authority string) (*clientConn,
 		if counted && call.cc != nil {
 			call.cc.requestDone()
 		}
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 }
 
-// dial connects to authority for the requests waiting on call. It does
-// not use a request's context: one request giving up must not fail the
-// others waiting for the same connection.
-func (t *Transport) dial(call *dialCall, authority string) {
-	qc, err := t.dialQUIC(authority)
+// dial connects to authority (at addr when already resolved) for the
+// requests waiting on call.
+func (t *Transport) dial(ctx context.Context, call *dialCall, authority string, addr *net.UDPAddr) {
+	qc, err := t.dialQUIC(ctx, authority, addr)
 	var cc *clientConn
 	if err == nil {
 		cc, err = newClientConn(t, qc, authority)
@@ -269,7 +345,7 @@ func (t *Transport) dial(call *dialCall, authority string) {
 	close(call.done)
 }
 
-func (t *Transport) dialQUIC(authority string) (*quic.Conn, error) {
+func (t *Transport) dialQUIC(ctx context.Context, authority string, ua *net.UDPAddr) (*quic.Conn, error) {
 	var conf *tls.Config
 	if t.TLSClientConfig != nil {
 		conf = t.TLSClientConfig.Clone()
@@ -281,19 +357,85 @@ func (t *Transport) dialQUIC(authority string) (*quic.Conn, error) {
 		host, _, _ := net.SplitHostPort(authority)
 		conf.ServerName = host
 	}
-	ctx := context.Background()
 	if t.Dial != nil {
 		return t.Dial(ctx, authority, conf, t.QUICConfig)
 	}
-	return quic.DialAddrEarly(ctx, authority, conf, t.QUICConfig)
+	if ua == nil {
+		var err error
+		if ua, err = resolveUDPAddr(ctx, authority); err != nil {
+			return nil, err
+		}
+	}
+	qt, err := t.quicTransport(ua)
+	if err != nil {
+		return nil, err
+	}
+	trace := httptrace.ContextClientTrace(ctx)
+	traceDialStart(trace, ua.String())
+	qc, err := qt.DialEarly(ctx, ua, conf, t.QUICConfig)
+	traceDialDone(trace, ua.String(), qc, err)
+	return qc, err
 }
 
-// forget removes cc from the pool so new requests dial a new connection.
+// resolveUDPAddr resolves host:port with the default resolver, which
+// reports DNSStart and DNSDone to an httptrace in ctx, preferring an
+// IPv4 address as net.ResolveUDPAddr does.
+func resolveUDPAddr(ctx context.Context, hostPort string) (*net.UDPAddr, error) {
+	host, portStr, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return nil, err
+	}
+	port, err := net.LookupPort("udp", portStr)
+	if err != nil {
+		return nil, err
+	}
+	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	if len(ips) == 0 {
+		return nil, &net.DNSError{Err: "no addresses", Name: host, IsNotFound: true}
+	}
+	pick := ips[0]
+	for _, ip := range ips {
+		if ip.IP.To4() != nil {
+			pick = ip
+			break
+		}
+	}
+	return &net.UDPAddr{IP: pick.IP, Port: port, Zone: pick.Zone}, nil
+}
+
+// quicTransport returns the QUIC transport that dials addr: one UDP
+// socket per address family, shared by all the Transport's connections
+// as in quic-go (so a server sees one client address for all its
+// origins), created on first use and closed by Close.
+func (t *Transport) quicTransport(addr *net.UDPAddr) (*quic.Transport, error) {
+	family, local := 0, &net.UDPAddr{IP: net.IPv4zero}
+	if addr.IP.To4() == nil {
+		family, local = 1, &net.UDPAddr{IP: net.IPv6zero}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, errTransportClosed
+	}
+	if qt := t.sockets[family]; qt != nil {
+		return qt, nil
+	}
+	pc, err := net.ListenUDP("udp", local)
+	if err != nil {
+		return nil, err
+	}
+	t.sockets[family] = &quic.Transport{Conn: pc}
+	return t.sockets[family], nil
+}
+
+// forget removes cc from the pool, under every origin it serves, so new
+// requests dial a new connection.
 func (t *Transport) forget(cc *clientConn) {
 	t.mu.Lock()
-	if t.conns[cc.authority] == cc {
-		delete(t.conns, cc.authority)
-	}
+	maps.DeleteFunc(t.conns, func(_ string, c *clientConn) bool { return c == cc })
 	t.mu.Unlock()
 }
 
@@ -306,7 +448,9 @@ func (t *Transport) CloseIdleConnections() {
 	for authority, cc := range t.conns {
 		if cc.idle() {
 			delete(t.conns, authority)
-			idle = append(idle, cc)
+			if !slices.Contains(idle, cc) { // one connection may serve several origins
+				idle = append(idle, cc)
+			}
 		}
 	}
 	t.mu.Unlock()
@@ -315,16 +459,25 @@ func (t *Transport) CloseIdleConnections() {
 	}
 }
 
-// Close closes every connection with H3_NO_ERROR; requests in flight
-// fail, and later RoundTrips return an error.
+// Close closes every connection with H3_NO_ERROR and the Transport's
+// UDP sockets; requests in flight fail, and later RoundTrips return an
+// error.
 func (t *Transport) Close() error {
 	t.mu.Lock()
 	t.closed = true
 	conns := t.conns
 	t.conns = nil
+	sockets := t.sockets
+	t.sockets = [2]*quic.Transport{}
 	t.mu.Unlock()
 	for _, cc := range conns {
 		cc.close(ErrCodeNoError, "")
+	}
+	for _, qt := range sockets {
+		if qt != nil {
+			qt.Close()
+			qt.Conn.Close()
+		}
 	}
 	return nil
 }

@@ -1,10 +1,7 @@
 package http3
 
 import (
-	"bufio"
-	"context"
 	"errors"
-	"io"
 	"sync"
 
 	"github.com/turboretry/turboretry/quic"
@@ -25,8 +22,9 @@ type clientConn struct {
 	// that arrived before the close has been applied.
 	uniDone chan struct{}
 
+	uni *uniStreams
+
 	mu           sync.Mutex
-	uni          uniStreamSet
 	peerSettings settings
 	goingAway    bool
 	goAwayID     uint64
@@ -38,7 +36,8 @@ type clientConn struct {
 
 func newClientConn(t *Transport, qc *quic.Conn, authority string) (*clientConn, error) {
 	cc := &clientConn{t: t, qc: qc, authority: authority, maxHeader: t.maxHeader(),
-		uni: uniStreamSet{isClient: true}, uniDone: make(chan struct{}), awaiting: make(map[*quic.Stream]struct{})}
+		uniDone: make(chan struct{}), awaiting: make(map[*quic.Stream]struct{})}
+	cc.uni = newUniStreams(qc, true, DefaultUniStreamTimeout, cc.onControlFrame, cc.closeWithError, nil)
 	ctrl, err := qc.OpenUniStream()
 	if err != nil {
 		cc.close(ErrCodeInternalError, "")
@@ -76,43 +75,7 @@ func (cc *clientConn) acceptUniStreams() {
 	var wg sync.WaitGroup
 	defer close(cc.uniDone)
 	defer wg.Wait()
-	for {
-		rs, err := cc.qc.AcceptUniStream(context.Background())
-		if err != nil {
-			return
-		}
-		wg.Go(func() { cc.handleUniStream(rs) })
-	}
-}
-
-// handleUniStream dispatches one of the server's unidirectional streams
-// (RFC 9114 section 6.2).
-func (cc *clientConn) handleUniStream(rs *quic.ReceiveStream) {
-	br := bufio.NewReader(rs)
-	t, err := readStreamType(br)
-	if err != nil {
-		return
-	}
-	cc.mu.Lock()
-	ignore, err := cc.uni.accept(t)
-	cc.mu.Unlock()
-	switch {
-	case err != nil:
-		cc.closeWithError(err)
-	case ignore:
-		rs.CancelRead(quic.StreamErrorCode(ErrCodeStreamCreationError))
-	case t == streamTypePush:
-		// Section 4.6: we never sent MAX_PUSH_ID, so no push is allowed.
-		cc.closeWithError(newError(ErrCodeIDError, "push stream without MAX_PUSH_ID"))
-	case t == streamTypeControl:
-		if err := serveControlStream(br, true, cc.onControlFrame); err != nil {
-			cc.closeWithError(err)
-		}
-	default: // QPACK streams: nothing to act on with no dynamic table
-		if _, err := io.Copy(io.Discard, br); err == nil || isStreamReset(err) {
-			cc.close(ErrCodeClosedCriticalStream, t.String()+" stream closed")
-		}
-	}
+	cc.uni.accept(&wg)
 }
 
 func (cc *clientConn) onControlFrame(f frame) {

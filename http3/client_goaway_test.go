@@ -92,7 +92,7 @@ func (c *rawServerConn) acceptRequests(t *testing.T, first bool, served chan<- s
 		}
 		fr := newFrameReader(str, 0)
 		check := &requestStreamChecker{}
-		req, err := readRequestHeader(fr, check, 1<<16)
+		req, err := testServerConn(1<<16).readRequestHeader(fr, check, time.Time{}, nil)
 		if err != nil {
 			t.Errorf("raw server: reading a request: %v", err)
 			return

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"sync"
 
 	"github.com/turboretry/turboretry/quic"
@@ -17,7 +19,12 @@ import (
 // fails, the response body when it is done.
 func (cc *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	if !earlyDataSafe(req) {
+	early := earlyDataSafe(req)
+	if m, ok := map0RTTMethod(req.Method); ok {
+		r := *req
+		r.Method, req, early = m, &r, true
+	}
+	if !early {
 		if err := cc.awaitHandshake(ctx); err != nil {
 			cc.requestDone()
 			return nil, err
@@ -59,29 +66,44 @@ func (cc *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 // content, from which the caller makes the Body, and the pooled buffered
 // reader under it, which the Body returns to readerPool when done.
 func (cc *clientConn) sendAndRead(str *quic.Stream, req *http.Request) (*http.Response, *bodyReader, *bufio.Reader, error) {
+	trace := httptrace.ContextClientTrace(req.Context())
 	enc := encoderPool.Get().(*fieldEncoder)
+	if trace != nil && trace.WroteHeaderField != nil {
+		enc.onField = func(name, value string) { trace.WroteHeaderField(name, []string{value}) }
+	}
 	section, err := enc.encodeRequest(nil, req, cc.peerFieldLimit())
+	enc.onField = nil
 	encoderPool.Put(enc)
+	if err == nil {
+		_, err = str.Write(headersFrame{FieldSection: section}.append(nil))
+		err = fromQUICError(err)
+	}
 	if err != nil {
+		traceWroteRequest(trace, err)
 		resetStream(str, ErrCodeRequestCanceled)
 		return nil, nil, nil, err
 	}
-	if _, err := str.Write(headersFrame{FieldSection: section}.append(nil)); err != nil {
-		resetStream(str, ErrCodeRequestCanceled)
-		return nil, nil, nil, fromQUICError(err)
-	}
+	traceWroteHeaders(trace)
 	hasBody := req.Body != nil && req.Body != http.NoBody
 	if hasBody {
-		go writeRequestBody(str, req, cc.peerFieldLimit())
-	} else if err := str.Close(); err != nil {
-		return nil, nil, nil, fromQUICError(err)
+		go func() { traceWroteRequest(trace, writeRequestBody(str, req, cc.peerFieldLimit())) }()
+	} else {
+		err := fromQUICError(str.Close())
+		traceWroteRequest(trace, err)
+		if err != nil {
+			return nil, nil, nil, err
+		}
 	}
 
 	br := getReader(str)
 	fr := newFrameReader(br, cc.maxHeader)
 	check := &requestStreamChecker{isClient: true}
-	for {
+	interim := 0
+	for first := true; ; first = false {
 		fh, err := fr.next()
+		if first && err == nil {
+			traceGotFirstResponseByte(trace)
+		}
 		if err == io.EOF {
 			err = check.onEnd()
 		}
@@ -91,13 +113,13 @@ func (cc *clientConn) sendAndRead(str *quic.Stream, req *http.Request) (*http.Re
 		if err == nil && fh.Type == frameTypePushPromise {
 			err = newError(ErrCodeIDError, "PUSH_PROMISE without MAX_PUSH_ID")
 		}
-		var payload []byte
-		if err == nil {
-			payload, err = fr.readPayload(nil)
-		}
 		var rsp *http.Response
 		if err == nil {
-			rsp, err = decodeResponse(payload, cc.maxHeader)
+			hb := getHeaderBuf()
+			if err = hb.read(fr); err == nil {
+				rsp, err = decodeResponse(hb.b, cc.maxHeader)
+			}
+			hb.release()
 		}
 		if err != nil {
 			err = fromQUICError(err)
@@ -105,7 +127,20 @@ func (cc *clientConn) sendAndRead(str *quic.Stream, req *http.Request) (*http.Re
 			putReader(br)
 			return nil, nil, nil, err
 		}
-		if isInterimStatus(rsp.StatusCode) {
+		if code := rsp.StatusCode; isInterimStatus(code) && code != http.StatusSwitchingProtocols {
+			// An interim response: the final one follows. 101 ends the
+			// exchange as in net/http (golang.org/issue/26161) and
+			// quic-go, although HTTP/3 has no upgrade (RFC 9114 4.5).
+			if interim++; interim > maxInterimResponses {
+				resetStream(str, ErrCodeExcessiveLoad)
+				putReader(br)
+				return nil, nil, nil, errTooManyInterim
+			}
+			if err := traceInterim(trace, code, rsp.Header); err != nil {
+				resetStream(str, ErrCodeRequestCanceled)
+				putReader(br)
+				return nil, nil, nil, err
+			}
 			check.interimResponse()
 			continue
 		}
@@ -114,17 +149,15 @@ func (cc *clientConn) sendAndRead(str *quic.Stream, req *http.Request) (*http.Re
 		rsp.TLS = &cs
 		cl := rsp.ContentLength
 		if req.Method == http.MethodHead || !bodyAllowedForStatus(rsp.StatusCode) {
-			cl = -1 // the header describes a body that is not sent
+			// No content may follow, whatever the header says about the
+			// resource (RFC 9114 4.1.2).
+			cl = 0
+			if rsp.ContentLength < 0 && req.Method != http.MethodHead {
+				rsp.ContentLength = 0 // as net/http's HTTP/2 and quic-go
+			}
 		}
 		b := &bodyReader{fr: fr, check: check, maxHeader: cc.maxHeader, contentLength: cl}
-		b.onTrailers = func(t http.Header) {
-			if rsp.Trailer == nil {
-				rsp.Trailer = make(http.Header, len(t))
-			}
-			for k, v := range t {
-				rsp.Trailer[k] = v
-			}
-		}
+		b.onTrailers = func(t http.Header) { applyTrailers(&rsp.Trailer, t) }
 		b.onError = func(err error) { cc.streamFailed(str, err) }
 		return rsp, b, br, nil
 	}
@@ -143,10 +176,34 @@ func (cc *clientConn) streamFailed(str *quic.Stream, err error) {
 	}
 }
 
+// maxInterimResponses bounds the interim (1xx) responses before the
+// final one, as net/http does (5).
+const maxInterimResponses = 5
+
+var errTooManyInterim = errors.New("http3: too many 1xx informational responses")
+
+// traceInterim reports an interim response to httptrace; an error from
+// Got1xxResponse aborts the request, as in net/http.
+func traceInterim(trace *httptrace.ClientTrace, code int, h http.Header) error {
+	if trace == nil {
+		return nil
+	}
+	if trace.Got1xxResponse != nil {
+		if err := trace.Got1xxResponse(code, textproto.MIMEHeader(h)); err != nil {
+			return err
+		}
+	}
+	if code == http.StatusContinue && trace.Got100Continue != nil {
+		trace.Got100Continue()
+	}
+	return nil
+}
+
 // writeRequestBody streams the request body as DATA frames, then the
 // trailers, then closes the stream. A failing body cancels the stream:
-// the server must not see a truncated body as complete.
-func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64) {
+// the server must not see a truncated body as complete. It returns the
+// error that ended the request (httptrace's WroteRequest).
+func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64) error {
 	defer req.Body.Close()
 	const hdrRoom = 9 // type (1 byte) + length (up to 8 bytes)
 	buf := bodyBufPool.Get().(*[]byte)
@@ -159,7 +216,7 @@ func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64) {
 			start := hdrRoom - len(hdr)
 			copy(b[start:], hdr)
 			if _, werr := str.Write(b[start : hdrRoom+n]); werr != nil {
-				return // the server stopped reading; the response says why
+				return fromQUICError(werr) // the server stopped reading; the response says why
 			}
 		}
 		if err == io.EOF {
@@ -167,7 +224,7 @@ func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64) {
 		}
 		if err != nil {
 			str.CancelWrite(quic.StreamErrorCode(ErrCodeRequestCanceled))
-			return
+			return err
 		}
 	}
 	if len(req.Trailer) > 0 {
@@ -176,13 +233,13 @@ func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64) {
 		encoderPool.Put(enc)
 		if err != nil {
 			str.CancelWrite(quic.StreamErrorCode(ErrCodeRequestCanceled))
-			return
+			return err
 		}
 		if _, err := str.Write(headersFrame{FieldSection: section}.append(nil)); err != nil {
-			return
+			return fromQUICError(err)
 		}
 	}
-	_ = str.Close()
+	return fromQUICError(str.Close())
 }
 
 var bodyBufPool = sync.Pool{New: func() any {
@@ -227,7 +284,7 @@ func (b *responseBody) ctxErr(err error) error {
 // Close abandons the rest of the response: the server is asked to stop
 // sending with H3_REQUEST_CANCELLED.
 func (b *responseBody) Close() error {
-	if !b.done() {
+	if !b.readToEnd() {
 		b.str.CancelRead(quic.StreamErrorCode(ErrCodeRequestCanceled))
 	}
 	b.closeWith(errResponseBodyClosed)
@@ -252,6 +309,18 @@ func (b *responseBody) finish() {
 func earlyDataSafe(req *http.Request) bool {
 	return (req.Method == http.MethodGet || req.Method == http.MethodHead || req.Method == "") &&
 		(req.Body == nil || req.Body == http.NoBody)
+}
+
+// map0RTTMethod maps MethodGet0RTT and MethodHead0RTT to the method
+// they send.
+func map0RTTMethod(m string) (string, bool) {
+	switch m {
+	case MethodGet0RTT:
+		return http.MethodGet, true
+	case MethodHead0RTT:
+		return http.MethodHead, true
+	}
+	return m, false
 }
 
 // awaitHandshake blocks until the connection's handshake completed, so the

@@ -143,3 +143,39 @@ func TestAuthorityAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundTripOpt: OnlyCachedConn uses a pooled connection and fails
+// with ErrNoCachedConn instead of dialing; MethodGet0RTT and
+// MethodHead0RTT are sent as GET and HEAD.
+func TestRoundTripOpt(t *testing.T) {
+	checkGoroutines(t)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Method", r.Method)
+		io.WriteString(w, r.Method)
+	})
+	_, addr, clientTLS := startServer(t, h)
+	tr := &Transport{TLSClientConfig: clientTLS}
+	defer tr.Close()
+	do := func(method string, opt RoundTripOpt) (string, error) {
+		req, _ := http.NewRequest(method, "https://"+addr+"/", nil)
+		rsp, err := tr.RoundTripOpt(req, opt)
+		if err != nil {
+			return "", err
+		}
+		defer rsp.Body.Close()
+		_, err = io.ReadAll(rsp.Body)
+		return rsp.Header.Get("X-Method"), err
+	}
+	if _, err := do(http.MethodGet, RoundTripOpt{OnlyCachedConn: true}); err != ErrNoCachedConn {
+		t.Fatalf("OnlyCachedConn without a connection: %v", err)
+	}
+	if got, err := do(MethodGet0RTT, RoundTripOpt{}); err != nil || got != http.MethodGet {
+		t.Fatalf("MethodGet0RTT: %q, %v", got, err)
+	}
+	if got, err := do(http.MethodPost, RoundTripOpt{OnlyCachedConn: true}); err != nil || got != http.MethodPost {
+		t.Fatalf("OnlyCachedConn with a connection: %q, %v", got, err)
+	}
+	if got, err := do(MethodHead0RTT, RoundTripOpt{OnlyCachedConn: true}); err != nil || got != http.MethodHead {
+		t.Fatalf("MethodHead0RTT: %q, %v", got, err)
+	}
+}

@@ -3,6 +3,7 @@ package http3
 import (
 	"errors"
 	"io"
+	"os"
 )
 
 // serveControlStream reads the peer's control stream (after its type),
@@ -20,6 +21,12 @@ func serveControlStream(r io.Reader, isClient bool, onFrame func(frame)) error {
 		}
 		if err == io.EOF || isStreamReset(err) {
 			err = check.onClose()
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The caller's deadline for SETTINGS (section 6.2.1: the
+			// first frame of the control stream), cleared once it is
+			// read, passed.
+			return wrapError(ErrCodeMissingSettings, errSettingsTimeout, "no SETTINGS frame on the control stream in time")
 		}
 		if err != nil {
 			var e *Error

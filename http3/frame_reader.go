@@ -178,28 +178,41 @@ func (fr *frameReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// payloadChunk is the first allocation for a payload read whole, and the
+// least it grows by: a frame's declared length is only an upper bound,
+// so memory follows the bytes that arrive (a peer that declares 1 MiB
+// and sends 500 bytes costs one chunk, not 1 MiB).
+const payloadChunk = 4 << 10
+
 // readPayload appends the whole remaining payload of the current frame to
-// dst. next has already checked its length against the limit.
+// dst. next has already checked its length against the limit. dst grows
+// as the payload arrives, doubling at most, never to more than the
+// declared length.
 func (fr *frameReader) readPayload(dst []byte) ([]byte, error) {
 	if fr.cur.Type == frameTypeData && fr.remaining > fr.limit() {
 		return dst, newError(ErrCodeExcessiveLoad, "DATA frame of %d bytes is too large to buffer", fr.remaining)
 	}
-	n := int(fr.remaining)
 	start := len(dst)
-	if cap(dst)-start < n {
-		grown := make([]byte, start, start+n)
-		copy(grown, dst)
-		dst = grown
-	}
-	dst = dst[:start+n]
-	if _, err := io.ReadFull(fr.r, dst[start:]); err != nil {
+	for fr.remaining > 0 {
+		if len(dst) == cap(dst) {
+			grow := uint64(max(len(dst)-start, payloadChunk))
+			grown := make([]byte, len(dst), len(dst)+int(min(grow, fr.remaining)))
+			copy(grown, dst)
+			dst = grown
+		}
+		room := min(uint64(cap(dst)-len(dst)), fr.remaining)
+		n, err := fr.r.Read(dst[len(dst) : len(dst)+int(room)])
+		dst = dst[:len(dst)+n]
+		fr.remaining -= uint64(n)
+		if err == nil || (err == io.EOF && fr.remaining == 0) {
+			continue
+		}
 		fr.remaining = 0
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return dst[:start], truncatedFrame("a " + fr.cur.Type.String() + " frame")
 		}
 		return dst[:start], err
 	}
-	fr.remaining = 0
 	return dst, nil
 }
 

@@ -36,6 +36,9 @@ type fieldEncoder struct {
 	size  uint64
 	limit uint64 // 0: no limit
 	err   error
+	// onField, when set, sees every field encoded (httptrace's
+	// WroteHeaderField).
+	onField func(name, value string)
 }
 
 func newFieldEncoder() *fieldEncoder {
@@ -62,6 +65,9 @@ func (e *fieldEncoder) field(name, value string) {
 		return
 	}
 	e.err = e.enc.WriteField(qpack.HeaderField{Name: name, Value: value})
+	if e.err == nil && e.onField != nil {
+		e.onField(name, value)
+	}
 }
 
 // fail records an error found by the caller while building the section.

@@ -11,6 +11,9 @@ import (
 // an application close of the connection. Other errors are returned as
 // they are.
 func fromQUICError(err error) error {
+	if err == nil {
+		return nil // without errors.As, whose targets escape: no allocation
+	}
 	var se *quic.StreamError
 	if errors.As(err, &se) {
 		return &Error{Remote: se.Remote, ErrorCode: ErrCode(se.ErrorCode), err: err}

@@ -3,6 +3,7 @@ package http3
 import (
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -155,9 +156,11 @@ func (fs *regularFields) finishCookies(header http.Header) {
 }
 
 // trailer returns the trailer names a header section announces, as the
-// keys of an http.Header with nil values (the net/http convention).
+// keys of an http.Header with nil values (the net/http convention), and
+// removes the Trailer field from header, as net/http does.
 func (fs *regularFields) trailer(header http.Header) http.Header {
 	fs.finishCookies(header)
+	defer delete(header, "Trailer")
 	var t http.Header
 	for _, v := range header["Trailer"] {
 		for name := range strings.SplitSeq(v, ",") {
@@ -176,4 +179,21 @@ func (fs *regularFields) trailer(header http.Header) http.Header {
 		}
 	}
 	return t
+}
+
+// applyTrailers puts a received trailer section into *dst, the Trailer
+// map of a request or response: the fields received, while announced
+// names (nil values) that did not arrive are dropped, as quic-go does.
+// The map is updated in place when it exists.
+func applyTrailers(dst *http.Header, got http.Header) {
+	if *dst == nil {
+		*dst = got
+		return
+	}
+	for k, v := range *dst {
+		if _, ok := got[k]; !ok && v == nil {
+			delete(*dst, k)
+		}
+	}
+	maps.Copy(*dst, got)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"time"
 )
 
 // FuzzRequestStream feeds arbitrary bytes to the server's request stream
@@ -25,7 +26,7 @@ func FuzzRequestStream(f *testing.F) {
 		const limit = 1 << 10
 		fr := newFrameReader(bytes.NewReader(b), limit)
 		check := &requestStreamChecker{}
-		r, err := readRequestHeader(fr, check, limit)
+		r, err := testServerConn(limit).readRequestHeader(fr, check, time.Time{}, nil)
 		if err != nil {
 			mustBeH3Error(t, err)
 			return
@@ -40,6 +41,13 @@ func FuzzRequestStream(f *testing.F) {
 			t.Fatalf("body of %d bytes accepted with content-length %d", n, r.ContentLength)
 		}
 	})
+}
+
+// testServerConn returns the request-reading state of a server
+// connection with header limit limit, without a QUIC connection.
+func testServerConn(limit uint64) *serverConn {
+	s := &Server{MaxHeaderBytes: int(limit)}
+	return &serverConn{s: s, maxHeader: limit, headers: newByteBudget(s.maxConnHeaderBytes(), nil)}
 }
 
 func mustBeH3Error(t *testing.T, err error) {

@@ -18,9 +18,9 @@ var statusStrings = func() (s [600]string) {
 // encodeResponse appends the field section of a response header to dst
 // (RFC 9114 sections 4.2 and 4.3.2). limit is the peer's
 // SETTINGS_MAX_FIELD_SECTION_SIZE, 0 for none. Connection-specific fields
-// and TE are dropped. Status 101 cannot be sent in HTTP/3 (section 4.5).
+// and TE are dropped.
 func (e *fieldEncoder) encodeResponse(dst []byte, status int, header http.Header, limit uint64) ([]byte, error) {
-	if status < 100 || status >= len(statusStrings) || status == http.StatusSwitchingProtocols {
+	if status < 100 || status >= len(statusStrings) {
 		return dst, errors.New("http3: invalid response status " + strconv.Itoa(status))
 	}
 	e.begin(dst, limit)
@@ -39,8 +39,7 @@ func (e *fieldEncoder) encodeTrailers(dst []byte, trailer http.Header, limit uin
 
 // decodeResponse decodes and validates a response header section for a
 // client (RFC 9114 sections 4.2 and 4.3.2): exactly one :status with a
-// three-digit code from 100 to 599 other than 101, and no request
-// pseudo-headers. Interim (1xx) responses are returned like final ones;
+// three-digit code from 100 to 599, and no request pseudo-headers. Interim (1xx) responses are returned like final ones;
 // the caller keeps reading HEADERS until a final status. limit is our
 // SETTINGS_MAX_FIELD_SECTION_SIZE, 0 for none. Errors are as for
 // decodeRequest. Body is left to the caller.
@@ -68,9 +67,6 @@ func decodeResponse(p []byte, limit uint64) (*http.Response, error) {
 	code, ok := parseStatus(status)
 	if !ok {
 		return nil, malformed("invalid :status %q", status)
-	}
-	if code == http.StatusSwitchingProtocols {
-		return nil, malformed("status 101 is not allowed in HTTP/3")
 	}
 	rsp := &http.Response{
 		StatusCode:    code,

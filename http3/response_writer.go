@@ -33,9 +33,14 @@ type responseWriter struct {
 
 	sc     *serverConn
 	str    *quic.Stream
+	sw     streamWriter // under bw: the stall and handler deadlines
 	bw     *bufio.Writer
 	enc    *fieldEncoder
-	header http.Header
+	header http.Header // the handler's map: trailers are read from it at the end
+	// final is the header of the final response as it was when the
+	// status was chosen: later changes to header have no effect on it,
+	// as in net/http, except through trailers.
+	final  http.Header
 	isHead bool
 
 	status      int
@@ -50,12 +55,13 @@ type responseWriter struct {
 }
 
 func newResponseWriter(sc *serverConn, str *quic.Stream, isHead bool) *responseWriter {
-	bw := writerPool.Get().(*bufio.Writer)
-	bw.Reset(str)
-	return &responseWriter{
-		sc: sc, str: str, bw: bw, enc: encoderPool.Get().(*fieldEncoder),
+	w := &responseWriter{
+		sc: sc, str: str, bw: writerPool.Get().(*bufio.Writer), enc: encoderPool.Get().(*fieldEncoder),
 		header: make(http.Header), isHead: isHead, declaredCL: -1,
 	}
+	w.sw = streamWriter{str: str, stall: sc.s.writeStallTimeout(), stats: &sc.s.stats}
+	w.bw.Reset(&w.sw)
+	return w
 }
 
 // release returns the pooled buffers; the writer must not be used after.
@@ -76,8 +82,11 @@ func (w *responseWriter) release() {
 // Header returns the header map that WriteHeader sends.
 func (w *responseWriter) Header() http.Header { return w.header }
 
-// WriteHeader sends an interim response for 1xx codes (except 101, which
-// HTTP/3 forbids) and otherwise chooses the final status.
+// WriteHeader sends an interim response for 1xx codes other than 101 and
+// otherwise chooses the final status. HTTP/3 has no upgrade (RFC 9114
+// section 4.5), but as in quic-go a 101 is sent as a final response
+// without content, which net/http's and quic-go's clients (and ours)
+// return as the response.
 func (w *responseWriter) WriteHeader(code int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -89,19 +98,20 @@ func (w *responseWriter) writeHeader(code int) {
 		w.sc.log.Warn("http3: superfluous WriteHeader call", "code", code)
 		return
 	}
-	if code < 100 || code > 599 || code == http.StatusSwitchingProtocols {
+	if code < 100 || code > 599 {
 		w.sc.log.Error("http3: invalid WriteHeader code", "code", code)
 		code = http.StatusInternalServerError
 	}
-	if code < 200 {
+	if code < 200 && code != http.StatusSwitchingProtocols {
 		if err := w.writeHeaders(code, w.header); err == nil {
 			_ = w.bw.Flush()
 		}
 		return
 	}
 	w.status, w.wroteHeader = code, true
+	w.final = w.header.Clone()
 	w.bodyAllowed = bodyAllowedForStatus(code)
-	if cl := w.header.Get("Content-Length"); cl != "" {
+	if cl := w.final.Get("Content-Length"); cl != "" {
 		if v, err := strconv.ParseInt(cl, 10, 64); err == nil && v >= 0 {
 			w.declaredCL = v
 		}
@@ -230,7 +240,7 @@ func withoutTrailerPrefixed(h http.Header) http.Header {
 // Content-Type when the handler set none, as net/http does.
 func (w *responseWriter) sendHeader() error {
 	w.headersSent = true
-	h := w.header
+	h := w.final
 	if _, ok := h["Date"]; !ok {
 		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	}
@@ -249,7 +259,7 @@ func (w *responseWriter) sendHeader() error {
 
 // hasTrailers reports whether the handler declared or set trailers.
 func (w *responseWriter) hasTrailers() bool {
-	if len(w.header["Trailer"]) > 0 {
+	if len(w.final["Trailer"]) > 0 {
 		return true
 	}
 	for k := range w.header {
@@ -294,7 +304,7 @@ func (w *responseWriter) SetReadDeadline(t time.Time) error { return w.str.SetRe
 
 // SetWriteDeadline sets the deadline for writing the response
 // (http.ResponseController).
-func (w *responseWriter) SetWriteDeadline(t time.Time) error { return w.str.SetWriteDeadline(t) }
+func (w *responseWriter) SetWriteDeadline(t time.Time) error { return w.sw.SetWriteDeadline(t) }
 
 // EnableFullDuplex is a no-op: HTTP/3 request and response streams are
 // always full duplex (http.ResponseController).
@@ -310,15 +320,17 @@ func (w *responseWriter) finish() error {
 	}
 	if !w.headersSent {
 		if w.bodyAllowed && w.declaredCL < 0 && !w.hasTrailers() {
-			w.header.Set("Content-Length", strconv.FormatInt(w.written, 10))
+			w.final.Set("Content-Length", strconv.FormatInt(w.written, 10))
 		}
 		if err := w.flush(); err != nil {
 			return err
 		}
 	}
-	if w.bodyAllowed && !w.isHead && w.declaredCL >= 0 && w.written < w.declaredCL {
-		return http.ErrContentLength // a short body would look complete
-	}
+	// A body shorter than its Content-Length still ends with FIN, after
+	// everything written: the header and data reach the client, which
+	// must treat the mismatch as malformed (RFC 9114 4.1.2), as an
+	// HTTP/1.1 client sees the close after a short body. A reset instead
+	// would discard what is still unsent, the header included.
 	if err := w.writeTrailers(); err != nil {
 		return err
 	}

@@ -24,6 +24,15 @@ const NextProtoH3 = "h3"
 // zero.
 const DefaultReadHeaderTimeout = 10 * time.Second
 
+// DefaultUniStreamTimeout is the Server's UniStreamTimeout when that is
+// zero: stream types and SETTINGS come in the peer's first flight.
+const DefaultUniStreamTimeout = 10 * time.Second
+
+// DefaultWriteStallTimeout is the Server's WriteStallTimeout when that
+// is zero: nginx's send_timeout, long enough for a paused media player,
+// short enough that a client that never reads does not pin a handler.
+const DefaultWriteStallTimeout = 60 * time.Second
+
 // ErrServerClosed is returned by the Serve methods after Close or Shutdown.
 var ErrServerClosed = http.ErrServerClosed
 
@@ -62,6 +71,36 @@ type Server struct {
 	// idle timeout. Zero means DefaultReadHeaderTimeout; a negative value
 	// disables the limit.
 	ReadHeaderTimeout time.Duration
+	// MaxConnHeaderBytes bounds the bytes that the header sections being
+	// read on one connection may occupy at once: a HEADERS frame reserves
+	// its declared length before its payload is read and releases it once
+	// decoded; a frame that does not fit waits (at most until
+	// ReadHeaderTimeout, then H3_REQUEST_REJECTED). Zero or negative
+	// means twice the effective MaxHeaderBytes; a value below
+	// MaxHeaderBytes is raised to it, so one section of the maximum size
+	// can always be read.
+	MaxConnHeaderBytes int
+	// UniStreamTimeout bounds the wait for the type of a peer's
+	// unidirectional stream (after it, the stream is stopped with
+	// H3_STREAM_CREATION_ERROR) and for the SETTINGS frame on its control
+	// stream (after it, the connection is closed with
+	// H3_MISSING_SETTINGS). Zero means DefaultUniStreamTimeout; a
+	// negative value disables the limit.
+	UniStreamTimeout time.Duration
+	// WriteStallTimeout bounds how long a response write may wait for
+	// the client to take data (flow control): a write that cannot hand
+	// 16 KiB to the QUIC stream within it fails with an error matching
+	// os.ErrDeadlineExceeded and the stream is reset with
+	// H3_REQUEST_CANCELLED. A deadline the handler sets with
+	// http.ResponseController applies as well. Zero means
+	// DefaultWriteStallTimeout; a negative value disables the limit.
+	WriteStallTimeout time.Duration
+	// IdleTimeout, when positive, closes a connection (with H3_NO_ERROR)
+	// that has had no request in progress for that long. Only HTTP/3
+	// requests count, not QUIC-level activity such as PINGs, as in
+	// quic-go. Zero or negative: no such timeout (the QUIC idle timeout
+	// still applies).
+	IdleTimeout time.Duration
 	// ConnContext, when set, derives the base context of each
 	// connection's requests.
 	ConnContext func(ctx context.Context, c *quic.Conn) context.Context
@@ -78,6 +117,8 @@ type Server struct {
 	acceptCancel context.CancelFunc
 	connWG       sync.WaitGroup
 	altSvc       string
+
+	stats serverCounters
 }
 
 // acceptContext returns the context that ends all Accept calls.
@@ -114,15 +155,38 @@ func (s *Server) maxHeaderBytes() uint64 {
 	return uint64(s.MaxHeaderBytes)
 }
 
-// readHeaderTimeout returns the header timeout to apply, 0 for none.
-func (s *Server) readHeaderTimeout() time.Duration {
+// maxConnHeaderBytes returns the per-connection header budget.
+func (s *Server) maxConnHeaderBytes() uint64 {
+	perSection := s.maxHeaderBytes()
+	if s.MaxConnHeaderBytes <= 0 {
+		return 2 * perSection
+	}
+	return max(uint64(s.MaxConnHeaderBytes), perSection)
+}
+
+// timeoutOrDefault resolves a timeout field: zero is def, negative none
+// (0).
+func timeoutOrDefault(d, def time.Duration) time.Duration {
 	switch {
-	case s.ReadHeaderTimeout == 0:
-		return DefaultReadHeaderTimeout
-	case s.ReadHeaderTimeout < 0:
+	case d == 0:
+		return def
+	case d < 0:
 		return 0
 	}
-	return s.ReadHeaderTimeout
+	return d
+}
+
+// readHeaderTimeout returns the header timeout to apply, 0 for none.
+func (s *Server) readHeaderTimeout() time.Duration {
+	return timeoutOrDefault(s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+}
+
+func (s *Server) uniStreamTimeout() time.Duration {
+	return timeoutOrDefault(s.UniStreamTimeout, DefaultUniStreamTimeout)
+}
+
+func (s *Server) writeStallTimeout() time.Duration {
+	return timeoutOrDefault(s.WriteStallTimeout, DefaultWriteStallTimeout)
 }
 
 // ConfigureTLSConfig returns a copy of c whose NextProtos is exactly "h3"
@@ -202,7 +266,8 @@ func (s *Server) serve(conn net.PacketConn, conf *tls.Config) error {
 }
 
 // ServeListener serves connections accepted from ln; the listener's TLS
-// configuration must offer ALPN "h3". ln is closed by Close and Shutdown.
+// configuration must offer ALPN "h3". As in quic-go, closing the server
+// does not close ln: another Server may go on serving it (hot swap).
 func (s *Server) ServeListener(ln QUICListener) error {
 	return s.serveListener(ln, false)
 }
@@ -228,11 +293,26 @@ func (s *Server) serveListener(ln QUICListener, owned bool) error {
 		}
 		sc := s.newConn(qc)
 		if sc == nil {
+			s.stats.refuse(RefusedServerClosing)
 			qc.CloseWithError(quic.ApplicationErrorCode(ErrCodeNoError), "server closed")
 			continue
 		}
-		go sc.serve()
+		go func() { _ = sc.serve() }()
 	}
+}
+
+// ServeQUICConn serves one QUIC connection (its TLS configuration must
+// have negotiated "h3") until it closes, then waits for its handlers to
+// return. It returns the reason the connection ended, as quic-go does,
+// or ErrServerClosed when the server is closing.
+func (s *Server) ServeQUICConn(conn *quic.Conn) error {
+	sc := s.newConn(conn)
+	if sc == nil {
+		return ErrServerClosed
+	}
+	err := sc.serve()
+	sc.requests.Wait()
+	return err
 }
 
 func (s *Server) addListener(ln QUICListener, owned bool) error {
@@ -314,6 +394,8 @@ func (s *Server) newConn(qc *quic.Conn) *serverConn {
 	sc := newServerConn(s, qc)
 	s.conns[sc] = struct{}{}
 	s.connWG.Add(1)
+	s.stats.connsAccepted.Add(1)
+	s.stats.connsActive.Add(1)
 	return sc
 }
 
@@ -321,6 +403,7 @@ func (s *Server) connDone(sc *serverConn) {
 	s.mu.Lock()
 	delete(s.conns, sc)
 	s.mu.Unlock()
+	s.stats.connsActive.Add(-1)
 	s.connWG.Done()
 }
 
@@ -350,7 +433,8 @@ func (s *Server) stopAccepting(shutdown bool) {
 }
 
 // Close closes every connection at once with H3_NO_ERROR, aborting the
-// requests in flight, and then the listeners.
+// requests in flight, and then the listeners the server created (those
+// of ListenAndServe and Serve, not those given to ServeListener).
 func (s *Server) Close() error {
 	s.stopAccepting(false)
 	for _, sc := range s.openConns() {
@@ -360,8 +444,10 @@ func (s *Server) Close() error {
 	lns := s.listeners
 	s.listeners = nil
 	s.mu.Unlock()
-	for ln := range lns {
-		ln.Close()
+	for ln, owned := range lns {
+		if owned {
+			ln.Close()
+		}
 	}
 	return nil
 }
@@ -370,8 +456,8 @@ func (s *Server) Close() error {
 // naming the first request stream it will not process (RFC 9114 section
 // 5.2), waits for the requests in flight to finish and for the clients to
 // close their connections (at most drainTimeout after the last request),
-// then closes the listeners. When ctx ends first, everything is closed at
-// once and ctx's error is returned.
+// then closes the listeners it created. When ctx ends first, everything
+// is closed at once and ctx's error is returned.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopAccepting(true)
 	for _, sc := range s.openConns() {

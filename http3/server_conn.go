@@ -1,9 +1,9 @@
 package http3
 
 import (
-	"bufio"
 	"context"
-	"io"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -23,17 +23,23 @@ type serverConn struct {
 	ctrlMu sync.Mutex
 	ctrl   *quic.SendStream
 
+	uni     *uniStreams
+	headers *byteBudget // MaxConnHeaderBytes
+
 	mu           sync.Mutex
-	uni          uniStreamSet
 	peerSettings settings
 	nextStreamID uint64 // one past the last request stream accepted
 	goingAway    bool
 	goAwayID     uint64
 	active       int
+	idle         *time.Timer // Server.IdleTimeout, while no request is active
+	requests     sync.WaitGroup
 }
 
 func newServerConn(s *Server, qc *quic.Conn) *serverConn {
 	sc := &serverConn{s: s, qc: qc, log: s.logger(), maxHeader: s.maxHeaderBytes()}
+	sc.headers = newByteBudget(s.maxConnHeaderBytes(), &s.stats.headerBytes)
+	sc.uni = newUniStreams(qc, false, s.uniStreamTimeout(), sc.onControlFrame, sc.closeWithError, s.stats.refuse)
 	sc.ctx = context.WithValue(qc.Context(), http.LocalAddrContextKey, qc.LocalAddr())
 	if s.ConnContext != nil {
 		sc.ctx = s.ConnContext(sc.ctx, qc)
@@ -42,13 +48,15 @@ func newServerConn(s *Server, qc *quic.Conn) *serverConn {
 }
 
 // serve runs the connection: our control stream, the peer's
-// unidirectional streams and one goroutine per request stream.
-func (sc *serverConn) serve() {
+// unidirectional streams and one goroutine per request stream (tracked
+// by sc.requests). It returns once the connection is closed, with the
+// reason.
+func (sc *serverConn) serve() error {
 	defer sc.s.connDone(sc)
 	ctrl, err := sc.qc.OpenUniStream()
 	if err != nil {
 		sc.close(ErrCodeInternalError, "cannot open the control stream")
-		return
+		return fmt.Errorf("http3: opening the control stream: %w", fromQUICError(err))
 	}
 	// RFC 9204 section 5: a dynamic table capacity of 0 (the default,
 	// left out) means the peer never references a dynamic table.
@@ -56,43 +64,75 @@ func (sc *serverConn) serve() {
 	b := appendStreamType(nil, streamTypeControl)
 	if _, err := ctrl.Write(ours.append(b)); err != nil {
 		sc.close(ErrCodeClosedCriticalStream, "cannot write the control stream")
-		return
+		return fmt.Errorf("http3: writing the control stream: %w", fromQUICError(err))
 	}
 	sc.ctrlMu.Lock()
 	sc.ctrl = ctrl
 	sc.ctrlMu.Unlock()
-	go sc.acceptUniStreams()
+	if d := sc.s.IdleTimeout; d > 0 {
+		sc.mu.Lock()
+		sc.idle = time.AfterFunc(d, sc.closeIfIdle)
+		sc.mu.Unlock()
+	}
+	go sc.uni.accept(nil)
 	for {
 		str, err := sc.qc.AcceptStream(context.Background())
 		if err != nil {
-			return // the connection is closed
+			sc.mu.Lock()
+			if sc.idle != nil {
+				sc.idle.Stop()
+			}
+			sc.mu.Unlock()
+			return fmt.Errorf("http3: accepting stream failed: %w", fromQUICError(err))
 		}
 		id := uint64(str.StreamID())
 		sc.mu.Lock()
 		if sc.goingAway && id >= sc.goAwayID {
 			sc.mu.Unlock()
+			sc.s.stats.refuse(RefusedGoingAway)
 			resetStream(str, ErrCodeRequestRejected) // section 5.2: not processed, safe to retry
 			continue
 		}
 		sc.active++
+		if sc.idle != nil {
+			sc.idle.Stop()
+		}
+		sc.s.stats.requests.Add(1)
+		sc.s.stats.requestsActive.Add(1)
 		if id+4 > sc.nextStreamID {
 			sc.nextStreamID = id + 4
 		}
 		sc.mu.Unlock()
-		go func() {
+		sc.requests.Go(func() {
 			defer sc.requestDone()
 			sc.handleRequest(str)
-		}()
+		})
 	}
 }
 
 func (sc *serverConn) requestDone() {
+	sc.s.stats.requestsActive.Add(-1)
 	sc.mu.Lock()
 	sc.active--
+	if sc.active == 0 && sc.idle != nil {
+		sc.idle.Reset(sc.s.IdleTimeout)
+	}
 	last := sc.goingAway && sc.active == 0
 	sc.mu.Unlock()
 	if last {
 		go sc.drain()
+	}
+}
+
+// closeIfIdle closes a connection that had no request for
+// Server.IdleTimeout (a timer that fired while a request started finds
+// it active).
+func (sc *serverConn) closeIfIdle() {
+	sc.mu.Lock()
+	idle := sc.active == 0
+	sc.mu.Unlock()
+	if idle {
+		sc.close(ErrCodeNoError, "idle timeout")
 	}
 }
 
@@ -144,60 +184,18 @@ func (sc *serverConn) close(code ErrCode, msg string) {
 
 // closeWithError closes the connection for a protocol violation.
 func (sc *serverConn) closeWithError(err error) {
+	if !errors.Is(err, errSettingsTimeout) {
+		sc.s.stats.refuse(RefusedConnectionError)
+	}
 	sc.log.Debug("http3: closing connection", "remote", sc.qc.RemoteAddr(), "err", err)
 	sc.close(errorCode(err), err.Error())
 }
 
-func (sc *serverConn) acceptUniStreams() {
-	for {
-		rs, err := sc.qc.AcceptUniStream(context.Background())
-		if err != nil {
-			return
-		}
-		go sc.handleUniStream(rs)
-	}
-}
-
-// handleUniStream reads the type of a peer's unidirectional stream and
-// dispatches it (RFC 9114 section 6.2).
-func (sc *serverConn) handleUniStream(rs *quic.ReceiveStream) {
-	br := bufio.NewReader(rs)
-	t, err := readStreamType(br)
-	if err != nil {
-		return
-	}
-	sc.mu.Lock()
-	ignore, err := sc.uni.accept(t)
-	sc.mu.Unlock()
-	switch {
-	case err != nil:
-		sc.closeWithError(err)
-	case ignore:
-		rs.CancelRead(quic.StreamErrorCode(ErrCodeStreamCreationError))
-	case t == streamTypeControl:
-		sc.readControlStream(br)
-	default:
-		// QPACK encoder or decoder stream. With a dynamic table capacity
-		// of 0 on both sides they carry nothing we act on, but they are
-		// critical: closing one is a connection error (RFC 9204 4.2).
-		if _, err := io.Copy(io.Discard, br); err == nil || isStreamReset(err) {
-			sc.close(ErrCodeClosedCriticalStream, t.String()+" stream closed")
-		}
-	}
-}
-
-// readControlStream applies the control stream rules to the peer's
-// control stream until it or the connection ends.
-func (sc *serverConn) readControlStream(r io.Reader) {
-	err := serveControlStream(r, false, func(f frame) {
-		if s, ok := f.(settings); ok {
-			sc.mu.Lock()
-			sc.peerSettings = s
-			sc.mu.Unlock()
-		}
-	})
-	if err != nil {
-		sc.closeWithError(err)
+func (sc *serverConn) onControlFrame(f frame) {
+	if s, ok := f.(settings); ok {
+		sc.mu.Lock()
+		sc.peerSettings = s
+		sc.mu.Unlock()
 	}
 }
 

@@ -62,6 +62,9 @@ func TestReadHeaderTimeout(t *testing.T) {
 	}
 	wantStreamReset(t, stalled, ErrCodeRequestIncomplete)
 	wantStreamReset(t, trickled, ErrCodeRequestIncomplete)
+	if n := s.Stats().Refused[RefusedHeaderTimeout]; n != 2 {
+		t.Fatalf("header_timeout counted %d times, want 2", n)
+	}
 
 	// The handleRequest goroutines returned: no request is active.
 	for {

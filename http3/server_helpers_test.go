@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -114,7 +113,3 @@ func checkGoroutines(t *testing.T) {
 		t.Errorf("%d goroutines left running:\n%s", len(left), strings.Join(left, "\n\n"))
 	})
 }
-
-// slogDiscard returns a logger that drops everything, for tests that
-// provoke logged errors on purpose.
-func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -133,19 +135,76 @@ func TestClientHonoursGoAway(t *testing.T) {
 	}
 }
 
+// recordingHandler keeps the slog records it is given.
+type recordingHandler struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, r.Clone())
+	return nil
+}
+func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordingHandler) WithGroup(string) slog.Handler      { return h }
+
+// errors returns the ERROR records as "message: attr=value ..." strings.
+func (h *recordingHandler) errors() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, r := range h.records {
+		if r.Level != slog.LevelError {
+			continue
+		}
+		s := r.Message
+		r.Attrs(func(a slog.Attr) bool {
+			s += " " + a.Key + "=" + a.Value.String()
+			return true
+		})
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestServerRecoversHandlerPanic: a panicking handler resets its stream
+// with H3_INTERNAL_ERROR, is logged at ERROR with the panic value and the
+// stack, and counted; a request in flight on the same connection
+// completes, and http.ErrAbortHandler is neither logged nor counted.
 func TestServerRecoversHandlerPanic(t *testing.T) {
 	checkGoroutines(t)
+	started, release := make(chan struct{}, 1), make(chan struct{})
 	mux := http.NewServeMux()
-	mux.Handle("/", testHandler())
+	mux.Handle("/", blockingHandler(started, release))
 	mux.HandleFunc("/panic", func(http.ResponseWriter, *http.Request) { panic("boom") })
-	_, addr, clientTLS := startServer(t, mux, func(s *Server) {
-		s.Logger = slogDiscard()
-	})
+	mux.HandleFunc("/abort", func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) })
+	logs := &recordingHandler{}
+	s, addr, clientTLS := startServer(t, mux, func(s *Server) { s.Logger = slog.New(logs) })
 	c := dialRaw(t, addr, clientTLS)
 	c.control()
-	wantStreamReset(t, c.request(requestSection(t, ":method", "GET", ":scheme", "https", ":authority", "localhost", ":path", "/panic")),
-		ErrCodeInternalError)
-	stillServes(t, addr, clientTLS)
+	path := func(p string) []byte {
+		return requestSection(t, ":method", "GET", ":scheme", "https", ":authority", "localhost", ":path", p)
+	}
+	slow := c.request(path("/slow"))
+	<-started
+	wantStreamReset(t, c.request(path("/panic")), ErrCodeInternalError)
+	wantStreamReset(t, c.request(path("/abort")), ErrCodeInternalError)
+	close(release)
+	if b, err := io.ReadAll(slow); err != nil || !strings.Contains(string(b), "finished") {
+		t.Fatalf("request beside the panic: %q, %v", b, err)
+	}
+	c.helloOn()
+	if n := s.Stats().HandlerPanics; n != 1 {
+		t.Fatalf("HandlerPanics %d, want 1", n)
+	}
+	errs := logs.errors()
+	if len(errs) != 1 || !strings.Contains(errs[0], "panic=boom") || !strings.Contains(errs[0], "stack=goroutine") ||
+		!strings.Contains(errs[0], "TestServerRecoversHandlerPanic") {
+		t.Fatalf("ERROR records %q, want one with the panic and its stack", errs)
+	}
 }
 
 func TestInterimResponsesAndLargeHeaders(t *testing.T) {

@@ -37,25 +37,17 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 	defer putReader(br)
 	fr := newFrameReader(br, sc.maxHeader)
 	check := &requestStreamChecker{}
-	timeout := sc.s.readHeaderTimeout()
-	if timeout > 0 {
-		_ = str.SetReadDeadline(time.Now().Add(timeout))
+	var deadline time.Time
+	if timeout := sc.s.readHeaderTimeout(); timeout > 0 {
+		deadline = time.Now().Add(timeout)
+		_ = str.SetReadDeadline(deadline)
 	}
-	req, err := readRequestHeader(fr, check, sc.maxHeader)
-	if timeout > 0 {
+	req, err := sc.readRequestHeader(fr, check, deadline, str.Context().Done())
+	if !deadline.IsZero() {
 		_ = str.SetReadDeadline(time.Time{}) // the body has no deadline
 	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		// The client opened the stream but did not finish its header
-		// section in time: the request is incomplete (RFC 9114 4.1).
-		err = wrapError(ErrCodeRequestIncomplete, err, "no complete header section within %v", timeout)
-	}
 	if err != nil {
-		if errorCode(err) == ErrCodeExcessiveLoad {
-			sc.rejectLargeHeader(str)
-			return
-		}
-		sc.streamFailed(str, err)
+		sc.refuseRequest(str, err)
 		return
 	}
 	ctx, cancel := context.WithCancel(sc.ctx)
@@ -70,19 +62,22 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 		maxHeader:     sc.maxHeader,
 		contentLength: req.ContentLength,
 	}, str: str}
-	body.onTrailers = func(t http.Header) {
-		if req.Trailer == nil {
-			req.Trailer = make(http.Header, len(t))
-		}
-		for k, v := range t {
-			req.Trailer[k] = v
-		}
+	body.readSection = func(n uint64) (*headerBuf, error) {
+		return sc.readHeaderSection(fr, n, time.Time{}, ctx.Done())
 	}
+	body.onTrailers = func(t http.Header) { applyTrailers(&req.Trailer, t) }
 	body.onError = func(err error) {
 		if e, ok := err.(*Error); ok && !e.Remote {
+			if !isConnectionError(err) {
+				sc.s.stats.refuse(RefusedStreamError)
+			}
 			sc.streamFailed(str, err)
 		}
-		cancel()
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			// The request is gone; after the handler's own read
+			// deadline it may still answer.
+			cancel()
+		}
 	}
 	if req.ContentLength < 0 {
 		req.ContentLength = -1
@@ -103,10 +98,13 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 		return
 	}
 	if err := w.finish(); err != nil {
-		resetStream(str, ErrCodeInternalError)
+		// The response cannot be completed: a write failed (a deadline,
+		// the client went away) or the body fell short of its
+		// Content-Length. As quic-go, H3_REQUEST_CANCELLED.
+		resetStream(str, ErrCodeRequestCanceled)
 		return
 	}
-	if !body.done() {
+	if !body.readToEnd() {
 		// Section 4.1: the response is complete without the rest of
 		// the request; ask the client to stop sending it.
 		str.CancelRead(quic.StreamErrorCode(ErrCodeNoError))
@@ -114,9 +112,11 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 }
 
 // readRequestHeader reads the HEADERS frame that starts a request stream
-// and decodes the request; maxHeader is our
-// SETTINGS_MAX_FIELD_SECTION_SIZE.
-func readRequestHeader(fr *frameReader, check *requestStreamChecker, maxHeader uint64) (*http.Request, error) {
+// and decodes the request. The frame's declared length is reserved from
+// the connection's header budget before its payload is read, waiting
+// until deadline (zero: none) or done for it to fit, and released once
+// decoded.
+func (sc *serverConn) readRequestHeader(fr *frameReader, check *requestStreamChecker, deadline time.Time, done <-chan struct{}) (*http.Request, error) {
 	fh, err := fr.next()
 	if err == io.EOF {
 		return nil, check.onEnd()
@@ -127,11 +127,86 @@ func readRequestHeader(fr *frameReader, check *requestStreamChecker, maxHeader u
 	if err := check.checkFrameType(fh.Type); err != nil {
 		return nil, err
 	}
-	payload, err := fr.readPayload(nil)
+	hb, err := sc.readHeaderSection(fr, fh.Length, deadline, done)
 	if err != nil {
-		return nil, fromQUICError(err)
+		return nil, err
 	}
-	return decodeRequest(payload, maxHeader, false)
+	defer hb.release()
+	return decodeRequest(hb.b, sc.maxHeader, false)
+}
+
+// errHeaderBudget is the cause of the H3_REQUEST_REJECTED of a request
+// whose header section could not be admitted to the connection's header
+// budget in time.
+var errHeaderBudget = errors.New("http3: connection header budget exhausted")
+
+// readHeaderSection reads the payload of the current HEADERS frame, of
+// length n, within the connection's header budget (waiting until
+// deadline or done). The caller releases the buffer.
+func (sc *serverConn) readHeaderSection(fr *frameReader, n uint64, deadline time.Time, done <-chan struct{}) (*headerBuf, error) {
+	if err := sc.headers.acquire(n, deadline, done); err != nil {
+		return nil, wrapError(ErrCodeRequestRejected, errHeaderBudget,
+			"the connection's header budget of %d bytes stayed full", sc.headers.limit)
+	}
+	defer sc.headers.release(n)
+	hb := getHeaderBuf()
+	if err := hb.read(fr); err != nil {
+		hb.release()
+		return nil, err
+	}
+	return hb, nil
+}
+
+// headerBuf is a pooled buffer that a header section is read into;
+// decoding copies every name and value out, so it is released right
+// after. Buffers that grew past maxPooledHeaderBuf are dropped, so the
+// pool holds no large ones.
+type headerBuf struct{ b []byte }
+
+var headerBufPool = sync.Pool{New: func() any { return &headerBuf{b: make([]byte, 0, payloadChunk)} }}
+
+const maxPooledHeaderBuf = 16 << 10
+
+func getHeaderBuf() *headerBuf { return headerBufPool.Get().(*headerBuf) }
+
+// read reads the current frame's payload into the buffer, keeping what
+// it grew to.
+func (h *headerBuf) read(fr *frameReader) error {
+	var err error
+	h.b, err = fr.readPayload(h.b[:0])
+	return fromQUICError(err)
+}
+
+func (h *headerBuf) release() {
+	if cap(h.b) > maxPooledHeaderBuf {
+		return
+	}
+	h.b = h.b[:0]
+	headerBufPool.Put(h)
+}
+
+// refuseRequest answers a request stream whose header section could not
+// be read or decoded, and counts why.
+func (sc *serverConn) refuseRequest(str *quic.Stream, err error) {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The client opened the stream but did not finish its header
+		// section in time: the request is incomplete (RFC 9114 4.1).
+		sc.s.stats.refuse(RefusedHeaderTimeout)
+		err = wrapError(ErrCodeRequestIncomplete, err, "no complete header section within %v", sc.s.readHeaderTimeout())
+	case errors.Is(err, errHeaderBudget):
+		sc.s.stats.refuse(RefusedHeaderBudget)
+	case errorCode(err) == ErrCodeExcessiveLoad:
+		sc.s.stats.refuse(RefusedHeaderTooLarge)
+		sc.rejectLargeHeader(str)
+		return
+	default:
+		var e *Error
+		if errors.As(err, &e) && !e.Remote && !isConnectionError(err) {
+			sc.s.stats.refuse(RefusedStreamError)
+		}
+	}
+	sc.streamFailed(str, err)
 }
 
 // runHandler calls the handler and reports whether it returned normally.
@@ -142,6 +217,7 @@ func (sc *serverConn) runHandler(w *responseWriter, req *http.Request) (ok bool)
 		if p := recover(); p != nil {
 			ok = false
 			if p != http.ErrAbortHandler { //nolint:errorlint // net/http compares the same way
+				sc.s.stats.handlerPanics.Add(1)
 				buf := make([]byte, 64<<10)
 				buf = buf[:runtime.Stack(buf, false)]
 				sc.log.Error("http3: panic serving request", "remote", req.RemoteAddr,
@@ -211,7 +287,7 @@ var errBodyClosed = errors.New("http3: read on closed request body")
 // Close stops reading the request: the client is asked to stop sending
 // with H3_NO_ERROR (section 4.1), since the response does not need it.
 func (b *requestBody) Close() error {
-	if !b.done() {
+	if !b.readToEnd() {
 		b.str.CancelRead(quic.StreamErrorCode(ErrCodeNoError))
 	}
 	b.closeWith(errBodyClosed)

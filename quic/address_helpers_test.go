@@ -79,6 +79,12 @@ func avEchoServerStates(t testing.TB, ctx context.Context, av *AddressValidation
 // buildClientInitial returns a client Initial (a PING, padded to size
 // bytes) protected with the Initial keys of dcid, as a client would send.
 func buildClientInitial(t testing.TB, dcid, scid, tok []byte, size int) []byte {
+	return buildClientInitialWith(t, dcid, scid, tok, []byte{byte(wire.FrameTypePing)}, size)
+}
+
+// buildClientInitialWith is buildClientInitial carrying the frames in
+// payload.
+func buildClientInitialWith(t testing.TB, dcid, scid, tok, payload []byte, size int) []byte {
 	sealer, _, err := handshake.NewInitialKeys(dcid, handshake.Version1, true)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +95,7 @@ func buildClientInitial(t testing.TB, dcid, scid, tok []byte, size int) []byte {
 	lengthPos := len(b) - 2
 	pnOffset := len(b)
 	b = wire.AppendPacketNumber(b, 0, pnLen)
-	b = append(b, byte(wire.FrameTypePing))
+	b = append(b, payload...)
 	for len(b)+sealer.Overhead() < size {
 		b = append(b, 0)
 	}

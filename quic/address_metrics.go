@@ -64,7 +64,7 @@ func newAVMetrics(reg *metrics.Registry) (*avMetrics, error) {
 	if m.dropped, err = reg.NewCounter("turboretry_quic_initials_dropped_total", "Client Initials the address policy dropped."); err != nil {
 		return nil, err
 	}
-	if m.handshakes, err = reg.NewGauge("turboretry_quic_handshakes_in_flight", "Server connections whose handshake has not completed."); err != nil {
+	if m.handshakes, err = reg.NewGauge("turboretry_quic_handshakes_in_flight", "Server connections whose client address is not validated yet (the load AutoRetry sees)."); err != nil {
 		return nil, err
 	}
 	if m.pathMigrations, err = reg.NewCounter("turboretry_quic_path_migrations_total", "Clients the server followed to a new address (connection migration or NAT rebinding)."); err != nil {

@@ -7,9 +7,19 @@ import (
 	"github.com/turboretry/turboretry/internal/metrics"
 )
 
-// DefaultRetryThreshold is the handshakes-in-flight threshold of the
-// policy AddressValidationConfig uses when Policy is nil.
+// DefaultRetryThreshold is the threshold of unvalidated connections
+// (InitialInfo.HandshakesInFlight) of the policy AddressValidationConfig
+// uses when Policy is nil.
 const DefaultRetryThreshold = 64
+
+// DefaultUnvalidatedBudget is the memory budget for unvalidated
+// connections (InitialInfo.UnvalidatedBytes) of AutoRetry: 8 MiB, about
+// 100 connections of a one-datagram ClientHello (about 80 KiB each), so
+// the count threshold normally fires first, while clients that make each
+// unvalidated connection fat (multi-datagram ClientHellos, out-of-order
+// CRYPTO data, packets kept for later keys: up to about 270 KiB each) are
+// retried after about 30.
+const DefaultUnvalidatedBudget = 8 << 20
 
 // AddressValidationConfig turns on server-side address validation for a
 // Transport (RFC 9000 section 8.1) with TurboRetry universal tokens
@@ -111,9 +121,17 @@ type InitialInfo struct {
 	SrcConnID  []byte
 	Version    Version
 	Token      TokenInfo
-	// HandshakesInFlight counts the listener's connections that have not
-	// completed their handshake yet (server load).
+	// HandshakesInFlight counts the listener's connections whose client
+	// has not proven its address yet (server load): from the connection's
+	// first Initial until a Handshake packet from the client decrypts, or
+	// the connection ends. Connections accepted with a valid token never
+	// count. It is the same for Listener and EarlyListener, whose
+	// connections are handed out at 0.5-RTT, before that proof.
 	HandshakesInFlight int
+	// UnvalidatedBytes estimates the memory those connections hold: a
+	// fixed cost each (48 KiB) plus their handshake buffers (32 KiB for
+	// the server's first flight).
+	UnvalidatedBytes int64
 }
 
 // AddressPolicy decides about a client Initial that would create a
@@ -143,11 +161,21 @@ func NeverRetry() AddressPolicy {
 }
 
 // AutoRetry sends Retries only under load: when more than threshold
-// handshakes are in flight, Initials without a valid token get a Retry.
-// It is also the fail-open fallback when an offload agent is down.
+// connections are unvalidated (InitialInfo.HandshakesInFlight), or they
+// hold more than DefaultUnvalidatedBudget bytes, Initials without a valid
+// token get a Retry. It is also the fail-open fallback when an offload
+// agent is down.
 func AutoRetry(threshold int) AddressPolicy {
+	return AutoRetryBudget(threshold, DefaultUnvalidatedBudget)
+}
+
+// AutoRetryBudget is AutoRetry with the memory budget for unvalidated
+// connections given: Initials without a valid token get a Retry while more
+// than threshold connections are unvalidated or they hold more than
+// maxBytes (InitialInfo.UnvalidatedBytes).
+func AutoRetryBudget(threshold int, maxBytes int64) AddressPolicy {
 	return func(in *InitialInfo) AddressDecision {
-		if in.Token.Valid || in.HandshakesInFlight <= threshold {
+		if in.Token.Valid || (in.HandshakesInFlight <= threshold && in.UnvalidatedBytes <= maxBytes) {
 			return AddressAccept
 		}
 		return AddressRetry

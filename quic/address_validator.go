@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/token"
 )
@@ -103,12 +102,14 @@ func addrPortOf(remote net.Addr) netip.AddrPort {
 // decide is the addressValidator the server calls for a client Initial.
 func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDecision {
 	from := addrPortOf(remote)
+	unvalidated, unvalidatedBytes := v.s.unvalidatedLoad()
 	info := InitialInfo{
 		RemoteAddr:         remote,
 		DestConnID:         hdr.DestConnID,
 		SrcConnID:          hdr.SrcConnID,
 		Version:            Version(hdr.Version),
-		HandshakesInFlight: v.s.handshakesInFlight(),
+		HandshakesInFlight: unvalidated,
+		UnvalidatedBytes:   unvalidatedBytes,
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -218,28 +219,7 @@ func (v *tokenValidator) mintNewToken(remote net.Addr) []byte {
 }
 
 // sendInvalidToken closes a connection attempt statelessly with
-// INVALID_TOKEN in an Initial packet (RFC 9000 section 8.1.3), protected
-// with the Initial keys of the client's DCID. The packet is smaller than
-// the client's, so it amplifies nothing.
+// INVALID_TOKEN (RFC 9000 section 8.1.3).
 func (s *baseServer) sendInvalidToken(hdr *wire.LongHeader, remote net.Addr) {
-	sealer, _, err := handshake.NewInitialKeys(hdr.DestConnID, handshake.Version(hdr.Version), false)
-	if err != nil {
-		return
-	}
-	const pnLen = 2
-	out := wire.LongHeader{Type: wire.PacketTypeInitial, Version: hdr.Version, DestConnID: hdr.SrcConnID, SrcConnID: hdr.DestConnID}
-	b := wire.AppendLongHeader(make([]byte, 0, 128), &out, pnLen, 2)
-	lengthPos := len(b) - 2
-	pnOffset := len(b)
-	b = wire.AppendPacketNumber(b, 0, pnLen)
-	b = wire.AppendConnectionCloseFrame(b, false, uint64(InvalidToken), 0, nil)
-	for len(b)-pnOffset < 4 {
-		b = append(b, 0)
-	}
-	wire.PutVarintWithLen(b[lengthPos:], uint64(len(b)-pnOffset+sealer.Overhead()), 2)
-	b, err = sealer.ProtectPacket(b, pnOffset, pnLen, 0)
-	if err != nil {
-		return
-	}
-	s.t.write(b, remote)
+	s.sendStatelessClose(hdr, remote, InvalidToken)
 }

@@ -123,4 +123,9 @@ func TestBadInitialsOpenNothing(t *testing.T) {
 	if st.InvalidTokenCloses < 2 || st.TokensRejected["host/port_mismatch"] != 1 || st.TokensRejected["host/rscid_mismatch"] != 1 || st.TokensRejected["agent/addr_mismatch"] != 1 {
 		t.Fatalf("stats %+v", st)
 	}
+	// The two Initials under 1200 bytes are counted as such; the truncated
+	// ones as malformed or too small.
+	if ts := tr.Stats(); ts.DatagramsDropped[DropInitialTooSmall.String()] < 2 || ts.DatagramsDropped[DropMalformed.String()] == 0 {
+		t.Fatalf("drops %v", ts.DatagramsDropped)
+	}
 }

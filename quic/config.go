@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"time"
 )
@@ -73,6 +74,28 @@ type Config struct {
 	// closed when the connection ends; after a write error the qlog of
 	// that connection stops (the error is logged), the connection goes on.
 	Qlog func(p Perspective, odcid []byte) io.WriteCloser
+
+	// MaxConnections (server) bounds the listener's connections at once,
+	// in the handshake or established. A client Initial beyond it gets a
+	// stateless CONNECTION_REFUSED before any state is created. Default
+	// 4096; a negative value means no limit. See docs/api.md "Limits".
+	MaxConnections int
+	// MaxHandshakes (server) bounds the listener's connections whose
+	// handshake is in progress; beyond it a client Initial gets a
+	// stateless CONNECTION_REFUSED. Default 256; negative: no limit.
+	MaxHandshakes int
+	// AcceptBacklog (server) is how many connections may wait for Accept.
+	// While that many wait, a client Initial gets a stateless
+	// CONNECTION_REFUSED, so no handshake is paid for a connection that
+	// would be refused afterwards. Default 128.
+	AcceptBacklog int
+	// MaxConnectionSendBuffer bounds the stream data one connection holds
+	// for sending (written, not yet acknowledged) over all its streams; a
+	// Write beyond it waits. Each stream also waits once it queued what
+	// the peer's flow control allows plus 16 KiB. Default 16 MiB (above
+	// the 15 MiB a peer's connection window may grow to, so the budget
+	// never caps one connection's throughput below flow control).
+	MaxConnectionSendBuffer uint64
 }
 
 const (
@@ -83,6 +106,10 @@ const (
 	defaultConnWindow           = 768 << 10
 	defaultMaxConnWindow        = 15 << 20
 	defaultMaxIncomingStreams   = 100
+	defaultMaxConnections       = 4096
+	defaultMaxHandshakes        = 256
+	defaultAcceptBacklog        = 128
+	defaultConnSendBuffer       = 16 << 20
 )
 
 // Clone returns a copy of c.
@@ -147,6 +174,24 @@ func populateConfig(c *Config) (*Config, error) {
 	}
 	if cc.KeepAlivePeriod < 0 {
 		cc.KeepAlivePeriod = 0
+	}
+	switch {
+	case cc.MaxConnections == 0:
+		cc.MaxConnections = defaultMaxConnections
+	case cc.MaxConnections < 0:
+		cc.MaxConnections = math.MaxInt
+	}
+	switch {
+	case cc.MaxHandshakes == 0:
+		cc.MaxHandshakes = defaultMaxHandshakes
+	case cc.MaxHandshakes < 0:
+		cc.MaxHandshakes = math.MaxInt
+	}
+	if cc.AcceptBacklog <= 0 {
+		cc.AcceptBacklog = defaultAcceptBacklog
+	}
+	if cc.MaxConnectionSendBuffer == 0 {
+		cc.MaxConnectionSendBuffer = defaultConnSendBuffer
 	}
 	return cc, nil
 }

@@ -30,8 +30,13 @@ const (
 const (
 	maxCryptoBuffer    = 64 << 10 // out-of-order CRYPTO data we hold per level
 	maxUndecryptable   = 16       // packets kept until their keys arrive
-	recvQueueLen       = 256
 	maxDatagramsPerRun = 32
+	// maxRecvQueue bounds the datagrams waiting for a connection's
+	// goroutine; more are dropped (DropRecvQueueFull) as congestion.
+	maxRecvQueue = 256
+	// keptRecvQueue is the receive-queue capacity a quiet connection
+	// keeps (shrinkReceived).
+	keptRecvQueue = 16
 )
 
 // pnSpace is the state of one packet number space.
@@ -75,7 +80,12 @@ type Conn struct {
 	ctx       context.Context
 	cancelCtx context.CancelCauseFunc
 
-	recvQueue chan receivedPacket
+	// recvMu guards recvQueue, the datagrams the Transport handed over
+	// and the goroutine has not taken yet, and recvSpare, an empty slice
+	// to queue into next. Both grow on demand and shrink when idle.
+	recvMu    sync.Mutex
+	recvQueue []receivedPacket
+	recvSpare []receivedPacket
 	wakeCh    chan struct{}
 	closedCh  chan struct{} // closed when the connection is closed for the user
 	// closeWritten is closed once our CONNECTION_CLOSE was written.
@@ -156,6 +166,23 @@ type Conn struct {
 	bytesRecv   uint64
 	bytesSent   uint64
 
+	// What a server connection holds of its listener's limits
+	// (server_limits.go): a connection slot, a handshake slot, and a place
+	// among the unvalidated connections with its estimated cost.
+	holdsConnSlot      bool
+	holdsHandshakeSlot bool
+	holdsUnvalidated   bool
+	unvalidatedCost    int64
+
+	// Send and receive memory budgets (send_budget.go): the stream data
+	// held for sending, the part of it and of the unread received data
+	// reported to the Transport, and the signal for writers waiting for
+	// the connection's budget.
+	sendHeld      int64
+	sendReported  int64
+	recvReported  int64
+	sendBudgetSig chan struct{}
+
 	lastActivity     time.Time
 	ackElicitingSent bool // an ack-eliciting packet left since the last receipt
 	lastSendOrRecv   time.Time
@@ -198,12 +225,7 @@ type Conn struct {
 	closeDeadline     time.Time
 	finished          bool // run must tear down and exit
 	pendingWrites     []outDatagram
-
-	// Owned by the run goroutine (no lock): batched sending.
-	writer  *udpio.Writer
-	writerT *Transport // the Transport writer belongs to
-	msgs    []udpio.Message
-	gsoBuf  []byte
+	spareWrites       []outDatagram // owned by run: pendingWrites' next slice
 }
 
 func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
@@ -214,7 +236,6 @@ func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v w
 		tlsConf:         tlsConf,
 		version:         v,
 		remote:          remote,
-		recvQueue:       make(chan receivedPacket, recvQueueLen),
 		wakeCh:          make(chan struct{}, 1),
 		closedCh:        make(chan struct{}),
 		closeWritten:    make(chan struct{}),
@@ -258,9 +279,66 @@ func (c *Conn) wake() {
 
 // deliver queues a datagram from the Transport; it never blocks.
 func (c *Conn) deliver(p receivedPacket) {
-	select {
-	case c.recvQueue <- p:
-	default:
+	c.recvMu.Lock()
+	if len(c.recvQueue) >= maxRecvQueue {
+		c.recvMu.Unlock()
+		putBuffer(p.buf)
+		c.t.countDropped(DropRecvQueueFull)
+		return
+	}
+	if c.recvQueue == nil {
+		c.recvQueue, c.recvSpare = c.recvSpare, nil
+	}
+	c.recvQueue = append(c.recvQueue, p)
+	first := len(c.recvQueue) == 1
+	c.recvMu.Unlock()
+	if first {
+		c.wake()
+	}
+}
+
+// takeReceived returns the queued datagrams; give the slice back with
+// doneReceived.
+func (c *Conn) takeReceived() []receivedPacket {
+	c.recvMu.Lock()
+	q := c.recvQueue
+	c.recvQueue = nil
+	c.recvMu.Unlock()
+	return q
+}
+
+// doneReceived keeps a processed batch's slice for the next one, so
+// steady traffic allocates nothing.
+func (c *Conn) doneReceived(q []receivedPacket) {
+	clear(q)
+	c.recvMu.Lock()
+	if c.recvSpare == nil {
+		c.recvSpare = q[:0]
+	}
+	c.recvMu.Unlock()
+}
+
+// shrinkReceived drops large receive slices when the connection is quiet
+// (its timer fired twice with nothing received in between): a burst's
+// memory goes back, and a quiet connection holds small slices only.
+func (c *Conn) shrinkReceived() {
+	c.recvMu.Lock()
+	if cap(c.recvSpare) > keptRecvQueue {
+		c.recvSpare = nil
+	}
+	if len(c.recvQueue) == 0 && cap(c.recvQueue) > keptRecvQueue {
+		c.recvQueue = nil
+	}
+	c.recvMu.Unlock()
+}
+
+// dropReceived frees the datagrams still queued, at teardown.
+func (c *Conn) dropReceived() {
+	c.recvMu.Lock()
+	q := c.recvQueue
+	c.recvQueue, c.recvSpare = nil, nil
+	c.recvMu.Unlock()
+	for _, p := range q {
 		putBuffer(p.buf)
 	}
 }
@@ -270,6 +348,7 @@ func (c *Conn) run() {
 	defer close(c.runDone)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	received := false // a datagram arrived since the timer last fired
 	for {
 		c.mu.Lock()
 		now := time.Now()
@@ -283,13 +362,17 @@ func (c *Conn) run() {
 		var more bool
 		c.guard(func() { more = c.sendLocked(now) })
 		writes := c.pendingWrites
-		c.pendingWrites = nil
+		c.pendingWrites, c.spareWrites = c.spareWrites, nil
 		sendT := c.sendT
 		deadline := c.nextDeadlineLocked(now)
 		notifyClose := c.closing && !c.closeNotified
 		c.closeNotified = c.closeNotified || notifyClose
 		c.mu.Unlock()
 		c.writeDatagrams(writes, sendT)
+		if cap(writes) <= maxDatagramsPerRun {
+			clear(writes)
+			c.spareWrites = writes[:0] // the next run's, so sending allocates nothing
+		}
 		if notifyClose {
 			close(c.closeWritten)
 		}
@@ -304,27 +387,28 @@ func (c *Conn) run() {
 		}
 		timer.Reset(wait)
 		select {
-		case p := <-c.recvQueue:
-			c.mu.Lock()
-			c.guard(func() {
-				c.handleDatagram(p)
-				for range recvQueueLen {
-					select {
-					case p = <-c.recvQueue:
-						c.handleDatagram(p)
-						continue
-					default:
-					}
-					break
-				}
-				for c.retryUndecryptableLater {
-					c.retryUndecryptableLater = false
-					c.retryUndecryptable()
-				}
-			})
-			c.mu.Unlock()
 		case <-timer.C:
+			if !received {
+				c.shrinkReceived()
+			}
+			received = false
 		case <-c.wakeCh:
+			if q := c.takeReceived(); len(q) > 0 {
+				received = true
+				c.mu.Lock()
+				c.guard(func() {
+					for _, p := range q {
+						c.handleDatagram(p)
+					}
+					for c.retryUndecryptableLater {
+						c.retryUndecryptableLater = false
+						c.retryUndecryptable()
+					}
+				})
+				c.afterReceived()
+				c.mu.Unlock()
+				c.doneReceived(q)
+			}
 		case <-c.t.closedCh:
 			c.mu.Lock()
 			c.destroyLocked(ErrTransportClosed)
@@ -345,6 +429,7 @@ func (c *Conn) run() {
 func (c *Conn) guard(f func()) {
 	defer func() {
 		if r := recover(); r != nil {
+			c.t.recoveredPanic("connection", r)
 			c.pendingWrites = nil
 			if c.closeErr == nil {
 				c.signalClosedLocked(&TransportError{ErrorCode: InternalError, ErrorMessage: fmt.Sprint("quic: internal error: ", r)})
@@ -511,10 +596,9 @@ func (c *Conn) teardownLocked() {
 		p.t.removeHandlers(c)
 		p.closeLocked()
 	}
-	if c.server != nil && !c.queuedForAccept {
-		c.queuedForAccept = true
-		c.server.handshakeEnded()
-	}
+	c.dropReceived()
+	c.releaseServerSlots()
+	c.releaseBudgets()
 	if c.qlog != nil {
 		c.qlogClosed()
 	}

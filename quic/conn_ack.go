@@ -28,6 +28,7 @@ func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
 		case sfStream:
 			if s := c.streams[f.id]; s != nil {
 				s.send.OnAcked(f.off, int(f.n), f.fin)
+				c.chargeSend(s)
 				s.signalWrite()
 				c.maybeRemoveStream(s)
 			}

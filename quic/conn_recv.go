@@ -151,7 +151,7 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 	if c.closeErr == nil && space == spaceHandshake && !c.isClient && !c.addressValidated {
 		// A Handshake packet proves the client owns its address, and
 		// means it has Handshake keys: Initial keys go (RFC 9001 4.9.1).
-		c.addressValidated = true
+		c.addressValidatedNow()
 		c.dropSpace(spaceInitial, p.rcvTime)
 	}
 }

@@ -91,6 +91,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		}
 	case wire.FrameTypeMaxStreamData:
 		if s.fcSend.OnMaxStreamData(f.Limit) {
+			s.signalWrite() // the writer may queue more (writeRoom)
 			c.queueStreamSend(s)
 		}
 	case wire.FrameTypeStreamDataBlocked:
@@ -99,9 +100,15 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 	return nil
 }
 
+// wakeAllSenders follows a MAX_DATA increase: streams with data go back
+// into the send list and waiting writers may queue more (writeRoom).
 func (c *Conn) wakeAllSenders() {
 	for _, s := range c.streams {
-		if s.hasSend && s.send.HasData() {
+		if !s.hasSend {
+			continue
+		}
+		s.signalWrite()
+		if s.send.HasData() {
 			c.queueStreamSend(s)
 		}
 	}

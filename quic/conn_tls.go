@@ -292,6 +292,7 @@ func (c *Conn) onHandshakeComplete() {
 		if err := c.tls.SendSessionTicket(c.ticketOptions()); err == nil {
 			_ = c.processTLSEvents()
 		}
+		c.handshakeSlotDone()
 		c.queueForAccept(false)
 	}
 }

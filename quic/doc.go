@@ -86,6 +86,15 @@
 //     connection_started, parameters_set, packet_sent and packet_received
 //     with their frames, packet_lost, metrics_updated, path_updated and
 //     connection_closed. Off (nil) it costs one nil check per hook.
+//   - Limits and memory budgets (docs/api.md "Limits"): a listener's
+//     connections, handshakes and accept backlog are capped
+//     (Config.MaxConnections, MaxHandshakes, AcceptBacklog), a client beyond
+//     them refused statelessly before any state exists; a stream's writer
+//     queues what the peer's flow control allows plus 16 KiB, a connection
+//     and a Transport hold bounded send data (Config.MaxConnectionSendBuffer,
+//     Transport.MaxSendBuffer), receive windows stop growing past
+//     Transport.MaxReceiveBuffer. Transport.Stats reports the load and every
+//     refusal, drop and recovered panic by reason.
 //
 // # Not implemented yet
 //

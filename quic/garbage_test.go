@@ -58,9 +58,23 @@ func TestServerSurvivesGarbage(t *testing.T) {
 	// The socket delivers in order: the garbage was handled before our
 	// client's Initial. None of it may have created a connection.
 	ln.s.mu.Lock()
-	n := ln.s.handshaking
+	load := ln.s.load
 	ln.s.mu.Unlock()
-	if n != 0 {
-		t.Fatalf("%d connections in the handshake after garbage", n)
+	if load.conns != 1 || load.handshaking != 0 {
+		t.Fatalf("%d connections, %d in the handshake after garbage and one client", load.conns, load.handshaking)
+	}
+	// Every datagram dropped is counted with its reason.
+	st := ln.s.t.Stats()
+	var dropped uint64
+	for _, n := range st.DatagramsDropped {
+		dropped += n
+	}
+	for _, r := range []DropReason{DropMalformed, DropUnknownConnection} {
+		if st.DatagramsDropped[r.String()] == 0 {
+			t.Errorf("no %s drop counted: %+v", r, st)
+		}
+	}
+	if dropped > 200 {
+		t.Errorf("%d drops counted for 200 garbage datagrams: %+v", dropped, st)
 	}
 }

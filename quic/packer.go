@@ -456,6 +456,9 @@ func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentP
 	}
 	b = c.appendPathFrames(b, maxEnd, now, p)
 	srtt := c.rec.RTT().SmoothedRTT()
+	// Windows stop growing while the Transport's unread data is over its
+	// budget (Transport.MaxReceiveBuffer).
+	c.connRecv.HoldGrowth(!c.recvGrowthAllowed())
 	if c.maxDataLost || c.connRecv.NeedsUpdate() {
 		limit := c.connRecv.Limit()
 		f := wire.Frame{Type: wire.FrameTypeMaxData, Limit: limit + 1<<20}

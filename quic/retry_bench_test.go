@@ -15,31 +15,41 @@ import (
 // back, so a server's Retry path (Initial in, Retry out) runs without the
 // kernel. A window keeps the feed from outrunning the server's queues.
 type retryFeedConn struct {
-	pkts    [][]byte
-	from    net.Addr
-	local   net.Addr
-	next    int
-	window  chan struct{}
-	written atomic.Int64
-	target  atomic.Int64
-	done    chan struct{}
-	closed  chan struct{}
-	once    sync.Once
+	pkts [][]byte
+	// loopFrom: pkts[:loopFrom] are fed once, then pkts[loopFrom:] in turn.
+	loopFrom int
+	from     net.Addr
+	local    net.Addr
+	next     int
+	window   chan struct{}
+	written  atomic.Int64
+	fed      atomic.Int64 // datagrams handed to the reader
+	target   atomic.Int64
+	done     chan struct{}
+	closed   chan struct{}
+	once     sync.Once
 }
 
 const retryFeedWindow = 64
 
 func newRetryFeedConn(tb testing.TB) *retryFeedConn {
+	var pkts [][]byte
+	for i := range 64 {
+		dcid := []byte{1, 2, 3, 4, 5, 6, 7, byte(i)}
+		pkts = append(pkts, buildClientInitial(tb, dcid, []byte{9, 9, 9, 9}, nil, 1200))
+	}
+	return newFeedConn(pkts)
+}
+
+// newFeedConn is a retryFeedConn feeding pkts in turn.
+func newFeedConn(pkts [][]byte) *retryFeedConn {
 	c := &retryFeedConn{
+		pkts:   pkts,
 		from:   &net.UDPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 40000},
 		local:  &net.UDPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 443},
 		window: make(chan struct{}, retryFeedWindow),
 		done:   make(chan struct{}, 1),
 		closed: make(chan struct{}),
-	}
-	for i := range 64 {
-		dcid := []byte{1, 2, 3, 4, 5, 6, 7, byte(i)}
-		c.pkts = append(c.pkts, buildClientInitial(tb, dcid, []byte{9, 9, 9, 9}, nil, 1200))
 	}
 	for range retryFeedWindow {
 		c.window <- struct{}{}
@@ -63,8 +73,13 @@ func (c *retryFeedConn) ReadFrom(b []byte) (int, net.Addr, error) {
 			// A reply went missing (the server dropped something): feed on.
 		}
 	}
-	p := c.pkts[c.next%len(c.pkts)]
+	i := c.next
+	if i >= len(c.pkts) {
+		i = c.loopFrom + (i-c.loopFrom)%(len(c.pkts)-c.loopFrom)
+	}
+	p := c.pkts[i]
 	c.next++
+	c.fed.Add(1)
 	return copy(b, p), c.from, nil
 }
 

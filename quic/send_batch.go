@@ -22,34 +22,27 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) {
 			}
 		}
 	}()
-	if c.writerT != sendT {
-		c.writerT = sendT
-		c.writer = sendT.newWriter()
-	}
 	ap, ok := addrPort(c.remote)
-	if c.writer == nil || (len(writes) == 1 && writes[0].ecn == udpio.ECNNotECT) || !ok || anyElsewhere(writes) {
-		for _, d := range writes {
-			to, via := d.to, d.via
-			if to == nil {
-				to = c.remote
-			}
-			if via == nil {
-				via = sendT
-			}
-			via.write(d.b, to)
-		}
+	if (len(writes) == 1 && writes[0].ecn == udpio.ECNNotECT) || !ok || anyElsewhere(writes) {
+		c.writeEach(writes, sendT)
 		return
 	}
-	msgs := c.msgs[:0]
+	b := sendT.getSendBatch()
+	defer sendT.sendBatches.Put(b)
+	if b.w == nil {
+		c.writeEach(writes, sendT)
+		return
+	}
+	msgs := b.msgs[:0]
 	if sendT.gso {
-		msgs = c.gsoMessages(msgs, writes, ap)
+		msgs = b.gsoMessages(msgs, writes, ap)
 	} else {
 		for _, d := range writes {
 			msgs = append(msgs, udpio.Message{Buf: d.b, Addr: ap, ECN: d.ecn})
 		}
 	}
 	for rest := msgs; len(rest) > 0; {
-		n, err := c.writer.WriteBatch(rest)
+		n, err := b.w.WriteBatch(rest)
 		if err == nil {
 			break
 		}
@@ -59,20 +52,52 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) {
 		rest = rest[n+1:] // drop the datagram that failed, as a loss
 	}
 	clear(msgs)
-	c.msgs = msgs[:0]
+	b.msgs = msgs[:0]
+}
+
+// writeEach sends the datagrams one WriteTo each.
+func (c *Conn) writeEach(writes []outDatagram, sendT *Transport) {
+	for _, d := range writes {
+		to, via := d.to, d.via
+		if to == nil {
+			to = c.remote
+		}
+		if via == nil {
+			via = sendT
+		}
+		via.write(d.b, to)
+	}
+}
+
+// sendBatch is what one batched write needs: the socket's batching writer,
+// its messages and the GSO buffer. A Transport pools them, so a
+// connection holds none between writes and an idle one costs nothing here.
+type sendBatch struct {
+	w      *udpio.Writer // nil: the socket takes no batches
+	msgs   []udpio.Message
+	gsoBuf []byte
+}
+
+// getSendBatch takes a sendBatch from the Transport's pool; put it back
+// into t.sendBatches after the write.
+func (t *Transport) getSendBatch() *sendBatch {
+	if b, ok := t.sendBatches.Get().(*sendBatch); ok {
+		return b
+	}
+	return &sendBatch{w: t.newWriter()}
 }
 
 // gsoMessages groups runs of equal-size datagrams (the last of a run may be
-// shorter) into one UDP GSO buffer each, copied into c.gsoBuf.
-func (c *Conn) gsoMessages(msgs []udpio.Message, writes []outDatagram, ap netip.AddrPort) []udpio.Message {
+// shorter) into one UDP GSO buffer each, copied into b.gsoBuf.
+func (b *sendBatch) gsoMessages(msgs []udpio.Message, writes []outDatagram, ap netip.AddrPort) []udpio.Message {
 	total := 0
 	for _, d := range writes {
 		total += len(d.b)
 	}
-	if cap(c.gsoBuf) < total {
-		c.gsoBuf = make([]byte, 0, total)
+	if cap(b.gsoBuf) < total {
+		b.gsoBuf = make([]byte, 0, total)
 	}
-	buf := c.gsoBuf[:0]
+	buf := b.gsoBuf[:0]
 	for i := 0; i < len(writes); {
 		size := len(writes[i].b)
 		j := i + 1

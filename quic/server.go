@@ -12,13 +12,6 @@ import (
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
-const (
-	// acceptQueueLen is how many ready connections wait for Accept.
-	acceptQueueLen = 32
-	// maxHandshaking bounds connections in the handshake per listener.
-	maxHandshaking = 256
-)
-
 // baseServer is the server side of a Transport, shared by Listener and
 // EarlyListener.
 type baseServer struct {
@@ -31,8 +24,8 @@ type baseServer struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 
-	mu          sync.Mutex
-	handshaking int
+	mu   sync.Mutex
+	load serverLoad // the listener's limits in use (server_limits.go)
 
 	validator addressValidator // guarded by t.mu
 	tokens    *tokenValidator  // set when Transport.AddressValidation is
@@ -184,7 +177,7 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 		tlsConf:  tc,
 		config:   conf,
 		early:    early,
-		acceptCh: make(chan *Conn, acceptQueueLen),
+		acceptCh: make(chan *Conn, acceptQueueCap(conf)),
 		closed:   make(chan struct{}),
 	}
 	t.mu.Lock()
@@ -323,6 +316,7 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 	}()
 	var ih wire.InvariantHeader
 	if err := wire.ParseInvariantHeader(p.data, &ih); err != nil {
+		s.t.countDropped(DropMalformed)
 		return
 	}
 	if !s.supports(ih.Version) {
@@ -336,12 +330,25 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 		return
 	}
 	var hdr wire.LongHeader
-	if err := wire.ParseLongHeader(p.data, &hdr); err != nil || hdr.Type != wire.PacketTypeInitial {
+	if err := wire.ParseLongHeader(p.data, &hdr); err != nil {
+		s.t.countDropped(DropMalformed)
+		return
+	}
+	if hdr.Type != wire.PacketTypeInitial {
+		s.t.countDropped(DropUnknownConnection)
 		return
 	}
 	// RFC 9000 sections 14.1 and 7.2. After a Retry the DCID is the
 	// server's choice, which may be shorter; the token vouches for it.
 	if len(p.data) < minInitialSize || (len(hdr.DestConnID) < 8 && len(hdr.Token) == 0) {
+		s.t.countDropped(DropInitialTooSmall)
+		return
+	}
+	// The listener's limits come first: a client that would be refused
+	// anyway learns it at once, not after a Retry round trip.
+	if r, full := s.overLimit(); full {
+		s.t.countRefused(r)
+		s.sendStatelessClose(&hdr, p.remote, ConnectionRefused)
 		return
 	}
 	dec := s.decideInitial(&hdr, p.remote)
@@ -366,23 +373,11 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 	defer putBuffer(trial)
 	pkt := append((*trial)[:0], p.data[:hdr.PacketLen]...)
 	if _, _, err := opener.UnprotectPacket(pkt, hdr.PNOffset, -1); err != nil {
-		return
-	}
-	s.mu.Lock()
-	busy := s.handshaking >= maxHandshaking
-	if !busy {
-		s.handshaking++
-	}
-	s.mu.Unlock()
-	if !busy && s.tokens != nil {
-		s.tokens.m.handshakes.Inc()
-	}
-	if busy {
+		s.t.countRefused(RefusedUndecryptable)
 		return
 	}
 	c, err := s.newConn(&hdr, p.remote, sealer, opener, &dec)
 	if err != nil {
-		s.handshakeEnded()
 		return
 	}
 	c.deliver(p)
@@ -396,22 +391,6 @@ func (s *baseServer) supports(v wire.Version) bool {
 		}
 	}
 	return false
-}
-
-func (s *baseServer) handshakeEnded() {
-	s.mu.Lock()
-	s.handshaking--
-	s.mu.Unlock()
-	if s.tokens != nil {
-		s.tokens.m.handshakes.Dec()
-	}
-}
-
-// handshakesInFlight is the server load an AddressPolicy sees.
-func (s *baseServer) handshakesInFlight() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.handshaking
 }
 
 // newConn creates and starts the connection for a client's first Initial.
@@ -433,19 +412,25 @@ func (s *baseServer) newConn(hdr *wire.LongHeader, remote net.Addr, sealer *hand
 	c.spaces[spaceInitial].sealer = sealer
 	c.spaces[spaceInitial].opener = opener
 	if !t.addHandler(c.clientDestCID, c) {
+		t.countRefused(RefusedCIDInUse)
 		return nil, errors.New("quic: connection ID in use")
 	}
+	s.admit(c, dec.validated)
 	if err := c.initLocalCIDs(); err != nil {
+		t.countRefused(RefusedStartFailed)
 		t.removeHandlers(c)
+		c.releaseServerSlots()
 		return nil, err
 	}
 	c.startQlog()
 	if err := c.startTLS(); err != nil {
+		t.countRefused(RefusedStartFailed)
 		if c.qlog != nil {
 			c.closeErr = err
 			c.qlogClosed()
 		}
 		t.removeHandlers(c)
+		c.releaseServerSlots()
 		if c.tls != nil {
 			c.tls.Close()
 		}
@@ -457,15 +442,16 @@ func (s *baseServer) newConn(hdr *wire.LongHeader, remote net.Addr, sealer *hand
 
 // queueForAccept hands a server connection to Accept: an EarlyListener's
 // once 1-RTT keys exist (early), a Listener's at handshake completion.
+// Handing it out ends none of the limits it holds (server_limits.go).
 func (c *Conn) queueForAccept(early bool) {
 	s := c.server
 	if s == nil || c.queuedForAccept || early != s.early {
 		return
 	}
 	c.queuedForAccept = true
-	s.handshakeEnded()
 	select {
 	case <-s.closed:
+		c.t.countRefused(RefusedServerClosed)
 		c.closeLocal(&TransportError{ErrorCode: ConnectionRefused, ErrorMessage: "server closed"})
 		return
 	default:
@@ -473,6 +459,7 @@ func (c *Conn) queueForAccept(early bool) {
 	select {
 	case s.acceptCh <- c:
 	default:
+		c.t.countRefused(RefusedAcceptQueueFull)
 		c.closeLocal(&TransportError{ErrorCode: ConnectionRefused, ErrorMessage: "accept queue full"})
 	}
 }

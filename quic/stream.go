@@ -34,6 +34,7 @@ type stream struct {
 	writeDeadline time.Time
 	writeSig      chan struct{}
 	inSendList    bool
+	sendCharged   int64 // bytes counted in the connection's sendHeld
 	sendCtx       context.Context
 	sendCancel    context.CancelCauseFunc
 
@@ -153,6 +154,7 @@ func (c *Conn) maybeRemoveStream(s *stream) {
 	}
 	s.removed = true
 	s.send.Reset() // gives the chunks back
+	c.chargeSend(s)
 	if s.recv != nil {
 		s.recv.Release()
 	}

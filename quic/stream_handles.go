@@ -24,7 +24,9 @@ func (s *Stream) StreamID() StreamID { return StreamID(s.s.id) }
 // *StreamError after a reset, and the connection's error once it closed.
 func (s *Stream) Read(p []byte) (int, error) { return s.s.read(p) }
 
-// Write queues p for sending. It blocks while much data is queued.
+// Write queues p for sending. It blocks while the stream has queued what
+// the peer's flow control allows plus 16 KiB, or while the connection's or
+// the Transport's send budget is used up (docs/api.md "Limits").
 func (s *Stream) Write(p []byte) (int, error) { return s.s.write(p) }
 
 // Close closes the send side: a FIN follows the written data. The receive
@@ -57,7 +59,7 @@ func (s *Stream) SetWriteDeadline(t time.Time) error { s.s.setWriteDeadline(t); 
 // StreamID returns the stream's ID.
 func (s *SendStream) StreamID() StreamID { return StreamID(s.s.id) }
 
-// Write queues p for sending. It blocks while much data is queued.
+// Write queues p for sending; it blocks as Stream.Write does.
 func (s *SendStream) Write(p []byte) (int, error) { return s.s.write(p) }
 
 // Close closes the stream: a FIN follows the written data.

@@ -21,6 +21,7 @@ func (s *stream) read(p []byte) (int, error) {
 		}
 		if n, _ := s.recv.Read(p); n > 0 {
 			_ = s.fcRecv.Consume(uint64(n))
+			c.syncBudgets()
 			if s.fcRecv.NeedsUpdate() {
 				c.queueStreamControl(s)
 			}
@@ -48,7 +49,7 @@ func (s *stream) read(p []byte) (int, error) {
 		if !s.readDeadline.IsZero() && !time.Now().Before(s.readDeadline) {
 			return 0, errDeadline
 		}
-		c.waitLocked(waitChan(&s.readSig), s.readDeadline)
+		c.waitLocked(waitChan(&s.readSig), nil, s.readDeadline)
 	}
 }
 

@@ -6,9 +6,10 @@ import (
 	"time"
 )
 
-// waitLocked releases the connection lock until sig fires, the deadline
-// passes or the connection closes, then takes it again.
-func (c *Conn) waitLocked(sig <-chan struct{}, deadline time.Time) {
+// waitLocked releases the connection lock until sig (or budget, when not
+// nil) fires, the deadline passes or the connection closes, then takes it
+// again.
+func (c *Conn) waitLocked(sig, budget <-chan struct{}, deadline time.Time) {
 	c.mu.Unlock()
 	defer c.mu.Lock()
 	var tc <-chan time.Time
@@ -23,6 +24,7 @@ func (c *Conn) waitLocked(sig <-chan struct{}, deadline time.Time) {
 	}
 	select {
 	case <-sig:
+	case <-budget:
 	case <-tc:
 	case <-c.closedCh:
 	}
@@ -47,6 +49,7 @@ func (s *stream) write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
+	counted := false
 	for {
 		if err := s.writeErrLocked(); err != nil {
 			return n, err
@@ -54,17 +57,45 @@ func (s *stream) write(p []byte) (int, error) {
 		if len(p) == 0 {
 			return n, nil
 		}
-		if queued := s.send.Unsent(); queued < maxStreamBuffered {
-			k := min(uint64(len(p)), maxStreamBuffered-queued)
-			if s.send.Write(p[:k]) < int(k) {
-				return n, fmt.Errorf("quic: stream %d reached the maximum offset", s.id)
+		c.syncBudgets() // give back what acknowledgements freed first
+		room, bound := s.writeRoom()
+		if room > 0 {
+			k := c.t.sendBudget.take(min(int64(len(p)), room))
+			if k > 0 {
+				w := int64(s.send.Write(p[:k]))
+				if w < k {
+					c.t.sendBudget.add(w - k)
+				}
+				p = p[w:]
+				n += int(w)
+				c.chargeSend(s)
+				c.sendReported += w
+				c.queueStreamSend(s)
+				if w < k {
+					return n, fmt.Errorf("quic: stream %d reached the maximum offset", s.id)
+				}
+				continue
 			}
-			p = p[k:]
-			n += int(k)
-			c.queueStreamSend(s)
-			continue
+			bound = budgetTransport
 		}
-		c.waitLocked(waitChan(&s.writeSig), s.writeDeadline)
+		// Flow control wakes the writer through writeSig (MAX_DATA,
+		// MAX_STREAM_DATA, acknowledgements); a budget through its own
+		// signal, taken before the room is checked again.
+		var budget <-chan struct{}
+		switch bound {
+		case budgetConn:
+			budget = waitChan(&c.sendBudgetSig)
+		case budgetTransport:
+			budget = c.t.sendBudget.waitChan()
+			if c.t.sendBudget.used.Load() < c.t.sendBudget.max {
+				continue
+			}
+		}
+		if bound != budgetNone && !counted {
+			counted = true
+			c.t.counters.sendBudgetWaits.Add(1)
+		}
+		c.waitLocked(waitChan(&s.writeSig), budget, s.writeDeadline)
 	}
 }
 
@@ -93,6 +124,7 @@ func (s *stream) cancelWrite(code StreamErrorCode) {
 		return
 	}
 	s.resetLocked(uint64(code), &StreamError{StreamID: StreamID(s.id), ErrorCode: code})
+	c.syncBudgets()
 }
 
 // resetLocked abandons the send side and queues RESET_STREAM.
@@ -101,6 +133,7 @@ func (s *stream) resetLocked(code uint64, err error) {
 	s.resetPending = true
 	s.resetCode = code
 	s.resetFinal = s.send.Reset()
+	s.c.chargeSend(s)
 	s.sendCancel(err)
 	s.signalWrite()
 	s.c.queueStreamControl(s)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turboretry/turboretry/internal/connid"
@@ -55,6 +56,19 @@ type Transport struct {
 	// a connection's goroutine: it must not block, and must not keep cid.
 	ConnectionIDAdded func(cid []byte)
 
+	// MaxSendBuffer bounds the stream data all the Transport's
+	// connections hold for sending (written, not yet acknowledged); a
+	// Write beyond it waits until acknowledgements free room. Default
+	// 256 MiB. It and MaxReceiveBuffer are read when the Transport starts
+	// (its first Listen or Dial). See docs/api.md "Limits".
+	MaxSendBuffer uint64
+	// MaxReceiveBuffer bounds how far receive windows grow: while the
+	// stream data received and not yet read by the application, over all
+	// the Transport's connections, exceeds it, no connection's or stream's
+	// window grows beyond its current size (credit for data read is still
+	// given back). Default 256 MiB.
+	MaxReceiveBuffer uint64
+
 	initOnce sync.Once
 	initErr  error
 	cidLen   int
@@ -75,6 +89,12 @@ type Transport struct {
 	closedCh    chan struct{}
 	readDone    chan struct{}
 	conns       sync.WaitGroup
+
+	sendBatches  sync.Pool    // *sendBatch, shared by the connections' writes
+	sendBudget   sendBudget   // MaxSendBuffer
+	recvBuffered atomic.Int64 // unread stream data of all connections
+	maxRecvBuf   int64        // MaxReceiveBuffer with the default applied
+	counters     transportCounters
 
 	gso bool // the socket takes UDP GSO sends
 	gro bool // reads may return UDP GRO buffers of several datagrams
@@ -119,6 +139,8 @@ func (t *Transport) initWithCIDLen(cidLen int) error {
 			}
 		}
 		_, _ = rand.Read(t.randomResetKey[:])
+		t.sendBudget.max = budgetOrDefault(t.MaxSendBuffer, defaultTransportSendBuffer)
+		t.maxRecvBuf = budgetOrDefault(t.MaxReceiveBuffer, defaultTransportRecvBuffer)
 		if uc, ok := t.Conn.(*net.UDPConn); ok {
 			// Large buffers, GSO and GRO.
 			if caps, err := udpio.Setup(uc, udpio.Config{}); err == nil {
@@ -270,10 +292,17 @@ func (t *Transport) readFailed(err error) bool {
 
 func (t *Transport) handleDatagram(p receivedPacket) {
 	// A panic here would be a bug in a parser; it costs the datagram (its
-	// buffer is left to the garbage collector), not the process.
-	defer func() { _ = recover() }()
+	// buffer is left to the garbage collector), not the process, and is
+	// logged and counted.
+	defer func() {
+		if r := recover(); r != nil {
+			t.countDropped(DropPanic)
+			t.recoveredPanic("receive", r)
+		}
+	}()
 	dcid, err := wire.ParseDestConnID(p.data, t.cidLen)
 	if err != nil {
+		t.countDropped(DropMalformed)
 		putBuffer(p.buf)
 		return
 	}
@@ -295,6 +324,7 @@ func (t *Transport) handleDatagram(p receivedPacket) {
 		srv.handleUnknownLongHeader(p)
 		return
 	}
+	t.countDropped(DropUnknownConnection)
 	if !wire.IsLongHeader(p.data[0]) {
 		t.maybeSendStatelessReset(p)
 	}

@@ -8,6 +8,9 @@ import "time"
 // MAX_DATA.
 type ConnReceiver struct {
 	w recvWindow
+	// holdGrowth keeps the connection's and its streams' windows at
+	// their current sizes (HoldGrowth).
+	holdGrowth bool
 }
 
 // NewConnReceiver returns a ConnReceiver advertising cfg.Initial.
@@ -33,6 +36,13 @@ func (c *ConnReceiver) Consumed() uint64 { return c.w.consumed }
 // Window returns the current window size.
 func (c *ConnReceiver) Window() uint64 { return c.w.window }
 
+// HoldGrowth stops (hold) or resumes auto-tuning of the connection's
+// window and of its streams' windows: while held, updates give back the
+// credit of consumed data at the current window sizes, so the memory the
+// peer may fill does not grow. The connection holds growth while a
+// process-wide receive memory budget is exhausted.
+func (c *ConnReceiver) HoldGrowth(hold bool) { c.holdGrowth = hold }
+
 // NeedsUpdate reports whether a MAX_DATA frame should be sent.
 func (c *ConnReceiver) NeedsUpdate() bool { return c.w.needsUpdate() }
 
@@ -43,7 +53,7 @@ func (c *ConnReceiver) MaybeUpdate(now time.Time, srtt time.Duration) (uint64, b
 	if !c.w.needsUpdate() {
 		return c.w.limit, false
 	}
-	c.w.autoTune(now, srtt)
+	c.w.autoTune(now, srtt, c.holdGrowth)
 	c.w.limit = c.w.nextLimit()
 	return c.w.limit, true
 }

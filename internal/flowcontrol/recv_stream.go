@@ -152,7 +152,7 @@ func (s *StreamReceiver) MaybeUpdate(now time.Time, srtt time.Duration) (uint64,
 	if !s.NeedsUpdate() {
 		return s.w.limit, false
 	}
-	if s.w.autoTune(now, srtt) {
+	if s.w.autoTune(now, srtt, s.conn.holdGrowth) {
 		s.conn.w.atLeast(s.w.window + s.w.window/2)
 	}
 	s.w.limit = s.w.nextLimit()

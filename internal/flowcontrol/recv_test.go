@@ -291,3 +291,22 @@ func TestConnectionAutoTune(t *testing.T) {
 		t.Fatalf("connection window %d, want the 4000 maximum", c.Window())
 	}
 }
+
+func TestHoldGrowth(t *testing.T) {
+	s, c := newPair(WindowConfig{Initial: 1000, Max: 8000}, WindowConfig{Initial: 1000, Max: 1 << 20})
+	c.HoldGrowth(true)
+	// Fast enough to grow (as in TestAutoTuneGrowsWhenFast), but held: the
+	// updates give back the consumed credit at the initial windows.
+	drain(t, s, 500, 50*time.Millisecond, 100*time.Millisecond, 10)
+	if s.Window() != 1000 || c.Window() != 1000 {
+		t.Fatalf("windows grew while held: stream %d conn %d", s.Window(), c.Window())
+	}
+	if s.Limit() != s.Consumed()+1000 {
+		t.Fatalf("stream limit %d after consuming %d: the credit was not given back", s.Limit(), s.Consumed())
+	}
+	c.HoldGrowth(false)
+	drain(t, s, 500, 50*time.Millisecond, 100*time.Millisecond, 3)
+	if s.Window() <= 1000 {
+		t.Fatalf("window %d: growth did not resume", s.Window())
+	}
+}

@@ -62,8 +62,9 @@ func (w *recvWindow) needsUpdate() bool {
 }
 
 // autoTune doubles the window (up to maxWindow) when the last full window
-// was consumed within autoTuneRTTs smoothed RTTs. It reports growth.
-func (w *recvWindow) autoTune(now time.Time, srtt time.Duration) bool {
+// was consumed within autoTuneRTTs smoothed RTTs, unless hold is set (a
+// memory budget is exhausted). It reports growth.
+func (w *recvWindow) autoTune(now time.Time, srtt time.Duration, hold bool) bool {
 	if !w.epochStarted {
 		w.startEpoch(now)
 		return false
@@ -72,7 +73,7 @@ func (w *recvWindow) autoTune(now time.Time, srtt time.Duration) bool {
 		return false // the epoch goes on until a full window is consumed
 	}
 	elapsed := now.Sub(w.epochStart)
-	grow := srtt > 0 && elapsed < autoTuneRTTs*srtt && w.window < w.maxWindow
+	grow := !hold && srtt > 0 && elapsed < autoTuneRTTs*srtt && w.window < w.maxWindow
 	if grow {
 		w.window = min(w.window*2, w.maxWindow)
 	}

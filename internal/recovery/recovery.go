@@ -202,7 +202,7 @@ func (r *Recovery) DiscardSpace(space Space, now time.Time) error {
 		return nil
 	}
 	r.bytesInFlight -= s.bytesInFlight
-	s.sent.clear()
+	s.sent.release() // a discarded space sends nothing more
 	s.bytesInFlight = 0
 	s.ackElicitingInFlight = 0
 	s.lossTime = time.Time{}

@@ -25,8 +25,10 @@ type sentQueue struct {
 }
 
 const (
-	skippedHistory   = 16
-	initialQueueSize = 64
+	skippedHistory = 16
+	// initialQueueSize is the first ring's size: a handshake space sends
+	// a few packets; the application space doubles to what it needs once.
+	initialQueueSize = 16
 )
 
 func (q *sentQueue) len() int { return q.n }
@@ -69,13 +71,11 @@ func (q *sentQueue) popResolved() {
 	}
 }
 
-// clear forgets every packet and keeps the storage; skipped ranges and the
-// largest sent number stay, as packet numbers are never reused.
-func (q *sentQueue) clear() {
-	for i := range q.n {
-		*q.at(i) = SentPacket{}
-	}
-	q.head, q.n = 0, 0
+// release forgets every packet and gives the storage back, for a space
+// that will send nothing more; skipped ranges and the largest sent number
+// stay, as packet numbers are never reused.
+func (q *sentQueue) release() {
+	q.buf, q.head, q.n = nil, 0, 0
 }
 
 // search returns the index of the oldest packet numbered pn or above

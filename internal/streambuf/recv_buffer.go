@@ -144,6 +144,10 @@ func (b *RecvBuffer) advance(n uint64) {
 	}
 }
 
+// Footprint returns the memory the buffer holds in chunks for data not
+// read yet.
+func (b *RecvBuffer) Footprint() int { return b.data.count * ChunkSize }
+
 // ReadOffset returns the offset of the next byte Read will return.
 func (b *RecvBuffer) ReadOffset() uint64 { return b.readOffset }
 

@@ -68,6 +68,10 @@ func (b *SendBuffer) Closed() bool { return b.closed }
 // acknowledged.
 func (b *SendBuffer) Buffered() uint64 { return b.writeEnd - b.ackedUpTo }
 
+// Footprint returns the memory the buffer holds in chunks: Buffered
+// rounded up to whole chunks, what a budget for pinned memory counts.
+func (b *SendBuffer) Footprint() int { return b.data.count * ChunkSize }
+
 // Unsent returns how many written bytes have never been sent.
 func (b *SendBuffer) Unsent() uint64 { return b.writeEnd - b.nextOffset }
 

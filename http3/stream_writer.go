@@ -1,0 +1,110 @@
+package http3
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/turboretry/turboretry/quic"
+)
+
+// writeChunk is the most a response hands to the QUIC stream in one
+// Write, each with a fresh WriteStallTimeout: a client that takes less
+// than writeChunk bytes per WriteStallTimeout counts as stalled.
+const writeChunk = 16 << 10
+
+// errWriteStalled is the error of a response write that made no progress
+// for the server's WriteStallTimeout. It matches os.ErrDeadlineExceeded.
+var errWriteStalled = &writeStallError{}
+
+type writeStallError struct{}
+
+func (*writeStallError) Error() string {
+	return "http3: response write stalled: the client took no data within the write stall timeout"
+}
+func (*writeStallError) Timeout() bool        { return true }
+func (*writeStallError) Is(target error) bool { return target == os.ErrDeadlineExceeded }
+
+// streamWriter is what a response's buffered writer writes to: the
+// request stream, in chunks of at most writeChunk bytes, each under a
+// write deadline of now+stall or the handler's own deadline
+// (http.ResponseController.SetWriteDeadline), whichever comes first.
+type streamWriter struct {
+	str   *quic.Stream
+	stall time.Duration // 0: no stall limit
+	// stats counts a stall once, when a write first fails for it (nil:
+	// not counted).
+	stats *serverCounters
+
+	// mu orders the deadline updates of Write and SetWriteDeadline,
+	// which the handler may call from another goroutine to interrupt a
+	// blocked write.
+	mu      sync.Mutex
+	user    time.Time // the handler's deadline; zero: none
+	stallAt time.Time // the current chunk's stall deadline; zero: none
+	stalled bool      // the stall was counted
+}
+
+func (w *streamWriter) Write(p []byte) (int, error) {
+	total := 0
+	for len(p) > 0 {
+		chunk := p[:min(len(p), writeChunk)]
+		w.arm()
+		n, err := w.str.Write(chunk)
+		total += n
+		if err != nil {
+			return total, w.writeError(err)
+		}
+		p = p[n:]
+	}
+	return total, nil
+}
+
+// arm sets the deadline for the next chunk.
+func (w *streamWriter) arm() {
+	if w.stall <= 0 {
+		return // only the handler's deadline, already set on the stream
+	}
+	w.mu.Lock()
+	w.stallAt = time.Now().Add(w.stall)
+	_ = w.str.SetWriteDeadline(w.deadlineLocked())
+	w.mu.Unlock()
+}
+
+func (w *streamWriter) deadlineLocked() time.Time {
+	switch {
+	case w.user.IsZero():
+		return w.stallAt
+	case w.stallAt.IsZero() || w.user.Before(w.stallAt):
+		return w.user
+	}
+	return w.stallAt
+}
+
+// SetWriteDeadline sets the handler's deadline, waking a blocked write.
+func (w *streamWriter) SetWriteDeadline(t time.Time) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.user = t
+	return w.str.SetWriteDeadline(w.deadlineLocked())
+}
+
+// writeError classifies a failed write: an expired stall deadline
+// becomes errWriteStalled, the handler's own deadline stays the stream's
+// os.ErrDeadlineExceeded, and other errors carry their H3 code.
+func (w *streamWriter) writeError(err error) error {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return fromQUICError(err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.user.IsZero() && !time.Now().Before(w.user) {
+		return err
+	}
+	if !w.stalled && w.stats != nil {
+		w.stalled = true
+		w.stats.refuse(RefusedWriteStall)
+	}
+	return errWriteStalled
+}

@@ -1,0 +1,116 @@
+package http3
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/turboretry/turboretry/quic"
+)
+
+// uniStreams runs the peer's unidirectional streams of one connection,
+// on either side (RFC 9114 section 6.2, RFC 9204 section 4.2).
+type uniStreams struct {
+	qc       *quic.Conn
+	isClient bool
+	// timeout bounds the wait for a stream's type and, on the control
+	// stream, for its SETTINGS; 0 means none.
+	timeout time.Duration
+	// onControlFrame receives every valid frame of the control stream.
+	onControlFrame func(frame)
+	// fail closes the connection with the H3 error of err.
+	fail func(err error)
+	// refuse counts a refusal (nil: not counted).
+	refuse func(Refusal)
+
+	mu  sync.Mutex
+	set uniStreamSet
+}
+
+func newUniStreams(qc *quic.Conn, isClient bool, timeout time.Duration, onControlFrame func(frame), fail func(error), refuse func(Refusal)) *uniStreams {
+	return &uniStreams{qc: qc, isClient: isClient, timeout: timeout, onControlFrame: onControlFrame,
+		fail: fail, refuse: refuse, set: uniStreamSet{isClient: isClient}}
+}
+
+// errSettingsTimeout is the cause of the H3_MISSING_SETTINGS sent when a
+// control stream does not deliver SETTINGS in time.
+var errSettingsTimeout = errors.New("http3: no SETTINGS frame within the timeout")
+
+func (u *uniStreams) count(r Refusal) {
+	if u.refuse != nil {
+		u.refuse(r)
+	}
+}
+
+// accept runs streams until the connection ends. wg, when not nil,
+// tracks the stream goroutines.
+func (u *uniStreams) accept(wg *sync.WaitGroup) {
+	for {
+		rs, err := u.qc.AcceptUniStream(u.qc.Context())
+		if err != nil {
+			return
+		}
+		if wg != nil {
+			wg.Go(func() { u.serve(rs) })
+		} else {
+			go u.serve(rs)
+		}
+	}
+}
+
+// serve reads the type of one stream and handles it.
+func (u *uniStreams) serve(rs *quic.ReceiveStream) {
+	if u.timeout > 0 {
+		_ = rs.SetReadDeadline(time.Now().Add(u.timeout))
+	}
+	br := bufio.NewReader(rs)
+	t, err := readStreamType(br)
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			u.count(RefusedUniStreamTimeout)
+			rs.CancelRead(quic.StreamErrorCode(ErrCodeStreamCreationError))
+		}
+		return // a stream that ends before its type carries nothing
+	}
+	u.mu.Lock()
+	ignore, err := u.set.accept(t)
+	u.mu.Unlock()
+	switch {
+	case err != nil:
+		u.fail(err)
+		return
+	case ignore:
+		u.count(RefusedUniStreamIgnored)
+		rs.CancelRead(quic.StreamErrorCode(ErrCodeStreamCreationError))
+		return
+	case t == streamTypeControl:
+		err = serveControlStream(br, u.isClient, func(f frame) {
+			if _, ok := f.(settings); ok && u.timeout > 0 {
+				_ = rs.SetReadDeadline(time.Time{})
+			}
+			u.onControlFrame(f)
+		})
+		if errors.Is(err, errSettingsTimeout) {
+			u.count(RefusedSettingsTimeout)
+		}
+	case t == streamTypePush:
+		// Only a client gets here (accept refuses a client's push
+		// stream). We never send MAX_PUSH_ID, so no push is allowed
+		// (section 4.6).
+		err = newError(ErrCodeIDError, "push stream without MAX_PUSH_ID")
+	default:
+		if u.timeout > 0 {
+			_ = rs.SetReadDeadline(time.Time{})
+		}
+		if t == streamTypeQPACKEncoder {
+			err = readEncoderStream(br)
+		} else {
+			err = readDecoderStream(br)
+		}
+	}
+	if err != nil {
+		u.fail(err)
+	}
+}

@@ -1,0 +1,174 @@
+package quic
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/turboretry/turboretry/internal/streambuf"
+)
+
+// Memory budgets for buffered stream data. A stream's writer may queue what
+// the peer's flow control lets us send plus streamWriteSlack; its
+// connection holds at most Config.MaxConnectionSendBuffer of written and
+// unacknowledged data, and all connections of a Transport at most
+// Transport.MaxSendBuffer. Beyond any of them Write waits. On the receive
+// side flow control bounds each connection, and Transport.MaxReceiveBuffer
+// stops windows from growing.
+const (
+	// streamWriteSlack is what a writer may queue beyond the peer's flow
+	// control credit: one chunk, so the next packet is ready the moment
+	// MAX_STREAM_DATA arrives, while a peer that never reads pins little.
+	streamWriteSlack = streambuf.ChunkSize
+
+	defaultTransportSendBuffer = 256 << 20
+	defaultTransportRecvBuffer = 256 << 20
+)
+
+// budgetOrDefault returns v (0: def) as an int64 budget.
+func budgetOrDefault(v, def uint64) int64 {
+	if v == 0 {
+		v = def
+	}
+	return int64(min(v, math.MaxInt64))
+}
+
+// sendBudget is the Transport-wide bound on buffered send data, shared by
+// the connections' goroutines and their writers.
+type sendBudget struct {
+	used atomic.Int64
+	peak atomic.Int64 // the highest used so far
+	max  int64        // set once at Transport init
+
+	mu      sync.Mutex
+	sig     chan struct{} // closed when used drops; made by waiters
+	waiting atomic.Bool
+}
+
+// take reserves up to n bytes and returns how many it got (0: none left).
+// Only writers take, so used never exceeds max.
+func (b *sendBudget) take(n int64) int64 {
+	for {
+		u := b.used.Load()
+		g := min(n, b.max-u)
+		if g <= 0 {
+			return 0
+		}
+		if b.used.CompareAndSwap(u, u+g) {
+			for p := b.peak.Load(); u+g > p && !b.peak.CompareAndSwap(p, u+g); p = b.peak.Load() {
+			}
+			return g
+		}
+	}
+}
+
+// add gives bytes back (negative delta) and wakes waiting writers.
+func (b *sendBudget) add(delta int64) {
+	b.used.Add(delta)
+	if delta < 0 && b.waiting.Load() {
+		b.mu.Lock()
+		b.waiting.Store(false)
+		broadcast(&b.sig)
+		b.mu.Unlock()
+	}
+}
+
+// waitChan returns a channel closed by the next decrease. Try take again
+// after getting it: a decrease in between is otherwise missed.
+func (b *sendBudget) waitChan() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.waiting.Store(true)
+	return waitChan(&b.sig)
+}
+
+// sendHeldBy returns the buffered send bytes stream s accounts for.
+func (s *stream) sendHeldBy() int64 {
+	if !s.hasSend || s.removed || s.send.IsReset() {
+		return 0
+	}
+	return int64(s.send.Buffered())
+}
+
+// chargeSend brings the connection's send total up to date with what s
+// holds now; call it after anything that changes s.send's contents.
+func (c *Conn) chargeSend(s *stream) {
+	h := s.sendHeldBy()
+	if h == s.sendCharged {
+		return
+	}
+	c.sendHeld += h - s.sendCharged
+	if h < s.sendCharged {
+		broadcast(&c.sendBudgetSig)
+	}
+	s.sendCharged = h
+}
+
+// syncBudgets reports the connection's send and receive totals to the
+// Transport, once per batch of work rather than per frame. Writes take
+// their bytes from the Transport's budget when they queue them, so only
+// what acknowledgements and resets gave back is left to report here.
+func (c *Conn) syncBudgets() {
+	if c.finished {
+		return // teardown gives everything back (releaseBudgets)
+	}
+	if d := c.sendHeld - c.sendReported; d != 0 {
+		c.sendReported = c.sendHeld
+		c.t.sendBudget.add(d)
+	}
+	held := int64(c.connRecv.Highest() - c.connRecv.Consumed())
+	if d := held - c.recvReported; d != 0 {
+		c.recvReported = held
+		c.t.recvBuffered.Add(d)
+	}
+}
+
+// releaseBudgets gives back everything the connection accounted for, at
+// teardown.
+func (c *Conn) releaseBudgets() {
+	for _, s := range c.streams {
+		s.sendCharged = 0
+	}
+	c.sendHeld = 0
+	if c.sendReported != 0 {
+		c.t.sendBudget.add(-c.sendReported)
+		c.sendReported = 0
+	}
+	if c.recvReported != 0 {
+		c.t.recvBuffered.Add(-c.recvReported)
+		c.recvReported = 0
+	}
+}
+
+// recvGrowthAllowed reports whether receive windows may grow now
+// (Transport.MaxReceiveBuffer).
+func (c *Conn) recvGrowthAllowed() bool { return c.t.recvBuffered.Load() < c.t.maxRecvBuf }
+
+// writeRoom returns how many bytes s's writer may queue now as far as the
+// peer's flow control and the connection's budget go, and which of them
+// binds when it is 0 (budgetNone: flow control). The Transport's budget is
+// taken separately (sendBudget.take).
+func (s *stream) writeRoom() (int64, budgetKind) {
+	c := s.c
+	ahead := int64(min(s.fcSend.Available(), maxStreamBuffered)) + streamWriteSlack
+	room := ahead - int64(s.send.Unsent())
+	if room <= 0 {
+		return 0, budgetNone
+	}
+	if cr := int64(min(c.config.MaxConnectionSendBuffer, math.MaxInt64)) - c.sendHeld; cr < room {
+		if cr <= 0 {
+			return 0, budgetConn
+		}
+		room = cr
+	}
+	return room, budgetNone
+}
+
+// budgetKind names the bound a waiting writer waits for.
+type budgetKind uint8
+
+const (
+	budgetNone      budgetKind = iota // flow control (or nothing)
+	budgetConn                        // Config.MaxConnectionSendBuffer
+	budgetTransport                   // Transport.MaxSendBuffer
+)

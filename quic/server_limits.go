@@ -1,0 +1,204 @@
+package quic
+
+import (
+	"net"
+
+	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/wire"
+)
+
+// A listener's limits (Config.MaxConnections, MaxHandshakes,
+// AcceptBacklog) are checked on every client Initial that would create a
+// connection, before the AddressPolicy and before any state exists; a
+// client beyond one gets a stateless CONNECTION_REFUSED. An admitted
+// connection holds a connection slot until it is released, a handshake
+// slot until its handshake completes, and, unless a token validated its
+// client's address, a place among the unvalidated connections until a
+// Handshake packet from the client decrypts: that count and its estimated
+// memory are the load an AddressPolicy sees, for Listener and
+// EarlyListener alike (an EarlyListener hands connections out at 0.5-RTT,
+// long before the client proved anything).
+
+// serverLoad is what a listener's connections hold of its limits; guarded
+// by baseServer.mu.
+type serverLoad struct {
+	conns       int
+	handshaking int
+	unvalidated int
+	// unvalidatedBytes sums the unvalidated connections' unvalidatedCost.
+	unvalidatedBytes int64
+}
+
+// unvalidatedBaseCost is the memory a server connection holds from its
+// first Initial on besides its buffers: connection, TLS and recovery
+// state, the connection's goroutine and crypto/tls's handshake goroutine.
+// TestMemoryFigures measures about 80 KiB per unvalidated connection in
+// all, 32 KiB of it the two buffer chunks holding the server's first
+// flight, which unvalidatedCostLocked adds.
+const unvalidatedBaseCost = 48 << 10
+
+// acceptQueueCap is the capacity of the accept queue: the backlog plus
+// room for every handshake admitted while the backlog had space, so a
+// completed handshake always finds a place (up to a sane bound when
+// MaxHandshakes is unlimited; beyond it RefusedAcceptQueueFull counts).
+func acceptQueueCap(conf *Config) int {
+	return conf.AcceptBacklog + min(conf.MaxHandshakes, 4096)
+}
+
+// overLimit reports whether a new connection would exceed one of the
+// listener's limits, and which.
+func (s *baseServer) overLimit() (RefusalReason, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.load.conns >= s.config.MaxConnections:
+		return RefusedConnectionCap, true
+	case s.load.handshaking >= s.config.MaxHandshakes:
+		return RefusedHandshakeSlots, true
+	case len(s.acceptCh) >= s.config.AcceptBacklog:
+		return RefusedBacklogFull, true
+	}
+	return 0, false
+}
+
+// admit gives c, before its goroutine starts, a connection slot, a
+// handshake slot and, unless validated, a place among the unvalidated.
+func (s *baseServer) admit(c *Conn, validated bool) {
+	s.mu.Lock()
+	s.load.conns++
+	s.load.handshaking++
+	c.holdsConnSlot, c.holdsHandshakeSlot = true, true
+	if !validated {
+		c.holdsUnvalidated = true
+		c.unvalidatedCost = unvalidatedBaseCost
+		s.load.unvalidated++
+		s.load.unvalidatedBytes += c.unvalidatedCost
+	}
+	s.mu.Unlock()
+	if !validated && s.tokens != nil {
+		s.tokens.m.handshakes.Inc()
+	}
+}
+
+// unvalidatedLoad returns the unvalidated connections and their estimated
+// memory: the load an AddressPolicy sees.
+func (s *baseServer) unvalidatedLoad() (int, int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.load.unvalidated, s.load.unvalidatedBytes
+}
+
+// handshakeSlotDone gives back c's handshake slot (handshake complete).
+func (c *Conn) handshakeSlotDone() {
+	if !c.holdsHandshakeSlot {
+		return
+	}
+	c.holdsHandshakeSlot = false
+	s := c.server
+	s.mu.Lock()
+	s.load.handshaking--
+	s.mu.Unlock()
+}
+
+// addressValidatedNow records that the client proved its address: it
+// leaves the unvalidated connections.
+func (c *Conn) addressValidatedNow() {
+	c.addressValidated = true
+	c.leaveUnvalidated()
+}
+
+// leaveUnvalidated gives back c's place among the unvalidated connections.
+func (c *Conn) leaveUnvalidated() {
+	if !c.holdsUnvalidated {
+		return
+	}
+	c.holdsUnvalidated = false
+	s := c.server
+	s.mu.Lock()
+	s.load.unvalidated--
+	s.load.unvalidatedBytes -= c.unvalidatedCost
+	s.mu.Unlock()
+	c.unvalidatedCost = 0
+	if s.tokens != nil {
+		s.tokens.m.handshakes.Dec()
+	}
+}
+
+// releaseServerSlots gives back everything c holds of its listener's
+// limits, when it is torn down (or failed to start).
+func (c *Conn) releaseServerSlots() {
+	if c.server == nil {
+		return
+	}
+	c.handshakeSlotDone()
+	c.leaveUnvalidated()
+	if c.holdsConnSlot {
+		c.holdsConnSlot = false
+		c.server.mu.Lock()
+		c.server.load.conns--
+		c.server.mu.Unlock()
+	}
+}
+
+// unvalidatedCostLocked estimates the memory c holds for a client that
+// has not proven its address: the base cost plus the chunks of its
+// handshake buffers and the packets it keeps for later keys.
+func (c *Conn) unvalidatedCostLocked() int64 {
+	n := int64(unvalidatedBaseCost)
+	for i := range c.spaces[:spaceApp] {
+		sp := &c.spaces[i]
+		n += int64(sp.crypto.Footprint())
+		if sp.cryptoIn != nil {
+			n += int64(sp.cryptoIn.Footprint())
+		}
+	}
+	return n + int64(len(c.undecryptable))*receiveBufferSize
+}
+
+// afterReceived does the accounting that follows a batch of received
+// datagrams: the budgets and an unvalidated connection's cost.
+func (c *Conn) afterReceived() {
+	c.syncBudgets()
+	if !c.holdsUnvalidated {
+		return
+	}
+	cost := c.unvalidatedCostLocked()
+	if cost == c.unvalidatedCost {
+		return
+	}
+	s := c.server
+	s.mu.Lock()
+	s.load.unvalidatedBytes += cost - c.unvalidatedCost
+	s.mu.Unlock()
+	c.unvalidatedCost = cost
+}
+
+// sendStatelessClose ends a client's connection attempt without creating
+// state: an Initial with CONNECTION_CLOSE carrying code, protected with the
+// Initial keys of the client's DCID (RFC 9000 sections 10.2.3 and 17.2.2).
+// The packet is far smaller than the client's 1200 bytes, so it amplifies
+// nothing.
+func (s *baseServer) sendStatelessClose(hdr *wire.LongHeader, remote net.Addr, code TransportErrorCode) {
+	sealer, _, err := handshake.NewInitialKeys(hdr.DestConnID, handshake.Version(hdr.Version), false)
+	if err != nil {
+		return
+	}
+	const pnLen = 2
+	out := wire.LongHeader{Type: wire.PacketTypeInitial, Version: hdr.Version, DestConnID: hdr.SrcConnID, SrcConnID: hdr.DestConnID}
+	buf := getBuffer()
+	defer putBuffer(buf)
+	b := wire.AppendLongHeader((*buf)[:0], &out, pnLen, 2)
+	lengthPos := len(b) - 2
+	pnOffset := len(b)
+	b = wire.AppendPacketNumber(b, 0, pnLen)
+	b = wire.AppendConnectionCloseFrame(b, false, uint64(code), 0, nil)
+	for len(b)-pnOffset < 4 {
+		b = append(b, 0) // room for the header protection sample
+	}
+	wire.PutVarintWithLen(b[lengthPos:], uint64(len(b)-pnOffset+sealer.Overhead()), 2)
+	b, err = sealer.ProtectPacket(b, pnOffset, pnLen, 0)
+	if err != nil {
+		return
+	}
+	s.t.write(b, remote)
+}
