@@ -62,7 +62,7 @@ func (w *Worker) initial(pkt []byte, from netip.AddrPort, out []byte) (Reason, [
 func (w *Worker) retry(from netip.AddrPort, out []byte, r Reason) (Reason, []byte) {
 	h := &w.hdr
 	rscid := w.rscid[:w.eng.cfg.CIDLen]
-	_, _ = w.rng.Read(rscid) // never fails
+	_, _ = w.rng.Read(rscid) // never fails; with IDs only the nonce is kept
 	if ids := w.eng.cfg.IDs; ids != nil {
 		// One of the server's IDs around the random nonce just drawn.
 		if err := ids.Seal(rscid, int(w.rng.Uint64()%uint64(w.eng.cfg.IDWorkers))); err != nil {

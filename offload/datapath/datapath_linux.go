@@ -76,11 +76,15 @@ func Start(cfg Config) (*Datapath, error) {
 		return nil, classify(ErrLoad, "loading", err)
 	}
 	prog := d.prog
+	var agentIDs agent.ServerIDs // no typed nil in the interface
+	if cfg.IDs != nil {
+		agentIDs = cfg.IDs
+	}
 	d.engine, err = agent.New(agent.Config{
 		KeyRing:           cfg.KeyRing,
 		Cache:             prog.Cache(),
 		CIDLen:            cfg.CIDLen,
-		IDs:               cfg.IDs,
+		IDs:               agentIDs,
 		IDWorkers:         cfg.IDWorkers,
 		Workers:           cfg.Queues + 1, // the last one watches egress
 		HeartbeatInterval: cfg.HeartbeatInterval,
