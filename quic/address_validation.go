@@ -3,8 +3,6 @@ package quic
 import (
 	"net"
 	"time"
-
-	"github.com/turboretry/turboretry/internal/metrics"
 )
 
 // DefaultRetryThreshold is the threshold of unvalidated connections
@@ -43,10 +41,6 @@ type AddressValidationConfig struct {
 	NewTokenMaxAge   time.Duration
 	// DisableNewTokens stops the server from sending NEW_TOKEN frames.
 	DisableNewTokens bool
-	// Metrics, when set, receives the address-validation counters (names
-	// in docs/address-validation.md). Register at most one Transport per
-	// registry: the metric names are fixed.
-	Metrics *metrics.Registry
 }
 
 // AddressDecision is an AddressPolicy's verdict on a client Initial.
@@ -110,6 +104,10 @@ type TokenInfo struct {
 	// retry token.
 	OriginalDestConnID []byte
 	RetrySourceConnID  []byte
+	// IssuedAt is a valid token's issue time, to the millisecond. For a
+	// retry token that is when the Retry was sent, so time.Since(IssuedAt)
+	// in the policy is the Retry round trip.
+	IssuedAt time.Time
 }
 
 // InitialInfo is what an AddressPolicy sees about a client Initial. Its

@@ -50,9 +50,7 @@ func newTokenValidator(cfg *AddressValidationConfig, s *baseServer) (*tokenValid
 	if err := v.useKeyRing(kr); err != nil {
 		return nil, err
 	}
-	if v.m, err = newAVMetrics(cfg.Metrics); err != nil {
-		return nil, err
-	}
+	v.m = newAVMetrics()
 	return v, nil
 }
 
@@ -197,6 +195,7 @@ func (v *tokenValidator) checkToken(hdr *wire.LongHeader, from netip.AddrPort, n
 		ti.RetrySourceConnID = res.RSCID
 	}
 	ti.Valid = true
+	ti.IssuedAt = time.UnixMilli(int64(res.TimeMs))
 	v.m.accepted[src][res.Type].Inc()
 }
 

@@ -248,6 +248,7 @@ func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v w
 		first1RTTPN:     -1,
 	}
 	c.lastSendOrRecv = c.lastActivity
+	c.stats.started = c.lastActivity
 	c.remoteAP, _ = addrPort(remote)
 	c.sendT = t
 	c.maxDatagram = maxPacketSize
@@ -670,6 +671,7 @@ type connStats struct {
 	bytesSent, bytesLost           uint64
 	packetsRecv, bytesRecv         uint64
 	blockedRecv                    uint64 // DATA_BLOCKED, STREAMS_BLOCKED and STREAM_DATA_BLOCKED frames
+	handshakeTiming                       // conn_handshake_timing.go
 }
 
 // ConnectionStats holds statistics of a connection, as in quic-go.
@@ -685,6 +687,10 @@ type ConnectionStats struct {
 	PacketsReceived  uint64
 	BytesLost        uint64
 	PacketsLost      uint64
+	// HandshakeDuration is how long the handshake took, from the
+	// connection's start (a client's dial, a server's first Initial) to
+	// its completion; zero until then.
+	HandshakeDuration time.Duration
 }
 
 // ConnectionStats returns the connection's RTT estimates, congestion window
@@ -706,5 +712,7 @@ func (c *Conn) ConnectionStats() ConnectionStats {
 		PacketsReceived:  c.stats.packetsRecv,
 		BytesLost:        c.stats.bytesLost,
 		PacketsLost:      c.stats.packetsLost,
+
+		HandshakeDuration: c.stats.handshakeDuration,
 	}
 }

@@ -4,16 +4,16 @@ import (
 	"errors"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/flowcontrol"
 	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
-// flowError converts a flowcontrol error to a transport error.
+// flowError passes a flowcontrol transport error on and turns any other
+// error into an internal one.
 func flowError(err error) error {
-	var fe *flowcontrol.Error
-	if errors.As(err, &fe) {
-		return qerr.NewTransportError(qerr.TransportErrorCode(fe.Code), 0, fe.Reason)
+	var te *qerr.TransportError
+	if errors.As(err, &te) {
+		return te
 	}
 	return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 }
@@ -22,13 +22,10 @@ func flowError(err error) error {
 // protocol violation (a *qerr.TransportError) or an internal failure.
 func (c *Conn) closeWithError(err error) {
 	var te *qerr.TransportError
-	var fe *flowcontrol.Error
 	var ours *TransportError
 	switch {
 	case errors.As(err, &te):
 		c.closeLocal(&TransportError{ErrorCode: TransportErrorCode(te.Code), FrameType: te.FrameType, ErrorMessage: te.Reason})
-	case errors.As(err, &fe):
-		c.closeLocal(&TransportError{ErrorCode: TransportErrorCode(fe.Code), ErrorMessage: fe.Reason})
 	case errors.As(err, &ours):
 		c.closeLocal(ours)
 	default:

@@ -1,19 +1,16 @@
 package quiclb
 
-import (
-	"fmt"
+import "fmt"
 
-	"github.com/turboretry/turboretry/quic"
-)
-
-// Generator makes one worker's connection IDs; it implements
-// quic.ConnectionIDGenerator, so a quic.Transport issues only such IDs:
+// Generator makes one worker's connection IDs. It is safe for concurrent
+// use. A quic.Transport issues only its IDs with
 //
-//	tr := &quic.Transport{Conn: conn, ConnectionIDGenerator: gen}
+//	tr.ConnectionIDGenerator = quic.ConnectionIDGeneratorFunc(gen.Len(), gen.Fill)
 //
-// A quic-go Transport takes it through an adapter of three lines that
-// returns quic.ConnectionIDFromBytes(g.Append(nil)). Safe for concurrent
-// use.
+// (package quic's hook; quiclb itself does not import quic, so that the
+// offload packages below quic can use the codec), and a quic-go Transport
+// through an adapter whose GenerateConnectionID returns
+// quic.ConnectionIDFromBytes(gen.Append(nil)).
 type Generator struct {
 	c      *Codec
 	worker int
@@ -33,19 +30,11 @@ func (g *Generator) Worker() int { return g.worker }
 // Codec returns the generator's codec.
 func (g *Generator) Codec() *Codec { return g.c }
 
-// GenerateConnectionID returns a fresh ID.
-func (g *Generator) GenerateConnectionID() (quic.ConnectionID, error) {
-	var b [MaxLen]byte
-	if err := g.c.Put(b[:g.c.n], g.worker); err != nil {
-		return quic.ConnectionID{}, err
-	}
-	return quic.ConnectionIDFromBytes(b[:g.c.n]), nil
-}
+// Len returns Codec.Len.
+func (g *Generator) Len() int { return g.c.n }
 
-// ConnectionIDLen returns Codec.Len.
-func (g *Generator) ConnectionIDLen() int { return g.c.n }
+// Fill writes a fresh ID into dst, which must be Len bytes long.
+func (g *Generator) Fill(dst []byte) error { return g.c.Put(dst, g.worker) }
 
 // Append appends a fresh ID to dst.
 func (g *Generator) Append(dst []byte) ([]byte, error) { return g.c.Append(dst, g.worker) }
-
-var _ quic.ConnectionIDGenerator = (*Generator)(nil)

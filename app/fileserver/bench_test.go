@@ -5,14 +5,14 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/turboretry/turboretry/internal/metrics"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // BenchmarkHandlerDemoIndex measures the full handler chain (access log to
 // a discarding logger, metrics, Alt-Svc, ETag, file serving) without the
 // network.
 func BenchmarkHandlerDemoIndex(b *testing.B) {
-	m, err := newServerMetrics(metrics.NewRegistry())
+	m, err := newServerMetrics(prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func BenchmarkHandlerDemoIndex(b *testing.B) {
 // BenchmarkAccessLogOverhead measures the middleware alone around a
 // handler that writes nothing.
 func BenchmarkAccessLogOverhead(b *testing.B) {
-	m, err := newServerMetrics(metrics.NewRegistry())
+	m, err := newServerMetrics(prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/turboretry/turboretry/offload/host"
 )
 
 // DefaultAddr is where the server listens when no address is given: a local
@@ -61,8 +63,9 @@ type Config struct {
 	// host's fail-open fallback policy.
 	Retry RetryMode
 	// Offload puts a Retry agent in front of the QUIC listener
-	// (offload.go); the zero value runs none.
-	Offload OffloadConfig
+	// (offload/host); the zero value runs none. Its KeyRing and Logger are
+	// the server's, its IdleTimeout is QUICIdleTimeout.
+	Offload host.Config
 	// SecretFile is the token root secret; empty means one kept in
 	// StateDir, created on first use.
 	SecretFile string
@@ -81,6 +84,10 @@ type Config struct {
 	// Now is the clock used for certificate validity; nil means time.Now.
 	// Tests set it to exercise expiry.
 	Now func() time.Time
+
+	// enterNetns, set by tests, runs the HTTP/3 listener's socket and
+	// offload setup in the server's network namespace.
+	enterNetns func(func() error) error
 }
 
 func (c *Config) fillDefaults() {
@@ -96,6 +103,9 @@ func (c *Config) fillDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	// The listener's idle timeout is fixed; the offload's T_W check
+	// compares against it.
+	c.Offload.IdleTimeout = QUICIdleTimeout
 }
 
 func (c *Config) check() error {
@@ -108,5 +118,5 @@ func (c *Config) check() error {
 	if int(c.Retry) >= len(retryNames) {
 		return fmt.Errorf("invalid retry mode %v", c.Retry)
 	}
-	return c.Offload.check()
+	return c.Offload.Check()
 }

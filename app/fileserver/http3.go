@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/quic"
 	"github.com/turboretry/turboretry/token"
 )
@@ -19,16 +20,18 @@ import (
 type http3Listener struct {
 	s       *Server
 	tlsConf *tls.Config
+	ready   chan struct{} // closed once the UDP socket serves
 
 	mu     sync.Mutex
 	srv    *http3.Server
 	tr     *quic.Transport
-	off    offloader // the running offload datapath, or nil
+	off    *host.Offload // the running offload, or nil
+	addr   net.Addr      // the UDP address, once ready
 	closed bool
 }
 
-// offload returns the running offload datapath, or nil. l may be nil.
-func (l *http3Listener) offload() offloader {
+// offload returns the running offload, or nil. l may be nil.
+func (l *http3Listener) offload() *host.Offload {
 	if l == nil {
 		return nil
 	}
@@ -61,7 +64,7 @@ func (l *http3Listener) reloadSecret(secret []byte) error {
 // that net/http's ServeTLS modifies when Serve starts (HTTP/2 setup), so
 // cloning it from the listener's goroutine would race with that.
 func newHTTP3Listener(s *Server) *http3Listener {
-	return &http3Listener{s: s, tlsConf: http3.ConfigureTLSConfig(s.TLSConfig())} // h3 only, TLS 1.3
+	return &http3Listener{s: s, tlsConf: http3.ConfigureTLSConfig(s.TLSConfig()), ready: make(chan struct{})} // h3 only, TLS 1.3
 }
 
 // Serve binds the UDP socket and serves until ctx ends, then shuts down
@@ -71,15 +74,15 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("HTTP/3: address-validation secret: %w", err)
 	}
-	offCfg := &l.s.cfg.Offload
+	offCfg := l.s.cfg.Offload
 	tcp := l.s.Addr().(*net.TCPAddr)
 	var (
 		pc  *net.UDPConn
 		tr  *quic.Transport
-		off offloader
+		off *host.Offload
 	)
 	// The socket and the datapath belong to the interface's namespace.
-	err = offCfg.inNetns(func() error {
+	err = l.s.inNetns(func() error {
 		var err error
 		pc, err = net.ListenUDP("udp", &net.UDPAddr{IP: tcp.IP, Port: tcp.Port, Zone: tcp.Zone})
 		if err != nil {
@@ -88,22 +91,21 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		tr = &quic.Transport{
 			Conn: pc,
 			AddressValidation: &quic.AddressValidationConfig{
-				Policy:      addressPolicy(l.s.RetryMode()),
+				Policy:      l.s.m.quic.Policy(addressPolicy(l.s.RetryMode())),
 				TokenSecret: secret,
-				Metrics:     l.s.Metrics(),
 			},
 		}
-		if offCfg.Mode == OffloadXDP {
-			// With the agent in front the host still revalidates every
-			// token, and its own policy is the fail-open fallback.
-			if off, err = startOffload(offCfg, uint16(tcp.Port), l.s.KeyRing(), tr, l.s.Logger()); err != nil {
-				return fmt.Errorf("HTTP/3: offload xdp on %s: %w", offCfg.Iface, err)
-			}
+		if offCfg.Mode == host.ModeNone {
+			return nil
 		}
-		if offCfg.Mode == OffloadSplit {
-			if off, err = startSplitOffload(offCfg, l.s.KeyRing(), tr, l.s.Logger()); err != nil {
+		// With the agent in front the host still revalidates every
+		// token, and its own policy is the fail-open fallback.
+		offCfg.KeyRing, offCfg.Logger = l.s.KeyRing(), l.s.Logger()
+		if off, err = host.Attach(tr, offCfg); err != nil {
+			if offCfg.Mode == host.ModeSplit {
 				return fmt.Errorf("HTTP/3: offload split (agent %v): %w", offCfg.AgentControl, err)
 			}
+			return fmt.Errorf("HTTP/3: offload xdp on %s: %w", offCfg.Iface, err)
 		}
 		return nil
 	})
@@ -135,6 +137,7 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
 			l.s.m.quicConns.Inc()
 			context.AfterFunc(c.Context(), l.s.m.quicConns.Dec)
+			l.s.m.quic.ObserveHandshake(c)
 			st := c.ConnectionState()
 			return WithConnInfo(ctx, ConnInfo{
 				RetryValidated: st.ValidatedBy == quic.TokenRetry,
@@ -149,6 +152,8 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		return nil
 	}
 	l.srv, l.tr, l.off = srv, tr, off
+	l.addr = pc.LocalAddr()
+	close(l.ready)
 	l.mu.Unlock()
 	defer func() {
 		l.mu.Lock()

@@ -1,5 +1,3 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package fileserver
 
 import (
@@ -85,7 +83,7 @@ func (srv *offloadServer) fetchBlob(t *testing.T, c *http.Client, name string, w
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		st, _ := srv.datapath(t).Stats()
+		st, _ := srv.offload(t).Stats()
 		t.Fatalf("GET %s: %v\ndatapath: %+v\nquic: %+v\nserver log:\n%s", name, err, st, srv.quicStats(), srv.logs.String())
 	}
 	defer resp.Body.Close()
@@ -126,22 +124,6 @@ func (srv *offloadServer) scrapeMetrics(t *testing.T) string {
 // migrationMetric is the stack's counter of clients followed to a new
 // address (quic.AddressValidationStats.PathMigrations) on /metrics.
 const migrationMetric = "turboretry_quic_path_migrations_total"
-
-// metricValue returns the value of the unlabelled metric name on the
-// /metrics page body, and whether it is there.
-func metricValue(t *testing.T, body, name string) (uint64, bool) {
-	t.Helper()
-	for line := range strings.Lines(body) {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == name {
-			v, err := strconv.ParseUint(f[1], 10, 64)
-			if err != nil {
-				t.Fatalf("/metrics: %q: %v", line, err)
-			}
-			return v, true
-		}
-	}
-	return 0, false
-}
 
 // pathConn is a client UDP socket that counts what it receives and, once
 // deaf, discards it: after a migration the old socket goes deaf, so a
@@ -310,8 +292,8 @@ func TestOffloadQuicGoClientMigrates(t *testing.T) {
 		t.Errorf("fast-path hits did not grow over the migration: %d before, %d after", before.XDP[xdp.PassHit], after.XDP[xdp.PassHit])
 	}
 	checkMigrationCounted(t, srv, qsBefore, 1)
-	if v, ok := metricValue(t, srv.scrapeMetrics(t), migrationMetric); !ok || v == 0 {
-		t.Errorf("/metrics: %s is %d (present: %v), want > 0", migrationMetric, v, ok)
+	if v, ok := parseMetrics(t, srv.scrapeMetrics(t)).value(migrationMetric); !ok || v == 0 {
+		t.Errorf("/metrics: %s is %v (present: %v), want > 0", migrationMetric, v, ok)
 	}
 }
 

@@ -1,5 +1,3 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package fileserver
 
 import (
@@ -25,6 +23,7 @@ import (
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/datapath"
 	"github.com/turboretry/turboretry/offload/flood"
+	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/offload/xdp"
 	"github.com/turboretry/turboretry/quic"
 	"github.com/turboretry/turboretry/token"
@@ -146,7 +145,7 @@ func startOffloadServer(t *testing.T, n *offloadNet) *offloadServer {
 
 // startOffloadServerWith is startOffloadServer with mod adjusting the
 // offload configuration first.
-func startOffloadServerWith(t *testing.T, n *offloadNet, mod func(*OffloadConfig)) *offloadServer {
+func startOffloadServerWith(t *testing.T, n *offloadNet, mod func(*host.Config)) *offloadServer {
 	t.Helper()
 	return startOffloadServerConfig(t, n, func(c *Config) {
 		if mod != nil {
@@ -166,7 +165,8 @@ func startOffloadServerConfig(t *testing.T, n *offloadNet, mod func(*Config)) *o
 			c.Addr = netip.AddrPortFrom(offIPS, offPort).String()
 			c.Retry = RetryAlways
 			c.MetricsAddr = "127.0.0.1:0"
-			c.Offload = OffloadConfig{Mode: OffloadXDP, Iface: offIface, StaleAfter: 300 * time.Millisecond, enter: n.enter(n.nsS)}
+			c.Offload = host.Config{Mode: host.ModeXDP, Iface: offIface, StaleAfter: 300 * time.Millisecond}
+			c.enterNetns = n.enter(n.nsS)
 			mod(c)
 		})
 	})
@@ -179,16 +179,16 @@ func startOffloadServerConfig(t *testing.T, n *offloadNet, mod func(*Config)) *o
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	for start := time.Now(); s.h3.offload() == nil; time.Sleep(10 * time.Millisecond) {
-		select {
-		case err := <-done:
-			done <- err // for Cleanup
-			t.Fatalf("Serve ended before the offload ran: %v\n%s", err, logs.String())
-		default:
-		}
-		if time.Since(start) > offHangGuard {
-			t.Fatalf("the offload did not start\n%s", logs.String())
-		}
+	select {
+	case <-s.HTTP3Ready():
+	case err := <-done:
+		done <- err // for Cleanup
+		t.Fatalf("Serve ended before the offload ran: %v\n%s", err, logs.String())
+	case <-time.After(offHangGuard):
+		t.Fatalf("the offload did not start\n%s", logs.String())
+	}
+	if s.h3.offload() == nil {
+		t.Fatalf("HTTP/3 is ready without its offload\n%s", logs.String())
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(s.certs.current().Leaf)
@@ -196,13 +196,13 @@ func startOffloadServerConfig(t *testing.T, n *offloadNet, mod func(*Config)) *o
 		tls: &tls.Config{RootCAs: pool, ServerName: "localhost"}}
 }
 
-func (srv *offloadServer) datapath(t *testing.T) *datapath.Datapath {
+func (srv *offloadServer) offload(t *testing.T) *host.Offload {
 	t.Helper()
-	dp, ok := srv.h3.offload().(*datapath.Datapath)
-	if !ok {
+	o := srv.h3.offload()
+	if o == nil || o.Mode() != host.ModeXDP {
 		t.Fatal("no datapath running")
 	}
-	return dp
+	return o
 }
 
 // agentStats returns the datapath's counters once the agent has published
@@ -210,11 +210,11 @@ func (srv *offloadServer) datapath(t *testing.T) *datapath.Datapath {
 // as soon as the traffic stops).
 func (srv *offloadServer) dpStats(t *testing.T) datapath.Stats {
 	t.Helper()
-	st, err := srv.datapath(t).Stats()
+	st, err := srv.offload(t).Stats()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st
+	return st.Datapath
 }
 
 // waitDP polls the datapath's counters until ok holds.
@@ -251,9 +251,9 @@ func (srv *offloadServer) fetch(t *testing.T, n *offloadNet, c *http.Client, who
 		}
 		resp, err := c.Do(req)
 		if err != nil {
-			var st datapath.Stats
-			if dp, ok := srv.h3.offload().(*datapath.Datapath); ok {
-				st, _ = dp.Stats()
+			var st host.Stats
+			if o := srv.h3.offload(); o != nil {
+				st, _ = o.Stats()
 			}
 			t.Fatalf("%s: GET %s: %v\ndatapath: %+v\nquic: %+v\n%s", who, srv.url, err, st, srv.quicStats(), srv.logs.String())
 		}
@@ -344,31 +344,28 @@ func TestOffloadBenignClients(t *testing.T) {
 	checkMetricsExposed(t, srv)
 }
 
-// checkMetricsExposed scrapes /metrics: it carries the registry's QUIC
-// counters and, after them, the datapath's, with the traffic of the test
-// counted.
+// checkMetricsExposed scrapes /metrics: it carries the QUIC counters and
+// the datapath's, with the traffic of the test counted.
 func checkMetricsExposed(t *testing.T, srv *offloadServer) {
 	t.Helper()
 	body := srv.scrapeMetrics(t)
-	nonzero := func(prefix, suffix string) bool {
-		for line := range strings.Lines(body) {
-			f := strings.Fields(line)
-			if len(f) == 2 && strings.HasPrefix(f[0], prefix) && strings.HasSuffix(f[0], suffix) && f[1] != "0" {
-				return true
-			}
-		}
-		return false
-	}
-	for _, m := range [][2]string{
-		{`turboretry_quic_tokens_accepted_total{`, `"agent",type="retry"}`},
-		{`turboretry_agent_packets_total{`, `reason="retry"}`},
-		{`turboretry_xdp_packets_total{reason="pass_hit"}`, ``},
-		{`turboretry_afxdp_frames_total{`, `}`},
+	fams := parseMetrics(t, body)
+	for _, m := range []struct {
+		name   string
+		labels []string
+	}{
+		{"turboretry_quic_tokens_accepted_total", []string{"source", "agent", "type", "retry"}},
+		{"turboretry_quic_retry_round_trip_seconds", []string{"source", "agent"}},
+		{"turboretry_agent_packets_total", []string{"reason", "retry"}},
+		{"turboretry_xdp_packets_total", []string{"reason", "pass_hit"}},
+		{"turboretry_afxdp_frames_total", []string{"direction", "tx", "result", "sent"}},
+		{"turboretry_agent_heartbeat_timestamp_seconds", nil},
 	} {
-		if !nonzero(m[0], m[1]) {
-			t.Errorf("/metrics has no nonzero %s...%s:\n%s", m[0], m[1], body)
+		if v, _ := fams.value(m.name, m.labels...); v == 0 {
+			t.Errorf("/metrics has no nonzero %s%v:\n%s", m.name, m.labels, body)
 		}
 	}
+	checkDashboardQueries(t, fams, host.ModeXDP)
 }
 
 // TestOffloadFlood: the attacker namespace sends floodN Initials while
@@ -436,7 +433,7 @@ func TestOffloadFailOpen(t *testing.T) {
 	n := newOffloadNet(t)
 	srv := startOffloadServer(t, n)
 	srv.fetch(t, n, srv.ourClient(t, nil), "our client before the pause")
-	dp := srv.datapath(t)
+	dp := srv.offload(t)
 
 	dp.Pause()
 	store := quic.NewLRUTokenStore(4, 4)
@@ -497,8 +494,8 @@ func TestOffloadIssuedIDsPass(t *testing.T) {
 		cids [][]byte
 		errs []error
 	)
-	srv := startOffloadServerWith(t, n, func(c *OffloadConfig) {
-		c.admitted = func(cid []byte, err error) {
+	srv := startOffloadServerWith(t, n, func(c *host.Config) {
+		c.Admitted = func(cid []byte, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if len(cid) == agent.DefaultCIDLen {

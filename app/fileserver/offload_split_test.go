@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/announce"
+	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -86,7 +86,7 @@ func TestSplitOffloadAnnouncesConnectionIDs(t *testing.T) {
 	ts := startServer(t, func(c *Config) {
 		c.SecretFile = secretFile
 		c.MetricsAddr = "127.0.0.1:0"
-		c.Offload = OffloadConfig{Mode: OffloadSplit, AgentControl: ac.addr, admitted: func(cid []byte, _ error) {
+		c.Offload = host.Config{Mode: host.ModeSplit, AgentControl: ac.addr, Admitted: func(cid []byte, _ error) {
 			if len(cid) == agent.DefaultCIDLen {
 				mu.Lock()
 				admitted = append(admitted, bytes.Clone(cid))
@@ -115,7 +115,9 @@ func TestSplitOffloadAnnouncesConnectionIDs(t *testing.T) {
 	}
 	_, h1 := ts.clients(t)
 	_, body := get(t, h1, "GET", "http://"+ts.MetricsAddr().String()+"/metrics")
-	if !strings.Contains(body, "turboretry_split_announced_cids_total") {
-		t.Error("/metrics has no announcement counters")
+	fams := parseMetrics(t, body)
+	if v, _ := fams.value("turboretry_split_announced_cids_total"); v < float64(len(ids)) {
+		t.Errorf("/metrics counts %v announced IDs, want at least %d", v, len(ids))
 	}
+	checkDashboardQueries(t, fams, host.ModeSplit)
 }

@@ -15,7 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+
+	appmetrics "github.com/turboretry/turboretry/app/metrics"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -35,7 +37,7 @@ type ExtraListener interface {
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
-	reg     *metrics.Registry
+	reg     *prometheus.Registry
 	m       *serverMetrics
 	certs   *certStore
 	keyRing atomic.Pointer[token.KeyRing]
@@ -65,7 +67,7 @@ func New(cfg Config) (_ *Server, err error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: metrics.NewRegistry()}
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: appmetrics.NewRegistry()}
 	defer func() {
 		if err != nil {
 			s.closeResources() // whatever was opened before the failure
@@ -133,11 +135,14 @@ func New(cfg Config) (_ *Server, err error) {
 
 	if s.metricsLn != nil {
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", s.metricsHandler()) // the registry and the offload's (offload.go)
+		mux.Handle("/metrics", appmetrics.Handler(s.reg, s.log))
 		s.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	}
 	s.h3 = newHTTP3Listener(s)
 	s.extras = append(s.extras, s.h3) // HTTP/3 on the same port number, over UDP (http3.go)
+	if err := s.registerCollectors(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -179,10 +184,10 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // follows reloads. Set NextProtos (and MinVersion TLS 1.3) for QUIC.
 func (s *Server) TLSConfig() *tls.Config { return s.tlsConf.Clone() }
 
-// Metrics returns the registry; the QUIC listener registers its address
-// validation metrics (handshakes in flight, Retries, tokens accepted and
-// rejected) here.
-func (s *Server) Metrics() *metrics.Registry { return s.reg }
+// Metrics returns the registry /metrics serves: the server's HTTP and
+// QUIC metrics, the offload's, and the go_* and process_* collectors
+// (app/metrics). Register more collectors on it to serve them too.
+func (s *Server) Metrics() *prometheus.Registry { return s.reg }
 
 // KeyRing returns the token key ring for the current root secret. Reload
 // may replace it, so fetch it per use rather than keeping it.
@@ -197,6 +202,20 @@ func (s *Server) RetryMode() RetryMode { return s.cfg.Retry }
 
 // Logger returns the server's logger.
 func (s *Server) Logger() *slog.Logger { return s.log }
+
+// HTTP3Ready returns a channel that is closed once the HTTP/3 listener's
+// UDP socket is bound and its address validation (and offload, if any)
+// set up: from then on QUIC clients are served. It is never closed when
+// Serve fails first.
+func (s *Server) HTTP3Ready() <-chan struct{} { return s.h3.ready }
+
+// HTTP3Addr returns the HTTP/3 listener's UDP address, or nil before
+// HTTP3Ready is closed.
+func (s *Server) HTTP3Addr() net.Addr {
+	s.h3.mu.Lock()
+	defer s.h3.mu.Unlock()
+	return s.h3.addr
+}
 
 // Addr returns the TCP address; the UDP listener should bind the same port.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }

@@ -14,7 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/metrics"
+	appmetrics "github.com/turboretry/turboretry/app/metrics"
+	"github.com/turboretry/turboretry/offload/fastpath"
 	"github.com/turboretry/turboretry/offload/split"
 	"github.com/turboretry/turboretry/token"
 )
@@ -86,9 +87,9 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, int, bool) {
 		return fail("--cid-len %d: want 1..20", *cidLen)
 	case *staleAfter <= 0 || *rotate <= 0 || *idle <= 0:
 		return fail("--stale-after, --rotate and --idle-timeout must be positive")
-	case *rotate < *idle:
-		return fail("the fast-path aging window --rotate (%v) is shorter than the host's QUIC idle timeout --idle-timeout (%v): "+
-			"quiet but live connections would be dropped; use --rotate %v or more", *rotate, *idle, *idle)
+	}
+	if err := fastpath.CheckWindow(*rotate, *idle); err != nil {
+		return fail("--rotate %v, --idle-timeout %v: %v", *rotate, *idle, err)
 	}
 	ctl, err := netip.ParseAddrPort(*control)
 	if err != nil || ctl.Port() == 0 {
@@ -197,15 +198,13 @@ func reloadAgentSecret(a *split.Agent, path string, log *slog.Logger) {
 	log.Info("SIGHUP: secret reloaded", "file", path)
 }
 
-// agentMetricsHandler serves the agent's metrics at /metrics.
+// agentMetricsHandler serves the agent's metrics at /metrics: its
+// counters (app/metrics.NewSplitAgentCollector) and the go_* and
+// process_* collectors.
 func agentMetricsHandler(a *split.Agent, log *slog.Logger) http.Handler {
+	reg := appmetrics.NewRegistry()
+	reg.MustRegister(appmetrics.NewSplitAgentCollector(a.Stats))
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", metrics.ContentType)
-		w.Header().Set("Cache-Control", "no-store")
-		if err := a.WriteMetrics(w); err != nil {
-			log.Warn("agent: metrics", "err", err)
-		}
-	})
+	mux.Handle("/metrics", appmetrics.Handler(reg, log))
 	return mux
 }

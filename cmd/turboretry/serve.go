@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/turboretry/turboretry/app/fileserver"
+	"github.com/turboretry/turboretry/offload/host"
 )
 
 func init() {
@@ -65,14 +66,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return usageError(flags, "--retry: %v", err)
 	}
-	offMode, err := fileserver.ParseOffloadMode(*offload)
+	offMode, err := host.ParseMode(*offload)
 	if err != nil {
 		return usageError(flags, "--offload: %v", err)
 	}
-	if (offMode == fileserver.OffloadXDP) != (*iface != "") {
+	if (offMode == host.ModeXDP) != (*iface != "") {
 		return usageError(flags, "--offload xdp and --iface go together: give both or neither")
 	}
-	if (offMode == fileserver.OffloadSplit) != (*agentControl != "") {
+	if (offMode == host.ModeSplit) != (*agentControl != "") {
 		return usageError(flags, "--offload split and --agent-control go together: give both or neither")
 	}
 	var control netip.AddrPort
@@ -102,7 +103,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		StateDir:    *stateDir,
 		MetricsAddr: *metricsAddr,
 		QlogDir:     *qlogDir,
-		Offload:     fileserver.OffloadConfig{Mode: offMode, Iface: *iface, AgentControl: control},
+		Offload:     host.Config{Mode: offMode, Iface: *iface, AgentControl: control},
 		Logger:      log,
 	})
 	if err != nil {

@@ -1,9 +1,6 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -15,7 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,6 +21,9 @@ import (
 	quicgo "github.com/quic-go/quic-go"
 	quicgohttp3 "github.com/quic-go/quic-go/http3"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/internal/netnstest"
 	"github.com/turboretry/turboretry/quic"
@@ -215,27 +215,27 @@ func getDemo(t *testing.T, n *e2eNamespaces, quicGo bool) {
 	}
 }
 
-// metricSum adds up the samples of a Prometheus text body whose line
-// starts with prefix (a metric name, optionally with the start of its
-// labels); -1 when no line matches.
-func metricSum(body, prefix string) float64 {
+// metricSum adds up the samples of metric name in a Prometheus text body
+// whose labels include labels (name, value pairs); -1 when none matches
+// or the body does not parse.
+func metricSum(body, name string, labels ...string) float64 {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil || fams[name] == nil {
+		return -1
+	}
 	sum, found := 0.0, false
-	sc := bufio.NewScanner(strings.NewReader(body))
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, prefix) {
-			continue
+series:
+	for _, m := range fams[name].GetMetric() {
+		for i := 0; i+1 < len(labels); i += 2 {
+			if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+				return l.GetName() == labels[i] && l.GetValue() == labels[i+1]
+			}) {
+				continue series
+			}
 		}
-		rest := line[len(prefix):]
-		if rest != "" && rest[0] != ' ' && rest[0] != '{' && !strings.HasSuffix(prefix, ",") && !strings.HasSuffix(prefix, "{") {
-			continue // another metric whose name starts with prefix
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			continue
-		}
-		sum, found = sum+v, true
+		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+		found = true
 	}
 	if !found {
 		return -1
@@ -283,31 +283,35 @@ func TestServeSplitWithAgent(t *testing.T) {
 	var agentMetrics string
 	e2eWait(t, "the agent's counters of both clients", func() bool {
 		agentMetrics = scrape(t, n.dpu, e2eMetrics)
-		return metricSum(agentMetrics, `turboretry_agent_packets_total{verdict="send_reply",reason="retry"}`) >= 2 &&
-			metricSum(agentMetrics, `turboretry_agent_packets_total{verdict="forward",`) >= 2
+		return metricSum(agentMetrics, "turboretry_agent_packets_total", "verdict", "send_reply", "reason", "retry") >= 2 &&
+			metricSum(agentMetrics, "turboretry_agent_packets_total", "verdict", "forward") >= 2
 	})
 	for _, m := range []struct {
-		prefix string
+		name   string
+		labels []string
 		min    float64
 	}{
-		{`turboretry_afxdp_frames_total{direction="rx",result="forwarded"}`, 2},
-		{`turboretry_split_host_frames_total{result="sent"}`, 2},
-		{`turboretry_announce_messages_total`, 1},
-		{`turboretry_announce_cids_total`, 1},
+		{"turboretry_afxdp_frames_total", []string{"direction", "rx", "result", "forwarded"}, 2},
+		{"turboretry_split_host_frames_total", []string{"result", "sent"}, 2},
+		{"turboretry_announce_messages_total", nil, 1},
+		{"turboretry_announce_cids_total", nil, 1},
 	} {
-		if v := metricSum(agentMetrics, m.prefix); v < m.min {
-			t.Errorf("agent metric %s = %v; want at least %v", m.prefix, v, m.min)
+		if v := metricSum(agentMetrics, m.name, m.labels...); v < m.min {
+			t.Errorf("agent metric %s%v = %v; want at least %v", m.name, m.labels, v, m.min)
 		}
 	}
-	for _, zero := range []string{`turboretry_split_host_frames_total{result="failed"}`, `turboretry_announce_rejected_total{`} {
-		if v := metricSum(agentMetrics, zero); v != 0 {
-			t.Errorf("agent metric %s = %v; want 0", zero, v)
+	for _, zero := range []struct {
+		name   string
+		labels []string
+	}{{"turboretry_split_host_frames_total", []string{"result", "failed"}}, {"turboretry_announce_rejected_total", nil}} {
+		if v := metricSum(agentMetrics, zero.name, zero.labels...); v != 0 {
+			t.Errorf("agent metric %s%v = %v; want 0", zero.name, zero.labels, v)
 		}
 	}
 	serverMetrics := scrape(t, n.host, e2eMetrics)
 	t.Logf("while the agent ran: agent Retries %v, forwarded Initials %v, announced IDs received %v; server announced %v IDs, sent %v Retries",
-		metricSum(agentMetrics, `turboretry_agent_packets_total{verdict="send_reply",reason="retry"}`),
-		metricSum(agentMetrics, `turboretry_split_host_frames_total{result="sent"}`),
+		metricSum(agentMetrics, "turboretry_agent_packets_total", "verdict", "send_reply", "reason", "retry"),
+		metricSum(agentMetrics, "turboretry_split_host_frames_total", "result", "sent"),
 		metricSum(agentMetrics, "turboretry_announce_cids_total"),
 		metricSum(serverMetrics, "turboretry_split_announced_cids_total"),
 		metricSum(serverMetrics, "turboretry_quic_retries_sent_total"))

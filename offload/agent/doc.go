@@ -24,5 +24,5 @@
 // use; the datapath gives each worker to exactly one goroutine (typically one
 // per RX queue or AF_XDP socket) and dispatches packets itself, so the hot
 // path takes no lock and uses no atomic read-modify-write. Engine methods
-// (Stats, WriteMetrics, Heartbeat, Pause, Resume) are safe from any goroutine.
+// (Stats, Heartbeat, Pause, Resume) are safe from any goroutine.
 package agent

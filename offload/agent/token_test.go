@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
@@ -191,12 +190,8 @@ func TestCacheRefusalIsCountedNotFatal(t *testing.T) {
 		t.Fatalf("CacheErrors = %d, want 1", got)
 	}
 	env.w.Flush()
-	var metrics strings.Builder
-	if err := env.eng.WriteMetrics(&metrics); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(metrics.String(), "turboretry_agent_cache_insert_errors_total 1\n") {
-		t.Fatalf("metrics lack the cache error count:\n%s", metrics.String())
+	if got := env.eng.Stats().CacheErrors; got != 1 {
+		t.Fatalf("published CacheErrors = %d, want 1", got)
 	}
 }
 

@@ -1,5 +1,3 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package datapath
 
 import (
@@ -60,6 +58,10 @@ type Config struct {
 	IDs *quiclb.Codec
 	// IDWorkers is the number of the server's workers (agent.Config).
 	IDWorkers int
+	// CacheOnly keeps every ID in the cache even with IDs that carry a MAC
+	// (the paper's mode): the program does not verify the MAC, Admit
+	// inserts every ID, the agent admits its Retry SCIDs.
+	CacheOnly bool
 	// CacheKey is the fast-path cache's SipHash key. The zero key means the
 	// one DESIGN.md derives from the root secret (fastpath.KeyFromRing), so
 	// every loader of one deployment (XDP, the DPA) hashes alike.

@@ -1,5 +1,3 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package datapath
 
 import (
@@ -67,7 +65,7 @@ func Start(cfg Config) (*Datapath, error) {
 		}
 	}()
 	var macIDs *quiclb.Codec // what the program verifies: IDs with a MAC only
-	if cfg.IDs != nil && cfg.IDs.HasMAC() {
+	if cfg.IDs != nil && cfg.IDs.HasMAC() && !cfg.CacheOnly {
 		macIDs = cfg.IDs
 	}
 	d.prog, err = xdp.Load(xdp.Config{Port: cfg.Port, CIDLen: cfg.CIDLen, Key: cfg.CacheKey, IDs: macIDs,
@@ -77,7 +75,10 @@ func Start(cfg Config) (*Datapath, error) {
 	}
 	prog := d.prog
 	var agentIDs agent.ServerIDs // no typed nil in the interface
-	if cfg.IDs != nil {
+	switch {
+	case cfg.IDs != nil && cfg.CacheOnly:
+		agentIDs = unverified{cfg.IDs}
+	case cfg.IDs != nil:
 		agentIDs = cfg.IDs
 	}
 	d.engine, err = agent.New(agent.Config{
@@ -130,6 +131,12 @@ func Start(cfg Config) (*Datapath, error) {
 		"zero_copy", d.queues[0].sock.ZeroCopy(), "stale_after", cfg.StaleAfter)
 	return d, nil
 }
+
+// unverified is a layout whose MAC the fast path does not check
+// (Config.CacheOnly): the agent makes Retry SCIDs in it but admits them.
+type unverified struct{ *quiclb.Codec }
+
+func (unverified) Verify([]byte) bool { return false }
 
 // Run starts a datapath and closes it when ctx is done.
 func Run(ctx context.Context, cfg Config) error {

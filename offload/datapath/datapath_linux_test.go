@@ -1,5 +1,3 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package datapath
 
 import (
@@ -75,18 +73,8 @@ func TestRetryThenAdmission(t *testing.T) {
 	if s.FramesRX != 2 || s.FramesTX != 1 || s.Delivered != 1 || s.Unparsed != 0 || s.ReplyFailed != 0 {
 		t.Errorf("frames: %+v; want 2 received, 1 sent, 1 delivered", s)
 	}
-	var metrics strings.Builder
-	if err := env.dp.WriteMetrics(&metrics); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		`turboretry_agent_packets_total{verdict="send_reply",reason="retry"} 1`,
-		`turboretry_afxdp_frames_total{direction="tx",result="sent"} 1`,
-		"turboretry_xdp_packets_total{reason=\"" + xdp.DropMiss.String() + "\"} 1",
-	} {
-		if !strings.Contains(metrics.String(), want) {
-			t.Errorf("metrics lack %q:\n%s", want, metrics.String())
-		}
+	if s.Agent.Packets[agent.ReasonRetry] != 1 || s.Paused || s.Heartbeat.IsZero() {
+		t.Errorf("agent: %d Retries, paused %v, heartbeat %v; want 1, false, set", s.Agent.Packets[agent.ReasonRetry], s.Paused, s.Heartbeat)
 	}
 }
 

@@ -24,8 +24,9 @@
 // that is refused (no CAP_BPF, no Linux), Listen falls back as
 // Config.Fallback says, to one socket or to plain SO_REUSEPORT (the 4-tuple
 // hash, which does not keep a migrating connection on its worker), and
-// Group.Mode and Group.Reason say so. Group.Transports makes one
-// quic.Transport per socket with that worker's ID generator.
+// Group.Mode and Group.Reason say so. host.ListenWorkers (package
+// offload/host, which knows quic) makes one quic.Transport per socket with
+// that worker's ID generator.
 //
 // Validated Initials that do not come through a socket (the integrated XDP
 // mode injects them) are steered in Go by Group.WorkerFor, the same rules

@@ -1,10 +1,6 @@
 package reuseport
 
-import (
-	"net"
-
-	"github.com/turboretry/turboretry/quic"
-)
+import "net"
 
 // Stats counts the program's decisions, summed over CPUs (zero in the
 // fallback modes, where no program runs).
@@ -22,23 +18,6 @@ type Stats struct {
 
 // Fallback returns the datagrams left to the kernel's default choice.
 func (s Stats) Fallback() uint64 { return s.Undecodable + s.Truncated + s.NoSocket }
-
-// Transports returns one quic.Transport per socket, each issuing the IDs
-// of its worker (quiclb.Generator), so a connection accepted on worker i
-// keeps arriving on socket i. Set further fields (AddressValidation, ...)
-// before the first Listen or Dial. Closing a Transport does not close its
-// socket: Group.Close does.
-func (g *Group) Transports() ([]*quic.Transport, error) {
-	trs := make([]*quic.Transport, len(g.conns))
-	for i, c := range g.conns {
-		gen, err := g.cfg.IDs.Generator(i)
-		if err != nil {
-			return nil, err
-		}
-		trs[i] = &quic.Transport{Conn: c, ConnectionIDGenerator: gen}
-	}
-	return trs, nil
-}
 
 // Conns returns the sockets, worker i's at index i.
 func (g *Group) Conns() []*net.UDPConn { return g.conns }

@@ -7,7 +7,7 @@ import (
 )
 
 // TestObjectUpToDate fails when bpf/steer.bpf.c or the shared headers
-// changed after steer_bpfel.o was generated.
+// changed after steer_bpfel.o and steer_bpfeb.o were generated.
 func TestObjectUpToDate(t *testing.T) {
-	bpfsources.Check(t, "steer_bpfel.sources", "./offload/reuseport", 4)
+	bpfsources.Check(t, "steer.sources", "./offload/reuseport", 4)
 }

@@ -61,7 +61,7 @@ var (
 	// ErrControl: the control socket could not be bound.
 	ErrControl = errors.New("split: control socket")
 	// ErrUnsupported: the agent does not run on this platform.
-	ErrUnsupported = errors.New("split: the agent needs Linux with AF_XDP on a little-endian CPU")
+	ErrUnsupported = errors.New("split: the agent needs Linux with AF_XDP")
 )
 
 // withDefaults checks c and fills in its defaults.
@@ -93,9 +93,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
-	if c.RotateEvery < c.IdleTimeout {
-		return c, fmt.Errorf("%w: the fast-path aging window T_W (%v) is shorter than the host's QUIC idle timeout (%v): "+
-			"quiet but live connections would be dropped; use a window of at least %v", ErrConfig, c.RotateEvery, c.IdleTimeout, c.IdleTimeout)
+	if err := fastpath.CheckWindow(c.RotateEvery, c.IdleTimeout); err != nil {
+		return c, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -72,9 +72,10 @@
 // CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN, or root: CAP_PERFMON because the
 // verifier accepts the cache header's variable-offset stack reads and
 // packet pointer arithmetic only from such a loader. The object is
-// generated for little-endian hosts only (bpfel), so the package builds on
-// linux with a little-endian GOARCH; elsewhere it holds only this
-// documentation. The tests skip, saying why, when not root or when the
+// generated for both byte orders (bpfel, bpfeb), so the package builds on
+// every Linux architecture; the big-endian object is built and vetted but
+// has never run (no big-endian machine here). Elsewhere the package holds
+// only this documentation. The tests skip, saying why, when not root or when the
 // kernel refuses the program (EPERM, EACCES, ENOSYS).
 //
 // # Not done yet

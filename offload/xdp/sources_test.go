@@ -7,7 +7,7 @@ import (
 )
 
 // TestObjectUpToDate fails when bpf/fastpath.bpf.c or the shared headers
-// changed after fastpath_bpfel.o was generated.
+// changed after fastpath_bpfel.o and fastpath_bpfeb.o were generated.
 func TestObjectUpToDate(t *testing.T) {
-	bpfsources.Check(t, "fastpath_bpfel.sources", "./offload/xdp", 4)
+	bpfsources.Check(t, "fastpath.sources", "./offload/xdp", 4)
 }
