@@ -114,8 +114,10 @@ func serveVariant(v variant, dir string) error {
 		}
 		return nil
 	}
+	// One worker, as the figures in docs/offload.md were measured; the
+	// worker benchmarks (workers_linux_test.go) vary it.
 	cfg := fileserver.Config{Addr: addr, CertFile: certFile, KeyFile: keyFile, StateDir: dir, Retry: fileserver.RetryAlways,
-		MetricsAddr: netip.AddrPortFrom(ipServer, metricsPort).String()}
+		MetricsAddr: netip.AddrPortFrom(ipServer, metricsPort).String(), Workers: 1}
 	switch v {
 	case hostRetry:
 	case hostNoRetry:
