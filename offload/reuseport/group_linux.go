@@ -89,17 +89,13 @@ func Listen(cfg Config) (*Group, error) {
 }
 
 // open binds n sockets with SO_REUSEPORT on the configured address; the
-// later ones on the port the first one got.
+// later ones on the port the first one got. A single socket gets no
+// SO_REUSEPORT: nothing may join it.
 func (g *Group) open(n int) error {
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
+	var lc net.ListenConfig
+	if n > 1 {
+		lc.Control = reusePort
+	}
 	addr := g.cfg.Addr
 	for i := range n {
 		pc, err := lc.ListenPacket(context.Background(), g.cfg.Network, addr)
@@ -112,6 +108,17 @@ func (g *Group) open(n int) error {
 		addr = c.LocalAddr().String()
 	}
 	return nil
+}
+
+// reusePort sets SO_REUSEPORT before the socket binds.
+func reusePort(_, _ string, c syscall.RawConn) error {
+	var serr error
+	if err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+	}); err != nil {
+		return err
+	}
+	return serr
 }
 
 func (g *Group) closeConns() {
