@@ -159,14 +159,28 @@ func startOffloadServerWith(t *testing.T, n *offloadNet, mod func(*host.Config))
 // whole server configuration.
 func startOffloadServerConfig(t *testing.T, n *offloadNet, mod func(*Config)) *offloadServer {
 	t.Helper()
+	srv := startNetnsServer(t, n, func(c *Config) {
+		c.Retry = RetryAlways
+		c.Offload = host.Config{Mode: host.ModeXDP, Iface: offIface, StaleAfter: 300 * time.Millisecond}
+		mod(c)
+	})
+	if srv.h3.offload() == nil {
+		t.Fatalf("HTTP/3 is ready without its offload\n%s", srv.logs.String())
+	}
+	return srv
+}
+
+// startNetnsServer runs the file server on 198.18.0.2:4433 in the server
+// namespace with metrics, mod applied to its configuration, and waits
+// until HTTP/3 serves.
+func startNetnsServer(t *testing.T, n *offloadNet, mod func(*Config)) *offloadServer {
+	t.Helper()
 	var s *Server
 	var logs *syncBuffer
 	n.in(t, n.nsS, func() {
 		s, logs = newServer(t, func(c *Config) {
 			c.Addr = netip.AddrPortFrom(offIPS, offPort).String()
-			c.Retry = RetryAlways
 			c.MetricsAddr = "127.0.0.1:0"
-			c.Offload = host.Config{Mode: host.ModeXDP, Iface: offIface, StaleAfter: 300 * time.Millisecond}
 			c.enterNetns = n.enter(n.nsS)
 			mod(c)
 		})
@@ -184,12 +198,9 @@ func startOffloadServerConfig(t *testing.T, n *offloadNet, mod func(*Config)) *o
 	case <-s.HTTP3Ready():
 	case err := <-done:
 		done <- err // for Cleanup
-		t.Fatalf("Serve ended before the offload ran: %v\n%s", err, logs.String())
+		t.Fatalf("Serve ended before HTTP/3 ran: %v\n%s", err, logs.String())
 	case <-time.After(offHangGuard):
-		t.Fatalf("the offload did not start\n%s", logs.String())
-	}
-	if s.h3.offload() == nil {
-		t.Fatalf("HTTP/3 is ready without its offload\n%s", logs.String())
+		t.Fatalf("HTTP/3 did not start\n%s", logs.String())
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(s.certs.current().Leaf)
