@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/turboretry/turboretry/internal/firmwaretest"
 )
 
 var update = flag.Bool("update", false, "rewrite dpa-firmware/test/cid_vectors.txt")
@@ -93,24 +94,5 @@ func TestCrossCheckVectors(t *testing.T) {
 // TestCFirmwareCrossCheck builds the C test with gcc and runs it on
 // freshly generated vectors, so `go test ./...` proves Go and C agree.
 func TestCFirmwareCrossCheck(t *testing.T) {
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc not found: skipping the C cross-check (install gcc to run it)")
-	}
-	dir := t.TempDir()
-	vec := filepath.Join(dir, "cid_vectors.txt")
-	if err := os.WriteFile(vec, crossCheckVectors(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "test_cid")
-	build := exec.Command(gcc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic",
-		"-I", filepath.Join(firmwareDir, "include"), "-o", bin, filepath.Join(firmwareDir, "test", "test_cid.c"))
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	out, err := exec.Command(bin, vec).CombinedOutput()
-	if err != nil {
-		t.Fatalf("C test failed: %v\n%s", err, out)
-	}
-	t.Logf("%s", bytes.TrimSpace(out))
+	firmwaretest.Run(t, firmwareDir, "test_cid.c", crossCheckVectors())
 }

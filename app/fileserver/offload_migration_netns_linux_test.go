@@ -224,26 +224,34 @@ func (mc *migratingClient) connection() (*quicgo.Conn, int) {
 }
 
 // migrate probes the path over the second transport, switches to it and
-// makes the old socket deaf.
+// makes the old socket deaf; it fails the test when that does not work.
 func (mc *migratingClient) migrate(t *testing.T) {
 	t.Helper()
+	if err := mc.tryMigrate(offHangGuard); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tryMigrate is migrate reporting the failure, the probe bounded by limit.
+func (mc *migratingClient) tryMigrate(limit time.Duration) error {
 	conn, _ := mc.connection()
 	if conn == nil {
-		t.Fatal("quic-go dialed no connection")
+		return errors.New("quic-go dialed no connection")
 	}
 	path, err := conn.AddPath(mc.tr2)
 	if err != nil {
-		t.Fatalf("AddPath: %v", err)
+		return fmt.Errorf("AddPath: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), offHangGuard)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	if err := path.Probe(ctx); err != nil {
-		t.Fatalf("probing the path from %v: %v (the server did not answer the PATH_CHALLENGE there)", mc.fresh.LocalAddr(), err)
+		return fmt.Errorf("probing the path from %v: %w (the server did not answer the PATH_CHALLENGE there)", mc.fresh.LocalAddr(), err)
 	}
 	if err := path.Switch(); err != nil {
-		t.Fatalf("switching to the path from %v: %v", mc.fresh.LocalAddr(), err)
+		return fmt.Errorf("switching to the path from %v: %w", mc.fresh.LocalAddr(), err)
 	}
 	mc.old.deaf.Store(true)
+	return nil
 }
 
 // TestOffloadQuicGoClientMigrates: quic-go's HTTP/3 client fetches a file,

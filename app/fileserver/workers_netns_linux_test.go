@@ -118,23 +118,11 @@ func quicGoMigrations(t *testing.T, srv *offloadServer, first, second []byte, li
 		if err := srv.tryFetch(mc.http, "first.bin", first, limit); err != nil {
 			t.Fatalf("client %d before migrating: %v", i, err)
 		}
+		if err := mc.tryMigrate(limit); err != nil {
+			t.Logf("client %d: %v", i, err)
+			continue
+		}
 		conn, _ := mc.connection()
-		path, err := conn.AddPath(mc.tr2)
-		if err != nil {
-			t.Fatalf("client %d: AddPath: %v", i, err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), limit)
-		err = path.Probe(ctx)
-		cancel()
-		if err != nil {
-			t.Logf("client %d: probing the new path: %v", i, err)
-			continue
-		}
-		if err := path.Switch(); err != nil {
-			t.Logf("client %d: switching: %v", i, err)
-			continue
-		}
-		mc.old.deaf.Store(true)
 		if err := srv.tryFetch(mc.http, "second.bin", second, limit); err != nil {
 			t.Logf("client %d after migrating: %v", i, err)
 			continue
