@@ -23,7 +23,7 @@ type fakeSys struct {
 func (f *fakeSys) ReadFile(name string) ([]byte, error) {
 	return fs.ReadFile(f.proc, strings.TrimPrefix(name, "/"))
 }
-func (f *fakeSys) UDPOffload() (bool, bool, error)              { return f.gso, f.gro, nil }
+func (f *fakeSys) UDPOffload() (bool, bool, error)             { return f.gso, f.gro, nil }
 func (f *fakeSys) Features(string) (map[string]Feature, error) { return f.features, nil }
 func (f *fakeSys) Channels(string) (Channels, error)           { return f.channels, nil }
 func (f *fakeSys) XDPFeatures(string) (XDP, error)             { return f.xdp, nil }

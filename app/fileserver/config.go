@@ -77,6 +77,13 @@ type Config struct {
 	Addr string
 	// Root is the directory to serve; empty serves the embedded demo site.
 	Root string
+	// Dotfiles serves, and lists, names starting with a dot (.git, .env,
+	// .htpasswd). Off by default: such files are 404, except under
+	// /.well-known (RFC 8615).
+	Dotfiles bool
+	// ListDirs lists the files of a directory that has no index.html. Off
+	// by default: such a directory is 404.
+	ListDirs bool
 	// CertFile and KeyFile are a PEM certificate chain and key; both empty
 	// means a self-signed certificate kept in StateDir.
 	CertFile, KeyFile string
@@ -100,6 +107,8 @@ type Config struct {
 	// (offload/host); the zero value runs none. Its KeyRing and Logger are
 	// the server's, its IdleTimeout is QUICIdleTimeout.
 	Offload host.Config
+	// Limits bound the listeners' resources; nil means DefaultLimits().
+	Limits *Limits
 	// SecretFile is the token root secret; empty means one kept in
 	// StateDir, created on first use.
 	SecretFile string
@@ -140,6 +149,10 @@ func (c *Config) fillDefaults() {
 	if c.Workers == 0 {
 		c.Workers = min(runtime.NumCPU(), reuseport.MaxWorkers)
 	}
+	if c.Limits == nil {
+		d := DefaultLimits()
+		c.Limits = &d
+	}
 	// The listener's idle timeout is fixed; the offload's T_W check
 	// compares against it.
 	c.Offload.IdleTimeout = QUICIdleTimeout
@@ -161,6 +174,9 @@ func (c *Config) check() error {
 	if _, err := quiclb.NewCodec(quiclb.Config{ConfigID: c.ConnectionIDs.ConfigID, HostID: c.ConnectionIDs.HostID,
 		NonceLen: c.ConnectionIDs.NonceLen, MACKey: new(quiclb.Key)}); err != nil {
 		return fmt.Errorf("connection ID layout: %w", err)
+	}
+	if err := c.Limits.Check(); err != nil {
+		return err
 	}
 	return c.Offload.Check()
 }

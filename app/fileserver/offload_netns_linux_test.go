@@ -135,10 +135,16 @@ type offloadServer struct {
 	tls  *tls.Config // for clients: trusts the certificate
 }
 
+// offStaleAfter is the agent heartbeat staleness of the offload tests:
+// the tests that check nothing passed failing open must not see a
+// heartbeat starved by a busy CI machine (300 ms once was).
+const offStaleAfter = 5 * time.Second
+
 // startOffloadServer runs the file server on 198.18.0.2:4433 with
 // --offload xdp on trs0, --retry always (so any Initial reaching the host
-// without a valid token shows up as a host Retry) and a short heartbeat
-// staleness, so that fail-open comes quickly.
+// without a valid token shows up as a host Retry) and a heartbeat
+// staleness (offStaleAfter) long enough that a loaded machine never fails
+// open by accident; TestOffloadFailOpen shortens it.
 func startOffloadServer(t *testing.T, n *offloadNet) *offloadServer {
 	t.Helper()
 	return startOffloadServerWith(t, n, nil)
@@ -161,7 +167,7 @@ func startOffloadServerConfig(t *testing.T, n *offloadNet, mod func(*Config)) *o
 	t.Helper()
 	srv := startNetnsServer(t, n, func(c *Config) {
 		c.Retry = RetryAlways
-		c.Offload = host.Config{Mode: host.ModeXDP, Iface: offIface, StaleAfter: 300 * time.Millisecond}
+		c.Offload = host.Config{Mode: host.ModeXDP, Iface: offIface, StaleAfter: offStaleAfter}
 		mod(c)
 	})
 	if srv.h3.offload() == nil {
@@ -441,7 +447,8 @@ func TestOffloadFlood(t *testing.T) {
 // accepts the NEW_TOKEN token the host issued while it was paused.
 func TestOffloadFailOpen(t *testing.T) {
 	n := newOffloadNet(t)
-	srv := startOffloadServer(t, n)
+	// A short staleness, so that fail-open comes quickly after Pause.
+	srv := startOffloadServerWith(t, n, func(c *host.Config) { c.StaleAfter = 300 * time.Millisecond })
 	srv.fetch(t, n, srv.ourClient(t, nil), "our client before the pause")
 	dp := srv.offload(t)
 

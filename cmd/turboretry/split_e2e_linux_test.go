@@ -347,8 +347,14 @@ func serveSplitWithAgent(t *testing.T, fastpath string) {
 	} else if v := metricSum(serverMetrics, "turboretry_split_announce_skipped_total"); v < 2 {
 		t.Errorf("server: turboretry_split_announce_skipped_total = %v; want the IDs of both clients", v)
 	}
-	if v := metricSum(agentMetrics, "turboretry_xdp_packets_total", "reason", "drop_miss"); v != 0 {
+	// With the MAC no packet waits for an announcement; in the cache-only
+	// mode the client's first packet to a fresh ID can beat its
+	// announcement and is retransmitted (docs/split.md, "Announcement
+	// race").
+	if v := metricSum(agentMetrics, "turboretry_xdp_packets_total", "reason", "drop_miss"); fastpath == "mac" && v != 0 {
 		t.Errorf("agent: %v benign packets dropped as unknown", v)
+	} else if v != 0 {
+		t.Logf("agent: %v packets dropped before their announcement arrived", v)
 	}
 	if v := metricSum(serverMetrics, "turboretry_quic_retries_sent_total"); v != 0 {
 		t.Errorf("server: turboretry_quic_retries_sent_total = %v while the agent runs; want 0", v)

@@ -45,7 +45,7 @@ func runChildAgent(secretHex string) error {
 	if err != nil {
 		return err
 	}
-	a, err := Start(agentConfig(kr))
+	a, err := Start(quickFailOpen(agentConfig(kr)))
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func TestSplitRestartAgentChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Start(agentConfig(kr))
+	a, err := Start(quickFailOpen(agentConfig(kr)))
 	if err != nil {
 		t.Fatal(err)
 	}
