@@ -148,9 +148,21 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 	if dir := l.s.cfg.QlogDir; dir != "" {
 		qconf.Qlog = quic.QlogDir(dir)
 	}
+	// One TLS configuration and one set of session ticket keys for every
+	// worker's handshakes: a ticket issued on one worker resumes, with
+	// 0-RTT, on any other (the resumed connection's first Initial hashes
+	// anywhere). The listeners clone the configuration they get, and
+	// crypto/tls's automatic ticket keys belong to each clone; the clones
+	// return this one instead, whose explicit keys rotate in one place.
+	shared := l.tlsConf.Clone()
+	shared.MinVersion = tls.VersionTLS13
+	stopKeys := rotateTicketKeys(shared, ticketKeyRotation)
+	defer stopKeys()
+	perWorker := l.tlsConf.Clone()
+	perWorker.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) { return shared, nil }
 	lns := make([]*quic.EarlyListener, len(w.Transports))
 	for i, tr := range w.Transports {
-		if lns[i], err = tr.ListenEarly(l.tlsConf, qconf); err != nil {
+		if lns[i], err = tr.ListenEarly(perWorker, qconf); err != nil {
 			return fmt.Errorf("HTTP/3: worker %d: %w", i, err)
 		}
 	}
