@@ -124,9 +124,6 @@ type Config struct {
 	Logger *slog.Logger
 	// ShutdownTimeout bounds graceful shutdown; zero means the default.
 	ShutdownTimeout time.Duration
-	// Now is the clock used for certificate validity; nil means time.Now.
-	// Tests set it to exercise expiry.
-	Now func() time.Time
 
 	// enterNetns, set by tests, runs the HTTP/3 listener's socket and
 	// offload setup in the server's network namespace.
@@ -142,9 +139,6 @@ func (c *Config) fillDefaults() {
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if c.Now == nil {
-		c.Now = time.Now
 	}
 	if c.Workers == 0 {
 		c.Workers = min(runtime.NumCPU(), reuseport.MaxWorkers)

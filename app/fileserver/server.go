@@ -97,7 +97,7 @@ func New(cfg Config) (_ *Server, err error) {
 		}
 	}
 
-	s.certs = &certStore{certFile: cfg.CertFile, keyFile: cfg.KeyFile, stateDir: cfg.StateDir, now: cfg.Now, log: s.log}
+	s.certs = &certStore{certFile: cfg.CertFile, keyFile: cfg.KeyFile, stateDir: cfg.StateDir, log: s.log}
 	if _, err = s.certs.load(); err != nil {
 		return nil, err
 	}

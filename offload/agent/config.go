@@ -111,8 +111,6 @@ type Config struct {
 	// means a private one remembering tokens for NewTokenMaxAge plus
 	// MaxFuture (token.ReplayFilterConfig defaults otherwise).
 	ReplayFilter *token.ReplayFilter
-	// Now is the clock; nil means time.Now. Tests inject one.
-	Now func() time.Time
 	// HeartbeatInterval is RunHeartbeat's period; default
 	// DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
@@ -163,9 +161,6 @@ func (c *Config) withDefaults() (Config, error) {
 		if cfg.ReplayFilter, err = token.NewReplayFilter(token.ReplayFilterConfig{Window: window}); err != nil {
 			return cfg, fmt.Errorf("agent: %w", err)
 		}
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval

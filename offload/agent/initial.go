@@ -22,7 +22,7 @@ func (w *Worker) initial(pkt []byte, from netip.AddrPort, out []byte) (Reason, [
 		}
 		return w.retry(from, out, ReasonRetry)
 	}
-	now := w.eng.cfg.Now()
+	now := time.Now()
 	res, err := w.validator.Validate(h.Token, token.TypeAny, from, now, w.payload[:0])
 	if err != nil {
 		tr := token.ReasonOf(err)
@@ -96,7 +96,7 @@ func (w *Worker) retry(from netip.AddrPort, out []byte, r Reason) (Reason, []byt
 			return ReasonInternal, nil
 		}
 	}
-	tok, err := w.issuer.AppendRetry(w.tok[:0], from, h.DestConnID, rscid, w.eng.cfg.Now())
+	tok, err := w.issuer.AppendRetry(w.tok[:0], from, h.DestConnID, rscid, time.Now())
 	if err != nil {
 		return ReasonInternal, nil
 	}
