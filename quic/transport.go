@@ -350,7 +350,10 @@ func (t *Transport) write(b []byte, addr net.Addr) error {
 func (t *Transport) newConnID() []byte {
 	for {
 		var b []byte
-		if c, err := t.cidGen.New(); err == nil {
+		if t.cidGen == nil {
+			b = make([]byte, t.cidLen) // a Transport never initialized (tests)
+			_, _ = rand.Read(b)
+		} else if c, err := t.cidGen.New(); err == nil {
 			b = c.Bytes()
 		} else {
 			b = make([]byte, t.cidLen)

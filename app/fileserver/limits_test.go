@@ -104,7 +104,8 @@ func TestLimitsChecked(t *testing.T) {
 func TestServeConnectionCap(t *testing.T) {
 	lim := DefaultLimits()
 	lim.MaxConnections = 2
-	ts := startServer(t, func(c *Config) { c.Limits = &lim })
+	// The cap is per worker (docs/fileserver.md): one worker holds all.
+	ts := startServer(t, func(c *Config) { c.Limits, c.Workers = &lim, 1 })
 	var holders []*http3.Transport
 	for range 2 {
 		tr := &http3.Transport{TLSClientConfig: ts.h3TLS()}
