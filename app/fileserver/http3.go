@@ -105,6 +105,10 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("HTTP/3: listening on UDP port %d: %w", tcp.Port, err)
 		}
+		// The QUIC limits are server-wide; each worker's Transport
+		// enforces its share.
+		shared := lim.perWorker(len(w.Transports))
+		lim = &shared
 		policy := l.s.m.quic.Policy(lim.addressPolicy(l.s.RetryMode()))
 		// One replay filter for all workers: a NEW_TOKEN token spent on
 		// one must be refused on every other (the DCIDs of two Initials

@@ -173,3 +173,29 @@ func TestServeHeaderLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestLimitsPerWorker: with several workers (one quic.Transport each) the
+// server-wide QUIC limits are split between them, rounded up, and the
+// HTTP/3 limits stay whole.
+func TestLimitsPerWorker(t *testing.T) {
+	l := DefaultLimits()
+	if one := l.perWorker(1); one != l {
+		t.Fatalf("one worker changed the limits: %+v", one)
+	}
+	w := l.perWorker(3)
+	if w.MaxConnections != 1366 || w.MaxHandshakes != 86 || w.AcceptBacklog != 43 || w.RetryThreshold != 22 ||
+		w.SendBuffer != (256<<20+2)/3 || w.ReceiveBuffer != (256<<20+2)/3 || w.UnvalidatedBudget != (8<<20+2)/3 {
+		t.Errorf("per-worker QUIC limits: %+v", w)
+	}
+	if w.MaxHeaderBytes != l.MaxHeaderBytes || w.ConnHeaderBytes != l.ConnHeaderBytes || w.MaxStreams != l.MaxStreams ||
+		w.WriteStallTimeout != l.WriteStallTimeout {
+		t.Errorf("per-worker changed a per-connection or HTTP/3 limit: %+v", w)
+	}
+	l.MaxConnections, l.MaxHandshakes = 0, 0
+	if w := l.perWorker(4); w.MaxConnections != 0 || w.MaxHandshakes != 0 {
+		t.Errorf("no limit (0) became %d, %d", w.MaxConnections, w.MaxHandshakes)
+	}
+	if w := l.perWorker(1000); w.AcceptBacklog < 1 || w.RetryThreshold < 1 {
+		t.Errorf("a share rounded down to nothing: %+v", w)
+	}
+}
