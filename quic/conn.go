@@ -66,6 +66,9 @@ type receivedPacket struct {
 	// checksum (Config.Tracer) is that of the datagram a packet kept for
 	// later keys came in, which its packet events report.
 	checksum qlog.DatagramPayloadChecksum
+	// local is the address it was sent to, when the socket reports it
+	// (a server answers from that address, local_address.go).
+	local netip.Addr
 }
 
 // Conn is a QUIC connection. All its state is guarded by mu and driven by
@@ -159,6 +162,10 @@ type Conn struct {
 	stats connStats
 	qlog  *qlogger    // nil unless Config.Qlog gave a writer
 	trace *connTracer // nil unless Config.Tracer gave a trace
+
+	// x holds the state of version negotiation, preferred_address and
+	// requested key updates (conn_extensions.go).
+	x connExtensions
 
 	keyPhaseAcked bool      // a packet sealed with the current 1-RTT keys was acknowledged
 	dropKeysAt    time.Time // when to drop the previous 1-RTT receive keys
@@ -525,11 +532,7 @@ func (c *Conn) onTimers(now time.Time) {
 				// Resend the whole unacknowledged flight in the probe.
 				sp.requeueCrypto()
 			} else {
-				// The probe carries again what the oldest packet in flight
-				// did (RFC 9002 section 6.2.4), not just a PING: when the
-				// ACKs that would declare it lost keep getting lost, what it
-				// carried (a HANDSHAKE_DONE, stream data) still gets through.
-				c.requeueOldestInFlight()
+				c.requeueOldestData(act.Probes)
 			}
 		}
 	}
@@ -543,6 +546,7 @@ func (c *Conn) onTimers(now time.Time) {
 		if s := c.app.Sealer(); c.app.SealedPackets() >= s.ConfidentialityLimit()/4*3 {
 			_ = c.initiateKeyUpdate(now)
 		}
+		c.extensionTimers(now)
 		if c.app.ConfidentialityLimitReached() {
 			c.closeWithError(qerr.NewTransportError(qerr.AEADLimitReached, 0, "confidentiality limit reached"))
 			return

@@ -1,6 +1,8 @@
 package quic
 
-import "time"
+import (
+	"time"
+)
 
 // onPacketAcked releases what an acknowledged packet carried and reports
 // whether it was sent marked ECT(0).
@@ -63,22 +65,6 @@ func (c *Conn) onPacketLost(handle uint64, now time.Time) {
 	c.requeueFrames(p, now)
 }
 
-// requeueOldestInFlight schedules again the frames of the oldest
-// application-space packet not acknowledged yet; the record stays, so its
-// acknowledgment or loss is still handled (a second resend is harmless).
-func (c *Conn) requeueOldestInFlight() {
-	var oldest *sentPacket
-	var oldestHandle uint64
-	for h, p := range c.sent {
-		if p.space == spaceApp && len(p.frames) > 0 && (oldest == nil || h < oldestHandle) {
-			oldest, oldestHandle = p, h
-		}
-	}
-	if oldest != nil {
-		c.requeueFrames(oldest, time.Time{})
-	}
-}
-
 // requeueFrames schedules again what the frames of a lost packet carried.
 // A zero now means the packet is not known to be lost (a PTO resends it):
 // an MTU probe in it is then left alone.
@@ -125,6 +111,34 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 			if !now.IsZero() {
 				c.onMTUProbeLost(int(f.n), now)
 			}
+		}
+	}
+}
+
+// requeueOldestData queues what the n oldest unacknowledged 1-RTT packets
+// carried (stream data, HANDSHAKE_DONE, control frames) for sending again,
+// without declaring them lost: a PTO probe that has no new data to carry
+// resends the oldest (RFC 9002 section 6.2.4), else a lost last flight (a
+// whole response, say, or the HANDSHAKE_DONE while the ACKs that would
+// declare it lost keep getting lost) would only ever be probed with PINGs
+// that the peer answers with ACKs alone. An ACK of the original packets
+// that arrives later cancels the resend.
+func (c *Conn) requeueOldestData(n int) {
+	var oldest [2]uint64 // handles, ascending; 0: none
+	for h, p := range c.sent {
+		if p.space != spaceApp || len(p.frames) == 0 {
+			continue
+		}
+		switch {
+		case oldest[0] == 0 || h < oldest[0]:
+			oldest[0], oldest[1] = h, oldest[0]
+		case oldest[1] == 0 || h < oldest[1]:
+			oldest[1] = h
+		}
+	}
+	for _, h := range oldest[:min(max(n, 1), len(oldest))] {
+		if p := c.sent[h]; p != nil {
+			c.requeueFrames(p, time.Time{})
 		}
 	}
 }

@@ -180,6 +180,9 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 	if err := t.init(); err != nil {
 		return nil, err
 	}
+	if err := checkPreferredAddressSocket(conf.PreferredAddress, t.Conn.LocalAddr()); err != nil {
+		return nil, err
+	}
 	// Each connection gets a clone of the application's config, made when
 	// it starts (serverTLSConfig), so later changes to the config apply to
 	// later connections, as in quic-go. crypto/tls makes a config's
