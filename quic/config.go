@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/turboretry/turboretry/qlogwriter"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/qlogwriter"
 )
 
 // Config configures a QUIC connection, listener or dial. The zero value (or
