@@ -21,7 +21,7 @@ type tier int
 
 const (
 	tierBase        tier = iota // internal/*, token: the sans-IO parts and the token format
-	tierQUIC                    // quic
+	tierQUIC                    // quic and the quic-go-named packages beside it: qlog, qlogwriter, quicvarint
 	tierHTTP3                   // http3
 	tierOffload                 // offload/* but host: agent, fast path, datapath, split agent
 	tierOffloadHost             // offload/host: the one offload package that knows quic
@@ -39,7 +39,7 @@ func tierOf(rel string) (tier, bool) {
 	switch {
 	case first == "internal" || first == "token" || first == "quiclb":
 		return tierBase, true
-	case first == "quic":
+	case first == "quic" || first == "qlog" || first == "qlogwriter" || first == "quicvarint":
 		return tierQUIC, true
 	case first == "http3":
 		return tierHTTP3, true
@@ -218,6 +218,10 @@ func TestTierRules(t *testing.T) {
 		{"token", "internal/tlskdf", true},
 		{"http3", "quic", true},
 		{"quic", "http3", false},
+		{"quic", "qlog", true},
+		{"qlog", "quic/quictype", true},
+		{"internal/wire", "quicvarint", false},
+		{"qlogwriter", "http3", false},
 		{"offload/agent", "token", true},
 		{"offload/agent", "quic", false},
 		{"offload/split", "http3", false},
