@@ -76,7 +76,7 @@ func encodeCapsules(t testing.TB, caps ...testCapsule) []byte {
 func TestCapsuleRoundTrip(t *testing.T) {
 	caps := []testCapsule{
 		{0x00, []byte("datagram payload")}, // DATAGRAM (RFC 9297 section 3.5)
-		{0x190B4D38, []byte{}},              // a WebTransport-sized type, empty value
+		{0x190B4D38, []byte{}},             // a WebTransport-sized type, empty value
 		{CapsuleType(wire.MaxVarint), bytes.Repeat([]byte{7}, maxCoalescedCapsule+1)}, // two Writes
 	}
 	in := encodeCapsules(t, caps...)

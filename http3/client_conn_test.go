@@ -377,8 +377,10 @@ func TestHTTPStreamErrors(t *testing.T) {
 // quic-go's code type.
 type quicGoStream struct{ *quicgohttp3.Stream }
 
-func (s quicGoStream) CancelWrite(c quic.StreamErrorCode) { s.Stream.CancelWrite(quicgo.StreamErrorCode(c)) }
-func (s quicGoStream) StreamID() quic.StreamID            { return quic.StreamID(s.Stream.StreamID()) }
+func (s quicGoStream) CancelWrite(c quic.StreamErrorCode) {
+	s.Stream.CancelWrite(quicgo.StreamErrorCode(c))
+}
+func (s quicGoStream) StreamID() quic.StreamID { return quic.StreamID(s.Stream.StreamID()) }
 
 // isH3Error reports whether err is our *Error or quic-go's with code and
 // origin.
