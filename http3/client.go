@@ -158,10 +158,7 @@ func (t *Transport) roundTrip(req *http.Request, opt RoundTripOpt) (*http.Respon
 	if req.URL.Host == "" {
 		return nil, errors.New("http3: request has no host")
 	}
-	if t.EnableDatagrams && t.QUICConfig != nil && !t.QUICConfig.EnableDatagrams {
-		return nil, errors.New("http3: HTTP datagrams enabled, but QUIC datagrams disabled (QUICConfig.EnableDatagrams)")
-	}
-	if _, err := encodeAdditionalSettings(t.AdditionalSettings); err != nil {
+	if err := t.roundTripCheck(); err != nil {
 		return nil, err
 	}
 	authority := authorityAddr(req.URL)
@@ -195,6 +192,15 @@ func (t *Transport) roundTrip(req *http.Request, opt RoundTripOpt) (*http.Respon
 		}
 		cur = next // not processed by the server: a new connection takes it
 	}
+}
+
+// roundTripCheck checks the options that make every request fail.
+func (t *Transport) roundTripCheck() error {
+	if t.EnableDatagrams && t.QUICConfig != nil && !t.QUICConfig.EnableDatagrams {
+		return errors.New("http3: HTTP datagrams enabled, but QUIC datagrams disabled (QUICConfig.EnableDatagrams)")
+	}
+	_, err := encodeAdditionalSettings(t.AdditionalSettings)
+	return err
 }
 
 // replayable returns the request to send again on a new connection after

@@ -104,6 +104,11 @@ func (p *peerState) waitSettings(ctx context.Context) error {
 	select {
 	case <-p.gotSettings:
 		return nil
+	default:
+	}
+	select {
+	case <-p.gotSettings:
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-p.qc.Context().Done():
