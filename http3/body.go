@@ -85,7 +85,12 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 		fh, err := b.fr.next()
 		if err == io.EOF {
 			if b.contentLength >= 0 && b.received != b.contentLength {
-				return 0, b.fail(malformed("body of %d bytes, content-length says %d", b.received, b.contentLength))
+				// Malformed (RFC 9114 4.1.2), but the peer's side is
+				// over: nothing to reset, and a server may still answer
+				// (as net/http's HTTP/2 and quic-go let the handler).
+				b.setErr(wrapError(ErrCodeMessageError, io.ErrUnexpectedEOF,
+					"body of %d bytes, content-length says %d", b.received, b.contentLength))
+				return 0, b.err
 			}
 			b.atEOF.Store(true)
 			b.setErr(io.EOF)
