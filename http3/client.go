@@ -209,15 +209,17 @@ func (t *Transport) roundTripCheck() error {
 // sections 4.1.1 and 5.2) goes again when its body can be replayed: it
 // has none, or GetBody provides a fresh copy.
 func replayable(req *http.Request, err error) (*http.Request, error) {
+	var unusable *connUnusableError
 	switch {
-	case errors.Is(err, errConnGoingAway):
-		return req, nil
+	case errors.Is(err, errConnGoingAway), errors.As(err, &unusable):
+		return req, nil // never sent
 	case !notProcessed(err):
 		return nil, nil
 	case req.Body == nil || req.Body == http.NoBody:
 		return req, nil
 	case req.GetBody == nil:
-		return nil, nil
+		// net/http's words for the same case.
+		return nil, fmt.Errorf("http3: Transport: cannot retry err [%w] after Request.Body was written; define Request.GetBody to avoid this error", err)
 	}
 	body, err := req.GetBody()
 	if err != nil {
@@ -277,11 +279,13 @@ func (t *Transport) getConn(ctx context.Context, authority string, onlyCached, c
 			return nil, false, ErrTransportClosed
 		}
 		if cc := t.conns[authority]; cc != nil {
-			if cc.startRequest() {
+			// One that closed (an idle timeout) may not have left the
+			// pool yet: it is not cached any more.
+			if cc.qc.Context().Err() == nil && cc.startRequest() {
 				t.mu.Unlock()
 				return cc, true, nil
 			}
-			delete(t.conns, authority) // it received GOAWAY: dial a new one
+			delete(t.conns, authority) // it received GOAWAY or closed: dial a new one
 		}
 		if t.dialing[authority] != nil {
 			break

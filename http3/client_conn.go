@@ -15,6 +15,14 @@ import (
 // its connection received GOAWAY; the Transport retries it elsewhere.
 var errConnGoingAway = errors.New("http3: connection is going away")
 
+// connUnusableError is the error of a request that was not sent because
+// its connection closed before a stream could be opened; the Transport
+// retries it elsewhere.
+type connUnusableError struct{ err error }
+
+func (e *connUnusableError) Error() string { return "http3: connection unusable: " + e.err.Error() }
+func (e *connUnusableError) Unwrap() error { return e.err }
+
 // ClientConn is an HTTP/3 client connection to one server, in quic-go's
 // shape: the Transport keeps one per authority, and Transport.NewClientConn
 // makes one on a QUIC connection the application dialed, for extended

@@ -29,6 +29,9 @@ func (cc *ClientConn) roundTrip(req *http.Request) (*http.Response, error) {
 	if !early {
 		if err := cc.awaitHandshake(ctx); err != nil {
 			cc.requestDone()
+			if ctx.Err() == nil {
+				return nil, &connUnusableError{err} // never sent
+			}
 			return nil, err
 		}
 	}
@@ -43,8 +46,11 @@ func (cc *ClientConn) roundTrip(req *http.Request) (*http.Response, error) {
 	str, err := cc.qc.OpenStreamSync(ctx)
 	if err != nil {
 		cc.requestDone()
-		if ctx.Err() == nil && cc.isGoingAway() {
-			return nil, errConnGoingAway // closed after GOAWAY before we opened a stream
+		if ctx.Err() == nil && (cc.isGoingAway() || cc.qc.Context().Err() != nil) {
+			// Closed (after GOAWAY, or an idle timeout) before we opened
+			// a stream: the request was never sent, a new connection
+			// takes it.
+			return nil, &connUnusableError{fromQUICError(err)}
 		}
 		return nil, fromQUICError(err)
 	}
@@ -508,10 +514,22 @@ type responseBody struct {
 var errResponseBodyClosed = errors.New("http3: read on closed response body")
 
 func (b *responseBody) Read(p []byte) (int, error) {
-	n, err := b.bodyReader.Read(p)
+	var n int
+	var err error
+	if b.reqCtxErr != nil && !b.readToEnd() && b.reqCtxErr() != nil {
+		// The request was canceled: no more of it, not even what is
+		// buffered (as net/http and quic-go).
+		b.closeWith(errResponseBodyClosed)
+		err = errResponseBodyClosed
+	} else {
+		n, err = b.bodyReader.Read(p)
+	}
 	if err != nil {
 		if ctxErr := b.ctxErr(err); ctxErr != nil {
-			err = ctxErr
+			// We reset the stream for the request's context: an *Error
+			// with H3_REQUEST_CANCELLED (quic-go's) that also matches the
+			// context's error (net/http's).
+			err = &Error{ErrorCode: ErrCodeRequestCanceled, ErrorMessage: ctxErr.Error(), err: ctxErr}
 		}
 		b.finish()
 	}
@@ -576,6 +594,11 @@ func map0RTTMethod(m string) (string, bool) {
 // awaitHandshake blocks until the connection's handshake completed, so the
 // request is not sent as replayable 0-RTT data.
 func (cc *ClientConn) awaitHandshake(ctx context.Context) error {
+	select {
+	case <-cc.qc.HandshakeComplete():
+		return nil
+	default:
+	}
 	select {
 	case <-cc.qc.HandshakeComplete():
 		return nil

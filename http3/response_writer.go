@@ -2,6 +2,7 @@ package http3
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -143,6 +144,11 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	if w.stream != nil {
 		return 0, http.ErrHijacked
+	}
+	if err := context.Cause(w.str.Context()); err != nil {
+		// The stream's send side is gone (STOP_SENDING, a reset, the
+		// connection closed): fail now, not when the buffer fills.
+		return 0, fromQUICError(err)
 	}
 	if !w.wroteHeader {
 		w.writeHeader(http.StatusOK)

@@ -425,8 +425,8 @@ func (s *Server) SetQUICHeaders(hdr http.Header) error {
 			if err != nil {
 				return ErrNoAltSvcPort
 			}
-			if port, err = net.LookupPort("udp", p); err != nil {
-				return ErrNoAltSvcPort
+			if port, err = net.LookupPort("udp", p); err != nil || port == 0 {
+				return ErrNoAltSvcPort // port 0: not listening yet
 			}
 		}
 		v = altSvcValue(port)
