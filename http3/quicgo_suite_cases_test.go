@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -143,5 +144,63 @@ func TestSetQUICHeadersPortZero(t *testing.T) {
 	h := http.Header{}
 	if err := (&Server{Addr: "127.0.0.1:8443"}).SetQUICHeaders(h); err != nil || h.Get("Alt-Svc") != `h3=":8443"; ma=2592000` {
 		t.Fatalf("%v %v", h, err)
+	}
+}
+
+// TestListenAndServeShutdownDrains is the "listener created by the
+// http3.Server" case of quic-go's TestHTTP3ListenerGracefulShutdown:
+// ListenAndServe returns ErrServerClosed when Shutdown starts, but its
+// socket stays open until the request in flight completed; it used to be
+// closed at once, killing that request.
+func TestListenAndServeShutdownDrains(t *testing.T) {
+	checkGoroutines(t)
+	serverTLS, clientTLS := testCert(t)
+	started, release := make(chan struct{}), make(chan struct{})
+	s := &Server{Addr: "127.0.0.1:0", TLSConfig: serverTLS, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-release
+		io.WriteString(w, "done")
+	})}
+	served := make(chan error, 1)
+	go func() { served <- s.ListenAndServe() }()
+	var port string
+	for i := 0; ; i++ { // until it listens
+		h := http.Header{}
+		if s.SetQUICHeaders(h) == nil {
+			v := h.Get("Alt-Svc")
+			port = v[len(`h3=":`):strings.Index(v, `";`)]
+			break
+		}
+		if i == 5000 {
+			t.Fatal("not listening")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	tr := &Transport{TLSClientConfig: clientTLS}
+	defer tr.Close()
+	got := make(chan error, 1)
+	go func() {
+		rsp, err := tr.RoundTrip(mustRequest(t, "https://localhost:"+port+"/"))
+		if err == nil {
+			var b []byte
+			b, err = io.ReadAll(rsp.Body)
+			if err == nil && string(b) != "done" {
+				err = errors.New("body " + string(b))
+			}
+		}
+		got <- err
+	}()
+	<-started
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(context.Background()) }()
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		t.Fatalf("ListenAndServe returned %v", err)
+	}
+	close(release)
+	if err := <-got; err != nil {
+		t.Fatalf("the request in flight: %v", err)
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
 	}
 }

@@ -266,20 +266,35 @@ func (s *Server) listenAndServe(conf *tls.Config) error {
 	if s.closing() {
 		return ErrServerClosed
 	}
+	if conf == nil {
+		return errors.New("http3: Server has no TLSConfig")
+	}
 	addr := s.Addr
 	if addr == "" {
 		addr = ":https"
 	}
-	udpAddr, err := net.ResolveUDPAddr("udp", addr)
+	// The listener owns its socket: it stays open while Shutdown drains
+	// the connections (after this returns ErrServerClosed), and Close
+	// closes both.
+	ln, err := quic.ListenAddrEarly(addr, ConfigureTLSConfig(conf), s.quicConfig())
 	if err != nil {
 		return err
 	}
-	pc, err := net.ListenUDP("udp", udpAddr)
-	if err != nil {
-		return err
+	return s.serveListener(ln, true)
+}
+
+// quicConfig is QUICConfig, with QUIC datagrams for EnableDatagrams.
+func (s *Server) quicConfig() *quic.Config {
+	qconf := s.QUICConfig
+	if s.EnableDatagrams && (qconf == nil || !qconf.EnableDatagrams) {
+		if qconf == nil {
+			qconf = &quic.Config{}
+		} else {
+			qconf = qconf.Clone()
+		}
+		qconf.EnableDatagrams = true
 	}
-	defer pc.Close()
-	return s.serve(pc, conf)
+	return qconf
 }
 
 // Serve serves HTTP/3 on an existing socket with TLSConfig. The socket
@@ -295,16 +310,7 @@ func (s *Server) serve(conn net.PacketConn, conf *tls.Config) error {
 	if conf == nil {
 		return errors.New("http3: Server has no TLSConfig")
 	}
-	qconf := s.QUICConfig
-	if s.EnableDatagrams && (qconf == nil || !qconf.EnableDatagrams) {
-		if qconf == nil {
-			qconf = &quic.Config{}
-		} else {
-			qconf = qconf.Clone()
-		}
-		qconf.EnableDatagrams = true
-	}
-	ln, err := quic.ListenEarly(conn, ConfigureTLSConfig(conf), qconf)
+	ln, err := quic.ListenEarly(conn, ConfigureTLSConfig(conf), s.quicConfig())
 	if err != nil {
 		return err
 	}
