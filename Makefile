@@ -23,13 +23,13 @@ test: lint unit firmware arm64 fuzz-short
 
 # The packages a BlueField-3's Arm cores run in the split mode that test
 # without privileges: built for linux/arm64 and run under qemu-user.
-ARM64PKGS ?= ./offload/agent/ ./offload/fastpath/ ./offload/announce/ ./token/ \
+ARM64PKGS ?= ./offload/agent/ ./offload/fastpath/ ./offload/announce/ ./token/ ./quiclb/ \
 	./internal/handshake/ ./internal/tlskdf/ ./internal/wire/
 
 ## arm64: ARM64PKGS' tests on linux/arm64 under qemu-aarch64, and a vet of the
 ## split-mode agent for linux/arm64 (skipped with a message without qemu-user).
 arm64:
-	GOARCH=arm64 $(GO) vet ./offload/split/ ./offload/datapath/ ./offload/xdp/ ./offload/afxdp/ ./cmd/turboretry/
+	GOARCH=arm64 $(GO) vet ./offload/split/ ./offload/datapath/ ./offload/xdp/ ./offload/afxdp/ ./offload/reuseport/ ./app/doctor/ ./cmd/turboretry/
 	@if command -v qemu-aarch64 >/dev/null; then \
 		GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64 $(ARM64PKGS); \
 	else echo "arm64: SKIP tests under emulation: qemu-aarch64 missing (apt-get install qemu-user)"; fi

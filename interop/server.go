@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,12 +9,6 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/app/fileserver"
-)
-
-// Log messages of the file server that the harness keys on.
-var (
-	// msgHTTP3Ready is logged once the UDP socket is bound.
-	msgHTTP3Ready = []byte(`"msg":"serving HTTP/3"`)
 )
 
 // startAttempts is how often StartServer tries a new port: the TCP port is
@@ -36,7 +29,7 @@ type Server struct {
 }
 
 // StartServer starts a file server with cfg and returns once its HTTP/3
-// listener is bound, or with an error when it fails first or ctx ends.
+// listener is bound (fileserver.Server.HTTP3Ready), or with an error when it fails first or ctx ends.
 // An empty cfg.Addr means 127.0.0.1 with a free port; cfg.StateDir is
 // required (the certificate and secret are generated there); cfg.Logger is
 // replaced by a JSON logger at debug level whose output Log returns. The
@@ -78,23 +71,18 @@ func startOnce(ctx context.Context, cfg fileserver.Config) (*Server, error) {
 	serveCtx, cancel := context.WithCancel(context.Background())
 	s := &Server{Server: fs, log: lb, cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- fs.Serve(serveCtx) }()
-	for {
-		data, changed := lb.snapshot()
-		if bytes.Contains(data, msgHTTP3Ready) {
-			return s, nil
+	select {
+	case <-fs.HTTP3Ready():
+		return s, nil
+	case err := <-s.done:
+		cancel()
+		if err == nil {
+			err = errors.New("stopped before serving HTTP/3")
 		}
-		select {
-		case <-changed:
-		case err := <-s.done:
-			cancel()
-			if err == nil {
-				err = errors.New("stopped before serving HTTP/3")
-			}
-			return nil, fmt.Errorf("interop: file server: %w\nlog:\n%s", err, lb.String())
-		case <-ctx.Done():
-			s.Stop()
-			return nil, fmt.Errorf("interop: waiting for the HTTP/3 listener: %w", ctx.Err())
-		}
+		return nil, fmt.Errorf("interop: file server: %w\nlog:\n%s", err, lb.String())
+	case <-ctx.Done():
+		s.Stop()
+		return nil, fmt.Errorf("interop: waiting for the HTTP/3 listener: %w", ctx.Err())
 	}
 }
 

@@ -1,7 +1,8 @@
 package quic
 
 import (
-	"github.com/turboretry/turboretry/internal/metrics"
+	"sync/atomic"
+
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -9,99 +10,76 @@ import (
 // no known source.
 var tokenSourceLabels = [3]string{"unknown", "host", "agent"}
 
-// avMetrics are the address-validation counters. Without a registry they
-// are standalone, so AddressValidationStats works either way.
+// avMetrics are the address-validation counters.
 type avMetrics struct {
-	retriesSent   *metrics.Counter
-	invalidToken  *metrics.Counter // INVALID_TOKEN closes sent
-	dropped       *metrics.Counter // Initials the policy dropped
-	accepted      [3][3]*metrics.Counter
-	rejected      [3][token.NumReasons]*metrics.Counter
-	rscidMismatch [3]*metrics.Counter
-	handshakes    *metrics.Gauge
+	retriesSent   *counter
+	invalidToken  *counter // INVALID_TOKEN closes sent
+	dropped       *counter // Initials the policy dropped
+	accepted      [3][3]*counter
+	rejected      [3][token.NumReasons]*counter
+	rscidMismatch [3]*counter
+	handshakes    *gauge
 	// Connection migration (RFC 9000 section 9): peers followed to a new
 	// address, and validations of such an address that failed.
-	pathMigrations         *metrics.Counter
-	pathValidationFailures *metrics.Counter
+	pathMigrations         *counter
+	pathValidationFailures *counter
 }
 
 // rejectLabel is the metric label of a token rejection reason.
 func rejectLabel(r token.Reason) string {
 	return [...]string{"none", "malformed", "unknown_source", "unknown_type", "wrong_type",
 		"unknown_key", "bad_tid_mac", "from_future", "expired", "bad_tag", "bad_payload",
-		"addr_mismatch", "port_mismatch"}[r]
+		"addr_mismatch", "port_mismatch", "replayed"}[r]
 }
 
-func newAVMetrics(reg *metrics.Registry) (*avMetrics, error) {
-	m := &avMetrics{
-		retriesSent:  new(metrics.Counter),
-		invalidToken: new(metrics.Counter),
-		dropped:      new(metrics.Counter),
-		handshakes:   new(metrics.Gauge),
+// TokenRejectReasons lists the reasons AddressValidationStats.TokensRejected
+// counts by, so that an exporter can show every series from the start.
+func TokenRejectReasons() []string {
+	rs := make([]string, 0, token.NumReasons)
+	for r := 1; r < int(token.NumReasons); r++ {
+		rs = append(rs, rejectLabel(token.Reason(r)))
+	}
+	return append(rs, "rscid_mismatch")
+}
 
-		pathMigrations:         new(metrics.Counter),
-		pathValidationFailures: new(metrics.Counter),
+func newAVMetrics() *avMetrics {
+	m := &avMetrics{
+		retriesSent:  new(counter),
+		invalidToken: new(counter),
+		dropped:      new(counter),
+		handshakes:   new(gauge),
+
+		pathMigrations:         new(counter),
+		pathValidationFailures: new(counter),
 	}
 	for s := range m.accepted {
 		for ty := range m.accepted[s] {
-			m.accepted[s][ty] = new(metrics.Counter)
+			m.accepted[s][ty] = new(counter)
 		}
 		for r := range m.rejected[s] {
-			m.rejected[s][r] = new(metrics.Counter)
+			m.rejected[s][r] = new(counter)
 		}
-		m.rscidMismatch[s] = new(metrics.Counter)
+		m.rscidMismatch[s] = new(counter)
 	}
-	if reg == nil {
-		return m, nil
-	}
-	var err error
-	if m.retriesSent, err = reg.NewCounter("turboretry_quic_retries_sent_total", "Retry packets the host sent."); err != nil {
-		return nil, err
-	}
-	if m.invalidToken, err = reg.NewCounter("turboretry_quic_invalid_token_closes_total", "Initials with a bad retry token answered with INVALID_TOKEN."); err != nil {
-		return nil, err
-	}
-	if m.dropped, err = reg.NewCounter("turboretry_quic_initials_dropped_total", "Client Initials the address policy dropped."); err != nil {
-		return nil, err
-	}
-	if m.handshakes, err = reg.NewGauge("turboretry_quic_handshakes_in_flight", "Server connections whose client address is not validated yet (the load AutoRetry sees)."); err != nil {
-		return nil, err
-	}
-	if m.pathMigrations, err = reg.NewCounter("turboretry_quic_path_migrations_total", "Clients the server followed to a new address (connection migration or NAT rebinding)."); err != nil {
-		return nil, err
-	}
-	if m.pathValidationFailures, err = reg.NewCounter("turboretry_quic_path_validation_failures_total", "Migrations whose new address failed path validation (the server fell back to the old one)."); err != nil {
-		return nil, err
-	}
-	acc, err := reg.NewCounterVec("turboretry_quic_tokens_accepted_total", "Valid tokens in client Initials, by source and type.", "source", "type")
-	if err != nil {
-		return nil, err
-	}
-	rej, err := reg.NewCounterVec("turboretry_quic_tokens_rejected_total", "Invalid tokens in client Initials, by source and reason.", "source", "reason")
-	if err != nil {
-		return nil, err
-	}
-	types := [3]string{"unknown", "retry", "new_token"}
-	for s, sl := range tokenSourceLabels {
-		for ty := 1; ty < 3; ty++ {
-			if m.accepted[s][ty], err = acc.With(sl, types[ty]); err != nil {
-				return nil, err
-			}
-		}
-		for r := 1; r < int(token.NumReasons); r++ {
-			if m.rejected[s][r], err = rej.With(sl, rejectLabel(token.Reason(r))); err != nil {
-				return nil, err
-			}
-		}
-		if m.rscidMismatch[s], err = rej.With(sl, "rscid_mismatch"); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
+	return m
 }
 
+// counter and gauge are the atomics behind the counters; the library
+// takes no metrics registry (Transport.AddressValidationStats is the
+// snapshot, exported to Prometheus by the app tier).
+type counter struct{ n atomic.Uint64 }
+
+func (c *counter) Inc()          { c.n.Add(1) }
+func (c *counter) Value() uint64 { return c.n.Load() }
+
+type gauge struct{ n atomic.Int64 }
+
+func (g *gauge) Inc()         { g.n.Add(1) }
+func (g *gauge) Dec()         { g.n.Add(-1) }
+func (g *gauge) Value() int64 { return g.n.Load() }
+
 // AddressValidationStats is a snapshot of a Transport's address-validation
-// counters (the same values the metrics registry exports).
+// counters (what app/metrics exports as turboretry_quic_*).
 type AddressValidationStats struct {
 	RetriesSent        uint64
 	InvalidTokenCloses uint64

@@ -4,7 +4,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/metrics"
+	"github.com/turboretry/turboretry/token"
 )
 
 // DefaultRetryThreshold is the threshold of unvalidated connections
@@ -43,10 +43,14 @@ type AddressValidationConfig struct {
 	NewTokenMaxAge   time.Duration
 	// DisableNewTokens stops the server from sending NEW_TOKEN frames.
 	DisableNewTokens bool
-	// Metrics, when set, receives the address-validation counters (names
-	// in docs/address-validation.md). Register at most one Transport per
-	// registry: the metric names are fixed.
-	Metrics *metrics.Registry
+	// NewTokenReplay makes NEW_TOKEN tokens single-use (RFC 9000 section
+	// 8.1.4): a valid token used before is refused with reason "replayed"
+	// and its client is sent a Retry; the same Initial (token and DCID)
+	// again within seconds is a retransmission, not a replay. Nil means a
+	// private filter sized for NewTokenMaxAge (token.ReplayFilterConfig
+	// defaults: 2 MiB once in use); an integrated offload agent may share
+	// one.
+	NewTokenReplay *token.ReplayFilter
 }
 
 // AddressDecision is an AddressPolicy's verdict on a client Initial.
@@ -110,6 +114,10 @@ type TokenInfo struct {
 	// retry token.
 	OriginalDestConnID []byte
 	RetrySourceConnID  []byte
+	// IssuedAt is a valid token's issue time, to the millisecond. For a
+	// retry token that is when the Retry was sent, so time.Since(IssuedAt)
+	// in the policy is the Retry round trip.
+	IssuedAt time.Time
 }
 
 // InitialInfo is what an AddressPolicy sees about a client Initial. Its

@@ -3,12 +3,11 @@ package quic
 import (
 	"errors"
 	"net"
-	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	quicgo "github.com/quic-go/quic-go"
-	"github.com/turboretry/turboretry/internal/metrics"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/token"
 )
@@ -21,8 +20,19 @@ func TestAlwaysRetryServer(t *testing.T) {
 	for _, peer := range []string{"ours", "quic-go"} {
 		t.Run(peer, func(t *testing.T) {
 			ctx := testCtx(t)
-			reg := metrics.NewRegistry()
-			tr, ln, seen := avEchoServerStates(t, ctx, &AddressValidationConfig{Policy: AlwaysRetry(), TokenSecret: testTokenSecret, Metrics: reg})
+			// The policy sees the retry token's issue time: the Retry
+			// round trip the app tier's histogram records.
+			start := time.Now().Truncate(time.Millisecond)
+			var issued atomic.Pointer[time.Time]
+			always := AlwaysRetry()
+			policy := func(in *InitialInfo) AddressDecision {
+				if in.Token.Valid && in.Token.Kind == TokenRetry {
+					at := in.Token.IssuedAt
+					issued.Store(&at)
+				}
+				return always(in)
+			}
+			tr, ln, seen := avEchoServerStates(t, ctx, &AddressValidationConfig{Policy: policy, TokenSecret: testTokenSecret})
 			var s rwStream
 			if peer == "ours" {
 				c, err := DialAddr(ctx, ln.Addr().String(), clientTLS(t), nil)
@@ -35,6 +45,9 @@ func TestAlwaysRetryServer(t *testing.T) {
 				c.mu.Unlock()
 				if !retried {
 					t.Fatal("client saw no Retry")
+				}
+				if d := c.ConnectionStats().HandshakeDuration; d <= 0 {
+					t.Fatalf("HandshakeDuration %v after the handshake", d)
 				}
 				if s, err = c.OpenStream(); err != nil {
 					t.Fatal(err)
@@ -59,15 +72,11 @@ func TestAlwaysRetryServer(t *testing.T) {
 			if st.RetriesSent == 0 || st.TokensAccepted["host/retry"] != 1 {
 				t.Fatalf("stats %+v, want Retries and 1 host retry token accepted", st)
 			}
-			text := string(reg.AppendText(nil))
-			for _, want := range []string{
-				"turboretry_quic_retries_sent_total ",
-				`turboretry_quic_tokens_accepted_total{source="host",type="retry"} 1`,
-				"turboretry_quic_handshakes_in_flight 0",
-			} {
-				if !strings.Contains(text, want) {
-					t.Errorf("metrics lack %q:\n%s", want, text)
-				}
+			if st.HandshakesInFlight != 0 {
+				t.Errorf("%d handshakes in flight after the echo", st.HandshakesInFlight)
+			}
+			if at := issued.Load(); at == nil || at.Before(start) || at.After(time.Now()) {
+				t.Errorf("the valid retry token's IssuedAt is %v, want between %v and now", at, start)
 			}
 		})
 	}

@@ -248,6 +248,7 @@ func newConn(t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v w
 		first1RTTPN:     -1,
 	}
 	c.lastSendOrRecv = c.lastActivity
+	c.stats.started = c.lastActivity
 	c.remoteAP, _ = addrPort(remote)
 	c.sendT = t
 	c.maxDatagram = maxPacketSize
@@ -368,7 +369,11 @@ func (c *Conn) run() {
 		notifyClose := c.closing && !c.closeNotified
 		c.closeNotified = c.closeNotified || notifyClose
 		c.mu.Unlock()
-		c.writeDatagrams(writes, sendT)
+		if err := c.writeDatagrams(writes, sendT); err != nil {
+			c.mu.Lock()
+			c.destroyLocked(&sendError{err})
+			c.mu.Unlock()
+		}
 		if cap(writes) <= maxDatagramsPerRun {
 			clear(writes)
 			c.spareWrites = writes[:0] // the next run's, so sending allocates nothing
@@ -446,7 +451,9 @@ func (c *Conn) onTimers(now time.Time) {
 		return
 	}
 	if c.closing || c.draining {
-		if !now.Before(c.closeDeadline) {
+		// Not before our CONNECTION_CLOSE went out, even with no closing
+		// period (closingPeriod).
+		if !now.Before(c.closeDeadline) && (c.draining || c.closeNotified) {
 			c.finished = true
 		}
 		return
@@ -646,7 +653,8 @@ func (c *Conn) ConnectionState() ConnectionState {
 // CloseWithError closes the connection with an application error code and
 // message, which the peer sees as an ApplicationError. It returns once the
 // CONNECTION_CLOSE was written; the connection's goroutine stays for the
-// closing period (three PTOs) to answer late packets.
+// closing period (three PTOs) to answer late packets, except for a
+// connection of Dial or DialAddr, whose Transport closes with it at once.
 func (c *Conn) CloseWithError(code ApplicationErrorCode, msg string) error {
 	c.mu.Lock()
 	initiated := c.closeErr == nil && !c.finished
@@ -670,6 +678,7 @@ type connStats struct {
 	bytesSent, bytesLost           uint64
 	packetsRecv, bytesRecv         uint64
 	blockedRecv                    uint64 // DATA_BLOCKED, STREAMS_BLOCKED and STREAM_DATA_BLOCKED frames
+	handshakeTiming                       // conn_handshake_timing.go
 }
 
 // ConnectionStats holds statistics of a connection, as in quic-go.
@@ -685,6 +694,10 @@ type ConnectionStats struct {
 	PacketsReceived  uint64
 	BytesLost        uint64
 	PacketsLost      uint64
+	// HandshakeDuration is how long the handshake took, from the
+	// connection's start (a client's dial, a server's first Initial) to
+	// its completion; zero until then.
+	HandshakeDuration time.Duration
 }
 
 // ConnectionStats returns the connection's RTT estimates, congestion window
@@ -706,5 +719,7 @@ func (c *Conn) ConnectionStats() ConnectionStats {
 		PacketsReceived:  c.stats.packetsRecv,
 		BytesLost:        c.stats.bytesLost,
 		PacketsLost:      c.stats.packetsLost,
+
+		HandshakeDuration: c.stats.handshakeDuration,
 	}
 }

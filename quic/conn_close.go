@@ -4,16 +4,16 @@ import (
 	"errors"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/flowcontrol"
 	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
-// flowError converts a flowcontrol error to a transport error.
+// flowError passes a flowcontrol transport error on and turns any other
+// error into an internal one.
 func flowError(err error) error {
-	var fe *flowcontrol.Error
-	if errors.As(err, &fe) {
-		return qerr.NewTransportError(qerr.TransportErrorCode(fe.Code), 0, fe.Reason)
+	var te *qerr.TransportError
+	if errors.As(err, &te) {
+		return te
 	}
 	return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 }
@@ -22,13 +22,10 @@ func flowError(err error) error {
 // protocol violation (a *qerr.TransportError) or an internal failure.
 func (c *Conn) closeWithError(err error) {
 	var te *qerr.TransportError
-	var fe *flowcontrol.Error
 	var ours *TransportError
 	switch {
 	case errors.As(err, &te):
 		c.closeLocal(&TransportError{ErrorCode: TransportErrorCode(te.Code), FrameType: te.FrameType, ErrorMessage: te.Reason})
-	case errors.As(err, &fe):
-		c.closeLocal(&TransportError{ErrorCode: TransportErrorCode(fe.Code), ErrorMessage: fe.Reason})
 	case errors.As(err, &ours):
 		c.closeLocal(ours)
 	default:
@@ -45,7 +42,7 @@ func (c *Conn) closeLocal(err error) {
 	c.signalClosedLocked(err)
 	now := time.Now()
 	c.closing = true
-	c.closeDeadline = now.Add(3 * c.ptoLocked())
+	c.closeDeadline = now.Add(c.closingPeriod())
 	if c.tls == nil {
 		c.finished = true
 		return
@@ -56,6 +53,18 @@ func (c *Conn) closeLocal(err error) {
 		return
 	}
 	c.pendingWrites = append(c.pendingWrites, outDatagram{b: c.closePacket})
+}
+
+// closingPeriod is how long a closing or draining connection stays to
+// absorb late packets (RFC 9000 section 10.2): three PTOs, except on the
+// Transport of Dial and DialAddr, which closes with its only connection and
+// so would keep a goroutine reading for nothing but that (quic-go does not
+// linger there either).
+func (c *Conn) closingPeriod() time.Duration {
+	if c.t.singleDial {
+		return 0
+	}
+	return 3 * c.ptoLocked()
 }
 
 // buildClosePacket builds a datagram with CONNECTION_CLOSE in every space we

@@ -311,11 +311,11 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	c.events.Reset()
 	prevLargest, hadLargest := c.rec.LargestAcked(recovery.Space(space))
 	if err := c.rec.OnAckReceived(recovery.Space(space), f.AckRanges, delay, now, &c.events); err != nil {
-		code, ok := recovery.TransportErrorCode(err)
-		if !ok {
-			return nil
+		var te *qerr.TransportError
+		if !errors.As(err, &te) {
+			return nil // our own bug, not the peer's
 		}
-		return qerr.NewTransportError(qerr.TransportErrorCode(code), uint64(f.Type), err.Error())
+		return qerr.NewTransportError(te.Code, uint64(f.Type), te.Reason)
 	}
 	marked := 0
 	var largest uint64
@@ -385,5 +385,5 @@ func (c *Conn) handleConnectionClose(f *wire.Frame) {
 	}
 	c.signalClosedLocked(err)
 	c.draining = true
-	c.closeDeadline = time.Now().Add(3 * c.ptoLocked())
+	c.closeDeadline = time.Now().Add(c.closingPeriod())
 }

@@ -272,6 +272,7 @@ func (c *Conn) onHandshakeComplete() {
 		return
 	}
 	c.handshakeComplete = true
+	c.stats.noteHandshakeComplete(time.Now())
 	if c.isClient {
 		c.used0RTT = c.sentEarly && !c.rejected0RTT
 		c.earlySealer = nil

@@ -20,13 +20,11 @@ func withAccessLog(next http.Handler, log *slog.Logger, m *serverMetrics) http.H
 			if status == 0 {
 				status = http.StatusOK // nothing written: net/http sends 200
 			}
+			elapsed := time.Since(start)
 			proto := protocolLabel(r.Proto)
-			if c, err := m.requests.With(proto, methodLabel(r.Method), strconv.Itoa(status)); err == nil {
-				c.Inc()
-			}
-			if c, err := m.respBytes.With(proto); err == nil {
-				c.Add(uint64(sw.bytes))
-			}
+			m.requests.WithLabelValues(proto, methodLabel(r.Method), strconv.Itoa(status)).Inc()
+			m.respBytes.WithLabelValues(proto).Add(float64(sw.bytes))
+			m.duration.WithLabelValues(proto).Observe(elapsed.Seconds())
 			ci := ConnInfoFromContext(r.Context())
 			log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 				slog.String("method", r.Method),
@@ -34,7 +32,7 @@ func withAccessLog(next http.Handler, log *slog.Logger, m *serverMetrics) http.H
 				slog.Int("status", status),
 				slog.Int64("bytes", sw.bytes),
 				slog.String("protocol", r.Proto),
-				slog.Duration("duration", time.Since(start)),
+				slog.Duration("duration", elapsed),
 				slog.String("remote", r.RemoteAddr),
 				slog.Bool("retry_validated", ci.RetryValidated),
 				slog.Bool("token_validated", ci.TokenValidated),

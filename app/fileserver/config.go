@@ -3,7 +3,13 @@ package fileserver
 import (
 	"fmt"
 	"log/slog"
+	"runtime"
 	"time"
+
+	"github.com/turboretry/turboretry/offload/host"
+	"github.com/turboretry/turboretry/offload/reuseport"
+	"github.com/turboretry/turboretry/quiclb"
+	"github.com/turboretry/turboretry/token"
 )
 
 // DefaultAddr is where the server listens when no address is given: a local
@@ -46,6 +52,23 @@ func ParseRetryMode(s string) (RetryMode, error) {
 	return 0, fmt.Errorf("invalid retry mode %q: want auto, always or never", s)
 }
 
+// IDLayout is the operator's part of the server's connection ID layout
+// (quiclb.Config without the MAC key, which derives from the root secret).
+type IDLayout struct {
+	// ConfigID is the QUIC-LB config rotation codepoint, 0..6.
+	ConfigID uint8
+	// HostID is this server's part of the QUIC-LB server ID, 0..13 bytes.
+	HostID []byte
+	// NonceLen is the nonce length; 0 means quiclb.DefaultNonceLen.
+	NonceLen int
+}
+
+// codec returns the layout's codec, with the MAC key of kr.
+func (l IDLayout) codec(kr *token.KeyRing) (*quiclb.Codec, error) {
+	key := quiclb.KeyFromRing(kr)
+	return quiclb.NewCodec(quiclb.Config{ConfigID: l.ConfigID, HostID: l.HostID, NonceLen: l.NonceLen, MACKey: &key})
+}
+
 // Config configures a Server. Only StateDir is needed when the certificate
 // or the secret is generated; everything else has a default.
 type Config struct {
@@ -54,15 +77,38 @@ type Config struct {
 	Addr string
 	// Root is the directory to serve; empty serves the embedded demo site.
 	Root string
+	// Dotfiles serves, and lists, names starting with a dot (.git, .env,
+	// .htpasswd). Off by default: such files are 404, except under
+	// /.well-known (RFC 8615).
+	Dotfiles bool
+	// ListDirs lists the files of a directory that has no index.html. Off
+	// by default: such a directory is 404.
+	ListDirs bool
 	// CertFile and KeyFile are a PEM certificate chain and key; both empty
 	// means a self-signed certificate kept in StateDir.
 	CertFile, KeyFile string
 	// Retry is handed to the QUIC listener. With an offload it is the
 	// host's fail-open fallback policy.
 	Retry RetryMode
+	// Workers is the number of UDP sockets, each with its own receive loop
+	// and quic.Transport, that HTTP/3 is spread over (serve --workers); a
+	// connection lives on one worker, and an sk_reuseport program keeps
+	// its packets there whatever address the client sends from
+	// (docs/reuseport.md). 0 means the number of CPUs. Where the program
+	// cannot be loaded (no CAP_BPF), the listener falls back to one
+	// socket and says so in the log.
+	Workers int
+	// ConnectionIDs is the layout of the server's connection IDs (serve
+	// --cid-*): QUIC-LB with the worker octet and a MAC keyed from the
+	// root secret (docs/cid.md). The zero value is the default layout of
+	// 10 bytes.
+	ConnectionIDs IDLayout
 	// Offload puts a Retry agent in front of the QUIC listener
-	// (offload.go); the zero value runs none.
-	Offload OffloadConfig
+	// (offload/host); the zero value runs none. Its KeyRing and Logger are
+	// the server's, its IdleTimeout is QUICIdleTimeout.
+	Offload host.Config
+	// Limits bound the listeners' resources; nil means DefaultLimits().
+	Limits *Limits
 	// SecretFile is the token root secret; empty means one kept in
 	// StateDir, created on first use.
 	SecretFile string
@@ -78,9 +124,10 @@ type Config struct {
 	Logger *slog.Logger
 	// ShutdownTimeout bounds graceful shutdown; zero means the default.
 	ShutdownTimeout time.Duration
-	// Now is the clock used for certificate validity; nil means time.Now.
-	// Tests set it to exercise expiry.
-	Now func() time.Time
+
+	// enterNetns, set by tests, runs the HTTP/3 listener's socket and
+	// offload setup in the server's network namespace.
+	enterNetns func(func() error) error
 }
 
 func (c *Config) fillDefaults() {
@@ -93,9 +140,16 @@ func (c *Config) fillDefaults() {
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Workers == 0 {
+		c.Workers = min(runtime.NumCPU(), reuseport.MaxWorkers)
 	}
+	if c.Limits == nil {
+		d := DefaultLimits()
+		c.Limits = &d
+	}
+	// The listener's idle timeout is fixed; the offload's T_W check
+	// compares against it.
+	c.Offload.IdleTimeout = QUICIdleTimeout
 }
 
 func (c *Config) check() error {
@@ -108,5 +162,15 @@ func (c *Config) check() error {
 	if int(c.Retry) >= len(retryNames) {
 		return fmt.Errorf("invalid retry mode %v", c.Retry)
 	}
-	return c.Offload.check()
+	if c.Workers < 0 || c.Workers > reuseport.MaxWorkers {
+		return fmt.Errorf("--workers %d: want 1..%d (0: the number of CPUs)", c.Workers, reuseport.MaxWorkers)
+	}
+	if _, err := quiclb.NewCodec(quiclb.Config{ConfigID: c.ConnectionIDs.ConfigID, HostID: c.ConnectionIDs.HostID,
+		NonceLen: c.ConnectionIDs.NonceLen, MACKey: new(quiclb.Key)}); err != nil {
+		return fmt.Errorf("connection ID layout: %w", err)
+	}
+	if err := c.Limits.Check(); err != nil {
+		return err
+	}
+	return c.Offload.Check()
 }

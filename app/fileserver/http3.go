@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/offload/host"
+	"github.com/turboretry/turboretry/offload/reuseport"
 	"github.com/turboretry/turboretry/quic"
 	"github.com/turboretry/turboretry/token"
 )
@@ -19,16 +21,18 @@ import (
 type http3Listener struct {
 	s       *Server
 	tlsConf *tls.Config
+	ready   chan struct{} // closed once the UDP socket serves
 
-	mu     sync.Mutex
-	srv    *http3.Server
-	tr     *quic.Transport
-	off    offloader // the running offload datapath, or nil
-	closed bool
+	mu      sync.Mutex
+	srv     *http3.Server
+	workers *host.Workers // the sockets and their Transports, once ready
+	off     *host.Offload // the running offload, or nil
+	addr    net.Addr      // the UDP address, once ready
+	closed  bool
 }
 
-// offload returns the running offload datapath, or nil. l may be nil.
-func (l *http3Listener) offload() offloader {
+// offload returns the running offload, or nil. l may be nil.
+func (l *http3Listener) offload() *host.Offload {
 	if l == nil {
 		return nil
 	}
@@ -42,9 +46,9 @@ func (l *http3Listener) offload() offloader {
 // Serve reads the secret file itself.
 func (l *http3Listener) reloadSecret(secret []byte) error {
 	l.mu.Lock()
-	tr, off := l.tr, l.off
+	w, off := l.workers, l.off
 	l.mu.Unlock()
-	if tr == nil {
+	if w == nil {
 		return nil
 	}
 	if off != nil {
@@ -54,79 +58,117 @@ func (l *http3Listener) reloadSecret(secret []byte) error {
 			return err
 		}
 	}
-	return tr.SetTokenSecret(secret)
+	var errs []error
+	for _, tr := range w.Transports {
+		errs = append(errs, tr.SetTokenSecret(secret))
+	}
+	return errors.Join(errs...)
 }
 
 // newHTTP3Listener must run in New: Server.TLSConfig clones the config
 // that net/http's ServeTLS modifies when Serve starts (HTTP/2 setup), so
 // cloning it from the listener's goroutine would race with that.
 func newHTTP3Listener(s *Server) *http3Listener {
-	return &http3Listener{s: s, tlsConf: http3.ConfigureTLSConfig(s.TLSConfig())} // h3 only, TLS 1.3
+	return &http3Listener{s: s, tlsConf: http3.ConfigureTLSConfig(s.TLSConfig()), ready: make(chan struct{})} // h3 only, TLS 1.3
 }
 
-// Serve binds the UDP socket and serves until ctx ends, then shuts down
-// gracefully (GOAWAY, requests in flight finish) unless Close comes first.
+// Serve binds the UDP sockets (one per worker, see Config.Workers) and
+// serves until ctx ends, then shuts down gracefully (GOAWAY, requests in
+// flight finish) unless Close comes first.
 func (l *http3Listener) Serve(ctx context.Context) error {
 	secret, err := token.ReadSecretFile(l.s.SecretPath())
 	if err != nil {
 		return fmt.Errorf("HTTP/3: address-validation secret: %w", err)
 	}
-	offCfg := &l.s.cfg.Offload
+	offCfg := l.s.cfg.Offload
+	lim := l.s.cfg.Limits
 	tcp := l.s.Addr().(*net.TCPAddr)
 	var (
-		pc  *net.UDPConn
-		tr  *quic.Transport
-		off offloader
+		w   *host.Workers
+		off *host.Offload
 	)
-	// The socket and the datapath belong to the interface's namespace.
-	err = offCfg.inNetns(func() error {
-		var err error
-		pc, err = net.ListenUDP("udp", &net.UDPAddr{IP: tcp.IP, Port: tcp.Port, Zone: tcp.Zone})
+	// The sockets and the datapath belong to the interface's namespace.
+	err = l.s.inNetns(func() error {
+		ids, err := l.s.cfg.ConnectionIDs.codec(l.s.KeyRing())
+		if err != nil {
+			return fmt.Errorf("HTTP/3: connection IDs: %w", err)
+		}
+		w, err = host.ListenWorkers(reuseport.Config{
+			Addr:    (&net.UDPAddr{IP: tcp.IP, Port: tcp.Port, Zone: tcp.Zone}).String(),
+			Workers: l.s.cfg.Workers,
+			IDs:     ids,
+			// One socket, not unsteered ones: a migrating client must
+			// not land on a worker that does not know it.
+			Fallback: reuseport.FallbackSingle,
+			Logger:   l.s.Logger(),
+		})
 		if err != nil {
 			return fmt.Errorf("HTTP/3: listening on UDP port %d: %w", tcp.Port, err)
 		}
-		tr = &quic.Transport{
-			Conn: pc,
-			AddressValidation: &quic.AddressValidationConfig{
-				Policy:      addressPolicy(l.s.RetryMode()),
-				TokenSecret: secret,
-				Metrics:     l.s.Metrics(),
-			},
+		// The QUIC limits are server-wide; each worker's Transport
+		// enforces its share.
+		shared := lim.perWorker(len(w.Transports))
+		lim = &shared
+		policy := l.s.m.quic.Policy(lim.addressPolicy(l.s.RetryMode()))
+		// One replay filter for all workers: a NEW_TOKEN token spent on
+		// one must be refused on every other (the DCIDs of two Initials
+		// hash to different workers).
+		replay, err := token.NewReplayFilter(token.ReplayFilterConfig{Window: token.DefaultNewTokenMaxAge + token.DefaultMaxFuture})
+		if err != nil {
+			return fmt.Errorf("HTTP/3: %w", err)
 		}
-		if offCfg.Mode == OffloadXDP {
-			// With the agent in front the host still revalidates every
-			// token, and its own policy is the fail-open fallback.
-			if off, err = startOffload(offCfg, uint16(tcp.Port), l.s.KeyRing(), tr, l.s.Logger()); err != nil {
-				return fmt.Errorf("HTTP/3: offload xdp on %s: %w", offCfg.Iface, err)
-			}
+		for _, tr := range w.Transports {
+			tr.StatelessResetKey = statelessResetKey(l.s.KeyRing())
+			tr.AddressValidation = &quic.AddressValidationConfig{Policy: policy, TokenSecret: secret, NewTokenReplay: replay}
+			lim.applyTransport(tr)
 		}
-		if offCfg.Mode == OffloadSplit {
-			if off, err = startSplitOffload(offCfg, l.s.KeyRing(), tr, l.s.Logger()); err != nil {
+		if offCfg.Mode == host.ModeNone {
+			return nil
+		}
+		// With the agent in front the host still revalidates every
+		// token, and its own policy is the fail-open fallback.
+		offCfg.KeyRing, offCfg.Logger, offCfg.IDs = l.s.KeyRing(), l.s.Logger(), ids
+		if off, err = host.AttachWorkers(w.Transports, w.WorkerFor, offCfg); err != nil {
+			if offCfg.Mode == host.ModeSplit {
 				return fmt.Errorf("HTTP/3: offload split (agent %v): %w", offCfg.AgentControl, err)
 			}
+			return fmt.Errorf("HTTP/3: offload xdp on %s: %w", offCfg.Iface, err)
 		}
 		return nil
 	})
-	if pc != nil {
-		defer pc.Close()
-	}
 	if err != nil {
+		if w != nil {
+			w.Close()
+		}
 		return err
 	}
-	defer tr.Close()
+	defer w.Close()
 	if off != nil {
-		// Deferred after tr.Close, so it runs first: the program detaches
-		// before the transport stops taking its deliveries.
+		// Deferred after w.Close, so it runs first: the program detaches
+		// before the transports stop taking its deliveries.
 		defer off.Close()
 	}
-	// 0-RTT: the HTTP/3 client sends only safe, bodiless requests early.
-	qconf := &quic.Config{Allow0RTT: true, MaxIdleTimeout: QUICIdleTimeout}
+	qconf := lim.quicConfig()
 	if dir := l.s.cfg.QlogDir; dir != "" {
 		qconf.Qlog = quic.QlogDir(dir)
 	}
-	ln, err := tr.ListenEarly(l.tlsConf, qconf)
-	if err != nil {
-		return fmt.Errorf("HTTP/3: %w", err)
+	// One TLS configuration and one set of session ticket keys for every
+	// worker's handshakes: a ticket issued on one worker resumes, with
+	// 0-RTT, on any other (the resumed connection's first Initial hashes
+	// anywhere). The listeners clone the configuration they get, and
+	// crypto/tls's automatic ticket keys belong to each clone; the clones
+	// return this one instead, whose explicit keys rotate in one place.
+	shared := l.tlsConf.Clone()
+	shared.MinVersion = tls.VersionTLS13
+	stopKeys := rotateTicketKeys(shared, ticketKeyRotation)
+	defer stopKeys()
+	perWorker := l.tlsConf.Clone()
+	perWorker.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) { return shared, nil }
+	lns := make([]*quic.EarlyListener, len(w.Transports))
+	for i, tr := range w.Transports {
+		if lns[i], err = tr.ListenEarly(perWorker, qconf); err != nil {
+			return fmt.Errorf("HTTP/3: worker %d: %w", i, err)
+		}
 	}
 	srv := &http3.Server{
 		Handler:   l.s.Handler(),
@@ -135,6 +177,7 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
 			l.s.m.quicConns.Inc()
 			context.AfterFunc(c.Context(), l.s.m.quicConns.Dec)
+			l.s.m.quic.ObserveHandshake(c)
 			st := c.ConnectionState()
 			return WithConnInfo(ctx, ConnInfo{
 				RetryValidated: st.ValidatedBy == quic.TokenRetry,
@@ -143,12 +186,15 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 			})
 		},
 	}
+	lim.applyHTTP3(srv)
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return nil
 	}
-	l.srv, l.tr, l.off = srv, tr, off
+	l.srv, l.workers, l.off = srv, w, off
+	l.addr = w.Group.LocalAddr()
+	close(l.ready)
 	l.mu.Unlock()
 	defer func() {
 		l.mu.Lock()
@@ -156,23 +202,34 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		l.mu.Unlock()
 	}()
 
-	l.s.Logger().Info("serving HTTP/3", "udp", pc.LocalAddr().String(), "retry", l.s.RetryMode().String(), "offload", offCfg.Mode.String())
+	l.s.Logger().Info("serving HTTP/3", "udp", l.addr.String(), "workers", w.Group.Workers(), "steering", w.Group.Mode().String(),
+		"retry", l.s.RetryMode().String(), "offload", offCfg.Mode.String(), "cid_len", w.Transports[0].ConnectionIDGenerator.ConnectionIDLen())
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ServeListener(ln) }()
-	select {
-	case err := <-errc:
-		if errors.Is(err, http3.ErrServerClosed) {
-			return nil // Close came first
-		}
-		return fmt.Errorf("HTTP/3: %w", err)
-	case <-ctx.Done():
+	// One server over every worker's listener: requests are handled alike
+	// whichever worker holds the connection.
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { errc <- srv.ServeListener(ln) }()
 	}
-	// Close, called by the file server after its shutdown timeout, cuts
-	// this short.
-	_ = srv.Shutdown(context.Background())
-	<-errc
-	return nil
+	var first error
+	select {
+	case first = <-errc:
+		if errors.Is(first, http3.ErrServerClosed) {
+			first = nil // Close came first
+		} else if first != nil {
+			first = fmt.Errorf("HTTP/3: %w", first)
+		}
+		_ = srv.Close()
+	case <-ctx.Done():
+		// Close, called by the file server after its shutdown timeout,
+		// cuts this short.
+		_ = srv.Shutdown(context.Background())
+		<-errc
+	}
+	for range len(lns) - 1 {
+		<-errc
+	}
+	return first
 }
 
 // Close stops serving at once; it may be called more than once, and
@@ -188,16 +245,19 @@ func (l *http3Listener) Close() error {
 	return nil
 }
 
-// addressPolicy maps --retry to the QUIC listener's address-validation
-// policy: always and never as said, auto sends Retries only while more
-// handshakes are in flight than quic.DefaultRetryThreshold (flood
-// protection at no cost to clients in calm times).
-func addressPolicy(m RetryMode) quic.AddressPolicy {
-	switch m {
-	case RetryAlways:
-		return quic.AlwaysRetry()
-	case RetryNever:
-		return quic.NeverRetry()
-	}
-	return quic.AutoRetry(quic.DefaultRetryThreshold)
+// statelessResetLabel derives the stateless reset key from the root secret
+// (token.KeyRing.ExpandRoot); no other key uses it.
+const statelessResetLabel = "turboretry stateless reset"
+
+// statelessResetKey is the key of the server's stateless reset tokens
+// (RFC 9000 section 10.3). It comes from the root secret, so a restarted
+// server (same secret) derives the tokens its predecessor announced and
+// answers the old connections' next packets with a stateless reset: their
+// clients give up at once instead of after the idle timeout. A secret
+// reloaded with SIGHUP does not change it (the connections alive keep the
+// tokens they were given); the next restart does.
+func statelessResetKey(kr *token.KeyRing) *quic.StatelessResetKey {
+	var k quic.StatelessResetKey
+	copy(k[:], kr.ExpandRoot(statelessResetLabel, len(k)))
+	return &k
 }

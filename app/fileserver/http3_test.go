@@ -1,8 +1,10 @@
 package fileserver
 
 import (
+	"context"
 	"crypto/tls"
 	"io/fs"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -64,6 +66,49 @@ func checkHTTP3DemoPage(t *testing.T, ts *testServer, c *http.Client) {
 	})
 }
 
+// TestHTTP3ReadySignal: HTTP3Ready is closed once the UDP socket serves,
+// at the TCP listener's port number, and not before Serve.
+func TestHTTP3ReadySignal(t *testing.T) {
+	s, _ := newServer(t, nil)
+	select {
+	case <-s.HTTP3Ready():
+		t.Fatal("HTTP3Ready closed before Serve")
+	default:
+	}
+	if a := s.HTTP3Addr(); a != nil {
+		t.Fatalf("HTTP3Addr before Serve: %v", a)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	select {
+	case <-s.HTTP3Ready():
+	case err := <-done:
+		done <- err
+		t.Fatalf("Serve ended before HTTP/3 was ready: %v", err)
+	}
+	ua, ok := s.HTTP3Addr().(*net.UDPAddr)
+	if !ok || ua.Port != s.Addr().(*net.TCPAddr).Port {
+		t.Fatalf("HTTP3Addr %v, want UDP on the TCP port %v", s.HTTP3Addr(), s.Addr())
+	}
+	tr := &http3.Transport{TLSClientConfig: (&testServer{Server: s}).h3TLS()}
+	defer tr.Close()
+	resp, err := (&http.Client{Transport: tr}).Get(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Proto != "HTTP/3.0" {
+		t.Fatalf("GET over HTTP/3: %d %s", resp.StatusCode, resp.Proto)
+	}
+}
+
 func TestServeHTTP3WithOurClient(t *testing.T) {
 	ts := startServer(t, nil)
 	tr := &http3.Transport{TLSClientConfig: ts.h3TLS()}
@@ -96,23 +141,30 @@ func TestServeHTTP3RetryAlways(t *testing.T) {
 		}
 		return errorf("no HTTP/3 access log record with retry_validated=true")
 	})
-	text := string(ts.Metrics().AppendText(nil))
-	for _, want := range []string{
-		"turboretry_quic_connections_active 1\n",
-		`turboretry_quic_tokens_accepted_total{source="host",type="retry"} 1`,
-		"turboretry_quic_handshakes_in_flight ",
+	fams := gatherMetrics(t, ts.Metrics())
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"turboretry_quic_connections_active", nil, 1},
+		{"turboretry_quic_tokens_accepted_total", []string{"source", "host", "type", "retry"}, 1},
+		{"turboretry_quic_handshakes_in_flight", nil, 0},
+		// One connection: one handshake, one Retry round trip.
+		{"turboretry_quic_handshake_duration_seconds", nil, 1},
+		{"turboretry_quic_retry_round_trip_seconds", []string{"source", "host"}, 1},
 	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("metrics lack %q:\n%s", want, text)
+		if v, ok := fams.value(c.name, c.labels...); !ok || v != c.want {
+			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, v, ok, c.want)
 		}
 	}
-	if strings.Contains(text, "turboretry_quic_retries_sent_total 0\n") {
-		t.Errorf("no Retry counted:\n%s", text)
+	if v, _ := fams.value("turboretry_quic_retries_sent_total"); v == 0 {
+		t.Error("no Retry counted")
 	}
 	tr.Close() // closes the connection: the gauge goes back to 0
 	eventually(t, func() error {
-		if text := string(ts.Metrics().AppendText(nil)); !strings.Contains(text, "turboretry_quic_connections_active 0\n") {
-			return errorf("QUIC connection gauge not back to 0")
+		if v, _ := gatherMetrics(t, ts.Metrics()).value("turboretry_quic_connections_active"); v != 0 {
+			return errorf("QUIC connection gauge %v, not back to 0", v)
 		}
 		return nil
 	})
@@ -177,15 +229,17 @@ func TestReloadSecretReachesHTTP3(t *testing.T) {
 	if r := fetch(".well-known/turboretry/whoami"); r["retry_validated"] != true || r["token_validated"] != false {
 		t.Fatalf("after the secret reload the old token still validated: %v", r)
 	}
-	if text := string(ts.Metrics().AppendText(nil)); !strings.Contains(text, `reason="bad_tid_mac"`) {
-		t.Errorf("no bad_tid_mac token rejection counted:\n%s", text)
+	if v, _ := gatherMetrics(t, ts.Metrics()).value("turboretry_quic_tokens_rejected_total", "reason", "bad_tid_mac"); v == 0 {
+		t.Error("no bad_tid_mac token rejection counted")
 	}
 }
 
 // TestServeHTTP3ZeroRTT: a client resuming a session sends its GET in
 // 0-RTT; the server accepts it and the access log says so.
 func TestServeHTTP3ZeroRTT(t *testing.T) {
-	ts := startServer(t, func(c *Config) { c.Retry = RetryNever })
+	// Four workers: the resumed connection usually lands on another
+	// worker than the one that issued its ticket.
+	ts := startServer(t, func(c *Config) { c.Retry = RetryNever; c.Workers = 4 })
 	tlsConf := ts.h3TLS()
 	tlsConf.ClientSessionCache = tls.NewLRUClientSessionCache(4)
 	fetch := func(path string) map[string]any {

@@ -2,15 +2,12 @@ package fileserver
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/turboretry/turboretry/internal/metrics"
 )
 
 // requestRecords returns the access log records.
@@ -39,19 +36,28 @@ func TestAccessLogAndMetrics(t *testing.T) {
 	_, body := get(t, h1, "GET", ts.URL()+"missing")
 	bytes1 += len(body)
 	get(t, h2, "HEAD", ts.URL())
-	get(t, h2, "BREW", ts.URL()) // an unknown method is counted as OTHER
+	_, brew := get(t, h2, "BREW", ts.URL()) // an unknown method is counted as OTHER
 
 	metricsURL := "http://" + ts.MetricsAddr().String() + "/metrics"
-	want := []string{
-		`turboretry_http_requests_total{protocol="HTTP/1.1",method="GET",code="200"} 2`,
-		`turboretry_http_requests_total{protocol="HTTP/1.1",method="GET",code="404"} 1`,
-		`turboretry_http_requests_total{protocol="HTTP/2.0",method="GET",code="200"} 3`,
-		`turboretry_http_requests_total{protocol="HTTP/2.0",method="HEAD",code="200"} 1`,
-		`turboretry_http_requests_total{protocol="HTTP/2.0",method="OTHER",code="200"} 1`,
-		fmt.Sprintf(`turboretry_http_response_bytes_total{protocol="HTTP/1.1"} %d`, bytes1),
-		"# TYPE turboretry_tcp_connections_active gauge",
+	type series struct {
+		name   string
+		labels []string
+		want   float64
 	}
-	var text string
+	want := []series{
+		{"turboretry_http_requests_total", []string{"protocol", "HTTP/1.1", "method", "GET", "code", "200"}, 2},
+		{"turboretry_http_requests_total", []string{"protocol", "HTTP/1.1", "method", "GET", "code", "404"}, 1},
+		{"turboretry_http_requests_total", []string{"protocol", "HTTP/2.0", "method", "GET", "code", "200"}, 3},
+		{"turboretry_http_requests_total", []string{"protocol", "HTTP/2.0", "method", "HEAD", "code", "200"}, 1},
+		{"turboretry_http_requests_total", []string{"protocol", "HTTP/2.0", "method", "OTHER", "code", "405"}, 1},
+		{"turboretry_http_response_bytes_total", []string{"protocol", "HTTP/1.1"}, float64(bytes1)},
+		// BREW got a 405 with a short body.
+		{"turboretry_http_response_bytes_total", []string{"protocol", "HTTP/2.0"}, float64(bytes2 + len(brew))},
+		{"turboretry_http_request_duration_seconds", []string{"protocol", "HTTP/2.0"}, 5},
+		// Both clients hold a keep-alive connection.
+		{"turboretry_tcp_connections_active", nil, 2},
+	}
+	var fams metricFamilies
 	eventually(t, func() error {
 		resp, err := http.Get(metricsURL)
 		if err != nil {
@@ -59,24 +65,21 @@ func TestAccessLogAndMetrics(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if ct := resp.Header.Get("Content-Type"); ct != metrics.ContentType {
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
 			return errorf("content type %q", ct)
 		}
-		text = string(b)
+		fams = parseMetrics(t, string(b))
 		for _, w := range want {
-			if !strings.Contains(text, w+"\n") {
-				return errorf("metrics lack %q:\n%s", w, text)
+			if v, ok := fams.value(w.name, w.labels...); !ok || v != w.want {
+				return errorf("%s%v = %v (present %v), want %v", w.name, w.labels, v, ok, w.want)
 			}
 		}
 		return nil
 	})
-	// BREW got 200 with the index body, so HTTP/2 bytes are four bodies.
-	if w := fmt.Sprintf(`turboretry_http_response_bytes_total{protocol="HTTP/2.0"} %d`, bytes2*4/3); !strings.Contains(text, w) {
-		t.Errorf("metrics lack %q:\n%s", w, text)
-	}
-	// Both clients hold a keep-alive connection.
-	if !strings.Contains(text, "turboretry_tcp_connections_active 2\n") {
-		t.Errorf("expected 2 active TCP connections:\n%s", text)
+	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total", "turboretry_quic_retries_sent_total"} {
+		if _, ok := fams.value(name); !ok {
+			t.Errorf("/metrics lacks %s: %s", name, fams.names())
+		}
 	}
 
 	// The log line follows the metrics update; wait for the last one.
@@ -115,8 +118,8 @@ func TestAccessLogAndMetrics(t *testing.T) {
 	h1.CloseIdleConnections()
 	h2.CloseIdleConnections()
 	eventually(t, func() error {
-		if v := ts.m.tcpConns.Value(); v != 0 {
-			return errorf("%d TCP connections still counted", v)
+		if v, _ := gatherMetrics(t, ts.Metrics()).value("turboretry_tcp_connections_active"); v != 0 {
+			return errorf("%v TCP connections still counted", v)
 		}
 		return nil
 	})
@@ -153,9 +156,8 @@ func TestConnInfoFromTransport(t *testing.T) {
 	if r["retry_validated"] != true || r["token_validated"] != false || r["zero_rtt"] != true || r["protocol"] != "HTTP/3.0" || r["status"] != 200.0 {
 		t.Errorf("record: %v", r)
 	}
-	want := `turboretry_http_requests_total{protocol="HTTP/3.0",method="GET",code="200"} 1`
-	if text := string(s.Metrics().AppendText(nil)); !strings.Contains(text, want) {
-		t.Errorf("metrics lack %q:\n%s", want, text)
+	if v, _ := gatherMetrics(t, s.Metrics()).value("turboretry_http_requests_total", "protocol", "HTTP/3.0", "method", "GET", "code", "200"); v != 1 {
+		t.Errorf("HTTP/3 GET 200 counted %v times, want 1", v)
 	}
 	if ci := ConnInfoFromContext(t.Context()); ci != (ConnInfo{}) {
 		t.Errorf("empty context: %+v", ci)

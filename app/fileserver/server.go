@@ -15,7 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+
+	appmetrics "github.com/turboretry/turboretry/app/metrics"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -35,7 +37,7 @@ type ExtraListener interface {
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
-	reg     *metrics.Registry
+	reg     *prometheus.Registry
 	m       *serverMetrics
 	certs   *certStore
 	keyRing atomic.Pointer[token.KeyRing]
@@ -65,7 +67,7 @@ func New(cfg Config) (_ *Server, err error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: metrics.NewRegistry()}
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: appmetrics.NewRegistry()}
 	defer func() {
 		if err != nil {
 			s.closeResources() // whatever was opened before the failure
@@ -95,7 +97,7 @@ func New(cfg Config) (_ *Server, err error) {
 		}
 	}
 
-	s.certs = &certStore{certFile: cfg.CertFile, keyFile: cfg.KeyFile, stateDir: cfg.StateDir, now: cfg.Now, log: s.log}
+	s.certs = &certStore{certFile: cfg.CertFile, keyFile: cfg.KeyFile, stateDir: cfg.StateDir, log: s.log}
 	if _, err = s.certs.load(); err != nil {
 		return nil, err
 	}
@@ -111,7 +113,7 @@ func New(cfg Config) (_ *Server, err error) {
 	s.keyRing.Store(kr)
 
 	port := s.ln.Addr().(*net.TCPAddr).Port
-	s.handler = withAccessLog(withCommonHeaders(newContentHandler(content, cfg.Root == ""), port), s.log, s.m)
+	s.handler = withAccessLog(withCommonHeaders(newContentHandler(content, cfg.Root == "", fileOptions{dotfiles: cfg.Dotfiles, listDirs: cfg.ListDirs}), port), s.log, s.m)
 
 	s.tlsConf = &tls.Config{
 		MinVersion:     tls.VersionTLS12,
@@ -123,7 +125,8 @@ func New(cfg Config) (_ *Server, err error) {
 		// net/http adjusts the config it serves with; give it its own copy
 		// so TLSConfig() readers never race with it.
 		TLSConfig:         s.tlsConf.Clone(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cfg.Limits.HeaderTimeout, // 0: none, as for HTTP/3
+		MaxHeaderBytes:    cfg.Limits.MaxHeaderBytes,
 		IdleTimeout:       2 * time.Minute,
 		// Failed handshakes from browsers that distrust the self-signed
 		// certificate are routine: keep them at debug level.
@@ -133,11 +136,14 @@ func New(cfg Config) (_ *Server, err error) {
 
 	if s.metricsLn != nil {
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", s.metricsHandler()) // the registry and the offload's (offload.go)
+		mux.Handle("/metrics", appmetrics.Handler(s.reg, s.log))
 		s.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	}
 	s.h3 = newHTTP3Listener(s)
 	s.extras = append(s.extras, s.h3) // HTTP/3 on the same port number, over UDP (http3.go)
+	if err := s.registerCollectors(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -179,10 +185,10 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // follows reloads. Set NextProtos (and MinVersion TLS 1.3) for QUIC.
 func (s *Server) TLSConfig() *tls.Config { return s.tlsConf.Clone() }
 
-// Metrics returns the registry; the QUIC listener registers its address
-// validation metrics (handshakes in flight, Retries, tokens accepted and
-// rejected) here.
-func (s *Server) Metrics() *metrics.Registry { return s.reg }
+// Metrics returns the registry /metrics serves: the server's HTTP and
+// QUIC metrics, the offload's, and the go_* and process_* collectors
+// (app/metrics). Register more collectors on it to serve them too.
+func (s *Server) Metrics() *prometheus.Registry { return s.reg }
 
 // KeyRing returns the token key ring for the current root secret. Reload
 // may replace it, so fetch it per use rather than keeping it.
@@ -192,11 +198,29 @@ func (s *Server) KeyRing() *token.KeyRing { return s.keyRing.Load() }
 // that must share it.
 func (s *Server) SecretPath() string { return s.secret }
 
+// Workers returns the number of HTTP/3 workers configured (the default
+// applied); the listener may run fewer where steering is refused.
+func (s *Server) Workers() int { return s.cfg.Workers }
+
 // RetryMode returns the configured Retry policy.
 func (s *Server) RetryMode() RetryMode { return s.cfg.Retry }
 
 // Logger returns the server's logger.
 func (s *Server) Logger() *slog.Logger { return s.log }
+
+// HTTP3Ready returns a channel that is closed once the HTTP/3 listener's
+// UDP socket is bound and its address validation (and offload, if any)
+// set up: from then on QUIC clients are served. It is never closed when
+// Serve fails first.
+func (s *Server) HTTP3Ready() <-chan struct{} { return s.h3.ready }
+
+// HTTP3Addr returns the HTTP/3 listener's UDP address, or nil before
+// HTTP3Ready is closed.
+func (s *Server) HTTP3Addr() net.Addr {
+	s.h3.mu.Lock()
+	defer s.h3.mu.Unlock()
+	return s.h3.addr
+}
 
 // Addr returns the TCP address; the UDP listener should bind the same port.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }

@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/offload/flood"
 )
 
@@ -121,12 +120,12 @@ func runFlood(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if !set["count"] || !set["duration"] || *count == 0 || *duration <= 0 {
 		return usageError(fs, "refusing an unbounded run: give both --count N > 0 and --duration D > 0")
 	}
-	var v handshake.Version
+	var v flood.Version
 	switch *version {
 	case 1:
-		v = handshake.Version1
+		v = flood.Version1
 	case 2:
-		v = handshake.Version2
+		v = flood.Version2
 	default:
 		return usageError(fs, "--version must be 1 or 2, not %d", *version)
 	}

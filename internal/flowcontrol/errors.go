@@ -22,20 +22,9 @@ const (
 )
 
 // Error is a protocol violation by the peer; the connection closes with a
-// CONNECTION_CLOSE frame carrying Code.
-type Error struct {
-	Code   ErrorCode
-	Reason string
-}
-
-func (e *Error) Error() string { return e.Code.String() + ": " + e.Reason }
-
-// Is makes errors.Is match any *Error with the same code, so the sentinels
-// below match the detailed errors this package returns.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Code == e.Code
-}
+// CONNECTION_CLOSE frame carrying Code. It is the qerr package's type, so
+// errors.Is matches the sentinels below by code.
+type Error = qerr.TransportError
 
 // Sentinels for errors.Is. Use errors.As to read the code and reason.
 var (
@@ -58,5 +47,5 @@ var (
 )
 
 func newError(code ErrorCode, format string, args ...any) error {
-	return &Error{Code: code, Reason: fmt.Sprintf(format, args...)}
+	return qerr.NewTransportError(code, 0, fmt.Sprintf(format, args...))
 }

@@ -3,8 +3,11 @@ package qerr
 import "strconv"
 
 // TransportError is a connection error with a transport error code
-// (RFC 9000 section 11.1). The wire parsers return it so the connection can
-// put Code, FrameType and Reason straight into a CONNECTION_CLOSE frame.
+// (RFC 9000 section 11.1): the one shape of a peer's violation in every
+// internal package (wire, connid, flowcontrol, streambuf, recovery), so
+// the connection puts Code, FrameType and Reason straight into a
+// CONNECTION_CLOSE frame (and the quic package's TransportError at its
+// API).
 type TransportError struct {
 	Code TransportErrorCode
 	// FrameType is the type of the frame that triggered the error; 0 when
@@ -24,6 +27,14 @@ func (e *TransportError) Error() string {
 		s += ": " + e.Reason
 	}
 	return s
+}
+
+// Is makes errors.Is match any *TransportError with the same code, so a
+// package's sentinels (flowcontrol.ErrFlowControl) match the detailed
+// errors it returns.
+func (e *TransportError) Is(target error) bool {
+	t, ok := target.(*TransportError)
+	return ok && t.Code == e.Code
 }
 
 // NewTransportError returns a TransportError. Parsers call it with constant

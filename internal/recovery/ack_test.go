@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/congestion"
+	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -101,7 +102,7 @@ func TestAckOfUnsentPacket(t *testing.T) {
 	if !errors.Is(err, ErrUnsentPacketAcked) {
 		t.Fatalf("ACK of packet 5: %v", err)
 	}
-	if code, ok := TransportErrorCode(err); !ok || code != 0x0a {
+	if code, ok := peerCode(err); !ok || code != qerr.ProtocolViolation {
 		t.Fatalf("code %#x %v, want PROTOCOL_VIOLATION", code, ok)
 	}
 	if len(ev.Acked) != 0 || r.BytesInFlight() != inFlight || r.RTT().HasSample() {
@@ -183,14 +184,14 @@ func TestAckInvalidRanges(t *testing.T) {
 		if !errors.Is(err, ErrInvalidAckRanges) {
 			t.Fatalf("ranges %v: %v", bad, err)
 		}
-		if code, ok := TransportErrorCode(err); !ok || code != FrameEncodingError {
+		if code, ok := peerCode(err); !ok || code != qerr.FrameEncodingError {
 			t.Fatalf("ranges %v: code %#x", bad, code)
 		}
 	}
 	if err := r.OnAckReceived(Space(7), []wire.AckRange{rng(0, 0)}, 0, t0, nil); !errors.Is(err, ErrInvalidSpace) {
 		t.Fatalf("invalid space: %v", err)
 	}
-	if _, ok := TransportErrorCode(ErrInvalidSpace); ok {
+	if _, ok := peerCode(ErrInvalidSpace); ok {
 		t.Fatal("a caller bug mapped to a transport error")
 	}
 }
@@ -311,4 +312,14 @@ func TestCongestionControllerDriven(t *testing.T) {
 	if !r.Controller().InRecovery() {
 		t.Fatal("loss did not start a recovery period")
 	}
+}
+
+// peerCode returns the transport error code of a peer's error, the one
+// shape every internal package reports them in.
+func peerCode(err error) (qerr.TransportErrorCode, bool) {
+	var te *qerr.TransportError
+	if !errors.As(err, &te) {
+		return 0, false
+	}
+	return te.Code, true
 }

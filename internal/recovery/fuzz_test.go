@@ -93,7 +93,7 @@ func FuzzOnAckReceived(f *testing.F) {
 				inFlight := r.BytesInFlight()
 				err := r.OnAckReceived(ApplicationData, ranges, time.Duration(b)*time.Millisecond, now, &ev)
 				if err != nil {
-					if _, ok := TransportErrorCode(err); !ok {
+					if _, ok := peerCode(err); !ok {
 						t.Fatalf("unexpected error %v", err)
 					}
 					if r.BytesInFlight() != inFlight || len(ev.Acked)+len(ev.Lost) != 0 {

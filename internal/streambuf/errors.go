@@ -2,16 +2,11 @@ package streambuf
 
 import "github.com/turboretry/turboretry/internal/qerr"
 
-// Error is a violation by the peer found while reassembling stream data.
-// The connection closes with a CONNECTION_CLOSE frame carrying Code; the
-// frame type is the STREAM or CRYPTO frame that carried the data.
-type Error struct {
-	Code   qerr.TransportErrorCode
-	Reason string
-}
-
-// Error implements error.
-func (e *Error) Error() string { return "streambuf: " + e.Code.String() + ": " + e.Reason }
+// Error is a violation by the peer found while reassembling stream data,
+// the qerr package's type. The connection closes with a CONNECTION_CLOSE
+// frame carrying Code; the frame type is the STREAM or CRYPTO frame that
+// carried the data.
+type Error = qerr.TransportError
 
 // Errors returned by RecvBuffer.Push. They are shared values, so returning
 // them never allocates; compare with errors.Is or ==, read Code with errors.As.

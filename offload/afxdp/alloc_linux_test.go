@@ -3,6 +3,7 @@
 package afxdp
 
 import (
+	"github.com/turboretry/turboretry/offload/frame"
 	"net/netip"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 	in := make([]byte, 2048)
 	batch := make([]Desc, 16)
 	tx := make([]Desc, 1)
-	reply := UDPFrame{Dst: macA, Src: macB, SrcIP: ipB, DstIP: ipA, SrcPort: portB, DstPort: portA, Payload: []byte("reply")}
+	reply := frame.UDP{Dst: macA, Src: macB, SrcIP: ipB, DstIP: ipA, SrcPort: portB, DstPort: portA, Payload: []byte("reply")}
 	var failure string // set inside the loop, reported after it
 	rounds := 0
 	step := func() {
@@ -38,7 +39,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 		for got == 0 {
 			n := e.xsk.Receive(batch)
 			for _, d := range batch[:n] {
-				f, err := ParseFrame(e.xsk.Frame(d))
+				f, err := frame.Parse(e.xsk.Frame(d))
 				if err == nil && f.DstPort == portB && string(f.Payload) == string(out) {
 					got++
 				}

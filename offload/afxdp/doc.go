@@ -27,8 +27,8 @@
 // XSKMAP (Socket.Register takes any *ebpf.Map of that type, such as
 // xdp.Program.XSKMap) or inserts Socket.FD itself.
 //
-// frame.go holds a builder and parser of Ethernet + IPv4/IPv6 + UDP frames with
-// checksums; it is portable, the sockets are Linux only.
+// The Ethernet/IP/UDP framing of what goes through the sockets is package
+// offload/frame; the sockets are Linux only.
 //
 // Errors: ErrPermission (no CAP_NET_RAW, or not root), ErrNoInterface,
 // ErrQueueRange, ErrNotSupported (kernel without AF_XDP, or zero-copy

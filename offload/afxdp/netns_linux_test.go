@@ -4,6 +4,7 @@ package afxdp
 
 import (
 	"fmt"
+	"github.com/turboretry/turboretry/offload/frame"
 	"net/netip"
 	"os/exec"
 	"slices"
@@ -23,8 +24,8 @@ import (
 var (
 	ipA  = netip.MustParseAddr("198.18.0.1")
 	ipB  = netip.MustParseAddr("198.18.0.2")
-	macA = MAC{0x02, 0x00, 0x5e, 0x00, 0x00, 0x0a}
-	macB = MAC{0x02, 0x00, 0x5e, 0x00, 0x00, 0x0b}
+	macA = frame.MAC{0x02, 0x00, 0x5e, 0x00, 0x00, 0x0a}
+	macB = frame.MAC{0x02, 0x00, 0x5e, 0x00, 0x00, 0x0b}
 )
 
 type testNet struct {
@@ -51,7 +52,7 @@ func newTestNet(tb testing.TB, queues int) *testNet {
 	for _, s := range []struct {
 		ns, dev  string
 		ip, peer netip.Addr
-		peerMAC  MAC
+		peerMAC  frame.MAC
 	}{{n.nsA, "tra0", ipA, ipB, macB}, {n.nsB, "trb0", ipB, ipA, macA}} {
 		netnstest.Up(tb, s.ns, s.dev, netip.PrefixFrom(s.ip, 30))
 		// Static neighbours: ARP requests to B would land in the AF_XDP
@@ -61,7 +62,7 @@ func newTestNet(tb testing.TB, queues int) *testNet {
 	n.in(tb, n.nsA, func() {
 		n.ifA = ifindex(tb, "tra0")
 		// Make A's kernel write complete UDP checksums, so frames reaching
-		// the AF_XDP socket can be checked strictly (see ParseFrameLax).
+		// the AF_XDP socket can be checked strictly (see frame.ParseLax).
 		if err := netnstest.TXChecksumOff("tra0"); err != nil {
 			tb.Fatal(err)
 		}
@@ -84,7 +85,7 @@ func (n *testNet) dump(tb testing.TB) {
 	}
 }
 
-func hw(m MAC) string {
+func hw(m frame.MAC) string {
 	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5])
 }
 

@@ -5,6 +5,7 @@ package afxdp
 import (
 	"errors"
 	"fmt"
+	"github.com/turboretry/turboretry/offload/frame"
 	"net/netip"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func TestOneSocketPerQueue(t *testing.T) {
 		for q, s := range socks {
 			n := s.Receive(batch)
 			for _, d := range batch[:n] {
-				f, err := ParseFrame(s.Frame(d))
+				f, err := frame.Parse(s.Frame(d))
 				if err != nil || f.DstPort != portB {
 					other++
 					otherErr = err

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/turboretry/turboretry/offload/frame"
 	"net/netip"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func txPayload(i int) []byte {
 
 // receiveN reads frames until n UDP datagrams to portB arrived, passing each
 // parsed one to check, and fails when a wait runs out first.
-func receiveN(t *testing.T, nt *testNet, s *Socket, n int, check func(f *UDPFrame)) {
+func receiveN(t *testing.T, nt *testNet, s *Socket, n int, check func(f *frame.UDP)) {
 	t.Helper()
 	batch := make([]Desc, 64)
 	got, other := 0, 0
@@ -49,7 +50,7 @@ func receiveN(t *testing.T, nt *testNet, s *Socket, n int, check func(f *UDPFram
 			continue
 		}
 		for _, d := range batch[:k] {
-			f, err := ParseFrame(s.Frame(d))
+			f, err := frame.Parse(s.Frame(d))
 			if err != nil || f.DstPort != portB {
 				other++
 				t.Logf("other frame (%v): %x", err, s.Frame(d))
@@ -87,7 +88,7 @@ func testReceiveAndTransmit(t *testing.T, mode string) {
 		}
 	}
 	seen := make([]bool, n)
-	receiveN(t, e.testNet, e.xsk, n, func(f *UDPFrame) {
+	receiveN(t, e.testNet, e.xsk, n, func(f *frame.UDP) {
 		var i int
 		if _, err := fmt.Sscanf(string(f.Payload), "afxdp rx %04d", &i); err != nil || i < 0 || i >= n {
 			t.Fatalf("unexpected payload %q", f.Payload)
@@ -110,7 +111,7 @@ func testReceiveAndTransmit(t *testing.T, mode string) {
 			t.Fatalf("AllocFrame %d: no free frame", i)
 		}
 		buf := e.xsk.Frame(d)
-		f := UDPFrame{Dst: macA, Src: macB, SrcIP: ipB, DstIP: ipA, SrcPort: portB, DstPort: portA, Payload: txPayload(i)}
+		f := frame.UDP{Dst: macA, Src: macB, SrcIP: ipB, DstIP: ipA, SrcPort: portB, DstPort: portA, Payload: txPayload(i)}
 		l, err := f.Encode(buf[:cap(buf)])
 		if err != nil {
 			t.Fatal(err)
@@ -190,7 +191,7 @@ func TestForwardInPlace(t *testing.T) {
 	}
 	for i, d := range batch {
 		buf := e.xsk.Frame(d)
-		f, err := ParseFrame(buf)
+		f, err := frame.Parse(buf)
 		if err != nil {
 			t.Fatalf("frame %d: %v", i, err)
 		}
@@ -234,7 +235,7 @@ func TestForwardInPlace(t *testing.T) {
 	if _, err := unix.Write(fdA, rxPayload(7)); err != nil {
 		t.Fatal(err)
 	}
-	receiveN(t, e.testNet, e.xsk, 1, func(f *UDPFrame) {
+	receiveN(t, e.testNet, e.xsk, 1, func(f *frame.UDP) {
 		if !bytes.Equal(f.Payload, rxPayload(7)) {
 			t.Fatalf("payload %q", f.Payload)
 		}

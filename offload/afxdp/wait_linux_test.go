@@ -5,6 +5,7 @@ package afxdp
 import (
 	"context"
 	"errors"
+	"github.com/turboretry/turboretry/offload/frame"
 	"net/netip"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func TestWait(t *testing.T) {
 		n := s.Receive(batch)
 		found := false
 		for _, d := range batch[:n] {
-			if f, err := ParseFrame(s.Frame(d)); err == nil && string(f.Payload) == "wake" {
+			if f, err := frame.Parse(s.Frame(d)); err == nil && string(f.Payload) == "wake" {
 				found = true
 			}
 		}

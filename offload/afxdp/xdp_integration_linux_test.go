@@ -1,9 +1,8 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package afxdp
 
 import (
 	"errors"
+	"github.com/turboretry/turboretry/offload/frame"
 	"net/netip"
 	"testing"
 	"time"
@@ -82,7 +81,7 @@ func TestWithFastPathProgram(t *testing.T) {
 	if _, err := unix.Write(fdA, full); err != nil {
 		t.Fatal(err)
 	}
-	receiveN(t, nt, s, 1, func(f *UDPFrame) {
+	receiveN(t, nt, s, 1, func(f *frame.UDP) {
 		if string(f.Payload) != string(full) {
 			t.Fatalf("AF_XDP got %d bytes %x..., want the full Initial", len(f.Payload), f.Payload[:min(16, len(f.Payload))])
 		}

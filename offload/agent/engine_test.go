@@ -1,11 +1,9 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/turboretry/turboretry/internal/wire"
@@ -36,21 +34,24 @@ func TestConfigErrors(t *testing.T) {
 	mustProcess(t, e.Worker(0), clientInitial(t, wire.Version1, odcid, cscid, nil, 1200), clientAddr, ReasonRetry)
 }
 
-func TestHeartbeatAndPause(t *testing.T) {
+func TestHeartbeatAndPause(t *testing.T) { synctest.Test(t, testHeartbeatAndPause) }
+
+func testHeartbeatAndPause(t *testing.T) {
 	var beats []time.Time
+	start := time.Now()
 	env := newTestEnv(t, func(c *Config) { c.OnHeartbeat = func(t time.Time) { beats = append(beats, t) } })
 	if !env.eng.Heartbeat().IsZero() {
 		t.Fatal("heartbeat before the first beat")
 	}
-	if !env.eng.Beat() || !env.eng.Heartbeat().Equal(testStart) || len(beats) != 1 {
+	if !env.eng.Beat() || !env.eng.Heartbeat().Equal(start) || len(beats) != 1 {
 		t.Fatalf("first beat: %v, callbacks %d", env.eng.Heartbeat(), len(beats))
 	}
 	pkt := clientInitial(t, wire.Version1, odcid, cscid, nil, 1200)
 	mustProcess(t, env.w, pkt, clientAddr, ReasonRetry)
 
 	env.eng.Pause()
-	env.clock.Advance(time.Second)
-	if env.eng.Beat() || !env.eng.Heartbeat().Equal(testStart) || len(beats) != 1 {
+	time.Sleep(time.Second)
+	if env.eng.Beat() || !env.eng.Heartbeat().Equal(start) || len(beats) != 1 {
 		t.Fatal("a paused engine beat")
 	}
 	mustProcess(t, env.w, pkt, clientAddr, ReasonPaused)
@@ -59,7 +60,7 @@ func TestHeartbeatAndPause(t *testing.T) {
 	}
 
 	env.eng.Resume()
-	if !env.eng.Beat() || !env.eng.Heartbeat().Equal(testStart.Add(time.Second)) || len(beats) != 2 {
+	if !env.eng.Beat() || !env.eng.Heartbeat().Equal(start.Add(time.Second)) || len(beats) != 2 {
 		t.Fatal("no beat after Resume")
 	}
 	mustProcess(t, env.w, pkt, clientAddr, ReasonRetry)
@@ -71,7 +72,6 @@ func TestRunHeartbeat(t *testing.T) {
 	ch := make(chan time.Time, 16)
 	env := newTestEnv(t, func(c *Config) {
 		c.HeartbeatInterval = time.Millisecond
-		c.Now = time.Now
 		c.OnHeartbeat = func(t time.Time) {
 			select {
 			case ch <- t:
@@ -94,7 +94,12 @@ func TestRunHeartbeat(t *testing.T) {
 	}
 }
 
-func TestStatsAndMetrics(t *testing.T) {
+// TestStats runs in a synctest bubble: no time passes before the heartbeat
+// it checks.
+func TestStats(t *testing.T) { synctest.Test(t, testStats) }
+
+func testStats(t *testing.T) {
+	start := time.Now()
 	env := newTestEnv(t, func(c *Config) { c.Workers = 2 })
 	w0, w1 := env.eng.Worker(0), env.eng.Worker(1)
 	pkt := clientInitial(t, wire.Version1, odcid, cscid, nil, 1200)
@@ -126,31 +131,19 @@ func TestStatsAndMetrics(t *testing.T) {
 		t.Fatalf("auto-published malformed = %d", got)
 	}
 
+	if s := env.eng.Stats(); s.Packets[ReasonMalformed] != publishEvery || s.Packets[ReasonRetryTokenForwarded] != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	// The names app/metrics exports as labels of
+	// turboretry_agent_packets_total.
+	if r := ReasonUnknownConnection; r.Verdict().String() != "drop" || r.String() != "unknown_connection" {
+		t.Errorf("labels %q, %q", r.Verdict(), r)
+	}
+	if r := ReasonRetryTokenForwarded; r.Verdict().String() != "forward" || r.String() != "retry_token" {
+		t.Errorf("labels %q, %q", r.Verdict(), r)
+	}
 	env.eng.Beat()
-	var buf bytes.Buffer
-	if err := env.eng.WriteMetrics(&buf); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
-	for _, want := range []string{
-		"# TYPE turboretry_agent_packets_total counter\n",
-		`turboretry_agent_packets_total{verdict="send_reply",reason="retry"} 4` + "\n",
-		`turboretry_agent_packets_total{verdict="drop",reason="unknown_connection"} 1` + "\n",
-		`turboretry_agent_packets_total{verdict="drop",reason="malformed"} 64` + "\n",
-		`turboretry_agent_packets_total{verdict="forward",reason="retry_token"} 0` + "\n",
-		`turboretry_agent_packets_total{verdict="drop",reason="token_expired"} 0` + "\n",
-		`turboretry_agent_egress_packets_total{result="learned"} 1` + "\n",
-		fmt.Sprintf("turboretry_agent_heartbeat_timestamp_seconds %d.000\n", testStart.Unix()),
-		"turboretry_agent_paused 0\n",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("metrics lack %q", want)
-		}
-	}
-	if n := strings.Count(out, "turboretry_agent_packets_total{"); n != NumReasons-1 {
-		t.Errorf("%d packet series, want %d", n, NumReasons-1)
-	}
-	if t.Failed() {
-		t.Log(out)
+	if hb := env.eng.Heartbeat(); !hb.Equal(start) || env.eng.Paused() {
+		t.Errorf("heartbeat %v paused %v, want %v, false", hb, env.eng.Paused(), start)
 	}
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"net/netip"
+	"time"
 
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/wire"
@@ -21,7 +22,8 @@ func (w *Worker) initial(pkt []byte, from netip.AddrPort, out []byte) (Reason, [
 		}
 		return w.retry(from, out, ReasonRetry)
 	}
-	res, err := w.validator.Validate(h.Token, token.TypeAny, from, w.eng.cfg.Now(), w.payload[:0])
+	now := time.Now()
+	res, err := w.validator.Validate(h.Token, token.TypeAny, from, now, w.payload[:0])
 	if err != nil {
 		tr := token.ReasonOf(err)
 		if res.Type == token.TypeNewToken && tr > token.ReasonWrongType {
@@ -36,31 +38,65 @@ func (w *Worker) initial(pkt []byte, from netip.AddrPort, out []byte) (Reason, [
 		return ReasonOfToken(tr), nil
 	}
 	if res.Type == token.TypeNewToken {
-		// The client's 0-RTT packets carry this DCID too. It is the
-		// client's choice (8..20 bytes); the fast path keys long-header
-		// DCIDs longer than the server's CID length by their first
-		// CIDLen bytes (docs/fastpath.md), so admit that prefix.
-		w.admit(cidPrefix(h.DestConnID, w.eng.cfg.CIDLen))
-		return ReasonNewTokenForwarded, nil
+		return w.newTokenInitial(now, from, out)
 	}
 	if bytes.Equal(res.RSCID, h.DestConnID) {
-		w.admit(h.DestConnID)
+		// An RSCID whose MAC the fast path verifies needs no entry.
+		if !w.verifies(h.DestConnID) {
+			w.admit(h.DestConnID)
+		}
 		return ReasonRetryTokenForwarded, nil
 	}
 	// The client's later Initials keep the token but switch the DCID to
-	// the host's SCID, which egress admitted.
-	if w.lookup != nil && w.lookup.Contains(h.DestConnID) {
+	// the host's SCID, which egress admitted or which verifies.
+	if w.verifies(h.DestConnID) || w.lookup != nil && w.lookup.Contains(h.DestConnID) {
 		return ReasonRetryTokenKnownCID, nil
 	}
 	return ReasonRSCIDMismatch, nil
+}
+
+// newTokenInitial handles an Initial in w.hdr whose new_token token
+// validated. A later Initial of the connection it opened (the DCID is the
+// host's SCID, which egress admitted) is forwarded as it is. A first
+// Initial must be the token's first use (RFC 9000 section 8.1.4), or a
+// retransmission of it: the replay filter decides by token and DCID, as
+// the host's does when it checks the forwarded Initial again, so the two
+// agree. A replay gets a Retry: its sender may be a benign client that
+// reused a token. Without a CIDLookup the agent cannot tell later
+// Initials from replays and leaves the check to the host.
+func (w *Worker) newTokenInitial(now time.Time, from netip.AddrPort, out []byte) (Reason, []byte) {
+	h := &w.hdr
+	if w.lookup != nil {
+		if w.lookup.Contains(h.DestConnID) {
+			return ReasonNewTokenKnownCID, nil
+		}
+		if err := w.eng.cfg.ReplayFilter.Use(h.Token, h.DestConnID, now); err != nil {
+			if len(h.DestConnID) < minClientDCIDLen {
+				return ReasonDCIDTooShort, nil
+			}
+			return w.retry(from, out, ReasonReplayedNewToken)
+		}
+	}
+	// The client's 0-RTT packets carry this DCID too. It is the client's
+	// choice (8..20 bytes); the fast path keys long-header DCIDs longer
+	// than the server's CID length by their first CIDLen bytes
+	// (docs/fastpath.md), so admit that prefix.
+	w.admit(cidPrefix(h.DestConnID, w.eng.cfg.CIDLen))
+	return ReasonNewTokenForwarded, nil
 }
 
 // retry builds the Retry for the Initial in w.hdr, to the client at from.
 func (w *Worker) retry(from netip.AddrPort, out []byte, r Reason) (Reason, []byte) {
 	h := &w.hdr
 	rscid := w.rscid[:w.eng.cfg.CIDLen]
-	_, _ = w.rng.Read(rscid) // never fails
-	tok, err := w.issuer.AppendRetry(w.tok[:0], from, h.DestConnID, rscid, w.eng.cfg.Now())
+	_, _ = w.rng.Read(rscid) // never fails; with IDs only the nonce is kept
+	if ids := w.eng.cfg.IDs; ids != nil {
+		// One of the server's IDs around the random nonce just drawn.
+		if err := ids.Seal(rscid, int(w.rng.Uint64()%uint64(w.eng.cfg.IDWorkers))); err != nil {
+			return ReasonInternal, nil
+		}
+	}
+	tok, err := w.issuer.AppendRetry(w.tok[:0], from, h.DestConnID, rscid, time.Now())
 	if err != nil {
 		return ReasonInternal, nil
 	}
@@ -86,6 +122,13 @@ func (w *Worker) versionNegotiation(pkt []byte, out []byte) (Reason, []byte) {
 	w.versions[len(w.versions)-1] = wire.Version(uint32(w.rng.Uint64())&0xf0f0f0f0 | 0x0a0a0a0a)
 	reply := wire.AppendVersionNegotiation(out[:0], w.inv.DestConnID, w.inv.SrcConnID, w.versions[:])
 	return ReasonVersionNegotiation, reply
+}
+
+// verifies reports whether cid is one of the server's IDs with a MAC that
+// the fast path verifies by itself.
+func (w *Worker) verifies(cid []byte) bool {
+	ids := w.eng.cfg.IDs
+	return ids != nil && ids.Verify(cid)
 }
 
 // cidPrefix is the part of a long-header DCID the fast-path cache keys on:

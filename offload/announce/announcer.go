@@ -47,6 +47,13 @@ type AnnouncerConfig struct {
 	// it may be nil. It runs on the Announcer's goroutine, and yielded
 	// slices are copied before yield returns.
 	Active func(yield func(cid []byte) bool)
+	// Skip, when set, reports the IDs that need no announcement: the
+	// server's authenticated IDs (quiclb.Codec.Verify), which the agent's
+	// fast path passes on their MAC. Add and the re-announce leave them
+	// out and count them (AnnouncerStats.Skipped), so only what the MAC
+	// cannot cover travels: a client's chosen DCID. It must be safe for
+	// concurrent use.
+	Skip func(cid []byte) bool
 	// Logger receives send failures (a warning when sending starts to fail,
 	// info when it works again). Nil discards.
 	Logger *slog.Logger
@@ -60,6 +67,7 @@ type AnnouncerStats struct {
 	Invalid     uint64 // IDs of the wrong length from Add or Active
 	SendErrors  uint64 // messages the socket refused
 	Reannounces uint64 // completed full re-announces
+	Skipped     uint64 // IDs from Add or Active that Skip left out
 }
 
 // Announcer sends the host's connection IDs to the agent: Add queues one
@@ -71,8 +79,8 @@ type Announcer struct {
 	perMsg   int // connection IDs per message
 	interval time.Duration
 	active   func(yield func(cid []byte) bool)
+	skip     func(cid []byte) bool
 	log      *slog.Logger
-	now      func() time.Time
 
 	key atomic.Pointer[[32]byte]
 
@@ -93,16 +101,12 @@ type Announcer struct {
 	mac     macState
 	failing bool
 
-	messages, cids, dropped, invalid, sendErrors, reannounces atomic.Uint64
+	messages, cids, dropped, invalid, sendErrors, reannounces, skipped atomic.Uint64
 }
 
 // NewAnnouncer checks cfg, opens a UDP socket towards cfg.Agent and starts
 // the goroutine that sends. Close stops it.
 func NewAnnouncer(cfg AnnouncerConfig) (*Announcer, error) {
-	return newAnnouncer(cfg, time.Now)
-}
-
-func newAnnouncer(cfg AnnouncerConfig, now func() time.Time) (*Announcer, error) {
 	switch {
 	case !cfg.Agent.IsValid() || cfg.Agent.Port() == 0:
 		return nil, fmt.Errorf("announce: invalid agent address %v", cfg.Agent)
@@ -123,8 +127,8 @@ func newAnnouncer(cfg AnnouncerConfig, now func() time.Time) (*Announcer, error)
 		perMsg:   MaxCIDsPerMessage(cfg.CIDLen),
 		interval: cfg.Interval,
 		active:   cfg.Active,
+		skip:     cfg.Skip,
 		log:      cfg.Logger,
-		now:      now,
 		pending:  make([]byte, 0, QueueCIDs*cfg.CIDLen),
 		sending:  make([]byte, 0, QueueCIDs*cfg.CIDLen),
 		msg:      make([]byte, 0, MaxMessageSize),
@@ -151,6 +155,10 @@ func newAnnouncer(cfg AnnouncerConfig, now func() time.Time) (*Announcer, error)
 func (a *Announcer) Add(cid []byte) {
 	if len(cid) != a.cidLen {
 		a.invalid.Add(1)
+		return
+	}
+	if a.skip != nil && a.skip(cid) {
+		a.skipped.Add(1)
 		return
 	}
 	a.mu.Lock()
@@ -188,6 +196,7 @@ func (a *Announcer) Stats() AnnouncerStats {
 		Invalid:     a.invalid.Load(),
 		SendErrors:  a.sendErrors.Load(),
 		Reannounces: a.reannounces.Load(),
+		Skipped:     a.skipped.Load(),
 	}
 }
 
@@ -225,7 +234,7 @@ func (a *Announcer) run() {
 			switch q := a.queued(); {
 			case q >= a.perMsg:
 				a.flush()
-				lastFlush = a.now()
+				lastFlush = time.Now()
 				if armed {
 					flushT.Stop()
 					armed = false
@@ -235,9 +244,9 @@ func (a *Announcer) run() {
 				// connection's handshake SCID, which the client uses
 				// within one round trip) goes at once; a burst behind it
 				// is batched.
-				if since := a.now().Sub(lastFlush); since >= FlushDelay {
+				if since := time.Since(lastFlush); since >= FlushDelay {
 					a.flush()
-					lastFlush = a.now()
+					lastFlush = time.Now()
 				} else {
 					flushT.Reset(FlushDelay - since)
 					armed = true
@@ -246,7 +255,7 @@ func (a *Announcer) run() {
 		case <-flushT.C:
 			armed = false
 			a.flush()
-			lastFlush = a.now()
+			lastFlush = time.Now()
 		case <-ticker.C:
 			a.reannounce()
 		}
@@ -281,6 +290,10 @@ func (a *Announcer) reannounce() {
 			a.invalid.Add(1)
 			return true
 		}
+		if a.skip != nil && a.skip(cid) {
+			a.skipped.Add(1)
+			return true
+		}
 		all = append(all, cid...)
 		return true
 	})
@@ -312,7 +325,7 @@ func (a *Announcer) sendAll(cids []byte, paced bool) bool {
 
 // send writes one message.
 func (a *Announcer) send(cids []byte) {
-	a.msg = appendMessage(a.msg[:0], &a.mac, a.key.Load(), a.cidLen, uint64(max(a.now().UnixMilli(), 0)), cids)
+	a.msg = appendMessage(a.msg[:0], &a.mac, a.key.Load(), a.cidLen, uint64(max(time.Now().UnixMilli(), 0)), cids)
 	if _, err := a.conn.Write(a.msg); err != nil {
 		a.sendErrors.Add(1)
 		if !a.failing {

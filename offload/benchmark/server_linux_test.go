@@ -1,5 +1,3 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package benchmark
 
 import (
@@ -23,7 +21,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,8 +28,11 @@ import (
 	quicgo "github.com/quic-go/quic-go"
 	quicgohttp3 "github.com/quic-go/quic-go/http3"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/turboretry/turboretry/app/fileserver"
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/quic"
 )
 
@@ -76,7 +76,7 @@ func TestMain(m *testing.M) {
 
 // serveVariant serves until stdin closes (the parent ended or is done).
 func serveVariant(v variant, dir string) error {
-	if !slices.Contains([]variant{quicGoRetry, hostRetry, hostNoRetry, xdpAgent, splitAgent}, v) {
+	if !slices.Contains([]variant{quicGoRetry, hostRetry, hostNoRetry, xdpAgent, splitAgent, workers1, workers2}, v) {
 		return fmt.Errorf("unknown variant %q", v)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -114,16 +114,25 @@ func serveVariant(v variant, dir string) error {
 		}
 		return nil
 	}
+	// One worker, as the figures in docs/offload.md were measured; the
+	// worker benchmarks (workers_linux_test.go) vary it.
 	cfg := fileserver.Config{Addr: addr, CertFile: certFile, KeyFile: keyFile, StateDir: dir, Retry: fileserver.RetryAlways,
-		MetricsAddr: netip.AddrPortFrom(ipServer, metricsPort).String()}
+		MetricsAddr: netip.AddrPortFrom(ipServer, metricsPort).String(), Workers: 1}
 	switch v {
 	case hostRetry:
 	case hostNoRetry:
 		cfg.Retry = fileserver.RetryNever
 	case xdpAgent:
-		cfg.Offload = fileserver.OffloadConfig{Mode: fileserver.OffloadXDP, Iface: serverIf}
+		cfg.Offload = host.Config{Mode: host.ModeXDP, Iface: serverIf}
 	case splitAgent:
 		splitServerConfig(&cfg, dir)
+	case workers1, workers2:
+		cfg.Retry, cfg.Workers = fileserver.RetryNever, workersOf(v)
+		root, err := writeBulk(dir)
+		if err != nil {
+			return err
+		}
+		cfg.Root = root
 	}
 	s, err := fileserver.New(cfg)
 	if err != nil {
@@ -145,37 +154,40 @@ func (s *benchServer) retries() (host, agentSent float64, ok bool) {
 	if err != nil {
 		return 0, 0, false
 	}
-	host, agentSent = parseRetries(body)
+	if host, agentSent, err = parseRetries(body); err != nil {
+		return 0, 0, false
+	}
 	if s.agentPID > 0 {
 		body, err := scrape(s.net, s.net.dpu, agentMetrics)
 		if err != nil {
 			return 0, 0, false
 		}
-		_, agentSent = parseRetries(body)
+		if _, agentSent, err = parseRetries(body); err != nil {
+			return 0, 0, false
+		}
 	}
 	return host, agentSent, true
 }
 
 // parseRetries sums the host's and the agent's Retry counters in a
 // Prometheus text body.
-func parseRetries(body string) (host, agentSent float64) {
-	for line := range strings.Lines(body) {
-		name, val, found := strings.Cut(strings.TrimSpace(line), " ")
-		if !found {
-			continue
-		}
-		f, err := strconv.ParseFloat(val, 64)
-		if err != nil {
-			continue
-		}
-		switch {
-		case name == "turboretry_quic_retries_sent_total":
-			host += f
-		case strings.HasPrefix(name, "turboretry_agent_packets_total{") && strings.HasSuffix(name, `reason="retry"}`):
-			agentSent += f
+func parseRetries(body string) (host, agentSent float64, err error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, m := range fams["turboretry_quic_retries_sent_total"].GetMetric() {
+		host += m.GetCounter().GetValue()
+	}
+	for _, m := range fams["turboretry_agent_packets_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "reason" && l.GetValue() == "retry" {
+				agentSent += m.GetCounter().GetValue()
+			}
 		}
 	}
-	return host, agentSent
+	return host, agentSent, nil
 }
 
 // benchServer is a running server variant seen from the client side.

@@ -1,5 +1,3 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package benchmark
 
 import (
@@ -19,9 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/turboretry/turboretry/app/fileserver"
+	appmetrics "github.com/turboretry/turboretry/app/metrics"
 	"github.com/turboretry/turboretry/internal/netnstest"
+	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/offload/split"
+	"github.com/turboretry/turboretry/quiclb"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -107,7 +109,7 @@ func writeSecret(tb testing.TB, dir string) {
 // the agent's control address and the shared secret from dir.
 func splitServerConfig(cfg *fileserver.Config, dir string) {
 	cfg.SecretFile = filepath.Join(dir, secretName)
-	cfg.Offload = fileserver.OffloadConfig{Mode: fileserver.OffloadSplit, AgentControl: agentControl}
+	cfg.Offload = host.Config{Mode: host.ModeSplit, AgentControl: agentControl}
 }
 
 // runBenchAgent is the agent child: what `turboretry agent --wire p0
@@ -122,11 +124,18 @@ func runBenchAgent(dir string) error {
 	if err != nil {
 		return err
 	}
+	// The host's IDs in serve's default layout, MAC keyed from the secret.
+	key := quiclb.KeyFromRing(kr)
+	ids, err := quiclb.NewCodec(quiclb.Config{MACKey: &key})
+	if err != nil {
+		return err
+	}
 	a, err := split.Start(split.Config{
 		WireIface: wireIf,
 		HostIface: hostIf,
 		Port:      serverPort,
 		KeyRing:   kr,
+		IDs:       ids,
 		Control:   agentControl,
 		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
@@ -138,10 +147,9 @@ func runBenchAgent(dir string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		_ = a.WriteMetrics(w)
-	}), ReadHeaderTimeout: 5 * time.Second}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(appmetrics.NewSplitAgentCollector(a.Stats))
+	srv := &http.Server{Handler: appmetrics.Handler(reg, slog.New(slog.DiscardHandler)), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	fmt.Println(agentReadyLine)

@@ -1,5 +1,3 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package benchmark
 
 import (
@@ -47,16 +45,19 @@ func TestSplitVariantServes(t *testing.T) {
 
 func TestParseRetries(t *testing.T) {
 	body := `# HELP turboretry_quic_retries_sent_total Retries.
+# TYPE turboretry_quic_retries_sent_total counter
 turboretry_quic_retries_sent_total 3
-turboretry_agent_packets_total{verdict="send_reply",reason="retry"} 7
-turboretry_agent_packets_total{verdict="drop",reason="bad_token"} 100
-turboretry_agent_packets_total{verdict="send_reply",reason="version_negotiation"} 9
-garbage line
-turboretry_quic_retries_sent_total notanumber
+# TYPE turboretry_agent_packets_total counter
+turboretry_agent_packets_total{reason="retry",verdict="send_reply"} 7
+turboretry_agent_packets_total{reason="bad_token",verdict="drop"} 100
+turboretry_agent_packets_total{reason="version_negotiation",verdict="send_reply"} 9
 `
-	host, agentSent := parseRetries(body)
-	if host != 3 || agentSent != 7 {
-		t.Fatalf("parseRetries = %v, %v; want 3, 7", host, agentSent)
+	host, agentSent, err := parseRetries(body)
+	if err != nil || host != 3 || agentSent != 7 {
+		t.Fatalf("parseRetries = %v, %v, %v; want 3, 7", host, agentSent, err)
+	}
+	if _, _, err := parseRetries(body + "turboretry_quic_retries_sent_total notanumber\n"); err == nil {
+		t.Fatal("parseRetries accepted a malformed body")
 	}
 }
 

@@ -44,7 +44,6 @@
 // builder's tests only. Worker goroutines are not pinned to CPUs.
 //
 // The datapath needs Linux with AF_XDP and BPF links (5.12 or later), root or
-// CAP_BPF+CAP_PERFMON+CAP_NET_ADMIN+CAP_NET_RAW, and a little-endian
-// architecture (the XDP object is bpfel). Elsewhere the package holds only
+// CAP_BPF+CAP_PERFMON+CAP_NET_ADMIN+CAP_NET_RAW. Elsewhere the package holds only
 // the portable reply-frame builder.
 package datapath

@@ -1,5 +1,3 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package datapath
 
 import (
@@ -142,11 +140,11 @@ func randomCID(tb testing.TB, n int) []byte {
 // a ClientHello from crypto/tls.
 func clientInitial(tb testing.TB, dcid, scid []byte) []byte {
 	tb.Helper()
-	hello, err := flood.ClientHello(flood.DefaultServerName, handshake.Version1, scid)
+	hello, err := flood.ClientHello(flood.DefaultServerName, flood.Version1, scid)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	pkt, err := flood.AppendInitial(nil, handshake.Version1, dcid, scid, hello)
+	pkt, err := flood.AppendInitial(nil, flood.Version1, dcid, scid, hello)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -158,7 +156,7 @@ func clientInitial(tb testing.TB, dcid, scid []byte) []byte {
 // keys derived from the new DCID, padded to 1200 bytes.
 func initialWithToken(tb testing.TB, dcid, scid, tok []byte) []byte {
 	tb.Helper()
-	hello, err := flood.ClientHello(flood.DefaultServerName, handshake.Version1, scid)
+	hello, err := flood.ClientHello(flood.DefaultServerName, flood.Version1, scid)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,5 +1,3 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package datapath
 
 import (
@@ -11,6 +9,7 @@ import (
 
 	"github.com/turboretry/turboretry/offload/afxdp"
 	"github.com/turboretry/turboretry/offload/agent"
+	"github.com/turboretry/turboretry/offload/frame"
 )
 
 // batchSize is how many frames a worker takes from its RX ring at once.
@@ -92,7 +91,7 @@ func (q *queue) handle(ctx context.Context, descs []afxdp.Desc) {
 	var delivered, forwarded, unparsed, failed uint64
 	for _, d := range descs {
 		buf := q.sock.Frame(d)
-		f, err := afxdp.ParseFrameLax(buf)
+		f, err := frame.ParseLax(buf)
 		if err == nil {
 			err = checkRequest(&f)
 		}

@@ -3,7 +3,7 @@ package datapath
 import (
 	"errors"
 
-	"github.com/turboretry/turboretry/offload/afxdp"
+	"github.com/turboretry/turboretry/offload/frame"
 )
 
 // errMappedAddress rejects IPv6 frames with IPv4-mapped addresses, which
@@ -12,7 +12,7 @@ import (
 var errMappedAddress = errors.New("datapath: IPv4-mapped address in an IPv6 frame")
 
 // checkRequest rejects received frames the datapath does not answer.
-func checkRequest(req *afxdp.UDPFrame) error {
+func checkRequest(req *frame.UDP) error {
 	if req.SrcIP.Is4In6() || req.DstIP.Is4In6() {
 		return errMappedAddress
 	}
@@ -26,11 +26,11 @@ func checkRequest(req *afxdp.UDPFrame) error {
 // swapped; lengths and both checksums are new. It returns the frame length.
 //
 // req's Payload aliases buf and is overwritten.
-func encodeReply(buf []byte, req *afxdp.UDPFrame, payload []byte) (int, error) {
+func encodeReply(buf []byte, req *frame.UDP, payload []byte) (int, error) {
 	if err := checkRequest(req); err != nil {
 		return 0, err
 	}
-	out := afxdp.UDPFrame{
+	out := frame.UDP{
 		Dst:     req.Src,
 		Src:     req.Dst,
 		SrcIP:   req.DstIP,

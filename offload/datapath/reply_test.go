@@ -5,15 +5,15 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/turboretry/turboretry/offload/afxdp"
+	"github.com/turboretry/turboretry/offload/frame"
 )
 
 // requestFrame encodes a client-to-server frame with payload, in a buffer
 // with room to spare as a UMEM frame has.
 func requestFrame(t testing.TB, src, dst netip.Addr, payload []byte) []byte {
 	t.Helper()
-	f := afxdp.UDPFrame{
-		Src: afxdp.MAC{2, 0, 0, 0, 0, 1}, Dst: afxdp.MAC{2, 0, 0, 0, 0, 2},
+	f := frame.UDP{
+		Src: frame.MAC{2, 0, 0, 0, 0, 1}, Dst: frame.MAC{2, 0, 0, 0, 0, 2},
 		SrcIP: src, DstIP: dst, SrcPort: 50000, DstPort: 4433, Payload: payload,
 	}
 	buf := make([]byte, 4096)
@@ -26,9 +26,9 @@ func requestFrame(t testing.TB, src, dst netip.Addr, payload []byte) []byte {
 
 // checkReply parses the frame encodeReply wrote over req's frame, strictly
 // (checksums included), and compares it with req swapped.
-func checkReply(t testing.TB, out []byte, req afxdp.UDPFrame, payload []byte) {
+func checkReply(t testing.TB, out []byte, req frame.UDP, payload []byte) {
 	t.Helper()
-	got, err := afxdp.ParseFrame(out)
+	got, err := frame.Parse(out)
 	if err != nil {
 		t.Fatalf("reply frame does not parse strictly: %v", err)
 	}
@@ -48,42 +48,42 @@ func TestEncodeReplySwapsInPlace(t *testing.T) {
 		{"2001:db8::1", "2001:db8::2"},
 	} {
 		t.Run(tc.src, func(t *testing.T) {
-			frame := requestFrame(t, netip.MustParseAddr(tc.src), netip.MustParseAddr(tc.dst), bytes.Repeat([]byte{0xc3}, 1200))
-			req, err := afxdp.ParseFrameLax(frame)
+			fr := requestFrame(t, netip.MustParseAddr(tc.src), netip.MustParseAddr(tc.dst), bytes.Repeat([]byte{0xc3}, 1200))
+			req, err := frame.ParseLax(fr)
 			if err != nil {
 				t.Fatal(err)
 			}
 			saved := req // fields are values; Payload is overwritten
 			reply := bytes.Repeat([]byte{0xf5}, 100)
-			n, err := encodeReply(frame, &req, reply)
+			n, err := encodeReply(fr, &req, reply)
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkReply(t, frame[:n], saved, reply)
+			checkReply(t, fr[:n], saved, reply)
 		})
 	}
 }
 
 func TestEncodeReplyTooLarge(t *testing.T) {
-	frame := requestFrame(t, netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.2"), []byte("x"))
-	req, err := afxdp.ParseFrameLax(frame)
+	fr := requestFrame(t, netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.2"), []byte("x"))
+	req, err := frame.ParseLax(fr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := encodeReply(frame[:len(frame):len(frame)], &req, make([]byte, 100)); err == nil {
+	if _, err := encodeReply(fr[:len(fr):len(fr)], &req, make([]byte, 100)); err == nil {
 		t.Fatal("a reply larger than the frame's room was encoded")
 	}
 }
 
 func TestEncodeReplyRefusesMappedAddresses(t *testing.T) {
-	frame := requestFrame(t, netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2"), []byte("x"))
+	fr := requestFrame(t, netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2"), []byte("x"))
 	// Source ::ffff:198.18.0.1: IPv4-mapped, not a wire address.
-	copy(frame[afxdp.EthHeaderLen+8:], []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 1})
-	req, err := afxdp.ParseFrameLax(frame)
+	copy(fr[frame.EthHeaderLen+8:], []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 1})
+	req, err := frame.ParseLax(fr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := encodeReply(frame, &req, []byte("retry")); err != errMappedAddress {
+	if _, err := encodeReply(fr, &req, []byte("retry")); err != errMappedAddress {
 		t.Fatalf("encodeReply: %v, want errMappedAddress", err)
 	}
 }
@@ -92,16 +92,16 @@ func TestEncodeReplyAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("skipping: the race detector allocates by itself")
 	}
-	frame := requestFrame(t, netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.2"), make([]byte, 1200))
-	orig := bytes.Clone(frame)
+	fr := requestFrame(t, netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.2"), make([]byte, 1200))
+	orig := bytes.Clone(fr)
 	reply := make([]byte, 200)
 	allocs := testing.AllocsPerRun(100, func() {
-		copy(frame, orig)
-		req, err := afxdp.ParseFrameLax(frame)
+		copy(fr, orig)
+		req, err := frame.ParseLax(fr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := encodeReply(frame, &req, reply); err != nil {
+		if _, err := encodeReply(fr, &req, reply); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -117,10 +117,10 @@ func FuzzReplyFrame(f *testing.F) {
 	f.Add(requestFrame(f, netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.2"), []byte("initial")), []byte("retry"))
 	f.Add(requestFrame(f, netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2"), make([]byte, 1200)), make([]byte, 600))
 	f.Add([]byte{}, []byte{})
-	f.Fuzz(func(t *testing.T, frame, reply []byte) {
-		buf := make([]byte, len(frame), max(len(frame), 2048))
-		copy(buf, frame)
-		req, err := afxdp.ParseFrameLax(buf)
+	f.Fuzz(func(t *testing.T, in, reply []byte) {
+		buf := make([]byte, len(in), max(len(in), 2048))
+		copy(buf, in)
+		req, err := frame.ParseLax(buf)
 		if err != nil {
 			return
 		}

@@ -1,42 +1,9 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package datapath
-
-import (
-	"bufio"
-	"fmt"
-	"io"
-
-	"github.com/turboretry/turboretry/offload/agent"
-	"github.com/turboretry/turboretry/offload/xdp"
-)
-
-// Stats counts what a datapath did.
-type Stats struct {
-	// Agent is the agent engine's verdict counts (complete up to the last
-	// time each queue ran empty).
-	Agent agent.Stats
-	// XDP is the program's per-reason packet counts.
-	XDP xdp.Counters
-	// FramesRX counts frames received on the AF_XDP sockets, FramesTX reply
-	// frames queued for transmission.
-	FramesRX uint64
-	FramesTX uint64
-	// Delivered counts datagrams handed to Config.Deliver, Forwarded
-	// frames handed to Config.Forward.
-	Delivered uint64
-	Forwarded uint64
-	// Unparsed counts frames that were not Ethernet/IP/UDP (dropped).
-	Unparsed uint64
-	// ReplyFailed counts replies that could not be built or queued
-	// (dropped).
-	ReplyFailed uint64
-}
 
 // Stats returns the datapath's counters. It fails only when the program's
 // counters cannot be read.
 func (d *Datapath) Stats() (Stats, error) {
-	s := Stats{Agent: d.engine.Stats()}
+	s := Stats{Agent: d.engine.Stats(), Heartbeat: d.engine.Heartbeat(), Paused: d.engine.Paused()}
 	for _, q := range d.queues {
 		c := &q.counters
 		s.FramesRX += c.framesRX.Load()
@@ -49,39 +16,4 @@ func (d *Datapath) Stats() (Stats, error) {
 	var err error
 	s.XDP, err = d.prog.Counters()
 	return s, err
-}
-
-// WriteMetrics writes the agent's metrics (agent.Engine.WriteMetrics), the
-// program's packet counts by reason and the AF_XDP frame counts in the
-// Prometheus text exposition format.
-func (d *Datapath) WriteMetrics(w io.Writer) error {
-	if err := d.engine.WriteMetrics(w); err != nil {
-		return err
-	}
-	s, err := d.Stats()
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(w)
-	fmt.Fprintln(bw, "# HELP turboretry_xdp_packets_total Packets the XDP fast path handled, by reason.")
-	fmt.Fprintln(bw, "# TYPE turboretry_xdp_packets_total counter")
-	for r := range xdp.NumReasons {
-		fmt.Fprintf(bw, "turboretry_xdp_packets_total{reason=%q} %d\n", xdp.Reason(r), s.XDP[r])
-	}
-	fmt.Fprintln(bw, "# HELP turboretry_afxdp_frames_total AF_XDP frames of the agent datapath, by direction and outcome.")
-	fmt.Fprintln(bw, "# TYPE turboretry_afxdp_frames_total counter")
-	for _, c := range []struct {
-		dir, result string
-		n           uint64
-	}{
-		{"rx", "received", s.FramesRX},
-		{"rx", "delivered", s.Delivered},
-		{"rx", "forwarded", s.Forwarded},
-		{"rx", "unparsed", s.Unparsed},
-		{"tx", "sent", s.FramesTX},
-		{"tx", "failed", s.ReplyFailed},
-	} {
-		fmt.Fprintf(bw, "turboretry_afxdp_frames_total{direction=%q,result=%q} %d\n", c.dir, c.result, c.n)
-	}
-	return bw.Flush()
 }

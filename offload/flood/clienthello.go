@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -18,7 +17,7 @@ const DefaultServerName = "turboretry.test"
 // ClientHello) is taken. scid goes into the initial_source_connection_id
 // transport parameter. The key share is X25519 only, so the ClientHello
 // fits one 1200-byte Initial (a hybrid post-quantum share would not).
-func ClientHello(serverName string, v handshake.Version, scid []byte) ([]byte, error) {
+func ClientHello(serverName string, v Version, scid []byte) ([]byte, error) {
 	if serverName == "" {
 		serverName = DefaultServerName
 	}
@@ -31,7 +30,7 @@ func ClientHello(serverName string, v handshake.Version, scid []byte) ([]byte, e
 	tp.InitialMaxStreamsUni = 100
 	tp.InitialSourceConnectionID = scid
 	tp.HasInitialSourceConnectionID = true
-	if v == handshake.Version2 {
+	if v == Version2 {
 		// RFC 9368: a v2 client announces the version it uses.
 		tp.VersionInformation = &wire.VersionInformation{
 			ChosenVersion:     wire.Version2,

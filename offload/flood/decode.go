@@ -14,7 +14,7 @@ var ErrNotInitial = errors.New("flood: not a valid client Initial")
 
 // OpenedInitial is what a server learns from a generated Initial.
 type OpenedInitial struct {
-	Version      handshake.Version
+	Version      Version
 	DCID, SCID   []byte
 	PacketNumber uint64
 	// Crypto is the CRYPTO data at offset 0 (the ClientHello message).
@@ -36,8 +36,8 @@ func OpenInitial(pkt []byte) (*OpenedInitial, error) {
 	if h.Type != wire.PacketTypeInitial || len(h.DestConnID) < MinDCIDLen {
 		return nil, fmt.Errorf("%w: %v packet, DCID %d bytes", ErrNotInitial, h.Type, len(h.DestConnID))
 	}
-	v := handshake.Version(h.Version)
-	_, opener, err := handshake.NewInitialKeys(h.DestConnID, v, false)
+	v := Version(h.Version)
+	_, opener, err := handshake.NewInitialKeys(h.DestConnID, wire.Version(v), false)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotInitial, err)
 	}

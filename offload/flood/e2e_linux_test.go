@@ -13,7 +13,7 @@ import (
 	"github.com/turboretry/turboretry/internal/netnstest"
 	"golang.org/x/sys/unix"
 
-	"github.com/turboretry/turboretry/offload/afxdp"
+	"github.com/turboretry/turboretry/offload/frame"
 )
 
 // listenCounter binds a UDP socket with a large receive buffer (forced when
@@ -233,8 +233,8 @@ func TestPacketSenderRefusesUnsafeFrames(t *testing.T) {
 	}
 	defer ps.Close()
 	frame := func(src string) []byte {
-		f := afxdp.UDPFrame{
-			Dst: afxdp.MAC{2, 0, 0, 0, 0, 2}, Src: afxdp.MAC{2, 0, 0, 0, 0, 1},
+		f := frame.UDP{
+			Dst: frame.MAC{2, 0, 0, 0, 0, 2}, Src: frame.MAC{2, 0, 0, 0, 0, 1},
 			SrcIP: netip.MustParseAddr(src), DstIP: netip.MustParseAddr("10.0.0.2"),
 			SrcPort: 40000, DstPort: 4433, Payload: make([]byte, 100),
 		}

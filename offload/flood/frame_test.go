@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/turboretry/turboretry/offload/afxdp"
+	"github.com/turboretry/turboretry/offload/frame"
 )
 
 // refChecksum is an independent Internet checksum (RFC 1071): it adds the
@@ -38,11 +38,11 @@ func refChecksum(chunks ...[]byte) uint16 {
 // length, Don't Fragment, and both checksums against refChecksum.
 func checkFrame(t *testing.T, f []byte) {
 	t.Helper()
-	const eth = afxdp.EthHeaderLen
+	const eth = frame.EthHeaderLen
 	if len(f) != FrameLen {
 		t.Fatalf("frame of %d bytes, want %d", len(f), FrameLen)
 	}
-	ip := append([]byte(nil), f[eth:eth+afxdp.IPv4HeaderLen]...)
+	ip := append([]byte(nil), f[eth:eth+frame.IPv4HeaderLen]...)
 	if ip[6]&0x40 == 0 {
 		t.Fatal("Don't Fragment not set")
 	}
@@ -51,7 +51,7 @@ func checkFrame(t *testing.T, f []byte) {
 	if want := refChecksum(ip); gotIP != want {
 		t.Fatalf("IPv4 checksum %#04x, reference %#04x", gotIP, want)
 	}
-	udp := append([]byte(nil), f[eth+afxdp.IPv4HeaderLen:]...)
+	udp := append([]byte(nil), f[eth+frame.IPv4HeaderLen:]...)
 	got := binary.BigEndian.Uint16(udp[6:])
 	udp[6], udp[7] = 0, 0
 	pseudo := append(append([]byte(nil), ip[12:20]...), 0, 17, byte(len(udp)>>8), byte(len(udp)))
@@ -115,12 +115,12 @@ func TestSpoofedSourcesInRange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := afxdp.ParseFrame(f)
+			h, err := frame.Parse(f)
 			if err != nil {
 				t.Fatal(err)
 			}
 			dst := netip.AddrPortFrom(h.DstIP, h.DstPort)
-			if len(f) != FrameLen || dst != target || h.Dst != BroadcastMAC || h.Src != (afxdp.MAC{2, 0, 0, 0, 0, 1}) {
+			if len(f) != FrameLen || dst != target || h.Dst != BroadcastMAC || h.Src != (frame.MAC{2, 0, 0, 0, 0, 1}) {
 				t.Fatalf("frame header %+v, %d bytes", h, len(f))
 			}
 			if !want.Contains(h.SrcIP) || !SpoofRange.Contains(h.SrcIP) || h.SrcPort < 1024 {

@@ -3,14 +3,12 @@ package flood
 import (
 	"bytes"
 	"testing"
-
-	"github.com/turboretry/turboretry/internal/handshake"
 )
 
 // FuzzOpenInitial checks that opening arbitrary datagrams never panics and
 // that only genuine Initials carrying CRYPTO data are accepted.
 func FuzzOpenInitial(f *testing.F) {
-	pkt, err := AppendInitial(nil, handshake.Version1, bytes.Repeat([]byte{7}, 8), []byte{1, 2}, []byte{1, 0, 0, 2, 3, 3})
+	pkt, err := AppendInitial(nil, Version1, bytes.Repeat([]byte{7}, 8), []byte{1, 2}, []byte{1, 0, 0, 2, 3, 3})
 	if err != nil {
 		f.Fatal(err)
 	}

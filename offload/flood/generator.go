@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/turboretry/turboretry/internal/handshake"
-	"github.com/turboretry/turboretry/offload/afxdp"
+	"github.com/turboretry/turboretry/offload/frame"
 )
 
 // DefaultPoolSize is the number of pre-built Initials a Generator cycles
@@ -20,8 +19,8 @@ const MaxPoolSize = 1 << 20
 // GeneratorConfig configures NewGenerator. The zero value is valid: QUIC v1,
 // 8-byte DCIDs and SCIDs, a pool of DefaultPoolSize packets.
 type GeneratorConfig struct {
-	// Version is the QUIC version (0: handshake.Version1).
-	Version handshake.Version
+	// Version is the QUIC version (0: Version1).
+	Version Version
 	// DCIDLen is the Destination Connection ID length, 8 to 20
 	// (0: DefaultDCIDLen).
 	DCIDLen int
@@ -43,14 +42,14 @@ type GeneratorConfig struct {
 // Generator produces valid client Initial packets (UDP payloads of
 // UDPPayloadSize bytes). It is not safe for concurrent use.
 type Generator struct {
-	v         handshake.Version
+	v         Version
 	dcidLen   int
 	scidLen   int
 	reprotect bool
 	rng       *rand.ChaCha8
 
 	pool [][]byte // pool mode
-	sums []uint32 // afxdp.PayloadSum of the pool entries, for FrameSource
+	sums []uint32 // frame.PayloadSum of the pool entries, for FrameSource
 	next int
 
 	hello []byte // re-protect mode
@@ -62,7 +61,7 @@ type Generator struct {
 func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 	g := &Generator{v: cfg.Version, dcidLen: cfg.DCIDLen, scidLen: cfg.SCIDLen, reprotect: cfg.Reprotect}
 	if g.v == 0 {
-		g.v = handshake.Version1
+		g.v = Version1
 	}
 	if !g.v.IsSupported() {
 		return nil, fmt.Errorf("%w: %v", ErrVersion, g.v)
@@ -130,7 +129,7 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 			return nil, err
 		}
 		g.pool[i] = backing[start:len(backing):len(backing)]
-		g.sums[i] = afxdp.PayloadSum(g.pool[i])
+		g.sums[i] = frame.PayloadSum(g.pool[i])
 	}
 	return g, nil
 }
@@ -143,7 +142,7 @@ func (g *Generator) randomCIDs() []byte {
 }
 
 // Version returns the QUIC version of the generated packets.
-func (g *Generator) Version() handshake.Version { return g.v }
+func (g *Generator) Version() Version { return g.v }
 
 // Reprotect reports whether every packet is built afresh.
 func (g *Generator) Reprotect() bool { return g.reprotect }
@@ -161,7 +160,7 @@ func (g *Generator) Next(buf []byte) ([]byte, error) {
 }
 
 // nextWithSum is Next that also returns the packet's unfolded checksum
-// sum (afxdp.PayloadSum) when it is known in advance, as for pool entries.
+// sum (frame.PayloadSum) when it is known in advance, as for pool entries.
 func (g *Generator) nextWithSum(buf []byte) (pkt []byte, sum uint32, haveSum bool, err error) {
 	if !g.reprotect {
 		i := g.next

@@ -44,7 +44,7 @@ func initialHeaderLen(dcidLen, scidLen int) int {
 	return 1 + 4 + 1 + dcidLen + 1 + scidLen + 1 + lengthLen
 }
 
-func checkInitialArgs(v handshake.Version, dcid, scid, hello []byte) error {
+func checkInitialArgs(v Version, dcid, scid, hello []byte) error {
 	if !v.IsSupported() {
 		return fmt.Errorf("%w: %v", ErrVersion, v)
 	}
@@ -61,19 +61,19 @@ func checkInitialArgs(v handshake.Version, dcid, scid, hello []byte) error {
 
 // clientSealer derives the client's Initial packet protection for dcid.
 // It is NewInitialKeys without the unused server-side Opener.
-func clientSealer(v handshake.Version, dcid []byte) (*handshake.Sealer, error) {
-	client, _, err := handshake.InitialSecrets(dcid, v)
+func clientSealer(v Version, dcid []byte) (*handshake.Sealer, error) {
+	client, _, err := handshake.InitialSecrets(dcid, wire.Version(v))
 	if err != nil {
 		return nil, err
 	}
-	return handshake.NewSealer(tls.TLS_AES_128_GCM_SHA256, client, v)
+	return handshake.NewSealer(tls.TLS_AES_128_GCM_SHA256, client, wire.Version(v))
 }
 
 // AppendInitial appends one protected client Initial packet of exactly
 // UDPPayloadSize bytes to dst: a long header with dcid and scid, packet
 // number 0, a CRYPTO frame carrying hello, PADDING, and the AEAD tag,
 // sealed with the Initial keys derived from dcid.
-func AppendInitial(dst []byte, v handshake.Version, dcid, scid, hello []byte) ([]byte, error) {
+func AppendInitial(dst []byte, v Version, dcid, scid, hello []byte) ([]byte, error) {
 	if err := checkInitialArgs(v, dcid, scid, hello); err != nil {
 		return dst, err
 	}
@@ -84,7 +84,7 @@ func AppendInitial(dst []byte, v handshake.Version, dcid, scid, hello []byte) ([
 	return appendInitial(dst, s, v, dcid, scid, hello)
 }
 
-func appendInitial(dst []byte, s *handshake.Sealer, v handshake.Version, dcid, scid, hello []byte) ([]byte, error) {
+func appendInitial(dst []byte, s *handshake.Sealer, v Version, dcid, scid, hello []byte) ([]byte, error) {
 	start := len(dst)
 	// Capacity for the whole packet, so that sealing in place never
 	// reallocates away from dst.

@@ -14,12 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
 func TestInitialDecryptsWithServerKeys(t *testing.T) {
-	for _, v := range []handshake.Version{handshake.Version1, handshake.Version2} {
+	for _, v := range []Version{Version1, Version2} {
 		for _, dl := range []int{8, 13, 20} {
 			g, err := NewGenerator(GeneratorConfig{Version: v, DCIDLen: dl, PoolSize: 4})
 			if err != nil {
@@ -60,9 +59,9 @@ func TestInitialDecryptsWithServerKeys(t *testing.T) {
 // masks the low four bits, so these stay readable.
 func TestInitialTypeBits(t *testing.T) {
 	for _, c := range []struct {
-		v    handshake.Version
+		v    Version
 		bits byte
-	}{{handshake.Version1, 0}, {handshake.Version2, 1}} {
+	}{{Version1, 0}, {Version2, 1}} {
 		pkt, err := AppendInitial(nil, c.v, bytes.Repeat([]byte{1}, 8), []byte{2}, []byte{1, 0, 0, 0})
 		if err != nil {
 			t.Fatal(err)
@@ -98,16 +97,16 @@ func TestAppendInitialRejects(t *testing.T) {
 	dcid := make([]byte, 8)
 	for _, c := range []struct {
 		name              string
-		v                 handshake.Version
+		v                 Version
 		dcid, scid, hello []byte
 		want              error
 	}{
 		{"version", 7, dcid, nil, []byte{1}, ErrVersion},
-		{"short dcid", handshake.Version1, dcid[:7], nil, []byte{1}, ErrConnIDLength},
-		{"long dcid", handshake.Version1, make([]byte, 21), nil, []byte{1}, ErrConnIDLength},
-		{"long scid", handshake.Version1, dcid, make([]byte, 21), []byte{1}, ErrConnIDLength},
-		{"empty hello", handshake.Version1, dcid, nil, nil, ErrHelloTooLarge},
-		{"big hello", handshake.Version1, dcid, nil, make([]byte, 1200), ErrHelloTooLarge},
+		{"short dcid", Version1, dcid[:7], nil, []byte{1}, ErrConnIDLength},
+		{"long dcid", Version1, make([]byte, 21), nil, []byte{1}, ErrConnIDLength},
+		{"long scid", Version1, dcid, make([]byte, 21), []byte{1}, ErrConnIDLength},
+		{"empty hello", Version1, dcid, nil, nil, ErrHelloTooLarge},
+		{"big hello", Version1, dcid, nil, make([]byte, 1200), ErrHelloTooLarge},
 	} {
 		if _, err := AppendInitial(nil, c.v, c.dcid, c.scid, c.hello); !errors.Is(err, c.want) {
 			t.Errorf("%s: err %v, want %v", c.name, err, c.want)
@@ -115,7 +114,7 @@ func TestAppendInitialRejects(t *testing.T) {
 	}
 	// The largest hello that fits must work and fill the packet exactly.
 	room := UDPPayloadSize - initialHeaderLen(8, 0) - pnLen - tagLen - 4
-	pkt, err := AppendInitial(nil, handshake.Version1, dcid, nil, make([]byte, room))
+	pkt, err := AppendInitial(nil, Version1, dcid, nil, make([]byte, room))
 	if err != nil || len(pkt) != UDPPayloadSize {
 		t.Fatalf("hello of %d bytes: %d bytes, %v", room, len(pkt), err)
 	}
@@ -170,7 +169,7 @@ func TestPoolDistinctAndCycled(t *testing.T) {
 }
 
 func TestReprotectFreshIDs(t *testing.T) {
-	g, err := NewGenerator(GeneratorConfig{Reprotect: true, DCIDLen: 20, SCIDLen: 20, Version: handshake.Version2})
+	g, err := NewGenerator(GeneratorConfig{Reprotect: true, DCIDLen: 20, SCIDLen: 20, Version: Version2})
 	if err != nil {
 		t.Fatal(err)
 	}

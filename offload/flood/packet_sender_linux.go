@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/turboretry/turboretry/offload/afxdp"
+	"github.com/turboretry/turboretry/offload/frame"
 )
 
 // etherTypeIPv4 is the only EtherType the sender writes (and binds).
@@ -109,8 +109,8 @@ func (s *PacketSender) HardwareAddr() net.HardwareAddr { return s.iface.Hardware
 
 // safeFrame checks the Ethernet type and the IPv4 source of a frame.
 func safeFrame(p []byte) bool {
-	const eth = afxdp.EthHeaderLen
-	if len(p) < eth+afxdp.IPv4HeaderLen || binary.BigEndian.Uint16(p[12:14]) != etherTypeIPv4 {
+	const eth = frame.EthHeaderLen
+	if len(p) < eth+frame.IPv4HeaderLen || binary.BigEndian.Uint16(p[12:14]) != etherTypeIPv4 {
 		return false
 	}
 	src := [4]byte(p[eth+12 : eth+16])

@@ -9,13 +9,13 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/turboretry/turboretry/offload/afxdp"
+	"github.com/turboretry/turboretry/offload/frame"
 )
 
 // FrameLen is the length of a spoofed Initial frame: Ethernet II, IPv4
 // without options, UDP and the 1200-byte Initial, the paper's 1242 bytes.
 // The frame codec is afxdp's, shared with the offload datapath.
-const FrameLen = afxdp.EthHeaderLen + afxdp.IPv4HeaderLen + afxdp.UDPHeaderLen + UDPPayloadSize
+const FrameLen = frame.EthHeaderLen + frame.IPv4HeaderLen + frame.UDPHeaderLen + UDPPayloadSize
 
 // ErrFrameAddress is returned by NewFrameSource for a target that is not
 // an IPv4 address and port.
@@ -60,9 +60,9 @@ type FrameConfig struct {
 // random source port (1024-65535). It is not safe for concurrent use.
 type FrameSource struct {
 	gen  *Generator
-	hdr  afxdp.UDPFrame // fixed fields; source, ID and payload per frame
-	base uint32         // first address of the prefix
-	mask uint32         // host bits
+	hdr  frame.UDP // fixed fields; source, ID and payload per frame
+	base uint32    // first address of the prefix
+	mask uint32    // host bits
 	rng  *rand.ChaCha8
 	tmp  []byte
 }
@@ -87,7 +87,7 @@ func NewFrameSource(gen *Generator, cfg FrameConfig) (*FrameSource, error) {
 	f.hdr.DstIP, f.hdr.DstPort = cfg.Target.Addr(), cfg.Target.Port()
 	f.hdr.Dst = BroadcastMAC
 	for _, m := range []struct {
-		dst *afxdp.MAC
+		dst *frame.MAC
 		src net.HardwareAddr
 	}{{&f.hdr.Src, cfg.SrcMAC}, {&f.hdr.Dst, cfg.DstMAC}} {
 		switch len(m.src) {
@@ -116,7 +116,7 @@ func (f *FrameSource) Next(buf []byte) ([]byte, error) {
 		return nil, err
 	}
 	if !haveSum {
-		sum = afxdp.PayloadSum(payload)
+		sum = frame.PayloadSum(payload)
 	}
 	r := f.rng.Uint64()
 	var a [4]byte

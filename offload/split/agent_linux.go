@@ -1,5 +1,3 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package split
 
 import (
@@ -74,6 +72,9 @@ func Start(cfg Config) (*Agent, error) {
 		Port:        cfg.Port,
 		KeyRing:     cfg.KeyRing,
 		CIDLen:      cfg.CIDLen,
+		IDs:         cfg.IDs,
+		IDWorkers:   cfg.IDWorkers,
+		CacheOnly:   cfg.CacheOnly,
 		StaleAfter:  cfg.StaleAfter,
 		RotateEvery: cfg.RotateEvery,
 		Forward:     a.host.forward,

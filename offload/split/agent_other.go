@@ -1,18 +1,14 @@
-//go:build !(linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64))
+//go:build !linux
 
 package split
 
-import (
-	"io"
-
-	"github.com/turboretry/turboretry/token"
-)
+import "github.com/turboretry/turboretry/token"
 
 // Agent is the split-mode agent; it does not run on this platform.
 type Agent struct{}
 
 // Start checks cfg and fails with ErrUnsupported: the agent needs Linux
-// with AF_XDP and a little-endian CPU.
+// with AF_XDP.
 func Start(cfg Config) (*Agent, error) {
 	if _, err := cfg.withDefaults(); err != nil {
 		return nil, err
@@ -32,8 +28,8 @@ func (a *Agent) Pause() {}
 // Resume does nothing.
 func (a *Agent) Resume() {}
 
-// WriteMetrics fails with ErrUnsupported.
-func (a *Agent) WriteMetrics(io.Writer) error { return ErrUnsupported }
+// Stats fails with ErrUnsupported.
+func (a *Agent) Stats() (Stats, error) { return Stats{}, ErrUnsupported }
 
 // Close does nothing.
 func (a *Agent) Close() error { return nil }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/fastpath"
+	"github.com/turboretry/turboretry/quiclb"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -32,9 +33,19 @@ type Config struct {
 	// KeyRing holds the root secret the host validates tokens with; the
 	// control channel's key derives from it too. Required.
 	KeyRing *token.KeyRing
-	// CIDLen is the host's connection ID length; 0 means
-	// agent.DefaultCIDLen.
+	// CIDLen is the host's connection ID length; 0 means IDs.Len() with
+	// IDs, else agent.DefaultCIDLen.
 	CIDLen int
+	// IDs is the layout of the host's connection IDs (turboretry serve
+	// --cid-*). With a MAC, its IDs pass the fast path on the MAC and the
+	// host announces only the rest; the Retry SCIDs are such IDs, spread
+	// over IDWorkers workers. Nil: the cache alone, random Retry SCIDs.
+	IDs *quiclb.Codec
+	// IDWorkers is the number of the host's workers; 0 means 1.
+	IDWorkers int
+	// CacheOnly keeps every ID in the cache (the paper's mode; the host's
+	// --fastpath bloom) even with IDs carrying a MAC.
+	CacheOnly bool
 	// Control is the UDP address the control listener binds (reachable
 	// from the host). Required.
 	Control netip.AddrPort
@@ -61,7 +72,7 @@ var (
 	// ErrControl: the control socket could not be bound.
 	ErrControl = errors.New("split: control socket")
 	// ErrUnsupported: the agent does not run on this platform.
-	ErrUnsupported = errors.New("split: the agent needs Linux with AF_XDP on a little-endian CPU")
+	ErrUnsupported = errors.New("split: the agent needs Linux with AF_XDP")
 )
 
 // withDefaults checks c and fills in its defaults.
@@ -86,6 +97,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CIDLen == 0 {
 		c.CIDLen = agent.DefaultCIDLen
+		if c.IDs != nil {
+			c.CIDLen = c.IDs.Len()
+		}
+	}
+	if c.IDs != nil && c.IDs.Len() != c.CIDLen {
+		return c, fmt.Errorf("%w: connection IDs of %d bytes, but CIDLen %d", ErrConfig, c.IDs.Len(), c.CIDLen)
 	}
 	if c.RotateEvery == 0 {
 		c.RotateEvery = DefaultRotateEvery
@@ -93,9 +110,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
-	if c.RotateEvery < c.IdleTimeout {
-		return c, fmt.Errorf("%w: the fast-path aging window T_W (%v) is shorter than the host's QUIC idle timeout (%v): "+
-			"quiet but live connections would be dropped; use a window of at least %v", ErrConfig, c.RotateEvery, c.IdleTimeout, c.IdleTimeout)
+	if err := fastpath.CheckWindow(c.RotateEvery, c.IdleTimeout); err != nil {
+		return c, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

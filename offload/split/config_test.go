@@ -33,8 +33,8 @@ func TestConfigChecks(t *testing.T) {
 		{"control port 0", func(c *Config) { c.Control = netip.MustParseAddrPort("198.18.0.254:0") }, "control address"},
 		{"CID length", func(c *Config) { c.CIDLen = 21 }, "connection ID length 21"},
 		{"negative", func(c *Config) { c.StaleAfter = -1 }, "negative"},
-		{"T_W below idle", func(c *Config) { c.RotateEvery = 10 * time.Second }, "T_W (10s) is shorter than the host's QUIC idle timeout (30s)"},
-		{"idle above default T_W", func(c *Config) { c.IdleTimeout = time.Minute }, "T_W (30s) is shorter than the host's QUIC idle timeout (1m0s)"},
+		{"T_W below idle", func(c *Config) { c.RotateEvery = 10 * time.Second }, "T_W (10s) is shorter than the QUIC idle timeout (30s)"},
+		{"idle above default T_W", func(c *Config) { c.IdleTimeout = time.Minute }, "T_W (30s) is shorter than the QUIC idle timeout (1m0s)"},
 	} {
 		cfg := good
 		tc.mod(&cfg)

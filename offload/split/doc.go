@@ -34,6 +34,6 @@
 // operator states it (Config.IdleTimeout) and a window below it is refused.
 //
 // The agent needs what the datapath needs (Linux 5.12 or later, root or
-// CAP_BPF+CAP_PERFMON+CAP_NET_ADMIN+CAP_NET_RAW, a little-endian CPU);
+// CAP_BPF+CAP_PERFMON+CAP_NET_ADMIN+CAP_NET_RAW);
 // elsewhere Start fails with ErrUnsupported.
 package split

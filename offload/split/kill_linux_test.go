@@ -1,5 +1,3 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package split
 
 import (
@@ -47,7 +45,7 @@ func runChildAgent(secretHex string) error {
 	if err != nil {
 		return err
 	}
-	a, err := Start(agentConfig(kr))
+	a, err := Start(quickFailOpen(agentConfig(kr)))
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,3 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package split
 
 import (
@@ -121,7 +119,10 @@ func testKeyRing(tb testing.TB) (*token.KeyRing, []byte) {
 	return kr, root
 }
 
-// agentConfig is the agent's configuration in the emulation.
+// agentConfig is the agent's configuration in the emulation. Its heartbeat
+// staleness is long enough that a loaded machine never fails open by
+// accident (tests that check nothing passed failing open); the kill and
+// restart tests shorten it with quickFailOpen.
 func agentConfig(kr *token.KeyRing) Config {
 	return Config{
 		WireIface:  wireIf,
@@ -129,8 +130,15 @@ func agentConfig(kr *token.KeyRing) Config {
 		Port:       serverAP.Port(),
 		KeyRing:    kr,
 		Control:    controlAP,
-		StaleAfter: 300 * time.Millisecond,
+		StaleAfter: 5 * time.Second,
 	}
+}
+
+// quickFailOpen shortens the heartbeat staleness, so that fail-open comes
+// quickly once the agent stops.
+func quickFailOpen(c Config) Config {
+	c.StaleAfter = 300 * time.Millisecond
+	return c
 }
 
 func fmtCIDs(cids [][]byte) string {

@@ -1,5 +1,3 @@
-//go:build linux && (386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64)
-
 package split
 
 import (
@@ -13,6 +11,7 @@ import (
 
 	"github.com/turboretry/turboretry/internal/netnstest"
 	"github.com/turboretry/turboretry/offload/agent"
+	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/offload/datapath"
 	"github.com/turboretry/turboretry/offload/xdp"
 )
@@ -137,21 +136,8 @@ func TestSplitEndToEnd(t *testing.T) {
 	waitFor(t, "pass_hit", func() bool { return a.mustStats(t).Datapath.XDP[xdp.PassHit] > hits })
 	_ = c
 
-	var m strings.Builder
-	if err := a.WriteMetrics(&m); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		`turboretry_agent_packets_total{verdict="send_reply",reason="retry"}`,
-		`turboretry_xdp_packets_total{reason="drop_miss"}`,
-		`turboretry_afxdp_frames_total{direction="rx",result="forwarded"}`,
-		`turboretry_split_host_frames_total{result="sent"}`,
-		`turboretry_announce_cids_total`,
-		`turboretry_announce_rejected_total{reason="bad_mac"} 0`,
-	} {
-		if !strings.Contains(m.String(), want) {
-			t.Errorf("metrics lack %q", want)
-		}
+	if s := a.mustStats(t); s.HostSent == 0 || s.Datapath.Forwarded == 0 || s.Control.CIDs == 0 || s.Control.Rejected[announce.ReasonMAC] != 0 {
+		t.Errorf("stats %+v: want frames sent out of the host port, announced IDs, no bad MAC", s)
 	}
 }
 
