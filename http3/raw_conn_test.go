@@ -127,55 +127,80 @@ func echoOnOwnStream(t *testing.T, open func() (io.ReadWriteCloser, error)) {
 	}
 }
 
-// serveOurRaw accepts one connection and runs it through our
-// RawServerConn: the first bidirectional stream is HTTP/3's, the second
-// the application's echo.
+// rawServer is one implementation's side of TestRawConns: accept takes
+// the one connection and returns its stream accept functions, each
+// returning what to run for the next stream (false once the connection
+// ended).
+type rawServer struct {
+	addr   string
+	accept func() (uni, bidi func() (func(), bool), err error)
+	close  func()
+}
+
+// serveRaw runs the application's accept loops on the server's one
+// connection: the first bidirectional stream is HTTP/3's, the second the
+// application's echo.
+func serveRaw(t *testing.T, rs rawServer) string {
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		rs.close()
+		<-done
+	})
+	loop := func(next func() (func(), bool)) {
+		for {
+			run, ok := next()
+			if !ok {
+				return
+			}
+			go run()
+		}
+	}
+	go func() {
+		defer close(done)
+		uni, bidi, err := rs.accept()
+		if err != nil {
+			return
+		}
+		go loop(uni)
+		loop(bidi)
+	}()
+	return rs.addr
+}
+
+func echoStream(s io.ReadWriteCloser) {
+	defer s.Close()
+	io.Copy(s, s)
+}
+
 func serveOurRaw(t *testing.T, serverTLS *tls.Config, s *Server) string {
 	ln, err := quic.ListenAddrEarly("127.0.0.1:0", ConfigureTLSConfig(serverTLS), &quic.Config{EnableDatagrams: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-	})
-	go func() {
-		defer close(done)
-		qc, err := ln.Accept(context.Background())
-		if err != nil {
-			return
-		}
-		rc, err := s.NewRawServerConn(qc)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		go func() {
-			for {
-				str, err := qc.AcceptUniStream(context.Background())
-				if err != nil {
-					return
-				}
-				go rc.HandleUnidirectionalStream(str)
-			}
-		}()
-		for {
-			str, err := qc.AcceptStream(context.Background())
+	return serveRaw(t, rawServer{addr: ln.Addr().String(), close: func() { ln.Close() },
+		accept: func() (func() (func(), bool), func() (func(), bool), error) {
+			qc, err := ln.Accept(context.Background())
 			if err != nil {
-				return
+				return nil, nil, err
 			}
-			if str.StreamID() == 0 {
-				go rc.HandleRequestStream(str)
-				continue
+			rc, err := s.NewRawServerConn(qc)
+			if err != nil {
+				t.Error(err)
+				return nil, nil, err
 			}
-			go func() {
-				defer str.Close()
-				io.Copy(str, str)
-			}()
-		}
-	}()
-	return ln.Addr().String()
+			uni := func() (func(), bool) {
+				str, err := qc.AcceptUniStream(context.Background())
+				return func() { rc.HandleUnidirectionalStream(str) }, err == nil
+			}
+			bidi := func() (func(), bool) {
+				str, err := qc.AcceptStream(context.Background())
+				if err == nil && str.StreamID() == 0 {
+					return func() { rc.HandleRequestStream(str) }, true
+				}
+				return func() { echoStream(str) }, err == nil
+			}
+			return uni, bidi, nil
+		}})
 }
 
 func serveQuicGoRaw(t *testing.T, serverTLS *tls.Config, s *quicgohttp3.Server) string {
@@ -183,47 +208,30 @@ func serveQuicGoRaw(t *testing.T, serverTLS *tls.Config, s *quicgohttp3.Server) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-	})
-	go func() {
-		defer close(done)
-		qc, err := ln.Accept(context.Background())
-		if err != nil {
-			return
-		}
-		rc, err := s.NewRawServerConn(qc)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		go func() {
-			for {
-				str, err := qc.AcceptUniStream(context.Background())
-				if err != nil {
-					return
-				}
-				go rc.HandleUnidirectionalStream(str)
-			}
-		}()
-		for {
-			str, err := qc.AcceptStream(context.Background())
+	return serveRaw(t, rawServer{addr: ln.Addr().String(), close: func() { ln.Close() },
+		accept: func() (func() (func(), bool), func() (func(), bool), error) {
+			qc, err := ln.Accept(context.Background())
 			if err != nil {
-				return
+				return nil, nil, err
 			}
-			if str.StreamID() == 0 {
-				go rc.HandleRequestStream(str)
-				continue
+			rc, err := s.NewRawServerConn(qc)
+			if err != nil {
+				t.Error(err)
+				return nil, nil, err
 			}
-			go func() {
-				defer str.Close()
-				io.Copy(str, str)
-			}()
-		}
-	}()
-	return ln.Addr().String()
+			uni := func() (func(), bool) {
+				str, err := qc.AcceptUniStream(context.Background())
+				return func() { rc.HandleUnidirectionalStream(str) }, err == nil
+			}
+			bidi := func() (func(), bool) {
+				str, err := qc.AcceptStream(context.Background())
+				if err == nil && str.StreamID() == 0 {
+					return func() { rc.HandleRequestStream(str) }, true
+				}
+				return func() { echoStream(str) }, err == nil
+			}
+			return uni, bidi, nil
+		}})
 }
 
 // TestRawClientRefusesServerBidiStream: a bidirectional stream the server

@@ -116,6 +116,10 @@ func (s *Stream) CancelWrite(code quic.StreamErrorCode) { s.str.CancelWrite(code
 // StreamID returns the QUIC stream ID.
 func (s *Stream) StreamID() quic.StreamID { return s.str.StreamID() }
 
+// QUICStream returns the QUIC stream under the HTTP/3 framing (quic-go's
+// Stream has it too); writing to it directly bypasses the DATA framing.
+func (s *Stream) QUICStream() *quic.Stream { return s.str }
+
 // Context returns the QUIC stream's context, which ends with its send
 // side (or the connection).
 func (s *Stream) Context() context.Context { return s.str.Context() }
