@@ -107,7 +107,8 @@ type RequestStream struct {
 	br    *bufio.Reader // nil once released
 	fr    *frameReader
 	check requestStreamChecker
-	err   error // sticky error of the response header
+	body  bodyReader // of the final response; here to save an allocation
+	err   error      // sticky error of the response header
 
 	sentHeader    bool
 	isHead        bool
@@ -310,8 +311,9 @@ func (s *RequestStream) ReadResponse() (*http.Response, error) {
 		}
 	}
 	cc, str := s.cc, s.str
+	s.body = bodyReader{fr: s.fr, check: &s.check, maxHeader: cc.maxHeader, contentLength: cl}
 	b := &responseBody{
-		bodyReader: &bodyReader{fr: s.fr, check: &s.check, maxHeader: cc.maxHeader, contentLength: cl},
+		bodyReader: &s.body,
 		br:         s.br, str: str, stop: s.stop, reqCtxErr: s.reqCtxErr, onDone: s.onBodyDone,
 	}
 	s.br = nil // the body releases it
