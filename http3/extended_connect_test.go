@@ -345,3 +345,76 @@ func startQuicGoServerWith(t testing.TB, h http.Handler, opts ...func(*quicgohtt
 	})
 	return pc.LocalAddr().String(), clientTLS
 }
+
+// TestExtendedConnectRoundTrip: an extended CONNECT through
+// http.RoundTripper (as a WebSocket-over-HTTP/3 client would send it):
+// the request body and the 2xx response body are the two directions of
+// the tunnel, with our client and quic-go's, our server and quic-go's.
+func TestExtendedConnectRoundTrip(t *testing.T) {
+	checkGoroutines(t)
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect || r.Proto != "websocket" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		buf := make([]byte, 1024)
+		for {
+			n, err := r.Body.Read(buf)
+			if n > 0 {
+				w.Write(buf[:n])
+				w.(http.Flusher).Flush()
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	for _, tc := range []struct {
+		name           string
+		ourSrv, ourCli bool
+	}{{"ours-ours", true, true}, {"ours-quicgo", true, false}, {"quicgo-ours", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := serverPeers[0]
+			if !tc.ourSrv {
+				sp = serverPeers[1]
+			}
+			addr, clientTLS := sp.start(t, echo, nil, nil)
+			var rt http.RoundTripper
+			if tc.ourCli {
+				tr := &Transport{TLSClientConfig: clientTLS}
+				defer tr.Close()
+				rt = tr
+			} else {
+				tr := &quicgohttp3.Transport{TLSClientConfig: clientTLS}
+				defer tr.Close()
+				rt = tr
+			}
+			pr, pw := io.Pipe()
+			u, _ := url.Parse(localhostURL(t, addr, "/chat"))
+			rsp, err := rt.RoundTrip(&http.Request{Method: http.MethodConnect, Proto: "websocket", URL: u, Host: u.Host,
+				Header: http.Header{}, Body: pr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rsp.Body.Close()
+			if rsp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", rsp.StatusCode)
+			}
+			for _, msg := range []string{"hello", "tunnel"} {
+				if _, err := io.WriteString(pw, msg); err != nil {
+					t.Fatal(err)
+				}
+				b := make([]byte, len(msg))
+				if _, err := io.ReadFull(rsp.Body, b); err != nil || string(b) != msg {
+					t.Fatalf("echo %q %v", b, err)
+				}
+			}
+			pw.Close()
+			if rest, err := io.ReadAll(rsp.Body); err != nil || len(rest) != 0 {
+				t.Fatalf("after our side closed: %q %v", rest, err)
+			}
+		})
+	}
+}
