@@ -19,6 +19,7 @@ import (
 	"github.com/turboretry/turboretry/internal/udpio"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/qlog"
+	"github.com/turboretry/turboretry/qlogwriter"
 )
 
 // Packet number spaces, indexed like recovery.Space.
@@ -162,6 +163,9 @@ type Conn struct {
 	stats connStats
 	qlog  *qlogger    // nil unless Config.Qlog gave a writer
 	trace *connTracer // nil unless Config.Tracer gave a trace
+	// qlogTrace is the trace Config.Tracer returned (QlogTrace), kept
+	// after the connection's own recorder closed.
+	qlogTrace qlogwriter.Trace
 
 	// x holds the state of version negotiation, preferred_address and
 	// requested key updates (conn_extensions.go).

@@ -47,6 +47,7 @@ func (c *Conn) startTracer() {
 	if t == nil {
 		return
 	}
+	c.qlogTrace = t
 	r := t.AddProducer()
 	if r == nil {
 		return
@@ -57,6 +58,15 @@ func (c *Conn) startTracer() {
 		Remote: tupleEndpoint(c.remote),
 	})
 	c.traceState(qlog.ConnectionStateAttempted)
+}
+
+// QlogTrace returns the qlog trace Config.Tracer returned for the
+// connection, or nil: other layers (HTTP/3) add their events to it with
+// AddProducer, which returns nil once the trace has ended.
+func (c *Conn) QlogTrace() qlogwriter.Trace {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.qlogTrace
 }
 
 func tupleEndpoint(a net.Addr) qlog.TupleEndpointInfo {
