@@ -60,6 +60,9 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		if err := s.fcRecv.OnStreamFrame(f.Offset, uint64(len(f.Data)), f.Fin); err != nil {
 			return withType(err)
 		}
+		if len(f.Data) > 0 {
+			s.fcRecv.NoteArrival(now)
+		}
 		if f.Fin {
 			s.noteFinalSize()
 		}

@@ -191,8 +191,9 @@ func TestMemoryFigures(t *testing.T) {
 	h0, s0 := memoryInUse()
 	h1, s1 := step("idle", func() bool { st := tr.Stats(); return st.Connections == memIdleConns && st.Handshaking == 0 })
 	h2, s2 := step("streams", streamsOpen(memStreams))
-	slack := int64(memStreams * streamWriteSlack)
-	h3, s3 := step("slow", func() bool { return streamsOpen(2*memStreams)() && tr.Stats().SendBuffered == slack })
+	h3, s3 := step("slow", func() bool {
+		return streamsOpen(2*memStreams)() && streamsAtCredit(tr) == memStreams && tr.Stats().SendBuffered == 0
+	})
 	attacker := listenUDP(t)
 	sendFlood(t, attacker, ln.Addr(), pkts, readFloodAnswers(attacker, dcids))
 	if st := tr.Stats(); st.Unvalidated != unvalidated {

@@ -4,22 +4,24 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
-
-	"github.com/turboretry/turboretry/internal/streambuf"
 )
 
 // Memory budgets for buffered stream data. A stream's writer may queue what
-// the peer's flow control lets us send plus streamWriteSlack; its
+// the peer's flow control lets us send (and a write of up to writeTail
+// bytes beyond it, see writeRoom); its
 // connection holds at most Config.MaxConnectionSendBuffer of written and
 // unacknowledged data, and all connections of a Transport at most
 // Transport.MaxSendBuffer. Beyond any of them Write waits. On the receive
 // side flow control bounds each connection, and Transport.MaxReceiveBuffer
 // stops windows from growing.
 const (
-	// streamWriteSlack is what a writer may queue beyond the peer's flow
-	// control credit: one chunk, so the next packet is ready the moment
-	// MAX_STREAM_DATA arrives, while a peer that never reads pins little.
-	streamWriteSlack = streambuf.ChunkSize
+	// writeTail is the most a stream may hold queued beyond the peer's
+	// flow control credit: a Write whose data, with what is queued, fits
+	// one packet is taken whole (quic-go does the same, so that Close can
+	// put the FIN on that last frame); a larger one only as far as credit
+	// goes, so a Write that times out reports exactly the bytes flow
+	// control let through, as quic-go's does.
+	writeTail = 1452
 
 	defaultTransportSendBuffer = 256 << 20
 	defaultTransportRecvBuffer = 256 << 20
@@ -146,12 +148,17 @@ func (c *Conn) recvGrowthAllowed() bool { return c.t.recvBuffered.Load() < c.t.m
 
 // writeRoom returns how many bytes s's writer may queue now as far as the
 // peer's flow control and the connection's budget go, and which of them
-// binds when it is 0 (budgetNone: flow control). The Transport's budget is
-// taken separately (sendBudget.take).
-func (s *stream) writeRoom() (int64, budgetKind) {
+// binds when it is 0 (budgetNone: flow control). whole is the size of the
+// write asking (0 for none that may pass credit, TryWriteAll): it is let
+// through whole when it fits writeTail with what is queued. The
+// Transport's budget is taken separately (sendBudget.take).
+func (s *stream) writeRoom(whole int64) (int64, budgetKind) {
 	c := s.c
-	ahead := int64(min(s.fcSend.Available(), maxStreamBuffered)) + streamWriteSlack
-	room := ahead - int64(s.send.Unsent())
+	unsent := int64(s.send.Unsent())
+	room := int64(min(s.fcSend.Available(), maxStreamBuffered)) - unsent
+	if whole > 0 && room < whole && unsent+whole <= writeTail {
+		room = whole
+	}
 	if room <= 0 {
 		return 0, budgetNone
 	}

@@ -22,9 +22,12 @@ type stream struct {
 	hasRecv bool
 
 	// Send side.
-	send          streambuf.SendBuffer
-	fcSend        flowcontrol.StreamSender
-	sendClosed    bool  // Close was called
+	send       streambuf.SendBuffer
+	fcSend     flowcontrol.StreamSender
+	sendClosed bool // Close was called
+	// writeWaiting: a Write waits for flow control credit with data it
+	// could not queue (the peer is told with the blocked frames).
+	writeWaiting  bool
 	sendErr       error // CancelWrite or STOP_SENDING
 	resetPending  bool
 	resetSent     bool
@@ -212,11 +215,22 @@ func (c *Conn) queueStreamControl(s *stream) {
 }
 
 func (s *stream) hasControlFrames() bool {
-	return s.resetPending || s.stopPending || s.maxDataLost || (s.hasRecv && s.recvErr == nil && !s.eofRead && s.fcRecv.NeedsUpdate())
+	return s.resetPending || s.stopPending || s.maxDataLost || (s.hasRecv && s.recvErr == nil && !s.eofRead && s.fcRecv.NeedsUpdate()) ||
+		s.blockedWriterDue()
+}
+
+// blockedWriterDue reports whether a writer waits for credit with nothing
+// queued and the peer has not yet been told (the blocked frames otherwise
+// ride with the STREAM frame that used the credit up).
+func (s *stream) blockedWriterDue() bool {
+	return s.writeWaiting && s.sendErr == nil && s.send.Unsent() == 0 && s.fcSend.BlockedDue()
 }
 
 func (s *stream) appendControlFrames(b []byte, maxEnd int, now time.Time, srtt time.Duration, p *sentPacket) []byte {
 	var ok bool
+	if s.blockedWriterDue() {
+		b = s.appendBlocked(b, maxEnd, p, 0)
+	}
 	if s.resetPending {
 		f := wire.Frame{Type: wire.FrameTypeResetStream, StreamID: s.id, ErrorCode: s.resetCode, FinalSize: s.resetFinal}
 		if b, ok = appendIfFits(b, maxEnd, &f); ok {
@@ -262,14 +276,24 @@ func (s *stream) appendStreamFrame(b []byte, maxEnd int, p *sentPacket) ([]byte,
 	if lw := s.limited; lw != nil {
 		s.appendLimited(maxLen)
 		if !lw.done && s.send.Unsent() == 0 && s.fcSend.Available() == 0 {
-			b = s.appendBlocked(b, maxEnd, p) // the limited write waits for credit
+			b = s.appendBlocked(b, maxEnd, p, 0) // the limited write waits for credit
 		}
 	}
 	off, n, fin, retx := s.send.PeekFrame(maxLen)
 	if !retx {
-		if avail := s.fcSend.Available(); uint64(n) > avail {
-			b = s.appendBlocked(b, maxEnd, p)
+		// When this frame uses up the credit and more data waits (queued
+		// beyond it, or a writer that could not queue), the blocked frames
+		// go in front of it, in the same packet, as quic-go sends them.
+		avail := s.fcSend.Available()
+		more := uint64(n) > avail || s.writeWaiting || (s.limited != nil && !s.limited.done)
+		grew := false
+		if more && min(uint64(n), avail) == avail {
+			before := len(b)
+			b = s.appendBlocked(b, maxEnd, p, avail)
+			grew = len(b) != before
 			left = maxEnd - len(b)
+		}
+		if uint64(n) > avail || grew {
 			maxLen = int(min(avail, uint64(max(wire.MaxStreamDataLen(s.id, s.send.NextOffset(), left, true), 0))))
 			off, n, fin, _ = s.send.PeekFrame(maxLen)
 		}
@@ -289,16 +313,17 @@ func (s *stream) appendStreamFrame(b []byte, maxEnd int, p *sentPacket) ([]byte,
 
 // appendBlocked appends STREAM_DATA_BLOCKED and DATA_BLOCKED, once per
 // limit, when flow control holds back data the stream has to send (RFC
-// 9000 section 4.1): the peer learns it should raise its limits.
-func (s *stream) appendBlocked(b []byte, maxEnd int, p *sentPacket) []byte {
+// 9000 section 4.1): the peer learns it should raise its limits. n is
+// what the packet sends of the stream's new data after them.
+func (s *stream) appendBlocked(b []byte, maxEnd int, p *sentPacket, n uint64) []byte {
 	var ok bool
-	if limit, send := s.fcSend.StreamDataBlocked(); send {
+	if limit, send := s.fcSend.StreamDataBlockedAfter(n); send {
 		f := wire.Frame{Type: wire.FrameTypeStreamDataBlocked, StreamID: s.id, Limit: limit}
 		if b, ok = appendIfFits(b, maxEnd, &f); ok {
 			p.eliciting = true
 		}
 	}
-	if limit, send := s.c.connSend.Blocked(); send {
+	if limit, send := s.c.connSend.BlockedAfter(n); send {
 		f := wire.Frame{Type: wire.FrameTypeDataBlocked, Limit: limit}
 		if b, ok = appendIfFits(b, maxEnd, &f); ok {
 			p.eliciting = true

@@ -56,7 +56,7 @@ func (s *stream) write(p []byte) (int, error) {
 			return n, nil
 		}
 		c.syncBudgets() // give back what acknowledgements freed first
-		room, bound := s.writeRoom()
+		room, bound := s.writeRoom(int64(len(p)))
 		if room > 0 {
 			k := c.t.sendBudget.take(min(int64(len(p)), room))
 			if k > 0 {
@@ -93,7 +93,14 @@ func (s *stream) write(p []byte) (int, error) {
 			counted = true
 			c.t.counters.sendBudgetWaits.Add(1)
 		}
+		if bound == budgetNone {
+			s.writeWaiting = true
+			if s.blockedWriterDue() {
+				c.queueStreamControl(s)
+			}
+		}
 		c.waitLocked(waitChan(&s.writeSig), budget, s.writeDeadline)
+		s.writeWaiting = false
 	}
 }
 

@@ -39,7 +39,7 @@ func (s *stream) tryWriteAll(p []byte) error {
 		return ErrWouldBlock
 	}
 	c.syncBudgets()
-	if room, _ := s.writeRoom(); room < int64(len(p)) {
+	if room, _ := s.writeRoom(0); room < int64(len(p)) {
 		return ErrWouldBlock
 	}
 	k := c.t.sendBudget.take(int64(len(p)))

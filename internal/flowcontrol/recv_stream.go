@@ -72,6 +72,13 @@ func (s *StreamReceiver) OnStreamFrame(offset, length uint64, fin bool) error {
 	return nil
 }
 
+// NoteArrival tells the receiver that stream data arrived at now: the first
+// arrival starts the auto-tuning epochs of the stream and the connection.
+func (s *StreamReceiver) NoteArrival(now time.Time) {
+	s.w.noteArrival(now)
+	s.conn.w.noteArrival(now)
+}
+
 // OnResetStream accounts for a RESET_STREAM frame. The final size it
 // carries counts against both windows, and since the application will never
 // read the rest, all of it is released to the connection window.

@@ -174,40 +174,38 @@ func TestConsumeTooMuch(t *testing.T) {
 func TestUpdateThreshold(t *testing.T) {
 	s, c := newPair(WindowConfig{Initial: 1000}, WindowConfig{Initial: 4000})
 	mustNil(t, s.OnStreamFrame(0, 1000, false))
-	mustNil(t, s.Consume(499))
+	mustNil(t, s.Consume(249))
 	if s.NeedsUpdate() {
-		t.Fatal("update with 501 of 1000 bytes of window left")
+		t.Fatal("update with 751 of 1000 bytes of window left")
 	}
 	if _, ok := s.MaybeUpdate(t0, 0); ok {
 		t.Fatal("MaybeUpdate sent an early update")
 	}
 	mustNil(t, s.Consume(1))
 	if !s.NeedsUpdate() {
-		t.Fatal("no update with half the window left")
+		t.Fatal("no update with three quarters of the window left")
 	}
 	limit, ok := s.MaybeUpdate(t0, 0)
-	if !ok || limit != 1500 || s.Limit() != 1500 {
-		t.Fatalf("MaybeUpdate = %d, %v; want 1500 (consumed + window)", limit, ok)
+	if !ok || limit != 1250 || s.Limit() != 1250 {
+		t.Fatalf("MaybeUpdate = %d, %v; want 1250 (consumed + window)", limit, ok)
 	}
 	if s.NeedsUpdate() {
 		t.Fatal("update still wanted right after one was sent")
 	}
-	// Connection: 4000 window, 500 consumed: no MAX_DATA yet.
-	if c.NeedsUpdate() {
-		t.Fatal("MAX_DATA wanted with 3500 of 4000 left")
-	}
-	mustNil(t, s.OnStreamFrame(1000, 500, false))
-	mustNil(t, s.Consume(1000))
+	// Connection: 4000 window, 999 consumed: no MAX_DATA yet.
+	mustNil(t, s.OnStreamFrame(1000, 250, false))
+	mustNil(t, s.Consume(749))
 	cl, ok := c.MaybeUpdate(t0, 0)
 	if ok || cl != 4000 {
-		t.Fatalf("MAX_DATA %d, %v with 1500 consumed of 4000", cl, ok)
+		t.Fatalf("MAX_DATA %d, %v with 999 consumed of 4000", cl, ok)
 	}
 	s2 := NewStreamReceiver(8, c, WindowConfig{Initial: 1000})
 	mustNil(t, s2.OnStreamFrame(0, 500, false))
-	mustNil(t, s2.Consume(500))
-	if cl, ok = c.MaybeUpdate(t0, 0); !ok || cl != 6000 {
-		t.Fatalf("MAX_DATA = %d, %v; want 6000 after 2000 consumed", cl, ok)
+	mustNil(t, s2.Consume(1))
+	if cl, ok = c.MaybeUpdate(t0, 0); !ok || cl != 5000 {
+		t.Fatalf("MAX_DATA = %d, %v; want 5000 after 1000 consumed", cl, ok)
 	}
+	mustNil(t, s2.Consume(499))
 	// After a FIN no more MAX_STREAM_DATA is needed.
 	mustNil(t, s2.OnStreamFrame(500, 0, true))
 	if s2.NeedsUpdate() {
@@ -236,7 +234,7 @@ func drain(t *testing.T, s *StreamReceiver, step uint64, interval, srtt time.Dur
 func TestAutoTuneGrowsWhenFast(t *testing.T) {
 	s, c := newPair(WindowConfig{Initial: 1000, Max: 8000}, WindowConfig{Initial: 1000, Max: 1 << 20})
 	// Half a window read every 50 ms with a 100 ms RTT: a full window is
-	// drained in 100 ms, under 2 RTTs, so the window must grow.
+	// drained in 100 ms, under 4 RTTs, so the window must grow.
 	drain(t, s, 500, 50*time.Millisecond, 100*time.Millisecond, 3)
 	if s.Window() != 2000 {
 		t.Fatalf("window %d after draining 1000 bytes in one RTT, want 2000", s.Window())
@@ -258,8 +256,8 @@ func TestAutoTuneGrowsWhenFast(t *testing.T) {
 
 func TestAutoTuneNoGrowthWhenSlow(t *testing.T) {
 	s, c := newPair(WindowConfig{Initial: 1000, Max: 8000}, WindowConfig{Initial: 1000, Max: 1 << 20})
-	// Half a window per 150 ms: a full window takes 300 ms, 3 RTTs.
-	drain(t, s, 500, 150*time.Millisecond, 100*time.Millisecond, 20)
+	// Half a window per 250 ms: a full window takes 500 ms, 5 RTTs (4 allowed).
+	drain(t, s, 500, 250*time.Millisecond, 100*time.Millisecond, 20)
 	if s.Window() != 1000 || c.Window() != 1000 {
 		t.Fatalf("windows grew for a slow reader: stream %d conn %d", s.Window(), c.Window())
 	}
@@ -344,5 +342,33 @@ func TestAllowGrowthHook(t *testing.T) {
 	drain(t, s, 500, 50*time.Millisecond, 100*time.Millisecond, 3)
 	if s.Window() != 2000 || c2.Window() != 1000 || refused == 0 {
 		t.Fatalf("stream %d conn %d refused %d", s.Window(), c2.Window(), refused)
+	}
+}
+
+// TestAutoTuneFirstEpochFromArrival: with the first arrival noted (as
+// quic-go starts its epoch at the first frame), the very first update may
+// double a window that was drained fast; without it, the first update only
+// starts the epoch.
+func TestAutoTuneFirstEpochFromArrival(t *testing.T) {
+	for _, noted := range []bool{true, false} {
+		s, c := newPair(WindowConfig{Initial: 1000, Max: 8000}, WindowConfig{Initial: 1 << 20, Max: 1 << 20})
+		if noted {
+			s.NoteArrival(t0)
+		}
+		mustNil(t, s.OnStreamFrame(0, 1000, false))
+		mustNil(t, s.Consume(1000))
+		if _, ok := s.MaybeUpdate(t0.Add(50*time.Millisecond), 100*time.Millisecond); !ok {
+			t.Fatal("no update after the window was drained")
+		}
+		want := uint64(1000)
+		if noted {
+			want = 2000
+		}
+		if s.Window() != want {
+			t.Errorf("arrival noted %v: window %d, want %d", noted, s.Window(), want)
+		}
+		if c.w.epochStarted != noted {
+			t.Errorf("arrival noted %v: connection epoch started %v", noted, c.w.epochStarted)
+		}
 	}
 }

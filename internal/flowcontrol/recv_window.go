@@ -3,10 +3,11 @@ package flowcontrol
 import "time"
 
 // autoTuneRTTs is how many smoothed RTTs the application may take to drain a
-// full window for the window to grow. A sender limited by our window delivers
+// full window for the window to grow (quic-go's rule, scaled to the part of
+// the window drained in the epoch). A sender limited by our window delivers
 // at most one window per RTT, so draining it this fast means the window, not
 // the application, limits throughput.
-const autoTuneRTTs = 2
+const autoTuneRTTs = 4
 
 // WindowConfig sizes a receive window.
 type WindowConfig struct {
@@ -53,32 +54,44 @@ func (w *recvWindow) nextLimit() uint64 {
 	return min(w.consumed+w.window, MaxOffset)
 }
 
-// needsUpdate reports whether the remaining window fell below half, that is
-// an update would grant at least half a window more: smaller updates would
-// cost more frames than they are worth.
+// needsUpdate reports whether a quarter of the window has been consumed
+// since the last update, that is at most three quarters are left (quic-go's
+// threshold): the peer never runs dry while one RTT of updates is in
+// flight, and smaller updates would cost more frames than they are worth.
 func (w *recvWindow) needsUpdate() bool {
 	next := w.nextLimit()
-	return next > w.limit && next-w.limit >= max(w.window/2, 1)
+	return next > w.limit && 4*(w.limit-w.consumed) <= 3*w.window
 }
 
-// autoTune doubles the window (up to maxWindow) when the last full window
-// was consumed within autoTuneRTTs smoothed RTTs, unless hold is set (a
-// memory budget is exhausted). It reports growth.
+// autoTune doubles the window (up to maxWindow) when more than half a
+// window was consumed in the epoch and at a pace that drains a full window
+// within autoTuneRTTs smoothed RTTs, unless hold is set (a memory budget is
+// exhausted). It reports growth. The epoch starts with the first data
+// received (noteArrival), else at the first update.
 func (w *recvWindow) autoTune(now time.Time, srtt time.Duration, hold bool) bool {
 	if !w.epochStarted {
 		w.startEpoch(now)
 		return false
 	}
-	if w.consumed-w.epochConsumed < w.window {
-		return false // the epoch goes on until a full window is consumed
+	read := w.consumed - w.epochConsumed
+	if read <= w.window/2 || srtt <= 0 {
+		return false // the epoch goes on
 	}
 	elapsed := now.Sub(w.epochStart)
-	grow := !hold && srtt > 0 && elapsed < autoTuneRTTs*srtt && w.window < w.maxWindow
+	grow := !hold && w.window < w.maxWindow &&
+		float64(elapsed) < autoTuneRTTs*float64(srtt)*float64(read)/float64(w.window)
 	if grow {
 		w.window = min(w.window*2, w.maxWindow)
 	}
 	w.startEpoch(now)
 	return grow
+}
+
+// noteArrival starts the first epoch when the first data arrives.
+func (w *recvWindow) noteArrival(now time.Time) {
+	if !w.epochStarted {
+		w.startEpoch(now)
+	}
 }
 
 func (w *recvWindow) startEpoch(now time.Time) {

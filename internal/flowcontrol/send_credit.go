@@ -58,12 +58,23 @@ func (c *SendCredit) Consume(n uint64) error {
 // Blocked reports whether a DATA_BLOCKED or STREAM_DATA_BLOCKED frame
 // should be sent, and with which limit. Call it when data is waiting; it
 // answers true once per limit value while no credit is left.
-func (c *SendCredit) Blocked() (limit uint64, send bool) {
-	if c.Available() > 0 || (c.blockedSent && c.blockedLimit == c.limit) {
+func (c *SendCredit) Blocked() (limit uint64, send bool) { return c.BlockedAfter(0) }
+
+// BlockedAfter is Blocked as it will be once n more bytes are sent: the
+// frame that uses up the credit can carry the blocked frame with it, when
+// more data waits behind it.
+func (c *SendCredit) BlockedAfter(n uint64) (limit uint64, send bool) {
+	if !c.BlockedDue(n) {
 		return c.limit, false
 	}
 	c.blockedSent, c.blockedLimit = true, c.limit
 	return c.limit, true
+}
+
+// BlockedDue reports, without marking it sent, whether a blocked frame
+// for the current limit is still to be sent once n more bytes are.
+func (c *SendCredit) BlockedDue(n uint64) bool {
+	return c.Available() <= n && !(c.blockedSent && c.blockedLimit == c.limit)
 }
 
 // StreamSender is the send side of one stream: its own MAX_STREAM_DATA
@@ -116,3 +127,13 @@ func (s *StreamSender) Consume(n uint64) error {
 // sent; see SendCredit.Blocked. Connection blocking is asked of the
 // connection's SendCredit.
 func (s *StreamSender) StreamDataBlocked() (limit uint64, send bool) { return s.stream.Blocked() }
+
+// StreamDataBlockedAfter is StreamDataBlocked once n more bytes are sent;
+// see SendCredit.BlockedAfter.
+func (s *StreamSender) StreamDataBlockedAfter(n uint64) (limit uint64, send bool) {
+	return s.stream.BlockedAfter(n)
+}
+
+// BlockedDue reports whether the stream's or the connection's blocked
+// frame is still to be sent now.
+func (s *StreamSender) BlockedDue() bool { return s.stream.BlockedDue(0) || s.conn.BlockedDue(0) }
