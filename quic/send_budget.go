@@ -23,6 +23,12 @@ const (
 	// control let through, as quic-go's does.
 	writeTail = 1452
 
+	// writeDrain is how much of a Write's data may still be unsent when
+	// it returns (drainLocked): like quic-go's, a Write lasts until its
+	// data is on its way, so a STOP_SENDING meanwhile fails it, while one
+	// chunk left keeps the packer busy until the next Write comes.
+	writeDrain = 16 << 10
+
 	defaultTransportSendBuffer = 256 << 20
 	defaultTransportRecvBuffer = 256 << 20
 )

@@ -27,7 +27,10 @@ type stream struct {
 	sendClosed bool // Close was called
 	// writeWaiting: a Write waits for flow control credit with data it
 	// could not queue (the peer is told with the blocked frames).
-	writeWaiting  bool
+	writeWaiting bool
+	// drainWaiting: a Write that queued its data waits for the packer
+	// (drainLocked).
+	drainWaiting  bool
 	sendErr       error // CancelWrite or STOP_SENDING
 	resetPending  bool
 	resetSent     bool
@@ -305,7 +308,9 @@ func (s *stream) appendStreamFrame(b []byte, maxEnd int, p *sentPacket) ([]byte,
 	b, off, n, fin, retx = s.send.AppendFrameData(b, maxLen)
 	if !retx && n > 0 {
 		_ = s.fcSend.Consume(uint64(n))
-		s.signalWrite()
+		if s.drainWaiting && s.send.Unsent() <= writeDrain {
+			s.signalWrite()
+		}
 	}
 	p.frames = append(p.frames, sentFrame{kind: sfStream, id: s.id, off: off, n: uint64(n), fin: fin})
 	return b, true

@@ -53,7 +53,7 @@ func (s *stream) write(p []byte) (int, error) {
 			return n, err
 		}
 		if len(p) == 0 {
-			return n, nil
+			return n, s.drainLocked()
 		}
 		c.syncBudgets() // give back what acknowledgements freed first
 		room, bound := s.writeRoom(int64(len(p)))
@@ -102,6 +102,26 @@ func (s *stream) write(p []byte) (int, error) {
 		c.waitLocked(waitChan(&s.writeSig), budget, s.writeDeadline)
 		s.writeWaiting = false
 	}
+}
+
+// drainLocked waits, once a Write queued all its data, until no more than
+// writeDrain bytes of the stream are unsent, as quic-go's Write returns
+// once its data is packed: a STOP_SENDING or a connection error that comes
+// meanwhile is the Write's error. A deadline that passes here does not
+// fail the Write: its data is queued and goes out.
+func (s *stream) drainLocked() error {
+	for s.send.Unsent() > writeDrain {
+		if err := s.writeErrLocked(); err != nil {
+			if err == errDeadline {
+				return nil
+			}
+			return err
+		}
+		s.drainWaiting = true
+		s.c.waitLocked(waitChan(&s.writeSig), nil, s.writeDeadline)
+		s.drainWaiting = false
+	}
+	return nil
 }
 
 func (s *stream) closeSend() error {
