@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
@@ -272,4 +273,47 @@ func TestTransportClosesOnSocketError(t *testing.T) {
 			t.Fatalf("got %v, want ErrTransportClosed with the socket's error", err)
 		}
 	}
+}
+
+// A handshake refused because its listener closed keeps no closing period
+// (in virtual time): its connection IDs are released at once, so the
+// Transport of ListenAddr, and its socket, close without waiting three
+// PTOs (three seconds before an RTT sample; quic-go's test wants the
+// socket closed within one).
+func TestRefusedAtCloseReleasedAtOnce(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		inHandshake, release := make(chan struct{}), make(chan struct{})
+		base := &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			close(inHandshake)
+			<-release
+			return serverTLS(t), nil
+		}}
+		str := s.transport(simServerAddr)
+		ln, err := str.Listen(base, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		errc := make(chan error, 1)
+		go func() {
+			_, err := s.transport(simClientAddr(1)).Dial(s.ctx(), net.UDPAddrFromAddrPort(simServerAddr), clientTLS(t), nil)
+			errc <- err
+		}()
+		<-inHandshake
+		if err := ln.Close(); err != nil {
+			t.Fatal(err)
+		}
+		closedAt := time.Now()
+		close(release)
+		var te *TransportError
+		if err := <-errc; !errors.As(err, &te) || te.ErrorCode != ConnectionRefused {
+			t.Fatalf("dial during Close: %v, want CONNECTION_REFUSED", err)
+		}
+		synctest.Wait()
+		str.mu.Lock()
+		left := len(str.handlers)
+		str.mu.Unlock()
+		if left != 0 {
+			t.Errorf("%d connection IDs still routed %v after the refusal", left, time.Since(closedAt))
+		}
+	})
 }

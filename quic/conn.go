@@ -166,6 +166,9 @@ type Conn struct {
 	// qlogTrace is the trace Config.Tracer returned (QlogTrace), kept
 	// after the connection's own recorder closed.
 	qlogTrace qlogwriter.Trace
+	// refusedAtClose: a server handshake refused because its listener
+	// closed; it has no closing period (closingPeriod).
+	refusedAtClose bool
 
 	// x holds the state of version negotiation, preferred_address and
 	// requested key updates (conn_extensions.go).

@@ -59,9 +59,11 @@ func (c *Conn) closeLocal(err error) {
 // absorb late packets (RFC 9000 section 10.2): three PTOs, except on the
 // Transport of Dial and DialAddr, which closes with its only connection and
 // so would keep a goroutine reading for nothing but that (quic-go does not
-// linger there either).
+// linger there either), and for a handshake refused because its listener
+// closed: nothing of it will be used, and before an RTT sample three PTOs
+// are three seconds that would keep ListenAddr's socket open.
 func (c *Conn) closingPeriod() time.Duration {
-	if c.t.singleDial {
+	if c.t.singleDial || c.refusedAtClose {
 		return 0
 	}
 	return 3 * c.ptoLocked()

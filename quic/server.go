@@ -325,6 +325,7 @@ func (c *Conn) refuseIfServerClosed() {
 		c.queuedForAccept = true // it never will be
 		s.notPending(c)
 		c.t.countRefused(RefusedServerClosed)
+		c.refusedAtClose = true
 		c.closeLocal(&TransportError{ErrorCode: ConnectionRefused, ErrorMessage: "server closed"})
 	default:
 	}
@@ -540,6 +541,7 @@ func (c *Conn) queueForAccept(early bool) {
 	select {
 	case <-s.closed:
 		c.t.countRefused(RefusedServerClosed)
+		c.refusedAtClose = true
 		c.closeLocal(&TransportError{ErrorCode: ConnectionRefused, ErrorMessage: "server closed"})
 		return
 	default:
