@@ -78,6 +78,13 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		case wire.PacketType0RTT:
 			c.handle0RTTPacket(pkt, &hdr, p)
 		}
+		// Packets kept for the keys this one brought go first, before the
+		// rest of the datagram: they were sent (or arrived) earlier, and
+		// quic-go reads them in this order too.
+		for c.retryUndecryptableLater && len(data) > 0 {
+			c.retryUndecryptableLater = false
+			c.retryUndecryptable()
+		}
 	}
 }
 

@@ -32,6 +32,7 @@ type baseServer struct {
 	pending map[*Conn]struct{}
 
 	validator addressValidator // guarded by t.mu
+	early0RTT earlyQueue       // 0-RTT datagrams ahead of their Initial (Allow0RTT)
 	tokens    *tokenValidator  // set when Transport.AddressValidation is
 }
 
@@ -297,6 +298,7 @@ func (s *baseServer) closeLocked(err error) {
 	s.closeOnce.Do(func() {
 		s.closeErr = err
 		close(s.closed)
+		s.early0RTT.clear()
 		// Handshakes in progress are refused now, as in quic-go (not only
 		// when they complete): each connection checks before it sends
 		// (refuseIfServerClosed), so no more of its handshake goes out, and
@@ -413,6 +415,10 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 		s.t.countDropped(DropMalformed, len(p.data))
 		return
 	}
+	if hdr.Type == wire.PacketType0RTT && s.config.Allow0RTT && s.early0RTT.add(hdr.DestConnID, p, rcvTimeOf(p)) {
+		p.buf = nil // the queue's now
+		return
+	}
 	if hdr.Type != wire.PacketTypeInitial {
 		s.t.countDropped(DropUnknownConnection, len(p.data))
 		return
@@ -467,6 +473,9 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 	}
 	c.deliver(p)
 	p.buf = nil
+	for _, q := range s.early0RTT.take(hdr.DestConnID, rcvTimeOf(p)) {
+		c.deliver(q)
+	}
 }
 
 func (s *baseServer) supports(v wire.Version) bool {

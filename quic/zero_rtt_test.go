@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"time"
 
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/simnet"
@@ -714,4 +715,89 @@ func TestResumptionWithWrapSessionExtra(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestZeroRTTAheadOfInitial: quic-go's client resumes with 0-RTT data
+// while the network holds its Initials back by 10 ms, so its 0-RTT
+// datagrams reach our server before the Initial that creates the
+// connection. The server keeps them (earlyQueue) and reads them once the
+// connection exists: every 0-RTT datagram sent is used, none is dropped
+// as for an unknown connection, and the data is read before the
+// handshake completes.
+func TestZeroRTTAheadOfInitial(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		tr := s.serverTransport(nil)
+		_, res := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true}, serverTLS(t))
+		ctr := s.quicGoTransport(simClientAddr(1))
+		ctls := clientTLS(t)
+		cache := newNotifyingSessionCache()
+		ctls.ClientSessionCache = cache
+		c, err := ctr.Dial(ctx, tr.Conn.LocalAddr(), ctls, &quicgo.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fst, err := c.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = fst.Write([]byte("first, full handshake"))
+		_ = fst.Close()
+		if _, err := io.ReadAll(fst); err != nil {
+			t.Fatal(err)
+		}
+		recvResult(t, ctx, res)
+		waitSignal(t, ctx, cache.put, "session ticket")
+		_ = c.CloseWithError(0, "")
+
+		var mu sync.Mutex
+		delaying, early := true, 0
+		s.tap(func(p *simnet.Packet) bool {
+			if p.To != simServerAddr || p.Data[0]&0x80 == 0 {
+				return true
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			var hdr wire.LongHeader
+			if !delaying || wire.ParseLongHeader(p.Data, &hdr) != nil {
+				return true
+			}
+			switch hdr.Type {
+			case wire.PacketTypeInitial:
+				s.net.Inject(*p, simLink.Delay+10*time.Millisecond)
+				return false
+			case wire.PacketType0RTT:
+				early++
+			}
+			return true
+		})
+		msg := bytes.Repeat([]byte("early data ahead of its Initial "), 200) // several packets
+		ec, err := ctr.DialEarly(ctx, tr.Conn.LocalAddr(), ctls, &quicgo.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ec.CloseWithError(0, "")
+		st, err := ec.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		_ = st.Close()
+		r := recvResult(t, ctx, res)
+		mu.Lock()
+		delaying = false
+		sentEarly := early
+		mu.Unlock()
+		if !bytes.Equal(r.data, msg) || !r.used0RTT || !r.beforeDone {
+			t.Fatalf("server read %d bytes (want %d), Used0RTT %v, before handshake completion %v", len(r.data), len(msg), r.used0RTT, r.beforeDone)
+		}
+		if sentEarly < 3 || r.packets0RTT < uint64(sentEarly) {
+			t.Errorf("the server read %d 0-RTT packets of the %d datagrams that came ahead of the Initial", r.packets0RTT, sentEarly)
+		}
+		if d := tr.Stats().DatagramsDropped[DropUnknownConnection.String()]; d != 0 {
+			t.Errorf("%d datagrams dropped as for an unknown connection", d)
+		}
+	})
 }
