@@ -1,16 +1,19 @@
 package quic
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
+	gsimnet "github.com/quic-go/quic-go/testutils/simnet"
 
 	"github.com/turboretry/turboretry/internal/qerr"
 )
@@ -316,4 +319,72 @@ func TestRefusedAtCloseReleasedAtOnce(t *testing.T) {
 			t.Errorf("%d connection IDs still routed %v after the refusal", left, time.Since(closedAt))
 		}
 	})
+}
+
+// Closing needs no clock: a synctest bubble's time stops once its test
+// function returns, and quic-go's tests return right after their deferred
+// Close calls (quic-go's TestConnectionCloseRetransmission, on quic-go's
+// simnet). A connection of Dial that closes while its peer is silent, and
+// a Transport with its connections, must end without a timer firing, or
+// the bubble reports a deadlock (the test binary panics).
+func TestCloseNeedsNoClock(t *testing.T) {
+	t.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
+	synctest.Test(t, func(t *testing.T) {
+		serverAddr := &net.UDPAddr{IP: net.IPv4(198, 18, 0, 1), Port: 443}
+		var drop atomic.Bool
+		n := &gsimnet.Simnet{Router: &silentServerRouter{server: serverAddr.String(), drop: &drop}}
+		link := gsimnet.NodeBiDiLinkSettings{Latency: 5 * time.Millisecond}
+		client := n.NewEndpoint(&net.UDPAddr{IP: net.IPv4(198, 18, 1, 1), Port: 4000}, link)
+		server := n.NewEndpoint(serverAddr, link)
+		if err := n.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		tr := &Transport{Conn: server}
+		defer tr.Close()
+		ln, err := tr.Listen(serverTLS(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c, err := Dial(ctx, client, ln.Addr(), clientTLS(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseWithError(0, "")
+		sc, err := ln.Accept(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The server goes away silently (its CONNECTION_CLOSE is lost)
+		// while the client has data in flight.
+		drop.Store(true)
+		_ = sc.CloseWithError(1, "bye")
+		for range 10 {
+			st, err := c.OpenStream()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Write([]byte("data in flight")); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Nanosecond)
+		}
+	})
+}
+
+// silentServerRouter drops the server's datagrams once drop is set.
+type silentServerRouter struct {
+	gsimnet.PerfectRouter
+	server string
+	drop   *atomic.Bool
+}
+
+func (r *silentServerRouter) SendPacket(p gsimnet.Packet) error {
+	if r.drop.Load() && p.From.String() == r.server {
+		return nil
+	}
+	return r.PerfectRouter.SendPacket(p)
 }
