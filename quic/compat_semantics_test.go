@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -387,4 +388,41 @@ func (r *silentServerRouter) SendPacket(p gsimnet.Packet) error {
 		return nil
 	}
 	return r.PerfectRouter.SendPacket(p)
+}
+
+// smallPathConn is a socket whose path carries no datagram above 1200
+// bytes: larger writes fail with EMSGSIZE, as on a link with a small MTU.
+type smallPathConn struct{ *net.UDPConn }
+
+func (c smallPathConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (int, int, error) {
+	if len(b) > 1200 {
+		return 0, 0, syscall.EMSGSIZE
+	}
+	return c.UDPConn.WriteMsgUDP(b, oob, addr)
+}
+
+// A path that cannot carry Config.InitialPacketSize fails the dial with
+// the socket's error at once (quic-go's semantics), instead of retrying
+// until the handshake times out; the default size, 1200, gets through.
+func TestInitialPacketSizeTooLargeForPath(t *testing.T) {
+	ctx := testCtx(t)
+	ln, err := Listen(smallPathConn{listenUDP(t)}, serverTLS(t), &Config{DisablePathMTUDiscovery: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, size := range []uint16{0, 1280} {
+		conf := &Config{InitialPacketSize: size, DisablePathMTUDiscovery: true}
+		c, err := Dial(ctx, smallPathConn{listenUDP(t)}, ln.Addr(), clientTLS(t), conf)
+		if size == 0 {
+			if err != nil {
+				t.Fatalf("default size: %v", err)
+			}
+			_ = c.CloseWithError(0, "")
+			continue
+		}
+		if !errors.Is(err, syscall.EMSGSIZE) || !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("InitialPacketSize %d on a 1200-byte path: %v, want EMSGSIZE", size, err)
+		}
+	}
 }

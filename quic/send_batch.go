@@ -52,11 +52,14 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) error {
 		if err == nil || isClosedErr(err) {
 			break
 		}
-		if fatalSendError(err) {
-			fatal = err
+		if n >= len(rest) {
+			if fatalSendError(err) {
+				fatal = err
+			}
 			break
 		}
-		if n >= len(rest) {
+		if c.fatalWrite(err, len(rest[n].Buf)) {
+			fatal = err
 			break
 		}
 		rest = rest[n+1:] // drop the datagram that failed, as a loss
@@ -87,7 +90,7 @@ func (c *Conn) writeEach(writes []outDatagram, sendT *Transport, local netip.Add
 		}
 		// A failure elsewhere (a probe of another path, an answer to a
 		// probing address) says nothing of the path in use.
-		if d.to == nil && d.via == nil && fatalSendError(err) {
+		if d.to == nil && d.via == nil && c.fatalWrite(err, len(d.b)) {
 			return err
 		}
 	}
@@ -126,6 +129,14 @@ func fatalSendError(err error) bool {
 		return false
 	}
 	return true
+}
+
+// fatalWrite reports whether the error of writing a datagram of size
+// bytes on the connection's path ends the connection: fatalSendError, or
+// a datagram no larger than Config.InitialPacketSize, the size the path
+// must carry, that is too large for it (quic-go fails the same way).
+func (c *Conn) fatalWrite(err error, size int) bool {
+	return fatalSendError(err) || (size <= c.baseDatagram && errors.Is(err, syscall.EMSGSIZE))
 }
 
 // sendError is the close error of a connection whose socket failed to send
