@@ -70,6 +70,8 @@ type receivedPacket struct {
 	// local is the address it was sent to, when the socket reports it
 	// (a server answers from that address, local_address.go).
 	local netip.Addr
+	// via is the Transport it came in on (a client's paths, path.go).
+	via *Transport
 }
 
 // Conn is a QUIC connection. All its state is guarded by mu and driven by
@@ -218,6 +220,7 @@ type Conn struct {
 	path             pathState
 	rx               rxPath     // the datagram being processed
 	paths            []*Path    // client: paths added by AddPath
+	pathsAdded       int        // client: AddPath calls, numbering the paths' qlog tuples
 	sendT            *Transport // the Transport we send from: t until a Path.Switch
 	padDatagram      bool       // pad the datagram being built to its limit
 	handshakeOnly    bool       // the datagram being built may elicit in the Initial and Handshake spaces only

@@ -76,6 +76,7 @@ type rxPath struct {
 	remote net.Addr       // may be nil until needed
 	other  bool           // on a path other than the current one
 	local  netip.Addr     // our address it was sent to, when known
+	via    *Transport     // the Transport it came in on, when known
 	size   int
 	ecn    udpio.ECN
 	// nonProbing is set when the packet being processed carries a frame
@@ -92,7 +93,7 @@ func (c *Conn) noteSource(p *receivedPacket) {
 		from, _ = addrPort(p.remote)
 	}
 	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-	c.rx = rxPath{from: from, remote: p.remote, size: len(p.data), ecn: p.ecn, local: p.local}
+	c.rx = rxPath{from: from, remote: p.remote, size: len(p.data), ecn: p.ecn, local: p.local, via: p.via}
 	c.rx.other = c.remoteAP.IsValid() && from.IsValid() && from != c.remoteAP
 	c.noteLocal()
 	if c.path.validating && !c.rx.other {
@@ -111,6 +112,14 @@ func (c *Conn) rxRemote() net.Addr {
 // onPathChallenge queues the PATH_RESPONSE, for the path the challenge
 // came on (RFC 9000 section 8.2.2).
 func (c *Conn) onPathChallenge(data [8]byte) {
+	if p := c.pathOn(c.rx.via); p != nil {
+		// A client's path the connection does not send on: the answer
+		// goes from that path's socket (sendPathProbes).
+		if len(p.responses) < maxPathResponses {
+			p.responses = append(p.responses, data)
+		}
+		return
+	}
 	if len(c.pathResponses) >= maxPathResponses {
 		return
 	}
@@ -181,7 +190,9 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	}
 	c.remote, c.remoteAP = c.rxRemote(), to
 	c.x.local = c.rx.local
-	rebinding := c.path.dcidLen == len(dcid) && bytes.Equal(c.path.lastDCID[:c.path.dcidLen], dcid)
+	if c.trace != nil {
+		c.traceServerSwitch(to)
+	}
 	c.path.dcidLen = copy(c.path.lastDCID[:], dcid)
 	c.path.validating = true
 	c.path.nOpen = 0
@@ -196,12 +207,12 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 		// and the path MTU.
 		c.restartPathState(now)
 	}
-	if !rebinding {
-		// The peer changed its ID for the new path: so do we, or the two
-		// paths could be linked (RFC 9000 section 9.5). With no spare ID
-		// we keep ours rather than lose the connection.
-		c.switchPeerCID()
-	}
+	// A new peer address gets a new peer connection ID, or the two paths
+	// could be linked (RFC 9000 section 9.5), also on a NAT rebinding
+	// where the peer kept its ID (which RFC 9000 allows us to keep; quic-go
+	// does not). With no spare ID we keep ours rather than lose the
+	// connection.
+	c.switchPeerCID()
 	if m := c.avMetrics(); m != nil {
 		m.pathMigrations.Inc()
 	}
@@ -367,7 +378,14 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 				dcid = cid.Bytes()
 			}
 		}
-		if d := c.buildPathDatagram(now, dcid, fb, min(r.room, maxPacketSize), false); d != nil {
+		if c.trace != nil {
+			c.trace.txTuple = c.serverTuple(r.toAP)
+		}
+		d := c.buildPathDatagram(now, dcid, fb, min(r.room, maxPacketSize), false)
+		if c.trace != nil {
+			c.trace.txTuple = ""
+		}
+		if d != nil {
 			c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, to: r.to, via: c.pathTransportTo(r.toAP), from: r.from})
 		}
 	}

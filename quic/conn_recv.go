@@ -32,6 +32,7 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 	c.noteSource(&p)
 	if c.trace != nil {
 		c.traceDatagram(&p)
+		c.traceRxTuple()
 	}
 	c.bytesRecv += uint64(len(p.data))
 	c.stats.bytesRecv += uint64(len(p.data))
@@ -98,7 +99,7 @@ func (c *Conn) keepUndecryptable(pkt []byte, p receivedPacket) {
 	}
 	b := getBuffer()
 	*b = append((*b)[:0], pkt...)
-	kept := receivedPacket{buf: b, data: *b, remote: p.remote, addrPort: p.addrPort, rcvTime: p.rcvTime, ecn: p.ecn, local: p.local}
+	kept := receivedPacket{buf: b, data: *b, remote: p.remote, addrPort: p.addrPort, rcvTime: p.rcvTime, ecn: p.ecn, local: p.local, via: p.via}
 	if c.trace != nil {
 		kept.checksum = c.trace.checksum
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/turboretry/turboretry/internal/wire"
@@ -46,15 +47,24 @@ type Path struct {
 	sendProbe bool
 	validated bool
 	closed    bool
+	// responses are the PATH_RESPONSE data owed for challenges that
+	// came on this path while the connection sends on another.
+	responses [][8]byte
+	// tupleID names the path in Config.Tracer's events (path_tuples.go);
+	// tupleLogged: its tuple_assigned event was recorded.
+	tupleID     string
+	tupleLogged bool
 
 	validatedCh chan struct{} // closed once validated
 	closedCh    chan struct{} // closed by Close or when the connection ends
 }
 
 // AddPath prepares migrating the connection to t's socket. t must be a
-// Transport of its own (not the connection's), with the same connection ID
+// Transport the connection does not send on, with the same connection ID
 // length: a Transport that has not been used yet takes the connection's.
-// The connection's own Transport must stay open: it keeps the connection.
+// After a Switch, the Transport the connection was dialed on may be added
+// again to move back. The connection's own Transport must stay open: it
+// keeps the connection.
 // Only a client whose handshake completed may add paths, and not when the
 // server sent disable_active_migration.
 func (c *Conn) AddPath(t *Transport) (*Path, error) {
@@ -69,8 +79,8 @@ func (c *Conn) addPath(t *Transport, remote net.Addr) (*Path, error) {
 	if !c.isClient {
 		return nil, errors.New("quic: a server cannot initiate connection migration")
 	}
-	if t == nil || t == c.t {
-		return nil, errors.New("quic: AddPath needs a Transport other than the connection's")
+	if t == nil {
+		return nil, errors.New("quic: AddPath needs a Transport")
 	}
 	if err := t.initWithCIDLen(c.t.cidLen); err != nil {
 		return nil, err
@@ -87,11 +97,21 @@ func (c *Conn) addPath(t *Transport, remote net.Addr) (*Path, error) {
 		return nil, errors.New("quic: AddPath before the handshake completed")
 	case c.peerParams.DisableActiveMigration && remote == nil:
 		return nil, errors.New("quic: the server disabled connection migration")
+	case t == c.sendT:
+		return nil, errors.New("quic: AddPath needs a Transport other than the one the connection sends on")
 	}
 	for _, p := range c.paths {
 		if p.t == t {
 			return p, nil
 		}
+	}
+	if t == c.t {
+		// Back to the socket dialed on, which routes the IDs already; its
+		// tuple kept the ID "0" when the connection left it.
+		p := &Path{c: c, t: t, remote: remote, tupleID: "0", tupleLogged: true, validatedCh: make(chan struct{}), closedCh: make(chan struct{})}
+		p.remoteAP, _ = addrPort(remote)
+		c.paths = append(c.paths, p)
+		return p, nil
 	}
 	// Route every ID we issued on the new socket too: the server may
 	// answer with any of them.
@@ -110,7 +130,8 @@ func (c *Conn) addPath(t *Transport, remote net.Addr) (*Path, error) {
 			return nil, errors.New("quic: the path's Transport already routes one of the connection's IDs")
 		}
 	}
-	p := &Path{c: c, t: t, remote: remote, validatedCh: make(chan struct{}), closedCh: make(chan struct{})}
+	c.pathsAdded++
+	p := &Path{c: c, t: t, remote: remote, tupleID: strconv.Itoa(c.pathsAdded), validatedCh: make(chan struct{}), closedCh: make(chan struct{})}
 	p.remoteAP, _ = addrPort(remote)
 	c.paths = append(c.paths, p)
 	return p, nil
@@ -164,13 +185,7 @@ func (p *Path) startProbe() error {
 	}
 	if p.dcid == nil {
 		r := c.cids.remote
-		var reserved []uint64
-		for _, o := range c.paths {
-			if o.switchCID {
-				reserved = append(reserved, o.dcidSeq)
-			}
-		}
-		if cid, seq, ok := r.NextUnusedExcept(reserved); ok {
+		if cid, seq, ok := r.NextUnusedExcept(c.reservedPathCIDs()); ok {
 			p.dcid, p.dcidSeq, p.switchCID = cid.Bytes(), seq, true
 		} else if len(c.destCID) == 0 {
 			p.dcid = []byte{} // zero-length IDs: nothing to change
@@ -184,9 +199,20 @@ func (p *Path) startProbe() error {
 	return nil
 }
 
+// reservedPathCIDs are the sequence numbers of the peer connection IDs
+// set aside for paths not switched to yet. c.mu is held.
+func (c *Conn) reservedPathCIDs() []uint64 {
+	var reserved []uint64
+	for _, o := range c.paths {
+		if o.switchCID {
+			reserved = append(reserved, o.dcidSeq)
+		}
+	}
+	return reserved
+}
+
 // Switch moves the connection to the validated path: from now on it sends
 // from the path's socket, with the connection ID set aside for the path.
-// Moving back to the original socket is not supported.
 func (p *Path) Switch() error {
 	c := p.c
 	c.mu.Lock()
@@ -199,12 +225,23 @@ func (p *Path) Switch() error {
 	case c.sendT == p.t:
 		return nil
 	}
+	if !p.switchCID && len(c.destCID) > 0 {
+		// Back on a path used before: the ID it had was retired when the
+		// connection left it, and the one in use must not follow it (RFC
+		// 9000 section 9.5), so it gets an unused one.
+		if cid, seq, ok := c.cids.remote.NextUnusedExcept(c.reservedPathCIDs()); ok {
+			p.dcid, p.dcidSeq, p.switchCID = cid.Bytes(), seq, true
+		}
+	}
 	if p.switchCID {
 		if err := c.cids.remote.SwitchTo(p.dcidSeq); err == nil {
 			c.destCID = c.cids.remote.Current().Bytes()
 			c.routeCurrentResetToken()
 		}
 		p.switchCID = false
+	}
+	if c.trace != nil {
+		c.traceSwitch(p)
 	}
 	oldLocal, _ := addrPort(c.sendT.Conn.LocalAddr())
 	newLocal, _ := addrPort(p.t.Conn.LocalAddr())
@@ -249,7 +286,7 @@ func (p *Path) closeLocked() {
 	}
 	p.closed = true
 	close(p.closedCh)
-	if p.t != p.c.sendT {
+	if p.t != p.c.sendT && p.t != p.c.t {
 		p.t.removeHandlers(p.c)
 	}
 }
@@ -261,24 +298,39 @@ func (c *Conn) sendPathProbes(now time.Time) {
 		return
 	}
 	for _, p := range c.paths {
-		if !p.sendProbe || p.closed {
+		if (!p.sendProbe && len(p.responses) == 0) || p.closed || p.dcid == nil {
 			continue
 		}
 		var data [8]byte
-		_, _ = rand.Read(data[:])
-		var frame [9]byte
-		fb := wire.AppendFrame(frame[:0], &wire.Frame{Type: wire.FrameTypePathChallenge, PathData: data})
+		var frames [9 * (1 + maxPathResponses)]byte
+		fb := frames[:0]
+		if p.sendProbe {
+			_, _ = rand.Read(data[:])
+			fb = wire.AppendFrame(fb, &wire.Frame{Type: wire.FrameTypePathChallenge, PathData: data})
+		}
+		for _, r := range p.responses {
+			fb = wire.AppendFrame(fb, &wire.Frame{Type: wire.FrameTypePathResponse, PathData: r})
+		}
+		if c.trace != nil {
+			c.tracePathTuple(p)
+		}
 		d := c.buildPathDatagram(now, p.dcid, fb, maxPacketSize, false)
+		if c.trace != nil {
+			c.trace.txTuple = ""
+		}
 		if d == nil {
 			continue
 		}
-		p.sendProbe = false
-		if p.nOpen == maxOpenChallenges {
-			copy(p.open[:], p.open[1:])
-			p.nOpen--
+		p.responses = p.responses[:0]
+		if p.sendProbe {
+			p.sendProbe = false
+			if p.nOpen == maxOpenChallenges {
+				copy(p.open[:], p.open[1:])
+				p.nOpen--
+			}
+			p.open[p.nOpen] = data
+			p.nOpen++
 		}
-		p.open[p.nOpen] = data
-		p.nOpen++
 		c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, via: p.t, to: p.remote})
 	}
 }

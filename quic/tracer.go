@@ -25,6 +25,12 @@ type connTracer struct {
 	metrics  qlog.MetricsUpdated
 	mtu      int  // the largest datagram size recorded
 	mtuDone  bool // the end of the search was recorded
+	// rxTuple and txTuple are the tuple IDs of the datagram being
+	// processed and of the one being built ("": the path in use;
+	// path_tuples.go); tuples numbers a server's other peer addresses.
+	rxTuple, txTuple string
+	tuples           map[netip.AddrPort]string
+	tuplesNext       int
 }
 
 // connStates are the states a connection goes through, in order.
@@ -74,6 +80,10 @@ func tupleEndpoint(a net.Addr) qlog.TupleEndpointInfo {
 	if !ok {
 		return qlog.TupleEndpointInfo{}
 	}
+	return tupleEndpointAP(ap)
+}
+
+func tupleEndpointAP(ap netip.AddrPort) qlog.TupleEndpointInfo {
 	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	if ap.Addr().Is4() {
 		return qlog.TupleEndpointInfo{IPv4: ap}
@@ -212,6 +222,7 @@ func (c *Conn) tracePacketSent(buf []byte, p *packetInfo) {
 		Frames:           t.frames(payload, wire.DefaultAckDelayExponent, hdr.PacketType),
 		ECN:              ecn,
 		IsMTUProbePacket: p.mtuProbe,
+		Tuple:            t.txTuple,
 	})
 }
 
@@ -252,6 +263,7 @@ func (c *Conn) tracePacketReceived(pt wire.PacketType, pn uint64, lh *wire.LongH
 		DatagramPayloadChecksum: t.checksum,
 		Frames:                  t.frames(payload, exp, hdr.PacketType),
 		ECN:                     traceECN(ecn),
+		Tuple:                   t.rxTuple,
 	})
 }
 

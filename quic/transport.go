@@ -368,6 +368,7 @@ func (t *Transport) handleDatagram(p receivedPacket) {
 	srv := t.server
 	t.mu.Unlock()
 	if c != nil {
+		p.via = t
 		c.deliver(p)
 		return
 	}
