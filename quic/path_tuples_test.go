@@ -18,8 +18,8 @@ type eventLog struct {
 }
 
 func (l *eventLog) tracer(context.Context, bool, ConnectionID) qlogwriter.Trace { return l }
-func (l *eventLog) AddProducer() qlogwriter.Recorder                           { return l }
-func (l *eventLog) Close() error                                               { return nil }
+func (l *eventLog) AddProducer() qlogwriter.Recorder                            { return l }
+func (l *eventLog) Close() error                                                { return nil }
 func (l *eventLog) RecordEvent(ev qlogwriter.Event) {
 	l.mu.Lock()
 	l.events = append(l.events, ev)
