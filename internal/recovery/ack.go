@@ -65,12 +65,13 @@ func (r *Recovery) OnAckReceived(space Space, ranges []wire.AckRange, ackDelay t
 		return nil
 	}
 
-	if largestNewlyAcked && includesAckEliciting {
+	if largestNewlyAcked && includesAckEliciting && !largestSentTime.Before(r.sampledSent) {
 		if space == Initial {
 			// Initial ACKs are never delayed on purpose (RFC 9002 5.3).
 			ackDelay = 0
 		}
 		r.rtt.Update(now.Sub(largestSentTime), ackDelay, r.handshakeConfirmed, now)
+		r.sampledSent = largestSentTime
 	}
 	if space == Handshake && !r.isServer {
 		r.handshakeAckReceived = true

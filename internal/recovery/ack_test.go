@@ -247,6 +247,31 @@ func TestRTTSampleRules(t *testing.T) {
 	}
 }
 
+// TestNoSampleFromPacketSentBeforeSampled: a packet sent before the one
+// the last RTT sample came from gives no sample when it is acknowledged
+// later, in whatever space (quic-go's rule): its acknowledgment waited, for
+// the peer's keys (a server's first Handshake flight behind a lost
+// Initial) or for the ACK, and would inflate the estimate.
+func TestNoSampleFromPacketSentBeforeSampled(t *testing.T) {
+	r := New(Config{IsServer: true})
+	send(t, r, Handshake, 0, t0)            // the first flight, buffered by the peer
+	send(t, r, Initial, 0, t0.Add(ms(300))) // the Initial resent on PTO
+	ack(t, r, Initial, t0.Add(ms(320)), 0, rng(0, 0))
+	if r.RTT().LatestRTT() != ms(20) {
+		t.Fatalf("latest %v, want 20ms from the Initial", r.RTT().LatestRTT())
+	}
+	ack(t, r, Handshake, t0.Add(ms(330)), 0, rng(0, 0))
+	if r.RTT().LatestRTT() != ms(20) || r.RTT().SmoothedRTT() != ms(20) {
+		t.Fatalf("latest %v smoothed %v after the ACK of the older Handshake packet, want 20ms", r.RTT().LatestRTT(), r.RTT().SmoothedRTT())
+	}
+	// A packet sent later samples again.
+	send(t, r, Handshake, 1, t0.Add(ms(340)))
+	ack(t, r, Handshake, t0.Add(ms(370)), 0, rng(1, 1))
+	if r.RTT().LatestRTT() != ms(30) {
+		t.Fatalf("latest %v, want 30ms", r.RTT().LatestRTT())
+	}
+}
+
 func TestAckDelayIgnoredInInitialSpace(t *testing.T) {
 	for _, tc := range []struct {
 		space Space

@@ -54,6 +54,11 @@ type Recovery struct {
 	hasHandshakeKeys     bool
 	handshakeAckReceived bool // client: the server proved it validated us
 	amplificationLimited bool
+	// sampledSent is the send time of the latest packet an RTT sample
+	// was taken from, in any space: a packet sent before it gives no
+	// sample when it is acknowledged later (it waited for keys, or its
+	// acknowledgment did), as in quic-go.
+	sampledSent time.Time
 
 	scratch Events // used when a caller passes nil Events
 }
