@@ -150,7 +150,7 @@ type Config struct {
 	// MaxConnectionSendBuffer bounds the stream data one connection holds
 	// for sending (written, not yet acknowledged) over all its streams; a
 	// Write beyond it waits. Each stream also waits once it queued what
-	// the peer's flow control allows plus 16 KiB. Default 16 MiB (above
+	// the peer's flow control allows. Default 16 MiB (above
 	// the 15 MiB a peer's connection window may grow to, so the budget
 	// never caps one connection's throughput below flow control).
 	MaxConnectionSendBuffer uint64

@@ -103,7 +103,7 @@
 //     connections, handshakes and accept backlog are capped
 //     (Config.MaxConnections, MaxHandshakes, AcceptBacklog), a client beyond
 //     them refused statelessly before any state exists; a stream's writer
-//     queues what the peer's flow control allows plus 16 KiB, a connection
+//     queues only what the peer's flow control allows, a connection
 //     and a Transport hold bounded send data (Config.MaxConnectionSendBuffer,
 //     Transport.MaxSendBuffer), receive windows stop growing past
 //     Transport.MaxReceiveBuffer. Transport.Stats reports the load and every

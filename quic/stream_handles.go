@@ -24,9 +24,11 @@ func (s *Stream) StreamID() StreamID { return StreamID(s.s.id) }
 // *StreamError after a reset, and the connection's error once it closed.
 func (s *Stream) Read(p []byte) (int, error) { return s.s.read(p) }
 
-// Write queues p for sending. It blocks while the stream has queued what
-// the peer's flow control allows plus 16 KiB, or while the connection's or
-// the Transport's send budget is used up (docs/api.md "Limits").
+// Write queues p for sending, as far as the peer's flow control allows (a
+// p that fits one packet whole), and returns once all but 16 KiB of it has
+// been sent. It blocks for flow control credit, or while the connection's
+// or the Transport's send budget is used up (docs/api.md "Limits"); a
+// deadline that passes returns the bytes let through so far.
 func (s *Stream) Write(p []byte) (int, error) { return s.s.write(p) }
 
 // Close closes the send side: a FIN follows the written data. The receive
