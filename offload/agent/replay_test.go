@@ -45,7 +45,9 @@ func TestNewTokenSingleUse(t *testing.T) {
 	if err != nil || string(res.ODCID) != string(other) {
 		t.Fatalf("the Retry's token: %v, ODCID %x", err, res.ODCID)
 	}
-	// A replay whose DCID is too short for a Retry is dropped.
+	// An Initial whose DCID is too short for the client's choice is
+	// dropped before the replay filter sees it: a new_token token does not
+	// vouch for the DCID (the host drops it too).
 	mustProcess(t, env.w, clientInitial(t, wire.Version1, []byte{1, 2, 3}, cscid, tok, 1200), clientAddr, ReasonDCIDTooShort)
 
 	for _, w := range []*Worker{env.w, env.eng.Worker(1)} {
@@ -60,7 +62,7 @@ func TestNewTokenSingleUse(t *testing.T) {
 	if ReasonReplayedNewToken.String() != "token_replayed" || ReasonNewTokenKnownCID.String() != "new_token_known_cid" {
 		t.Errorf("labels %q, %q", ReasonReplayedNewToken, ReasonNewTokenKnownCID)
 	}
-	if st := env.eng.cfg.ReplayFilter.Stats(); st.FirstUses != 1 || st.Retransmissions != 1 || st.Replays != 2 {
+	if st := env.eng.cfg.ReplayFilter.Stats(); st.FirstUses != 1 || st.Retransmissions != 1 || st.Replays != 1 {
 		t.Errorf("replay filter stats %+v", st)
 	}
 }
@@ -92,4 +94,27 @@ func TestReplayFilterShared(t *testing.T) {
 	}
 	mustProcess(t, env.w, clientInitial(t, wire.Version1, dcid, cscid, tok, 1200), clientAddr, ReasonNewTokenForwarded)
 	mustProcess(t, env.w, clientInitial(t, wire.Version1, []byte{9, 8, 7, 6, 5, 4, 3, 2, 1}, cscid, tok, 1200), clientAddr, ReasonReplayedNewToken)
+}
+
+// TestNewTokenShortDCID: a valid new_token token does not vouch for a DCID
+// under 8 bytes (RFC 9000 section 7.2; only a retry token binds a DCID the
+// server chose). With a lookup the agent knows such an Initial is not a
+// later one of a known connection and drops it, as the host does; without
+// one it cannot tell and forwards it, leaving the decision to the host.
+func TestNewTokenShortDCID(t *testing.T) {
+	short := []byte{4, 3, 2, 1}
+	env := newTestEnv(t, nil)
+	tok := hostNewToken(t, env, clientAddr.Addr())
+	mustProcess(t, env.w, clientInitial(t, wire.Version1, short, cscid, tok, 1200), clientAddr, ReasonDCIDTooShort)
+	if st := env.eng.cfg.ReplayFilter.Stats(); st.FirstUses != 0 {
+		t.Errorf("the short DCID used the token: %+v", st)
+	}
+	if err := env.cache.Insert(short); err != nil { // a host SCID of 4 bytes, from egress
+		t.Fatal(err)
+	}
+	mustProcess(t, env.w, clientInitial(t, wire.Version1, short, cscid, tok, 1200), clientAddr, ReasonNewTokenKnownCID)
+
+	noLookup := newTestEnv(t, func(c *Config) { c.Cache = insertOnly{newFakeCache()} })
+	tok = hostNewToken(t, noLookup, clientAddr.Addr())
+	mustProcess(t, noLookup.w, clientInitial(t, wire.Version1, short, cscid, tok, 1200), clientAddr, ReasonNewTokenForwarded)
 }
