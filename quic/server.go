@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/stateless"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -29,6 +31,10 @@ type baseServer struct {
 
 	validator addressValidator // guarded by t.mu
 	tokens    *tokenValidator  // set when Transport.AddressValidation is
+	// responder applies the stateless rules the offload agent applies too
+	// (internal/stateless): Version Negotiation, which Initials may open a
+	// connection, the Retry and stateless close packets.
+	responder *stateless.Responder
 }
 
 // Listener accepts QUIC connections once their handshake completed.
@@ -173,15 +179,24 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 	if err := checkPreferredAddressSocket(conf.PreferredAddress, t.Conn.LocalAddr()); err != nil {
 		return nil, err
 	}
+	versions := make([]wire.Version, len(conf.Versions))
+	for i, v := range conf.Versions {
+		versions[i] = wire.Version(v)
+	}
+	responder, err := stateless.New(versions)
+	if err != nil {
+		return nil, fmt.Errorf("quic: Config.Versions: %w", err)
+	}
 	tc := tlsConf.Clone()
 	tc.MinVersion = tls.VersionTLS13
 	s := &baseServer{
-		t:        t,
-		tlsConf:  tc,
-		config:   conf,
-		early:    early,
-		acceptCh: make(chan *Conn, acceptQueueCap(conf)),
-		closed:   make(chan struct{}),
+		t:         t,
+		tlsConf:   tc,
+		config:    conf,
+		early:     early,
+		acceptCh:  make(chan *Conn, acceptQueueCap(conf)),
+		closed:    make(chan struct{}),
+		responder: responder,
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -286,11 +301,9 @@ func (s *baseServer) setValidator(v addressValidator) {
 }
 
 // sendRetry answers a client Initial with a Retry carrying token
-// (RFC 9000 section 17.2.5), without creating any state.
-func (s *baseServer) sendRetry(hdr *wire.LongHeader, remote net.Addr, token, scid []byte) {
-	if len(token) == 0 {
-		return
-	}
+// (RFC 9000 section 17.2.5), without creating any state; buf takes the
+// packet. A nil scid picks one of the Transport's IDs.
+func (s *baseServer) sendRetry(hdr *wire.LongHeader, remote net.Addr, token, scid, buf []byte) {
 	if scid == nil {
 		scid = s.t.newConnID()
 	}
@@ -298,11 +311,7 @@ func (s *baseServer) sendRetry(hdr *wire.LongHeader, remote net.Addr, token, sci
 		scid = make([]byte, defaultConnIDLength)
 		_, _ = rand.Read(scid)
 	}
-	// The write is synchronous, so a pooled buffer can take the packet.
-	buf := getBuffer()
-	defer putBuffer(buf)
-	b := wire.AppendRetry((*buf)[:0], hdr.Version, hdr.SrcConnID, scid, token)
-	b, err := handshake.AppendRetryIntegrityTag(b, handshake.Version(hdr.Version), hdr.DestConnID)
+	b, err := s.responder.AppendRetry(buf, hdr, scid, token)
 	if err != nil {
 		return
 	}
@@ -317,51 +326,47 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 			putBuffer(p.buf)
 		}
 	}()
-	var ih wire.InvariantHeader
-	if err := wire.ParseInvariantHeader(p.data, &ih); err != nil {
-		s.t.countDropped(DropMalformed)
-		return
-	}
-	if !s.supports(ih.Version) {
-		if len(p.data) >= minInitialSize && ih.Version != 0 {
-			vs := make([]wire.Version, len(s.config.Versions))
-			for i, v := range s.config.Versions {
-				vs[i] = wire.Version(v)
-			}
-			s.t.write(wire.AppendVersionNegotiation(nil, ih.DestConnID, ih.SrcConnID, vs), p.remote)
-		}
-		return
-	}
+	// The stateless answers are written synchronously, so a pooled buffer
+	// takes them.
+	out := getBuffer()
+	defer putBuffer(out)
 	var hdr wire.LongHeader
-	if err := wire.ParseLongHeader(p.data, &hdr); err != nil {
+	switch o, reply := s.responder.Examine(p.data, &hdr, (*out)[:0]); o {
+	case stateless.Initial:
+	case stateless.VersionNegotiation:
+		s.t.write(reply, p.remote)
+		return
+	case stateless.Malformed, stateless.ConnIDTooLong:
 		s.t.countDropped(DropMalformed)
 		return
-	}
-	if hdr.Type != wire.PacketTypeInitial {
-		s.t.countDropped(DropUnknownConnection)
+	case stateless.VersionNegotiationPacket, stateless.UnsupportedTooSmall:
+		s.t.countDropped(DropUnsupportedVersion)
 		return
-	}
-	// RFC 9000 sections 14.1 and 7.2. After a Retry the DCID is the
-	// server's choice, which may be shorter; the token vouches for it.
-	if len(p.data) < minInitialSize || (len(hdr.DestConnID) < 8 && len(hdr.Token) == 0) {
+	case stateless.InitialTooSmall, stateless.DCIDTooShort:
+		// RFC 9000 sections 14.1 and 7.2. After a Retry the DCID is the
+		// server's choice, which may be shorter; the token vouches for it.
 		s.t.countDropped(DropInitialTooSmall)
+		return
+	default:
+		s.t.countDropped(DropUnknownConnection)
 		return
 	}
 	// The listener's limits come first: a client that would be refused
 	// anyway learns it at once, not after a Retry round trip.
 	if r, full := s.overLimit(); full {
 		s.t.countRefused(r)
-		s.sendStatelessClose(&hdr, p.remote, ConnectionRefused)
+		s.sendStatelessClose(&hdr, p.remote, ConnectionRefused, (*out)[:0])
 		return
 	}
 	dec := s.decideInitial(&hdr, p.remote)
 	switch dec.action {
 	case initialAccept:
 	case initialRetry:
-		s.sendRetry(&hdr, p.remote, dec.retryToken, dec.retrySCID)
+		s.sendRetry(&hdr, p.remote, dec.retryToken, dec.retrySCID, (*out)[:0])
 		return
 	case initialInvalidToken:
-		s.sendInvalidToken(&hdr, p.remote)
+		// RFC 9000 section 8.1.3: a bad retry token ends the attempt.
+		s.sendStatelessClose(&hdr, p.remote, InvalidToken, (*out)[:0])
 		return
 	default:
 		return
@@ -385,15 +390,6 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 	}
 	c.deliver(p)
 	p.buf = nil
-}
-
-func (s *baseServer) supports(v wire.Version) bool {
-	for _, ours := range s.config.Versions {
-		if wire.Version(ours) == v {
-			return true
-		}
-	}
-	return false
 }
 
 // newConn creates and starts the connection for a client's first Initial.

@@ -75,11 +75,16 @@ const (
 	// datagram under 1200 bytes, or with a DCID under 8 bytes and no token
 	// (RFC 9000 sections 14.1 and 7.2).
 	DropInitialTooSmall
+	// DropUnsupportedVersion: a long header of a version the listener
+	// does not speak that gets no Version Negotiation: a Version
+	// Negotiation packet (version 0, never answered) or a datagram under
+	// 1200 bytes (RFC 9000 section 6.1).
+	DropUnsupportedVersion
 
 	numDropReasons
 )
 
-var dropLabels = [numDropReasons]string{"recv_queue_full", "panic", "malformed", "unknown_connection", "initial_too_small"}
+var dropLabels = [numDropReasons]string{"recv_queue_full", "panic", "malformed", "unknown_connection", "initial_too_small", "unsupported_version"}
 
 // String returns the reason's label, as in TransportStats.DatagramsDropped.
 func (r DropReason) String() string {

@@ -62,14 +62,15 @@ func (w *Worker) newTokenInitial(now time.Time, from netip.AddrPort, out []byte)
 		if w.lookup.Contains(h.DestConnID) {
 			return ReasonNewTokenKnownCID, nil
 		}
-		// Not a later Initial, so a first one: its DCID is the client's
-		// choice, which a new_token token does not vouch for (the host
-		// drops it too).
-		if !stateless.DCIDAcceptable(h, false) {
-			return ReasonDCIDTooShort, nil
-		}
 		if err := w.eng.cfg.ReplayFilter.Use(h.Token, h.DestConnID, now); err != nil {
 			return w.retry(from, out, ReasonReplayedNewToken)
+		}
+		// Not a later Initial, so a first one: its DCID is the client's
+		// choice, which a new_token token does not vouch for. The host
+		// checks in the same order: the token is used up, the Initial
+		// dropped.
+		if !stateless.DCIDAcceptable(h, false) {
+			return ReasonDCIDTooShort, nil
 		}
 	}
 	// The client's 0-RTT packets carry this DCID too. It is the client's
