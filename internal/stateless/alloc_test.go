@@ -1,9 +1,12 @@
 package stateless
 
 import (
+	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/token"
 )
 
 // TestAllocs: examining a datagram, Version Negotiation and a Retry do not
@@ -31,5 +34,22 @@ func TestAllocs(t *testing.T) {
 		}
 	}); a != 0 {
 		t.Errorf("AppendRetry: %v allocations", a)
+	}
+	kr, err := token.NewKeyRing(make([]byte, token.SecretLen), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, err := kr.NewIssuer(token.SourceAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := netip.MustParseAddrPort("192.0.2.1:443")
+	now := time.Now()
+	if a := testing.AllocsPerRun(100, func() {
+		if _, err := r.AppendIssuedRetry(out[:0], &h, rfcSCID, iss, client, now); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("AppendIssuedRetry: %v allocations", a)
 	}
 }

@@ -1,6 +1,7 @@
 package stateless
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -138,12 +139,9 @@ func New(versions []wire.Version) (*Responder, error) {
 // and v2, RFC 9369 section 4) are both spoken when both are listed; the
 // connection decides which one it ends in.
 func (r *Responder) Supports(v wire.Version) bool {
-	for _, ours := range r.versions[:r.n] {
-		if ours == v {
-			return true
-		}
-	}
-	return false
+	// New keeps at least one version and never 0, so the unused slot
+	// (0) matches nothing a caller asks about but 0, which it rules out.
+	return v != 0 && (v == r.versions[0] || v == r.versions[1])
 }
 
 // Versions appends the versions the Responder speaks, preferred first, to
@@ -166,21 +164,16 @@ func (r *Responder) Examine(datagram []byte, hdr *wire.LongHeader, out []byte) (
 	if !wire.IsLongHeader(datagram[0]) {
 		return ShortHeader, nil
 	}
-	var inv wire.InvariantHeader
-	if err := wire.ParseInvariantHeader(datagram, &inv); err != nil {
-		return Malformed, nil
-	}
-	switch {
-	case inv.Version == 0:
-		return VersionNegotiationPacket, nil
-	case !r.Supports(inv.Version):
-		if len(datagram) < MinDatagramSize {
-			return UnsupportedTooSmall, nil
-		}
-		return VersionNegotiation, r.AppendVersionNegotiation(out, inv.DestConnID, inv.SrcConnID)
+	// A version we speak goes straight to the full parse, which checks the
+	// invariant header on its way (one pass over the header, as the
+	// Initials of a flood are the common case).
+	if len(datagram) < 5 || !r.Supports(wire.Version(binary.BigEndian.Uint32(datagram[1:5]))) {
+		return r.otherVersion(datagram, out)
 	}
 	if err := wire.ParseLongHeader(datagram, hdr); err != nil {
-		if errors.Is(err, wire.ErrConnIDTooLong) {
+		// wire returns its sentinels unwrapped; errors.Is would cost a
+		// flood of garbage more than the parse.
+		if err == wire.ErrConnIDTooLong {
 			return ConnIDTooLong, nil
 		}
 		return Malformed, nil
@@ -202,6 +195,21 @@ func (r *Responder) Examine(datagram []byte, hdr *wire.LongHeader, out []byte) (
 		return DCIDTooShort, nil
 	}
 	return Initial, nil
+}
+
+// otherVersion examines a long header of a version the Responder does not
+// speak (or too short to have one).
+func (r *Responder) otherVersion(datagram, out []byte) (Outcome, []byte) {
+	var inv wire.InvariantHeader
+	switch err := wire.ParseInvariantHeader(datagram, &inv); {
+	case err != nil:
+		return Malformed, nil
+	case inv.Version == 0:
+		return VersionNegotiationPacket, nil
+	case len(datagram) < MinDatagramSize:
+		return UnsupportedTooSmall, nil
+	}
+	return VersionNegotiation, r.AppendVersionNegotiation(out, inv.DestConnID, inv.SrcConnID)
 }
 
 // DCIDAcceptable reports whether the DCID of an Initial that Examine passed

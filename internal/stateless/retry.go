@@ -2,10 +2,13 @@ package stateless
 
 import (
 	"errors"
+	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/token"
 )
 
 // Errors of AppendRetry and AppendClose. They mean the caller drops the
@@ -35,23 +38,59 @@ const retryUnused = 0x0f
 // failed never gets another). It does not allocate when b has MaxRetryLen
 // bytes to spare.
 func (r *Responder) AppendRetry(b []byte, hdr *wire.LongHeader, scid, tok []byte) ([]byte, error) {
-	switch {
-	case hdr.Type != wire.PacketTypeInitial:
-		return b, ErrNotInitial
-	case !r.Supports(hdr.Version):
-		return b, ErrVersion
-	case len(hdr.DestConnID) < MinClientDCIDLen:
-		return b, ErrDCIDTooShort
-	case len(scid) == 0 || len(scid) > wire.MaxConnIDLen || string(scid) == string(hdr.DestConnID):
-		return b, ErrBadSCID
-	case len(tok) == 0:
+	if err := r.checkRetry(hdr, scid); err != nil {
+		return b, err
+	}
+	if len(tok) == 0 {
 		return b, ErrEmptyToken
 	}
 	start := len(b)
-	out := wire.AppendRetry(b, hdr.Version, hdr.SrcConnID, scid, tok)
-	out[start] |= retryUnused
-	// The tag covers the Retry alone, not what b held before it; with the
-	// room grown first it is sealed in place.
+	return sealRetry(b, start, append(appendRetryHeader(b, hdr, scid), tok...), hdr)
+}
+
+// AppendIssuedRetry is AppendRetry with a retry token that iss mints in
+// place for the client at client, binding hdr.DestConnID and scid, at now:
+// the agent's per-Retry path, which so copies no token.
+func (r *Responder) AppendIssuedRetry(b []byte, hdr *wire.LongHeader, scid []byte, iss *token.Issuer, client netip.AddrPort, now time.Time) ([]byte, error) {
+	if err := r.checkRetry(hdr, scid); err != nil {
+		return b, err
+	}
+	start := len(b)
+	out, err := iss.AppendRetry(appendRetryHeader(b, hdr, scid), client, hdr.DestConnID, scid, now)
+	if err != nil {
+		return b, err
+	}
+	return sealRetry(b, start, out, hdr)
+}
+
+// checkRetry applies the rules for answering hdr with a Retry from scid.
+func (r *Responder) checkRetry(hdr *wire.LongHeader, scid []byte) error {
+	switch {
+	case hdr.Type != wire.PacketTypeInitial:
+		return ErrNotInitial
+	case !r.Supports(hdr.Version):
+		return ErrVersion
+	case len(hdr.DestConnID) < MinClientDCIDLen:
+		return ErrDCIDTooShort
+	case len(scid) == 0 || len(scid) > wire.MaxConnIDLen || string(scid) == string(hdr.DestConnID):
+		return ErrBadSCID
+	}
+	return nil
+}
+
+// appendRetryHeader appends a Retry's header, up to where the token starts.
+func appendRetryHeader(b []byte, hdr *wire.LongHeader, scid []byte) []byte {
+	start := len(b)
+	b = wire.AppendRetry(b, hdr.Version, hdr.SrcConnID, scid, nil)
+	b[start] |= retryUnused
+	return b
+}
+
+// sealRetry appends the integrity tag to the Retry that out holds from
+// start on; on failure it returns b, the buffer as the caller gave it.
+func sealRetry(b []byte, start int, out []byte, hdr *wire.LongHeader) ([]byte, error) {
+	// The tag covers the Retry alone, not what the buffer held before it;
+	// with the room grown first it is sealed in place.
 	out = slices.Grow(out, wire.RetryIntegrityTagLen)
 	if _, err := handshake.AppendRetryIntegrityTag(out[start:], hdr.Version, hdr.DestConnID); err != nil {
 		return b, err

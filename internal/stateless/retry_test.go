@@ -67,12 +67,8 @@ func TestRetryIssued(t *testing.T) {
 		h := examineInitial(t, r, initialDatagram(t, v, dcid, cscid, nil, 1200))
 		scid := []byte{1, 2, 3, 4} // a server's 4-byte IDs
 		now := time.Now()
-		tok, err := iss.AppendRetry(nil, client, h.DestConnID, scid, now)
-		if err != nil {
-			t.Fatal(err)
-		}
 		out := make([]byte, 0, MaxRetryLen)
-		pkt, err := r.AppendRetry(out, h, scid, tok)
+		pkt, err := r.AppendIssuedRetry(out, h, scid, iss, client, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +79,7 @@ func TestRetryIssued(t *testing.T) {
 		if err := wire.ParseLongHeader(pkt, &rh); err != nil || rh.Type != wire.PacketTypeRetry || rh.Version != v {
 			t.Fatalf("%v: Retry parses as %v %v, %v", v, rh.Type, rh.Version, err)
 		}
-		if !bytes.Equal(rh.DestConnID, cscid) || !bytes.Equal(rh.SrcConnID, scid) || !bytes.Equal(rh.Token, tok) {
+		if !bytes.Equal(rh.DestConnID, cscid) || !bytes.Equal(rh.SrcConnID, scid) {
 			t.Fatalf("%v: Retry to %x from %x", v, rh.DestConnID, rh.SrcConnID)
 		}
 		if err := handshake.VerifyRetryIntegrityTag(pkt, v, dcid); err != nil {
@@ -91,9 +87,22 @@ func TestRetryIssued(t *testing.T) {
 		}
 		var buf [token.MaxPayloadLen]byte
 		res, err := val.Validate(rh.Token, token.TypeRetry, client, now, buf[:0])
-		if err != nil || !bytes.Equal(res.ODCID, dcid) || !bytes.Equal(res.RSCID, scid) {
+		if err != nil || !bytes.Equal(res.ODCID, dcid) || !bytes.Equal(res.RSCID, scid) || res.Client != client {
 			t.Fatalf("%v: token: %v, ODCID %x RSCID %x", v, err, res.ODCID, res.RSCID)
 		}
+		// The same packet as AppendRetry around that token builds.
+		same, err := r.AppendRetry(nil, h, scid, rh.Token)
+		if err != nil || !bytes.Equal(same, pkt) {
+			t.Fatalf("%v: AppendRetry around the issued token differs: %v", v, err)
+		}
+	}
+	// An issuer failure (an address no token can bind) leaves the buffer.
+	h := examineInitial(t, r, initialDatagram(t, wire.Version1, rfcODCID, cscid, nil, 1200))
+	if b, err := r.AppendIssuedRetry([]byte("x"), h, rfcSCID, iss, netip.AddrPort{}, time.Now()); err == nil || string(b) != "x" {
+		t.Fatalf("invalid client address: %q, %v", b, err)
+	}
+	if _, err := r.AppendIssuedRetry(nil, h, nil, iss, client, time.Now()); !errors.Is(err, ErrBadSCID) {
+		t.Fatalf("empty SCID: %v", err)
 	}
 }
 

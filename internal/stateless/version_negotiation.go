@@ -17,12 +17,12 @@ import (
 // version_information. Connection IDs over 255 bytes panic (Examine never
 // passes one: the invariant header cannot hold it).
 func (r *Responder) AppendVersionNegotiation(b, clientDCID, clientSCID []byte) []byte {
-	b = wire.AppendVersionNegotiation(b, clientDCID, clientSCID, r.versions[:r.n])
-	return binary.BigEndian.AppendUint32(b, uint32(greaseVersion()))
-}
-
-// greaseVersion returns a random reserved version (0x?a?a?a?a). The runtime
-// generator is enough: the value only has to vary, not to be secret.
-func greaseVersion() wire.Version {
-	return wire.Version(rand.Uint32()&0xf0f0f0f0 | 0x0a0a0a0a)
+	// One draw gives the first byte's unused bits and the reserved
+	// version. The runtime generator is enough: they only have to vary.
+	x := rand.Uint64()
+	b = wire.AppendVersionNegotiationHeader(b, byte(x), clientDCID, clientSCID)
+	for _, v := range r.versions[:r.n] {
+		b = binary.BigEndian.AppendUint32(b, uint32(v))
+	}
+	return binary.BigEndian.AppendUint32(b, uint32(x>>32)&0xf0f0f0f0|0x0a0a0a0a)
 }

@@ -96,11 +96,8 @@ func (w *Worker) retry(from netip.AddrPort, out []byte, r Reason) (Reason, []byt
 			return ReasonInternal, nil
 		}
 	}
-	tok, err := w.issuer.AppendRetry(w.tok[:0], from, h.DestConnID, rscid, time.Now())
-	if err != nil {
-		return ReasonInternal, nil
-	}
-	reply, err := w.eng.resp.AppendRetry(out[:0], h, rscid, tok)
+	// The token is minted straight into the Retry.
+	reply, err := w.eng.resp.AppendIssuedRetry(out[:0], h, rscid, w.issuer, from, time.Now())
 	if err != nil {
 		return ReasonInternal, nil
 	}

@@ -26,7 +26,6 @@ type Worker struct {
 
 	hdr     wire.LongHeader
 	rscid   [wire.MaxConnIDLen]byte
-	tok     [token.MaxTokenLen]byte
 	payload [token.MaxPayloadLen]byte
 
 	counters
