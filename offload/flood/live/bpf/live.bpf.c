@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0-only)
+/* Flood generator run by BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES
+ * (Linux >= 5.18; Go loader: offload/flood/live).
+ *
+ * The kernel hands the program one copy of the template frame per run (a
+ * 1242-byte Ethernet + IPv4 + UDP frame carrying a 1200-byte QUIC client
+ * Initial) and sends whatever it redirects. The frames come from a page
+ * pool that is NOT reset between runs, and a receiver may have written to
+ * them, so every run rewrites the whole 42-byte header from the
+ * configuration and then the randomized fields, and computes both
+ * checksums from the configuration's precomputed sums: nothing is read
+ * back from the frame.
+ *
+ * Per frame: a random source address inside the configured prefix (the Go
+ * loader only accepts prefixes inside 198.18.0.0/15), a random source port
+ * (1024-65535), and
+ *   - TR_GEN_RANDOM_CIDS: random 8-byte DCID and SCID; the rest of the
+ *     Initial stays the template's, so the packet is no longer decryptable
+ *     (the paper's flood: payload sampled from a real Initial);
+ *   - TR_GEN_POOL: the UDP payload of a random entry of tr_gen_pool, each
+ *     a complete, decryptable Initial built in Go, with its payload sum.
+ *
+ * The program also stays attached (generic XDP on the namespace's lo) so
+ * that BPF_PROG_RUN does not add and remove it from the XDP dispatcher on
+ * every call. On that real attachment it passes everything: it acts only
+ * when the run's ingress interface is the configured one, which BPF_PROG_RUN
+ * sets through the context and lo never matches.
+ *
+ * Self-contained on purpose, like offload/xdp's program: no libbpf or
+ * kernel headers. */
+
+typedef unsigned char tr_u8;
+typedef unsigned short tr_u16;
+typedef unsigned int tr_u32;
+typedef unsigned long long tr_u64;
+
+#define SEC(name) __attribute__((section(name), used))
+#define __uint(name, val) int(*name)[val]
+#define __type(name, val) __typeof__(val) *name
+
+#define BPF_MAP_TYPE_ARRAY 2
+#define BPF_MAP_TYPE_PERCPU_ARRAY 6
+
+#define XDP_DROP 1
+#define XDP_PASS 2
+
+struct xdp_md {
+	tr_u32 data;
+	tr_u32 data_end;
+	tr_u32 data_meta;
+	tr_u32 ingress_ifindex;
+	tr_u32 rx_queue_index;
+	tr_u32 egress_ifindex;
+};
+
+/* Helper IDs from enum bpf_func_id. */
+static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
+static tr_u32 (*bpf_get_prandom_u32)(void) = (void *)7;
+static long (*bpf_redirect)(tr_u32 ifindex, tr_u64 flags) = (void *)23;
+static long (*bpf_xdp_store_bytes)(struct xdp_md *ctx, tr_u32 offset, void *buf, tr_u32 len) = (void *)190;
+
+/* Frame layout: fixed, the paper's 1242-byte Initial with 8-byte CIDs. */
+#define TR_GEN_HDR_LEN 42      /* Ethernet 14 + IPv4 20 + UDP 8 */
+#define TR_GEN_PAYLOAD_LEN 1200
+#define TR_GEN_FRAME_LEN (TR_GEN_HDR_LEN + TR_GEN_PAYLOAD_LEN)
+#define TR_GEN_IP 14
+#define TR_GEN_UDP 34
+#define TR_GEN_DCID (TR_GEN_HDR_LEN + 6)  /* first byte, version, DCID length */
+#define TR_GEN_SCID (TR_GEN_DCID + 8 + 1) /* DCID, SCID length */
+#define TR_GEN_POOL_MAX 65536
+
+/* --- Shared with Go (bpf2go generates the Go twins of these types). --- */
+
+enum tr_gen_mode {
+	TR_GEN_RANDOM_CIDS = 0,
+	TR_GEN_POOL = 1,
+};
+
+enum tr_gen_counter {
+	TR_GEN_SENT = 0,    /* frames built and handed to bpf_redirect */
+	TR_GEN_BAD = 1,     /* a run on the configured interface that could not build a frame */
+	TR_GEN_NCOUNTERS = 2,
+};
+
+/* Written by the loader; ifindex 0 means "not armed": pass everything. */
+struct tr_gen_config {
+	tr_u32 ifindex;   /* run ingress and redirect target, in the caller's namespace */
+	tr_u32 src_base;  /* first address of the spoof prefix, host order */
+	tr_u32 src_mask;  /* host bits of the prefix */
+	enum tr_gen_mode mode;
+	tr_u32 pool_size; /* entries of tr_gen_pool in use, 1..TR_GEN_POOL_MAX */
+	tr_u32 ip_sum;    /* unfolded ones' complement sum of the IPv4 header, source and checksum zero */
+	tr_u32 udp_sum;   /* of the pseudo-header and UDP header without source and checksum,
+			   * plus (random-CID mode) the payload with both CIDs zero */
+	tr_u32 pad;
+	tr_u8 hdr[TR_GEN_HDR_LEN + 6]; /* the template's headers; 6 bytes of padding */
+};
+
+/* One pool entry: a complete Initial and its unfolded payload sum. */
+struct tr_gen_entry {
+	tr_u32 sum;
+	tr_u32 pad;
+	tr_u8 payload[TR_GEN_PAYLOAD_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, tr_u32);
+	__type(value, struct tr_gen_config);
+} tr_gen_cfg SEC(".maps");
+
+/* The loader sizes it to the pool (1 entry in random-CID mode). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, tr_u32);
+	__type(value, struct tr_gen_entry);
+} tr_gen_pool SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TR_GEN_NCOUNTERS);
+	__type(key, enum tr_gen_counter);
+	__type(value, tr_u64);
+} tr_gen_counters SEC(".maps");
+
+static __attribute__((always_inline)) void count(enum tr_gen_counter c)
+{
+	tr_u64 *n = bpf_map_lookup_elem(&tr_gen_counters, &c);
+
+	if (n)
+		*n += 1; /* per-CPU: no other writer */
+}
+
+/* Sum of the two 16-bit halves of v, as a checksum adds a 32-bit field. */
+static __attribute__((always_inline)) tr_u32 halves(tr_u32 v)
+{
+	return (v >> 16) + (v & 0xffff);
+}
+
+static __attribute__((always_inline)) tr_u32 fold(tr_u64 s)
+{
+	s = (s & 0xffffffff) + (s >> 32);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return (tr_u32)s;
+}
+
+static __attribute__((always_inline)) void put32(tr_u8 *p, tr_u32 v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+SEC("xdp")
+int tr_flood(struct xdp_md *ctx)
+{
+	tr_u8 *data = (tr_u8 *)(long)ctx->data;
+	tr_u8 *end = (tr_u8 *)(long)ctx->data_end;
+	const struct tr_gen_config *cfg;
+	tr_u32 zero = 0, src, sport, c;
+	tr_u64 udp;
+	int i;
+
+	cfg = bpf_map_lookup_elem(&tr_gen_cfg, &zero);
+	if (!cfg || cfg->ifindex == 0 || ctx->ingress_ifindex != cfg->ifindex)
+		return XDP_PASS; /* the lo attachment, or not armed */
+	if (data + TR_GEN_FRAME_LEN > end) {
+		count(TR_GEN_BAD);
+		return XDP_DROP;
+	}
+
+	if (cfg->mode == TR_GEN_POOL) {
+		tr_u32 n = cfg->pool_size, idx;
+		struct tr_gen_entry *e;
+
+		if (n == 0 || n > TR_GEN_POOL_MAX) {
+			count(TR_GEN_BAD);
+			return XDP_DROP;
+		}
+		idx = bpf_get_prandom_u32() % n;
+		e = bpf_map_lookup_elem(&tr_gen_pool, &idx);
+		if (!e || bpf_xdp_store_bytes(ctx, TR_GEN_HDR_LEN, e->payload, TR_GEN_PAYLOAD_LEN) != 0) {
+			count(TR_GEN_BAD);
+			return XDP_DROP;
+		}
+		udp = (tr_u64)cfg->udp_sum + e->sum;
+		/* store_bytes invalidates packet pointers: reload and recheck. */
+		data = (tr_u8 *)(long)ctx->data;
+		end = (tr_u8 *)(long)ctx->data_end;
+		if (data + TR_GEN_FRAME_LEN > end) {
+			count(TR_GEN_BAD);
+			return XDP_DROP;
+		}
+	} else {
+		tr_u32 d0 = bpf_get_prandom_u32(), d1 = bpf_get_prandom_u32();
+		tr_u32 s0 = bpf_get_prandom_u32(), s1 = bpf_get_prandom_u32();
+
+		put32(data + TR_GEN_DCID, d0);
+		put32(data + TR_GEN_DCID + 4, d1);
+		put32(data + TR_GEN_SCID, s0);
+		put32(data + TR_GEN_SCID + 4, s1);
+		/* The DCID starts at an even offset of the UDP header, so its
+		 * bytes pair up as big-endian words; the SCID starts at an odd
+		 * one, where the same bytes add byte-swapped (RFC 1071). */
+		c = fold((tr_u64)halves(s0) + halves(s1));
+		c = ((c & 0xff) << 8) | (c >> 8);
+		udp = (tr_u64)cfg->udp_sum + halves(d0) + halves(d1) + c;
+	}
+
+#pragma unroll
+	for (i = 0; i < TR_GEN_HDR_LEN; i++)
+		data[i] = cfg->hdr[i];
+
+	src = cfg->src_base | (bpf_get_prandom_u32() & cfg->src_mask);
+	sport = bpf_get_prandom_u32() & 0xffff;
+	if (sport < 1024)
+		sport += 1024;
+	put32(data + TR_GEN_IP + 12, src);
+	c = ~fold((tr_u64)cfg->ip_sum + halves(src)) & 0xffff;
+	data[TR_GEN_IP + 10] = c >> 8;
+	data[TR_GEN_IP + 11] = c;
+	data[TR_GEN_UDP] = sport >> 8;
+	data[TR_GEN_UDP + 1] = sport;
+	c = ~fold(udp + halves(src) + sport) & 0xffff;
+	if (c == 0)
+		c = 0xffff; /* 0 means "no checksum" */
+	data[TR_GEN_UDP + 6] = c >> 8;
+	data[TR_GEN_UDP + 7] = c;
+	count(TR_GEN_SENT);
+	return bpf_redirect(cfg->ifindex, 0);
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
