@@ -44,3 +44,35 @@ func BenchmarkLive(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAFPacket is offload/flood's AF_PACKET sendmmsg sender (pool
+// mode, 64 frames per call) into the same sink, for comparison.
+func BenchmarkAFPacket(b *testing.B) {
+	p := newPair(b)
+	must(b, netnstest.In(p.rcv, func() error {
+		s, err := AttachDropSink("rcv0")
+		if err == nil {
+			b.Cleanup(func() { s.Close() })
+		}
+		return err
+	}))
+	var ps *flood.PacketSender
+	must(b, netnstest.In(p.gen, func() (err error) {
+		ps, err = flood.NewPacketSender("gen0", 0)
+		return err
+	}))
+	defer ps.Close()
+	gen, err := flood.NewGenerator(flood.GeneratorConfig{})
+	must(b, err)
+	src, err := flood.NewFrameSource(gen, flood.FrameConfig{Target: target, Spoof: spoofTest, SrcMAC: ps.HardwareAddr()})
+	must(b, err)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0 := threadCPU()
+	b.ResetTimer()
+	st, err := flood.Run(context.Background(), flood.RunConfig{Count: uint64(b.N), Duration: time.Minute}, src, ps)
+	b.StopTimer()
+	must(b, err)
+	b.ReportMetric(st.PPS, "pps")
+	b.ReportMetric(float64((threadCPU()-cpu0).Nanoseconds())/float64(max(st.Sent, 1)), "cpu-ns/frame")
+}

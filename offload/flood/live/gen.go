@@ -7,5 +7,5 @@ package live
 // go generate ./offload/flood/live. bpf2go is pinned in go.mod's tool block.
 // live.sources records the SHA-256 of the C input the objects were built
 // from; TestObjectUpToDate fails when it changed since.
-//go:generate go tool bpf2go -target bpfel,bpfeb -type tr_gen_config -type tr_gen_entry -type tr_gen_mode -type tr_gen_counter live bpf/live.bpf.c -- -O2 -Wall -Wextra -Werror
+//go:generate go tool bpf2go -target bpfel,bpfeb -type tr_gen_config -type tr_gen_entry -type tr_gen_mode -type tr_gen_counter -type tr_sink_config -type tr_sink_counter live bpf/live.bpf.c -- -O2 -Wall -Wextra -Werror
 //go:generate sh -c "sha256sum bpf/live.bpf.c > live.sources"

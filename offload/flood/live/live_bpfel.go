@@ -48,14 +48,33 @@ const (
 	liveTrGenModeTR_GEN_POOL        liveTrGenMode = 1
 )
 
+type liveTrSinkConfig struct {
+	_       structs.HostLayout
+	DstBase uint32
+	DstMask uint32
+	Port    uint32
+	Pad     uint32
+}
+
+type liveTrSinkCounter uint32
+
+const (
+	liveTrSinkCounterTR_SINK_RETRY     liveTrSinkCounter = 0
+	liveTrSinkCounterTR_SINK_OTHER     liveTrSinkCounter = 1
+	liveTrSinkCounterTR_SINK_NCOUNTERS liveTrSinkCounter = 2
+)
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	liveMapTrGenCfg      = "tr_gen_cfg"
-	liveMapTrGenCounters = "tr_gen_counters"
-	liveMapTrGenPool     = "tr_gen_pool"
-	liveProgTrFlood      = "tr_flood"
+	liveMapTrGenCfg       = "tr_gen_cfg"
+	liveMapTrGenCounters  = "tr_gen_counters"
+	liveMapTrGenPool      = "tr_gen_pool"
+	liveMapTrSinkCfg      = "tr_sink_cfg"
+	liveMapTrSinkCounters = "tr_sink_counters"
+	liveProgTrFlood       = "tr_flood"
+	liveProgTrReplySink   = "tr_reply_sink"
 )
 
 // loadLive returns the embedded CollectionSpec for live.
@@ -100,16 +119,19 @@ type liveSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type liveProgramSpecs struct {
-	TrFlood *ebpf.ProgramSpec `ebpf:"tr_flood"`
+	TrFlood     *ebpf.ProgramSpec `ebpf:"tr_flood"`
+	TrReplySink *ebpf.ProgramSpec `ebpf:"tr_reply_sink"`
 }
 
 // liveMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type liveMapSpecs struct {
-	TrGenCfg      *ebpf.MapSpec `ebpf:"tr_gen_cfg"`
-	TrGenCounters *ebpf.MapSpec `ebpf:"tr_gen_counters"`
-	TrGenPool     *ebpf.MapSpec `ebpf:"tr_gen_pool"`
+	TrGenCfg       *ebpf.MapSpec `ebpf:"tr_gen_cfg"`
+	TrGenCounters  *ebpf.MapSpec `ebpf:"tr_gen_counters"`
+	TrGenPool      *ebpf.MapSpec `ebpf:"tr_gen_pool"`
+	TrSinkCfg      *ebpf.MapSpec `ebpf:"tr_sink_cfg"`
+	TrSinkCounters *ebpf.MapSpec `ebpf:"tr_sink_counters"`
 }
 
 // liveVariableSpecs contains global variables before they are loaded into the kernel.
@@ -138,9 +160,11 @@ func (o *liveObjects) Close() error {
 //
 // It can be passed to loadLiveObjects or ebpf.CollectionSpec.LoadAndAssign.
 type liveMaps struct {
-	TrGenCfg      *ebpf.Map `ebpf:"tr_gen_cfg"`
-	TrGenCounters *ebpf.Map `ebpf:"tr_gen_counters"`
-	TrGenPool     *ebpf.Map `ebpf:"tr_gen_pool"`
+	TrGenCfg       *ebpf.Map `ebpf:"tr_gen_cfg"`
+	TrGenCounters  *ebpf.Map `ebpf:"tr_gen_counters"`
+	TrGenPool      *ebpf.Map `ebpf:"tr_gen_pool"`
+	TrSinkCfg      *ebpf.Map `ebpf:"tr_sink_cfg"`
+	TrSinkCounters *ebpf.Map `ebpf:"tr_sink_counters"`
 }
 
 func (m *liveMaps) Close() error {
@@ -148,6 +172,8 @@ func (m *liveMaps) Close() error {
 		m.TrGenCfg,
 		m.TrGenCounters,
 		m.TrGenPool,
+		m.TrSinkCfg,
+		m.TrSinkCounters,
 	)
 }
 
@@ -161,12 +187,14 @@ type liveVariables struct {
 //
 // It can be passed to loadLiveObjects or ebpf.CollectionSpec.LoadAndAssign.
 type livePrograms struct {
-	TrFlood *ebpf.Program `ebpf:"tr_flood"`
+	TrFlood     *ebpf.Program `ebpf:"tr_flood"`
+	TrReplySink *ebpf.Program `ebpf:"tr_reply_sink"`
 }
 
 func (p *livePrograms) Close() error {
 	return _LiveClose(
 		p.TrFlood,
+		p.TrReplySink,
 	)
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/turboretry/turboretry/internal/ethtool"
 	"github.com/turboretry/turboretry/internal/netnstest"
@@ -312,4 +313,46 @@ func fold16(s uint32) uint32 {
 		s = s&0xffff + s>>16
 	}
 	return s
+}
+
+// TestReplySink: replies from the server port to the spoof prefix are
+// counted (Retries apart) and dropped; other traffic passes.
+func TestReplySink(t *testing.T) {
+	p := newPair(t)
+	netnstest.IP(t, "-n", p.rcv, "route", "add", spoofTest.String(), "via", ipGen.String())
+	var sink *ReplySink
+	must(t, netnstest.In(p.gen, func() (err error) {
+		sink, err = AttachReplySink("gen0", spoofTest, target.Port())
+		return err
+	}))
+	defer sink.Close()
+	var rx, tx int
+	must(t, netnstest.In(p.gen, func() error {
+		rx = netnstest.UDPSocket(t, netip.AddrPortFrom(ipGen, 5555), netip.AddrPort{}, 2*time.Second)
+		return nil
+	}))
+	must(t, netnstest.In(p.rcv, func() error {
+		tx = netnstest.UDPSocket(t, target, netip.AddrPort{}, time.Second)
+		return nil
+	}))
+	retryV1 := append([]byte{0xf0, 0, 0, 0, 1}, make([]byte, 40)...)
+	retryV2 := append([]byte{0xc0, 0x6b, 0x33, 0x43, 0xcf}, make([]byte, 40)...)
+	initial := append([]byte{0xc0, 0, 0, 0, 1}, make([]byte, 40)...)
+	send := func(b []byte, to netip.AddrPort) {
+		t.Helper()
+		must(t, unix.Sendto(tx, b, 0, &unix.SockaddrInet4{Addr: to.Addr().As4(), Port: int(to.Port())}))
+	}
+	spoofed := netip.AddrPortFrom(netip.MustParseAddr("198.18.200.7"), 40000)
+	send(retryV1, spoofed)
+	send(retryV2, spoofed)
+	send(initial, spoofed)
+	send(initial, netip.AddrPortFrom(ipGen, 5555)) // not spoofed: passes
+	buf := make([]byte, 128)
+	if n, err := netnstest.ReadUDP(rx, buf); err != nil || n != len(initial) {
+		t.Fatalf("the datagram to a real address did not pass the sink: %d, %v", n, err)
+	}
+	retries, other, err := sink.Counts()
+	if err != nil || retries != 2 || other != 1 {
+		t.Fatalf("sink counted %d Retries and %d other, %v; want 2 and 1", retries, other, err)
+	}
 }

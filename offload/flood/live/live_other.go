@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/netip"
 
 	"github.com/turboretry/turboretry/offload/flood"
 )
@@ -29,3 +30,15 @@ func ReadXmitStats(string) (XmitStats, bool, error) { return XmitStats{}, false,
 
 // AttachDropSink fails outside Linux.
 func AttachDropSink(string) (io.Closer, error) { return nil, errLinux }
+
+// ReplySink needs Linux.
+type ReplySink struct{}
+
+// AttachReplySink fails outside Linux.
+func AttachReplySink(string, netip.Prefix, uint16) (*ReplySink, error) { return nil, errLinux }
+
+// Counts fails.
+func (*ReplySink) Counts() (retries, other uint64, err error) { return 0, 0, errLinux }
+
+// Close does nothing.
+func (*ReplySink) Close() error { return nil }

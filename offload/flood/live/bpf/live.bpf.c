@@ -235,4 +235,78 @@ int tr_flood(struct xdp_md *ctx)
 	return bpf_redirect(cfg->ifindex, 0);
 }
 
+/* --- The generator's return path: tr_reply_sink. --- */
+
+/* Replies to spoofed sources arrive at the generator's veth; the sink
+ * counts them by kind and drops them, so that they cost the attacker's
+ * side as little as a real attacker's NIC would. */
+enum tr_sink_counter {
+	TR_SINK_RETRY = 0, /* a QUIC Retry (v1 or v2 long header) */
+	TR_SINK_OTHER = 1, /* anything else from the port to the prefix */
+	TR_SINK_NCOUNTERS = 2,
+};
+
+struct tr_sink_config {
+	tr_u32 dst_base; /* the spoof prefix, host order */
+	tr_u32 dst_mask; /* its host bits */
+	tr_u32 port;     /* the server's UDP port, host order; 0: pass all */
+	tr_u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, tr_u32);
+	__type(value, struct tr_sink_config);
+} tr_sink_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TR_SINK_NCOUNTERS);
+	__type(key, enum tr_sink_counter);
+	__type(value, tr_u64);
+} tr_sink_counters SEC(".maps");
+
+#define TR_QUIC_V2 0x6b3343cfu
+
+SEC("xdp")
+int tr_reply_sink(struct xdp_md *ctx)
+{
+	const tr_u8 *data = (const tr_u8 *)(long)ctx->data;
+	const tr_u8 *end = (const tr_u8 *)(long)ctx->data_end;
+	const struct tr_sink_config *cfg;
+	const tr_u8 *ip, *udp, *q;
+	tr_u32 zero = 0, dst, version, type, ihl;
+	enum tr_sink_counter c = TR_SINK_OTHER;
+	tr_u64 *n;
+
+	if (data + TR_GEN_IP + 20 > end || data[12] != 0x08 || data[13] != 0x00)
+		return XDP_PASS;
+	ip = data + TR_GEN_IP;
+	if ((ip[0] >> 4) != 4 || ip[9] != 17)
+		return XDP_PASS;
+	ihl = (tr_u32)(ip[0] & 0x0f) * 4;
+	if (ihl < 20 || ihl > 60)
+		return XDP_PASS;
+	udp = ip + ihl;
+	if (udp + 8 + 5 > end)
+		return XDP_PASS;
+	cfg = bpf_map_lookup_elem(&tr_sink_cfg, &zero);
+	if (!cfg || cfg->port == 0 || ((tr_u32)udp[0] << 8 | udp[1]) != cfg->port)
+		return XDP_PASS;
+	dst = (tr_u32)ip[16] << 24 | (tr_u32)ip[17] << 16 | (tr_u32)ip[18] << 8 | ip[19];
+	if ((dst & ~cfg->dst_mask) != cfg->dst_base)
+		return XDP_PASS;
+	q = udp + 8;
+	version = (tr_u32)q[1] << 24 | (tr_u32)q[2] << 16 | (tr_u32)q[3] << 8 | q[4];
+	type = (q[0] >> 4) & 3;
+	/* Retry is long-header type 3 in v1, 0 in v2 (RFC 9369). */
+	if ((q[0] & 0x80) && ((version == 1 && type == 3) || (version == TR_QUIC_V2 && type == 0)))
+		c = TR_SINK_RETRY;
+	n = bpf_map_lookup_elem(&tr_sink_counters, &c);
+	if (n)
+		*n += 1;
+	return XDP_DROP;
+}
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
