@@ -84,6 +84,9 @@ type Config struct {
 	Generator *flood.Generator
 	// Batch is the kernel's batch size, 1 to 256 (0: DefaultBatch).
 	Batch int
+	// CPUs, when set, makes Run send from one thread per CPU, each pinned
+	// to its CPU (see Generator.Run).
+	CPUs []int
 }
 
 // Errors for configurations the program cannot send.
@@ -113,6 +116,11 @@ func (c Config) check() (Config, error) {
 	}
 	if c.Batch < 1 || c.Batch > maxBatch {
 		return c, fmt.Errorf("%w: batch %d, want 1 to %d", ErrConfig, c.Batch, maxBatch)
+	}
+	for _, cpu := range c.CPUs {
+		if cpu < 0 || cpu >= 1024 {
+			return c, fmt.Errorf("%w: CPU %d", ErrConfig, cpu)
+		}
 	}
 	if c.DstMAC != nil && len(c.DstMAC) != 6 {
 		return c, fmt.Errorf("%w: MAC address %v is not 6 bytes", ErrConfig, c.DstMAC)

@@ -123,6 +123,7 @@ func TestConfigCheck(t *testing.T) {
 		{"spoof outside 198.18.0.0/15", func(c *Config) { c.Spoof = netip.MustParsePrefix("10.0.0.0/8") }, flood.ErrSpoofRange},
 		{"spoof wider than 198.18.0.0/15", func(c *Config) { c.Spoof = netip.MustParsePrefix("198.16.0.0/13") }, flood.ErrSpoofRange},
 		{"batch", func(c *Config) { c.Batch = 257 }, ErrConfig},
+		{"cpu", func(c *Config) { c.CPUs = []int{0, -1} }, ErrConfig},
 		{"mode", func(c *Config) { c.Mode = 7 }, ErrConfig},
 		{"mac", func(c *Config) { c.DstMAC = net.HardwareAddr{1, 2, 3} }, ErrConfig},
 		{"re-protect generator", func(c *Config) { c.Generator = reprotect }, ErrTemplate},

@@ -35,6 +35,7 @@ type Generator struct {
 	tmpl    *template
 	ifindex int
 	netns   uint64
+	nsFD    int // the namespace New ran in, for Run's worker threads
 	md      xdpMd
 
 	mu     sync.Mutex
@@ -65,6 +66,7 @@ func New(cfg Config) (*Generator, error) {
 	if err != nil {
 		return nil, err
 	}
+
 	ifi, err := net.InterfaceByName(cfg.Iface)
 	if err != nil {
 		return nil, fmt.Errorf("live: %w", err)
@@ -94,16 +96,22 @@ func New(cfg Config) (*Generator, error) {
 	spec.Maps[liveMapTrGenPool].MaxEntries = uint32(pool)
 	g := &Generator{cfg: cfg, tmpl: tmpl, ifindex: ifi.Index, netns: ns,
 		md: xdpMd{DataEnd: FrameLen, IngressIfindex: uint32(ifi.Index)}}
+	if g.nsFD, err = unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0); err != nil {
+		return nil, fmt.Errorf("live: %w", err)
+	}
 	if err := spec.LoadAndAssign(&g.objs, nil); err != nil {
+		unix.Close(g.nsFD)
 		return nil, fmt.Errorf("live: loading the program: %w", err)
 	}
 	if err := g.load(pool); err != nil {
 		g.objs.Close()
+		unix.Close(g.nsFD)
 		return nil, err
 	}
 	g.lo, err = link.AttachXDP(link.XDPOptions{Program: g.objs.TrFlood, Interface: lo.Index, Flags: link.XDPGenericMode})
 	if err != nil {
 		g.objs.Close()
+		unix.Close(g.nsFD)
 		return nil, fmt.Errorf("live: attaching to lo: %w", err)
 	}
 	return g, nil
@@ -153,11 +161,17 @@ func netnsInode() (uint64, error) {
 
 // Run sends frames until cfg.Count were attempted, cfg.Duration passed,
 // or ctx is done, at cfg.Rate packets per second (0: as fast as the CPU
-// runs the program). cfg.Batch is ignored (Config.Batch is the kernel's).
-// It must be called on a thread in the namespace New was called in, and
-// runs on that thread throughout: pin it before calling to place the
-// generator on a CPU. Stats.Sent is the program's own count of frames it
-// built and redirected.
+// runs the program). When paced, one BPF_PROG_RUN call sends at most
+// cfg.Batch frames (0: a millisecond's worth), which bounds the bursts the
+// receiver sees. Stats.Sent is the program's own count of frames it built
+// and redirected.
+//
+// Without Config.CPUs, Run sends from the calling thread, which must be in
+// the namespace New was called in (ErrNamespace otherwise): pin it before
+// calling to place the generator on a CPU. With Config.CPUs, one thread per
+// CPU enters that namespace, pins itself and sends its share; a veth picks
+// the peer's receive queue by the sending CPU, so this is how a flood
+// reaches several queues.
 func (g *Generator) Run(ctx context.Context, cfg flood.RunConfig) (Stats, error) {
 	var st Stats
 	if err := cfg.Check(); err != nil {
@@ -168,39 +182,162 @@ func (g *Generator) Run(ctx context.Context, cfg flood.RunConfig) (Stats, error)
 	if g.closed {
 		return st, errors.New("live: generator closed")
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if ns, err := netnsInode(); err != nil || ns != g.netns {
-		return st, ErrNamespace
-	}
 	clk := cfg.Clock
 	if clk == nil {
 		clk = flood.SystemClock{}
 	}
-	sent0, bad0, err := g.counters()
-	if err != nil {
+	var sent0, bad0 uint64
+	var x0 XmitStats
+	var haveX bool
+	if err := g.inNS(func() (err error) {
+		x0, haveX, _ = ReadXmitStats(g.cfg.Iface)
+		sent0, bad0, err = g.counters()
+		return err
+	}); err != nil {
 		return st, err
 	}
-	x0, haveX, _ := ReadXmitStats(g.cfg.Iface)
-	cpu0 := threadCPU()
 	start := clk.Now()
+	if len(g.cfg.CPUs) == 0 {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if ns, err := netnsInode(); err != nil || ns != g.netns {
+			return st, ErrNamespace
+		}
+		w := g.send(ctx, cfg, clk, start, -1)
+		st.add(w)
+	} else {
+		k := uint64(len(g.cfg.CPUs))
+		ws := make([]worker, k)
+		var wg sync.WaitGroup
+		for i, cpu := range g.cfg.CPUs {
+			share := cfg
+			share.Count = cfg.Count / k
+			if uint64(i) < cfg.Count%k {
+				share.Count++
+			}
+			share.Rate = cfg.Rate / float64(k)
+			if share.Count == 0 {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ws[i] = g.sendOn(ctx, share, clk, start, cpu)
+			}()
+		}
+		wg.Wait()
+		for _, w := range ws {
+			st.add(w)
+		}
+	}
+	elapsed := clk.Now().Sub(start)
+	st.CPUS = st.CPU.Seconds()
+	if err := g.inNS(func() error {
+		sent1, bad1, err := g.counters()
+		if err != nil {
+			return err
+		}
+		st.Sent, st.Errors = sent1-sent0, bad1-bad0
+		if x1, ok, _ := ReadXmitStats(g.cfg.Iface); ok && haveX {
+			st.HaveXmit = true
+			st.Delivered, st.Refused = x1.Xmit-x0.Xmit, x1.Errors-x0.Errors
+		}
+		return nil
+	}); err != nil {
+		return st, err
+	}
+	st.Elapsed = elapsed
+	if elapsed > 0 {
+		st.PPS = float64(st.Sent) / elapsed.Seconds()
+	}
+	return st, st.err
+}
+
+// worker is what one sending thread did.
+type worker struct {
+	cpu     time.Duration
+	calls   uint64
+	stopped string
+	err     error // a failure of the machinery, not of a send
+	sendErr string
+}
+
+func (st *Stats) add(w worker) {
+	st.CPU += w.cpu
+	st.Calls += w.calls
+	if st.Stopped == "" || w.stopped != "count" {
+		st.Stopped = w.stopped
+	}
+	if st.FirstError == "" {
+		st.FirstError = w.sendErr
+	}
+	if st.err == nil {
+		st.err = w.err
+	}
+}
+
+// sendOn runs send on a thread of its own in the generator's namespace,
+// pinned to cpu; the thread is restored afterwards, or retired.
+func (g *Generator) sendOn(ctx context.Context, cfg flood.RunConfig, clk flood.Clock, start time.Time, cpu int) worker {
+	runtime.LockOSThread()
+	var old unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		runtime.UnlockOSThread()
+		return worker{err: fmt.Errorf("live: %w", err)}
+	}
+	self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return worker{err: fmt.Errorf("live: %w", err)}
+	}
+	defer unix.Close(self)
+	// From here on the thread is changed: it stays locked (and is retired
+	// with the goroutine) unless both changes are undone.
+	if err := unix.Setns(g.nsFD, unix.CLONE_NEWNET); err != nil {
+		return worker{err: fmt.Errorf("live: entering the generator's namespace: %w", err)}
+	}
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return worker{err: fmt.Errorf("live: pinning to CPU %d: %w", cpu, err)}
+	}
+	w := g.send(ctx, cfg, clk, start, cpu)
+	if unix.SchedSetaffinity(0, &old) == nil && unix.Setns(self, unix.CLONE_NEWNET) == nil {
+		runtime.UnlockOSThread()
+	}
+	return w
+}
+
+// send is the sending loop of one thread, which is in the generator's
+// namespace; cpu is the CPU it is pinned to, or -1.
+func (g *Generator) send(ctx context.Context, cfg flood.RunConfig, clk flood.Clock, start time.Time, cpu int) (w worker) {
+	w.stopped = "count"
+	cpu0 := threadCPU()
+	defer func() { w.cpu = threadCPU() - cpu0 }()
+	done, err := g.sentBy(cpu)
+	if err != nil {
+		w.err = err
+		return w
+	}
 	deadline := start.Add(cfg.Duration)
 	var bucket *flood.TokenBucket
+	burst := min(chunk, uint64(cfg.Batch))
 	if cfg.Rate > 0 {
-		bucket = flood.NewTokenBucket(cfg.Rate, int(max(1, min(chunk, cfg.Rate/1000))), start)
+		if burst == 0 {
+			burst = uint64(max(1, min(chunk, cfg.Rate/1000)))
+		}
+		bucket = flood.NewTokenBucket(cfg.Rate, int(burst), start)
 	}
 	fd := g.objs.TrFlood.FD()
-	done := sent0 // the program's count of frames sent so far
 	var attempted uint64
-	st.Stopped = "count"
 	for attempted < cfg.Count {
 		if ctx.Err() != nil {
-			st.Stopped = "cancelled"
+			w.stopped = "cancelled"
 			break
 		}
 		now := clk.Now()
 		if !now.Before(deadline) {
-			st.Stopped = "duration"
+			w.stopped = "duration"
 			break
 		}
 		n := int(min(chunk, cfg.Count-attempted))
@@ -213,47 +350,71 @@ func (g *Generator) Run(ctx context.Context, cfg flood.RunConfig) (Stats, error)
 			n = granted
 		}
 		err := progRunLive(fd, g.tmpl.frame, &g.md, uint32(n), uint32(g.cfg.Batch))
-		st.Calls++
+		w.calls++
 		if err == nil {
 			attempted += uint64(n)
 			done += uint64(n)
 			continue
 		}
 		if err != unix.EINTR {
-			st.note(err)
+			w.sendErr = fmt.Sprintf("live: BPF_PROG_RUN: %v", err)
 			break
 		}
 		// Interrupted part way: the counter says how far it got.
-		sent, _, cerr := g.counters()
-		if cerr != nil {
-			return st, cerr
+		sent, err := g.sentBy(cpu)
+		if err != nil {
+			w.err = err
+			return w
 		}
 		attempted += sent - done
 		done = sent
 	}
-	elapsed := clk.Now().Sub(start)
-	st.CPU = threadCPU() - cpu0
-	st.CPUS = st.CPU.Seconds()
-	sent1, bad1, err := g.counters()
-	if err != nil {
-		return st, err
-	}
-	st.Sent, st.Errors = sent1-sent0, bad1-bad0
-	if x1, ok, _ := ReadXmitStats(g.cfg.Iface); ok && haveX {
-		st.HaveXmit = true
-		st.Delivered, st.Refused = x1.Xmit-x0.Xmit, x1.Errors-x0.Errors
-	}
-	st.Elapsed = elapsed
-	if elapsed > 0 {
-		st.PPS = float64(st.Sent) / elapsed.Seconds()
-	}
-	return st, nil
+	return w
 }
 
-func (st *Stats) note(err error) {
-	if st.FirstError == "" {
-		st.FirstError = fmt.Sprintf("live: BPF_PROG_RUN: %v", err)
+// sentBy is the program's count of frames sent on cpu, or on all CPUs
+// for -1.
+func (g *Generator) sentBy(cpu int) (uint64, error) {
+	var per []uint64
+	if err := g.objs.TrGenCounters.Lookup(uint32(liveTrGenCounterTR_GEN_SENT), &per); err != nil {
+		return 0, fmt.Errorf("live: reading counters: %w", err)
 	}
+	if cpu >= 0 {
+		if cpu >= len(per) {
+			return 0, fmt.Errorf("live: no counter for CPU %d", cpu)
+		}
+		return per[cpu], nil
+	}
+	var n uint64
+	for _, v := range per {
+		n += v
+	}
+	return n, nil
+}
+
+// inNS runs fn on a thread in the generator's namespace.
+func (g *Generator) inNS(fn func() error) error {
+	runtime.LockOSThread()
+	if ns, err := netnsInode(); err == nil && ns == g.netns {
+		defer runtime.UnlockOSThread()
+		return fn()
+	}
+	self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("live: %w", err)
+	}
+	defer unix.Close(self)
+	if err := unix.Setns(g.nsFD, unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("live: entering the generator's namespace: %w", err)
+	}
+	defer func() {
+		if unix.Setns(self, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+	}()
+	return fn()
 }
 
 // counters sums the program's per-CPU counters.
@@ -289,5 +450,6 @@ func (g *Generator) Close() error {
 	}
 	g.closed = true
 	err := g.lo.Close()
+	unix.Close(g.nsFD)
 	return errors.Join(err, g.objs.Close())
 }

@@ -22,10 +22,14 @@ type Stats struct {
 	Calls uint64 `json:"calls"`
 	// Delivered and Refused are the interface's redirected frames taken
 	// into its peer's receive ring and refused (ring full) during the run;
-	// HaveXmit is false when the interface has no such counters.
+	// HaveXmit is false when the interface has no such counters. The veth
+	// updates them without atomics: with several sending CPUs (Config.CPUs)
+	// on one receive queue they can undercount.
 	Delivered uint64 `json:"delivered"`
 	Refused   uint64 `json:"refused"`
 	HaveXmit  bool   `json:"have_xmit"`
+
+	err error // what Run returns
 }
 
 // XmitStats are a veth's counters of redirected frames (its ethtool
