@@ -15,17 +15,16 @@ import (
 // 1242-byte frame, Ethernet + IPv4 without options + UDP + a 1200-byte
 // Initial whose DCID and SCID are 8 bytes.
 const (
-	hdrLen     = frame.EthHeaderLen + frame.IPv4HeaderLen + frame.UDPHeaderLen
-	FrameLen   = hdrLen + flood.UDPPayloadSize
-	cidLen     = 8
-	dcidOff    = 6               // in the UDP payload: first byte, version, DCID length
-	scidOff    = dcidOff + 8 + 1 // DCID, SCID length
-	ipOff      = frame.EthHeaderLen
-	udpOff     = ipOff + frame.IPv4HeaderLen
-	maxPool    = 65536 // TR_GEN_POOL_MAX
-	maxBatch   = 256   // the kernel's limit for live frames
-	firstPort  = 1024  // lowest random source port
-	configSize = 80    // sizeof(struct tr_gen_config)
+	hdrLen    = frame.EthHeaderLen + frame.IPv4HeaderLen + frame.UDPHeaderLen
+	FrameLen  = hdrLen + flood.UDPPayloadSize
+	cidLen    = 8
+	dcidOff   = 6               // in the UDP payload: first byte, version, DCID length
+	scidOff   = dcidOff + 8 + 1 // DCID, SCID length
+	ipOff     = frame.EthHeaderLen
+	udpOff    = ipOff + frame.IPv4HeaderLen
+	maxPool   = 65536 // TR_GEN_POOL_MAX
+	maxBatch  = 256   // the kernel's limit for live frames
+	firstPort = 1024  // lowest random source port
 )
 
 // DefaultBatch is the number of frames the kernel builds and flushes per

@@ -14,16 +14,17 @@ import (
 )
 
 type liveTrGenConfig struct {
-	_        structs.HostLayout
-	Ifindex  uint32
-	SrcBase  uint32
-	SrcMask  uint32
-	Mode     liveTrGenMode
-	PoolSize uint32
-	IpSum    uint32
-	UdpSum   uint32
-	Pad      uint32
-	Hdr      [48]uint8
+	_          structs.HostLayout
+	Ifindex    uint32
+	SrcBase    uint32
+	SrcMask    uint32
+	Mode       liveTrGenMode
+	PoolSize   uint32
+	IpSum      uint32
+	UdpSum     uint32
+	Pad        uint32
+	Hdr        [48]uint8
+	IntervalNs uint64
 }
 
 type liveTrGenCounter uint32
@@ -70,6 +71,7 @@ const (
 const (
 	liveMapTrGenCfg       = "tr_gen_cfg"
 	liveMapTrGenCounters  = "tr_gen_counters"
+	liveMapTrGenPace      = "tr_gen_pace"
 	liveMapTrGenPool      = "tr_gen_pool"
 	liveMapTrSinkCfg      = "tr_sink_cfg"
 	liveMapTrSinkCounters = "tr_sink_counters"
@@ -129,6 +131,7 @@ type liveProgramSpecs struct {
 type liveMapSpecs struct {
 	TrGenCfg       *ebpf.MapSpec `ebpf:"tr_gen_cfg"`
 	TrGenCounters  *ebpf.MapSpec `ebpf:"tr_gen_counters"`
+	TrGenPace      *ebpf.MapSpec `ebpf:"tr_gen_pace"`
 	TrGenPool      *ebpf.MapSpec `ebpf:"tr_gen_pool"`
 	TrSinkCfg      *ebpf.MapSpec `ebpf:"tr_sink_cfg"`
 	TrSinkCounters *ebpf.MapSpec `ebpf:"tr_sink_counters"`
@@ -162,6 +165,7 @@ func (o *liveObjects) Close() error {
 type liveMaps struct {
 	TrGenCfg       *ebpf.Map `ebpf:"tr_gen_cfg"`
 	TrGenCounters  *ebpf.Map `ebpf:"tr_gen_counters"`
+	TrGenPace      *ebpf.Map `ebpf:"tr_gen_pace"`
 	TrGenPool      *ebpf.Map `ebpf:"tr_gen_pool"`
 	TrSinkCfg      *ebpf.Map `ebpf:"tr_sink_cfg"`
 	TrSinkCounters *ebpf.Map `ebpf:"tr_sink_counters"`
@@ -171,6 +175,7 @@ func (m *liveMaps) Close() error {
 	return _LiveClose(
 		m.TrGenCfg,
 		m.TrGenCounters,
+		m.TrGenPace,
 		m.TrGenPool,
 		m.TrSinkCfg,
 		m.TrSinkCounters,

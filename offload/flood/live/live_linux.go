@@ -37,6 +37,7 @@ type Generator struct {
 	netns   uint64
 	nsFD    int // the namespace New ran in, for Run's worker threads
 	md      xdpMd
+	mapCfg  liveTrGenConfig // what is in tr_gen_cfg
 
 	mu     sync.Mutex
 	closed bool
@@ -144,7 +145,15 @@ func (g *Generator) load(pool int) error {
 		c.Mode = liveTrGenModeTR_GEN_POOL
 	}
 	copy(c.Hdr[:], t.hdr[:])
-	if err := g.objs.TrGenCfg.Update(uint32(0), &c, ebpf.UpdateAny); err != nil {
+	g.mapCfg = c
+	return g.setInterval(0)
+}
+
+// setInterval writes the configuration with the pacing interval of one
+// CPU's frames (0: unpaced).
+func (g *Generator) setInterval(d time.Duration) error {
+	g.mapCfg.IntervalNs = uint64(max(d, 0))
+	if err := g.objs.TrGenCfg.Update(uint32(0), &g.mapCfg, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("live: writing the configuration: %w", err)
 	}
 	return nil
@@ -162,8 +171,8 @@ func netnsInode() (uint64, error) {
 // Run sends frames until cfg.Count were attempted, cfg.Duration passed,
 // or ctx is done, at cfg.Rate packets per second (0: as fast as the CPU
 // runs the program). When paced, one BPF_PROG_RUN call sends at most
-// cfg.Batch frames (0: a millisecond's worth), which bounds the bursts the
-// receiver sees. Stats.Sent is the program's own count of frames it built
+// cfg.Batch frames (0: 200 µs worth, at most 256, a veth's ring), which
+// bounds the bursts the receiver sees. Stats.Sent is the program's own count of frames it built
 // and redirected.
 //
 // Without Config.CPUs, Run sends from the calling thread, which must be in
@@ -184,7 +193,7 @@ func (g *Generator) Run(ctx context.Context, cfg flood.RunConfig) (Stats, error)
 	}
 	clk := cfg.Clock
 	if clk == nil {
-		clk = flood.SystemClock{}
+		clk = threadClock{}
 	}
 	var sent0, bad0 uint64
 	var x0 XmitStats
@@ -195,6 +204,13 @@ func (g *Generator) Run(ctx context.Context, cfg flood.RunConfig) (Stats, error)
 		return err
 	}); err != nil {
 		return st, err
+	}
+	workers := max(1, len(g.cfg.CPUs))
+	if iv := pacedInterval(cfg.Rate / float64(workers)); iv > 0 {
+		if err := g.setInterval(iv); err != nil {
+			return st, err
+		}
+		defer g.setInterval(0)
 	}
 	start := clk.Now()
 	if len(g.cfg.CPUs) == 0 {
@@ -320,13 +336,25 @@ func (g *Generator) send(ctx context.Context, cfg flood.RunConfig, clk flood.Clo
 		return w
 	}
 	deadline := start.Add(cfg.Duration)
+	// Three ways to send: unpaced, in chunks; paced by the program, which
+	// spaces the frames itself (calls of 10 ms, kernel batches of 100 µs,
+	// so the CPU is never held longer without a chance to reschedule);
+	// below a rate the program's pacing handles, paced here with a token
+	// bucket and short calls.
+	per, batch := uint64(chunk), uint32(g.cfg.Batch)
 	var bucket *flood.TokenBucket
-	burst := min(chunk, uint64(cfg.Batch))
 	if cfg.Rate > 0 {
-		if burst == 0 {
-			burst = uint64(max(1, min(chunk, cfg.Rate/1000)))
+		if pacedInterval(cfg.Rate) > 0 {
+			per = uint64(max(1, min(chunk, cfg.Rate/100)))
+			batch = uint32(max(1, min(float64(batch), cfg.Rate/10000)))
+		} else {
+			bucket = flood.NewTokenBucket(cfg.Rate, pacedBurst(cfg.Rate, cfg.Batch), start)
+			// The waits are short: sleep precisely (see threadClock).
+			if old, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0); err == nil {
+				_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+				defer unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(old), 0, 0, 0)
+			}
 		}
-		bucket = flood.NewTokenBucket(cfg.Rate, int(burst), start)
 	}
 	fd := g.objs.TrFlood.FD()
 	var attempted uint64
@@ -340,7 +368,7 @@ func (g *Generator) send(ctx context.Context, cfg flood.RunConfig, clk flood.Clo
 			w.stopped = "duration"
 			break
 		}
-		n := int(min(chunk, cfg.Count-attempted))
+		n := int(min(per, cfg.Count-attempted))
 		if bucket != nil {
 			granted, wait := bucket.Take(now, n)
 			if granted == 0 {
@@ -349,7 +377,7 @@ func (g *Generator) send(ctx context.Context, cfg flood.RunConfig, clk flood.Clo
 			}
 			n = granted
 		}
-		err := progRunLive(fd, g.tmpl.frame, &g.md, uint32(n), uint32(g.cfg.Batch))
+		err := progRunLive(fd, g.tmpl.frame, &g.md, uint32(n), batch)
 		w.calls++
 		if err == nil {
 			attempted += uint64(n)
@@ -370,6 +398,55 @@ func (g *Generator) send(ctx context.Context, cfg flood.RunConfig, clk flood.Clo
 		done = sent
 	}
 	return w
+}
+
+// maxPacedBurst is the most frames a paced call sends: a veth's receive
+// ring holds 256 frames, so a larger burst would be refused in part even
+// at a rate the receiver keeps up with.
+const maxPacedBurst = 256
+
+// pacedBurst is the token bucket depth at a rate too low for the
+// program's pacing: batch when given, else a millisecond of frames.
+func pacedBurst(rate float64, batch int) int {
+	if batch > 0 {
+		return min(batch, chunk)
+	}
+	return int(max(1, min(maxPacedBurst, rate/1000)))
+}
+
+// minProgramPaced is the lowest rate (per sending CPU) the program paces
+// itself: its wait between two frames is a bounded spin (about 2 ms at
+// most), and below this rate sleeping between short calls costs less CPU
+// than spinning.
+const minProgramPaced = 10_000
+
+// pacedInterval is the program's time between two frames of one CPU at
+// rate, 0 where the program does not pace (unpaced, or too slow a rate).
+func pacedInterval(rate float64) time.Duration {
+	if rate < minProgramPaced {
+		return 0
+	}
+	return time.Duration(float64(time.Second) / rate)
+}
+
+// threadClock is the default Clock of Run: the Go runtime's timers wake
+// about a millisecond late here, which would cap a paced rate at about
+// one burst per millisecond, so short waits sleep the (locked, dedicated)
+// thread with nanosleep instead.
+type threadClock struct{}
+
+func (threadClock) Now() time.Time { return time.Now() }
+
+func (threadClock) Sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	if d <= 2*time.Millisecond {
+		ts := unix.NsecToTimespec(d.Nanoseconds())
+		_ = unix.Nanosleep(&ts, nil) // an early wake-up only costs a loop
+		return
+	}
+	flood.SystemClock{}.Sleep(ctx, d)
 }
 
 // sentBy is the program's count of frames sent on cpu, or on all CPUs

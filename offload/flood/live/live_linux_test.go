@@ -377,3 +377,23 @@ func TestReplySink(t *testing.T) {
 		t.Fatalf("sink counted %d Retries and %d other, %v; want 2 and 1", retries, other, err)
 	}
 }
+
+func TestPacing(t *testing.T) {
+	for _, c := range []struct {
+		rate float64
+		want time.Duration
+	}{{0, 0}, {9_999, 0}, {10_000, 100 * time.Microsecond}, {1e6, time.Microsecond}} {
+		if got := pacedInterval(c.rate); got != c.want {
+			t.Errorf("pacedInterval(%v) = %v, want %v", c.rate, got, c.want)
+		}
+	}
+	if b := pacedBurst(5000, 0); b != 5 {
+		t.Errorf("pacedBurst(5000) = %d, want a millisecond's worth, 5", b)
+	}
+	if b := pacedBurst(1e9, 0); b != maxPacedBurst {
+		t.Errorf("pacedBurst(1e9) = %d, want %d", b, maxPacedBurst)
+	}
+	if b := pacedBurst(5000, 7); b != 7 {
+		t.Errorf("pacedBurst with a batch = %d, want it", b)
+	}
+}

@@ -58,6 +58,8 @@ static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
 static tr_u32 (*bpf_get_prandom_u32)(void) = (void *)7;
 static long (*bpf_redirect)(tr_u32 ifindex, tr_u64 flags) = (void *)23;
 static long (*bpf_xdp_store_bytes)(struct xdp_md *ctx, tr_u32 offset, void *buf, tr_u32 len) = (void *)190;
+static tr_u64 (*bpf_ktime_get_ns)(void) = (void *)5;
+static long (*bpf_loop)(tr_u32 nr_loops, void *callback_fn, void *callback_ctx, tr_u64 flags) = (void *)181;
 
 /* Frame layout: fixed, the paper's 1242-byte Initial with 8-byte CIDs. */
 #define TR_GEN_HDR_LEN 42      /* Ethernet 14 + IPv4 20 + UDP 8 */
@@ -94,6 +96,7 @@ struct tr_gen_config {
 			   * plus (random-CID mode) the payload with both CIDs zero */
 	tr_u32 pad;
 	tr_u8 hdr[TR_GEN_HDR_LEN + 6]; /* the template's headers; 6 bytes of padding */
+	tr_u64 interval_ns; /* pacing: time between two frames of one CPU; 0: none */
 };
 
 /* One pool entry: a complete Initial and its unfolded payload sum. */
@@ -124,6 +127,55 @@ struct {
 	__type(key, enum tr_gen_counter);
 	__type(value, tr_u64);
 } tr_gen_counters SEC(".maps");
+
+/* Per CPU: when the next paced frame is due (bpf_ktime_get_ns). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, tr_u32);
+	__type(value, tr_u64);
+} tr_gen_pace SEC(".maps");
+
+/* A paced frame may be up to this late before the schedule restarts from
+ * now: a sender that lost the CPU catches up with at most 100 us of
+ * frames at once, not with a burst that overflows the receiver's ring. */
+#define TR_GEN_CATCH_UP_NS 100000ull
+#define TR_GEN_SPIN_MAX (1u << 16) /* about 2 ms of bpf_ktime_get_ns calls */
+
+struct tr_spin {
+	tr_u64 until;
+};
+
+static long spin_step(tr_u32 i, void *ctx)
+{
+	struct tr_spin *s = ctx;
+
+	(void)i;
+	return bpf_ktime_get_ns() >= s->until; /* 1 ends the loop */
+}
+
+/* pace waits until this CPU's next frame is due and schedules the one
+ * after: it spaces the frames of one BPF_PROG_RUN call in time, because a
+ * veth's receive ring holds 256 frames and a burst at the generator's own
+ * speed would overflow it at any rate the receiver could sustain. */
+static __attribute__((always_inline)) void pace(const struct tr_gen_config *cfg)
+{
+	tr_u32 zero = 0;
+	tr_u64 *next = bpf_map_lookup_elem(&tr_gen_pace, &zero);
+	tr_u64 now;
+
+	if (!next || cfg->interval_ns == 0)
+		return;
+	now = bpf_ktime_get_ns();
+	if (*next + TR_GEN_CATCH_UP_NS < now || *next > now + cfg->interval_ns + TR_GEN_CATCH_UP_NS) {
+		*next = now; /* behind, or a stale schedule: restart */
+	} else if (now < *next) {
+		struct tr_spin s = { .until = *next };
+
+		bpf_loop(TR_GEN_SPIN_MAX, spin_step, &s, 0);
+	}
+	*next += cfg->interval_ns;
+}
 
 static __attribute__((always_inline)) void count(enum tr_gen_counter c)
 {
@@ -231,6 +283,7 @@ int tr_flood(struct xdp_md *ctx)
 		c = 0xffff; /* 0 means "no checksum" */
 	data[TR_GEN_UDP + 6] = c >> 8;
 	data[TR_GEN_UDP + 7] = c;
+	pace(cfg);
 	count(TR_GEN_SENT);
 	return bpf_redirect(cfg->ifindex, 0);
 }
