@@ -25,6 +25,7 @@ type liveTrGenConfig struct {
 	Pad        uint32
 	Hdr        [48]uint8
 	IntervalNs uint64
+	CatchUpNs  uint64
 }
 
 type liveTrGenCounter uint32

@@ -153,6 +153,7 @@ func (g *Generator) load(pool int) error {
 // CPU's frames (0: unpaced).
 func (g *Generator) setInterval(d time.Duration) error {
 	g.mapCfg.IntervalNs = uint64(max(d, 0))
+	g.mapCfg.CatchUpNs = uint64(min(catchUpFrames*max(d, 0), maxCatchUp))
 	if err := g.objs.TrGenCfg.Update(uint32(0), &g.mapCfg, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("live: writing the configuration: %w", err)
 	}
@@ -413,6 +414,15 @@ func pacedBurst(rate float64, batch int) int {
 	}
 	return int(max(1, min(maxPacedBurst, rate/1000)))
 }
+
+// A paced sender that lost the CPU for a while sends the frames it owes at
+// once, at most catchUpFrames of them (half a veth's ring) and at most
+// maxCatchUp late; beyond that they are not sent, and the achieved rate
+// falls short of the target.
+const (
+	catchUpFrames = 128
+	maxCatchUp    = 2 * time.Millisecond
+)
 
 // minProgramPaced is the lowest rate (per sending CPU) the program paces
 // itself: its wait between two frames is a bounded spin (about 2 ms at

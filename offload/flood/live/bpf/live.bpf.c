@@ -97,6 +97,7 @@ struct tr_gen_config {
 	tr_u32 pad;
 	tr_u8 hdr[TR_GEN_HDR_LEN + 6]; /* the template's headers; 6 bytes of padding */
 	tr_u64 interval_ns; /* pacing: time between two frames of one CPU; 0: none */
+	tr_u64 catch_up_ns; /* pacing: how late a frame may be before the schedule restarts */
 };
 
 /* One pool entry: a complete Initial and its unfolded payload sum. */
@@ -136,10 +137,6 @@ struct {
 	__type(value, tr_u64);
 } tr_gen_pace SEC(".maps");
 
-/* A paced frame may be up to this late before the schedule restarts from
- * now: a sender that lost the CPU catches up with at most 100 us of
- * frames at once, not with a burst that overflows the receiver's ring. */
-#define TR_GEN_CATCH_UP_NS 100000ull
 #define TR_GEN_SPIN_MAX (1u << 16) /* about 2 ms of bpf_ktime_get_ns calls */
 
 struct tr_spin {
@@ -167,7 +164,10 @@ static __attribute__((always_inline)) void pace(const struct tr_gen_config *cfg)
 	if (!next || cfg->interval_ns == 0)
 		return;
 	now = bpf_ktime_get_ns();
-	if (*next + TR_GEN_CATCH_UP_NS < now || *next > now + cfg->interval_ns + TR_GEN_CATCH_UP_NS) {
+	/* A sender that lost the CPU catches up with at most catch_up_ns of
+	 * frames at once (the loader keeps that below the receiver's ring),
+	 * then restarts the schedule from now. */
+	if (*next + cfg->catch_up_ns < now || *next > now + cfg->interval_ns + cfg->catch_up_ns) {
 		*next = now; /* behind, or a stale schedule: restart */
 	} else if (now < *next) {
 		struct tr_spin s = { .until = *next };
