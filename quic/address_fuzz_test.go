@@ -34,11 +34,7 @@ func FuzzAddressValidation(f *testing.F) {
 	}
 	f.Add([]byte{}, []byte{})
 	f.Add([]byte("not a token"), []byte{1})
-	s := &baseServer{t: &Transport{cidLen: 8}}
-	v, err := newTokenValidator(&AddressValidationConfig{Policy: AlwaysRetry(), TokenSecret: testTokenSecret}, s)
-	if err != nil {
-		f.Fatal(err)
-	}
+	v := hostValidatorForTest(f, AlwaysRetry()) // a Retry needs the Transport's ID generator
 	remote := net.UDPAddrFromAddrPort(client)
 	f.Fuzz(func(t *testing.T, tok, dcid []byte) {
 		if len(dcid) > wire.MaxConnIDLen {

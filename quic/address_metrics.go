@@ -29,7 +29,7 @@ type avMetrics struct {
 func rejectLabel(r token.Reason) string {
 	return [...]string{"none", "malformed", "unknown_source", "unknown_type", "wrong_type",
 		"unknown_key", "bad_tid_mac", "from_future", "expired", "bad_tag", "bad_payload",
-		"addr_mismatch", "port_mismatch"}[r]
+		"addr_mismatch", "port_mismatch", "replayed"}[r]
 }
 
 // TokenRejectReasons lists the reasons AddressValidationStats.TokensRejected

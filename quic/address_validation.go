@@ -3,6 +3,8 @@ package quic
 import (
 	"net"
 	"time"
+
+	"github.com/turboretry/turboretry/token"
 )
 
 // DefaultRetryThreshold is the threshold of unvalidated connections
@@ -41,6 +43,14 @@ type AddressValidationConfig struct {
 	NewTokenMaxAge   time.Duration
 	// DisableNewTokens stops the server from sending NEW_TOKEN frames.
 	DisableNewTokens bool
+	// NewTokenReplay makes NEW_TOKEN tokens single-use (RFC 9000 section
+	// 8.1.4): a valid token used before is refused with reason "replayed"
+	// and its client is sent a Retry; the same Initial (token and DCID)
+	// again within seconds is a retransmission, not a replay. Nil means a
+	// private filter sized for NewTokenMaxAge (token.ReplayFilterConfig
+	// defaults: 2 MiB once in use); an integrated offload agent may share
+	// one.
+	NewTokenReplay *token.ReplayFilter
 }
 
 // AddressDecision is an AddressPolicy's verdict on a client Initial.

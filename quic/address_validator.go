@@ -19,6 +19,7 @@ import (
 type tokenValidator struct {
 	policy    AddressPolicy
 	newTokens bool
+	replay    *token.ReplayFilter // NEW_TOKEN tokens used so far
 	m         *avMetrics
 	s         *baseServer
 
@@ -46,6 +47,17 @@ func newTokenValidator(cfg *AddressValidationConfig, s *baseServer) (*tokenValid
 	v := &tokenValidator{policy: cfg.Policy, newTokens: !cfg.DisableNewTokens, s: s, cfg: *cfg}
 	if v.policy == nil {
 		v.policy = AutoRetry(DefaultRetryThreshold)
+	}
+	if v.replay = cfg.NewTokenReplay; v.replay == nil {
+		// Remember tokens as long as they validate: their lifetime plus
+		// the validator's allowance for clock skew.
+		maxAge := cfg.NewTokenMaxAge
+		if maxAge <= 0 {
+			maxAge = token.DefaultNewTokenMaxAge
+		}
+		if v.replay, err = token.NewReplayFilter(token.ReplayFilterConfig{Window: maxAge + token.DefaultMaxFuture}); err != nil {
+			return nil, err
+		}
 	}
 	if err := v.useKeyRing(kr); err != nil {
 		return nil, err
@@ -136,10 +148,13 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 		// Only a valid token vouches for a DCID under 8 bytes (RFC 9000
 		// section 7.2).
 		return initialDecision{action: initialDrop}
-	case d == AddressAccept:
+	case d == AddressAccept && tk.RejectReason != replayedLabel:
 		return initialDecision{action: initialAccept}
 	}
-	// A Retry, with a fresh SCID that the token binds.
+	// A Retry, with a fresh SCID that the token binds: for AddressRetry,
+	// and for a replayed NEW_TOKEN token, whose sender may be replaying
+	// another client's token; the Retry proves the address at the cost of
+	// one round trip to a benign client.
 	if !from.IsValid() || len(hdr.DestConnID) > token.MaxCIDLen {
 		return initialDecision{action: initialDrop}
 	}
@@ -155,6 +170,9 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 	v.m.retriesSent.Inc()
 	return initialDecision{action: initialRetry, retryToken: bytes.Clone(tok), retrySCID: scid}
 }
+
+// replayedLabel is TokenInfo.RejectReason for a replayed NEW_TOKEN token.
+var replayedLabel = rejectLabel(token.ReasonReplayed)
 
 // checkToken validates the Initial's token into ti and counts the result.
 // Call with v.mu held.
@@ -181,6 +199,17 @@ func (v *tokenValidator) checkToken(hdr *wire.LongHeader, from netip.AddrPort, n
 		v.m.rejected[src][r].Inc()
 		ti.RejectReason = rejectLabel(r)
 		return
+	}
+	if ti.Kind == TokenNewToken {
+		// Single use (RFC 9000 section 8.1.4). Only Initials that would
+		// open a connection get here, and the DCID rule lets the same
+		// Initial through again: a client's retransmission, or the
+		// Initial an offload agent checked and forwarded.
+		if err := v.replay.Use(hdr.Token, hdr.DestConnID, now); err != nil {
+			v.m.rejected[src][token.ReasonReplayed].Inc()
+			ti.RejectReason = replayedLabel
+			return
+		}
 	}
 	if ti.Kind == TokenRetry {
 		// The host cooperator checks what the token binds against the

@@ -369,7 +369,11 @@ func (c *Conn) run() {
 		notifyClose := c.closing && !c.closeNotified
 		c.closeNotified = c.closeNotified || notifyClose
 		c.mu.Unlock()
-		c.writeDatagrams(writes, sendT)
+		if err := c.writeDatagrams(writes, sendT); err != nil {
+			c.mu.Lock()
+			c.destroyLocked(&sendError{err})
+			c.mu.Unlock()
+		}
 		if cap(writes) <= maxDatagramsPerRun {
 			clear(writes)
 			c.spareWrites = writes[:0] // the next run's, so sending allocates nothing
@@ -447,7 +451,9 @@ func (c *Conn) onTimers(now time.Time) {
 		return
 	}
 	if c.closing || c.draining {
-		if !now.Before(c.closeDeadline) {
+		// Not before our CONNECTION_CLOSE went out, even with no closing
+		// period (closingPeriod).
+		if !now.Before(c.closeDeadline) && (c.draining || c.closeNotified) {
 			c.finished = true
 		}
 		return
@@ -647,7 +653,8 @@ func (c *Conn) ConnectionState() ConnectionState {
 // CloseWithError closes the connection with an application error code and
 // message, which the peer sees as an ApplicationError. It returns once the
 // CONNECTION_CLOSE was written; the connection's goroutine stays for the
-// closing period (three PTOs) to answer late packets.
+// closing period (three PTOs) to answer late packets, except for a
+// connection of Dial or DialAddr, whose Transport closes with it at once.
 func (c *Conn) CloseWithError(code ApplicationErrorCode, msg string) error {
 	c.mu.Lock()
 	initiated := c.closeErr == nil && !c.finished

@@ -42,7 +42,7 @@ func (c *Conn) closeLocal(err error) {
 	c.signalClosedLocked(err)
 	now := time.Now()
 	c.closing = true
-	c.closeDeadline = now.Add(3 * c.ptoLocked())
+	c.closeDeadline = now.Add(c.closingPeriod())
 	if c.tls == nil {
 		c.finished = true
 		return
@@ -53,6 +53,18 @@ func (c *Conn) closeLocal(err error) {
 		return
 	}
 	c.pendingWrites = append(c.pendingWrites, outDatagram{b: c.closePacket})
+}
+
+// closingPeriod is how long a closing or draining connection stays to
+// absorb late packets (RFC 9000 section 10.2): three PTOs, except on the
+// Transport of Dial and DialAddr, which closes with its only connection and
+// so would keep a goroutine reading for nothing but that (quic-go does not
+// linger there either).
+func (c *Conn) closingPeriod() time.Duration {
+	if c.t.singleDial {
+		return 0
+	}
+	return 3 * c.ptoLocked()
 }
 
 // buildClosePacket builds a datagram with CONNECTION_CLOSE in every space we

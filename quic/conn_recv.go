@@ -385,5 +385,5 @@ func (c *Conn) handleConnectionClose(f *wire.Frame) {
 	}
 	c.signalClosedLocked(err)
 	c.draining = true
-	c.closeDeadline = time.Now().Add(3 * c.ptoLocked())
+	c.closeDeadline = time.Now().Add(c.closingPeriod())
 }

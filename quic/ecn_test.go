@@ -2,6 +2,7 @@ package quic
 
 import (
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,6 +46,41 @@ func setTOS(t *testing.T, c *net.UDPConn, tos int) {
 	if serr != nil {
 		t.Fatal(serr)
 	}
+}
+
+// udpRelay forwards datagrams between one client and a server through two
+// sockets of its own, without their ECN bits (a socket reads them but does
+// not send them on).
+type udpRelay struct {
+	front, back *net.UDPConn
+}
+
+func newUDPRelay(t *testing.T, server net.Addr) *udpRelay {
+	r := &udpRelay{front: listenUDP(t), back: listenUDP(t)}
+	var client atomic.Pointer[net.Addr]
+	forward := func(from, to *net.UDPConn, dst func() net.Addr, learn bool) {
+		b := make([]byte, 4096)
+		for {
+			n, addr, err := from.ReadFrom(b)
+			if err != nil {
+				return
+			}
+			if learn {
+				client.Store(&addr)
+			}
+			if d := dst(); d != nil {
+				_, _ = to.WriteTo(b[:n], d)
+			}
+		}
+	}
+	go forward(r.front, r.back, func() net.Addr { return server }, true)
+	go forward(r.back, r.front, func() net.Addr {
+		if a := client.Load(); a != nil {
+			return *a
+		}
+		return nil
+	}, false)
+	return r
 }
 
 // TestECNValidated: between our client and our server, and with quic-go's
@@ -102,7 +138,7 @@ func TestECNValidated(t *testing.T) {
 func TestECNBleachedPath(t *testing.T) {
 	ctx := testCtx(t)
 	srv := startMigrationServer(t, ctx)
-	relay := newSizeRelay(t, srv.addr, 0)
+	relay := newUDPRelay(t, srv.addr)
 	c := dialOurs(t, ctx, relay.front.LocalAddr(), nil)
 	requireECN(t, c)
 	echoOurs(t, ctx, c, 512<<10)
@@ -121,7 +157,7 @@ func TestECNBleachedPath(t *testing.T) {
 func TestECNCongestionExperienced(t *testing.T) {
 	ctx := testCtx(t)
 	srv := startMigrationServer(t, ctx)
-	relay := newSizeRelay(t, srv.addr, 0)
+	relay := newUDPRelay(t, srv.addr)
 	setTOS(t, relay.back, 3) // the ECN bits CE
 	c := dialOurs(t, ctx, relay.front.LocalAddr(), nil)
 	requireECN(t, c)

@@ -30,13 +30,15 @@ func loadTestCert(t testing.TB) {
 		if err != nil {
 			panic(err)
 		}
+		// Valid in real time and in the virtual time of synctest bubbles,
+		// which starts at 2000-01-01.
 		tmpl := &x509.Certificate{
 			SerialNumber:          big.NewInt(1),
 			Subject:               pkix.Name{CommonName: "localhost"},
 			DNSNames:              []string{"localhost"},
 			IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-			NotBefore:             time.Now().Add(-time.Hour),
-			NotAfter:              time.Now().Add(24 * time.Hour),
+			NotBefore:             time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC),
+			NotAfter:              time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC),
 			BasicConstraintsValid: true,
 			IsCA:                  true,
 			KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
@@ -119,4 +121,61 @@ func serveStreams[S any, C interface {
 func echo(s io.ReadWriteCloser) {
 	_, _ = io.Copy(s, s)
 	_ = s.Close()
+}
+
+// echoServer is an echo listener that records the connections it accepts.
+type echoServer struct {
+	tr   *Transport
+	addr *net.UDPAddr
+	// accepted has every connection accepted, in order (buffered: the
+	// server does not wait for a reader).
+	accepted chan *Conn
+
+	mu    sync.Mutex
+	conns []*Conn
+}
+
+// serveEcho listens on tr and echoes every stream of every connection
+// until ctx ends or tr closes.
+func serveEcho(t testing.TB, ctx context.Context, tr *Transport, conf *Config) *echoServer {
+	t.Helper()
+	ln, err := tr.Listen(serverTLS(t), conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &echoServer{tr: tr, addr: ln.Addr().(*net.UDPAddr), accepted: make(chan *Conn, 64)}
+	serveStreams(ctx, func(ctx context.Context) (*Conn, error) {
+		c, err := ln.Accept(ctx)
+		if err == nil {
+			s.mu.Lock()
+			s.conns = append(s.conns, c)
+			s.mu.Unlock()
+			s.accepted <- c
+		}
+		return c, err
+	}, func(st *Stream) { echo(st) })
+	return s
+}
+
+// only returns the one connection the server accepted.
+func (s *echoServer) only(t testing.TB) *Conn {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.conns) != 1 {
+		t.Fatalf("the server accepted %d connections, want 1", len(s.conns))
+	}
+	return s.conns[0]
+}
+
+// next waits for the next connection the server accepts.
+func (s *echoServer) next(t testing.TB, ctx context.Context) *Conn {
+	t.Helper()
+	select {
+	case c := <-s.accepted:
+		return c
+	case <-ctx.Done():
+		t.Fatal("the server accepted no connection")
+		return nil
+	}
 }

@@ -5,53 +5,45 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
+	"github.com/turboretry/turboretry/internal/simnet"
 )
 
-// migrationServer is an echo server that records its connections, with
-// the address-validation counters on (they count migrations).
-type migrationServer struct {
-	tr    *Transport
-	addr  *net.UDPAddr
-	mu    sync.Mutex
-	conns []*Conn
+// startMigrationServer is an echo server on a loopback socket with the
+// address-validation counters on (they count migrations).
+func startMigrationServer(t *testing.T, ctx context.Context) *echoServer {
+	t.Helper()
+	tr := &Transport{Conn: listenUDP(t), AddressValidation: &AddressValidationConfig{Policy: NeverRetry()}}
+	t.Cleanup(func() { tr.Close() })
+	return serveEcho(t, ctx, tr, &Config{MaxIdleTimeout: 20 * time.Second})
 }
 
-func startMigrationServer(t *testing.T, ctx context.Context) *migrationServer {
-	t.Helper()
-	s := &migrationServer{tr: &Transport{Conn: listenUDP(t), AddressValidation: &AddressValidationConfig{Policy: NeverRetry()}}}
-	t.Cleanup(func() { s.tr.Close() })
-	ln, err := s.tr.Listen(serverTLS(t), &Config{MaxIdleTimeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.addr = ln.Addr().(*net.UDPAddr)
-	serveStreams(ctx, func(ctx context.Context) (*Conn, error) {
-		c, err := ln.Accept(ctx)
-		if err == nil {
-			s.mu.Lock()
-			s.conns = append(s.conns, c)
-			s.mu.Unlock()
-		}
-		return c, err
-	}, func(st *Stream) { echo(st) })
-	return s
+// migrationServer is startMigrationServer on the harness.
+func (s *sim) migrationServer() *echoServer {
+	return s.server(&Transport{AddressValidation: &AddressValidationConfig{Policy: NeverRetry()}}, &Config{MaxIdleTimeout: 20 * time.Second})
 }
 
-// only returns the one connection the server accepted.
-func (s *migrationServer) only(t *testing.T) *Conn {
+// validated reports whether c has no path validation in progress.
+func validated(c *Conn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.path.validating
+}
+
+// checkMigrations checks the server's migration and validation-failure
+// counters.
+func checkMigrations(t *testing.T, srv *echoServer, migrations, failures uint64) {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.conns) != 1 {
-		t.Fatalf("the server accepted %d connections, want 1", len(s.conns))
+	st := srv.tr.AddressValidationStats()
+	if st.PathMigrations != migrations || st.PathValidationFailures != failures {
+		t.Fatalf("migrations %d, validation failures %d; want %d and %d", st.PathMigrations, st.PathValidationFailures, migrations, failures)
 	}
-	return s.conns[0]
 }
 
 // echoOver sends n random bytes on a new stream of quic-go's c and checks
@@ -113,257 +105,143 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // server answers the probe on the new path, follows the client there and
 // validates it.
 func TestMigrationQuicGoClientSwitchesPath(t *testing.T) {
-	ctx := testCtx(t)
-	srv := startMigrationServer(t, ctx)
-	_, c := dialQuicGo(t, ctx, listenUDP(t), srv.addr)
-	echoOver(t, ctx, c, 100<<10)
-	sc := srv.only(t)
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.migrationServer()
+		_, c := s.dialQuicGo(simClientAddr(1), srv.addr)
+		echoOver(t, ctx, c, 100<<10)
+		sc := srv.only(t)
 
-	second := listenUDP(t)
-	path, err := c.AddPath(&quicgo.Transport{Conn: second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := path.Probe(ctx); err != nil {
-		t.Fatalf("probing the new path: %v (our PATH_RESPONSE did not reach it)", err)
-	}
-	if got := srv.tr.AddressValidationStats().PathMigrations; got != 0 {
-		t.Fatalf("a probe alone moved the connection (%d migrations)", got)
-	}
-	if err := path.Switch(); err != nil {
-		t.Fatal(err)
-	}
-	echoOver(t, ctx, c, 1<<20)
-	if got, want := sc.RemoteAddr().String(), second.LocalAddr().String(); got != want {
-		t.Fatalf("the server sends to %s, want the new path %s", got, want)
-	}
-	waitFor(t, "the new path validated", func() bool {
-		sc.mu.Lock()
-		defer sc.mu.Unlock()
-		return !sc.path.validating
-	})
-	st := srv.tr.AddressValidationStats()
-	if st.PathMigrations != 1 || st.PathValidationFailures != 0 {
-		t.Fatalf("migrations %d, validation failures %d; want 1 and 0", st.PathMigrations, st.PathValidationFailures)
-	}
-	// A new address got a new peer connection ID (RFC 9000 section 9.5).
-	sc.mu.Lock()
-	seq := sc.cids.remote.CurrentSequence()
-	sc.mu.Unlock()
-	if seq == 0 {
-		t.Error("the server still sends with the client's handshake connection ID on the new path")
-	}
-}
-
-// rebindingConn is a client socket behind a NAT that changes the client's
-// port: rebind makes later datagrams leave from a fresh socket, while the
-// old ones still deliver what reaches them.
-type rebindingConn struct {
-	mu   sync.Mutex
-	cur  *net.UDPConn
-	all  []*net.UDPConn
-	in   chan rebindPacket
-	done chan struct{}
-	once sync.Once
-}
-
-type rebindPacket struct {
-	b    []byte
-	from net.Addr
-}
-
-func newRebindingConn(t *testing.T) *rebindingConn {
-	r := &rebindingConn{in: make(chan rebindPacket, 256), done: make(chan struct{})}
-	r.rebind(t)
-	t.Cleanup(func() { r.Close() })
-	return r
-}
-
-func (r *rebindingConn) rebind(t *testing.T) {
-	u := listenUDP(t)
-	r.mu.Lock()
-	r.cur = u
-	r.all = append(r.all, u)
-	r.mu.Unlock()
-	go func() {
-		for {
-			b := make([]byte, 2048)
-			n, from, err := u.ReadFrom(b)
-			if err != nil {
-				return
-			}
-			select {
-			case r.in <- rebindPacket{b[:n], from}:
-			case <-r.done:
-				return
-			}
+		second := s.socket(simClientAddr(2))
+		path, err := c.AddPath(&quicgo.Transport{Conn: second.Conn})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
+		if err := path.Probe(ctx); err != nil {
+			t.Fatalf("probing the new path: %v (our PATH_RESPONSE did not reach it)", err)
+		}
+		checkMigrations(t, srv, 0, 0) // a probe alone does not move the connection
+		if err := path.Switch(); err != nil {
+			t.Fatal(err)
+		}
+		echoOver(t, ctx, c, 1<<20)
+		if got, want := sc.RemoteAddr().String(), second.LocalAddr().String(); got != want {
+			t.Fatalf("the server sends to %s, want the new path %s", got, want)
+		}
+		waitFor(t, "the new path validated", func() bool { return validated(sc) })
+		checkMigrations(t, srv, 1, 0)
+		// A new address got a new peer connection ID (RFC 9000 section 9.5).
+		sc.mu.Lock()
+		seq := sc.cids.remote.CurrentSequence()
+		sc.mu.Unlock()
+		if seq == 0 {
+			t.Error("the server still sends with the client's handshake connection ID on the new path")
+		}
+	})
 }
-
-func (r *rebindingConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	select {
-	case p := <-r.in:
-		return copy(b, p.b), p.from, nil
-	case <-r.done:
-		return 0, nil, net.ErrClosed
-	}
-}
-
-func (r *rebindingConn) WriteTo(b []byte, to net.Addr) (int, error) {
-	r.mu.Lock()
-	u := r.cur
-	r.mu.Unlock()
-	return u.WriteTo(b, to)
-}
-
-func (r *rebindingConn) Close() error {
-	r.once.Do(func() { close(r.done) })
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, u := range r.all {
-		u.Close()
-	}
-	return nil
-}
-
-func (r *rebindingConn) LocalAddr() net.Addr {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.cur.LocalAddr()
-}
-
-func (r *rebindingConn) SetDeadline(t time.Time) error { return r.SetReadDeadline(t) }
-
-// SetReadDeadline only supports what quic-go's Transport.Close does with
-// it: a deadline in the past ends the reads.
-func (r *rebindingConn) SetReadDeadline(t time.Time) error {
-	if !t.IsZero() && !t.After(time.Now()) {
-		r.once.Do(func() { close(r.done) })
-	}
-	return nil
-}
-
-func (r *rebindingConn) SetWriteDeadline(time.Time) error { return nil }
 
 // TestMigrationNATRebinding: the client's port changes under it without
 // the client knowing (same connection ID). The server follows, validates
 // the new port with PATH_CHALLENGE (which quic-go answers) and the
 // transfer goes on.
 func TestMigrationNATRebinding(t *testing.T) {
-	ctx := testCtx(t)
-	srv := startMigrationServer(t, ctx)
-	rc := newRebindingConn(t)
-	_, c := dialQuicGo(t, ctx, rc, srv.addr)
-	echoOver(t, ctx, c, 64<<10)
-	sc := srv.only(t)
-	before := sc.RemoteAddr().String()
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.migrationServer()
+		tr, c := s.dialQuicGo(simClientAddr(1), srv.addr)
+		echoOver(t, ctx, c, 64<<10)
+		sc := srv.only(t)
+		before := sc.RemoteAddr().String()
 
-	rc.rebind(t)
-	echoOver(t, ctx, c, 1<<20)
-	if got, want := sc.RemoteAddr().String(), rc.LocalAddr().String(); got != want || got == before {
-		t.Fatalf("the server sends to %s (was %s), want the rebound port %s", got, before, want)
-	}
-	waitFor(t, "the rebound port validated", func() bool {
-		sc.mu.Lock()
-		defer sc.mu.Unlock()
-		return !sc.path.validating
+		rebound := netip.AddrPortFrom(simClientAddr(1).Addr(), 5000)
+		if err := tr.Conn.(*simnet.Conn).Rebind(rebound); err != nil {
+			t.Fatal(err)
+		}
+		echoOver(t, ctx, c, 1<<20)
+		if got := sc.RemoteAddr().String(); got != rebound.String() {
+			t.Fatalf("the server sends to %s (was %s), want the rebound port %s", got, before, rebound)
+		}
+		waitFor(t, "the rebound port validated", func() bool { return validated(sc) })
+		checkMigrations(t, srv, 1, 0)
 	})
-	if st := srv.tr.AddressValidationStats(); st.PathMigrations != 1 || st.PathValidationFailures != 0 {
-		t.Fatalf("migrations %d, validation failures %d; want 1 and 0", st.PathMigrations, st.PathValidationFailures)
-	}
 }
 
-// pathRelay carries a client's datagrams to the server. It can copy one
-// client datagram to the server from a second socket first, as an on-path
-// attacker forwarding a packet from its own address would (RFC 9000
-// section 9.3.3), and it can hold the client's traffic back.
-type pathRelay struct {
-	front    *net.UDPConn // the client talks to this
-	genuine  *net.UDPConn // the client's traffic leaves from here
-	attacker *net.UDPConn // the copy leaves from here; what reaches it is dropped
-	server   net.Addr
+// simAttacker is an on-path attacker: it can send a copy of one client
+// packet to the server from its own address first, as forwarding a packet
+// from elsewhere would (RFC 9000 section 9.3.3), and hold the client's
+// own packets back; it counts what the server sends to it (nothing
+// answers there).
+type simAttacker struct {
+	addr netip.AddrPort
 
-	mu      sync.Mutex
-	client  net.Addr
-	copyOne bool // send the next short-header datagram from attacker first
-	block   bool // drop the client's datagrams
-	copied  chan struct{}
-	toAtk   atomic.Int64 // datagrams the server sent to the attacker
+	mu        sync.Mutex
+	copyOne   bool      // copy the next short-header datagram from the client
+	block     bool      // drop the client's datagrams
+	holdUntil time.Time // the client's datagrams until then follow the copy
+	copied    chan struct{}
+	toAtk     atomic.Int64
 }
 
-func newPathRelay(t *testing.T, server net.Addr) *pathRelay {
-	r := &pathRelay{front: listenUDP(t), genuine: listenUDP(t), attacker: listenUDP(t), server: server, copied: make(chan struct{}, 1)}
-	go func() {
-		b := make([]byte, 2048)
-		for {
-			n, from, err := r.front.ReadFrom(b)
-			if err != nil {
-				return
-			}
-			r.mu.Lock()
-			r.client = from
-			dup := r.copyOne && b[0]&0x80 == 0
-			r.copyOne = r.copyOne && !dup
-			block := r.block
-			r.mu.Unlock()
-			if dup {
-				_, _ = r.attacker.WriteTo(b[:n], r.server)
-				time.Sleep(20 * time.Millisecond) // the copy arrives well first
-				r.copied <- struct{}{}
-			}
-			if !block {
-				_, _ = r.genuine.WriteTo(b[:n], r.server)
-			}
+// attacker installs a simAttacker between client and the server.
+func (s *sim) attacker(client netip.AddrPort) *simAttacker {
+	a := &simAttacker{addr: netip.MustParseAddrPort("198.18.66.6:6666"), copied: make(chan struct{}, 1)}
+	s.tap(func(p *simnet.Packet) bool {
+		if p.To == a.addr {
+			a.toAtk.Add(1)
+			return false
 		}
-	}()
-	go func() {
-		b := make([]byte, 2048)
-		for {
-			n, _, err := r.genuine.ReadFrom(b)
-			if err != nil {
-				return
-			}
-			r.mu.Lock()
-			to := r.client
-			r.mu.Unlock()
-			if to != nil {
-				_, _ = r.front.WriteTo(b[:n], to)
-			}
+		if p.From != client {
+			return true
 		}
-	}()
-	go func() {
-		b := make([]byte, 2048)
-		for {
-			if _, _, err := r.attacker.ReadFrom(b); err != nil {
-				return
-			}
-			r.toAtk.Add(1)
+		now := time.Now()
+		a.mu.Lock()
+		dup := a.copyOne && p.Data[0]&0x80 == 0
+		a.copyOne = a.copyOne && !dup
+		if dup {
+			a.holdUntil = now.Add(20 * time.Millisecond)
 		}
-	}()
-	return r
+		block, holdUntil := a.block, a.holdUntil
+		a.mu.Unlock()
+		delay := s.net.Link(client.Addr(), p.To.Addr()).Delay
+		if dup {
+			// The copy arrives at the normal time.
+			s.net.Inject(simnet.Packet{From: a.addr, To: p.To, Data: p.Data}, delay)
+			a.copied <- struct{}{}
+		}
+		switch {
+		case block:
+			return false
+		case now.Before(holdUntil):
+			// The client's packets, this one and those sent in the next
+			// 20 ms, follow 20 ms after the copy, in order.
+			s.net.Inject(*p, delay+holdUntil.Sub(now))
+			return false
+		}
+		return true
+	})
+	return a
 }
 
-func (r *pathRelay) set(copyOne, block bool) {
-	r.mu.Lock()
-	r.copyOne, r.block = copyOne, block
-	r.mu.Unlock()
+func (a *simAttacker) set(copyOne, block bool) {
+	a.mu.Lock()
+	a.copyOne, a.block = copyOne, block
+	a.mu.Unlock()
 }
 
-// startCopiedTransfer connects quic-go's client to a migration server
-// through a pathRelay, then starts an echo of n bytes during which the
-// relay sends one client packet from its attacker socket first (holding
-// the client's own packets back if block). It returns once the copy went
-// out; done closes when the echo ended.
-func startCopiedTransfer(t *testing.T, block bool, n int) *copiedTransfer {
+// startCopiedTransfer connects quic-go's client to a migration server,
+// then starts an echo of n bytes during which the attacker sends one
+// client packet from its address first (holding the client's own packets
+// back if block). It returns once the copy went out; done closes when the
+// echo ended.
+func startCopiedTransfer(t *testing.T, s *sim, block bool, n int) *copiedTransfer {
 	t.Helper()
-	ctx := testCtx(t)
-	srv := startMigrationServer(t, ctx)
-	relay := newPathRelay(t, srv.addr)
-	_, c := dialQuicGo(t, ctx, listenUDP(t), relay.front.LocalAddr())
+	ctx := s.ctx()
+	srv := s.migrationServer()
+	atk := s.attacker(simClientAddr(1))
+	_, c := s.dialQuicGo(simClientAddr(1), srv.addr)
 	echoOver(t, ctx, c, 64<<10)
 	sc := srv.only(t)
-	relay.set(true, block)
+	atk.set(true, block)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -371,19 +249,19 @@ func startCopiedTransfer(t *testing.T, block bool, n int) *copiedTransfer {
 			t.Error(err)
 		}
 	}()
-	<-relay.copied
-	return &copiedTransfer{ctx, srv, relay, sc, c, done}
+	<-atk.copied
+	return &copiedTransfer{ctx, srv, atk, sc, c, done}
 }
 
 // copiedTransfer is what startCopiedTransfer set up: sc is the server's
 // connection, c the client's.
 type copiedTransfer struct {
-	ctx   context.Context
-	srv   *migrationServer
-	relay *pathRelay
-	sc    *Conn
-	c     *quicgo.Conn
-	done  <-chan struct{}
+	ctx  context.Context
+	srv  *echoServer
+	atk  *simAttacker
+	sc   *Conn
+	c    *quicgo.Conn
+	done <-chan struct{}
 }
 
 // TestMigrationForwardedCopyDoesNotHijack: a copy of a client packet
@@ -392,25 +270,21 @@ type copiedTransfer struct {
 // before validation of the attacker's address could succeed; nothing is
 // lost.
 func TestMigrationForwardedCopyDoesNotHijack(t *testing.T) {
-	x := startCopiedTransfer(t, false, 256<<10)
-	srv, relay, sc := x.srv, x.relay, x.sc
-	<-x.done
-	if got, want := sc.RemoteAddr().String(), relay.genuine.LocalAddr().String(); got != want {
-		t.Fatalf("the server sends to %s, want the client's real address %s", got, want)
-	}
-	if relay.toAtk.Load() == 0 {
-		t.Error("the server never sent to the attacker's address: the copy did not move it")
-	}
-	st := srv.tr.AddressValidationStats()
-	if st.PathMigrations != 1 {
-		t.Errorf("%d migrations counted, want 1 (to the attacker; the return is not a migration)", st.PathMigrations)
-	}
-	sc.mu.Lock()
-	validating := sc.path.validating
-	sc.mu.Unlock()
-	if validating {
-		t.Error("the server still validates a path after returning to the validated one")
-	}
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		x := startCopiedTransfer(t, s, false, 256<<10)
+		<-x.done
+		if got, want := x.sc.RemoteAddr().String(), simClientAddr(1).String(); got != want {
+			t.Fatalf("the server sends to %s, want the client's real address %s", got, want)
+		}
+		if x.atk.toAtk.Load() == 0 {
+			t.Error("the server never sent to the attacker's address: the copy did not move it")
+		}
+		// One migration, to the attacker; the return is not a migration.
+		checkMigrations(t, x.srv, 1, 0)
+		if !validated(x.sc) {
+			t.Error("the server still validates a path after returning to the validated one")
+		}
+	})
 }
 
 // TestMigrationValidationFailureFallsBack: the copy moves the server to an
@@ -418,107 +292,81 @@ func TestMigrationForwardedCopyDoesNotHijack(t *testing.T) {
 // back; validation times out, the server returns to the last validated
 // address, and the connection works once the client's packets flow again.
 func TestMigrationValidationFailureFallsBack(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for a path validation timeout (about 3 s)")
-	}
-	x := startCopiedTransfer(t, true, 64<<10)
-	srv, relay, sc := x.srv, x.relay, x.sc
-	waitFor(t, "the server to move to the attacker's address", func() bool {
-		return sc.RemoteAddr().String() == relay.attacker.LocalAddr().String()
-	})
-	waitFor(t, "the validation to fail", func() bool {
-		return srv.tr.AddressValidationStats().PathValidationFailures == 1
-	})
-	if got, want := sc.RemoteAddr().String(), relay.genuine.LocalAddr().String(); got != want {
-		t.Fatalf("after the failed validation the server sends to %s, want %s", got, want)
-	}
-	relay.set(false, false)
-	<-x.done
-	echoOver(t, x.ctx, x.c, 16<<10)
-}
-
-// churnRelay forwards a client's datagrams to the server from one of
-// several sockets, moving to another every `every` datagrams while churn
-// is on (a NAT that keeps rebinding the client, sometimes back to an
-// earlier port), and sends the server's answers back to the client
-// whichever socket they reach.
-type churnRelay struct {
-	front   *net.UDPConn
-	outs    []*net.UDPConn
-	server  net.Addr
-	client  atomic.Pointer[net.Addr]
-	current atomic.Int32
-	churn   atomic.Bool
-}
-
-func newChurnRelay(t *testing.T, server net.Addr, n int) *churnRelay {
-	r := &churnRelay{front: listenUDP(t), server: server}
-	for range n {
-		out := listenUDP(t)
-		r.outs = append(r.outs, out)
-		go func() {
-			b := make([]byte, 4096)
-			for {
-				k, _, err := out.ReadFrom(b)
-				if err != nil {
-					return
-				}
-				if c := r.client.Load(); c != nil {
-					_, _ = r.front.WriteTo(b[:k], *c)
-				}
-			}
-		}()
-	}
-	go func() {
-		const every = 20
-		b := make([]byte, 4096)
-		for i := 0; ; i++ {
-			k, from, err := r.front.ReadFrom(b)
-			if err != nil {
-				return
-			}
-			r.client.Store(&from)
-			if r.churn.Load() && i%every == 0 {
-				next := (i / every) * 7 % len(r.outs)
-				r.current.Store(int32(next))
-			}
-			_, _ = r.outs[r.current.Load()].WriteTo(b[:k], r.server)
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		x := startCopiedTransfer(t, s, true, 64<<10)
+		waitFor(t, "the server to move to the attacker's address", func() bool {
+			return x.sc.RemoteAddr().String() == x.atk.addr.String()
+		})
+		waitFor(t, "the validation to fail", func() bool {
+			return x.srv.tr.AddressValidationStats().PathValidationFailures == 1
+		})
+		if got, want := x.sc.RemoteAddr().String(), simClientAddr(1).String(); got != want {
+			t.Fatalf("after the failed validation the server sends to %s, want %s", got, want)
 		}
-	}()
-	return r
+		x.atk.set(false, false)
+		<-x.done
+		echoOver(t, x.ctx, x.c, 16<<10)
+	})
 }
 
 // TestMigrationChurn: the client's address changes every 20 datagrams
-// during 2 MiB of transfers, often back to an earlier one and often before
-// the previous validation completed. The connection survives, the data arrives intact, and the
-// server ends up on the client's last address with its path state bounded.
+// during 2 MiB of transfers (a NAT that keeps rebinding the client), often
+// back to an earlier one and often before the previous validation
+// completed. The connection survives, the data arrives intact, and the
+// server ends up on the client's last address with its path state
+// bounded.
 func TestMigrationChurn(t *testing.T) {
-	ctx := testCtx(t)
-	srv := startMigrationServer(t, ctx)
-	relay := newChurnRelay(t, srv.addr, 4)
-	_, c := dialQuicGo(t, ctx, listenUDP(t), relay.front.LocalAddr())
-	echoOver(t, ctx, c, 64<<10)
-	relay.churn.Store(true)
-	for range 4 {
-		echoOver(t, ctx, c, 512<<10)
-	}
-	relay.churn.Store(false)
-	echoOver(t, ctx, c, 64<<10) // on the final address
-	sc := srv.only(t)
-	if got, want := sc.RemoteAddr().String(), relay.outs[relay.current.Load()].LocalAddr().String(); got != want {
-		t.Errorf("the server sends to %s, want the client's last address %s", got, want)
-	}
-	st := srv.tr.AddressValidationStats()
-	t.Logf("%d migrations, %d failed validations", st.PathMigrations, st.PathValidationFailures)
-	if st.PathMigrations < 5 {
-		t.Errorf("only %d migrations counted; the churn did not happen", st.PathMigrations)
-	}
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if n := sc.cids.remote.ActiveCount(); n < 1 || n > remoteCIDLimit {
-		t.Errorf("%d peer connection IDs held", n)
-	}
-	if len(sc.pathResponses) > maxPathResponses {
-		t.Errorf("%d path responses queued", len(sc.pathResponses))
-	}
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.migrationServer()
+		tr, c := s.dialQuicGo(simClientAddr(1), srv.addr)
+		sock := tr.Conn.(*simnet.Conn)
+		var addrs []netip.AddrPort
+		for i := range 4 {
+			addrs = append(addrs, netip.AddrPortFrom(simClientAddr(1).Addr(), uint16(5000+i)))
+		}
+		var churn atomic.Bool
+		var mu sync.Mutex
+		sent := 0
+		s.tap(func(p *simnet.Packet) bool {
+			if p.From.Addr() != simClientAddr(1).Addr() {
+				return true
+			}
+			const every = 20
+			mu.Lock()
+			defer mu.Unlock()
+			if churn.Load() && sent%every == 0 {
+				p.From = addrs[(sent/every)*7%len(addrs)]
+				if err := sock.Rebind(p.From); err != nil {
+					panic(err)
+				}
+			}
+			sent++
+			return true
+		})
+		echoOver(t, ctx, c, 64<<10)
+		churn.Store(true)
+		for range 4 {
+			echoOver(t, ctx, c, 512<<10)
+		}
+		churn.Store(false)
+		echoOver(t, ctx, c, 64<<10) // on the final address
+		sc := srv.only(t)
+		if got, want := sc.RemoteAddr().String(), sock.AddrPort().String(); got != want {
+			t.Errorf("the server sends to %s, want the client's last address %s", got, want)
+		}
+		st := srv.tr.AddressValidationStats()
+		t.Logf("%d migrations, %d failed validations", st.PathMigrations, st.PathValidationFailures)
+		if st.PathMigrations < 5 {
+			t.Errorf("only %d migrations counted; the churn did not happen", st.PathMigrations)
+		}
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		if n := sc.cids.remote.ActiveCount(); n < 1 || n > remoteCIDLimit {
+			t.Errorf("%d peer connection IDs held", n)
+		}
+		if len(sc.pathResponses) > maxPathResponses {
+			t.Errorf("%d path responses queued", len(sc.pathResponses))
+		}
+	})
 }

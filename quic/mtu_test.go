@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/simnet"
 )
 
 // maxDatagramOf returns the datagram size a connection uses.
@@ -13,48 +15,6 @@ func maxDatagramOf(c *Conn) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.maxDatagram
-}
-
-// sizeRelay forwards datagrams between one client and a server, dropping
-// those longer than limit bytes (0: none) in both directions, as a path
-// with a narrow link would.
-type sizeRelay struct {
-	front, back *net.UDPConn
-	limit       atomic.Int64
-	dropped     atomic.Int64
-}
-
-func newSizeRelay(t *testing.T, server net.Addr, limit int) *sizeRelay {
-	r := &sizeRelay{front: listenUDP(t), back: listenUDP(t)}
-	r.limit.Store(int64(limit))
-	var client atomic.Pointer[net.Addr]
-	forward := func(from, to *net.UDPConn, dst func() net.Addr, learn bool) {
-		b := make([]byte, 4096)
-		for {
-			n, addr, err := from.ReadFrom(b)
-			if err != nil {
-				return
-			}
-			if learn {
-				client.Store(&addr)
-			}
-			if l := r.limit.Load(); l > 0 && int64(n) > l {
-				r.dropped.Add(1)
-				continue
-			}
-			if d := dst(); d != nil {
-				_, _ = to.WriteTo(b[:n], d)
-			}
-		}
-	}
-	go forward(r.front, r.back, func() net.Addr { return server }, true)
-	go forward(r.back, r.front, func() net.Addr {
-		if a := client.Load(); a != nil {
-			return *a
-		}
-		return nil
-	}, false)
-	return r
 }
 
 // dialOurs dials addr from a fresh socket with our client.
@@ -68,20 +28,26 @@ func dialOurs(t *testing.T, ctx context.Context, addr net.Addr, conf *Config) *C
 	return c
 }
 
+// withMTU returns simLink with datagrams above mtu dropped.
+func withMTU(mtu int) simnet.LinkConfig {
+	l := simLink
+	l.MTU = mtu
+	return l
+}
+
 func TestMTUDiscoveryReachesFullSize(t *testing.T) {
-	ctx := testCtx(t)
-	srv := startMigrationServer(t, ctx)
-	c := dialOurs(t, ctx, srv.addr, nil)
-	if !c.t.df {
-		t.Skip("the socket does not set don't-fragment here: no path MTU discovery")
-	}
-	echoOurs(t, ctx, c, 256<<10)
-	waitFor(t, "the client's datagrams to grow to the probe cap", func() bool { return maxDatagramOf(c) == maxProbeSize })
-	waitFor(t, "the server's datagrams to grow", func() bool { return maxDatagramOf(srv.only(t)) == maxProbeSize })
-	if cw := c.ConnectionStats().CongestionWindow; cw < 10*maxProbeSize {
-		t.Errorf("congestion window %d after the size change", cw)
-	}
-	echoOurs(t, ctx, c, 1<<20)
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.server(nil, nil)
+		c := s.dial(simClientAddr(1), srv.addr, nil)
+		echoOurs(t, ctx, c, 256<<10)
+		waitFor(t, "the client's datagrams to grow to the probe cap", func() bool { return maxDatagramOf(c) == maxProbeSize })
+		waitFor(t, "the server's datagrams to grow", func() bool { return maxDatagramOf(srv.only(t)) == maxProbeSize })
+		if cw := c.ConnectionStats().CongestionWindow; cw < 10*maxProbeSize {
+			t.Errorf("congestion window %d after the size change", cw)
+		}
+		echoOurs(t, ctx, c, 1<<20)
+	})
 }
 
 // TestMTUDiscoveryQuicGoPeers: quic-go's server acknowledges our probes,
@@ -108,55 +74,62 @@ func TestMTUDiscoveryQuicGoPeers(t *testing.T) {
 // TestMTUDiscoveryNarrowPath: a link that drops datagrams above 1300 bytes
 // leaves both sides just below it, and the transfer is unharmed.
 func TestMTUDiscoveryNarrowPath(t *testing.T) {
-	ctx := testCtx(t)
-	srv := startMigrationServer(t, ctx)
-	relay := newSizeRelay(t, srv.addr, 1300)
-	c := dialOurs(t, ctx, relay.front.LocalAddr(), nil)
-	if !c.t.df {
-		t.Skip("the socket does not set don't-fragment here: no path MTU discovery")
-	}
-	echoOurs(t, ctx, c, 1<<20)
-	inRange := func(n int) bool { return n > 1300-mtuSearchDone && n <= 1300 }
-	waitFor(t, "both sides to settle below 1300 bytes", func() bool {
-		return inRange(maxDatagramOf(c)) && inRange(maxDatagramOf(srv.only(t)))
+	simTest(t, withMTU(1300), func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.server(nil, nil)
+		c := s.dial(simClientAddr(1), srv.addr, nil)
+		echoOurs(t, ctx, c, 512<<10)
+		inRange := func(n int) bool { return n > 1300-mtuSearchDone && n <= 1300 }
+		waitFor(t, "both sides to settle below 1300 bytes", func() bool {
+			return inRange(maxDatagramOf(c)) && inRange(maxDatagramOf(srv.only(t)))
+		})
+		if s.net.Stats().TooBig == 0 {
+			t.Error("no probe was too large for the link")
+		}
+		echoOurs(t, ctx, c, 512<<10)
+		if !inRange(maxDatagramOf(c)) || !inRange(maxDatagramOf(srv.only(t))) {
+			t.Errorf("after another transfer the sizes are %d and %d", maxDatagramOf(c), maxDatagramOf(srv.only(t)))
+		}
 	})
-	if relay.dropped.Load() == 0 {
-		t.Error("no probe was too large for the link")
-	}
-	echoOurs(t, ctx, c, 1<<20)
-	// A burst of congestion losses may look like a black hole for a
-	// moment; the size that failed is retested at once.
-	waitFor(t, "the client to stay just below 1300 bytes", func() bool { return inRange(maxDatagramOf(c)) })
 }
 
 // TestMTUBlackHoleFallsBack: after both sides moved to 1452-byte datagrams
 // the link starts dropping everything above 1300 bytes; the transfer in
 // progress still completes, and both sides settle below the new limit.
 func TestMTUBlackHoleFallsBack(t *testing.T) {
-	ctx := testCtx(t)
-	srv := startMigrationServer(t, ctx)
-	relay := newSizeRelay(t, srv.addr, 0)
-	c := dialOurs(t, ctx, relay.front.LocalAddr(), &Config{MaxIdleTimeout: 20 * time.Second})
-	if !c.t.df {
-		t.Skip("the socket does not set don't-fragment here: no path MTU discovery")
-	}
-	echoOurs(t, ctx, c, 256<<10)
-	waitFor(t, "both sides at full size", func() bool {
-		return maxDatagramOf(c) == maxProbeSize && maxDatagramOf(srv.only(t)) == maxProbeSize
-	})
-	relay.limit.Store(1300)
-	echoOurs(t, ctx, c, 2<<20)
-	waitFor(t, "both sides below the new limit", func() bool {
-		return maxDatagramOf(c) <= 1300 && maxDatagramOf(srv.only(t)) <= 1300
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.server(nil, nil)
+		c := s.dial(simClientAddr(1), srv.addr, &Config{MaxIdleTimeout: 20 * time.Second})
+		echoOurs(t, ctx, c, 256<<10)
+		waitFor(t, "both sides at full size", func() bool {
+			return maxDatagramOf(c) == maxProbeSize && maxDatagramOf(srv.only(t)) == maxProbeSize
+		})
+		s.net.SetPath(simClientAddr(1).Addr(), simServerAddr.Addr(), withMTU(1300))
+		echoOurs(t, ctx, c, 1<<20)
+		waitFor(t, "both sides below the new limit", func() bool {
+			return maxDatagramOf(c) <= 1300 && maxDatagramOf(srv.only(t)) <= 1300
+		})
+		if s.net.Stats().TooBig == 0 {
+			t.Error("the link dropped nothing")
+		}
 	})
 }
 
 func TestMTUDiscoveryDisabled(t *testing.T) {
-	ctx := testCtx(t)
-	srv := startMigrationServer(t, ctx)
-	c := dialOurs(t, ctx, srv.addr, &Config{DisablePathMTUDiscovery: true})
-	echoOurs(t, ctx, c, 512<<10)
-	if n := maxDatagramOf(c); n != maxPacketSize {
-		t.Errorf("datagrams grew to %d bytes with discovery disabled", n)
-	}
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		srv := s.server(nil, nil)
+		c := s.dial(simClientAddr(1), srv.addr, &Config{DisablePathMTUDiscovery: true})
+		var largest atomic.Int64
+		s.tap(func(p *simnet.Packet) bool {
+			if p.From == simClientAddr(1) && int64(len(p.Data)) > largest.Load() {
+				largest.Store(int64(len(p.Data))) // one writer: the client's goroutine
+			}
+			return true
+		})
+		echoOurs(t, s.ctx(), c, 512<<10)
+		if n := maxDatagramOf(c); n != maxPacketSize || largest.Load() != maxPacketSize {
+			t.Errorf("datagrams grew to %d bytes (%d on the wire) with discovery disabled", n, largest.Load())
+		}
+	})
 }

@@ -4,16 +4,19 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"syscall"
 
 	"github.com/turboretry/turboretry/internal/udpio"
 )
 
 // writeDatagrams sends the datagrams one run of the event loop built, in
 // one sendmmsg call where the socket allows (internal/udpio), else one
-// WriteTo each. Send errors count as packet loss. Called by run only.
-func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) {
+// WriteTo each. Transient send errors count as packet loss; it returns the
+// first other error on the connection's own path (see fatalSendError),
+// after which the connection cannot go on. Called by run only.
+func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) error {
 	if len(writes) == 0 {
-		return
+		return nil
 	}
 	defer func() {
 		for _, d := range writes {
@@ -24,14 +27,12 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) {
 	}()
 	ap, ok := addrPort(c.remote)
 	if (len(writes) == 1 && writes[0].ecn == udpio.ECNNotECT) || !ok || anyElsewhere(writes) {
-		c.writeEach(writes, sendT)
-		return
+		return c.writeEach(writes, sendT)
 	}
 	b := sendT.getSendBatch()
 	defer sendT.sendBatches.Put(b)
 	if b.w == nil {
-		c.writeEach(writes, sendT)
-		return
+		return c.writeEach(writes, sendT)
 	}
 	msgs := b.msgs[:0]
 	if sendT.gso {
@@ -41,22 +42,29 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) {
 			msgs = append(msgs, udpio.Message{Buf: d.b, Addr: ap, ECN: d.ecn})
 		}
 	}
+	var fatal error
 	for rest := msgs; len(rest) > 0; {
 		n, err := b.w.WriteBatch(rest)
-		if err == nil {
+		if err == nil || isClosedErr(err) {
 			break
 		}
-		if n >= len(rest) || isClosedErr(err) {
+		if fatalSendError(err) {
+			fatal = err
+			break
+		}
+		if n >= len(rest) {
 			break
 		}
 		rest = rest[n+1:] // drop the datagram that failed, as a loss
 	}
 	clear(msgs)
 	b.msgs = msgs[:0]
+	return fatal
 }
 
-// writeEach sends the datagrams one WriteTo each.
-func (c *Conn) writeEach(writes []outDatagram, sendT *Transport) {
+// writeEach sends the datagrams one WriteTo each; it returns what
+// writeDatagrams does.
+func (c *Conn) writeEach(writes []outDatagram, sendT *Transport) error {
 	for _, d := range writes {
 		to, via := d.to, d.via
 		if to == nil {
@@ -65,9 +73,37 @@ func (c *Conn) writeEach(writes []outDatagram, sendT *Transport) {
 		if via == nil {
 			via = sendT
 		}
-		via.write(d.b, to)
+		// A failure elsewhere (a probe of another path, an answer to a
+		// probing address) says nothing of the path in use.
+		if err := via.write(d.b, to); d.to == nil && d.via == nil && fatalSendError(err) {
+			return err
+		}
 	}
+	return nil
 }
+
+// fatalSendError reports whether a send error means the path is unusable,
+// as when the socket or its interface went away, rather than one lost
+// datagram: too large for the interface (a path MTU probe), a full socket
+// buffer, a refusal reported by an earlier ICMP message. A closed socket
+// is left to the Transport, whose read loop closes it and so every
+// connection on it with ErrTransportClosed.
+func fatalSendError(err error) bool {
+	switch {
+	case err == nil, isClosedErr(err),
+		errors.Is(err, syscall.EMSGSIZE), errors.Is(err, syscall.ENOBUFS),
+		errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.ECONNREFUSED):
+		return false
+	}
+	return true
+}
+
+// sendError is the close error of a connection whose socket failed to send
+// (fatalSendError); it matches the socket's error and net.ErrClosed.
+type sendError struct{ err error }
+
+func (e *sendError) Error() string   { return "quic: sending failed: " + e.err.Error() }
+func (e *sendError) Unwrap() []error { return []error{e.err, net.ErrClosed} }
 
 // sendBatch is what one batched write needs: the socket's batching writer,
 // its messages and the GSO buffer. A Transport pools them, so a

@@ -4,69 +4,122 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
+	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/simnet"
 )
 
-func TestHandshakeTimeout(t *testing.T) {
-	ctx := testCtx(t)
-	silent := listenUDP(t) // reads nothing, answers nothing
-	_, err := DialAddr(ctx, silent.LocalAddr().String(), clientTLS(t), &Config{HandshakeIdleTimeout: 200 * time.Millisecond})
-	var he *HandshakeTimeoutError
-	if !errors.As(err, &he) || !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("got %v, want HandshakeTimeoutError", err)
+var simLink = simnet.LinkConfig{Delay: 5 * time.Millisecond}
+
+// sendTimes records when datagrams leave from, in virtual time since the
+// call.
+func (s *sim) sendTimes(from netip.AddrPort) func() []time.Duration {
+	start := time.Now()
+	var mu sync.Mutex
+	var times []time.Duration
+	s.tap(func(p *simnet.Packet) bool {
+		if p.From == from {
+			mu.Lock()
+			times = append(times, time.Since(start))
+			mu.Unlock()
+		}
+		return true
+	})
+	return func() []time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(times)
 	}
+}
+
+// TestHandshakeTimeout: against a server that never answers, the client
+// retransmits its Initial flight on PTO (after 1 s, then 2 s later: the
+// initial RTT of 333 ms, doubled per PTO) and gives up exactly when the
+// handshake idle timeout expires.
+func TestHandshakeTimeout(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		silent := s.socket(simServerAddr) // reads nothing, answers nothing
+		sent := s.sendTimes(simClientAddr(1))
+		start := time.Now()
+		tr := s.transport(simClientAddr(1))
+		_, err := tr.Dial(s.ctx(), silent.LocalAddr(), clientTLS(t), &Config{HandshakeIdleTimeout: 5 * time.Second})
+		var he *HandshakeTimeoutError
+		if !errors.As(err, &he) || !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("got %v, want HandshakeTimeoutError", err)
+		}
+		if took := time.Since(start); took != 5*time.Second {
+			t.Errorf("gave up after %v, want the 5 s handshake idle timeout", took)
+		}
+		flights := slices.Compact(sent())
+		if want := []time.Duration{0, 999 * time.Millisecond, 2997 * time.Millisecond}; !slices.Equal(flights, want) {
+			t.Errorf("Initial flights sent at %v, want %v", flights, want)
+		}
+	})
 }
 
 func TestDialContextCanceled(t *testing.T) {
-	ctx := testCtx(t)
-	silent := listenUDP(t)
-	dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	_, err := DialAddr(dctx, silent.LocalAddr().String(), clientTLS(t), nil)
-	if !errors.Is(err, dctx.Err()) || err == nil {
-		t.Fatalf("got %v, want the context's error", err)
-	}
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		silent := s.socket(simServerAddr)
+		start := time.Now()
+		dctx, cancel := context.WithTimeout(s.ctx(), 100*time.Millisecond)
+		defer cancel()
+		_, err := s.transport(simClientAddr(1)).Dial(dctx, silent.LocalAddr(), clientTLS(t), nil)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v, want the context's error", err)
+		}
+		if took := time.Since(start); took != 100*time.Millisecond {
+			t.Errorf("Dial returned after %v, want 100ms", took)
+		}
+	})
 }
 
 func TestStreamDeadlines(t *testing.T) {
-	ctx := testCtx(t)
-	ln, err := ListenAddr("127.0.0.1:0", serverTLS(t), &Config{InitialStreamReceiveWindow: 10000, MaxStreamReceiveWindow: 10000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := DialAddr(ctx, ln.Addr().String(), clientTLS(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseWithError(0, "")
-	s, err := c.OpenStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Nothing to read: the read deadline expires.
-	if err := s.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.Read(make([]byte, 1))
-	var ne net.Error
-	if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &ne) || !ne.Timeout() {
-		t.Fatalf("read: %v", err)
-	}
-	// The server never reads: flow control and our send buffer fill up,
-	// and the write deadline expires.
-	if err := s.SetWriteDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.Write(make([]byte, 4<<20))
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("write: %v", err)
-	}
-	// A deadline in the past fails at once; clearing it works again.
-	_ = s.SetDeadline(time.Now().Add(-time.Second))
-	if _, err := s.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("read with past deadline: %v", err)
-	}
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		// A server that accepts no streams and reads nothing.
+		ln, err := s.transport(simServerAddr).Listen(serverTLS(t), &Config{InitialStreamReceiveWindow: 10000, MaxStreamReceiveWindow: 10000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := s.dial(simClientAddr(1), ln.Addr(), nil)
+		st, err := c.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Nothing to read: the read deadline expires, at its time.
+		start := time.Now()
+		if err := st.SetReadDeadline(start.Add(50 * time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		_, err = st.Read(make([]byte, 1))
+		var ne net.Error
+		if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("read: %v", err)
+		}
+		if took := time.Since(start); took != 50*time.Millisecond {
+			t.Errorf("read returned after %v, want 50ms", took)
+		}
+		// Flow control and our send buffer fill up, and the write deadline
+		// expires.
+		start = time.Now()
+		if err := st.SetWriteDeadline(start.Add(100 * time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		_, err = st.Write(make([]byte, 4<<20))
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("write: %v", err)
+		}
+		if took := time.Since(start); took != 100*time.Millisecond {
+			t.Errorf("write returned after %v, want 100ms", took)
+		}
+		// A deadline in the past fails at once; clearing it works again.
+		_ = st.SetDeadline(time.Now().Add(-time.Second))
+		if _, err := st.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("read with past deadline: %v", err)
+		}
+	})
 }

@@ -146,6 +146,8 @@ func (t *Transport) initWithCIDLen(cidLen int) error {
 			if caps, err := udpio.Setup(uc, udpio.Config{}); err == nil {
 				t.gso, t.gro, t.df, t.ecn = caps.GSO, caps.GRO, caps.DontFragment, caps.ECN
 			}
+		} else if d, ok := t.Conn.(dontFragmenter); ok {
+			t.df = d.dontFragment()
 		}
 		t.handlers = make(map[string]*Conn)
 		t.resetTokens = make(map[[16]byte]*Conn)
@@ -155,6 +157,11 @@ func (t *Transport) initWithCIDLen(cidLen int) error {
 	})
 	return t.initErr
 }
+
+// dontFragmenter is a socket other than a *net.UDPConn whose datagrams are
+// never fragmented (the tests' simulated network): path MTU discovery runs
+// on it.
+type dontFragmenter interface{ dontFragment() bool }
 
 func (t *Transport) readLoop() {
 	defer close(t.readDone)
@@ -331,9 +338,11 @@ func (t *Transport) handleDatagram(p receivedPacket) {
 	putBuffer(p.buf)
 }
 
-// write sends one datagram; errors are treated as packet loss.
-func (t *Transport) write(b []byte, addr net.Addr) {
-	_, _ = t.Conn.WriteTo(b, addr)
+// write sends one datagram. Connections act on its error (writeDatagrams);
+// for the stateless answers of the Transport a failure is a lost datagram.
+func (t *Transport) write(b []byte, addr net.Addr) error {
+	_, err := t.Conn.WriteTo(b, addr)
+	return err
 }
 
 // newConnID returns a connection ID of our length not in use, from the

@@ -6,91 +6,75 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
-	"net"
+	"net/netip"
 	"sync"
 	"testing"
 
 	quicgo "github.com/quic-go/quic-go"
+	"github.com/turboretry/turboretry/internal/simnet"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
-// holdRelay relays between one client and a server and, while holding,
-// keeps back the server's datagrams that carry a Handshake packet. The
-// client then cannot complete the handshake, so whatever it sends is 0-RTT,
-// and the server cannot complete it either (it needs the client's Finished).
-type holdRelay struct {
-	down, up *net.UDPConn
+// handshakeHold keeps back, while holding, the server's datagrams to the
+// client that carry a Handshake packet. The client then cannot complete
+// the handshake, so whatever it sends is 0-RTT, and the server cannot
+// complete it either (it needs the client's Finished).
+type handshakeHold struct {
+	s      *sim
+	server netip.AddrPort
 
 	mu      sync.Mutex
-	client  net.Addr
 	holding bool
-	held    [][]byte
+	held    []simnet.Packet
 	// shortPassed counts the server's short-header (1-RTT) datagrams
 	// passed on while holding.
 	shortPassed int
 }
 
-func newHoldRelay(t *testing.T, server net.Addr) *holdRelay {
-	r := &holdRelay{down: listenUDP(t), up: listenUDP(t)}
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := r.down.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			r.mu.Lock()
-			r.client = from
-			r.mu.Unlock()
-			_, _ = r.up.WriteTo(buf[:n], server)
+// holdHandshake installs a handshakeHold for the server at server.
+func (s *sim) holdHandshake(server netip.AddrPort) *handshakeHold {
+	h := &handshakeHold{s: s, server: server}
+	s.tap(func(p *simnet.Packet) bool {
+		if p.From != server {
+			return true
 		}
-	}()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, _, err := r.up.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			pkt := append([]byte(nil), buf[:n]...)
-			r.mu.Lock()
-			c := r.client
-			hold := r.holding && hasHandshakePacket(pkt)
-			if hold {
-				r.held = append(r.held, pkt)
-			} else if r.holding && len(pkt) > 0 && pkt[0]&0x80 == 0 {
-				r.shortPassed++
-			}
-			r.mu.Unlock()
-			if c != nil && !hold {
-				_, _ = r.down.WriteTo(pkt, c)
-			}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		switch {
+		case !h.holding:
+		case hasHandshakePacket(p.Data):
+			h.held = append(h.held, *p)
+			return false
+		case p.Data[0]&0x80 == 0:
+			h.shortPassed++
 		}
-	}()
-	return r
+		return true
+	})
+	return h
 }
 
-func (r *holdRelay) hold() {
-	r.mu.Lock()
-	r.holding = true
-	r.mu.Unlock()
+func (h *handshakeHold) hold() {
+	h.mu.Lock()
+	h.holding = true
+	h.mu.Unlock()
 }
 
-func (r *holdRelay) release() {
-	r.mu.Lock()
-	r.holding = false
-	held, c := r.held, r.client
-	r.held = nil
-	r.mu.Unlock()
+// release stops holding and sends what was held, in order.
+func (h *handshakeHold) release() {
+	h.mu.Lock()
+	h.holding = false
+	held := h.held
+	h.held = nil
+	h.mu.Unlock()
 	for _, p := range held {
-		_, _ = r.down.WriteTo(p, c)
+		h.s.net.Inject(p, h.s.net.Link(p.From.Addr(), p.To.Addr()).Delay)
 	}
 }
 
-func (r *holdRelay) shortPassedCount() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.shortPassed
+func (h *handshakeHold) shortPassedCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.shortPassed
 }
 
 func hasHandshakePacket(d []byte) bool {
@@ -207,154 +191,172 @@ func recvResult(t *testing.T, ctx context.Context, ch <-chan earlyResult) earlyR
 	return earlyResult{}
 }
 
+// serverTransport is a Transport at simServerAddr, closed when the test
+// ends, with av for its address validation.
+func (s *sim) serverTransport(av *AddressValidationConfig) *Transport {
+	tr := &Transport{Conn: s.socket(simServerAddr), AddressValidation: av}
+	s.t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
+// quicGoTransport is quic-go's Transport on a new endpoint at addr, closed
+// when the test ends.
+func (s *sim) quicGoTransport(addr netip.AddrPort) *quicgo.Transport {
+	tr := &quicgo.Transport{Conn: s.socket(addr).Conn}
+	s.t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
 // TestZeroRTTWithNewToken: quic-go resumes with a NEW_TOKEN token and a
 // session ticket to an AlwaysRetry server. It skips the Retry, its 0-RTT
 // stream data is accepted, and the server reads it while the server's
 // Handshake packets are still held back (before handshake completion).
 func TestZeroRTTWithNewToken(t *testing.T) {
-	ctx := testCtx(t)
-	tr := &Transport{Conn: listenUDP(t), AddressValidation: &AddressValidationConfig{Policy: AlwaysRetry()}}
-	defer tr.Close()
-	_, results := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true}, serverTLS(t))
-	relay := newHoldRelay(t, tr.Conn.LocalAddr())
-	ctls := clientTLS(t)
-	cache := newNotifyingSessionCache()
-	ctls.ClientSessionCache = cache
-	store := &notifyingQuicGoStore{TokenStore: quicgo.NewLRUTokenStore(4, 4), put: make(chan struct{}, 16)}
-	qconf := &quicgo.Config{TokenStore: store}
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		tr := s.serverTransport(&AddressValidationConfig{Policy: AlwaysRetry()})
+		_, results := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true}, serverTLS(t))
+		hold := s.holdHandshake(simServerAddr)
+		ctls := clientTLS(t)
+		cache := newNotifyingSessionCache()
+		ctls.ClientSessionCache = cache
+		store := &notifyingQuicGoStore{TokenStore: quicgo.NewLRUTokenStore(4, 4), put: make(chan struct{}, 16)}
+		qconf := &quicgo.Config{TokenStore: store}
+		qtr := s.quicGoTransport(simClientAddr(1))
 
-	c, err := quicgo.DialAddr(ctx, relay.down.LocalAddr().String(), ctls, qconf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.OpenStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	echoCheck(t, s, []byte("first, full handshake"))
-	recvResult(t, ctx, results)
-	// Under load the packet with the ticket or the token may be lost and
-	// come after the echo: wait for both.
-	waitSignal(t, ctx, cache.put, "session ticket")
-	waitSignal(t, ctx, store.put, "NEW_TOKEN token")
-	_ = c.CloseWithError(0, "")
-	retries := tr.AddressValidationStats().RetriesSent
+		c, err := qtr.Dial(ctx, tr.Conn.LocalAddr(), ctls, qconf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		echoCheck(t, st, []byte("first, full handshake"))
+		recvResult(t, ctx, results)
+		waitSignal(t, ctx, cache.put, "session ticket")
+		waitSignal(t, ctx, store.put, "NEW_TOKEN token")
+		_ = c.CloseWithError(0, "")
+		retries := tr.AddressValidationStats().RetriesSent
 
-	relay.hold()
-	c, err = quicgo.DialAddrEarly(ctx, relay.down.LocalAddr().String(), ctls, qconf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseWithError(0, "")
-	s, err = c.OpenStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := []byte("early data")
-	if _, err := s.Write(msg); err != nil {
-		t.Fatal(err)
-	}
-	_ = s.Close()
-	r := recvResult(t, ctx, results)
-	relay.release()
-	if string(r.data) != string(msg) || !r.beforeDone || !r.used0RTT || r.packets0RTT == 0 {
-		t.Fatalf("server read %q, before handshake completion %v, Used0RTT %v, %d 0-RTT packets", r.data, r.beforeDone, r.used0RTT, r.packets0RTT)
-	}
-	got, err := io.ReadAll(s)
-	if err != nil || string(got) != string(msg) {
-		t.Fatalf("echo %q, %v", got, err)
-	}
-	if !c.ConnectionState().Used0RTT {
-		t.Fatal("quic-go says 0-RTT was not used")
-	}
-	st := tr.AddressValidationStats()
-	if retries == 0 || st.RetriesSent != retries || st.TokensAccepted["host/new_token"] != 1 {
-		t.Fatalf("stats %+v (first connection: %d Retries), want no Retry for the resumed one", st, retries)
-	}
+		hold.hold()
+		c, err = qtr.DialEarly(ctx, tr.Conn.LocalAddr(), ctls, qconf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseWithError(0, "")
+		st, err = c.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := []byte("early data")
+		if _, err := st.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		_ = st.Close()
+		r := recvResult(t, ctx, results)
+		hold.release()
+		if string(r.data) != string(msg) || !r.beforeDone || !r.used0RTT || r.packets0RTT == 0 {
+			t.Fatalf("server read %q, before handshake completion %v, Used0RTT %v, %d 0-RTT packets", r.data, r.beforeDone, r.used0RTT, r.packets0RTT)
+		}
+		got, err := io.ReadAll(st)
+		if err != nil || string(got) != string(msg) {
+			t.Fatalf("echo %q, %v", got, err)
+		}
+		if !c.ConnectionState().Used0RTT {
+			t.Fatal("quic-go says 0-RTT was not used")
+		}
+		stats := tr.AddressValidationStats()
+		if retries == 0 || stats.RetriesSent != retries || stats.TokensAccepted["host/new_token"] != 1 {
+			t.Fatalf("stats %+v (first connection: %d Retries), want no Retry for the resumed one", stats, retries)
+		}
+	})
 }
 
 // TestZeroRTTRejected: a server without Allow0RTT rejects the early data
 // of a ticket that allowed it; quic-go learns it, and after NextConnection
 // the connection works, the server never having seen the early data.
 func TestZeroRTTRejected(t *testing.T) {
-	ctx := testCtx(t)
-	stls := serverTLS(t)
-	stls.SetSessionTicketKeys([][32]byte{{1, 2, 3}})
-	trA := &Transport{Conn: listenUDP(t)}
-	defer trA.Close()
-	_, resA := earlyEchoServer(t, ctx, trA, &Config{Allow0RTT: true}, stls)
-	trB := &Transport{Conn: listenUDP(t)}
-	defer trB.Close()
-	_, resB := earlyEchoServer(t, ctx, trB, &Config{}, stls)
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		stls := serverTLS(t)
+		stls.SetSessionTicketKeys([][32]byte{{1, 2, 3}})
+		serverB := netip.AddrPortFrom(simServerAddr.Addr(), 8443)
+		trA := s.serverTransport(nil)
+		_, resA := earlyEchoServer(t, ctx, trA, &Config{Allow0RTT: true}, stls)
+		trB := s.transport(serverB)
+		_, resB := earlyEchoServer(t, ctx, trB, &Config{}, stls)
+		qtr := s.quicGoTransport(simClientAddr(1))
 
-	ctls := clientTLS(t)
-	cache := newNotifyingSessionCache()
-	ctls.ClientSessionCache = cache
-	c, err := quicgo.DialAddr(ctx, trA.Conn.LocalAddr().String(), ctls, &quicgo.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.OpenStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	echoCheck(t, s, []byte("ticket allowing early data"))
-	recvResult(t, ctx, resA)
-	waitSignal(t, ctx, cache.put, "session ticket")
-	_ = c.CloseWithError(0, "")
+		ctls := clientTLS(t)
+		cache := newNotifyingSessionCache()
+		ctls.ClientSessionCache = cache
+		c, err := qtr.Dial(ctx, trA.Conn.LocalAddr(), ctls, &quicgo.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		echoCheck(t, st, []byte("ticket allowing early data"))
+		recvResult(t, ctx, resA)
+		waitSignal(t, ctx, cache.put, "session ticket")
+		_ = c.CloseWithError(0, "")
 
-	// The relay keeps the client from completing the handshake (and
-	// learning of the rejection) before it wrote its early data.
-	relay := newHoldRelay(t, trB.Conn.LocalAddr())
-	relay.hold()
-	c, err = quicgo.DialAddrEarly(ctx, relay.down.LocalAddr().String(), ctls, &quicgo.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseWithError(0, "")
-	s, err = c.OpenStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Write([]byte("rejected early data")); err != nil {
-		t.Fatal(err)
-	}
-	_ = s.Close()
-	relay.release()
-	select {
-	case <-c.HandshakeComplete():
-	case <-ctx.Done():
-		t.Fatal("no handshake")
-	}
-	if c.ConnectionState().Used0RTT {
-		t.Fatal("0-RTT was accepted")
-	}
-	if _, err := c.OpenStream(); !errors.Is(err, quicgo.Err0RTTRejected) {
-		t.Fatalf("OpenStream after rejection: %v, want Err0RTTRejected", err)
-	}
-	c, err = c.NextConnection(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err = c.OpenStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := []byte("after rejection")
-	if _, err := s.Write(msg); err != nil {
-		t.Fatal(err)
-	}
-	_ = s.Close()
-	r := recvResult(t, ctx, resB)
-	if string(r.data) != string(msg) || r.used0RTT || r.packets0RTT != 0 {
-		t.Fatalf("server read %q (Used0RTT %v, %d 0-RTT packets), want only the 1-RTT data", r.data, r.used0RTT, r.packets0RTT)
-	}
+		// The hold keeps the client from completing the handshake (and
+		// learning of the rejection) before it wrote its early data.
+		hold := s.holdHandshake(serverB)
+		hold.hold()
+		c, err = qtr.DialEarly(ctx, trB.Conn.LocalAddr(), ctls, &quicgo.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseWithError(0, "")
+		st, err = c.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Write([]byte("rejected early data")); err != nil {
+			t.Fatal(err)
+		}
+		_ = st.Close()
+		hold.release()
+		select {
+		case <-c.HandshakeComplete():
+		case <-ctx.Done():
+			t.Fatal("no handshake")
+		}
+		if c.ConnectionState().Used0RTT {
+			t.Fatal("0-RTT was accepted")
+		}
+		if _, err := c.OpenStream(); !errors.Is(err, quicgo.Err0RTTRejected) {
+			t.Fatalf("OpenStream after rejection: %v, want Err0RTTRejected", err)
+		}
+		c, err = c.NextConnection(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err = c.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := []byte("after rejection")
+		if _, err := st.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		_ = st.Close()
+		r := recvResult(t, ctx, resB)
+		if string(r.data) != string(msg) || r.used0RTT || r.packets0RTT != 0 {
+			t.Fatalf("server read %q (Used0RTT %v, %d 0-RTT packets), want only the 1-RTT data", r.data, r.used0RTT, r.packets0RTT)
+		}
+	})
 }
 
-// TestZeroRTTOurClient: our client resumes with DialAddrEarly and a
-// NEW_TOKEN token; its early stream data reaches the server in 0-RTT
-// packets before the handshake completes, with no Retry. Against a server
-// that rejects early data the same data arrives in 1-RTT.
+// TestZeroRTTOurClient: our client resumes with DialEarly and a NEW_TOKEN
+// token; its early stream data reaches the server in 0-RTT packets before
+// the handshake completes, with no Retry. Against a server that rejects
+// early data the same data arrives in 1-RTT.
 func TestZeroRTTOurClient(t *testing.T) {
 	for _, accept := range []bool{true, false} {
 		name := "accepted"
@@ -362,97 +364,100 @@ func TestZeroRTTOurClient(t *testing.T) {
 			name = "rejected"
 		}
 		t.Run(name, func(t *testing.T) {
-			ctx := testCtx(t)
-			stls := serverTLS(t)
-			stls.SetSessionTicketKeys([][32]byte{{4, 5, 6}})
-			av := &AddressValidationConfig{Policy: AlwaysRetry(), TokenSecret: testTokenSecret}
-			trA := &Transport{Conn: listenUDP(t), AddressValidation: av}
-			defer trA.Close()
-			_, resA := earlyEchoServer(t, ctx, trA, &Config{Allow0RTT: true}, stls)
-			trB := trA
-			resB := resA
-			if !accept {
-				trB = &Transport{Conn: listenUDP(t), AddressValidation: av}
-				defer trB.Close()
-				_, resB = earlyEchoServer(t, ctx, trB, &Config{}, stls)
-			}
-			ctls := clientTLS(t)
-			cache := newNotifyingSessionCache()
-			ctls.ClientSessionCache = cache
-			store := newNotifyingStore()
-			conf := &Config{TokenStore: store}
+			simTest(t, simLink, func(t *testing.T, s *sim) {
+				ctx := s.ctx()
+				stls := serverTLS(t)
+				stls.SetSessionTicketKeys([][32]byte{{4, 5, 6}})
+				av := &AddressValidationConfig{Policy: AlwaysRetry(), TokenSecret: testTokenSecret}
+				trA := s.serverTransport(av)
+				_, resA := earlyEchoServer(t, ctx, trA, &Config{Allow0RTT: true}, stls)
+				trB, resB := trA, resA
+				if !accept {
+					trB = &Transport{Conn: s.socket(netip.AddrPortFrom(simServerAddr.Addr(), 8443)), AddressValidation: av}
+					t.Cleanup(func() { trB.Close() })
+					_, resB = earlyEchoServer(t, ctx, trB, &Config{}, stls)
+				}
+				ctls := clientTLS(t)
+				cache := newNotifyingSessionCache()
+				ctls.ClientSessionCache = cache
+				store := newNotifyingStore()
+				conf := &Config{TokenStore: store}
+				ctr := s.transport(simClientAddr(1))
 
-			c, err := DialAddr(ctx, trA.Conn.LocalAddr().String(), ctls, conf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := c.OpenStream()
-			if err != nil {
-				t.Fatal(err)
-			}
-			echoCheck(t, s, []byte("first, full handshake"))
-			recvResult(t, ctx, resA)
-			waitSignal(t, ctx, cache.put, "session ticket")
-			waitPut(t, ctx, store)
-			_ = c.CloseWithError(0, "")
-			retries := trB.AddressValidationStats().RetriesSent
+				c, err := ctr.Dial(ctx, trA.Conn.LocalAddr(), ctls, conf)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st, err := c.OpenStream()
+				if err != nil {
+					t.Fatal(err)
+				}
+				echoCheck(t, st, []byte("first, full handshake"))
+				recvResult(t, ctx, resA)
+				waitSignal(t, ctx, cache.put, "session ticket")
+				waitPut(t, ctx, store)
+				_ = c.CloseWithError(0, "")
+				retries := trB.AddressValidationStats().RetriesSent
 
-			relay := newHoldRelay(t, trB.Conn.LocalAddr())
-			relay.hold()
-			c, err = DialAddrEarly(ctx, relay.down.LocalAddr().String(), ctls, conf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.CloseWithError(0, "")
-			select {
-			case <-c.HandshakeComplete():
-				t.Fatal("DialAddrEarly waited for the handshake")
-			default:
-			}
-			s, err = c.OpenStream()
-			if err != nil {
-				t.Fatal(err)
-			}
-			msg := []byte("early data from our client")
-			if _, err := s.Write(msg); err != nil {
-				t.Fatal(err)
-			}
-			_ = s.Close()
-			var r earlyResult
-			if accept {
-				r = recvResult(t, ctx, resB)
-				relay.release()
-			} else {
-				relay.release()
-				r = recvResult(t, ctx, resB)
-			}
-			if string(r.data) != string(msg) || r.used0RTT != accept || r.beforeDone != accept || (r.packets0RTT > 0) != accept {
-				t.Fatalf("server read %q, before handshake completion %v, Used0RTT %v, %d 0-RTT packets", r.data, r.beforeDone, r.used0RTT, r.packets0RTT)
-			}
-			got, err := io.ReadAll(s)
-			if err != nil || string(got) != string(msg) {
-				t.Fatalf("echo %q, %v", got, err)
-			}
-			if c.ConnectionState().Used0RTT != accept {
-				t.Fatalf("client Used0RTT = %v", c.ConnectionState().Used0RTT)
-			}
-			if accept && trB.AddressValidationStats().RetriesSent != retries {
-				t.Fatal("the resumed connection was retried")
-			}
+				hold := s.holdHandshake(trB.Conn.(simSocket).AddrPort())
+				hold.hold()
+				c, err = ctr.DialEarly(ctx, trB.Conn.LocalAddr(), ctls, conf)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.CloseWithError(0, "")
+				select {
+				case <-c.HandshakeComplete():
+					t.Fatal("DialEarly waited for the handshake")
+				default:
+				}
+				st, err = c.OpenStream()
+				if err != nil {
+					t.Fatal(err)
+				}
+				msg := []byte("early data from our client")
+				if _, err := st.Write(msg); err != nil {
+					t.Fatal(err)
+				}
+				_ = st.Close()
+				var r earlyResult
+				if accept {
+					r = recvResult(t, ctx, resB)
+					hold.release()
+				} else {
+					hold.release()
+					r = recvResult(t, ctx, resB)
+				}
+				if string(r.data) != string(msg) || r.used0RTT != accept || r.beforeDone != accept || (r.packets0RTT > 0) != accept {
+					t.Fatalf("server read %q, before handshake completion %v, Used0RTT %v, %d 0-RTT packets", r.data, r.beforeDone, r.used0RTT, r.packets0RTT)
+				}
+				got, err := io.ReadAll(st)
+				if err != nil || string(got) != string(msg) {
+					t.Fatalf("echo %q, %v", got, err)
+				}
+				if c.ConnectionState().Used0RTT != accept {
+					t.Fatalf("client Used0RTT = %v", c.ConnectionState().Used0RTT)
+				}
+				if accept && trB.AddressValidationStats().RetriesSent != retries {
+					t.Fatal("the resumed connection was retried")
+				}
+			})
 		})
 	}
 }
 
-// TestZeroRTTOurClientQuicGoServer: quic-go's server accepts our client's
-// 0-RTT packets.
-func TestZeroRTTOurClientQuicGoServer(t *testing.T) {
-	ctx := testCtx(t)
-	ln, err := quicgo.ListenAddrEarly("127.0.0.1:0", serverTLS(t), &quicgo.Config{Allow0RTT: true})
+// quicGoEarlyServer starts quic-go's early listener at simServerAddr; it
+// echoes each connection's first stream and reports there, on the
+// returned channel, whether the connection used 0-RTT and completed its
+// handshake.
+func (s *sim) quicGoEarlyServer(ctx context.Context) (*quicgo.EarlyListener, <-chan earlyServed) {
+	s.t.Helper()
+	ln, err := s.quicGoTransport(simServerAddr).ListenEarly(serverTLS(s.t), &quicgo.Config{Allow0RTT: true})
 	if err != nil {
-		t.Fatal(err)
+		s.t.Fatal(err)
 	}
-	defer ln.Close()
-	used := make(chan bool, 4)
+	s.t.Cleanup(func() { ln.Close() })
+	results := make(chan earlyServed, 4)
 	go func() {
 		for {
 			c, err := ln.Accept(ctx)
@@ -460,82 +465,103 @@ func TestZeroRTTOurClientQuicGoServer(t *testing.T) {
 				return
 			}
 			go func() {
-				s, err := c.AcceptStream(ctx)
+				st, err := c.AcceptStream(ctx)
 				if err != nil {
 					return
 				}
-				data, _ := io.ReadAll(s)
-				used <- c.ConnectionState().Used0RTT
-				_, _ = s.Write(data)
-				_ = s.Close()
+				data, _ := io.ReadAll(st)
+				_, _ = st.Write(data)
+				_ = st.Close()
+				select {
+				case <-c.HandshakeComplete():
+					results <- earlyServed{c.ConnectionState().Used0RTT, true}
+				case <-ctx.Done():
+					results <- earlyServed{c.ConnectionState().Used0RTT, false}
+				}
 			}()
 		}
 	}()
-	ctls := clientTLS(t)
-	cache := newNotifyingSessionCache()
-	ctls.ClientSessionCache = cache
-	for i := range 2 {
-		dial := DialAddr
-		if i == 1 {
-			dial = DialAddrEarly
+	return ln, results
+}
+
+// earlyServed is what quicGoEarlyServer saw on a connection.
+type earlyServed struct{ used0RTT, complete bool }
+
+// TestZeroRTTOurClientQuicGoServer: quic-go's server accepts our client's
+// 0-RTT packets.
+func TestZeroRTTOurClientQuicGoServer(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		ln, results := s.quicGoEarlyServer(ctx)
+		ctls := clientTLS(t)
+		cache := newNotifyingSessionCache()
+		ctls.ClientSessionCache = cache
+		ctr := s.transport(simClientAddr(1))
+		for i := range 2 {
+			dial := ctr.Dial
+			if i == 1 {
+				dial = ctr.DialEarly
+			}
+			c, err := dial(ctx, ln.Addr(), ctls, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := c.OpenStream()
+			if err != nil {
+				t.Fatal(err)
+			}
+			echoCheck(t, st, []byte("to quic-go"))
+			if r := <-results; r.used0RTT != (i == 1) {
+				t.Fatalf("connection %d: quic-go Used0RTT = %v", i, r.used0RTT)
+			}
+			if i == 0 {
+				waitSignal(t, ctx, cache.put, "session ticket")
+			} else if !c.ConnectionState().Used0RTT {
+				t.Fatal("our client did not use 0-RTT")
+			}
+			_ = c.CloseWithError(0, "")
 		}
-		c, err := dial(ctx, ln.Addr().String(), ctls, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := c.OpenStream()
-		if err != nil {
-			t.Fatal(err)
-		}
-		echoCheck(t, s, []byte("to quic-go"))
-		if got := <-used; got != (i == 1) {
-			t.Fatalf("connection %d: quic-go Used0RTT = %v", i, got)
-		}
-		if i == 0 {
-			waitSignal(t, ctx, cache.put, "session ticket")
-		} else if !c.ConnectionState().Used0RTT {
-			t.Fatal("our client did not use 0-RTT")
-		}
-		_ = c.CloseWithError(0, "")
-	}
+	})
 }
 
 // TestZeroRTTAfterRetry: without a NEW_TOKEN token the resumed client is
 // retried; its 0-RTT packets sent before the Retry are lost with it and
 // sent again, and the connection completes with 0-RTT accepted.
 func TestZeroRTTAfterRetry(t *testing.T) {
-	ctx := testCtx(t)
-	tr := &Transport{Conn: listenUDP(t), AddressValidation: &AddressValidationConfig{Policy: AlwaysRetry(), DisableNewTokens: true}}
-	defer tr.Close()
-	_, results := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true}, serverTLS(t))
-	ctls := clientTLS(t)
-	cache := newNotifyingSessionCache()
-	ctls.ClientSessionCache = cache
-	for i := range 2 {
-		dial := DialAddr
-		if i == 1 {
-			dial = DialAddrEarly
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		tr := s.serverTransport(&AddressValidationConfig{Policy: AlwaysRetry(), DisableNewTokens: true})
+		_, results := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true}, serverTLS(t))
+		ctls := clientTLS(t)
+		cache := newNotifyingSessionCache()
+		ctls.ClientSessionCache = cache
+		ctr := s.transport(simClientAddr(1))
+		for i := range 2 {
+			dial := ctr.Dial
+			if i == 1 {
+				dial = ctr.DialEarly
+			}
+			c, err := dial(ctx, tr.Conn.LocalAddr(), ctls, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := c.OpenStream()
+			if err != nil {
+				t.Fatal(err)
+			}
+			echoCheck(t, st, []byte("retried"))
+			r := recvResult(t, ctx, results)
+			if i == 0 {
+				waitSignal(t, ctx, cache.put, "session ticket")
+			} else if !r.used0RTT || !c.ConnectionState().Used0RTT {
+				t.Fatalf("0-RTT not used after Retry (server %v)", r.used0RTT)
+			}
+			_ = c.CloseWithError(0, "")
 		}
-		c, err := dial(ctx, tr.Conn.LocalAddr().String(), ctls, nil)
-		if err != nil {
-			t.Fatal(err)
+		if st := tr.AddressValidationStats(); st.TokensAccepted["host/retry"] != 2 {
+			t.Fatalf("stats %+v, want both connections retried", st)
 		}
-		s, err := c.OpenStream()
-		if err != nil {
-			t.Fatal(err)
-		}
-		echoCheck(t, s, []byte("retried"))
-		r := recvResult(t, ctx, results)
-		if i == 0 {
-			waitSignal(t, ctx, cache.put, "session ticket")
-		} else if !r.used0RTT || !c.ConnectionState().Used0RTT {
-			t.Fatalf("0-RTT not used after Retry (server %v)", r.used0RTT)
-		}
-		_ = c.CloseWithError(0, "")
-	}
-	if st := tr.AddressValidationStats(); st.TokensAccepted["host/retry"] != 2 {
-		t.Fatalf("stats %+v, want both connections retried", st)
-	}
+	})
 }
 
 // TestZeroRTTAckOf0RTTDoesNotConfirm: the server's 1-RTT packets that
@@ -545,90 +571,57 @@ func TestZeroRTTAfterRetry(t *testing.T) {
 // one dropped the Handshake keys before the client's Finished was sent, and
 // the server never completed its handshake.
 func TestZeroRTTAckOf0RTTDoesNotConfirm(t *testing.T) {
-	ctx := testCtx(t)
-	ln, err := quicgo.ListenAddrEarly("127.0.0.1:0", serverTLS(t), &quicgo.Config{Allow0RTT: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	type served struct {
-		used0RTT, complete bool
-	}
-	results := make(chan served, 2)
-	go func() {
-		for {
-			c, err := ln.Accept(ctx)
-			if err != nil {
-				return
-			}
-			go func() {
-				s, err := c.AcceptStream(ctx)
-				if err != nil {
-					return
-				}
-				data, _ := io.ReadAll(s)
-				_, _ = s.Write(data)
-				_ = s.Close()
-				select {
-				case <-c.HandshakeComplete():
-					results <- served{c.ConnectionState().Used0RTT, true}
-				case <-ctx.Done():
-					results <- served{c.ConnectionState().Used0RTT, false}
-				}
-			}()
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		ln, results := s.quicGoEarlyServer(ctx)
+		hold := s.holdHandshake(simServerAddr)
+		ctls := clientTLS(t)
+		cache := newNotifyingSessionCache()
+		ctls.ClientSessionCache = cache
+		ctr := s.transport(simClientAddr(1))
+		c, err := ctr.Dial(ctx, ln.Addr(), ctls, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	ctls := clientTLS(t)
-	cache := newNotifyingSessionCache()
-	ctls.ClientSessionCache = cache
-	c, err := DialAddr(ctx, ln.Addr().String(), ctls, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.OpenStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	echoCheck(t, s, []byte("full handshake"))
-	<-results
-	waitSignal(t, ctx, cache.put, "session ticket")
-	_ = c.CloseWithError(0, "")
+		st, err := c.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		echoCheck(t, st, []byte("full handshake"))
+		<-results
+		waitSignal(t, ctx, cache.put, "session ticket")
+		_ = c.CloseWithError(0, "")
 
-	relay := newHoldRelay(t, ln.Addr())
-	relay.hold()
-	c, err = DialAddrEarly(ctx, relay.down.LocalAddr().String(), ctls, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseWithError(0, "")
-	s, err = c.OpenStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := testData(20_000, 3)
-	if _, err := s.Write(msg); err != nil {
-		t.Fatal(err)
-	}
-	_ = s.Close()
-	// Wait for the server's 1-RTT packets (the ACKs of our 0-RTT packets
-	// and the echo) to pass while its Handshake flight is held back.
-	for relay.shortPassedCount() == 0 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("no 1-RTT packet from the server while holding its Handshake flight")
-		case <-afterMs(5):
+		hold.hold()
+		c, err = ctr.DialEarly(ctx, ln.Addr(), ctls, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	relay.release()
-	got, err := io.ReadAll(s)
-	if err != nil || !bytes.Equal(got, msg) {
-		t.Fatalf("echo: %d bytes, %v", len(got), err)
-	}
-	r := <-results
-	if !r.used0RTT || !r.complete {
-		t.Fatalf("quic-go server: Used0RTT %v, handshake complete %v", r.used0RTT, r.complete)
-	}
-	if !c.ConnectionState().Used0RTT {
-		t.Fatal("our client did not use 0-RTT")
-	}
+		defer c.CloseWithError(0, "")
+		st, err = c.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := testData(20_000, 3)
+		if _, err := st.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		_ = st.Close()
+		// Wait for the server's 1-RTT packets (the ACKs of our 0-RTT
+		// packets and the echo) to pass while its Handshake flight is
+		// held back.
+		waitFor(t, "a 1-RTT packet from the server while holding its Handshake flight", func() bool { return hold.shortPassedCount() > 0 })
+		hold.release()
+		got, err := io.ReadAll(st)
+		if err != nil || !bytes.Equal(got, msg) {
+			t.Fatalf("echo: %d bytes, %v", len(got), err)
+		}
+		r := <-results
+		if !r.used0RTT || !r.complete {
+			t.Fatalf("quic-go server: Used0RTT %v, handshake complete %v", r.used0RTT, r.complete)
+		}
+		if !c.ConnectionState().Used0RTT {
+			t.Fatal("our client did not use 0-RTT")
+		}
+	})
 }

@@ -24,6 +24,10 @@ const (
 	ReasonBadPayload           // decrypted payload does not parse
 	ReasonAddrMismatch         // client IP differs from the packet's
 	ReasonPortMismatch         // retry token: client port differs
+	// ReasonReplayed: a new_token token used before (not a retransmission
+	// of its first Initial). A ReplayFilter finds it, after the Validator
+	// accepted the token.
+	ReasonReplayed
 
 	// NumReasons is the number of Reason values, ReasonNone included; use
 	// it to size per-reason counters.
@@ -44,6 +48,7 @@ var reasonNames = [NumReasons]string{
 	ReasonBadPayload:    "bad payload",
 	ReasonAddrMismatch:  "address mismatch",
 	ReasonPortMismatch:  "port mismatch",
+	ReasonReplayed:      "replayed",
 }
 
 // String returns a short lower-case description; ReasonNone is "".

@@ -16,7 +16,7 @@ func BenchmarkHandlerDemoIndex(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := withAccessLog(withCommonHeaders(newContentHandler(DemoFS(), true), 4433), slog.New(slog.DiscardHandler), m)
+	h := withAccessLog(withCommonHeaders(newContentHandler(DemoFS(), true, fileOptions{}), 4433), slog.New(slog.DiscardHandler), m)
 	req := httptest.NewRequest("GET", "/", nil)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -35,7 +35,7 @@ func BenchmarkAccessLogOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := withAccessLog(newContentHandler(DemoFS(), true), slog.New(slog.DiscardHandler), m)
+	h := withAccessLog(newContentHandler(DemoFS(), true, fileOptions{}), slog.New(slog.DiscardHandler), m)
 	req := httptest.NewRequest("HEAD", WhoamiPath, nil)
 	rec := httptest.NewRecorder()
 	b.ReportAllocs()

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -118,13 +119,15 @@ func TestSelfSignedCertificateLifecycle(t *testing.T) {
 	}
 }
 
+// TestServerCertificateRestartAndExpiry lets weeks pass in virtual time
+// (synctest); New opens a listener but starts nothing that reads it.
 func TestServerCertificateRestartAndExpiry(t *testing.T) {
+	synctest.Test(t, testServerCertificateRestartAndExpiry)
+}
+
+func testServerCertificateRestartAndExpiry(t *testing.T) {
 	state := t.TempDir()
-	now := time.Now()
-	cfg := func(c *Config) {
-		c.StateDir = state
-		c.Now = func() time.Time { return now }
-	}
+	cfg := func(c *Config) { c.StateDir = state }
 	s1, _ := newServer(t, cfg)
 	spki := s1.SPKIHash()
 	s1.Close()
@@ -133,7 +136,7 @@ func TestServerCertificateRestartAndExpiry(t *testing.T) {
 		t.Error("restart generated a new certificate")
 	}
 	s2.Close()
-	now = now.Add(20 * 24 * time.Hour)
+	time.Sleep(20 * 24 * time.Hour)
 	s3, logs := newServer(t, cfg)
 	defer s3.Close()
 	if s3.SPKIHash() == spki {
@@ -148,12 +151,12 @@ func TestServerCertificateRestartAndExpiry(t *testing.T) {
 	// A long-running server renews in the handshake once the renewal
 	// time comes.
 	old := s3.SPKIHash()
-	now = now.Add(13 * 24 * time.Hour)
+	time.Sleep(13 * 24 * time.Hour)
 	c, err := s3.TLSConfig().GetCertificate(&tls.ClientHelloInfo{})
-	if err != nil || SPKIHash(c.Leaf) == old || needsRenewal(c.Leaf, now) {
+	if err != nil || SPKIHash(c.Leaf) == old || needsRenewal(c.Leaf, time.Now()) {
 		t.Errorf("handshake-time renewal: %v, renewed %v", err, SPKIHash(c.Leaf) != old)
 	}
-	if needsRenewal(s3.certs.current().Leaf, now) {
+	if needsRenewal(s3.certs.current().Leaf, time.Now()) {
 		t.Error("current certificate still needs renewal")
 	}
 }

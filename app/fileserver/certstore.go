@@ -13,7 +13,6 @@ import (
 type certStore struct {
 	certFile, keyFile string // empty: self-signed in stateDir
 	stateDir          string
-	now               func() time.Time
 	log               *slog.Logger
 
 	cur atomic.Pointer[tls.Certificate]
@@ -32,7 +31,7 @@ func (s *certStore) load() (*tls.Certificate, error) {
 }
 
 func (s *certStore) loadLocked() (*tls.Certificate, error) {
-	now := s.now()
+	now := time.Now()
 	if !s.generated() {
 		c, err := loadKeyPair(s.certFile, s.keyFile)
 		if err != nil {
@@ -70,12 +69,12 @@ func (s *certStore) current() *tls.Certificate { return s.cur.Load() }
 // served and the failure logged.
 func (s *certStore) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	c := s.cur.Load()
-	if !s.generated() || !needsRenewal(c.Leaf, s.now()) {
+	if !s.generated() || !needsRenewal(c.Leaf, time.Now()) {
 		return c, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c = s.cur.Load(); !needsRenewal(c.Leaf, s.now()) {
+	if c = s.cur.Load(); !needsRenewal(c.Leaf, time.Now()) {
 		return c, nil // another handshake renewed it
 	}
 	if nc, err := s.loadLocked(); err != nil {

@@ -56,6 +56,13 @@ type Config struct {
 	Addr string
 	// Root is the directory to serve; empty serves the embedded demo site.
 	Root string
+	// Dotfiles serves, and lists, names starting with a dot (.git, .env,
+	// .htpasswd). Off by default: such files are 404, except under
+	// /.well-known (RFC 8615).
+	Dotfiles bool
+	// ListDirs lists the files of a directory that has no index.html. Off
+	// by default: such a directory is 404.
+	ListDirs bool
 	// CertFile and KeyFile are a PEM certificate chain and key; both empty
 	// means a self-signed certificate kept in StateDir.
 	CertFile, KeyFile string
@@ -66,6 +73,8 @@ type Config struct {
 	// (offload/host); the zero value runs none. Its KeyRing and Logger are
 	// the server's, its IdleTimeout is QUICIdleTimeout.
 	Offload host.Config
+	// Limits bound the listeners' resources; nil means DefaultLimits().
+	Limits *Limits
 	// SecretFile is the token root secret; empty means one kept in
 	// StateDir, created on first use.
 	SecretFile string
@@ -81,9 +90,6 @@ type Config struct {
 	Logger *slog.Logger
 	// ShutdownTimeout bounds graceful shutdown; zero means the default.
 	ShutdownTimeout time.Duration
-	// Now is the clock used for certificate validity; nil means time.Now.
-	// Tests set it to exercise expiry.
-	Now func() time.Time
 
 	// enterNetns, set by tests, runs the HTTP/3 listener's socket and
 	// offload setup in the server's network namespace.
@@ -100,8 +106,9 @@ func (c *Config) fillDefaults() {
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Limits == nil {
+		d := DefaultLimits()
+		c.Limits = &d
 	}
 	// The listener's idle timeout is fixed; the offload's T_W check
 	// compares against it.
@@ -117,6 +124,9 @@ func (c *Config) check() error {
 	}
 	if int(c.Retry) >= len(retryNames) {
 		return fmt.Errorf("invalid retry mode %v", c.Retry)
+	}
+	if err := c.Limits.Check(); err != nil {
+		return err
 	}
 	return c.Offload.Check()
 }

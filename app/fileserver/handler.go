@@ -13,38 +13,120 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // WhoamiPath is the JSON endpoint that tells a client which protocol its
 // request used; the demo page calls it.
 const WhoamiPath = "/.well-known/turboretry/whoami"
 
+// Limits on request paths. No file can have a longer name (NAME_MAX and
+// PATH_MAX on Linux), so longer ones are answered 404 without a lookup.
+const (
+	maxNameLen = 255
+	maxPathLen = 4096
+)
+
+// allowedMethods is the Allow header of 405 and OPTIONS answers.
+const allowedMethods = "GET, HEAD, OPTIONS"
+
+// fileOptions say what the file handler serves beyond regular files.
+type fileOptions struct {
+	dotfiles bool // serve and list names starting with a dot
+	listDirs bool // list directories that have no index.html
+}
+
 // newContentHandler serves fsys with http.FileServer (which brings Range,
 // HEAD and conditional requests) and adds ETags. immutable says the files
 // never change (the embedded site), so their ETags can be content hashes.
-func newContentHandler(fsys fs.FS, immutable bool) http.Handler {
+// Only GET and HEAD are served (OPTIONS says so).
+func newContentHandler(fsys fs.FS, immutable bool, opt fileOptions) http.Handler {
+	view := siteFS{fsys: fsys, dotfiles: opt.dotfiles}
 	mux := http.NewServeMux()
 	mux.HandleFunc(WhoamiPath, serveWhoami)
-	mux.Handle("/", &fileHandler{fsys: fsys, immutable: immutable, files: http.FileServer(http.FS(fsys))})
-	return mux
+	mux.Handle("/", &fileHandler{fsys: view, immutable: immutable, listDirs: opt.listDirs, files: http.FileServer(http.FS(view))})
+	return readOnlyMethods(mux)
+}
+
+// readOnlyMethods passes GET and HEAD to next, answers OPTIONS with the
+// allowed methods and everything else with 405 Method Not Allowed, as a
+// static file server has nothing to post, put or delete.
+func readOnlyMethods(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			next.ServeHTTP(w, r)
+		case http.MethodOptions:
+			w.Header().Set("Allow", allowedMethods)
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			w.Header().Set("Allow", allowedMethods)
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		}
+	})
 }
 
 type fileHandler struct {
-	fsys      fs.FS
+	fsys      fs.FS // a siteFS
 	immutable bool
+	listDirs  bool
 	files     http.Handler
 	hashes    sync.Map // name -> ETag, for immutable files
 }
 
 func (h *fileHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		if tag := h.etag(r.URL.Path); tag != "" {
-			// http.ServeContent reads this header to answer If-None-Match
-			// and If-Range.
-			w.Header().Set("ETag", tag)
-		}
+	if code := checkPath(r.URL.Path); code != 0 {
+		http.Error(w, http.StatusText(code), code)
+		return
+	}
+	if !h.listDirs && h.isUnindexedDir(fsName(r.URL.Path)) {
+		http.NotFound(w, r) // nor a redirect to the slash form
+		return
+	}
+	if tag := h.etag(r.URL.Path); tag != "" {
+		// http.ServeContent reads this header to answer If-None-Match
+		// and If-Range.
+		w.Header().Set("ETag", tag)
 	}
 	h.files.ServeHTTP(w, r)
+}
+
+// checkPath returns the status for a request path that names no file, or
+// 0: 400 for a NUL byte or invalid UTF-8 (neither is a name a client can
+// mean), 404 for a name or path too long to exist.
+func checkPath(p string) int {
+	if strings.IndexByte(p, 0) >= 0 || !utf8.ValidString(p) {
+		return http.StatusBadRequest
+	}
+	if len(p) > maxPathLen {
+		return http.StatusNotFound
+	}
+	for elem := range strings.SplitSeq(p, "/") {
+		if len(elem) > maxNameLen {
+			return http.StatusNotFound
+		}
+	}
+	return 0
+}
+
+// fsName is the fs path http.FileServer opens for urlPath.
+func fsName(urlPath string) string {
+	name := strings.TrimPrefix(path.Clean("/"+urlPath), "/")
+	if name == "" {
+		return "."
+	}
+	return name
+}
+
+// isUnindexedDir reports whether name is a directory without an
+// index.html, which only a listing could answer.
+func (h *fileHandler) isUnindexedDir(name string) bool {
+	fi, err := fs.Stat(h.fsys, name)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	fi, err = fs.Stat(h.fsys, path.Join(name, "index.html"))
+	return err != nil || fi.IsDir()
 }
 
 // etag returns the ETag of the file that http.FileServer will send for
@@ -54,10 +136,7 @@ func (h *fileHandler) etag(urlPath string) string {
 	if strings.HasSuffix(urlPath, "/index.html") {
 		return "" // FileServer redirects these to the directory
 	}
-	name := strings.TrimPrefix(path.Clean("/"+urlPath), "/")
-	if name == "" {
-		name = "."
-	}
+	name := fsName(urlPath)
 	fi, err := fs.Stat(h.fsys, name)
 	if err != nil {
 		return ""
@@ -107,12 +186,8 @@ type whoami struct {
 	ZeroRTT        bool   `json:"zero_rtt"`
 }
 
+// serveWhoami answers GET and HEAD (readOnlyMethods filters the rest).
 func serveWhoami(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
 	ci := ConnInfoFromContext(r.Context())
 	me := whoami{
 		Protocol:       r.Proto,

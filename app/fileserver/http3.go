@@ -75,6 +75,7 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		return fmt.Errorf("HTTP/3: address-validation secret: %w", err)
 	}
 	offCfg := l.s.cfg.Offload
+	lim := l.s.cfg.Limits
 	tcp := l.s.Addr().(*net.TCPAddr)
 	var (
 		pc  *net.UDPConn
@@ -89,12 +90,14 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 			return fmt.Errorf("HTTP/3: listening on UDP port %d: %w", tcp.Port, err)
 		}
 		tr = &quic.Transport{
-			Conn: pc,
+			Conn:              pc,
+			StatelessResetKey: statelessResetKey(l.s.KeyRing()),
 			AddressValidation: &quic.AddressValidationConfig{
-				Policy:      l.s.m.quic.Policy(addressPolicy(l.s.RetryMode())),
+				Policy:      l.s.m.quic.Policy(lim.addressPolicy(l.s.RetryMode())),
 				TokenSecret: secret,
 			},
 		}
+		lim.applyTransport(tr)
 		if offCfg.Mode == host.ModeNone {
 			return nil
 		}
@@ -121,8 +124,7 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		// before the transport stops taking its deliveries.
 		defer off.Close()
 	}
-	// 0-RTT: the HTTP/3 client sends only safe, bodiless requests early.
-	qconf := &quic.Config{Allow0RTT: true, MaxIdleTimeout: QUICIdleTimeout}
+	qconf := lim.quicConfig()
 	if dir := l.s.cfg.QlogDir; dir != "" {
 		qconf.Qlog = quic.QlogDir(dir)
 	}
@@ -146,6 +148,7 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 			})
 		},
 	}
+	lim.applyHTTP3(srv)
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -193,16 +196,19 @@ func (l *http3Listener) Close() error {
 	return nil
 }
 
-// addressPolicy maps --retry to the QUIC listener's address-validation
-// policy: always and never as said, auto sends Retries only while more
-// handshakes are in flight than quic.DefaultRetryThreshold (flood
-// protection at no cost to clients in calm times).
-func addressPolicy(m RetryMode) quic.AddressPolicy {
-	switch m {
-	case RetryAlways:
-		return quic.AlwaysRetry()
-	case RetryNever:
-		return quic.NeverRetry()
-	}
-	return quic.AutoRetry(quic.DefaultRetryThreshold)
+// statelessResetLabel derives the stateless reset key from the root secret
+// (token.KeyRing.ExpandRoot); no other key uses it.
+const statelessResetLabel = "turboretry stateless reset"
+
+// statelessResetKey is the key of the server's stateless reset tokens
+// (RFC 9000 section 10.3). It comes from the root secret, so a restarted
+// server (same secret) derives the tokens its predecessor announced and
+// answers the old connections' next packets with a stateless reset: their
+// clients give up at once instead of after the idle timeout. A secret
+// reloaded with SIGHUP does not change it (the connections alive keep the
+// tokens they were given); the next restart does.
+func statelessResetKey(kr *token.KeyRing) *quic.StatelessResetKey {
+	var k quic.StatelessResetKey
+	copy(k[:], kr.ExpandRoot(statelessResetLabel, len(k)))
+	return &k
 }

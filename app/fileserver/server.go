@@ -97,7 +97,7 @@ func New(cfg Config) (_ *Server, err error) {
 		}
 	}
 
-	s.certs = &certStore{certFile: cfg.CertFile, keyFile: cfg.KeyFile, stateDir: cfg.StateDir, now: cfg.Now, log: s.log}
+	s.certs = &certStore{certFile: cfg.CertFile, keyFile: cfg.KeyFile, stateDir: cfg.StateDir, log: s.log}
 	if _, err = s.certs.load(); err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func New(cfg Config) (_ *Server, err error) {
 	s.keyRing.Store(kr)
 
 	port := s.ln.Addr().(*net.TCPAddr).Port
-	s.handler = withAccessLog(withCommonHeaders(newContentHandler(content, cfg.Root == ""), port), s.log, s.m)
+	s.handler = withAccessLog(withCommonHeaders(newContentHandler(content, cfg.Root == "", fileOptions{dotfiles: cfg.Dotfiles, listDirs: cfg.ListDirs}), port), s.log, s.m)
 
 	s.tlsConf = &tls.Config{
 		MinVersion:     tls.VersionTLS12,
@@ -125,7 +125,8 @@ func New(cfg Config) (_ *Server, err error) {
 		// net/http adjusts the config it serves with; give it its own copy
 		// so TLSConfig() readers never race with it.
 		TLSConfig:         s.tlsConf.Clone(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cfg.Limits.HeaderTimeout, // 0: none, as for HTTP/3
+		MaxHeaderBytes:    cfg.Limits.MaxHeaderBytes,
 		IdleTimeout:       2 * time.Minute,
 		// Failed handshakes from browsers that distrust the self-signed
 		// certificate are routine: keep them at debug level.

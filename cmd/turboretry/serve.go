@@ -23,10 +23,12 @@ func init() {
 }
 
 const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE --key FILE] [--retry auto|always|never]\n" +
-	"         [--secret FILE] [--metrics ADDR] [--state-dir DIR] [--qlog-dir DIR]\n" +
-	"         [--offload none | xdp --iface IF | split --agent-control ADDR]\n\n" +
+	"         [--dotfiles] [--list-dirs] [--secret FILE] [--metrics ADDR] [--state-dir DIR] [--qlog-dir DIR]\n" +
+	"         [--offload none | xdp --iface IF | split --agent-control ADDR] [limits: --max-conns N ...]\n\n" +
 	"Serves DIR (default: a built-in demo site) over HTTP/3 (UDP) and over HTTPS with\n" +
-	"HTTP/1.1 and HTTP/2 (TCP) on the same port, advertising HTTP/3 with Alt-Svc. --retry\n" +
+	"HTTP/1.1 and HTTP/2 (TCP) on the same port, advertising HTTP/3 with Alt-Svc. It answers\n" +
+	"GET and HEAD only; names starting with a dot (except /.well-known) are 404 unless\n" +
+	"--dotfiles, and so is a directory without index.html unless --list-dirs. --retry\n" +
 	"decides when QUIC clients must prove their address with a Retry first: always, never,\n" +
 	"or auto (only while many handshakes are in flight, as under a flood). Tokens use the\n" +
 	"root secret an offload agent shares. Without --cert/--key it uses a\n" +
@@ -39,12 +41,16 @@ const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE 
 	"--agent-control ADDR works with a separate `turboretry agent` in front of this host\n" +
 	"(docs/split.md): the server announces its connection IDs to the agent at ADDR, and its\n" +
 	"own --retry policy takes over whenever the agent is gone. The default address, 127.0.0.1:4433, is\n" +
-	"reachable from this machine only; use --addr :443 to serve the network."
+	"reachable from this machine only; use --addr :443 to serve the network. The limits (--max-conns\n" +
+	"to --write-stall-timeout) bound what clients can make the server hold; their defaults and why\n" +
+	"are in docs/fileserver.md. SIZE is bytes, or a number with KiB, MiB or GiB."
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags := newFlagSet("serve", serveSynopsis, stderr)
 	addr := flags.String("addr", fileserver.DefaultAddr, "listen on `ADDR`, TCP (HTTPS) and UDP (HTTP/3) on the same port; the default is a local port")
 	root := flags.String("root", "", "serve the files under `DIR` instead of the demo site")
+	dotfiles := flags.Bool("dotfiles", false, "serve and list names starting with a dot (.git, .env); by default they are 404, except under /.well-known")
+	listDirs := flags.Bool("list-dirs", false, "list directories that have no index.html; by default they are 404")
 	certFile := flags.String("cert", "", "PEM certificate chain `FILE` (with --key)")
 	keyFile := flags.String("key", "", "PEM private key `FILE` (with --cert)")
 	retry := flags.String("retry", "auto", "when to send a QUIC Retry (`MODE`: auto, always or never)")
@@ -54,6 +60,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	iface := flags.String("iface", "", "the network interface `IF` the XDP offload filters (with --offload xdp)")
 	agentControl := flags.String("agent-control", "", "the split-mode agent's control address `HOST:PORT` (with --offload split)")
 	qlogDir := flags.String("qlog-dir", "", "write a qlog file per QUIC connection into `DIR` (debugging; one file per connection)")
+	limits := limitFlags(flags)
 	stateDir := flags.String("state-dir", "", "keep the generated certificate, key and secret in `DIR` (default $XDG_STATE_HOME/turboretry or ~/.local/state/turboretry)")
 	pos, err := parseArgs(flags, args)
 	if err != nil {
@@ -61,6 +68,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if len(pos) > 0 {
 		return usageError(flags, "unexpected argument %q", pos[0])
+	}
+	lim, err := limits()
+	if err != nil {
+		return usageError(flags, "%v", err)
 	}
 	mode, err := fileserver.ParseRetryMode(*retry)
 	if err != nil {
@@ -96,6 +107,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	srv, err := fileserver.New(fileserver.Config{
 		Addr:        *addr,
 		Root:        *root,
+		Dotfiles:    *dotfiles,
+		ListDirs:    *listDirs,
+		Limits:      &lim,
 		CertFile:    *certFile,
 		KeyFile:     *keyFile,
 		Retry:       mode,

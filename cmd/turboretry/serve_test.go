@@ -100,25 +100,34 @@ func TestServeRuntimeErrors(t *testing.T) {
 	}
 }
 
-func TestServeEndToEnd(t *testing.T) {
-	state := filepath.Join(t.TempDir(), "state")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut serveBuffer
-	exit := make(chan int, 1)
-	go func() {
-		exit <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--state-dir", state, "--retry", "always"}, &out, &errOut)
-	}()
-	serveWait(t, "the SPKI line", func() bool { return strings.Contains(out.String(), "SPKI sha256 (base64): ") })
+// runningServe is `turboretry serve` running in-process.
+type runningServe struct {
+	url, spki   string
+	cert        *x509.Certificate // the generated certificate, from the state directory
+	out, errOut serveBuffer
+	cancel      context.CancelFunc
+	exit        chan int
+	stopOnce    sync.Once
+	code        int
+}
 
-	var url, spki string
-	for line := range strings.Lines(out.String()) {
+// startServe runs serve with --state-dir state and args, and waits until
+// it printed its URL and SPKI hash.
+func startServe(t *testing.T, state string, args ...string) *runningServe {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &runningServe{cancel: cancel, exit: make(chan int, 1)}
+	args = append([]string{"serve", "--state-dir", state}, args...)
+	go func() { s.exit <- run(ctx, args, &s.out, &s.errOut) }()
+	t.Cleanup(func() { s.stop() })
+	serveWait(t, "the SPKI line", func() bool { return strings.Contains(s.out.String(), "SPKI sha256 (base64): ") })
+	for line := range strings.Lines(s.out.String()) {
 		line = strings.TrimSpace(line)
 		if u, ok := strings.CutPrefix(line, "Serving "); ok {
-			url = u
+			s.url = u
 		}
-		if s, ok := strings.CutPrefix(line, "SPKI sha256 (base64): "); ok {
-			spki = s
+		if h, ok := strings.CutPrefix(line, "SPKI sha256 (base64): "); ok {
+			s.spki = h
 		}
 	}
 	pemData, err := os.ReadFile(filepath.Join(state, "cert.pem"))
@@ -129,10 +138,32 @@ func TestServeEndToEnd(t *testing.T) {
 	if block == nil {
 		t.Fatal("cert.pem holds no PEM block")
 	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
+	if s.cert, err = x509.ParseCertificate(block.Bytes); err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// stop cancels serve and returns its exit code; it may be called again.
+func (s *runningServe) stop() int {
+	s.stopOnce.Do(func() {
+		s.cancel()
+		s.code = <-s.exit
+	})
+	return s.code
+}
+
+// tlsConfig trusts the server's certificate.
+func (s *runningServe) tlsConfig() *tls.Config {
+	pool := x509.NewCertPool()
+	pool.AddCert(s.cert)
+	return &tls.Config{RootCAs: pool}
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	srv := startServe(t, state, "--addr", "127.0.0.1:0", "--retry", "always")
+	url, spki, cert := srv.url, srv.spki, srv.cert
 	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
 	if want := base64.StdEncoding.EncodeToString(sum[:]); spki != want {
 		t.Errorf("printed SPKI %q, want %q", spki, want)
@@ -144,9 +175,7 @@ func TestServeEndToEnd(t *testing.T) {
 		}
 	}
 
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
+	tr := &http.Transport{TLSClientConfig: srv.tlsConfig(), ForceAttemptHTTP2: true}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr}).Get(url)
 	if err != nil {
@@ -162,17 +191,59 @@ func TestServeEndToEnd(t *testing.T) {
 	if sent, err := sendReloadSignal(); err != nil {
 		t.Fatal(err)
 	} else if sent {
-		serveWait(t, "the reload", func() bool { return strings.Contains(errOut.String(), "root secret loaded") })
+		serveWait(t, "the reload", func() bool { return strings.Contains(srv.errOut.String(), "root secret loaded") })
 	}
 
-	cancel()
-	if code := <-exit; code != exitOK {
-		t.Errorf("exit %d, stderr:\n%s", code, errOut.String())
+	if code := srv.stop(); code != exitOK {
+		t.Errorf("exit %d, stderr:\n%s", code, srv.errOut.String())
 	}
-	logs := errOut.String()
+	logs := srv.errOut.String()
 	for _, w := range []string{"retry=always", "--origin-to-force-quic-on=", "serving HTTP/3", "shutting down", "stopped", "method=GET"} {
 		if !strings.Contains(logs, w) {
 			t.Errorf("log lacks %q:\n%s", w, logs)
 		}
+	}
+}
+
+// TestServeFileFlags: by default serve hides dotfiles and directory
+// listings and answers only GET and HEAD; --dotfiles and --list-dirs turn
+// the first two on.
+func TestServeFileFlags(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, ".env"), []byte("SECRET=1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status := func(srv *runningServe, method, path string) int {
+		t.Helper()
+		tr := &http.Transport{TLSClientConfig: srv.tlsConfig()}
+		defer tr.CloseIdleConnections()
+		req, err := http.NewRequest(method, srv.url+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		flags              []string
+		dotfile, listing   int
+		post, plainFileGet int
+	}{
+		{nil, 404, 404, 405, 200},
+		{[]string{"--dotfiles", "--list-dirs"}, 200, 200, 405, 200},
+	} {
+		srv := startServe(t, t.TempDir(), append([]string{"--addr", "127.0.0.1:0", "--root", root}, tc.flags...)...)
+		got := [4]int{status(srv, "GET", ".env"), status(srv, "GET", ""), status(srv, "POST", "a.txt"), status(srv, "GET", "a.txt")}
+		if want := [4]int{tc.dotfile, tc.listing, tc.post, tc.plainFileGet}; got != want {
+			t.Errorf("%v: /.env, /, POST /a.txt, /a.txt = %v, want %v", tc.flags, got, want)
+		}
+		srv.stop()
 	}
 }

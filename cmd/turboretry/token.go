@@ -174,8 +174,9 @@ func runTokenMint(args []string, stdout, stderr io.Writer) int {
 // loadRing reads the key file; a bad --rotation is a usage error, a bad
 // key file a failure.
 func loadRing(fs *flag.FlagSet, path string, rotationS int64, stderr io.Writer) (*token.KeyRing, int) {
-	if rotationS < 1 || rotationS > int64(100*365*24*3600) {
-		return nil, usageError(fs, "--rotation must be between 1 and %d seconds", 100*365*24*3600)
+	const maxRotationS int64 = 100 * 365 * 24 * 3600
+	if rotationS < 1 || rotationS > maxRotationS {
+		return nil, usageError(fs, "--rotation must be between 1 and %d seconds", maxRotationS)
 	}
 	secret, err := token.ReadSecretFile(path)
 	if err != nil {

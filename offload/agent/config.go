@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -75,8 +76,12 @@ type Config struct {
 	RetryMaxAge    time.Duration
 	NewTokenMaxAge time.Duration
 	MaxFuture      time.Duration
-	// Now is the clock; nil means time.Now. Tests inject one.
-	Now func() time.Time
+	// ReplayFilter makes new_token tokens single-use across the workers
+	// (RFC 9000 section 8.1.4); it needs a Cache that implements
+	// CIDLookup, to tell a connection's later Initials from replays. Nil
+	// means a private one remembering tokens for NewTokenMaxAge plus
+	// MaxFuture (token.ReplayFilterConfig defaults otherwise).
+	ReplayFilter *token.ReplayFilter
 	// HeartbeatInterval is RunHeartbeat's period; default
 	// DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
@@ -109,8 +114,12 @@ func (c *Config) withDefaults() (Config, error) {
 	if cfg.KeyCache == nil {
 		cfg.KeyCache = token.NewKeyCache(0)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.ReplayFilter == nil {
+		window := cmp.Or(cfg.NewTokenMaxAge, token.DefaultNewTokenMaxAge) + cmp.Or(cfg.MaxFuture, token.DefaultMaxFuture)
+		var err error
+		if cfg.ReplayFilter, err = token.NewReplayFilter(token.ReplayFilterConfig{Window: window}); err != nil {
+			return cfg, fmt.Errorf("agent: %w", err)
+		}
 	}
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval

@@ -15,6 +15,12 @@
 //     with a valid new_token token, is forwarded and its DCID admitted to the
 //     cache. An invalid new_token token gets a Retry (RFC 9000 section
 //     8.1.3); any other bad token is dropped, counted by the token's reason.
+//   - A new_token token is single-use (RFC 9000 section 8.1.4): a
+//     token.ReplayFilter shared by the workers remembers it with the DCID
+//     of its first Initial; the same token under another DCID, or again
+//     after the retransmission window, gets a Retry (reason token_replayed). The host applies the same rule to what the
+//     agent forwards, so the two agree. The connection's later Initials
+//     (DCID known to the cache) pass unchecked.
 //   - A long header of an unknown version (1200 bytes or more) gets Version
 //     Negotiation; version 0 and everything else is dropped.
 //   - On the way out, ObserveEgress reads the host's new SCID from its
@@ -23,6 +29,8 @@
 // Concurrency: an Engine owns N Workers. A Worker is not safe for concurrent
 // use; the datapath gives each worker to exactly one goroutine (typically one
 // per RX queue or AF_XDP socket) and dispatches packets itself, so the hot
-// path takes no lock and uses no atomic read-modify-write. Engine methods
-// (Stats, Heartbeat, Pause, Resume) are safe from any goroutine.
+// path takes no lock and uses no atomic read-modify-write, except for the
+// replay filter's shard lock on Initials with a valid new_token token.
+// Engine methods (Stats, Heartbeat, Pause, Resume) are safe from any
+// goroutine.
 package agent

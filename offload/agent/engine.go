@@ -92,7 +92,7 @@ func (e *Engine) Heartbeat() time.Time {
 	return time.Unix(0, ns)
 }
 
-// Beat records one heartbeat at the engine clock's time and calls
+// Beat records one heartbeat at the current time and calls
 // OnHeartbeat, unless the engine is paused. It reports whether it beat.
 // RunHeartbeat calls it periodically; a datapath with its own timer may
 // call it instead.
@@ -100,7 +100,7 @@ func (e *Engine) Beat() bool {
 	if e.paused.Load() {
 		return false
 	}
-	now := e.cfg.Now()
+	now := time.Now()
 	e.beat.Store(now.UnixNano())
 	if e.cfg.OnHeartbeat != nil {
 		e.cfg.OnHeartbeat(now)

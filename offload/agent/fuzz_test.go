@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/wire"
@@ -14,7 +15,9 @@ import (
 // (with a valid integrity tag) or Version Negotiation packet within
 // MaxReplyLen, and the packet must come out unchanged.
 func FuzzProcess(f *testing.F) {
-	env := newTestEnv(f, nil) // fixed clock: seeded tokens stay valid
+	// A long retry token lifetime keeps the seeded token valid however
+	// long the fuzzing runs.
+	env := newTestEnv(f, func(c *Config) { c.RetryMaxAge = 24 * time.Hour })
 	tok, rscid := agentRetryToken(f, env)
 	f.Add(clientInitial(f, wire.Version1, odcid, cscid, nil, 1200))
 	f.Add(clientInitial(f, wire.Version2, odcid, cscid, nil, 1200))

@@ -5,9 +5,7 @@ import (
 	"crypto/tls"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/wire"
@@ -17,7 +15,6 @@ import (
 var (
 	clientAddr  = netip.MustParseAddrPort("192.0.2.10:54321")
 	clientAddr6 = netip.MustParseAddrPort("[2001:db8::1]:4433")
-	testStart   = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 )
 
 // fakeCache records admitted CIDs; it implements CIDCache and CIDLookup.
@@ -56,18 +53,6 @@ type insertOnly struct{ c *fakeCache }
 
 func (c insertOnly) Insert(cid []byte) error { return c.c.Insert(cid) }
 
-// testClock is a settable clock.
-type testClock struct{ ns atomic.Int64 }
-
-func newTestClock() *testClock {
-	c := &testClock{}
-	c.ns.Store(testStart.UnixNano())
-	return c
-}
-
-func (c *testClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *testClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
-
 func testRoot() []byte {
 	root := make([]byte, token.SecretLen)
 	for i := range root {
@@ -89,16 +74,15 @@ type testEnv struct {
 	eng   *Engine
 	w     *Worker
 	cache *fakeCache
-	clock *testClock
 	kr    *token.KeyRing
 }
 
-// newTestEnv returns an engine on a test clock with a fakeCache; mod, if
-// not nil, adjusts the config first.
+// newTestEnv returns an engine with a fakeCache; mod, if not nil, adjusts
+// the config first. Tests that let time pass run in a synctest bubble.
 func newTestEnv(t testing.TB, mod func(*Config)) *testEnv {
 	t.Helper()
-	env := &testEnv{cache: newFakeCache(), clock: newTestClock(), kr: testKeyRing(t)}
-	cfg := Config{KeyRing: env.kr, Cache: env.cache, Now: env.clock.Now}
+	env := &testEnv{cache: newFakeCache(), kr: testKeyRing(t)}
+	cfg := Config{KeyRing: env.kr, Cache: env.cache}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"net/netip"
+	"time"
 
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/wire"
@@ -21,7 +22,8 @@ func (w *Worker) initial(pkt []byte, from netip.AddrPort, out []byte) (Reason, [
 		}
 		return w.retry(from, out, ReasonRetry)
 	}
-	res, err := w.validator.Validate(h.Token, token.TypeAny, from, w.eng.cfg.Now(), w.payload[:0])
+	now := time.Now()
+	res, err := w.validator.Validate(h.Token, token.TypeAny, from, now, w.payload[:0])
 	if err != nil {
 		tr := token.ReasonOf(err)
 		if res.Type == token.TypeNewToken && tr > token.ReasonWrongType {
@@ -36,12 +38,7 @@ func (w *Worker) initial(pkt []byte, from netip.AddrPort, out []byte) (Reason, [
 		return ReasonOfToken(tr), nil
 	}
 	if res.Type == token.TypeNewToken {
-		// The client's 0-RTT packets carry this DCID too. It is the
-		// client's choice (8..20 bytes); the fast path keys long-header
-		// DCIDs longer than the server's CID length by their first
-		// CIDLen bytes (docs/fastpath.md), so admit that prefix.
-		w.admit(cidPrefix(h.DestConnID, w.eng.cfg.CIDLen))
-		return ReasonNewTokenForwarded, nil
+		return w.newTokenInitial(now, from, out)
 	}
 	if bytes.Equal(res.RSCID, h.DestConnID) {
 		w.admit(h.DestConnID)
@@ -55,12 +52,42 @@ func (w *Worker) initial(pkt []byte, from netip.AddrPort, out []byte) (Reason, [
 	return ReasonRSCIDMismatch, nil
 }
 
+// newTokenInitial handles an Initial in w.hdr whose new_token token
+// validated. A later Initial of the connection it opened (the DCID is the
+// host's SCID, which egress admitted) is forwarded as it is. A first
+// Initial must be the token's first use (RFC 9000 section 8.1.4), or a
+// retransmission of it: the replay filter decides by token and DCID, as
+// the host's does when it checks the forwarded Initial again, so the two
+// agree. A replay gets a Retry: its sender may be a benign client that
+// reused a token. Without a CIDLookup the agent cannot tell later
+// Initials from replays and leaves the check to the host.
+func (w *Worker) newTokenInitial(now time.Time, from netip.AddrPort, out []byte) (Reason, []byte) {
+	h := &w.hdr
+	if w.lookup != nil {
+		if w.lookup.Contains(h.DestConnID) {
+			return ReasonNewTokenKnownCID, nil
+		}
+		if err := w.eng.cfg.ReplayFilter.Use(h.Token, h.DestConnID, now); err != nil {
+			if len(h.DestConnID) < minClientDCIDLen {
+				return ReasonDCIDTooShort, nil
+			}
+			return w.retry(from, out, ReasonReplayedNewToken)
+		}
+	}
+	// The client's 0-RTT packets carry this DCID too. It is the client's
+	// choice (8..20 bytes); the fast path keys long-header DCIDs longer
+	// than the server's CID length by their first CIDLen bytes
+	// (docs/fastpath.md), so admit that prefix.
+	w.admit(cidPrefix(h.DestConnID, w.eng.cfg.CIDLen))
+	return ReasonNewTokenForwarded, nil
+}
+
 // retry builds the Retry for the Initial in w.hdr, to the client at from.
 func (w *Worker) retry(from netip.AddrPort, out []byte, r Reason) (Reason, []byte) {
 	h := &w.hdr
 	rscid := w.rscid[:w.eng.cfg.CIDLen]
 	_, _ = w.rng.Read(rscid) // never fails
-	tok, err := w.issuer.AppendRetry(w.tok[:0], from, h.DestConnID, rscid, w.eng.cfg.Now())
+	tok, err := w.issuer.AppendRetry(w.tok[:0], from, h.DestConnID, rscid, time.Now())
 	if err != nil {
 		return ReasonInternal, nil
 	}

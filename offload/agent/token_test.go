@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/turboretry/turboretry/internal/wire"
@@ -30,7 +31,7 @@ func hostNewToken(t *testing.T, env *testEnv, client netip.Addr) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := is.AppendNewToken(nil, client, env.clock.Now())
+	tok, err := is.AppendNewToken(nil, client, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,10 +40,12 @@ func hostNewToken(t *testing.T, env *testEnv, client netip.Addr) []byte {
 
 // TestNewTokenForwarded: a host-issued new_token token admits the
 // Initial's DCID, which the client's 0-RTT packets also carry.
-func TestNewTokenForwarded(t *testing.T) {
+func TestNewTokenForwarded(t *testing.T) { synctest.Test(t, testNewTokenForwarded) }
+
+func testNewTokenForwarded(t *testing.T) {
 	env := newTestEnv(t, nil)
 	tok := hostNewToken(t, env, clientAddr.Addr())
-	env.clock.Advance(20 * time.Hour) // new_token tokens live 24 h
+	time.Sleep(20 * time.Hour) // new_token tokens live 24 h
 	dcid := []byte{1, 1, 2, 3, 5, 8, 13, 21, 34}
 	// Any port: new_token tokens bind only the IP.
 	from := netip.AddrPortFrom(clientAddr.Addr(), 9999)
@@ -58,7 +61,9 @@ func TestNewTokenForwarded(t *testing.T) {
 
 // TestBadNewTokenGetsRetry: RFC 9000 section 8.1.3, a new_token token that
 // fails validation is no reason to refuse the client.
-func TestBadNewTokenGetsRetry(t *testing.T) {
+func TestBadNewTokenGetsRetry(t *testing.T) { synctest.Test(t, testBadNewTokenGetsRetry) }
+
+func testBadNewTokenGetsRetry(t *testing.T) {
 	env := newTestEnv(t, nil)
 	tok := hostNewToken(t, env, clientAddr.Addr())
 	pkt := clientInitial(t, wire.Version1, odcid, cscid, tok, 1200)
@@ -70,7 +75,7 @@ func TestBadNewTokenGetsRetry(t *testing.T) {
 		t.Fatalf("reply: %v %v", h.Type, err)
 	}
 	// Expired.
-	env.clock.Advance(25 * time.Hour)
+	time.Sleep(25 * time.Hour)
 	mustProcess(t, env.w, pkt, clientAddr, ReasonRetryBadNewToken)
 	if env.cache.len() != 0 {
 		t.Fatal("a bad token admitted a CID")
@@ -120,12 +125,35 @@ func TestBadRetryTokenDropped(t *testing.T) {
 			mustProcess(t, env.w, initialWith(tc.tok), tc.from, ReasonOfToken(tc.want))
 		})
 	}
+	if env.cache.len() != 0 {
+		t.Fatalf("bad tokens admitted %v", env.cache.m)
+	}
+}
+
+// TestRetryTokenExpiredOrFromFuture: a retry token too old, or minted
+// ahead of the agent's clock, drops the Initial.
+func TestRetryTokenExpiredOrFromFuture(t *testing.T) {
+	synctest.Test(t, testRetryTokenExpiredOrFromFuture)
+}
+
+func testRetryTokenExpiredOrFromFuture(t *testing.T) {
+	env := newTestEnv(t, nil)
+	tok, rscid := agentRetryToken(t, env)
+	initialWith := func(tok []byte) []byte { return clientInitial(t, wire.Version1, rscid, cscid, tok, 1200) }
 	// Expired: retry tokens live 10 s.
-	env.clock.Advance(11 * time.Second)
+	time.Sleep(11 * time.Second)
 	mustProcess(t, env.w, initialWith(tok), clientAddr, ReasonOfToken(token.ReasonExpired))
-	// From the future: the agent's clock is behind the issuer's.
-	env.clock.Advance(-20 * time.Second)
-	mustProcess(t, env.w, initialWith(tok), clientAddr, ReasonOfToken(token.ReasonFromFuture))
+	// From the future: the issuer's clock (here the host's) is ahead of
+	// the agent's.
+	host, err := env.kr.NewIssuer(token.SourceHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead, err := host.AppendRetry(nil, clientAddr, odcid, rscid, time.Now().Add(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustProcess(t, env.w, initialWith(ahead), clientAddr, ReasonOfToken(token.ReasonFromFuture))
 	if env.cache.len() != 0 {
 		t.Fatalf("bad tokens admitted %v", env.cache.m)
 	}
@@ -140,7 +168,7 @@ func TestHostRetryTokenAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	rscid := []byte{7, 6, 5, 4, 3, 2, 1, 0}
-	tok, err := is.AppendRetry(nil, clientAddr, odcid, rscid, env.clock.Now())
+	tok, err := is.AppendRetry(nil, clientAddr, odcid, rscid, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +181,11 @@ func TestHostRetryTokenAccepted(t *testing.T) {
 func TestReasonTokenMapping(t *testing.T) {
 	for tr := token.ReasonMalformed; tr < token.NumReasons; tr++ {
 		r := ReasonOfToken(tr)
-		if r.TokenReason() != tr || r.Verdict() != Drop || int(r) >= NumReasons {
+		want := Drop
+		if tr == token.ReasonReplayed {
+			want = SendReply // a Retry (replay_test.go)
+		}
+		if r.TokenReason() != tr || r.Verdict() != want || int(r) >= NumReasons {
 			t.Fatalf("token reason %v maps to %v (%d)", tr, r, r)
 		}
 		if r.String() == "unknown" || r.String() == "" {

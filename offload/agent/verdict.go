@@ -48,6 +48,7 @@ const (
 	ReasonRetryTokenForwarded // valid retry token, RSCID = DCID: RSCID admitted
 	ReasonNewTokenForwarded   // valid new_token token: DCID admitted
 	ReasonRetryTokenKnownCID  // valid retry token, DCID already admitted (later Initials)
+	ReasonNewTokenKnownCID    // valid new_token token, DCID already admitted (later Initials)
 
 	// Drop reasons.
 	ReasonPaused               // engine paused (fault injection)
@@ -87,12 +88,17 @@ func (r Reason) TokenReason() token.Reason {
 	return token.ReasonMalformed + token.Reason(r-ReasonTokenMalformed)
 }
 
+// ReasonReplayedNewToken is the reason for a valid new_token token used
+// before (token.ReasonReplayed): unlike the other token rejections it is
+// answered with a Retry, as the client may be benign and can take one.
+var ReasonReplayedNewToken = ReasonOfToken(token.ReasonReplayed)
+
 // Verdict returns the verdict that goes with r.
 func (r Reason) Verdict() Verdict {
 	switch r {
-	case ReasonRetry, ReasonRetryBadNewToken, ReasonVersionNegotiation:
+	case ReasonRetry, ReasonRetryBadNewToken, ReasonVersionNegotiation, ReasonReplayedNewToken:
 		return SendReply
-	case ReasonRetryTokenForwarded, ReasonNewTokenForwarded, ReasonRetryTokenKnownCID:
+	case ReasonRetryTokenForwarded, ReasonNewTokenForwarded, ReasonRetryTokenKnownCID, ReasonNewTokenKnownCID:
 		return Forward
 	}
 	return Drop
@@ -106,6 +112,7 @@ var reasonLabels = [...]string{
 	ReasonRetryTokenForwarded:  "retry_token",
 	ReasonNewTokenForwarded:    "new_token",
 	ReasonRetryTokenKnownCID:   "retry_token_known_cid",
+	ReasonNewTokenKnownCID:     "new_token_known_cid",
 	ReasonPaused:               "paused",
 	ReasonMalformed:            "malformed",
 	ReasonCIDTooLong:           "cid_too_long",
@@ -132,6 +139,7 @@ var tokenLabels = [token.NumReasons]string{
 	token.ReasonBadPayload:    "token_bad_payload",
 	token.ReasonAddrMismatch:  "token_address_mismatch",
 	token.ReasonPortMismatch:  "token_port_mismatch",
+	token.ReasonReplayed:      "token_replayed",
 }
 
 // String returns the reason's metric label, lower case with underscores.

@@ -5,13 +5,15 @@ import "testing"
 // TestSteadyStateNoAllocs: once its MAC state exists, the Listener handles
 // a message, accepted or forged, and the Announcer encodes one, without
 // allocating.
-func TestSteadyStateNoAllocs(t *testing.T) {
+func TestSteadyStateNoAllocs(t *testing.T) { atT0(t, testSteadyStateNoAllocs) }
+
+func testSteadyStateNoAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector inflates allocation counts")
 	}
 	inserted := 0
-	l, err := newListener(ListenerConfig{Conn: nopConn{}, Key: testKey, CIDLen: 8,
-		Insert: func([]byte) { inserted++ }}, newFakeClock(t0).now)
+	l, err := NewListener(ListenerConfig{Conn: nopConn{}, Key: testKey, CIDLen: 8,
+		Insert: func([]byte) { inserted++ }})
 	if err != nil {
 		t.Fatal(err)
 	}

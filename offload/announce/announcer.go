@@ -72,7 +72,6 @@ type Announcer struct {
 	interval time.Duration
 	active   func(yield func(cid []byte) bool)
 	log      *slog.Logger
-	now      func() time.Time
 
 	key atomic.Pointer[[32]byte]
 
@@ -99,10 +98,6 @@ type Announcer struct {
 // NewAnnouncer checks cfg, opens a UDP socket towards cfg.Agent and starts
 // the goroutine that sends. Close stops it.
 func NewAnnouncer(cfg AnnouncerConfig) (*Announcer, error) {
-	return newAnnouncer(cfg, time.Now)
-}
-
-func newAnnouncer(cfg AnnouncerConfig, now func() time.Time) (*Announcer, error) {
 	switch {
 	case !cfg.Agent.IsValid() || cfg.Agent.Port() == 0:
 		return nil, fmt.Errorf("announce: invalid agent address %v", cfg.Agent)
@@ -124,7 +119,6 @@ func newAnnouncer(cfg AnnouncerConfig, now func() time.Time) (*Announcer, error)
 		interval: cfg.Interval,
 		active:   cfg.Active,
 		log:      cfg.Logger,
-		now:      now,
 		pending:  make([]byte, 0, QueueCIDs*cfg.CIDLen),
 		sending:  make([]byte, 0, QueueCIDs*cfg.CIDLen),
 		msg:      make([]byte, 0, MaxMessageSize),
@@ -225,7 +219,7 @@ func (a *Announcer) run() {
 			switch q := a.queued(); {
 			case q >= a.perMsg:
 				a.flush()
-				lastFlush = a.now()
+				lastFlush = time.Now()
 				if armed {
 					flushT.Stop()
 					armed = false
@@ -235,9 +229,9 @@ func (a *Announcer) run() {
 				// connection's handshake SCID, which the client uses
 				// within one round trip) goes at once; a burst behind it
 				// is batched.
-				if since := a.now().Sub(lastFlush); since >= FlushDelay {
+				if since := time.Since(lastFlush); since >= FlushDelay {
 					a.flush()
-					lastFlush = a.now()
+					lastFlush = time.Now()
 				} else {
 					flushT.Reset(FlushDelay - since)
 					armed = true
@@ -246,7 +240,7 @@ func (a *Announcer) run() {
 		case <-flushT.C:
 			armed = false
 			a.flush()
-			lastFlush = a.now()
+			lastFlush = time.Now()
 		case <-ticker.C:
 			a.reannounce()
 		}
@@ -312,7 +306,7 @@ func (a *Announcer) sendAll(cids []byte, paced bool) bool {
 
 // send writes one message.
 func (a *Announcer) send(cids []byte) {
-	a.msg = appendMessage(a.msg[:0], &a.mac, a.key.Load(), a.cidLen, uint64(max(a.now().UnixMilli(), 0)), cids)
+	a.msg = appendMessage(a.msg[:0], &a.mac, a.key.Load(), a.cidLen, uint64(max(time.Now().UnixMilli(), 0)), cids)
 	if _, err := a.conn.Write(a.msg); err != nil {
 		a.sendErrors.Add(1)
 		if !a.failing {

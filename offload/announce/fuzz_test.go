@@ -22,10 +22,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("TRCA\x01\x08\x00\x00"))
 	f.Add([]byte{})
 
-	clk := newFakeClock(t0)
 	var got []byte
-	l, err := newListener(ListenerConfig{Conn: nopConn{}, Key: testKey, CIDLen: 8, MaxAge: 30 * time.Second,
-		Insert: func(cid []byte) { got = append(got, cid...) }}, clk.now)
+	l, err := NewListener(ListenerConfig{Conn: nopConn{}, Key: testKey, CIDLen: 8, MaxAge: 30 * time.Second,
+		Insert: func(cid []byte) { got = append(got, cid...) }})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -41,7 +40,8 @@ func FuzzParse(f *testing.F) {
 		}
 
 		got = got[:0]
-		r := l.handle(b)
+		var r Reason
+		atT0(t, func(*testing.T) { r = l.handle(b) }) // the seeds are fresh at t0
 		if !bytes.Equal(b, orig) {
 			t.Fatal("input modified")
 		}

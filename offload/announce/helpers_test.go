@@ -7,8 +7,8 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -19,21 +19,19 @@ const waitLimit = 20 * time.Second
 var (
 	testKey  = [32]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32}
 	otherKey = [32]byte{0xff, 0xee, 0xdd}
-	// t0 is the fixed time of the fake clocks: 2026-01-02 03:04:05 UTC.
+	// t0 is the time of the tests (see atT0): 2026-01-02 03:04:05 UTC.
 	t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 )
 
-// fakeClock is an injectable clock, safe for concurrent use.
-type fakeClock struct{ ms atomic.Int64 }
-
-func newFakeClock(t time.Time) *fakeClock {
-	c := new(fakeClock)
-	c.ms.Store(t.UnixMilli())
-	return c
+// atT0 runs f in a synctest bubble whose virtual clock was moved to t0,
+// the time the test messages and the seed vectors carry.
+func atT0(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		time.Sleep(time.Until(t0))
+		f(t)
+	})
 }
-
-func (c *fakeClock) now() time.Time          { return time.UnixMilli(c.ms.Load()) }
-func (c *fakeClock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 
 // cidN returns the n-th test connection ID of length l: n big-endian in the
 // last bytes, l's value in the first, so different lengths never collide.

@@ -75,7 +75,6 @@ type Listener struct {
 	maxAgeMs int64
 	insert   func([]byte)
 	log      *slog.Logger
-	now      func() time.Time
 
 	keys    atomic.Pointer[keySet]
 	serving atomic.Bool
@@ -93,10 +92,6 @@ type Listener struct {
 
 // NewListener checks cfg and returns a Listener; call Serve to run it.
 func NewListener(cfg ListenerConfig) (*Listener, error) {
-	return newListener(cfg, time.Now)
-}
-
-func newListener(cfg ListenerConfig, now func() time.Time) (*Listener, error) {
 	switch {
 	case cfg.Conn == nil:
 		return nil, errors.New("announce: listener needs a Conn")
@@ -119,7 +114,6 @@ func newListener(cfg ListenerConfig, now func() time.Time) (*Listener, error) {
 		maxAgeMs: max(maxAge.Milliseconds(), 1),
 		insert:   cfg.Insert,
 		log:      cfg.Logger,
-		now:      now,
 		buf:      make([]byte, readBufSize),
 	}
 	if l.log == nil {
@@ -141,7 +135,7 @@ func (l *Listener) SetKey(k [32]byte) {
 		cur:         k,
 		prev:        old.cur,
 		hasPrev:     true,
-		prevUntilMs: l.now().UnixMilli() + l.maxAgeMs,
+		prevUntilMs: time.Now().UnixMilli() + l.maxAgeMs,
 	})
 }
 
@@ -224,7 +218,7 @@ func (l *Listener) check(b []byte) (message, Reason) {
 	if m.cidLen != l.cidLen {
 		return m, ReasonCIDLen
 	}
-	nowMs := l.now().UnixMilli()
+	nowMs := time.Now().UnixMilli()
 	ks := l.keys.Load()
 	if !hmac.Equal(l.curMAC.sum(&ks.cur, m.body), m.mac) &&
 		(!ks.hasPrev || nowMs >= ks.prevUntilMs || !hmac.Equal(l.prevMAC.sum(&ks.prev, m.body), m.mac)) {
@@ -251,7 +245,7 @@ func (l *Listener) check(b []byte) (message, Reason) {
 func (l *Listener) logReject(r Reason, from netip.AddrPort, n int) {
 	switch r {
 	case ReasonVersion, ReasonCIDLen, ReasonMAC, ReasonTooOld, ReasonFuture:
-		if nowMs := l.now().UnixMilli(); nowMs-l.lastWarnMs >= warnEvery.Milliseconds() || l.lastWarnMs == 0 {
+		if nowMs := time.Now().UnixMilli(); nowMs-l.lastWarnMs >= warnEvery.Milliseconds() || l.lastWarnMs == 0 {
 			l.lastWarnMs = nowMs
 			l.log.Warn("announce: rejected a connection ID announcement (check the secret, the connection ID length and the clocks)",
 				"reason", r.String(), "from", from, "len", n)

@@ -13,18 +13,17 @@ import (
 	"time"
 )
 
-// newDirectListener returns a Listener on a fake clock, for handle() tests
-// that need no socket.
-func newDirectListener(t *testing.T, maxAge time.Duration) (*Listener, *sink, *fakeClock) {
+// newDirectListener returns a Listener for handle() tests that need no
+// socket.
+func newDirectListener(t *testing.T, maxAge time.Duration) (*Listener, *sink) {
 	t.Helper()
-	clk := newFakeClock(t0)
 	s := newSink()
 	conn := listenUDP(t, "127.0.0.1:0")
-	l, err := newListener(ListenerConfig{Conn: conn, Key: testKey, CIDLen: 8, MaxAge: maxAge, Insert: s.insert}, clk.now)
+	l, err := NewListener(ListenerConfig{Conn: conn, Key: testKey, CIDLen: 8, MaxAge: maxAge, Insert: s.insert})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l, s, clk
+	return l, s
 }
 
 // resign replaces b's MAC with a valid one, so that a test reaches the
@@ -36,8 +35,10 @@ func resign(key [32]byte, b []byte) []byte {
 	return b
 }
 
-func TestListenerRejectsEveryReason(t *testing.T) {
-	l, s, _ := newDirectListener(t, 30*time.Second)
+func TestListenerRejectsEveryReason(t *testing.T) { atT0(t, testListenerRejectsEveryReason) }
+
+func testListenerRejectsEveryReason(t *testing.T) {
+	l, s := newDirectListener(t, 30*time.Second)
 	ids := cids(5, 8)
 	good := encode(testKey, 8, t0, ids)
 	mut := func(f func(b []byte)) []byte { b := bytes.Clone(good); f(b); return b }
@@ -98,18 +99,20 @@ func TestListenerRejectsEveryReason(t *testing.T) {
 
 // TestListenerReplayAfterMaxAge replays one captured message while the
 // clock moves: accepted up to MaxAge, rejected after, nothing inserted.
-func TestListenerReplayAfterMaxAge(t *testing.T) {
-	l, s, clk := newDirectListener(t, 10*time.Second)
+func TestListenerReplayAfterMaxAge(t *testing.T) { atT0(t, testListenerReplayAfterMaxAge) }
+
+func testListenerReplayAfterMaxAge(t *testing.T) {
+	l, s := newDirectListener(t, 10*time.Second)
 	msg := encode(testKey, 8, t0, cids(3, 8))
 	if r := l.handle(msg); r != ReasonNone {
 		t.Fatalf("fresh: %v", r)
 	}
-	clk.advance(10 * time.Second)
+	time.Sleep(10 * time.Second)
 	if r := l.handle(msg); r != ReasonNone {
 		t.Fatalf("replay at exactly MaxAge: %v", r)
 	}
 	before := s.total()
-	clk.advance(time.Millisecond)
+	time.Sleep(time.Millisecond)
 	if r := l.handle(msg); r != ReasonTooOld {
 		t.Fatalf("replay after MaxAge: %v, want %v", r, ReasonTooOld)
 	}
@@ -117,7 +120,7 @@ func TestListenerReplayAfterMaxAge(t *testing.T) {
 		t.Fatal("the stale replay inserted connection IDs")
 	}
 	// A message from the future is accepted up to MaxAge ahead.
-	ahead := encode(testKey, 8, clk.now().Add(10*time.Second), cids(1, 8))
+	ahead := encode(testKey, 8, time.Now().Add(10*time.Second), cids(1, 8))
 	if r := l.handle(ahead); r != ReasonNone {
 		t.Fatalf("MaxAge ahead: %v", r)
 	}
@@ -125,20 +128,22 @@ func TestListenerReplayAfterMaxAge(t *testing.T) {
 
 // TestListenerSetKeyGrace: after SetKey the old key is accepted for MaxAge,
 // then only the new one.
-func TestListenerSetKeyGrace(t *testing.T) {
-	l, _, clk := newDirectListener(t, 10*time.Second)
+func TestListenerSetKeyGrace(t *testing.T) { atT0(t, testListenerSetKeyGrace) }
+
+func testListenerSetKeyGrace(t *testing.T) {
+	l, _ := newDirectListener(t, 10*time.Second)
 	l.SetKey(otherKey)
-	if r := l.handle(encode(otherKey, 8, clk.now(), cids(1, 8))); r != ReasonNone {
+	if r := l.handle(encode(otherKey, 8, time.Now(), cids(1, 8))); r != ReasonNone {
 		t.Fatalf("new key: %v", r)
 	}
-	if r := l.handle(encode(testKey, 8, clk.now(), cids(1, 8))); r != ReasonNone {
+	if r := l.handle(encode(testKey, 8, time.Now(), cids(1, 8))); r != ReasonNone {
 		t.Fatalf("previous key within the grace period: %v", r)
 	}
-	clk.advance(10 * time.Second)
-	if r := l.handle(encode(testKey, 8, clk.now(), cids(1, 8))); r != ReasonMAC {
+	time.Sleep(10 * time.Second)
+	if r := l.handle(encode(testKey, 8, time.Now(), cids(1, 8))); r != ReasonMAC {
 		t.Fatalf("previous key after the grace period: %v, want %v", r, ReasonMAC)
 	}
-	if r := l.handle(encode(otherKey, 8, clk.now(), cids(1, 8))); r != ReasonNone {
+	if r := l.handle(encode(otherKey, 8, time.Now(), cids(1, 8))); r != ReasonNone {
 		t.Fatalf("new key later: %v", r)
 	}
 	// Setting the same key again keeps the grace state; a third key drops
@@ -147,7 +152,7 @@ func TestListenerSetKeyGrace(t *testing.T) {
 	l.SetKey(testKey)
 	l.SetKey(otherKey)
 	l.SetKey([32]byte{9})
-	if r := l.handle(encode(testKey, 8, clk.now(), cids(1, 8))); r != ReasonMAC {
+	if r := l.handle(encode(testKey, 8, time.Now(), cids(1, 8))); r != ReasonMAC {
 		t.Fatalf("key two reloads back: %v, want %v", r, ReasonMAC)
 	}
 }
@@ -208,7 +213,7 @@ func TestListenerServeLoopback(t *testing.T) {
 // TestListenerServeCanceledContext: a context that is already done stops
 // Serve at once.
 func TestListenerServeCanceledContext(t *testing.T) {
-	l, _, _ := newDirectListener(t, 0)
+	l, _ := newDirectListener(t, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := l.Serve(ctx); !errors.Is(err, context.Canceled) {
@@ -244,17 +249,19 @@ func TestListenerConfigErrors(t *testing.T) {
 
 // TestInsertCannotAppendIntoBuffer: the slice handed to Insert has no spare
 // capacity, so an Insert that appends cannot overwrite the next ID.
-func TestInsertCannotAppendIntoBuffer(t *testing.T) {
+func TestInsertCannotAppendIntoBuffer(t *testing.T) { atT0(t, testInsertCannotAppendIntoBuffer) }
+
+func testInsertCannotAppendIntoBuffer(t *testing.T) {
 	ids := cids(3, 8)
 	var got [][]byte
 	conn := listenUDP(t, "127.0.0.1:0")
-	l, err := newListener(ListenerConfig{Conn: conn, Key: testKey, CIDLen: 8, Insert: func(cid []byte) {
+	l, err := NewListener(ListenerConfig{Conn: conn, Key: testKey, CIDLen: 8, Insert: func(cid []byte) {
 		if cap(cid) != len(cid) {
 			t.Errorf("cap %d for len %d", cap(cid), len(cid))
 		}
 		_ = append(cid, 0xAA)
 		got = append(got, bytes.Clone(cid))
-	}}, newFakeClock(t0).now)
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,15 +275,17 @@ func TestInsertCannotAppendIntoBuffer(t *testing.T) {
 
 // TestRejectLogging: configuration-type rejections warn at most once per
 // warnEvery; everything else goes to debug.
-func TestRejectLogging(t *testing.T) {
+func TestRejectLogging(t *testing.T) { atT0(t, testRejectLogging) }
+
+func testRejectLogging(t *testing.T) {
 	var out bytes.Buffer
-	l, _, clk := newDirectListener(t, 0)
+	l, _ := newDirectListener(t, 0)
 	l.log = slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	from := netip.MustParseAddrPort("127.0.0.1:9")
 	l.logReject(ReasonMAC, from, 100)
 	l.logReject(ReasonMAC, from, 100)
 	l.logReject(ReasonShort, from, 3)
-	clk.advance(warnEvery)
+	time.Sleep(warnEvery)
 	l.logReject(ReasonTooOld, from, 100)
 	if w, d := strings.Count(out.String(), "level=WARN"), strings.Count(out.String(), "level=DEBUG"); w != 2 || d != 2 {
 		t.Fatalf("%d warnings, %d debug lines:\n%s", w, d, out.String())

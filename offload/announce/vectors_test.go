@@ -12,7 +12,9 @@ import (
 // TestSeedVectors: the fuzz seed files were computed outside Go (Python's
 // hmac and struct, testKey, t0), so they double as interoperability
 // vectors for the format. Each must get the reason its name says.
-func TestSeedVectors(t *testing.T) {
+func TestSeedVectors(t *testing.T) { atT0(t, testSeedVectors) }
+
+func testSeedVectors(t *testing.T) {
 	want := map[string]Reason{
 		"valid_8x4":      ReasonNone,
 		"valid_full_8":   ReasonNone,
@@ -24,7 +26,7 @@ func TestSeedVectors(t *testing.T) {
 		"wrong_key":      ReasonMAC,
 		"short":          ReasonShort,
 	}
-	l, s, _ := newDirectListener(t, 30*time.Second)
+	l, s := newDirectListener(t, 30*time.Second)
 	for name, r := range want {
 		raw, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzParse", name))
 		if err != nil {

@@ -6,21 +6,9 @@ import (
 	"time"
 )
 
-// Clock is the time source of Run; tests inject a fake one.
-type Clock interface {
-	Now() time.Time
-	// Sleep waits for d or until ctx is done.
-	Sleep(ctx context.Context, d time.Duration)
-}
-
-// SystemClock is the real Clock.
-type SystemClock struct{}
-
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
-
-// Sleep waits for d or until ctx is done.
-func (SystemClock) Sleep(ctx context.Context, d time.Duration) {
+// sleep waits for d or until ctx is done. Run's tests run it in virtual
+// time (testing/synctest).
+func sleep(ctx context.Context, d time.Duration) {
 	if d <= 0 {
 		return
 	}
@@ -34,7 +22,7 @@ func (SystemClock) Sleep(ctx context.Context, d time.Duration) {
 
 // TokenBucket limits a packet rate: it fills at rate tokens per second up
 // to burst tokens, and each packet takes one. Time is passed in, so it is
-// deterministic under a fake clock. It is not safe for concurrent use.
+// deterministic in tests. It is not safe for concurrent use.
 type TokenBucket struct {
 	rate   float64
 	burst  float64

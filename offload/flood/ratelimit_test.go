@@ -3,23 +3,9 @@ package flood
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 )
-
-// fakeClock advances only when Sleep is called (or by hand).
-type fakeClock struct {
-	now    time.Time
-	slept  time.Duration
-	sleeps int
-}
-
-func (c *fakeClock) Now() time.Time { return c.now }
-
-func (c *fakeClock) Sleep(_ context.Context, d time.Duration) {
-	c.now = c.now.Add(d)
-	c.slept += d
-	c.sleeps++
-}
 
 func TestTokenBucket(t *testing.T) {
 	t0 := time.Unix(1000, 0)
@@ -63,51 +49,54 @@ func TestTokenBucketTinyRate(t *testing.T) {
 	}
 }
 
-// TestRunRateLimited checks the pacing through the fake clock: 1000
-// packets at 10 kpps must take one simulated second (minus the first burst),
-// with nothing sent faster than the bucket allows.
+// TestRunRateLimited checks the pacing in virtual time: 1000 packets at
+// 10 kpps must take one second (minus the first burst), with nothing sent
+// faster than the bucket allows.
 func TestRunRateLimited(t *testing.T) {
-	clk := &fakeClock{now: time.Unix(5000, 0)}
-	s := &recordSender{clk: clk}
-	gen, err := NewGenerator(GeneratorConfig{PoolSize: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := Run(context.Background(), RunConfig{Count: 1000, Duration: time.Minute, Rate: 10000, Batch: 64, Clock: clk}, gen, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Sent != 1000 || st.Errors != 0 || st.Stopped != "count" {
-		t.Fatalf("stats %+v", st)
-	}
-	burst := burstFor(10000, 64)
-	// Tokens for all but the first burst must be earned at 10 per ms.
-	minTime := time.Duration(1000-burst) * time.Second / 10000
-	if clk.slept < minTime || clk.slept > minTime+time.Millisecond {
-		t.Fatalf("slept %v of simulated time, want about %v", clk.slept, minTime)
-	}
-	// At no moment did the sender get more than the bucket allows.
-	for i, at := range s.times {
-		elapsed := at.Sub(s.times[0])
-		allowed := burst + int(elapsed.Seconds()*10000+1e-6) // float slack
-		if i+1 > allowed {
-			t.Fatalf("packet %d sent after %v, only %d allowed", i+1, elapsed, allowed)
+	synctest.Test(t, func(t *testing.T) {
+		s := &recordSender{timed: true}
+		gen, err := NewGenerator(GeneratorConfig{PoolSize: 2})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if st.PPS < 9000 || st.PPS > 11000 {
-		t.Fatalf("achieved %v pps of simulated time, want about 10000", st.PPS)
-	}
+		start := time.Now()
+		st, err := Run(context.Background(), RunConfig{Count: 1000, Duration: time.Minute, Rate: 10000, Batch: 64}, gen, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Sent != 1000 || st.Errors != 0 || st.Stopped != "count" {
+			t.Fatalf("stats %+v", st)
+		}
+		burst := burstFor(10000, 64)
+		// Tokens for all but the first burst must be earned at 10 per ms.
+		minTime := time.Duration(1000-burst) * time.Second / 10000
+		if took := time.Since(start); took < minTime || took > minTime+time.Millisecond {
+			t.Fatalf("took %v, want about %v", took, minTime)
+		}
+		// At no moment did the sender get more than the bucket allows.
+		for i, at := range s.times {
+			elapsed := at.Sub(s.times[0])
+			allowed := burst + int(elapsed.Seconds()*10000+1e-6) // float slack
+			if i+1 > allowed {
+				t.Fatalf("packet %d sent after %v, only %d allowed", i+1, elapsed, allowed)
+			}
+		}
+		if st.PPS < 9000 || st.PPS > 11000 {
+			t.Fatalf("achieved %v pps, want about 10000", st.PPS)
+		}
+	})
 }
 
 func TestRunStopsAtDuration(t *testing.T) {
-	clk := &fakeClock{now: time.Unix(5000, 0)}
-	s := &recordSender{clk: clk}
-	gen, _ := NewGenerator(GeneratorConfig{PoolSize: 1})
-	st, err := Run(context.Background(), RunConfig{Count: 1 << 40, Duration: 2 * time.Second, Rate: 100, Clock: clk}, gen, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Stopped != "duration" || st.Sent < 199 || st.Sent > 201 {
-		t.Fatalf("stats %+v, want about 200 packets in 2 simulated seconds", st)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := &recordSender{}
+		gen, _ := NewGenerator(GeneratorConfig{PoolSize: 1})
+		st, err := Run(context.Background(), RunConfig{Count: 1 << 40, Duration: 2 * time.Second, Rate: 100}, gen, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Stopped != "duration" || st.Sent < 199 || st.Sent > 201 {
+			t.Fatalf("stats %+v, want about 200 packets in 2 s", st)
+		}
+	})
 }

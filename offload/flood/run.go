@@ -26,8 +26,6 @@ type RunConfig struct {
 	Rate float64
 	// Batch is the number of packets per Send (0: DefaultBatch).
 	Batch int
-	// Clock is the time source (nil: SystemClock).
-	Clock Clock
 }
 
 // Stats summarizes a run.
@@ -67,19 +65,14 @@ func Run(ctx context.Context, cfg RunConfig, src Source, s Sender) (Stats, error
 	if err := cfg.Check(); err != nil {
 		return st, err
 	}
-	clk := cfg.Clock
-	if clk == nil {
-		clk = SystemClock{}
-	}
 	batch := cfg.Batch
 	if batch == 0 {
 		batch = DefaultBatch
 	}
-	start := clk.Now()
+	start := time.Now()
 	deadline := start.Add(cfg.Duration)
 	// A blocked send gives up at the deadline, so the run always ends.
-	// Socket deadlines run on real time, whatever the Clock.
-	if err := s.SetDeadline(time.Now().Add(cfg.Duration)); err != nil {
+	if err := s.SetDeadline(deadline); err != nil {
 		return st, fmt.Errorf("flood: setting send deadline: %w", err)
 	}
 	var bucket *TokenBucket
@@ -98,7 +91,7 @@ func Run(ctx context.Context, cfg RunConfig, src Source, s Sender) (Stats, error
 			st.Stopped = "cancelled"
 			break
 		}
-		now := clk.Now()
+		now := time.Now()
 		if !now.Before(deadline) {
 			st.Stopped = "duration"
 			break
@@ -107,7 +100,7 @@ func Run(ctx context.Context, cfg RunConfig, src Source, s Sender) (Stats, error
 		if bucket != nil {
 			granted, wait := bucket.Take(now, n)
 			if granted == 0 {
-				clk.Sleep(ctx, min(wait, deadline.Sub(now)))
+				sleep(ctx, min(wait, deadline.Sub(now)))
 				continue
 			}
 			n = granted
@@ -115,7 +108,7 @@ func Run(ctx context.Context, cfg RunConfig, src Source, s Sender) (Stats, error
 		for i := range n {
 			p, err := src.Next(bufs[i][:0])
 			if err != nil {
-				st.finish(clk.Now().Sub(start))
+				st.finish(time.Since(start))
 				return st, err
 			}
 			pkts[i] = p
@@ -124,7 +117,7 @@ func Run(ctx context.Context, cfg RunConfig, src Source, s Sender) (Stats, error
 		attempted += uint64(n)
 	}
 	clear(pkts)
-	st.finish(clk.Now().Sub(start))
+	st.finish(time.Since(start))
 	return st, nil
 }
 

@@ -1,0 +1,173 @@
+//go:build linux
+
+package abuse
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	quicgo "github.com/quic-go/quic-go"
+
+	"github.com/turboretry/turboretry/quic"
+)
+
+// defaultMaxConnections is quic.Config.MaxConnections' default, which
+// `turboretry serve` keeps.
+const defaultMaxConnections = 4096
+
+// TestIdleConnectionCap is issue 11's connection cap: one client socket
+// (quic-go's Transport) opens idle HTTP/3 connections until the server
+// holds its default cap of 4096, then more. The server must stay at the
+// cap, refuse every further connection attempt with CONNECTION_REFUSED
+// before any handshake (quic-go's client and ours report it; a benign
+// fetch is refused the same way while the cap is full, which is the
+// documented behaviour), keep its memory within the cap's budget, and
+// serve the benign clients as soon as a few of the idle connections go.
+func TestIdleConnectionCap(t *testing.T) {
+	const (
+		extra   = 32 // attempts past the cap
+		dialers = 16
+		freed   = 8
+	)
+	s := startServer(t)
+	ctx := ctxFor(t)
+	baseRSS := s.rssMB()
+
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = udp.SetReadBuffer(4 << 20)
+	qtr := &quicgo.Transport{Conn: udp}
+	t.Cleanup(func() { qtr.Close() })
+	raddr, err := net.ResolveUDPAddr("udp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsConf := s.clientTLS("h3")
+	// Keep-alives hold the connections past the server's 30 s idle
+	// timeout on a slow machine.
+	qconf := &quicgo.Config{KeepAlivePeriod: 10 * time.Second, HandshakeIdleTimeout: 30 * time.Second}
+
+	var (
+		mu      sync.Mutex
+		idle    []*quicgo.Conn
+		refused int
+		other   []error
+	)
+	dial := func(n int) {
+		var wg sync.WaitGroup
+		work := make(chan struct{}, n)
+		for range n {
+			work <- struct{}{}
+		}
+		close(work)
+		for range dialers {
+			wg.Go(func() {
+				for range work {
+					c, err := qtr.Dial(ctx, raddr, tlsConf, qconf)
+					mu.Lock()
+					switch {
+					case err == nil:
+						idle = append(idle, c)
+					case isRefused(err):
+						refused++
+					default:
+						other = append(other, err)
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+	}
+	start := time.Now()
+	dial(defaultMaxConnections)
+	filled := time.Since(start)
+	if len(other) > 0 || refused > 0 {
+		t.Fatalf("filling the cap: %d connected, %d refused, %d other errors (first: %v)", len(idle), refused, len(other), errors.Join(other[:min(1, len(other))]...))
+	}
+	dial(extra)
+	if len(idle) != defaultMaxConnections || refused != extra || len(other) > 0 {
+		t.Fatalf("past the cap: %d connected, %d refused, %d other errors (%v); want %d, %d, 0",
+			len(idle), refused, len(other), errors.Join(other...), defaultMaxConnections, extra)
+	}
+	// Every handshake done and every connection served over HTTP/3 (the
+	// keep-alives keep the server from ever going quiet).
+	var metrics map[string]float64
+	waitFor(t, "the server to finish the handshakes", func() bool {
+		metrics = s.scrape()
+		return metrics[mConns] == defaultMaxConnections && metrics["turboretry_quic_transport_handshaking"] == 0 &&
+			metrics["turboretry_http3_connections_active"] == defaultMaxConnections
+	})
+	rss, fds := s.rssMB(), s.fds()
+	t.Logf("%d idle connections in %v: %.0f live on the server, RSS %.1f MB (%.1f at start: %.1f KiB per connection), %d fds; %d past the cap refused",
+		len(idle), filled.Round(time.Millisecond), metrics[mConns], rss, baseRSS, (rss-baseRSS)*1024/float64(len(idle)), fds, refused)
+
+	// While the cap is full a benign client is refused at once, with a
+	// clear error.
+	for i, c := range benignClients {
+		err := benignFetch(ctx, s, i, "", nil)
+		if !isRefused(err) {
+			t.Errorf("%s client while the cap is full: %v, want CONNECTION_REFUSED", c.name, err)
+		}
+	}
+	// Closing a few idle connections makes room for the benign ones.
+	for _, c := range idle[:freed] {
+		c.CloseWithError(0, "")
+	}
+	// The server releases a slot when the connection's draining period
+	// (three PTOs) ends.
+	closed := time.Now()
+	waitFor(t, "the server to release the closed connections", func() bool {
+		return s.scrape()[mConns] <= defaultMaxConnections-freed
+	})
+	t.Logf("released after %v", time.Since(closed))
+	checkBenign(t, benignFetches(ctx, s, "", nil))
+	peakRSS := s.peakRSSMB()
+	after := s.scrape()
+	t.Logf("peak RSS %.1f MB, %.0f goroutines with the cap full, %.0f attempts refused for the cap", peakRSS, metrics[mGoroutines], after[series("turboretry_quic_refused_total", "reason", "connection_cap")])
+	// docs/fileserver.md: about 70 KiB per idle HTTP/3 connection, about
+	// 300 MB for a full cap; 80 KiB each leaves room for the GC's timing.
+	if limit := float64(defaultMaxConnections*80) / 1024; peakRSS >= limit {
+		t.Errorf("peak RSS %.1f MB with the cap of %d idle connections, want < %.0f MB (80 KiB each)", peakRSS, defaultMaxConnections, limit)
+	}
+	if g, limit := metrics[mGoroutines], float64(4*defaultMaxConnections+200); g > limit {
+		t.Errorf("%.0f goroutines for %d idle connections, want at most %.0f", g, defaultMaxConnections, limit)
+	}
+	// Past the cap, and the benign clients while it was full.
+	if n := after[series("turboretry_quic_refused_total", "reason", "connection_cap")]; n < extra+float64(len(benignClients)) {
+		t.Errorf("the server counted %.0f connection_cap refusals, want at least %d", n, extra+len(benignClients))
+	}
+	checkNoPanics(t, after)
+}
+
+// isRefused reports whether err is a peer's CONNECTION_REFUSED, as
+// quic-go's client or ours reports it.
+func isRefused(err error) bool {
+	var qgo *quicgo.TransportError
+	if errors.As(err, &qgo) {
+		return qgo.Remote && qgo.ErrorCode == quicgo.ConnectionRefused
+	}
+	var ours *quic.TransportError
+	if errors.As(err, &ours) {
+		return ours.Remote && ours.ErrorCode == quic.ConnectionRefused
+	}
+	return false
+}
+
+// waitFor polls cond every 10 ms; the minute only keeps a broken server
+// from hanging the suite.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

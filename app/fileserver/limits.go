@@ -1,0 +1,174 @@
+package fileserver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/quic"
+)
+
+// Limits are the resource limits of the listeners, each a field of the
+// quic, http3 or net/http configuration (docs/fileserver.md, "Limits",
+// says what each one bounds, its default and why). DefaultLimits returns
+// the defaults; Config.Limits nil means those.
+type Limits struct {
+	// QUIC listener (quic.Config, quic.Transport).
+
+	// MaxConnections bounds the QUIC connections at once (handshaking or
+	// established); past it a client Initial gets a stateless
+	// CONNECTION_REFUSED. 0 means no limit.
+	MaxConnections int
+	// MaxHandshakes bounds the QUIC handshakes in progress; past it, as
+	// above. 0 means no limit.
+	MaxHandshakes int
+	// AcceptBacklog is how many QUIC connections may wait for the HTTP/3
+	// server to take them; while that many wait, new ones are refused
+	// before their handshake.
+	AcceptBacklog int
+	// MaxStreams is the number of concurrent requests (bidirectional
+	// streams) a client may open on one connection.
+	MaxStreams int
+	// MaxUniStreams is the number of unidirectional streams a client may
+	// open at once; HTTP/3 needs three.
+	MaxUniStreams int
+	// HandshakeTimeout bounds a QUIC handshake (quic.Config's
+	// HandshakeIdleTimeout).
+	HandshakeTimeout time.Duration
+	// ConnSendBuffer bounds the response data one connection holds unsent
+	// or unacknowledged; a handler's Write waits beyond it.
+	ConnSendBuffer uint64
+	// SendBuffer and ReceiveBuffer are the Transport's budgets for all
+	// connections: unacknowledged response data (Write waits beyond it)
+	// and received, unread request data (receive windows stop growing).
+	SendBuffer, ReceiveBuffer uint64
+	// RetryThreshold and UnvalidatedBudget tune --retry auto: Retries are
+	// sent while more than RetryThreshold connections are unvalidated or
+	// they hold more than UnvalidatedBudget bytes.
+	RetryThreshold    int
+	UnvalidatedBudget int64
+
+	// HTTP layer.
+
+	// MaxHeaderBytes bounds a request's header section, on HTTP/3 and on
+	// HTTPS; a larger one gets 431.
+	MaxHeaderBytes int
+	// ConnHeaderBytes bounds the header sections being read on one HTTP/3
+	// connection at once; at least MaxHeaderBytes.
+	ConnHeaderBytes int
+	// HeaderTimeout bounds the wait for a request's header section, on
+	// HTTP/3 and on HTTPS. 0 disables it.
+	HeaderTimeout time.Duration
+	// UniStreamTimeout bounds the wait for the type of an HTTP/3 client's
+	// unidirectional stream and for its SETTINGS. 0 disables it.
+	UniStreamTimeout time.Duration
+	// WriteStallTimeout bounds how long an HTTP/3 response write may wait
+	// for a client that does not read. 0 disables it.
+	WriteStallTimeout time.Duration
+}
+
+// DefaultLimits returns the limits serve runs with unless told otherwise.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxConnections:    4096,
+		MaxHandshakes:     256,
+		AcceptBacklog:     128,
+		MaxStreams:        100,
+		MaxUniStreams:     16,
+		HandshakeTimeout:  5 * time.Second,
+		ConnSendBuffer:    16 << 20,
+		SendBuffer:        256 << 20,
+		ReceiveBuffer:     256 << 20,
+		RetryThreshold:    quic.DefaultRetryThreshold,
+		UnvalidatedBudget: quic.DefaultUnvalidatedBudget,
+		MaxHeaderBytes:    64 << 10,
+		ConnHeaderBytes:   128 << 10,
+		HeaderTimeout:     10 * time.Second,
+		UniStreamTimeout:  http3.DefaultUniStreamTimeout,
+		WriteStallTimeout: http3.DefaultWriteStallTimeout,
+	}
+}
+
+// minUniStreams are the unidirectional streams an HTTP/3 client opens:
+// control, QPACK encoder and decoder.
+const minUniStreams = 3
+
+// Check reports the first limit that makes no sense.
+func (l *Limits) Check() error {
+	switch {
+	case l.MaxConnections < 0 || l.MaxHandshakes < 0:
+		return errors.New("limits: negative connection or handshake limit (0 means none)")
+	case l.AcceptBacklog < 1:
+		return errors.New("limits: the accept backlog must be at least 1")
+	case l.MaxStreams < 1:
+		return errors.New("limits: at least 1 stream per connection is needed for a request")
+	case l.MaxUniStreams < minUniStreams:
+		return fmt.Errorf("limits: HTTP/3 clients need %d unidirectional streams, got %d", minUniStreams, l.MaxUniStreams)
+	case l.HandshakeTimeout <= 0:
+		return errors.New("limits: the handshake timeout must be positive")
+	case l.ConnSendBuffer == 0 || l.SendBuffer == 0 || l.ReceiveBuffer == 0:
+		return errors.New("limits: send and receive buffers must be positive")
+	case l.RetryThreshold < 0 || l.UnvalidatedBudget <= 0:
+		return errors.New("limits: negative retry threshold or non-positive unvalidated budget")
+	case l.MaxHeaderBytes <= 0:
+		return errors.New("limits: the header size limit must be positive")
+	case l.ConnHeaderBytes < l.MaxHeaderBytes:
+		return fmt.Errorf("limits: the per-connection header budget (%d) must hold one header section of the maximum size (%d)", l.ConnHeaderBytes, l.MaxHeaderBytes)
+	case l.HeaderTimeout < 0 || l.UniStreamTimeout < 0 || l.WriteStallTimeout < 0:
+		return errors.New("limits: negative timeout (0 disables one)")
+	}
+	return nil
+}
+
+// noneIfZero maps "0 means none" to the libraries' "negative means none"
+// (for them 0 means their default).
+func noneIfZero[T int | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
+// quicConfig returns the HTTP/3 listener's QUIC configuration.
+func (l *Limits) quicConfig() *quic.Config {
+	return &quic.Config{
+		Allow0RTT:               true, // the HTTP/3 client sends only safe, bodiless requests early
+		MaxIdleTimeout:          QUICIdleTimeout,
+		HandshakeIdleTimeout:    l.HandshakeTimeout,
+		MaxIncomingStreams:      int64(l.MaxStreams),
+		MaxIncomingUniStreams:   int64(l.MaxUniStreams),
+		MaxConnections:          noneIfZero(l.MaxConnections),
+		MaxHandshakes:           noneIfZero(l.MaxHandshakes),
+		AcceptBacklog:           l.AcceptBacklog,
+		MaxConnectionSendBuffer: l.ConnSendBuffer,
+	}
+}
+
+// applyTransport sets the Transport's budgets.
+func (l *Limits) applyTransport(tr *quic.Transport) {
+	tr.MaxSendBuffer, tr.MaxReceiveBuffer = l.SendBuffer, l.ReceiveBuffer
+}
+
+// applyHTTP3 sets the HTTP/3 server's limits.
+func (l *Limits) applyHTTP3(srv *http3.Server) {
+	srv.MaxHeaderBytes = l.MaxHeaderBytes
+	srv.MaxConnHeaderBytes = l.ConnHeaderBytes
+	srv.ReadHeaderTimeout = noneIfZero(l.HeaderTimeout)
+	srv.UniStreamTimeout = noneIfZero(l.UniStreamTimeout)
+	srv.WriteStallTimeout = noneIfZero(l.WriteStallTimeout)
+}
+
+// addressPolicy maps --retry to the QUIC listener's address-validation
+// policy: always and never as said, auto sends Retries only while more
+// connections are unvalidated than the threshold, or they hold more than
+// the budget (flood protection at no cost to clients in calm times).
+func (l *Limits) addressPolicy(m RetryMode) quic.AddressPolicy {
+	switch m {
+	case RetryAlways:
+		return quic.AlwaysRetry()
+	case RetryNever:
+		return quic.NeverRetry()
+	}
+	return quic.AutoRetryBudget(l.RetryThreshold, l.UnvalidatedBudget)
+}
