@@ -192,10 +192,7 @@ func (g *Generator) Run(ctx context.Context, cfg flood.RunConfig) (Stats, error)
 	if g.closed {
 		return st, errors.New("live: generator closed")
 	}
-	clk := cfg.Clock
-	if clk == nil {
-		clk = threadClock{}
-	}
+	var clk threadClock
 	var sent0, bad0 uint64
 	var x0 XmitStats
 	var haveX bool
@@ -295,7 +292,7 @@ func (st *Stats) add(w worker) {
 
 // sendOn runs send on a thread of its own in the generator's namespace,
 // pinned to cpu; the thread is restored afterwards, or retired.
-func (g *Generator) sendOn(ctx context.Context, cfg flood.RunConfig, clk flood.Clock, start time.Time, cpu int) worker {
+func (g *Generator) sendOn(ctx context.Context, cfg flood.RunConfig, clk threadClock, start time.Time, cpu int) worker {
 	runtime.LockOSThread()
 	var old unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &old); err != nil {
@@ -327,7 +324,7 @@ func (g *Generator) sendOn(ctx context.Context, cfg flood.RunConfig, clk flood.C
 
 // send is the sending loop of one thread, which is in the generator's
 // namespace; cpu is the CPU it is pinned to, or -1.
-func (g *Generator) send(ctx context.Context, cfg flood.RunConfig, clk flood.Clock, start time.Time, cpu int) (w worker) {
+func (g *Generator) send(ctx context.Context, cfg flood.RunConfig, clk threadClock, start time.Time, cpu int) (w worker) {
 	w.stopped = "count"
 	cpu0 := threadCPU()
 	defer func() { w.cpu = threadCPU() - cpu0 }()
@@ -439,7 +436,7 @@ func pacedInterval(rate float64) time.Duration {
 	return time.Duration(float64(time.Second) / rate)
 }
 
-// threadClock is the default Clock of Run: the Go runtime's timers wake
+// threadClock is Run's time: the Go runtime's timers wake
 // about a millisecond late here, which would cap a paced rate at about
 // one burst per millisecond, so short waits sleep the (locked, dedicated)
 // thread with nanosleep instead.
@@ -456,7 +453,12 @@ func (threadClock) Sleep(ctx context.Context, d time.Duration) {
 		_ = unix.Nanosleep(&ts, nil) // an early wake-up only costs a loop
 		return
 	}
-	flood.SystemClock{}.Sleep(ctx, d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // sentBy is the program's count of frames sent on cpu, or on all CPUs
