@@ -156,10 +156,10 @@ func (n *network) offloads() error {
 	for _, d := range devs {
 		if err := inNS(d[0], func() error {
 			for _, f := range []struct {
-				f  ethtool.Feature
+				f  ethtool.Offload
 				on bool
 			}{{ethtool.TXChecksum, false}, {ethtool.TSO, false}, {ethtool.GSO, false}, {ethtool.GRO, true}} {
-				if err := ethtool.Set(d[1], f.f, f.on); err != nil {
+				if err := ethtool.SetOffload(d[1], f.f, f.on); err != nil {
 					return err
 				}
 			}

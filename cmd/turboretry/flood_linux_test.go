@@ -143,7 +143,7 @@ func TestFloodLiveInNamespace(t *testing.T) {
 	netnstest.Up(t, nsA, "vA", netip.MustParsePrefix("198.18.79.1/24"))
 	netnstest.Up(t, nsB, "vB", netip.MustParsePrefix("198.18.79.2/24"))
 	// A veth takes redirected frames only with GRO (or XDP) on its peer.
-	if err := netnstest.In(nsB, func() error { return ethtool.Set("vB", ethtool.GRO, true) }); err != nil {
+	if err := netnstest.In(nsB, func() error { return ethtool.SetOffload("vB", ethtool.GRO, true) }); err != nil {
 		t.Fatal(err)
 	}
 	netnstest.WaitUp(t, nsA, "vA")

@@ -40,7 +40,7 @@ func newPair(t testing.TB) pair {
 	netnstest.Veth(t, netnstest.End{NS: p.gen, Dev: "gen0"}, netnstest.End{NS: p.rcv, Dev: "rcv0", MAC: "02:00:5e:00:13:02"})
 	netnstest.Up(t, p.gen, "gen0", netip.PrefixFrom(ipGen, 24))
 	netnstest.Up(t, p.rcv, "rcv0", netip.PrefixFrom(ipRcv, 24))
-	if err := netnstest.In(p.rcv, func() error { return ethtool.Set("rcv0", ethtool.GRO, true) }); err != nil {
+	if err := netnstest.In(p.rcv, func() error { return ethtool.SetOffload("rcv0", ethtool.GRO, true) }); err != nil {
 		t.Fatal(err)
 	}
 	netnstest.WaitUp(t, p.gen, "gen0")

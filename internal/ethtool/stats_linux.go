@@ -1,7 +1,8 @@
-// Package ethtool reads a network device's ethtool statistics (ethtool -S)
-// and switches its offload features (ethtool -K) through the SIOCETHTOOL
-// ioctl in the calling thread's network namespace, so tests and the
-// evaluation need no ethtool binary.
+// Package ethtool: device statistics (ethtool -S) and the legacy offload
+// switches (ethtool -K) through the SIOCETHTOOL ioctl, in the calling
+// thread's network namespace, so tests and the evaluation need no ethtool
+// binary.
+
 package ethtool
 
 import (
@@ -13,19 +14,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Feature is a legacy ethtool "set" command for one offload.
-type Feature uint32
+// Offload is a legacy ethtool "set" command for one offload feature.
+type Offload uint32
 
 // The offloads the flood and the evaluation switch
 // (include/uapi/linux/ethtool.h).
 const (
-	TXChecksum Feature = 0x17 // ETHTOOL_STXCSUM: tx-checksumming
-	TSO        Feature = 0x1f // ETHTOOL_STSO: tcp-segmentation-offload
-	GSO        Feature = 0x24 // ETHTOOL_SGSO: generic-segmentation-offload
-	GRO        Feature = 0x2c // ETHTOOL_SGRO: generic-receive-offload
+	TXChecksum Offload = 0x17 // ETHTOOL_STXCSUM: tx-checksumming
+	TSO        Offload = 0x1f // ETHTOOL_STSO: tcp-segmentation-offload
+	GSO        Offload = 0x24 // ETHTOOL_SGSO: generic-segmentation-offload
+	GRO        Offload = 0x2c // ETHTOOL_SGRO: generic-receive-offload
 )
 
-func (f Feature) String() string {
+func (f Offload) String() string {
 	switch f {
 	case TXChecksum:
 		return "tx-checksumming"
@@ -36,7 +37,7 @@ func (f Feature) String() string {
 	case GRO:
 		return "generic-receive-offload"
 	}
-	return fmt.Sprintf("Feature(%#x)", uint32(f))
+	return fmt.Sprintf("Offload(%#x)", uint32(f))
 }
 
 // ethtool ioctl commands and the string set of device statistics.
@@ -48,15 +49,15 @@ const (
 	stringLen = 32
 )
 
-// ifreq is struct ifreq with its union holding a pointer.
-type ifreq struct {
+// statsIfreq is struct ifreq with its union holding a pointer.
+type statsIfreq struct {
 	name [unix.IFNAMSIZ]byte
 	data unsafe.Pointer
 	_    [16]byte
 }
 
-func ioctl(ifname string, data unsafe.Pointer) error {
-	var ifr ifreq
+func statsIoctl(ifname string, data unsafe.Pointer) error {
+	var ifr statsIfreq
 	if len(ifname) >= len(ifr.name) {
 		return fmt.Errorf("ethtool: interface name %q too long", ifname)
 	}
@@ -75,13 +76,13 @@ func ioctl(ifname string, data unsafe.Pointer) error {
 	return nil
 }
 
-// Set switches feature f of ifname on or off.
-func Set(ifname string, f Feature, on bool) error {
+// SetOffload switches offload f of ifname on or off.
+func SetOffload(ifname string, f Offload, on bool) error {
 	v := &struct{ cmd, data uint32 }{cmd: uint32(f)}
 	if on {
 		v.data = 1
 	}
-	if err := ioctl(ifname, unsafe.Pointer(v)); err != nil {
+	if err := statsIoctl(ifname, unsafe.Pointer(v)); err != nil {
 		return fmt.Errorf("ethtool: %s %s on %v: %w", ifname, f, on, err)
 	}
 	return nil
@@ -95,7 +96,7 @@ func Stats(ifname string) ([]string, []uint64, error) {
 		mask   uint64
 		n      uint32
 	}{cmd: gSSetInfo, mask: 1 << ssStats}
-	if err := ioctl(ifname, unsafe.Pointer(sset)); err != nil {
+	if err := statsIoctl(ifname, unsafe.Pointer(sset)); err != nil {
 		return nil, nil, fmt.Errorf("ethtool: string set of %s: %w", ifname, err)
 	}
 	n := int(sset.n)
@@ -110,14 +111,14 @@ func Stats(ifname string) ([]string, []uint64, error) {
 	*(*uint32)(unsafe.Pointer(&strs[0])) = gStrings
 	*(*uint32)(unsafe.Pointer(&strs[4])) = ssStats
 	*(*uint32)(unsafe.Pointer(&strs[8])) = uint32(n)
-	if err := ioctl(ifname, unsafe.Pointer(&strs[0])); err != nil {
+	if err := statsIoctl(ifname, unsafe.Pointer(&strs[0])); err != nil {
 		return nil, nil, fmt.Errorf("ethtool: statistics names of %s: %w", ifname, err)
 	}
 	// struct ethtool_stats: cmd, n_stats, then 64-bit values.
 	vals := make([]uint64, 1+n)
 	hdr := (*[2]uint32)(unsafe.Pointer(&vals[0]))
 	hdr[0], hdr[1] = gStats, uint32(n)
-	if err := ioctl(ifname, unsafe.Pointer(&vals[0])); err != nil {
+	if err := statsIoctl(ifname, unsafe.Pointer(&vals[0])); err != nil {
 		return nil, nil, fmt.Errorf("ethtool: statistics of %s: %w", ifname, err)
 	}
 	names := make([]string, n)
