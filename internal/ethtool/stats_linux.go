@@ -42,11 +42,11 @@ func (f Offload) String() string {
 
 // ethtool ioctl commands and the string set of device statistics.
 const (
-	gStrings  = 0x1b
-	gStats    = 0x1d
-	gSSetInfo = 0x37
-	ssStats   = 1
-	stringLen = 32
+	statsGStrings  = 0x1b
+	statsGStats    = 0x1d
+	statsGSSetInfo = 0x37
+	statsSSet   = 1
+	statsStringLen = 32
 )
 
 // statsIfreq is struct ifreq with its union holding a pointer.
@@ -95,7 +95,7 @@ func Stats(ifname string) ([]string, []uint64, error) {
 		cmd, _ uint32
 		mask   uint64
 		n      uint32
-	}{cmd: gSSetInfo, mask: 1 << ssStats}
+	}{cmd: statsGSSetInfo, mask: 1 << statsSSet}
 	if err := statsIoctl(ifname, unsafe.Pointer(sset)); err != nil {
 		return nil, nil, fmt.Errorf("ethtool: string set of %s: %w", ifname, err)
 	}
@@ -107,9 +107,9 @@ func Stats(ifname string) ([]string, []uint64, error) {
 		return nil, nil, fmt.Errorf("ethtool: %s reports %d statistics", ifname, n)
 	}
 	// struct ethtool_gstrings: cmd, string_set, len, then the strings.
-	strs := make([]byte, 12+n*stringLen)
-	*(*uint32)(unsafe.Pointer(&strs[0])) = gStrings
-	*(*uint32)(unsafe.Pointer(&strs[4])) = ssStats
+	strs := make([]byte, 12+n*statsStringLen)
+	*(*uint32)(unsafe.Pointer(&strs[0])) = statsGStrings
+	*(*uint32)(unsafe.Pointer(&strs[4])) = statsSSet
 	*(*uint32)(unsafe.Pointer(&strs[8])) = uint32(n)
 	if err := statsIoctl(ifname, unsafe.Pointer(&strs[0])); err != nil {
 		return nil, nil, fmt.Errorf("ethtool: statistics names of %s: %w", ifname, err)
@@ -117,13 +117,13 @@ func Stats(ifname string) ([]string, []uint64, error) {
 	// struct ethtool_stats: cmd, n_stats, then 64-bit values.
 	vals := make([]uint64, 1+n)
 	hdr := (*[2]uint32)(unsafe.Pointer(&vals[0]))
-	hdr[0], hdr[1] = gStats, uint32(n)
+	hdr[0], hdr[1] = statsGStats, uint32(n)
 	if err := statsIoctl(ifname, unsafe.Pointer(&vals[0])); err != nil {
 		return nil, nil, fmt.Errorf("ethtool: statistics of %s: %w", ifname, err)
 	}
 	names := make([]string, n)
 	for i := range names {
-		b := strs[12+i*stringLen : 12+(i+1)*stringLen]
+		b := strs[12+i*statsStringLen : 12+(i+1)*statsStringLen]
 		if j := bytes.IndexByte(b, 0); j >= 0 {
 			b = b[:j]
 		}
