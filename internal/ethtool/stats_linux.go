@@ -45,7 +45,7 @@ const (
 	statsGStrings  = 0x1b
 	statsGStats    = 0x1d
 	statsGSSetInfo = 0x37
-	statsSSet   = 1
+	statsSSet      = 1
 	statsStringLen = 32
 )
 
