@@ -57,7 +57,8 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if r.files, err = newFiles(work, cfg.TransferSizes); err != nil {
 		return nil, err
 	}
-	if r.pool, err = flood.NewGenerator(flood.GeneratorConfig{}); err != nil {
+	// 4096 complete Initials: a DCID repeats every 4096 frames or so.
+	if r.pool, err = flood.NewGenerator(flood.GeneratorConfig{PoolSize: 4096}); err != nil {
 		return nil, err
 	}
 	// This process is the benign client (and starts the generator's

@@ -25,7 +25,8 @@ type Step struct {
 	GenShort bool
 
 	// The defender's answers seen by the reply sink, and the share of the
-	// flood left unanswered.
+	// flood left unanswered (for pool-mode floods: refused by the server's
+	// veth, see Variant.FloodMode).
 	Retries uint64
 	Other   uint64
 	Loss    float64

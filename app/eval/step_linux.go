@@ -111,7 +111,11 @@ func runStep(ctx context.Context, cfg *Config, s *server, a *attacker, v Variant
 	}
 	st.GenShort = rate > 0 && fs.PPS < 0.9*rate
 	st.Retries, st.Other = r1-r0, o1-o0
-	if st.Sent > 0 {
+	switch {
+	case st.Sent == 0:
+	case v.FloodMode() == "pool":
+		st.Loss = float64(st.Refused) / float64(st.Sent)
+	default:
 		st.Loss = max(0, 1-float64(st.Retries)/float64(st.Sent))
 	}
 	st.HostCores = (h1 - h0).Seconds() / wall.Seconds()
