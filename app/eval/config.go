@@ -70,7 +70,8 @@ func (v Variant) Label() string {
 // In pool mode a DCID comes back every pool size or so, and the server
 // hands a repeat of a DCID that became a connection to that connection
 // instead of answering it with a Retry; so there the flood's loss counts
-// only frames the server's veth refused, not missing Retries.
+// frames the server's veth refused and datagrams its sockets dropped for a
+// full buffer (unread), not missing Retries.
 func (v Variant) FloodMode() string {
 	if v == HostAuto {
 		return "pool"
@@ -131,6 +132,13 @@ type Config struct {
 	// its veth's NAPI thread; AgentCPUs (d)'s agent process and its ports'
 	// NAPI threads.
 	GeneratorCPUs, ClientCPUs, ServerCPUs, AgentCPUs []int
+	// GoMaxProcs is the GOMAXPROCS of the Go servers and the agent (0:
+	// the runtime's default, one per CPU they may use). On one CPU the
+	// default is one P, which serializes the integrated agent's loop with
+	// the HTTP/3 goroutines at Go's 10 ms preemption: a transfer beside a
+	// flood then takes several times longer (docs/evaluation.md). Two Ps
+	// let the kernel interleave them; every variant gets the same.
+	GoMaxProcs int
 	// Nice is the nice value of every process and thread of the experiment
 	// (this one, the servers, the agent, the NAPI threads), so that other
 	// work on a shared machine disturbs it less; all of them get the same,
@@ -140,7 +148,7 @@ type Config struct {
 	// 12 come from 9's steps).
 	Skip []string
 	// Log receives progress lines (nil: discarded).
-	Log io.Writer
+	Log io.Writer `json:"-"`
 	// Command is the command line recorded in the output.
 	Command string
 }
@@ -167,6 +175,7 @@ func Quick() Config {
 		ServerCPUs:       []int{1},
 		AgentCPUs:        []int{1},
 		Nice:             -10,
+		GoMaxProcs:       2,
 	}
 }
 
@@ -205,6 +214,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("eval: max loss %v out of [0, 1)", c.MaxLoss)
 	case len(c.GeneratorCPUs) == 0 || len(c.ClientCPUs) == 0 || len(c.ServerCPUs) == 0 || len(c.AgentCPUs) == 0:
 		return errors.New("eval: every CPU set must name at least one CPU")
+	case c.GoMaxProcs < 0:
+		return fmt.Errorf("eval: GOMAXPROCS %d", c.GoMaxProcs)
 	case c.Nice < -20 || c.Nice > 19:
 		return fmt.Errorf("eval: nice %d out of -20..19", c.Nice)
 	}

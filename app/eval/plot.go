@@ -57,6 +57,7 @@ func newPlot(title, x, y string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.TextStyle.Font.Size = vg.Points(13)
+	p.Title.Padding = vg.Points(8)
 	p.X.Label.Text = x
 	p.Y.Label.Text = y
 	p.Legend.Top = true
@@ -106,13 +107,31 @@ func trimFloat(v float64) string {
 	return fmt.Sprintf("%g", v)
 }
 
-// style gives series i a color, a glyph and (for i >= 6) a dash pattern.
+// dashed is added to a series index for the dashed twin of series i:
+// same color, other glyph.
+const dashed = 100
+
+// style gives series i a color and a glyph, and i+dashed the same color
+// with another glyph and a dash pattern.
 func style(i int) (color.Color, draw.GlyphDrawer, []vg.Length) {
 	var dash []vg.Length
-	if i >= 6 {
+	g := i
+	if i >= dashed {
 		dash = []vg.Length{vg.Points(5), vg.Points(3)}
+		i -= dashed
+		g = i + 3
 	}
-	return plotutil.Color(i), plotutil.Shape(i), dash
+	return plotutil.Color(i), plotutil.Shape(g), dash
+}
+
+// headroom raises the y axis so that the legend at the top has room above
+// the data: by factor on a linear axis, by that many decades... on a log one.
+func headroom(p *plot.Plot, factor float64) {
+	if _, isLog := p.Y.Scale.(plot.LogScale); isLog {
+		p.Y.Max *= math.Pow(10, factor)
+		return
+	}
+	p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)*factor
 }
 
 // addSeries adds a line with points named name.
@@ -144,20 +163,17 @@ func variantIndex(v Variant) int {
 // plotMaxRate is figure 9: the median maximum sustained attack rate.
 func (r *Results) plotMaxRate() (*plot.Plot, error) {
 	sums := r.Summaries()
-	p := newPlot(fmt.Sprintf("Max. sustained attack rate (median of %d run(s); ≥: never failed)", r.Config.Runs),
+	p := newPlot(fmt.Sprintf("Max. sustained attack rate, median of %d run(s) (≥: never failed)", r.Config.Runs),
 		"variant", "attack rate (kpps)")
 	vals := make(plotter.Values, len(sums))
 	names := make([]string, len(sums))
-	var labels plotter.XYLabels
 	for i, s := range sums {
 		vals[i] = s.MaxKpps
-		names[i] = s.Variant.Label()
 		l := fmt.Sprintf("%.0f", s.MaxKpps)
 		if s.NeverFailed > 0 {
 			l = "≥" + l
 		}
-		labels.XYs = append(labels.XYs, plotter.XY{X: float64(i), Y: s.MaxKpps})
-		labels.Labels = append(labels.Labels, l)
+		names[i] = fmt.Sprintf("%s\n%s kpps", s.Variant.Label(), l)
 	}
 	bars, err := plotter.NewBarChart(vals, vg.Points(40))
 	if err != nil {
@@ -166,33 +182,47 @@ func (r *Results) plotMaxRate() (*plot.Plot, error) {
 	bars.Color = plotutil.Color(1)
 	bars.LineStyle.Width = vg.Points(0.5)
 	p.Add(bars)
-	lb, err := plotter.NewLabels(labels)
-	if err != nil {
-		return nil, err
+	p.Legend.Add("median max. sustained rate", bars)
+	var fails plotter.XYs
+	for i, s := range sums {
+		if s.FailedKpps > 0 {
+			fails = append(fails, plotter.XY{X: float64(i), Y: s.FailedKpps})
+		}
 	}
-	for i := range lb.TextStyle {
-		lb.TextStyle[i].XAlign = -0.5
-		lb.TextStyle[i].YAlign = 0.2
+	if len(fails) > 0 {
+		sc, err := plotter.NewScatter(fails)
+		if err != nil {
+			return nil, err
+		}
+		sc.Shape, sc.Color, sc.Radius = draw.PyramidGlyph{}, color.RGBA{R: 200, A: 255}, vg.Points(5)
+		p.Add(sc)
+		p.Legend.Add("median lowest failing rate", sc)
 	}
-	p.Add(lb)
 	p.NominalX(names...)
-	p.X.Tick.Label.Rotation = math.Pi / 10
-	p.X.Tick.Label.XAlign = -0.9
 	p.X.Tick.Label.Font.Size = vg.Points(8)
+	p.Y.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+		ts := plot.DefaultTicks{}.Ticks(lo, hi)
+		for i := range ts {
+			if ts[i].Label != "" {
+				ts[i].Label = trimFloat(math.Round(ts[i].Value))
+			}
+		}
+		return ts
+	})
 	p.X.Label.Text = ""
 	p.Y.Min = 0
 	top := 0.0
-	for _, v := range vals {
-		top = max(top, v)
+	for i, v := range vals {
+		top = max(top, v, sums[i].FailedKpps)
 	}
-	p.Y.Max = top * 1.15
-	p.Legend = plot.NewLegend() // no legend: one series, named on the axis
+	p.Y.Max = top * 1.35
+	p.Legend.Left = true
 	return p, nil
 }
 
 // plotSetup is figure 10: median benign setup latency against attack rate.
 func (r *Results) plotSetup() (*plot.Plot, error) {
-	p := newPlot("Benign connection setup latency under attack (median; open marks: step failed)",
+	p := newPlot("Benign connection setup latency under attack (median of the requests)",
 		"attack rate sent (kpps, log)", "setup latency (ms, log)")
 	logAxis(&p.X)
 	logAxis(&p.Y)
@@ -219,10 +249,11 @@ func (r *Results) plotSetup() (*plot.Plot, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.Shape, s.Radius, s.Color = draw.CircleGlyph{}, vg.Points(6), color.Black
+		s.Shape, s.Radius, s.Color = draw.RingGlyph{}, vg.Points(6), color.Black
 		p.Add(s)
 		p.Legend.Add("step failed (benign loss or flood loss)", s)
 	}
+	headroom(p, 1.2)
 	return p, nil
 }
 
@@ -233,7 +264,6 @@ func (r *Results) plotCPU() (*plot.Plot, error) {
 	logAxis(&p.X)
 	p.Y.Min = 0
 	pts := r.Ladder()
-	n := 0
 	for _, v := range r.variants() {
 		var total, host plotter.XYs
 		for _, q := range pts {
@@ -252,13 +282,14 @@ func (r *Results) plotCPU() (*plot.Plot, error) {
 		if err := addSeries(p, variantIndex(v), name, total); err != nil {
 			return nil, err
 		}
-		n++
 		if v.Split() {
-			if err := addSeries(p, 6+variantIndex(v), v.Label()+": host only", host); err != nil {
+			if err := addSeries(p, dashed+variantIndex(v), v.Label()+": host only", host); err != nil {
 				return nil, err
 			}
 		}
 	}
+	p.Y.Max = max(p.Y.Max, 1)
+	headroom(p, 1.4)
 	return p, nil
 }
 
@@ -281,13 +312,14 @@ func (r *Results) plotTransfer() (*plot.Plot, error) {
 			name := fmt.Sprintf("%s, attack %.0f kpps", v.Label(), rate/1e3)
 			idx := variantIndex(v)
 			if i > 0 {
-				idx += 6 * i // dashed for attack rates above the first
+				idx = dashed + variantIndex(v) + 2*(i-1) // dashed above the first rate
 			}
 			if err := addSeries(p, idx, name, xys); err != nil {
 				return nil, err
 			}
 		}
 	}
+	headroom(p, 1.0)
 	return p, nil
 }
 
@@ -295,7 +327,8 @@ func (r *Results) plotTransfer() (*plot.Plot, error) {
 // started, the agent killed part way.
 func (r *Results) plotFailOpen() (*plot.Plot, error) {
 	p := newPlot(fmt.Sprintf("Fail-open: (d) split agent SIGKILLed at %.1f s (%.0f requests/s)", r.KillAt.Seconds(), r.Config.FailOpenRate),
-		"time (s)", "setup latency (ms)")
+		"time (s)", "setup latency (ms, log)")
+	logAxis(&p.Y)
 	var ok, failed plotter.XYs
 	top := 0.0
 	for _, t := range r.FailOpen {
@@ -304,7 +337,7 @@ func (r *Results) plotFailOpen() (*plot.Plot, error) {
 			top = max(top, ms(t.Setup))
 		}
 	}
-	top = max(top*1.1, 1)
+	top = max(top*2, 1)
 	for _, t := range r.FailOpen {
 		if t.Err != "" {
 			failed = append(failed, plotter.XY{X: t.At.Seconds(), Y: top})
@@ -322,15 +355,18 @@ func (r *Results) plotFailOpen() (*plot.Plot, error) {
 		p.Add(s)
 		p.Legend.Add("request failed (shown at the top)", s)
 	}
-	kill, err := plotter.NewLine(plotter.XYs{{X: r.KillAt.Seconds(), Y: 0}, {X: r.KillAt.Seconds(), Y: top}})
+	low := top
+	for _, q := range ok {
+		low = min(low, q.Y)
+	}
+	kill, err := plotter.NewLine(plotter.XYs{{X: r.KillAt.Seconds(), Y: low / 2}, {X: r.KillAt.Seconds(), Y: top}})
 	if err != nil {
 		return nil, err
 	}
 	kill.Color, kill.Dashes = color.Gray{Y: 90}, []vg.Length{vg.Points(4), vg.Points(3)}
 	p.Add(kill)
 	p.Legend.Add("agent SIGKILLed", kill)
-	p.Y.Min = 0
-	p.Legend.Left = false
+	headroom(p, 0.6)
 	return p, nil
 }
 

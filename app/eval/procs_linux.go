@@ -205,3 +205,31 @@ func loadAverage() float64 {
 	v, _ := strconv.ParseFloat(f[0], 64)
 	return v
 }
+
+// udpRcvbufErrors is the UDP RcvbufErrors counter of the network
+// namespace process pid is in (/proc/PID/net/snmp): datagrams the kernel
+// dropped because a socket's buffer was full.
+func udpRcvbufErrors(pid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/snmp", pid))
+	if err != nil {
+		return 0
+	}
+	var names []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Udp:" {
+			continue
+		}
+		if names == nil {
+			names = f[1:]
+			continue
+		}
+		for i, v := range f[1:] {
+			if i < len(names) && names[i] == "RcvbufErrors" {
+				n, _ := strconv.ParseUint(v, 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
+}

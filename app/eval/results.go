@@ -321,7 +321,23 @@ const (
 	FileFailOpen  = "fig13_failopen.csv"
 	FileGenerator = "generator.csv"
 	FileSummary   = "summary.json"
+	// FileResults holds every measurement, for ReadResults: the figures
+	// can be redrawn without rerunning.
+	FileResults = "results.json"
 )
+
+// ReadResults reads the results.json of an earlier Write.
+func ReadResults(dir string) (*Results, error) {
+	b, err := os.ReadFile(filepath.Join(dir, FileResults))
+	if err != nil {
+		return nil, err
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("eval: %s: %w", FileResults, err)
+	}
+	return &r, nil
+}
 
 // Plots are the figures' base names; each is written as .png and .svg.
 var Plots = []string{"fig9_max_rate", "fig10_setup_latency", "fig11_transfer", "fig12_cpu", "fig13_failopen"}
@@ -334,7 +350,7 @@ func (r *Results) Write(dir string) error {
 	tables := map[string][][]string{}
 	if len(r.Outcomes) > 0 {
 		rows := [][]string{{"variant", "run", "phase", "target_pps", "sent_pps", "sent", "delivered", "refused", "generator_cores", "generator_short",
-			"retries", "other_replies", "loss", "benign", "benign_failed", "setup_p50_ms", "setup_p99_ms", "host_cores", "agent_cores",
+			"retries", "other_replies", "udp_rcvbuf_errors", "loss", "benign", "benign_failed", "setup_p50_ms", "setup_p99_ms", "host_cores", "agent_cores",
 			"net_rx_softirqs_per_cpu", "sustained", "reason", "first_error"}}
 		for _, s := range r.Steps {
 			irq := make([]string, len(s.NetRX))
@@ -343,7 +359,7 @@ func (r *Results) Write(dir string) error {
 			}
 			rows = append(rows, []string{string(s.Variant), strconv.Itoa(s.Run), s.Phase, f(s.Target), f(s.SentPPS),
 				u(s.Sent), u(s.Delivered), u(s.Refused), f(s.GenCores), strconv.FormatBool(s.GenShort), u(s.Retries), u(s.Other),
-				f(s.Loss), strconv.Itoa(s.Benign), strconv.Itoa(s.BenignFailed), d(s.SetupP50), d(s.SetupP99), f(s.HostCores),
+				u(s.RcvbufErrors), f(s.Loss), strconv.Itoa(s.Benign), strconv.Itoa(s.BenignFailed), d(s.SetupP50), d(s.SetupP99), f(s.HostCores),
 				f(s.AgentCores), strings.Join(irq, ";"), strconv.FormatBool(s.OK), s.Reason, s.FirstErr})
 		}
 		tables[FileSteps] = rows
@@ -408,11 +424,13 @@ func (r *Results) Write(dir string) error {
 		errs = append(errs, writeCSV(filepath.Join(dir, name), rows))
 	}
 	errs = append(errs, r.plots(dir))
-	b, err := json.MarshalIndent(r.summaryJSON(), "", "  ")
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, FileSummary), append(b, '\n'), 0o644)
+	for name, v := range map[string]any{FileSummary: r.summaryJSON(), FileResults: r} {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name), append(b, '\n'), 0o644)
+		}
+		errs = append(errs, err)
 	}
-	errs = append(errs, err)
 	return errors.Join(errs...)
 }
 

@@ -45,6 +45,9 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
+	if cfg.GoMaxProcs > 0 {
+		cfg.ChildEnv = append(slices.Clone(cfg.ChildEnv), fmt.Sprintf("GOMAXPROCS=%d", cfg.GoMaxProcs))
+	}
 	r := &runner{cfg: &cfg, logDir: filepath.Join(cfg.Out, "logs")}
 	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
 		return nil, err

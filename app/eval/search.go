@@ -24,12 +24,15 @@ type Step struct {
 	// GenShort: the generator sent less than 90 % of the target.
 	GenShort bool
 
-	// The defender's answers seen by the reply sink, and the share of the
-	// flood left unanswered (for pool-mode floods: refused by the server's
-	// veth, see Variant.FloodMode).
-	Retries uint64
-	Other   uint64
-	Loss    float64
+	// The defender's answers seen by the reply sink, the datagrams the
+	// server namespace's UDP sockets dropped for a full buffer, and the
+	// share of the flood lost: left without a Retry, or for pool-mode
+	// floods refused by the server's veth or dropped at a socket (see
+	// Variant.FloodMode).
+	Retries      uint64
+	Other        uint64
+	RcvbufErrors uint64
+	Loss         float64
 
 	// The benign stream.
 	Benign, BenignFailed int

@@ -65,6 +65,7 @@ func runStep(ctx context.Context, cfg *Config, s *server, a *attacker, v Variant
 	}
 	h0, ag0 := s.cpu()
 	irq0 := netRXSoftirqs()
+	rb0 := udpRcvbufErrors(s.proc.pid())
 	t0 := time.Now()
 
 	benignCtx, stopBenign := context.WithCancel(ctx)
@@ -103,6 +104,7 @@ func runStep(ctx context.Context, cfg *Config, s *server, a *attacker, v Variant
 	}
 	h1, ag1 := s.cpu()
 	irq1 := netRXSoftirqs()
+	st.RcvbufErrors = udpRcvbufErrors(s.proc.pid()) - rb0
 	rs := <-reqs
 
 	st.Sent, st.SentPPS, st.Delivered, st.Refused = fs.Sent, fs.PPS, fs.Delivered, fs.Refused
@@ -114,7 +116,7 @@ func runStep(ctx context.Context, cfg *Config, s *server, a *attacker, v Variant
 	switch {
 	case st.Sent == 0:
 	case v.FloodMode() == "pool":
-		st.Loss = float64(st.Refused) / float64(st.Sent)
+		st.Loss = min(1, float64(st.Refused+st.RcvbufErrors)/float64(st.Sent))
 	default:
 		st.Loss = max(0, 1-float64(st.Retries)/float64(st.Sent))
 	}

@@ -23,6 +23,7 @@ func init() {
 const evalSynopsis = `turboretry eval [--quick] [--out DIR] [--quicgo-server PROGRAM] [--runs N] [--step D]
          [--variants a,b,...] [--skip 9,11,13] [--two-queues] [--benign-rate R]
          [--generator-cpus L] [--client-cpus L] [--server-cpus L] [--agent-cpus L]
+       turboretry eval --replot [--out DIR]
 
 Runs the TurboRetry paper's evaluation on this machine (Linux >= 5.18, root): every
 defence variant in network namespaces of its own, pinned to its CPUs, flooded with
@@ -53,12 +54,24 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	clientCPUs := fs.String("client-cpus", "0", "CPUs of the benign client (this process), `LIST`")
 	serverCPUs := fs.String("server-cpus", "1", "CPUs of the server process and its NAPI thread, `LIST`")
 	agentCPUs := fs.String("agent-cpus", "1", "CPUs of (d)'s agent process and its NAPI threads, `LIST`")
+	replot := fs.Bool("replot", false, "measure nothing: redraw the CSV files and plots in --out from its results.json")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
 	if len(pos) > 0 {
 		return usageError(fs, "unexpected argument %q", pos[0])
+	}
+	if *replot {
+		res, err := eval.ReadResults(*out)
+		if err == nil {
+			err = res.Write(*out)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "eval:", err)
+			return exitFail
+		}
+		return exitOK
 	}
 	cfg := eval.Full()
 	if *quick {
@@ -126,6 +139,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	res, err := eval.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
+		return exitFail
+	}
+	if err := eval.CheckOutputs(*out, res.Config.Variants, res.Config.Skip); err != nil {
+		fmt.Fprintln(stderr, "eval: the outputs are not what they should be:", err)
 		return exitFail
 	}
 	fmt.Fprintf(stdout, "eval: done in %v; results in %s\n", time.Since(start).Round(time.Second), *out)
