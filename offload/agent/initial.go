@@ -22,8 +22,7 @@ func (w *Worker) initial(pkt []byte, from netip.AddrPort, out []byte) (Reason, [
 		}
 		return w.retry(from, out, ReasonRetry)
 	}
-	now := time.Now()
-	res, err := w.validator.Validate(h.Token, token.TypeAny, from, now, w.payload[:0])
+	res, err := w.validator.Validate(h.Token, token.TypeAny, from, w.now, w.payload[:0])
 	if err != nil {
 		tr := token.ReasonOf(err)
 		if res.Type == token.TypeNewToken && tr > token.ReasonWrongType {
@@ -38,7 +37,7 @@ func (w *Worker) initial(pkt []byte, from netip.AddrPort, out []byte) (Reason, [
 		return ReasonOfToken(tr), nil
 	}
 	if res.Type == token.TypeNewToken {
-		return w.newTokenInitial(now, from, out)
+		return w.newTokenInitial(w.now, from, out)
 	}
 	if bytes.Equal(res.RSCID, h.DestConnID) {
 		w.admit(h.DestConnID)
@@ -87,7 +86,7 @@ func (w *Worker) retry(from netip.AddrPort, out []byte, r Reason) (Reason, []byt
 	h := &w.hdr
 	rscid := w.rscid[:w.eng.cfg.CIDLen]
 	_, _ = w.rng.Read(rscid) // never fails
-	tok, err := w.issuer.AppendRetry(w.tok[:0], from, h.DestConnID, rscid, time.Now())
+	tok, err := w.issuer.AppendRetry(w.tok[:0], from, h.DestConnID, rscid, w.now)
 	if err != nil {
 		return ReasonInternal, nil
 	}

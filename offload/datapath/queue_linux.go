@@ -99,6 +99,7 @@ func (q *queue) run(ctx context.Context) error {
 func (q *queue) handle(ctx context.Context, descs []afxdp.Desc) {
 	release, tx := q.release[:0], q.tx[:0]
 	var delivered, forwarded, unparsed, failed uint64
+	now := time.Now() // one clock read per batch, not per packet
 	for _, d := range descs {
 		buf := q.sock.Frame(d)
 		f, err := frame.ParseLax(buf)
@@ -111,7 +112,7 @@ func (q *queue) handle(ctx context.Context, descs []afxdp.Desc) {
 			continue
 		}
 		from := netip.AddrPortFrom(f.SrcIP, f.SrcPort)
-		v, _, reply := q.worker.Process(f.Payload, from, q.scratch)
+		v, _, reply := q.worker.ProcessAt(f.Payload, from, q.scratch, now)
 		switch v {
 		case agent.SendReply:
 			n, err := encodeReply(buf, &f, reply)
