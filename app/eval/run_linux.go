@@ -73,34 +73,42 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	r.res.Env.LoadBefore = loadAverage()
 	start := time.Now()
 
+	err = r.experiments(ctx)
+	r.res.Env.LoadAfter = loadAverage()
+	r.res.Env.Duration = time.Since(start)
+	// What was measured is written also when an experiment failed.
+	if werr := r.res.Write(cfg.Out); werr != nil {
+		return r.res, errors.Join(err, werr)
+	}
+	return r.res, err
+}
+
+// experiments runs the figures that are not skipped, in order.
+func (r *runner) experiments(ctx context.Context) error {
+	cfg := r.cfg
 	if !cfg.skip("9") {
 		if err := r.generatorAlone(ctx); err != nil {
-			return r.res, err
+			return err
 		}
 		for run := 1; run <= cfg.Runs; run++ {
 			for _, v := range cfg.Variants {
 				if err := r.searchVariant(ctx, v, run); err != nil {
-					return r.res, err
+					return fmt.Errorf("eval: %s run %d: %w", v, run, err)
 				}
 			}
 		}
 	}
 	if !cfg.skip("11") {
 		if err := r.transfers(ctx); err != nil {
-			return r.res, err
+			return fmt.Errorf("eval: figure 11: %w", err)
 		}
 	}
 	if !cfg.skip("13") {
 		if err := r.failOpen(ctx); err != nil {
-			return r.res, err
+			return fmt.Errorf("eval: figure 13: %w", err)
 		}
 	}
-	r.res.Env.LoadAfter = loadAverage()
-	r.res.Env.Duration = time.Since(start)
-	if err := r.res.Write(cfg.Out); err != nil {
-		return r.res, err
-	}
-	return r.res, nil
+	return nil
 }
 
 func (r *runner) logf(format string, a ...any) {
@@ -217,12 +225,12 @@ func (r *runner) searchVariant(ctx context.Context, v Variant, run int) error {
 			// A failed step leaves a server backlogged: the next starts fresh.
 			s.scrapeMetrics(r.logDir, last)
 			s.stop()
-			var err error
-			if s, err = startServer(ctx, r.cfg, r.files, n, v, r.logDir); err != nil {
+			fresh, err := startServer(ctx, r.cfg, r.files, n, v, r.logDir)
+			if err != nil {
 				failed = err
 				return Step{Variant: v, Run: run, Phase: phase, Target: rate, Reason: "aborted"}
 			}
-			restart = false
+			s, restart = fresh, false
 		}
 		st, err := runStep(ctx, r.cfg, s, a, v, run, rate, phase)
 		if err != nil {
@@ -236,13 +244,19 @@ func (r *runner) searchVariant(ctx context.Context, v Variant, run int) error {
 	}
 	steps, out := search(r.cfg.Ladder, r.cfg.Bisect, step)
 	s.scrapeMetrics(r.logDir, fmt.Sprintf("run%d", run))
+	var done []Step // the steps measured, kept also when the search broke off
+	for _, st := range steps {
+		if st.Reason != "aborted" {
+			done = append(done, st)
+		}
+	}
+	r.res.Steps = append(r.res.Steps, done...)
 	if failed != nil {
 		return failed
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r.res.Steps = append(r.res.Steps, steps...)
 	r.res.Outcomes = append(r.res.Outcomes, out)
 	r.logf("%s run %d: max %.0f pps, failed at %.0f pps (%s)", v, run, out.MaxPPS, out.FailedPPS, out.Reason)
 	return nil

@@ -111,8 +111,22 @@ type server struct {
 }
 
 // startServer starts variant v's processes in n and waits until a benign
-// request completes.
-func startServer(ctx context.Context, cfg *Config, fs *files, n *network, v Variant, logDir string) (s *server, err error) {
+// request completes. A server started right after another on the same
+// interface may find the AF_XDP queue still busy (the kernel releases the
+// old socket's UMEM from a work queue): then it tries again, for up to 10
+// seconds.
+func startServer(ctx context.Context, cfg *Config, fs *files, n *network, v Variant, logDir string) (*server, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := startServerOnce(ctx, cfg, fs, n, v, logDir)
+		if err == nil || !strings.Contains(err.Error(), "busy") || time.Now().After(deadline) || ctx.Err() != nil {
+			return s, err
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func startServerOnce(ctx context.Context, cfg *Config, fs *files, n *network, v Variant, logDir string) (s *server, err error) {
 	s = &server{v: v, net: n}
 	defer func() {
 		if err != nil {
