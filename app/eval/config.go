@@ -79,6 +79,10 @@ func (v Variant) FloodMode() string {
 	return "random-cids"
 }
 
+// QuicGoRoleEnv is set to 1 in the environment of the QuicGoServer
+// program, so that a test binary standing in for it knows its role.
+const QuicGoRoleEnv = "TURBORETRY_EVAL_QUICGO_SERVER"
+
 // Config is one evaluation run.
 type Config struct {
 	// Out is the directory the CSV files and plots are written to.

@@ -252,10 +252,6 @@ func (s *server) stop() {
 	}
 }
 
-// QuicGoRoleEnv is set to 1 in the environment of the QuicGoServer
-// program, so that a test binary standing in for it knows its role.
-const QuicGoRoleEnv = "TURBORETRY_EVAL_QUICGO_SERVER"
-
 // scrapeMetrics saves the /metrics of the server (and the agent) into
 // dir/<variant>-<suffix>-metrics.txt, for the record of who answered and
 // who dropped what.
