@@ -336,6 +336,9 @@ func ReadResults(dir string) (*Results, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("eval: %s: %w", FileResults, err)
 	}
+	// The outcomes are a function of the steps: recomputed, so that a
+	// file from an older version summarizes as this one does.
+	r.Outcomes = outcomesOf(r.Steps)
 	return &r, nil
 }
 

@@ -63,10 +63,12 @@ type Outcome struct {
 	// GenShortAtFailure: at the failing rate the generator itself fell
 	// short of the target, so the failure is not clearly the defender's.
 	GenShortAtFailure bool
+	// Failed: some step failed (also the one without attack).
+	Failed bool
 }
 
 // NeverFailed reports whether the search ended without a failed step.
-func (o Outcome) NeverFailed() bool { return o.FailedPPS == 0 }
+func (o Outcome) NeverFailed() bool { return !o.Failed }
 
 // stepFunc holds one rate (0: no attack) and reports the step.
 type stepFunc func(rate float64, phase string) Step
@@ -110,6 +112,9 @@ func outcome(steps []Step) Outcome {
 		o.Variant, o.Run = steps[0].Variant, steps[0].Run
 	}
 	for _, s := range steps {
+		if !s.OK {
+			o.Failed = true
+		}
 		if s.Target == 0 {
 			if !s.OK && o.Reason == "" {
 				o.Reason = "no-attack " + s.Reason
@@ -125,6 +130,29 @@ func outcome(steps []Step) Outcome {
 		}
 	}
 	return o
+}
+
+// outcomesOf groups steps by variant and run, in order of appearance,
+// and summarizes each group.
+func outcomesOf(steps []Step) []Outcome {
+	type key struct {
+		v   Variant
+		run int
+	}
+	var order []key
+	groups := map[key][]Step{}
+	for _, s := range steps {
+		k := key{s.Variant, s.Run}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], s)
+	}
+	out := make([]Outcome, 0, len(order))
+	for _, k := range order {
+		out = append(out, outcome(groups[k]))
+	}
+	return out
 }
 
 // judge sets s.OK and s.Reason from its benign failures and loss.

@@ -104,3 +104,15 @@ func TestPercentileAndMedian(t *testing.T) {
 		t.Error("percentile sorted its input")
 	}
 }
+
+func TestOutcomeNoAttackFailure(t *testing.T) {
+	s := Step{Variant: QuicGo, Run: 3, Target: 0, BenignFailed: 2, Benign: 10}
+	s.judge(0.01)
+	o := outcome([]Step{s})
+	if o.NeverFailed() || o.MaxPPS != 0 || o.Reason != "no-attack benign" {
+		t.Fatalf("outcome %+v of a failed step without attack", o)
+	}
+	if got := outcomesOf([]Step{s, {Variant: XDP, Run: 1, OK: true}, {Variant: QuicGo, Run: 3, Target: 5, OK: true, SentPPS: 5}}); len(got) != 2 || got[0].Variant != QuicGo || got[1].Variant != XDP {
+		t.Fatalf("outcomesOf: %+v", got)
+	}
+}
