@@ -171,10 +171,11 @@ func netnsInode() (uint64, error) {
 
 // Run sends frames until cfg.Count were attempted, cfg.Duration passed,
 // or ctx is done, at cfg.Rate packets per second (0: as fast as the CPU
-// runs the program). When paced, one BPF_PROG_RUN call sends at most
-// cfg.Batch frames (0: 200 µs worth, at most 256, a veth's ring), which
-// bounds the bursts the receiver sees. Stats.Sent is the program's own count of frames it built
-// and redirected.
+// runs the program). From 10 kpps per sending CPU the program paces the
+// frames itself (a bounded spin to a per-CPU schedule, so the sending
+// thread is busy for the whole run whatever the rate); below, Run sleeps
+// between calls of at most cfg.Batch frames (0: a millisecond's worth).
+// Stats.Sent is the program's own count of frames it built and redirected.
 //
 // Without Config.CPUs, Run sends from the calling thread, which must be in
 // the namespace New was called in (ErrNamespace otherwise): pin it before
