@@ -62,6 +62,27 @@ func (v Variant) Label() string {
 	return string(v)
 }
 
+// Short is the variant's name where space is short (figure 9's axis).
+func (v Variant) Short() string {
+	switch v {
+	case QuicGo:
+		return "(a) quic-go"
+	case HostAlways:
+		return "(b) host always"
+	case HostAuto:
+		return "(b) host auto"
+	case XDP:
+		return "(c) XDP agent"
+	case Split:
+		return "(d) split agent"
+	case XDP2Q:
+		return "(c) XDP, 2 queues"
+	case Split2Q:
+		return "(d) split, 2 queues"
+	}
+	return v.Label()
+}
+
 // FloodMode is which of the generator's modes a variant is flooded with:
 // complete, decryptable Initials for the auto policy (which must see them
 // as handshakes to start sending Retries), random connection IDs (the

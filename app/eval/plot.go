@@ -173,7 +173,7 @@ func (r *Results) plotMaxRate() (*plot.Plot, error) {
 		if s.NeverFailed > 0 {
 			l = "≥" + l
 		}
-		names[i] = fmt.Sprintf("%s\n%s kpps", s.Variant.Label(), l)
+		names[i] = fmt.Sprintf("%s\n%s kpps", s.Variant.Short(), l)
 	}
 	bars, err := plotter.NewBarChart(vals, vg.Points(40))
 	if err != nil {
@@ -200,15 +200,7 @@ func (r *Results) plotMaxRate() (*plot.Plot, error) {
 	}
 	p.NominalX(names...)
 	p.X.Tick.Label.Font.Size = vg.Points(8)
-	p.Y.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
-		ts := plot.DefaultTicks{}.Ticks(lo, hi)
-		for i := range ts {
-			if ts[i].Label != "" {
-				ts[i].Label = trimFloat(math.Round(ts[i].Value))
-			}
-		}
-		return ts
-	})
+	p.Y.Tick.Marker = plot.TickerFunc(linearTicks)
 	p.X.Label.Text = ""
 	p.Y.Min = 0
 	top := 0.0
@@ -380,4 +372,23 @@ func sortXY(xys plotter.XYs) {
 		}
 		return 0
 	})
+}
+
+// linearTicks labels about five round values between lo and hi.
+func linearTicks(lo, hi float64) []plot.Tick {
+	if hi <= lo {
+		return nil
+	}
+	step := math.Pow(10, math.Floor(math.Log10((hi-lo)/5)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if (hi-lo)/(step*m) <= 6 {
+			step *= m
+			break
+		}
+	}
+	var ts []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
+		ts = append(ts, plot.Tick{Value: v, Label: trimFloat(math.Round(v))})
+	}
+	return ts
 }
