@@ -302,9 +302,11 @@ func (r *Results) plotTransfer() (*plot.Plot, error) {
 			}
 			sortXY(xys)
 			name := fmt.Sprintf("%s, attack %.0f kpps", v.Label(), rate/1e3)
-			idx := variantIndex(v)
-			if i > 0 {
-				idx = dashed + variantIndex(v) + 2*(i-1) // dashed above the first rate
+			// The color says the attack rate, the line the variant: solid
+			// for the host's Retry, dashed for the agent.
+			idx := i
+			if v == XDP {
+				idx += dashed
 			}
 			if err := addSeries(p, idx, name, xys); err != nil {
 				return nil, err
@@ -321,6 +323,7 @@ func (r *Results) plotFailOpen() (*plot.Plot, error) {
 	p := newPlot(fmt.Sprintf("Fail-open: (d) split agent SIGKILLed at %.1f s (%.0f requests/s)", r.KillAt.Seconds(), r.Config.FailOpenRate),
 		"time (s)", "setup latency (ms, log)")
 	logAxis(&p.Y)
+	p.X.Tick.Marker = plot.TickerFunc(linearTicks)
 	var ok, failed plotter.XYs
 	top := 0.0
 	for _, t := range r.FailOpen {
