@@ -9,7 +9,7 @@ LONGFUZZ  ?= 60s
 BENCHTIME ?= 1s
 BENCHOUT  ?= bench.txt
 
-.PHONY: serve demo firmware arm64 all build test unit lint fmt vet staticcheck fuzz fuzz-short bench clean eval
+.PHONY: serve demo firmware arm64 all build test unit lint fmt vet staticcheck fuzz fuzz-short bench clean eval interop-runner interop-fast
 
 all: build
 
@@ -18,18 +18,34 @@ build:
 
 ## test: lint, unit and integration tests (race detector on), short fuzz runs,
 ## the portable C of the fast-path cache (gcc host tests, RISC-V and BPF compile checks),
-## and the agent's portable packages on linux/arm64 under qemu-user.
-test: lint unit firmware arm64 fuzz-short
+## the agent's portable packages on linux/arm64 under qemu-user, and the fast
+## subset of the QUIC interop runner against quic-go.
+test: lint unit firmware arm64 fuzz-short interop-fast
+
+# The docker-free QUIC interop runner (its README is the endpoint contract).
+IR ?= $(CURDIR)/../shared/interop-runner
+
+## interop-runner: every interop runner case, ours x ours, ours x quic-go and
+## quic-go x ours, and http3 with ngtcp2 both ways, printed as a matrix
+## (docs/interop.md); skipped with a message without the runner, tshark or root.
+interop-runner:
+	IR=$(IR) ./scripts/interop-runner.sh full
+
+## interop-fast: handshake, transfer, retry, resumption, zerortt, http3,
+## keyupdate, v2, ecn, multiplexing and rebind-port through the runner, our
+## endpoint against quic-go's in both directions (part of `make test`).
+interop-fast:
+	IR=$(IR) ./scripts/interop-runner.sh fast
 
 # The packages a BlueField-3's Arm cores run in the split mode that test
 # without privileges: built for linux/arm64 and run under qemu-user.
-ARM64PKGS ?= ./offload/agent/ ./offload/fastpath/ ./offload/announce/ ./token/ \
+ARM64PKGS ?= ./offload/agent/ ./offload/fastpath/ ./offload/announce/ ./token/ ./quiclb/ \
 	./internal/handshake/ ./internal/tlskdf/ ./internal/wire/
 
 ## arm64: ARM64PKGS' tests on linux/arm64 under qemu-aarch64, and a vet of the
 ## split-mode agent for linux/arm64 (skipped with a message without qemu-user).
 arm64:
-	GOARCH=arm64 $(GO) vet ./offload/split/ ./offload/datapath/ ./offload/xdp/ ./offload/afxdp/ ./cmd/turboretry/
+	GOARCH=arm64 $(GO) vet ./offload/split/ ./offload/datapath/ ./offload/xdp/ ./offload/afxdp/ ./offload/reuseport/ ./app/doctor/ ./cmd/turboretry/
 	@if command -v qemu-aarch64 >/dev/null; then \
 		GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64 $(ARM64PKGS); \
 	else echo "arm64: SKIP tests under emulation: qemu-aarch64 missing (apt-get install qemu-user)"; fi

@@ -33,6 +33,28 @@ type bodyReader struct {
 	mu    sync.Mutex  // Read may race with Close from another goroutine
 	err   error       // sticky: io.EOF after a complete body
 	atEOF atomic.Bool // the whole body was read; readable without waiting for a blocked Read
+	// ends, when set, learns when the body ended (its stream's receive
+	// side): HTTP Datagrams and streams the application took over.
+	ends atomic.Pointer[streamEnds]
+}
+
+// setErr makes err the body's final error (b.mu held).
+func (b *bodyReader) setErr(err error) {
+	b.err = err
+	if e := b.ends.Load(); e != nil {
+		e.end(true, err)
+	}
+}
+
+// watchEnd makes e learn when the body ends, at once when it has.
+func (b *bodyReader) watchEnd(e *streamEnds) {
+	b.ends.Store(e)
+	b.mu.Lock()
+	err := b.err
+	b.mu.Unlock()
+	if err != nil {
+		e.end(true, err)
+	}
 }
 
 func (b *bodyReader) Read(p []byte) (int, error) {
@@ -63,10 +85,15 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 		fh, err := b.fr.next()
 		if err == io.EOF {
 			if b.contentLength >= 0 && b.received != b.contentLength {
-				return 0, b.fail(malformed("body of %d bytes, content-length says %d", b.received, b.contentLength))
+				// Malformed (RFC 9114 4.1.2), but the peer's side is
+				// over: nothing to reset, and a server may still answer
+				// (as net/http's HTTP/2 and quic-go let the handler).
+				b.setErr(wrapError(ErrCodeMessageError, io.ErrUnexpectedEOF,
+					"body of %d bytes, content-length says %d", b.received, b.contentLength))
+				return 0, b.err
 			}
-			b.err = io.EOF
 			b.atEOF.Store(true)
+			b.setErr(io.EOF)
 			return 0, io.EOF
 		}
 		if err != nil {
@@ -113,7 +140,7 @@ func (b *bodyReader) readTrailers(n uint64) (http.Header, error) {
 
 // fail records err as the body's final error and reports local errors.
 func (b *bodyReader) fail(err error) error {
-	b.err = err
+	b.setErr(err)
 	if b.onError != nil {
 		b.onError(err)
 	}
@@ -135,6 +162,6 @@ func (b *bodyReader) closeWith(err error) bool {
 	if b.err != nil {
 		return false
 	}
-	b.err = err
+	b.setErr(err)
 	return true
 }

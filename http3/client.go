@@ -41,6 +41,24 @@ type Transport struct {
 	// Dial, when set, replaces the Transport's own dialing (and its
 	// shared sockets).
 	Dial func(ctx context.Context, addr string, tlsConf *tls.Config, conf *quic.Config) (*quic.Conn, error)
+	// EnableDatagrams enables HTTP Datagrams (RFC 9297) on the
+	// Transport's connections: we send SETTINGS_H3_DATAGRAM, and request
+	// streams (RequestStream) can send and receive datagrams. QUICConfig,
+	// when set, must enable QUIC datagrams (quic.Config.EnableDatagrams);
+	// a nil QUICConfig gets them.
+	EnableDatagrams bool
+	// AdditionalSettings are sent in our SETTINGS frame besides those
+	// this package sends. Settings that RFC 9114, RFC 9204, RFC 9220 or
+	// RFC 9297 define, or that HTTP/3 forbids, make RoundTrip fail.
+	AdditionalSettings map[uint64]uint64
+	// DisableCompression stops the Transport from asking for gzip. By
+	// default a request without Accept-Encoding and Range (and other than
+	// HEAD and CONNECT) is sent with "accept-encoding: gzip", and a gzip
+	// response is decoded transparently (Response.Uncompressed; the
+	// Content-Encoding and Content-Length fields are removed), as
+	// net/http and quic-go do. A request that sets Accept-Encoding itself
+	// gets the body as sent.
+	DisableCompression bool
 	// MaxResponseHeaderBytes bounds the decoded size of a response header
 	// section (our SETTINGS_MAX_FIELD_SECTION_SIZE);
 	// http.DefaultMaxHeaderBytes when 0 or negative. An int, as in
@@ -50,7 +68,7 @@ type Transport struct {
 	Logger *slog.Logger
 
 	mu      sync.Mutex
-	conns   map[string]*clientConn
+	conns   map[string]*ClientConn
 	dialing map[string]*dialCall
 	sockets [2]*quic.Transport // IPv4, IPv6: see quicTransport
 	closed  bool
@@ -64,14 +82,15 @@ var _ http.RoundTripper = (*Transport)(nil)
 // CloseIdleConnections cannot see it idle before they start.
 type dialCall struct {
 	done      chan struct{}
-	cc        *clientConn
+	cc        *ClientConn
 	err       error
 	waiters   int
 	delivered bool
 }
 
-// errTransportClosed is returned by RoundTrip after Close.
-var errTransportClosed = errors.New("http3: transport closed")
+// ErrTransportClosed is returned by RoundTrip and RoundTripOpt after
+// Close.
+var ErrTransportClosed = errors.New("http3: transport is closed")
 
 func (t *Transport) logger() *slog.Logger {
 	if t.Logger != nil {
@@ -139,6 +158,9 @@ func (t *Transport) roundTrip(req *http.Request, opt RoundTripOpt) (*http.Respon
 	if req.URL.Host == "" {
 		return nil, errors.New("http3: request has no host")
 	}
+	if err := t.roundTripCheck(); err != nil {
+		return nil, err
+	}
 	authority := authorityAddr(req.URL)
 	trace := httptrace.ContextClientTrace(req.Context())
 	cur := req       // the request of this attempt: a replay has its own body
@@ -172,21 +194,32 @@ func (t *Transport) roundTrip(req *http.Request, opt RoundTripOpt) (*http.Respon
 	}
 }
 
+// roundTripCheck checks the options that make every request fail.
+func (t *Transport) roundTripCheck() error {
+	if t.EnableDatagrams && t.QUICConfig != nil && !t.QUICConfig.EnableDatagrams {
+		return errors.New("http3: HTTP datagrams enabled, but QUIC datagrams disabled (QUICConfig.EnableDatagrams)")
+	}
+	_, err := encodeAdditionalSettings(t.AdditionalSettings)
+	return err
+}
+
 // replayable returns the request to send again on a new connection after
 // err, or nil when err does not allow it. A request that was never sent
 // goes again as it is. One that the server did not process (RFC 9114
 // sections 4.1.1 and 5.2) goes again when its body can be replayed: it
 // has none, or GetBody provides a fresh copy.
 func replayable(req *http.Request, err error) (*http.Request, error) {
+	var unusable *connUnusableError
 	switch {
-	case errors.Is(err, errConnGoingAway):
-		return req, nil
+	case errors.Is(err, errConnGoingAway), errors.As(err, &unusable):
+		return req, nil // never sent
 	case !notProcessed(err):
 		return nil, nil
 	case req.Body == nil || req.Body == http.NoBody:
 		return req, nil
 	case req.GetBody == nil:
-		return nil, nil
+		// net/http's words for the same case.
+		return nil, fmt.Errorf("http3: Transport: cannot retry err [%w] after Request.Body was written; define Request.GetBody to avoid this error", err)
 	}
 	body, err := req.GetBody()
 	if err != nil {
@@ -237,20 +270,22 @@ func authorityAddr(u *url.URL) string {
 // the connection under a request that has just taken it. reused reports
 // a connection from the pool. With onlyCached it does not dial; with
 // coalesce it may reuse another origin's connection (coalesce.go).
-func (t *Transport) getConn(ctx context.Context, authority string, onlyCached, coalesce bool) (cc *clientConn, reused bool, err error) {
+func (t *Transport) getConn(ctx context.Context, authority string, onlyCached, coalesce bool) (cc *ClientConn, reused bool, err error) {
 	var addr *net.UDPAddr // authority resolved, for coalescing and the dial
 	t.mu.Lock()
 	for {
 		if t.closed {
 			t.mu.Unlock()
-			return nil, false, errTransportClosed
+			return nil, false, ErrTransportClosed
 		}
 		if cc := t.conns[authority]; cc != nil {
-			if cc.startRequest() {
+			// One that closed (an idle timeout) may not have left the
+			// pool yet: it is not cached any more.
+			if cc.qc.Context().Err() == nil && cc.startRequest() {
 				t.mu.Unlock()
 				return cc, true, nil
 			}
-			delete(t.conns, authority) // it received GOAWAY: dial a new one
+			delete(t.conns, authority) // it received GOAWAY or closed: dial a new one
 		}
 		if t.dialing[authority] != nil {
 			break
@@ -314,9 +349,12 @@ func (t *Transport) getConn(ctx context.Context, authority string, onlyCached, c
 // requests waiting on call.
 func (t *Transport) dial(ctx context.Context, call *dialCall, authority string, addr *net.UDPAddr) {
 	qc, err := t.dialQUIC(ctx, authority, addr)
-	var cc *clientConn
+	var cc *ClientConn
 	if err == nil {
-		cc, err = newClientConn(t, qc, authority)
+		other, _ := encodeAdditionalSettings(t.AdditionalSettings) // RoundTrip checked them
+		if cc, err = newClientConn(t, qc, authority, other, false); err != nil {
+			cc = nil
+		}
 	}
 	t.mu.Lock()
 	delete(t.dialing, authority)
@@ -324,7 +362,7 @@ func (t *Transport) dial(ctx context.Context, call *dialCall, authority string, 
 	case err != nil:
 	case t.closed:
 		cc.close(ErrCodeNoError, "")
-		cc, err = nil, errTransportClosed
+		cc, err = nil, ErrTransportClosed
 	default:
 		cc.addRequests(call.waiters)
 		if cc.qc.Context().Err() != nil {
@@ -335,7 +373,7 @@ func (t *Transport) dial(ctx context.Context, call *dialCall, authority string, 
 			break
 		}
 		if t.conns == nil {
-			t.conns = make(map[string]*clientConn)
+			t.conns = make(map[string]*ClientConn)
 		}
 		t.conns[authority] = cc
 	}
@@ -357,8 +395,12 @@ func (t *Transport) dialQUIC(ctx context.Context, authority string, ua *net.UDPA
 		host, _, _ := net.SplitHostPort(authority)
 		conf.ServerName = host
 	}
+	qconf := t.QUICConfig
+	if t.EnableDatagrams && qconf == nil {
+		qconf = &quic.Config{EnableDatagrams: true}
+	}
 	if t.Dial != nil {
-		return t.Dial(ctx, authority, conf, t.QUICConfig)
+		return t.Dial(ctx, authority, conf, qconf)
 	}
 	if ua == nil {
 		var err error
@@ -372,7 +414,7 @@ func (t *Transport) dialQUIC(ctx context.Context, authority string, ua *net.UDPA
 	}
 	trace := httptrace.ContextClientTrace(ctx)
 	traceDialStart(trace, ua.String())
-	qc, err := qt.DialEarly(ctx, ua, conf, t.QUICConfig)
+	qc, err := qt.DialEarly(ctx, ua, conf, qconf)
 	traceDialDone(trace, ua.String(), qc, err)
 	return qc, err
 }
@@ -418,7 +460,7 @@ func (t *Transport) quicTransport(addr *net.UDPAddr) (*quic.Transport, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return nil, errTransportClosed
+		return nil, ErrTransportClosed
 	}
 	if qt := t.sockets[family]; qt != nil {
 		return qt, nil
@@ -433,9 +475,9 @@ func (t *Transport) quicTransport(addr *net.UDPAddr) (*quic.Transport, error) {
 
 // forget removes cc from the pool, under every origin it serves, so new
 // requests dial a new connection.
-func (t *Transport) forget(cc *clientConn) {
+func (t *Transport) forget(cc *ClientConn) {
 	t.mu.Lock()
-	maps.DeleteFunc(t.conns, func(_ string, c *clientConn) bool { return c == cc })
+	maps.DeleteFunc(t.conns, func(_ string, c *ClientConn) bool { return c == cc })
 	t.mu.Unlock()
 }
 
@@ -444,7 +486,7 @@ func (t *Transport) forget(cc *clientConn) {
 // request can take it before it is closed.
 func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
-	var idle []*clientConn
+	var idle []*ClientConn
 	for authority, cc := range t.conns {
 		if cc.idle() {
 			delete(t.conns, authority)

@@ -239,7 +239,8 @@ func TestReplayable(t *testing.T) {
 		{"excluded by GOAWAY, no body", get, excluded, "same", false},
 		{"rejected, no body", get, rejected, "same", false},
 		{"excluded, GetBody", withGetBody, excluded, "copy", false},
-		{"excluded, no GetBody", noGetBody, excluded, "none", false},
+		{"excluded, no GetBody", noGetBody, excluded, "none", true}, // net/http's "define Request.GetBody" error
+		{"connection closed before the stream", noGetBody, &connUnusableError{errors.New("idle")}, "same", false},
 		{"excluded, GetBody fails", failingGetBody, excluded, "none", true},
 		{"local REQUEST_REJECTED", get, &Error{ErrorCode: ErrCodeRequestRejected}, "none", false},
 		{"other error", get, errors.New("boom"), "none", false},
@@ -247,6 +248,9 @@ func TestReplayable(t *testing.T) {
 		next, err := replayable(c.req, c.err)
 		if (err != nil) != c.wantErr {
 			t.Errorf("%s: error %v", c.name, err)
+		}
+		if err != nil && c.req == noGetBody && !errors.Is(err, excluded) {
+			t.Errorf("%s: the error %v does not wrap the cause", c.name, err)
 		}
 		switch c.want {
 		case "same":

@@ -2,7 +2,6 @@ package http3
 
 import (
 	"crypto/tls"
-	"net"
 	"net/http"
 	"testing"
 
@@ -19,23 +18,7 @@ func startQuicGoServer(t testing.TB, h http.Handler) (string, *tls.Config) {
 // startQuicGoServerConf is startQuicGoServer with a QUIC configuration.
 func startQuicGoServerConf(t testing.TB, h http.Handler, qconf *quicgo.Config) (string, *tls.Config) {
 	t.Helper()
-	serverTLS, clientTLS := testCert(t)
-	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &quicgohttp3.Server{Handler: h, TLSConfig: quicgohttp3.ConfigureTLSConfig(serverTLS), QUICConfig: qconf}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Serve(pc)
-	}()
-	t.Cleanup(func() {
-		s.Close()
-		<-done
-		pc.Close()
-	})
-	return pc.LocalAddr().String(), clientTLS
+	return startQuicGoServerWith(t, h, func(s *quicgohttp3.Server) { s.QUICConfig = qconf })
 }
 
 func TestClientWithQuicGoServer(t *testing.T) {

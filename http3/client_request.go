@@ -8,16 +8,18 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/turboretry/turboretry/quic"
 )
 
 // roundTrip sends one request on a new stream and reads the response
 // header, skipping interim (1xx) responses. The request is already
-// counted in cc's active requests (getConn); roundTrip ends it when it
-// fails, the response body when it is done.
-func (cc *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
+// counted in cc's active requests (getConn, RoundTrip); roundTrip ends it
+// when it fails, the response body when it is done.
+func (cc *ClientConn) roundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	early := earlyDataSafe(req)
 	if m, ok := map0RTTMethod(req.Method); ok {
@@ -27,14 +29,28 @@ func (cc *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 	if !early {
 		if err := cc.awaitHandshake(ctx); err != nil {
 			cc.requestDone()
+			if ctx.Err() == nil {
+				return nil, &connUnusableError{err} // never sent
+			}
+			return nil, err
+		}
+	}
+	if req.Method == http.MethodConnect && isExtendedConnect(req) {
+		// RFC 9220 section 3 (RFC 8441 section 3): :protocol only once
+		// the server's SETTINGS enabled it.
+		if err := cc.checkExtendedConnect(ctx); err != nil {
+			cc.requestDone()
 			return nil, err
 		}
 	}
 	str, err := cc.qc.OpenStreamSync(ctx)
 	if err != nil {
 		cc.requestDone()
-		if ctx.Err() == nil && cc.isGoingAway() {
-			return nil, errConnGoingAway // closed after GOAWAY before we opened a stream
+		if ctx.Err() == nil && (cc.isGoingAway() || cc.qc.Context().Err() != nil) {
+			// Closed (after GOAWAY, or an idle timeout) before we opened
+			// a stream: the request was never sent, a new connection
+			// takes it.
+			return nil, &connUnusableError{fromQUICError(err)}
 		}
 		return nil, fromQUICError(err)
 	}
@@ -44,7 +60,9 @@ func (cc *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errConnGoingAway
 	}
 	stop := context.AfterFunc(ctx, func() { resetStream(str, ErrCodeRequestCanceled) })
-	rsp, b, br, err := cc.sendAndRead(str, req)
+	rs := cc.newRequestStream(str, httptrace.ContextClientTrace(ctx))
+	rs.stop, rs.reqCtxErr, rs.onBodyDone = stop, ctx.Err, cc.requestDone
+	rsp, err := rs.sendAndRead(req)
 	cc.responseArrived(str)
 	if err != nil {
 		stop()
@@ -57,114 +75,350 @@ func (cc *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 		cc.requestDone()
 		return nil, err
 	}
-	rsp.Body = &responseBody{bodyReader: b, br: br, str: str, stop: stop, cc: cc, reqCtxErr: ctx.Err}
 	return rsp, nil
 }
 
-// sendAndRead writes the request header, starts the body writer and
-// reads the response header. It returns the reader of the response
-// content, from which the caller makes the Body, and the pooled buffered
-// reader under it, which the Body returns to readerPool when done.
-func (cc *clientConn) sendAndRead(str *quic.Stream, req *http.Request) (*http.Response, *bodyReader, *bufio.Reader, error) {
-	trace := httptrace.ContextClientTrace(req.Context())
-	enc := encoderPool.Get().(*fieldEncoder)
-	if trace != nil && trace.WroteHeaderField != nil {
-		enc.onField = func(name, value string) { trace.WroteHeaderField(name, []string{value}) }
+// checkExtendedConnect waits for the server's SETTINGS and fails unless
+// they enable extended CONNECT.
+func (cc *ClientConn) checkExtendedConnect(ctx context.Context) error {
+	if err := cc.peer.waitSettings(ctx); err != nil {
+		return err
 	}
-	section, err := enc.encodeRequest(nil, req, cc.peerFieldLimit())
-	enc.onField = nil
+	if !cc.peer.Settings().EnableExtendedConnect {
+		return errors.New("http3: server didn't enable Extended CONNECT")
+	}
+	return nil
+}
+
+// A RequestStream is a client request stream used directly, in
+// quic-go's shape: SendRequestHeader sends the request header, Write and
+// Close the request content (as DATA frames), ReadResponse reads the
+// response header and Read its content. Sending and receiving are
+// decoupled, so the application can use the stream (and send HTTP
+// Datagrams) before the response arrives: what WebTransport and the
+// MASQUE protocols need. Errors from resets and a closed connection are
+// *Error.
+type RequestStream struct {
+	cc    *ClientConn
+	str   *quic.Stream
+	s     Stream // Write, Read (once the response arrived) and datagrams
+	trace *httptrace.ClientTrace
+
+	br    *bufio.Reader // nil once released
+	fr    *frameReader
+	check requestStreamChecker
+	body  bodyReader // of the final response; here to save an allocation
+	err   error      // sticky error of the response header
+
+	sentHeader    bool
+	isHead        bool
+	isConnect     bool
+	requestedGzip bool
+	gotFirstByte  bool
+
+	// Set by Transport.RoundTrip: the request context's watch, its
+	// error, and the end of the request for the connection's count.
+	stop       func() bool
+	reqCtxErr  func() error
+	onBodyDone func()
+}
+
+func (cc *ClientConn) newRequestStream(str *quic.Stream, trace *httptrace.ClientTrace) *RequestStream {
+	rs := &RequestStream{cc: cc, str: str, trace: trace}
+	rs.s = Stream{str: str, peer: cc.peer}
+	rs.br = getReader(str)
+	rs.fr = newFrameReader(rs.br, cc.maxHeader)
+	rs.check.isClient = true
+	return rs
+}
+
+// OpenRequestStream opens a new request stream, waiting for stream
+// credit until ctx ends. It fails on a connection that received GOAWAY
+// (RFC 9114 section 5.2). The stream counts as a request in progress
+// until both its directions ended.
+func (cc *ClientConn) OpenRequestStream(ctx context.Context) (*RequestStream, error) {
+	if !cc.startRequest() {
+		return nil, errConnGoingAway
+	}
+	str, err := cc.qc.OpenStreamSync(ctx)
+	if err != nil {
+		cc.requestDone()
+		return nil, fromQUICError(err)
+	}
+	if !cc.awaitResponse(str) {
+		resetStream(str, ErrCodeRequestCanceled)
+		cc.requestDone()
+		return nil, errConnGoingAway
+	}
+	rs := cc.newRequestStream(str, httptrace.ContextClientTrace(ctx))
+	rs.s.ends = &streamEnds{dg: cc.peer.trackDatagrams(str)}
+	rs.s.ends.takeOver(str, cc.qc, func() {
+		cc.peer.untrackDatagrams(str, rs.s.ends.dg)
+		cc.responseArrived(str)
+		cc.requestDone()
+	})
+	return rs, nil
+}
+
+// SendRequestHeader sends the request's header section. The request must
+// have no body: its content, if any, is written with Write and ended
+// with Close. An extended CONNECT (Method CONNECT, Proto naming the
+// protocol, RFC 9220) waits for the server's SETTINGS, until the
+// request's context ends, and fails unless they enable it. It may be
+// called once.
+func (s *RequestStream) SendRequestHeader(req *http.Request) error {
+	if req.Body != nil && req.Body != http.NoBody {
+		return errors.New("http3: invalid use of RequestStream.SendRequestHeader with a request that has a request body")
+	}
+	if s.sentHeader {
+		return errors.New("http3: invalid duplicate use of RequestStream.SendRequestHeader")
+	}
+	if req.Method == http.MethodConnect && isExtendedConnect(req) {
+		if err := s.cc.checkExtendedConnect(req.Context()); err != nil {
+			return err
+		}
+	}
+	return s.writeHeader(req)
+}
+
+// writeHeader encodes and sends the request header, noting what the
+// response needs to know about the request.
+func (s *RequestStream) writeHeader(req *http.Request) error {
+	s.sentHeader = true
+	s.isHead = req.Method == http.MethodHead
+	s.isConnect = req.Method == http.MethodConnect
+	s.requestedGzip = !s.cc.noGzip && !s.isHead && !s.isConnect &&
+		req.Header.Get("Accept-Encoding") == "" && req.Header.Get("Range") == ""
+	enc := encoderPool.Get().(*fieldEncoder)
+	if s.trace != nil && s.trace.WroteHeaderField != nil {
+		enc.onField = func(name, value string) { s.trace.WroteHeaderField(name, []string{value}) }
+	}
+	enc.acceptGzip = s.requestedGzip
+	section, err := enc.encodeRequest(nil, req, s.cc.peerFieldLimit())
+	enc.onField, enc.acceptGzip = nil, false
 	encoderPool.Put(enc)
 	if err == nil {
-		_, err = str.Write(headersFrame{FieldSection: section}.append(nil))
+		_, err = s.str.Write(headersFrame{FieldSection: section}.append(nil))
 		err = fromQUICError(err)
 	}
 	if err != nil {
-		traceWroteRequest(trace, err)
-		resetStream(str, ErrCodeRequestCanceled)
-		return nil, nil, nil, err
+		traceWroteRequest(s.trace, err)
+		resetStream(s.str, ErrCodeRequestCanceled)
+		return err
 	}
-	traceWroteHeaders(trace)
-	hasBody := req.Body != nil && req.Body != http.NoBody
-	if hasBody {
-		go func() { traceWroteRequest(trace, writeRequestBody(str, req, cc.peerFieldLimit())) }()
-	} else {
-		err := fromQUICError(str.Close())
-		traceWroteRequest(trace, err)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-	}
+	traceWroteHeaders(s.trace)
+	return nil
+}
 
-	br := getReader(str)
-	fr := newFrameReader(br, cc.maxHeader)
-	check := &requestStreamChecker{isClient: true}
-	interim := 0
-	for first := true; ; first = false {
-		fh, err := fr.next()
-		if first && err == nil {
-			traceGotFirstResponseByte(trace)
-		}
-		if err == io.EOF {
-			err = check.onEnd()
-		}
-		if err == nil {
-			err = check.checkFrameType(fh.Type)
-		}
-		if err == nil && fh.Type == frameTypePushPromise {
-			err = newError(ErrCodeIDError, "PUSH_PROMISE without MAX_PUSH_ID")
-		}
-		var rsp *http.Response
-		if err == nil {
-			hb := getHeaderBuf()
-			if err = hb.read(fr); err == nil {
-				rsp, err = decodeResponse(hb.b, cc.maxHeader)
-			}
-			hb.release()
-		}
+// sendAndRead sends req (header, then its body from another goroutine)
+// and reads the final response, reporting interim ones to httptrace.
+func (s *RequestStream) sendAndRead(req *http.Request) (*http.Response, error) {
+	if err := s.writeHeader(req); err != nil {
+		s.releaseReader()
+		return nil, err
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		go func() { traceWroteRequest(s.trace, writeRequestBody(s.str, req, s.cc.peerFieldLimit())) }()
+	} else {
+		err := fromQUICError(s.str.Close())
+		traceWroteRequest(s.trace, err)
 		if err != nil {
-			err = fromQUICError(err)
-			cc.streamFailed(str, err)
-			putReader(br)
-			return nil, nil, nil, err
+			s.releaseReader()
+			return nil, err
 		}
-		if code := rsp.StatusCode; isInterimStatus(code) && code != http.StatusSwitchingProtocols {
-			// An interim response: the final one follows. 101 ends the
-			// exchange as in net/http (golang.org/issue/26161) and
-			// quic-go, although HTTP/3 has no upgrade (RFC 9114 4.5).
-			if interim++; interim > maxInterimResponses {
-				resetStream(str, ErrCodeExcessiveLoad)
-				putReader(br)
-				return nil, nil, nil, errTooManyInterim
-			}
-			if err := traceInterim(trace, code, rsp.Header); err != nil {
-				resetStream(str, ErrCodeRequestCanceled)
-				putReader(br)
-				return nil, nil, nil, err
-			}
-			check.interimResponse()
-			continue
+	}
+	for interim := 0; ; {
+		rsp, err := s.ReadResponse()
+		if err != nil {
+			return nil, err
 		}
-		rsp.Request = req
-		cs := cc.qc.ConnectionState().TLS
-		rsp.TLS = &cs
-		cl := rsp.ContentLength
-		if req.Method == http.MethodHead || !bodyAllowedForStatus(rsp.StatusCode) {
-			// No content may follow, whatever the header says about the
-			// resource (RFC 9114 4.1.2).
-			cl = 0
-			if rsp.ContentLength < 0 && req.Method != http.MethodHead {
-				rsp.ContentLength = 0 // as net/http's HTTP/2 and quic-go
-			}
+		code := rsp.StatusCode
+		if !isInterimStatus(code) || code == http.StatusSwitchingProtocols {
+			rsp.Request = req
+			cs := s.cc.qc.ConnectionState().TLS
+			rsp.TLS = &cs
+			return rsp, nil
 		}
-		b := &bodyReader{fr: fr, check: check, maxHeader: cc.maxHeader, contentLength: cl}
-		b.onTrailers = func(t http.Header) { applyTrailers(&rsp.Trailer, t) }
-		b.onError = func(err error) { cc.streamFailed(str, err) }
-		return rsp, b, br, nil
+		// An interim response: the final one follows. 101 ends the
+		// exchange as in net/http (golang.org/issue/26161) and
+		// quic-go, although HTTP/3 has no upgrade (RFC 9114 4.5).
+		if interim++; interim > maxInterimResponses {
+			s.fail(errTooManyInterim, ErrCodeExcessiveLoad)
+			return nil, errTooManyInterim
+		}
+		if err := traceInterim(s.trace, code, rsp.Header); err != nil {
+			s.fail(err, ErrCodeRequestCanceled)
+			return nil, err
+		}
 	}
 }
 
+// fail ends the exchange after a local decision: the stream is reset
+// with code and err is sticky.
+func (s *RequestStream) fail(err error, code ErrCode) {
+	resetStream(s.str, code)
+	s.err = err
+	s.releaseReader()
+	s.s.ends.end(true, err)
+}
+
+func (s *RequestStream) releaseReader() {
+	if s.br != nil {
+		putReader(s.br)
+		s.br = nil
+	}
+}
+
+// ReadResponse reads the next response header section. An interim (1xx)
+// response is returned as it is (with an empty body), and ReadResponse
+// may then be called again for the next; after the final response, Read
+// (or the response's Body) reads its content. A gzip response to a
+// request that asked for it is decoded (see Transport.DisableCompression).
+// It does not set Response.Request or Response.TLS.
+func (s *RequestStream) ReadResponse() (*http.Response, error) {
+	if !s.sentHeader {
+		return nil, errors.New("http3: invalid use of RequestStream.ReadResponse before SendRequestHeader")
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	if s.s.body != nil {
+		return nil, errors.New("http3: invalid use of RequestStream.ReadResponse after the final response")
+	}
+	rsp, err := s.readHeader()
+	if err != nil {
+		err = fromQUICError(err)
+		s.cc.streamFailed(s.str, err)
+		s.err = err
+		s.releaseReader()
+		s.s.ends.end(true, err)
+		return nil, err
+	}
+	if isInterimStatus(rsp.StatusCode) && rsp.StatusCode != http.StatusSwitchingProtocols {
+		s.check.interimResponse()
+		rsp.Body = http.NoBody
+		return rsp, nil
+	}
+	s.cc.responseArrived(s.str)
+	tunnel := s.isConnect && rsp.StatusCode/100 == 2 // RFC 9110 9.3.6: the content is the tunnel
+	cl := rsp.ContentLength
+	if !tunnel && (s.isHead || !bodyAllowedForStatus(rsp.StatusCode)) {
+		// No content may follow, whatever the header says about the
+		// resource (RFC 9114 4.1.2).
+		cl = 0
+		if rsp.ContentLength < 0 && !s.isHead {
+			rsp.ContentLength = 0 // as net/http's HTTP/2 and quic-go
+		}
+	}
+	cc, str := s.cc, s.str
+	s.body = bodyReader{fr: s.fr, check: &s.check, maxHeader: cc.maxHeader, contentLength: cl}
+	b := &responseBody{
+		bodyReader: &s.body,
+		br:         s.br, str: str, stop: s.stop, reqCtxErr: s.reqCtxErr, onDone: s.onBodyDone,
+	}
+	s.br = nil // the body releases it
+	b.onTrailers = func(t http.Header) { applyTrailers(&rsp.Trailer, t) }
+	b.onError = func(err error) { cc.streamFailed(str, err) }
+	if s.s.ends != nil {
+		b.watchEnd(s.s.ends)
+	}
+	rsp.Body = b
+	if s.requestedGzip && !tunnel && strings.EqualFold(rsp.Header.Get("Content-Encoding"), "gzip") {
+		rsp.Header.Del("Content-Encoding")
+		rsp.Header.Del("Content-Length")
+		rsp.ContentLength = -1
+		rsp.Uncompressed = true
+		rsp.Body = &gzipBody{body: b}
+	}
+	s.s.body = rsp.Body
+	return rsp, nil
+}
+
+// readHeader reads the HEADERS frame of the next response and decodes it.
+func (s *RequestStream) readHeader() (*http.Response, error) {
+	fh, err := s.fr.next()
+	if !s.gotFirstByte && err == nil {
+		s.gotFirstByte = true
+		traceGotFirstResponseByte(s.trace)
+	}
+	if err == io.EOF {
+		err = s.check.onEnd()
+	}
+	if err == nil {
+		err = s.check.checkFrameType(fh.Type)
+	}
+	if err == nil && fh.Type == frameTypePushPromise {
+		err = newError(ErrCodeIDError, "PUSH_PROMISE without MAX_PUSH_ID")
+	}
+	if err != nil {
+		return nil, err
+	}
+	hb := getHeaderBuf()
+	defer hb.release()
+	if err := hb.read(s.fr); err != nil {
+		return nil, err
+	}
+	return decodeResponse(hb.b, s.cc.maxHeader)
+}
+
+// Read reads the content of the final response (DATA payloads); it is
+// valid once ReadResponse returned it.
+func (s *RequestStream) Read(p []byte) (int, error) {
+	if s.s.body == nil {
+		return 0, errors.New("http3: invalid use of RequestStream.Read before ReadResponse")
+	}
+	return s.s.Read(p)
+}
+
+// Write sends p as a DATA frame of the request's content; valid after
+// SendRequestHeader.
+func (s *RequestStream) Write(p []byte) (int, error) {
+	if !s.sentHeader {
+		return 0, errors.New("http3: invalid use of RequestStream.Write before SendRequestHeader")
+	}
+	return s.s.Write(p)
+}
+
+// Close closes the send side of the stream (the request is complete);
+// the response can still be read.
+func (s *RequestStream) Close() error { return s.s.Close() }
+
+// CancelRead stops receiving the response (STOP_SENDING with code).
+func (s *RequestStream) CancelRead(code quic.StreamErrorCode) { s.s.CancelRead(code) }
+
+// CancelWrite resets the send side with code.
+func (s *RequestStream) CancelWrite(code quic.StreamErrorCode) { s.s.CancelWrite(code) }
+
+// Context returns the QUIC stream's context, which ends with its send
+// side or the connection.
+func (s *RequestStream) Context() context.Context { return s.s.Context() }
+
+// StreamID returns the QUIC stream ID.
+func (s *RequestStream) StreamID() quic.StreamID { return s.s.StreamID() }
+
+// SetDeadline sets the read and write deadlines.
+func (s *RequestStream) SetDeadline(t time.Time) error { return s.s.SetDeadline(t) }
+
+// SetReadDeadline sets the deadline for Read and ReadResponse.
+func (s *RequestStream) SetReadDeadline(t time.Time) error { return s.s.SetReadDeadline(t) }
+
+// SetWriteDeadline sets the deadline for Write.
+func (s *RequestStream) SetWriteDeadline(t time.Time) error { return s.s.SetWriteDeadline(t) }
+
+// SendDatagram sends an HTTP Datagram (RFC 9297) tied to this request;
+// the Transport and the server must both enable HTTP Datagrams. It may be
+// sent before the response arrives (the server drops what it cannot yet
+// tie to a request).
+func (s *RequestStream) SendDatagram(b []byte) error { return s.s.SendDatagram(b) }
+
+// ReceiveDatagram returns the next HTTP Datagram for this request,
+// waiting for one (see Stream.ReceiveDatagram).
+func (s *RequestStream) ReceiveDatagram(ctx context.Context) ([]byte, error) {
+	return s.s.ReceiveDatagram(ctx)
+}
+
 // streamFailed handles an error on a request stream, as on the server.
-func (cc *clientConn) streamFailed(str *quic.Stream, err error) {
+func (cc *ClientConn) streamFailed(str *quic.Stream, err error) {
 	var e *Error
 	switch {
 	case isConnectionError(err):
@@ -252,9 +506,9 @@ type responseBody struct {
 	*bodyReader
 	br        *bufio.Reader // under bodyReader; back to readerPool in finish
 	str       *quic.Stream
-	stop      func() bool // stops the request context's watch
-	cc        *clientConn
-	reqCtxErr func() error
+	stop      func() bool  // stops the request context's watch; nil: none
+	reqCtxErr func() error // the request context's error; nil: none
+	onDone    func()       // the request ended, for the connection's count; nil: none
 	once      sync.Once
 }
 
@@ -262,10 +516,22 @@ type responseBody struct {
 var errResponseBodyClosed = errors.New("http3: read on closed response body")
 
 func (b *responseBody) Read(p []byte) (int, error) {
-	n, err := b.bodyReader.Read(p)
+	var n int
+	var err error
+	if b.reqCtxErr != nil && !b.readToEnd() && b.reqCtxErr() != nil {
+		// The request was canceled: no more of it, not even what is
+		// buffered (as net/http and quic-go).
+		b.closeWith(errResponseBodyClosed)
+		err = errResponseBodyClosed
+	} else {
+		n, err = b.bodyReader.Read(p)
+	}
 	if err != nil {
 		if ctxErr := b.ctxErr(err); ctxErr != nil {
-			err = ctxErr
+			// We reset the stream for the request's context: an *Error
+			// with H3_REQUEST_CANCELLED (quic-go's) that also matches the
+			// context's error (net/http's).
+			err = &Error{ErrorCode: ErrCodeRequestCanceled, ErrorMessage: ctxErr.Error(), err: ctxErr}
 		}
 		b.finish()
 	}
@@ -275,7 +541,7 @@ func (b *responseBody) Read(p []byte) (int, error) {
 // ctxErr returns the request context's error when the stream failed
 // because that context ended.
 func (b *responseBody) ctxErr(err error) error {
-	if err == io.EOF {
+	if err == io.EOF || b.reqCtxErr == nil {
 		return nil
 	}
 	return b.reqCtxErr()
@@ -297,8 +563,12 @@ func (b *responseBody) Close() error {
 // and it can be reused.
 func (b *responseBody) finish() {
 	b.once.Do(func() {
-		b.stop()
-		b.cc.requestDone()
+		if b.stop != nil {
+			b.stop()
+		}
+		if b.onDone != nil {
+			b.onDone()
+		}
 		putReader(b.br)
 		b.br = nil
 	})
@@ -325,7 +595,12 @@ func map0RTTMethod(m string) (string, bool) {
 
 // awaitHandshake blocks until the connection's handshake completed, so the
 // request is not sent as replayable 0-RTT data.
-func (cc *clientConn) awaitHandshake(ctx context.Context) error {
+func (cc *ClientConn) awaitHandshake(ctx context.Context) error {
+	select {
+	case <-cc.qc.HandshakeComplete():
+		return nil
+	default:
+	}
 	select {
 	case <-cc.qc.HandshakeComplete():
 		return nil

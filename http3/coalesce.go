@@ -23,7 +23,7 @@ var errMisdirected = &notProcessedError{errors.New("421 Misdirected Request on a
 
 // coalesceLocked returns a pooled connection that may serve authority,
 // resolved to addr, with the request counted in it, or nil.
-func (t *Transport) coalesceLocked(authority string, addr *net.UDPAddr) *clientConn {
+func (t *Transport) coalesceLocked(authority string, addr *net.UDPAddr) *ClientConn {
 	host, _, err := net.SplitHostPort(authority)
 	if err != nil {
 		return nil
@@ -42,7 +42,7 @@ func (t *Transport) coalesceLocked(authority string, addr *net.UDPAddr) *clientC
 
 // servesHost reports whether the certificate of cc's server is valid for
 // host. Without a completed handshake there is none to check yet.
-func (cc *clientConn) servesHost(host string) bool {
+func (cc *ClientConn) servesHost(host string) bool {
 	select {
 	case <-cc.qc.HandshakeComplete():
 	default:
@@ -55,7 +55,7 @@ func (cc *clientConn) servesHost(host string) bool {
 // misdirected handles a 421 answer to a request sent on another origin's
 // connection: it returns the request to send again on a connection of
 // the request's own authority, or nil to return rsp as it is.
-func (t *Transport) misdirected(rsp *http.Response, req *http.Request, cc *clientConn, authority string) *http.Request {
+func (t *Transport) misdirected(rsp *http.Response, req *http.Request, cc *ClientConn, authority string) *http.Request {
 	if rsp.StatusCode != http.StatusMisdirectedRequest || cc.authority == authority {
 		return nil
 	}

@@ -12,7 +12,7 @@ import (
 // or nil when the connection itself went away.
 func serveControlStream(r io.Reader, isClient bool, onFrame func(frame)) error {
 	check := controlStreamChecker{isClient: isClient}
-	fr := newFrameReader(r, 0)
+	fr := newFrameReader(r, maxSettingsFrameSize)
 	fr.onSkip = check.onSkippedFrame
 	for {
 		f, err := fr.readFrameChecked(check.checkFrameType)

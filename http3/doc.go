@@ -18,8 +18,15 @@
 // GOAWAY drains connections gracefully. Both sides use 0-RTT when the
 // QUIC and TLS configuration allow it: the server listens with
 // quic.ListenEarly, and the Transport sends only safe, bodiless requests
-// before the handshake completes. Server push, extended CONNECT and HTTP
-// datagrams are not implemented.
+// before the handshake completes.
+//
+// For WebTransport, MASQUE and similar protocols the package has quic-go's
+// extended API: ClientConn (Transport.NewClientConn, RawClientConn) with
+// RequestStream, RawServerConn, handlers taking their stream over
+// (HTTPStreamer), the peer's SETTINGS (Settingser, AdditionalSettings),
+// extended CONNECT (RFC 9220, always enabled on the Server), HTTP
+// Datagrams (RFC 9297, EnableDatagrams) and the capsule protocol
+// (CapsuleParser, WriteCapsule). Server push is not implemented.
 //
 // API names follow quic-go's http3 package where both have the concept.
 package http3

@@ -1,10 +1,15 @@
 package http3
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/turboretry/turboretry/quic"
+)
 
 // ErrCode is an HTTP/3 error code, carried in QUIC RESET_STREAM,
-// STOP_SENDING and CONNECTION_CLOSE frames (RFC 9114 section 8.1).
-type ErrCode uint64
+// STOP_SENDING and CONNECTION_CLOSE frames (RFC 9114 section 8.1); its
+// type is quic.ApplicationErrorCode's, as in quic-go.
+type ErrCode quic.ApplicationErrorCode
 
 // HTTP/3 error codes (RFC 9114 section 8.1), the HTTP datagram error
 // (RFC 9297 section 2.1) and the QPACK error codes (RFC 9204 section 6).

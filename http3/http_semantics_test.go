@@ -187,6 +187,7 @@ func TestHTTPClientTrace(t *testing.T) {
 				}
 				want = append(want, "WroteHeaderField :authority [localhost"+url[len("https://localhost"):len(url)-1]+"]",
 					"WroteHeaderField :method [GET]", "WroteHeaderField :path [/]", "WroteHeaderField :scheme [https]",
+					"WroteHeaderField accept-encoding [gzip]", // Transport.DisableCompression is false
 					"WroteHeaders", "WroteRequest <nil>", "GotFirstResponseByte", "Got1xxResponse 100", "Got100Continue")
 				mu.Lock()
 				got := slices.Clone(events)

@@ -39,6 +39,9 @@ type fieldEncoder struct {
 	// onField, when set, sees every field encoded (httptrace's
 	// WroteHeaderField).
 	onField func(name, value string)
+	// acceptGzip makes encodeRequest add "accept-encoding: gzip" (the
+	// Transport's transparent compression).
+	acceptGzip bool
 }
 
 func newFieldEncoder() *fieldEncoder {

@@ -165,11 +165,13 @@ func (p *requestPseudo) request(header http.Header, fs *regularFields) (*http.Re
 		req.URL = &url.URL{Host: p.authority}
 		req.RequestURI = p.authority
 	} else {
+		// As net/http's servers (HTTP/1.1 origin form, HTTP/2) and
+		// quic-go: the URL is the parsed :path, without scheme and host
+		// (which are in TLS and Host).
 		u, err := url.ParseRequestURI(p.path)
 		if err != nil {
 			return nil, malformed("invalid :path %q", p.path)
 		}
-		u.Scheme, u.Host = p.scheme, req.Host
 		req.URL, req.RequestURI = u, p.path
 		if p.have&pseudoProtocol != 0 {
 			req.Proto = p.protocol

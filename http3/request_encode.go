@@ -67,6 +67,9 @@ func (e *fieldEncoder) encodeRequest(dst []byte, req *http.Request, limit uint64
 		}
 	}
 	e.encodeRegularFields(req.Header, true)
+	if e.acceptGzip {
+		e.field("accept-encoding", "gzip")
+	}
 	if len(req.Trailer) > 0 {
 		e.field("trailer", announcedTrailers(req.Trailer))
 	}

@@ -2,6 +2,8 @@ package http3
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -40,8 +42,15 @@ type responseWriter struct {
 	// final is the header of the final response as it was when the
 	// status was chosen: later changes to header have no effect on it,
 	// as in net/http, except through trailers.
-	final  http.Header
-	isHead bool
+	final     http.Header
+	isHead    bool
+	isConnect bool
+
+	// body and ends are the request's, for HTTPStream; stream is set
+	// once the handler took the stream over.
+	body   *requestBody
+	ends   *streamEnds
+	stream *Stream
 
 	status      int
 	wroteHeader bool // the final status is chosen
@@ -54,10 +63,13 @@ type responseWriter struct {
 	scratch     []byte
 }
 
-func newResponseWriter(sc *serverConn, str *quic.Stream, isHead bool) *responseWriter {
+// newResponseWriter returns the response writer of a request with
+// method.
+func newResponseWriter(sc *serverConn, str *quic.Stream, method string) *responseWriter {
 	w := &responseWriter{
 		sc: sc, str: str, bw: writerPool.Get().(*bufio.Writer), enc: encoderPool.Get().(*fieldEncoder),
-		header: make(http.Header), isHead: isHead, declaredCL: -1,
+		header: make(http.Header), isHead: method == http.MethodHead, isConnect: method == http.MethodConnect,
+		declaredCL: -1,
 	}
 	w.sw = streamWriter{str: str, stall: sc.s.writeStallTimeout(), stats: &sc.s.stats}
 	w.bw.Reset(&w.sw)
@@ -90,6 +102,9 @@ func (w *responseWriter) Header() http.Header { return w.header }
 func (w *responseWriter) WriteHeader(code int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.stream != nil {
+		panic("http3: WriteHeader called after HTTPStream") // as quic-go
+	}
 	w.writeHeader(code)
 }
 
@@ -127,6 +142,14 @@ func bodyAllowedForStatus(code int) bool {
 func (w *responseWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.stream != nil {
+		return 0, http.ErrHijacked
+	}
+	if err := context.Cause(w.str.Context()); err != nil {
+		// The stream's send side is gone (STOP_SENDING, a reset, the
+		// connection closed): fail now, not when the buffer fills.
+		return 0, fromQUICError(err)
+	}
 	if !w.wroteHeader {
 		w.writeHeader(http.StatusOK)
 	}
@@ -169,7 +192,7 @@ func (w *responseWriter) WriteString(s string) (int, error) {
 func (w *responseWriter) sendContinue() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.wroteHeader || w.bw == nil {
+	if w.wroteHeader || w.bw == nil || w.stream != nil {
 		return
 	}
 	if err := w.writeHeaders(http.StatusContinue, nil); err == nil {
@@ -274,6 +297,9 @@ func (w *responseWriter) hasTrailers() bool {
 func (w *responseWriter) FlushError() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.stream != nil {
+		return http.ErrHijacked
+	}
 	return w.flush()
 }
 
@@ -319,7 +345,10 @@ func (w *responseWriter) finish() error {
 		w.writeHeader(http.StatusOK)
 	}
 	if !w.headersSent {
-		if w.bodyAllowed && w.declaredCL < 0 && !w.hasTrailers() {
+		// RFC 9110 section 9.3.6: no Content-Length in a 2xx answer to
+		// CONNECT, whose content is the tunnel.
+		tunnel := w.isConnect && w.status/100 == 2
+		if w.bodyAllowed && w.declaredCL < 0 && !w.hasTrailers() && !tunnel {
 			w.final.Set("Content-Length", strconv.FormatInt(w.written, 10))
 		}
 		if err := w.flush(); err != nil {
@@ -371,3 +400,45 @@ func (w *responseWriter) writeTrailers() error {
 	}
 	return w.writeFieldSection(w.scratch)
 }
+
+// HTTPStream implements HTTPStreamer.
+func (w *responseWriter) HTTPStream() (*Stream, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stream != nil {
+		return w.stream, nil
+	}
+	if w.written > 0 {
+		return nil, errors.New("http3: invalid use of HTTPStream after writing the response body")
+	}
+	noHead := !w.wroteHeader
+	if !noHead {
+		if err := w.flush(); err != nil {
+			return nil, err
+		}
+	}
+	// The stall limit was for the response writer; the stream's owner
+	// sets its own deadlines (the handler's, if any, stays).
+	w.sw.mu.Lock()
+	_ = w.str.SetWriteDeadline(w.sw.user)
+	w.sw.mu.Unlock()
+	if w.ends == nil {
+		w.ends = &streamEnds{}
+		w.body.watchEnd(w.ends)
+	}
+	w.stream = &Stream{str: w.str, peer: w.sc.peer, body: w.body, ends: w.ends, noHead: noHead}
+	return w.stream, nil
+}
+
+// takenOver reports whether the handler called HTTPStream.
+func (w *responseWriter) takenOver() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stream != nil
+}
+
+// ReceivedSettings implements Settingser: the client's SETTINGS.
+func (w *responseWriter) ReceivedSettings() <-chan struct{} { return w.sc.peer.ReceivedSettings() }
+
+// Settings implements Settingser.
+func (w *responseWriter) Settings() *Settings { return w.sc.peer.Settings() }

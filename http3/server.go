@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -35,6 +34,24 @@ const DefaultWriteStallTimeout = 60 * time.Second
 
 // ErrServerClosed is returned by the Serve methods after Close or Shutdown.
 var ErrServerClosed = http.ErrServerClosed
+
+// ErrNoAltSvcPort is returned by Server.SetQUICHeaders when it finds no
+// port to announce (neither Port, nor a listener's, nor one in Addr).
+var ErrNoAltSvcPort = errors.New("no port can be announced, specify it explicitly using Server.Port or Server.Addr")
+
+// contextKey is the type of this package's context keys.
+type contextKey struct{ name string }
+
+func (k *contextKey) String() string { return "http3 context value " + k.name }
+
+// ServerContextKey is a context key: in a handler, the request context's
+// value for it is the *Server serving the request.
+var ServerContextKey = &contextKey{"http3-server"}
+
+// RemoteAddrContextKey is a context key: in a handler, the request
+// context's value for it is the connection's remote address, a net.Addr
+// (Request.RemoteAddr is its string form).
+var RemoteAddrContextKey = &contextKey{"remote-addr"}
 
 // QUICListener is what ServeListener accepts connections from;
 // *quic.Listener and *quic.EarlyListener implement it.
@@ -95,6 +112,19 @@ type Server struct {
 	// http.ResponseController applies as well. Zero means
 	// DefaultWriteStallTimeout; a negative value disables the limit.
 	WriteStallTimeout time.Duration
+	// EnableDatagrams enables HTTP Datagrams (RFC 9297): the server
+	// sends SETTINGS_H3_DATAGRAM, and handlers that take over their
+	// stream (HTTPStreamer) can send and receive datagrams on it. Serve and
+	// ListenAndServe enable QUIC datagrams (quic.Config.EnableDatagrams)
+	// for it; connections given to ServeListener, ServeQUICConn or
+	// NewRawServerConn must have them enabled already, or the setting is
+	// not sent.
+	EnableDatagrams bool
+	// AdditionalSettings are sent in our SETTINGS frame besides those
+	// this package sends (as quic-go). Settings that RFC 9114, RFC 9204,
+	// RFC 9220 or RFC 9297 define, or that HTTP/3 forbids, are refused:
+	// the Serve methods return an error.
+	AdditionalSettings map[uint64]uint64
 	// IdleTimeout, when positive, closes a connection (with H3_NO_ERROR)
 	// that has had no request in progress for that long. Only HTTP/3
 	// requests count, not QUIC-level activity such as PINGs, as in
@@ -102,7 +132,9 @@ type Server struct {
 	// still applies).
 	IdleTimeout time.Duration
 	// ConnContext, when set, derives the base context of each
-	// connection's requests.
+	// connection's requests from ctx, which has ServerContextKey,
+	// http.LocalAddrContextKey and RemoteAddrContextKey values. It must
+	// not return nil.
 	ConnContext func(ctx context.Context, c *quic.Conn) context.Context
 	// Logger receives errors: handler panics, protocol violations. nil
 	// means slog.Default().
@@ -162,6 +194,11 @@ func (s *Server) maxConnHeaderBytes() uint64 {
 		return 2 * perSection
 	}
 	return max(uint64(s.MaxConnHeaderBytes), perSection)
+}
+
+// additionalSettings checks and encodes AdditionalSettings.
+func (s *Server) additionalSettings() (string, error) {
+	return encodeAdditionalSettings(s.AdditionalSettings)
 }
 
 // timeoutOrDefault resolves a timeout field: zero is def, negative none
@@ -229,20 +266,35 @@ func (s *Server) listenAndServe(conf *tls.Config) error {
 	if s.closing() {
 		return ErrServerClosed
 	}
+	if conf == nil {
+		return errors.New("http3: Server has no TLSConfig")
+	}
 	addr := s.Addr
 	if addr == "" {
 		addr = ":https"
 	}
-	udpAddr, err := net.ResolveUDPAddr("udp", addr)
+	// The listener owns its socket: it stays open while Shutdown drains
+	// the connections (after this returns ErrServerClosed), and Close
+	// closes both.
+	ln, err := quic.ListenAddrEarly(addr, ConfigureTLSConfig(conf), s.quicConfig())
 	if err != nil {
 		return err
 	}
-	pc, err := net.ListenUDP("udp", udpAddr)
-	if err != nil {
-		return err
+	return s.serveListener(ln, true)
+}
+
+// quicConfig is QUICConfig, with QUIC datagrams for EnableDatagrams.
+func (s *Server) quicConfig() *quic.Config {
+	qconf := s.QUICConfig
+	if s.EnableDatagrams && (qconf == nil || !qconf.EnableDatagrams) {
+		if qconf == nil {
+			qconf = &quic.Config{}
+		} else {
+			qconf = qconf.Clone()
+		}
+		qconf.EnableDatagrams = true
 	}
-	defer pc.Close()
-	return s.serve(pc, conf)
+	return qconf
 }
 
 // Serve serves HTTP/3 on an existing socket with TLSConfig. The socket
@@ -258,7 +310,7 @@ func (s *Server) serve(conn net.PacketConn, conf *tls.Config) error {
 	if conf == nil {
 		return errors.New("http3: Server has no TLSConfig")
 	}
-	ln, err := quic.ListenEarly(conn, ConfigureTLSConfig(conf), s.QUICConfig)
+	ln, err := quic.ListenEarly(conn, ConfigureTLSConfig(conf), s.quicConfig())
 	if err != nil {
 		return err
 	}
@@ -273,6 +325,12 @@ func (s *Server) ServeListener(ln QUICListener) error {
 }
 
 func (s *Server) serveListener(ln QUICListener, owned bool) error {
+	if _, err := s.additionalSettings(); err != nil {
+		if owned {
+			ln.Close()
+		}
+		return err
+	}
 	if err := s.addListener(ln, owned); err != nil {
 		if owned {
 			ln.Close()
@@ -306,6 +364,9 @@ func (s *Server) serveListener(ln QUICListener, owned bool) error {
 // return. It returns the reason the connection ended, as quic-go does,
 // or ErrServerClosed when the server is closing.
 func (s *Server) ServeQUICConn(conn *quic.Conn) error {
+	if _, err := s.additionalSettings(); err != nil {
+		return err
+	}
 	sc := s.newConn(conn)
 	if sc == nil {
 		return ErrServerClosed
@@ -368,10 +429,10 @@ func (s *Server) SetQUICHeaders(hdr http.Header) error {
 		if port == 0 {
 			_, p, err := net.SplitHostPort(s.Addr)
 			if err != nil {
-				return fmt.Errorf("http3: no port to announce: %w", err)
+				return ErrNoAltSvcPort
 			}
-			if port, err = net.LookupPort("udp", p); err != nil {
-				return fmt.Errorf("http3: no port to announce: %w", err)
+			if port, err = net.LookupPort("udp", p); err != nil || port == 0 {
+				return ErrNoAltSvcPort // port 0: not listening yet
 			}
 		}
 		v = altSvcValue(port)
@@ -391,7 +452,8 @@ func (s *Server) newConn(qc *quic.Conn) *serverConn {
 	if s.conns == nil {
 		s.conns = make(map[*serverConn]struct{})
 	}
-	sc := newServerConn(s, qc)
+	other, _ := s.additionalSettings() // the Serve methods checked them
+	sc := newServerConn(s, qc, other)
 	s.conns[sc] = struct{}{}
 	s.connWG.Add(1)
 	s.stats.connsAccepted.Add(1)

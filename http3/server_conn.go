@@ -24,10 +24,11 @@ type serverConn struct {
 	ctrl   *quic.SendStream
 
 	uni     *uniStreams
+	peer    *peerState
 	headers *byteBudget // MaxConnHeaderBytes
+	other   string      // AdditionalSettings, encoded
 
 	mu           sync.Mutex
-	peerSettings settings
 	nextStreamID uint64 // one past the last request stream accepted
 	goingAway    bool
 	goAwayID     uint64
@@ -36,23 +37,27 @@ type serverConn struct {
 	requests     sync.WaitGroup
 }
 
-func newServerConn(s *Server, qc *quic.Conn) *serverConn {
-	sc := &serverConn{s: s, qc: qc, log: s.logger(), maxHeader: s.maxHeaderBytes()}
+// newServerConn sets up the HTTP/3 state of qc; other is the encoded
+// AdditionalSettings, already checked.
+func newServerConn(s *Server, qc *quic.Conn, other string) *serverConn {
+	sc := &serverConn{s: s, qc: qc, log: s.logger(), maxHeader: s.maxHeaderBytes(), other: other}
 	sc.headers = newByteBudget(s.maxConnHeaderBytes(), &s.stats.headerBytes)
+	sc.peer = newPeerState(qc, localDatagrams(qc, s.EnableDatagrams), sc.closeWithError)
 	sc.uni = newUniStreams(qc, false, s.uniStreamTimeout(), sc.onControlFrame, sc.closeWithError, s.stats.refuse)
-	sc.ctx = context.WithValue(qc.Context(), http.LocalAddrContextKey, qc.LocalAddr())
+	ctx := context.WithValue(qc.Context(), ServerContextKey, s)
+	ctx = context.WithValue(ctx, http.LocalAddrContextKey, qc.LocalAddr())
+	sc.ctx = context.WithValue(ctx, RemoteAddrContextKey, qc.RemoteAddr())
 	if s.ConnContext != nil {
-		sc.ctx = s.ConnContext(sc.ctx, qc)
+		if sc.ctx = s.ConnContext(sc.ctx, qc); sc.ctx == nil {
+			panic("http3: ConnContext returned nil") // as net/http
+		}
 	}
 	return sc
 }
 
-// serve runs the connection: our control stream, the peer's
-// unidirectional streams and one goroutine per request stream (tracked
-// by sc.requests). It returns once the connection is closed, with the
-// reason.
-func (sc *serverConn) serve() error {
-	defer sc.s.connDone(sc)
+// start opens our control stream with our SETTINGS and starts the
+// idle timer.
+func (sc *serverConn) start() error {
 	ctrl, err := sc.qc.OpenUniStream()
 	if err != nil {
 		sc.close(ErrCodeInternalError, "cannot open the control stream")
@@ -60,7 +65,10 @@ func (sc *serverConn) serve() error {
 	}
 	// RFC 9204 section 5: a dynamic table capacity of 0 (the default,
 	// left out) means the peer never references a dynamic table.
-	ours := settings{MaxFieldSectionSize: sc.maxHeader, HasMaxFieldSectionSize: true}
+	// Extended CONNECT (RFC 9220) is always on, as in quic-go: a handler
+	// sees the protocol in Request.Proto.
+	ours := settings{MaxFieldSectionSize: sc.maxHeader, HasMaxFieldSectionSize: true,
+		EnableConnectProtocol: true, H3Datagram: sc.peer.datagrams, Other: sc.other}
 	b := appendStreamType(nil, streamTypeControl)
 	if _, err := ctrl.Write(ours.append(b)); err != nil {
 		sc.close(ErrCodeClosedCriticalStream, "cannot write the control stream")
@@ -74,6 +82,18 @@ func (sc *serverConn) serve() error {
 		sc.idle = time.AfterFunc(d, sc.closeIfIdle)
 		sc.mu.Unlock()
 	}
+	return nil
+}
+
+// serve runs the connection: our control stream, the peer's
+// unidirectional streams and one goroutine per request stream (tracked
+// by sc.requests). It returns once the connection is closed, with the
+// reason.
+func (sc *serverConn) serve() error {
+	defer sc.s.connDone(sc)
+	if err := sc.start(); err != nil {
+		return err
+	}
 	go sc.uni.accept(nil)
 	for {
 		str, err := sc.qc.AcceptStream(context.Background())
@@ -85,29 +105,35 @@ func (sc *serverConn) serve() error {
 			sc.mu.Unlock()
 			return fmt.Errorf("http3: accepting stream failed: %w", fromQUICError(err))
 		}
-		id := uint64(str.StreamID())
-		sc.mu.Lock()
-		if sc.goingAway && id >= sc.goAwayID {
-			sc.mu.Unlock()
-			sc.s.stats.refuse(RefusedGoingAway)
-			resetStream(str, ErrCodeRequestRejected) // section 5.2: not processed, safe to retry
-			continue
+		if sc.admit(str) {
+			sc.requests.Go(func() { sc.handleRequest(str) })
 		}
-		sc.active++
-		if sc.idle != nil {
-			sc.idle.Stop()
-		}
-		sc.s.stats.requests.Add(1)
-		sc.s.stats.requestsActive.Add(1)
-		if id+4 > sc.nextStreamID {
-			sc.nextStreamID = id + 4
-		}
-		sc.mu.Unlock()
-		sc.requests.Go(func() {
-			defer sc.requestDone()
-			sc.handleRequest(str)
-		})
 	}
+}
+
+// admit counts a new request stream as active, or refuses it with
+// H3_REQUEST_REJECTED when it is at or above our GOAWAY. An admitted
+// stream ends with requestDone (handleRequest calls it).
+func (sc *serverConn) admit(str *quic.Stream) bool {
+	id := uint64(str.StreamID())
+	sc.mu.Lock()
+	if sc.goingAway && id >= sc.goAwayID {
+		sc.mu.Unlock()
+		sc.s.stats.refuse(RefusedGoingAway)
+		resetStream(str, ErrCodeRequestRejected) // section 5.2: not processed, safe to retry
+		return false
+	}
+	sc.active++
+	if sc.idle != nil {
+		sc.idle.Stop()
+	}
+	sc.s.stats.requests.Add(1)
+	sc.s.stats.requestsActive.Add(1)
+	if id+4 > sc.nextStreamID {
+		sc.nextStreamID = id + 4
+	}
+	sc.mu.Unlock()
+	return true
 }
 
 func (sc *serverConn) requestDone() {
@@ -193,15 +219,9 @@ func (sc *serverConn) closeWithError(err error) {
 
 func (sc *serverConn) onControlFrame(f frame) {
 	if s, ok := f.(settings); ok {
-		sc.mu.Lock()
-		sc.peerSettings = s
-		sc.mu.Unlock()
+		sc.peer.onSettings(s)
 	}
 }
 
 // peerFieldLimit returns the peer's SETTINGS_MAX_FIELD_SECTION_SIZE.
-func (sc *serverConn) peerFieldLimit() uint64 {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	return sc.peerSettings.fieldSectionLimit()
-}
+func (sc *serverConn) peerFieldLimit() uint64 { return sc.peer.peerFieldLimit() }

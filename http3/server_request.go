@@ -31,10 +31,17 @@ func putReader(br *bufio.Reader) {
 	readerPool.Put(br)
 }
 
-// handleRequest serves one request stream (RFC 9114 section 4.1).
+// handleRequest serves one request stream (RFC 9114 section 4.1) that
+// admit counted, and ends it with requestDone: when the handler returns,
+// or, for a stream the handler took over (HTTPStreamer), once both its
+// directions ended.
 func (sc *serverConn) handleRequest(str *quic.Stream) {
+	var ends *streamEnds
+	if dg := sc.peer.trackDatagrams(str); dg != nil {
+		// From the start: datagrams may come right after the request.
+		ends = &streamEnds{dg: dg}
+	}
 	br := getReader(str)
-	defer putReader(br)
 	fr := newFrameReader(br, sc.maxHeader)
 	check := &requestStreamChecker{}
 	var deadline time.Time
@@ -48,12 +55,13 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 	}
 	if err != nil {
 		sc.refuseRequest(str, err)
+		sc.peer.untrackDatagrams(str, ends.datagrams())
+		putReader(br)
+		sc.requestDone()
 		return
 	}
 	ctx, cancel := context.WithCancel(sc.ctx)
-	defer cancel()
 	stop := context.AfterFunc(str.Context(), cancel) // STOP_SENDING or connection close
-	defer stop()
 
 	body := &requestBody{bodyReader: bodyReader{
 		fr:            fr,
@@ -62,6 +70,9 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 		maxHeader:     sc.maxHeader,
 		contentLength: req.ContentLength,
 	}, str: str}
+	if ends != nil {
+		body.watchEnd(ends)
+	}
 	body.readSection = func(n uint64) (*headerBuf, error) {
 		return sc.readHeaderSection(fr, n, time.Time{}, ctx.Done())
 	}
@@ -88,12 +99,34 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 	req.TLS = &cs
 	req = req.WithContext(ctx)
 
-	w := newResponseWriter(sc, str, req.Method == http.MethodHead)
-	defer w.release()
+	w := newResponseWriter(sc, str, req.Method)
+	w.body, w.ends = body, ends
 	if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
 		body.onFirstRead = w.sendContinue
 	}
-	if !sc.runHandler(w, req) {
+	ok := sc.runHandler(w, req)
+	if w.takenOver() {
+		// The stream is the application's now (quic-go does the same
+		// after a panic): the request lives until both its directions
+		// ended. The buffered reader stays with the Stream.
+		w.release()
+		w.ends.takeOver(str, sc.qc, func() {
+			sc.peer.untrackDatagrams(str, w.ends.datagrams())
+			stop()
+			cancel()
+			sc.requestDone()
+		})
+		return
+	}
+	defer func() {
+		w.release()
+		sc.peer.untrackDatagrams(str, ends.datagrams())
+		stop()
+		cancel()
+		putReader(br)
+		sc.requestDone()
+	}()
+	if !ok {
 		resetStream(str, ErrCodeInternalError)
 		return
 	}
@@ -132,7 +165,7 @@ func (sc *serverConn) readRequestHeader(fr *frameReader, check *requestStreamChe
 		return nil, err
 	}
 	defer hb.release()
-	return decodeRequest(hb.b, sc.maxHeader, false)
+	return decodeRequest(hb.b, sc.maxHeader, true) // we send SETTINGS_ENABLE_CONNECT_PROTOCOL
 }
 
 // errHeaderBudget is the cause of the H3_REQUEST_REJECTED of a request
@@ -238,7 +271,7 @@ func (sc *serverConn) runHandler(w *responseWriter, req *http.Request) (ok bool)
 // reading the rest of the request.
 func (sc *serverConn) rejectLargeHeader(str *quic.Stream) {
 	str.CancelRead(quic.StreamErrorCode(ErrCodeNoError))
-	w := newResponseWriter(sc, str, false)
+	w := newResponseWriter(sc, str, http.MethodGet)
 	defer w.release()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusRequestHeaderFieldsTooLarge)

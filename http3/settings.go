@@ -27,7 +27,18 @@ type settings struct {
 	HasMaxFieldSectionSize bool
 	EnableConnectProtocol  bool
 	H3Datagram             bool
+	// Other holds the settings this package does not interpret, encoded
+	// as on the wire (identifier and value varints, in the order sent):
+	// the extensions' settings of Settings.Other and AdditionalSettings.
+	// A string keeps the struct comparable and costs no more memory than
+	// the peer's frame (at most maxSettingsFrameSize).
+	Other string
 }
+
+// maxSettingsFrameSize bounds the SETTINGS payload we read (quic-go's
+// limit too): the unknown settings in it are kept for the connection's
+// lifetime.
+const maxSettingsFrameSize = 8 << 10
 
 // fieldSectionLimit returns the peer's SETTINGS_MAX_FIELD_SECTION_SIZE, or
 // 0 (no limit) when it sent none.
@@ -57,7 +68,7 @@ func (s settings) payloadLen() uint64 {
 	if s.H3Datagram {
 		pair(settingH3Datagram, 1)
 	}
-	return uint64(n)
+	return uint64(n + len(s.Other))
 }
 
 // append appends a whole SETTINGS frame. Settings at their default values
@@ -79,7 +90,7 @@ func (s settings) append(b []byte) []byte {
 	if s.H3Datagram {
 		b = appendSetting(b, settingH3Datagram, 1)
 	}
-	return b
+	return append(b, s.Other...)
 }
 
 func appendSetting(b []byte, id, v uint64) []byte {
@@ -108,12 +119,15 @@ func knownSettingBit(id uint64) uint {
 // an HTTP/2 setting identifier is H3_SETTINGS_ERROR (section 7.2.4.1), as
 // is a boolean setting with a value other than 0 or 1 (RFC 9220, RFC 9297);
 // a payload that ends inside a pair is H3_FRAME_ERROR (section 7.1).
-// Unknown identifiers, including reserved ones, are ignored.
+// Unknown identifiers, including reserved ones, are not interpreted; they
+// are kept in Other.
 func parseSettings(p []byte) (settings, error) {
 	var s settings
 	var seen uint
-	var unknown []uint64 // identifiers we ignore, kept only to find duplicates
+	var unknown []uint64 // identifiers we do not interpret, to find duplicates
+	var other []byte
 	for len(p) > 0 {
+		pair := p
 		id, n, err := wire.ParseVarint(p)
 		if err != nil {
 			return settings{}, newError(ErrCodeFrameError, "SETTINGS frame ends inside an identifier")
@@ -130,6 +144,7 @@ func parseSettings(p []byte) (settings, error) {
 		bit := knownSettingBit(id)
 		if bit == 0 {
 			unknown = append(unknown, id)
+			other = append(other, pair[:len(pair)-len(p)]...)
 			continue
 		}
 		if seen&bit != 0 {
@@ -162,5 +177,24 @@ func parseSettings(p []byte) (settings, error) {
 			}
 		}
 	}
+	s.Other = string(other)
 	return s, nil
+}
+
+// otherPairs calls f with each setting of Other.
+func (s settings) otherPairs(f func(id, v uint64)) {
+	p := []byte(s.Other)
+	for len(p) > 0 {
+		id, n, err := wire.ParseVarint(p) // well formed: parseSettings or encodeAdditionalSettings made it
+		if err != nil {
+			return
+		}
+		p = p[n:]
+		v, n, err := wire.ParseVarint(p)
+		if err != nil {
+			return
+		}
+		p = p[n:]
+		f(id, v)
+	}
 }

@@ -2,6 +2,7 @@ package http3
 
 import (
 	"bytes"
+	"maps"
 	"testing"
 )
 
@@ -59,8 +60,25 @@ func TestSettingsIgnoresUnknown(t *testing.T) {
 		appendSetting(nil, 0x00, 1), // 0x00 is reserved in HTTP/3 but not an HTTP/2 id
 	)
 	got, err := parseSettings(p)
-	if err != nil || got != (settings{QPACKBlockedStreams: 3}) {
-		t.Fatalf("parseSettings = %+v, %v", got, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := got.Other
+	got.Other = ""
+	if got != (settings{QPACKBlockedStreams: 3}) {
+		t.Fatalf("parseSettings = %+v", got)
+	}
+	// The settings we do not interpret are kept, for Settings.Other
+	// (which also shows the QPACK ones, as quic-go's does).
+	wantOther := map[uint64]uint64{0x21: 7, 0x21 + 0x1f*99: 1<<62 - 1, 0x1234: 5, settingQPACKBlockedStreams: 3, 0x00: 1}
+	got.Other = other
+	if pub := got.public(); !maps.Equal(pub.Other, wantOther) || pub.EnableDatagrams || pub.EnableExtendedConnect {
+		t.Fatalf("public settings %+v, want Other %v", pub, wantOther)
+	}
+	// They go out again as they came (Other is sent after our own).
+	again, err := parseSettings(got.append(nil)[2:])
+	if err != nil || again != got {
+		t.Fatalf("re-encoded: %+v, %v", again, err)
 	}
 }
 

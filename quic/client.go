@@ -117,7 +117,7 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 			c.token = tok.data
 		}
 	}
-	sealer, opener, err := handshake.NewInitialKeys(c.destCID, handshake.Version(v), true)
+	sealer, opener, err := handshake.NewInitialKeys(c.destCID, initialKeyVersion(v), true)
 	if err != nil {
 		return nil, err
 	}

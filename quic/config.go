@@ -7,13 +7,24 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/wire"
 )
 
 // Config configures a QUIC connection, listener or dial. The zero value (or
 // nil) gives the defaults documented on each field.
 type Config struct {
 	// Versions lists the QUIC versions to speak, preferred first. Default:
-	// SupportedVersions(). A client sends its first Initial in Versions[0].
+	// SupportedVersions() (v1, then v2). A client sends its first Initial
+	// in Versions[0] and offers the versions compatible with it (v1 and
+	// v2 are) in its version_information transport parameter; after a
+	// Version Negotiation packet it starts over in the first of Versions
+	// the server lists. A server accepts the versions listed, and moves a
+	// client to the first of its Versions that the client offers (RFC 9368
+	// compatible version negotiation): with the default a client that
+	// starts in v1 stays in v1, with {Version2, Version1} it moves to v2.
+	// A client may put a reserved version (0x?a?a?a?a, RFC 9000 section
+	// 15) first to elicit Version Negotiation; servers never accept one.
 	Versions []Version
 	// HandshakeIdleTimeout is how long the handshake may go without
 	// receiving a packet before it fails with HandshakeTimeoutError.
@@ -74,6 +85,20 @@ type Config struct {
 	// closed when the connection ends; after a write error the qlog of
 	// that connection stops (the error is logged), the connection goes on.
 	Qlog func(p Perspective, odcid []byte) io.WriteCloser
+	// PreferredAddress, on a server, is advertised to clients in the
+	// preferred_address transport parameter (RFC 9000 section 9.6) with a
+	// connection ID and its stateless reset token. The listener's socket
+	// must receive what is sent there: the same port, bound to the
+	// unspecified address (on Linux [::] takes both families) or to that
+	// address; Listen checks it. Clients ignore it.
+	PreferredAddress *PreferredAddress
+	// MigrateToPreferredAddress, on a client, moves the connection to the
+	// server's preferred address once the handshake is confirmed: it
+	// opens a UDP socket of that address's family (trying the family in
+	// use first), validates the path with the preferred address's
+	// connection ID and switches to it; when validation fails (after
+	// three PTOs) the connection stays where it is. Servers ignore it.
+	MigrateToPreferredAddress bool
 
 	// MaxConnections (server) bounds the listener's connections at once,
 	// in the handshake or established. A client Initial beyond it gets a
@@ -116,6 +141,10 @@ const (
 func (c *Config) Clone() *Config {
 	cc := *c
 	cc.Versions = slices.Clone(c.Versions)
+	if c.PreferredAddress != nil {
+		pa := *c.PreferredAddress
+		cc.PreferredAddress = &pa
+	}
 	return &cc
 }
 
@@ -129,8 +158,13 @@ func populateConfig(c *Config) (*Config, error) {
 		cc.Versions = SupportedVersions()
 	}
 	for _, v := range cc.Versions {
-		if v != Version1 && v != Version2 {
+		if w := wire.Version(v); !w.IsSupported() && !w.IsReserved() {
 			return nil, fmt.Errorf("quic: unsupported version %s", v)
+		}
+	}
+	if pa := cc.PreferredAddress; pa != nil {
+		if err := pa.validate(); err != nil {
+			return nil, err
 		}
 	}
 	if cc.HandshakeIdleTimeout < 0 || cc.MaxIdleTimeout < 0 {

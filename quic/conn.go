@@ -62,6 +62,9 @@ type receivedPacket struct {
 	addrPort netip.AddrPort
 	rcvTime  time.Time
 	ecn      udpio.ECN // the IP header's ECN codepoint
+	// local is the address it was sent to, when the socket reports it
+	// (a server answers from that address, local_address.go).
+	local netip.Addr
 }
 
 // Conn is a QUIC connection. All its state is guarded by mu and driven by
@@ -148,6 +151,10 @@ type Conn struct {
 
 	stats connStats
 	qlog  *qlogger // nil unless Config.Qlog gave a writer
+
+	// x holds the state of version negotiation, preferred_address and
+	// requested key updates (conn_extensions.go).
+	x connExtensions
 
 	keyPhaseAcked bool      // a packet sealed with the current 1-RTT keys was acknowledged
 	dropKeysAt    time.Time // when to drop the previous 1-RTT receive keys
@@ -490,6 +497,8 @@ func (c *Conn) onTimers(now time.Time) {
 			if act.Space != spaceApp {
 				// Resend the whole unacknowledged flight in the probe.
 				sp.requeueCrypto()
+			} else {
+				c.requeueOldestData(act.Probes)
 			}
 		}
 	}
@@ -503,6 +512,7 @@ func (c *Conn) onTimers(now time.Time) {
 		if s := c.app.Sealer(); c.app.SealedPackets() >= s.ConfidentialityLimit()/4*3 {
 			_ = c.initiateKeyUpdate(now)
 		}
+		c.extensionTimers(now)
 		if c.app.ConfidentialityLimitReached() {
 			c.closeWithError(qerr.NewTransportError(qerr.AEADLimitReached, 0, "confidentiality limit reached"))
 			return

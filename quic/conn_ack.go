@@ -1,6 +1,9 @@
 package quic
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // onPacketAcked releases what an acknowledged packet carried and reports
 // whether it was sent marked ECT(0).
@@ -100,6 +103,39 @@ func (c *Conn) onPacketLost(handle uint64, now time.Time) {
 			c.cids.local.OnNewConnectionIDLost(f.id)
 		case sfMTUProbe:
 			c.onMTUProbeLost(int(f.n), now)
+		}
+	}
+}
+
+// requeueOldestData queues the stream data of the n oldest unacknowledged
+// 1-RTT packets for sending again, without declaring them lost: a PTO probe
+// that has no new data to carry resends the oldest (RFC 9002 section
+// 6.2.4), else a lost last flight (a whole response, say) would only ever
+// be probed with PINGs that the peer answers with ACKs alone. An ACK of
+// the original packets that arrives later cancels the resend.
+func (c *Conn) requeueOldestData(n int) {
+	var oldest [2]uint64 // handles, ascending; 0: none
+	for h, p := range c.sent {
+		if p.space != spaceApp || !slices.ContainsFunc(p.frames, func(f sentFrame) bool { return f.kind == sfStream }) {
+			continue
+		}
+		switch {
+		case oldest[0] == 0 || h < oldest[0]:
+			oldest[0], oldest[1] = h, oldest[0]
+		case oldest[1] == 0 || h < oldest[1]:
+			oldest[1] = h
+		}
+	}
+	for _, h := range oldest[:min(max(n, 1), len(oldest))] {
+		p := c.sent[h]
+		if p == nil {
+			continue
+		}
+		for _, f := range p.frames {
+			if s := c.streams[f.id]; f.kind == sfStream && s != nil && s.sendErr == nil {
+				s.send.OnLost(f.off, int(f.n), f.fin)
+				c.queueStreamSend(s)
+			}
 		}
 	}
 }

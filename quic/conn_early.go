@@ -69,7 +69,7 @@ func (c *Conn) installEarlyKeys(ev tls.QUICEvent) error {
 	if c.isClient {
 		return nil
 	}
-	o, err := handshake.NewOpener(ev.Suite, ev.Data, handshake.Version(c.version))
+	o, err := handshake.NewOpener(ev.Suite, ev.Data, c.chosenVersion())
 	if err != nil {
 		return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 	}
@@ -174,7 +174,7 @@ func (c *Conn) installEarlySealer(ev tls.QUICEvent) error {
 	if !c.isClient || c.remembered == nil {
 		return nil
 	}
-	s, err := handshake.NewSealer(ev.Suite, ev.Data, handshake.Version(c.version))
+	s, err := handshake.NewSealer(ev.Suite, ev.Data, c.chosenVersion())
 	if err != nil {
 		return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 	}

@@ -39,6 +39,9 @@ type pathResponse struct {
 	// room is what anti-amplification allows on that path: three times
 	// the probe datagram.
 	room int
+	// from is our address the probe was sent to (a server's, when its
+	// socket reports it).
+	from netip.Addr
 }
 
 // pathState is the validation of the peer's current address after a
@@ -52,9 +55,11 @@ type pathState struct {
 	sendChallenge bool
 	resendAt      time.Time
 	deadline      time.Time // validation fails at
-	// prev is the last validated peer address, to fall back to.
-	prev   net.Addr
-	prevAP netip.AddrPort
+	// prev is the last validated peer address, to fall back to, and
+	// prevLocal our address on that path.
+	prev      net.Addr
+	prevAP    netip.AddrPort
+	prevLocal netip.Addr
 	// recv and sent count bytes on the unvalidated address: we send at
 	// most three times what came from it (RFC 9000 section 9.3).
 	recv, sent uint64
@@ -69,7 +74,8 @@ type pathState struct {
 type rxPath struct {
 	from   netip.AddrPort // unmapped; invalid when the address is not UDP
 	remote net.Addr       // may be nil until needed
-	other  bool           // from an address other than the current peer address
+	other  bool           // on a path other than the current one
+	local  netip.Addr     // our address it was sent to, when known
 	size   int
 	ecn    udpio.ECN
 	// nonProbing is set when the packet being processed carries a frame
@@ -86,8 +92,9 @@ func (c *Conn) noteSource(p *receivedPacket) {
 		from, _ = addrPort(p.remote)
 	}
 	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-	c.rx = rxPath{from: from, remote: p.remote, size: len(p.data), ecn: p.ecn}
+	c.rx = rxPath{from: from, remote: p.remote, size: len(p.data), ecn: p.ecn, local: p.local}
 	c.rx.other = c.remoteAP.IsValid() && from.IsValid() && from != c.remoteAP
+	c.noteLocal()
 	if c.path.validating && !c.rx.other {
 		c.path.recv += uint64(len(p.data))
 	}
@@ -109,7 +116,7 @@ func (c *Conn) onPathChallenge(data [8]byte) {
 	}
 	r := pathResponse{data: data}
 	if c.rx.other {
-		r.to, r.toAP, r.room = c.rxRemote(), c.rx.from, 3*c.rx.size
+		r.to, r.toAP, r.room, r.from = c.rxRemote(), c.rx.from, 3*c.rx.size, c.rx.local
 	}
 	c.pathResponses = append(c.pathResponses, r)
 }
@@ -121,6 +128,7 @@ func (c *Conn) onPathResponse(data [8]byte) {
 		c.pathValidatedBy(data)
 	}
 	if !c.path.validating {
+		c.onProbeResponse(data)
 		return
 	}
 	for _, d := range c.path.open[:c.path.nOpen] {
@@ -158,20 +166,21 @@ func (c *Conn) afterShortPacket(dcid []byte, newest bool, now time.Time) {
 // address and starts validating it.
 func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	to := c.rx.from
-	if c.path.validating && to == c.path.prevAP {
+	if c.path.validating && to == c.path.prevAP && c.rx.local == c.path.prevLocal {
 		// Back on the address validated before: nothing to prove.
-		c.remote, c.remoteAP = c.path.prev, c.path.prevAP
+		c.remote, c.remoteAP, c.x.local = c.path.prev, c.path.prevAP, c.path.prevLocal
 		c.path = pathState{lastDCID: c.path.lastDCID, dcidLen: c.path.dcidLen}
 		if c.qlog != nil {
 			c.qlogPath("returned")
 		}
 		return
 	}
-	sameHost := to.Addr() == c.remoteAP.Addr()
+	sameHost := to.Addr() == c.remoteAP.Addr() && c.rx.local == c.x.local
 	if !c.path.validating {
-		c.path.prev, c.path.prevAP = c.remote, c.remoteAP
+		c.path.prev, c.path.prevAP, c.path.prevLocal = c.remote, c.remoteAP, c.x.local
 	}
 	c.remote, c.remoteAP = c.rxRemote(), to
+	c.x.local = c.rx.local
 	rebinding := c.path.dcidLen == len(dcid) && bytes.Equal(c.path.lastDCID[:c.path.dcidLen], dcid)
 	c.path.dcidLen = copy(c.path.lastDCID[:], dcid)
 	c.path.validating = true
@@ -198,6 +207,14 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	}
 	if c.qlog != nil {
 		c.qlogPath("validating")
+	}
+	if c.probeValidated(to, c.x.local) {
+		// The peer answered the challenge we sent with our answer to its
+		// probe from there: an address validated before (RFC 9000 9.3).
+		c.path.validating, c.path.sendChallenge, c.path.prev = false, false, nil
+		if c.qlog != nil {
+			c.qlogPath("validated")
+		}
 	}
 	c.wake()
 }
@@ -235,7 +252,7 @@ func (c *Conn) pathTimers(now time.Time) {
 			m.pathValidationFailures.Inc()
 		}
 		if c.path.prev != nil {
-			c.remote, c.remoteAP = c.path.prev, c.path.prevAP
+			c.remote, c.remoteAP, c.x.local = c.path.prev, c.path.prevAP, c.path.prevLocal
 			c.restartPathState(now)
 		}
 		c.path = pathState{}
@@ -272,28 +289,40 @@ func (c *Conn) pathSendLimit(limit int) int {
 	return int(min(uint64(limit), 3*c.path.recv-c.path.sent))
 }
 
-// appendPathFrames appends the due PATH_CHALLENGE and the PATH_RESPONSE
-// frames owed on the current path; either makes the datagram padded to
-// full size (RFC 9000 sections 8.2.1 and 8.2.2).
-func (c *Conn) appendPathFrames(b []byte, maxEnd int, now time.Time, p *sentPacket) []byte {
-	var ok bool
-	if c.path.sendChallenge {
-		var data [8]byte
-		_, _ = rand.Read(data[:])
-		f := wire.Frame{Type: wire.FrameTypePathChallenge, PathData: data}
-		if b, ok = appendIfFits(b, maxEnd, &f); ok {
-			if c.path.nOpen == maxOpenChallenges {
-				copy(c.path.open[:], c.path.open[1:])
-				c.path.nOpen--
-			}
-			c.path.open[c.path.nOpen] = data
-			c.path.nOpen++
-			c.path.sendChallenge = false
-			c.path.resendAt = now.Add(c.ptoLocked())
-			p.eliciting = true
-			c.padDatagram = true
-		}
+// sendPathChallenge sends the due PATH_CHALLENGE of a migration in a
+// datagram of its own, padded to full size (RFC 9000 section 8.2.1), ahead
+// of everything else: the first datagram on the new path challenges it,
+// even when congestion control or pacing holds back data and only an ACK
+// would go out (the interop runner's rebind checks want exactly that).
+func (c *Conn) sendPathChallenge(now time.Time) {
+	limit := c.pathSendLimit(maxPacketSize)
+	if limit < minPacketRoom || c.app == nil || !c.app.CanSend() {
+		return
 	}
+	var data [8]byte
+	_, _ = rand.Read(data[:])
+	var frame [9]byte
+	fb := wire.AppendFrame(frame[:0], &wire.Frame{Type: wire.FrameTypePathChallenge, PathData: data})
+	d := c.buildPathDatagram(now, c.destCID, fb, limit, false)
+	if d == nil {
+		return
+	}
+	if c.path.nOpen == maxOpenChallenges {
+		copy(c.path.open[:], c.path.open[1:])
+		c.path.nOpen--
+	}
+	c.path.open[c.path.nOpen] = data
+	c.path.nOpen++
+	c.path.sendChallenge = false
+	c.path.resendAt = now.Add(c.ptoLocked())
+	c.path.sent += uint64(len(d))
+	c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true})
+}
+
+// appendPathFrames appends the PATH_RESPONSE frames owed on the current
+// path; they make the datagram padded to full size (RFC 9000 section
+// 8.2.2).
+func (c *Conn) appendPathFrames(b []byte, maxEnd int, _ time.Time, p *sentPacket) []byte {
 	kept := c.pathResponses[:0]
 	for _, r := range c.pathResponses {
 		if r.to != nil {
@@ -326,9 +355,12 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 			kept = append(kept, r)
 			continue
 		}
-		var frame [9]byte
+		var frames [18]byte
 		f := wire.Frame{Type: wire.FrameTypePathResponse, PathData: r.data}
-		fb := wire.AppendFrame(frame[:0], &f)
+		fb := wire.AppendFrame(frames[:0], &f)
+		// Challenge the probing address in the same datagram, so that a
+		// migration there is validated at once (preferred_address.go).
+		fb = c.appendProbeChallenge(fb, r.toAP, r.from)
 		dcid := c.destCID
 		if c.cids.remote != nil {
 			if cid, _, ok := c.cids.remote.NextUnused(); ok {
@@ -336,7 +368,7 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 			}
 		}
 		if d := c.buildPathDatagram(now, dcid, fb, min(r.room, maxPacketSize), false); d != nil {
-			c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, to: r.to})
+			c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, to: r.to, via: c.pathTransportTo(r.toAP), from: r.from})
 		}
 	}
 	clear(c.pathResponses[len(kept):])

@@ -50,7 +50,7 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		}
 		pkt := data[:hdr.PacketLen]
 		data = data[hdr.PacketLen:]
-		if hdr.Version != c.version {
+		if hdr.Version != c.version && !c.acceptOtherVersion(pkt, &hdr) {
 			continue
 		}
 		if hdr.Type == wire.PacketTypeRetry {
@@ -85,7 +85,7 @@ func (c *Conn) keepUndecryptable(pkt []byte, p receivedPacket) {
 	}
 	b := getBuffer()
 	*b = append((*b)[:0], pkt...)
-	c.undecryptable = append(c.undecryptable, receivedPacket{buf: b, data: *b, remote: p.remote, addrPort: p.addrPort, rcvTime: p.rcvTime, ecn: p.ecn})
+	c.undecryptable = append(c.undecryptable, receivedPacket{buf: b, data: *b, remote: p.remote, addrPort: p.addrPort, rcvTime: p.rcvTime, ecn: p.ecn, local: p.local})
 }
 
 // retryUndecryptable reprocesses the kept packets after new keys arrived.
@@ -125,7 +125,11 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 	if c.isClient && !c.receivedFirst {
 		scid = slices.Clone(hdr.SrcConnID)
 	}
-	payload, pn, err := sp.opener.UnprotectPacket(pkt, hdr.PNOffset, largest)
+	opener := sp.opener
+	if space == spaceInitial {
+		opener = c.initialOpener(hdr.Version)
+	}
+	payload, pn, err := opener.UnprotectPacket(pkt, hdr.PNOffset, largest)
 	if err != nil {
 		return
 	}

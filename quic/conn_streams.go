@@ -61,6 +61,9 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 			return withType(err)
 		}
 		if s.recvErr != nil || s.eofRead {
+			if f.Fin {
+				c.maybeRemoveStream(s) // the final size of a stream we stopped reading
+			}
 			return nil
 		}
 		if err := s.recv.Push(f.Offset, f.Data, f.Fin); err != nil {

@@ -65,6 +65,8 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 	p.MaxUDPPayloadSize = receiveBufferSize // larger datagrams would be truncated
 	p.InitialSourceConnectionID = c.srcCID
 	p.HasInitialSourceConnectionID = true
+	p.VersionInformation = c.versionInformation()
+	p.PreferredAddress = c.preferredAddressParam()
 	if cfg.EnableDatagrams {
 		p.MaxDatagramFrameSize = 65535
 	}
@@ -87,6 +89,7 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 
 // startTLS starts the TLS handshake; the client's ClientHello is queued.
 func (c *Conn) startTLS() error {
+	c.issuePreferredAddressCID()
 	qc := &tls.QUICConfig{TLSConfig: c.tlsConf}
 	role := wire.RoleServer
 	if c.isClient {
@@ -101,6 +104,22 @@ func (c *Conn) startTLS() error {
 		qc.EnableSessionEvents = true
 		c.tls = tls.QUICServer(qc)
 	}
+	if c.isClient {
+		// A server sets its parameters once it has read the client's
+		// (QUICTransportParametersRequired): version_information names
+		// the version it negotiated from them.
+		if err := c.setOurParams(role); err != nil {
+			return err
+		}
+	}
+	if err := c.tls.Start(c.ctx); err != nil {
+		return tlsError(err)
+	}
+	return c.processTLSEvents()
+}
+
+// setOurParams hands our transport parameters to TLS.
+func (c *Conn) setOurParams(role wire.Role) error {
 	ours := c.ourParams()
 	if c.qlog != nil {
 		c.qlogParams("local", ours)
@@ -110,10 +129,7 @@ func (c *Conn) startTLS() error {
 		return err
 	}
 	c.tls.SetTransportParameters(params)
-	if err := c.tls.Start(c.ctx); err != nil {
-		return tlsError(err)
-	}
-	return c.processTLSEvents()
+	return nil
 }
 
 // processTLSEvents applies what crypto/tls asks for until it is idle.
@@ -140,7 +156,12 @@ func (c *Conn) processTLSEvents() error {
 				return err
 			}
 		case tls.QUICTransportParametersRequired:
-			return qerr.NewTransportError(qerr.InternalError, 0, "transport parameters not set")
+			if c.isClient {
+				return qerr.NewTransportError(qerr.InternalError, 0, "transport parameters not set")
+			}
+			if err := c.setOurParams(wire.RoleServer); err != nil {
+				return err
+			}
 		case tls.QUICHandshakeDone:
 			c.onHandshakeComplete()
 		case tls.QUICResumeSession:
@@ -245,6 +266,9 @@ func (c *Conn) handlePeerParams(data []byte) error {
 			return tpErr("retry_source_connection_id without Retry")
 		}
 	}
+	if err := c.negotiateVersion(&p); err != nil {
+		return err
+	}
 	c.peerParams = &p
 	if c.qlog != nil {
 		c.qlogParams("remote", &p)
@@ -264,7 +288,10 @@ func (c *Conn) handlePeerParams(data []byte) error {
 	if c.config.EnableDatagrams {
 		c.peerMaxDatagram = p.MaxDatagramFrameSize
 	}
-	return c.initRemoteCIDs(&p)
+	if err := c.initRemoteCIDs(&p); err != nil {
+		return err
+	}
+	return c.onPeerPreferredAddress(&p)
 }
 
 func (c *Conn) onHandshakeComplete() {

@@ -87,3 +87,32 @@ func appConnIDGenerator(g ConnectionIDGenerator) (*connid.Generator, int, error)
 	})
 	return gen, n, err
 }
+
+// ConnectionIDGeneratorFunc returns the ConnectionIDGenerator of IDs of
+// length n (0..20) that fill writes into a buffer of n bytes; fill must be
+// safe for concurrent use. It adapts generators that know nothing of this
+// package, such as quiclb.Generator:
+//
+//	tr.ConnectionIDGenerator = quic.ConnectionIDGeneratorFunc(gen.Len(), gen.Fill)
+func ConnectionIDGeneratorFunc(n int, fill func(dst []byte) error) ConnectionIDGenerator {
+	return funcGenerator{n: n, fill: fill}
+}
+
+type funcGenerator struct {
+	n    int
+	fill func(dst []byte) error
+}
+
+func (g funcGenerator) GenerateConnectionID() (ConnectionID, error) {
+	if g.n < 0 || g.n > maxConnectionIDLen {
+		return ConnectionID{}, fmt.Errorf("quic: connection ID length %d, want 0..%d", g.n, maxConnectionIDLen)
+	}
+	var c ConnectionID
+	if err := g.fill(c.b[:g.n]); err != nil {
+		return ConnectionID{}, err
+	}
+	c.n = uint8(g.n)
+	return c, nil
+}
+
+func (g funcGenerator) ConnectionIDLen() int { return g.n }

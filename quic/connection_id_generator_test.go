@@ -156,3 +156,26 @@ func TestConnectionIDGeneratorErrors(t *testing.T) {
 		t.Fatalf("wrong-length ID: err = %v", err)
 	}
 }
+
+func TestConnectionIDGeneratorFunc(t *testing.T) {
+	n := byte(0)
+	g := ConnectionIDGeneratorFunc(6, func(dst []byte) error {
+		n++
+		for i := range dst {
+			dst[i] = n
+		}
+		if n == 2 {
+			return errGeneratorLength
+		}
+		return nil
+	})
+	if id, err := g.GenerateConnectionID(); err != nil || id.String() != "010101010101" || g.ConnectionIDLen() != 6 {
+		t.Fatalf("%v, %v", id, err)
+	}
+	if _, err := g.GenerateConnectionID(); !errors.Is(err, errGeneratorLength) {
+		t.Fatalf("fill's error lost: %v", err)
+	}
+	if _, err := ConnectionIDGeneratorFunc(21, func([]byte) error { return nil }).GenerateConnectionID(); err == nil {
+		t.Fatal("length 21 accepted")
+	}
+}

@@ -22,8 +22,12 @@
 //     transport parameter authentication (original/initial/retry source
 //     connection IDs), client-side Retry, Version Negotiation (the client
 //     starts over in a version the server offers, or fails with
-//     VersionNegotiationError), QUIC v1 and v2. A server creates connection
-//     state only for an Initial that decrypts.
+//     VersionNegotiationError; a reserved version first in Config.Versions
+//     elicits it), QUIC v1 and v2 with compatible version negotiation
+//     (RFC 9368: the version_information parameter, the server moving a
+//     client to the version it prefers in its first flight, and the
+//     downgrade checks of both sides). A server creates connection state
+//     only for an Initial that decrypts.
 //   - Batched UDP I/O on a *net.UDPConn (internal/udpio): recvmmsg and
 //     sendmmsg, UDP GSO and GRO where the kernel has them, large socket
 //     buffers.
@@ -32,8 +36,9 @@
 //     auto-tuning and stream limits (internal/flowcontrol).
 //   - Bidirectional and unidirectional streams with FIN, RESET_STREAM,
 //     STOP_SENDING and deadlines; DATAGRAM frames; 1-RTT key updates
-//     (initiated at the AEAD confidentiality limit, accepted from the peer);
-//     idle timeout and keep-alives; stateless resets (sent for unknown
+//     (initiated at the AEAD confidentiality limit or on request, accepted
+//     from the peer; Conn.InitiateKeyUpdate); idle timeout and keep-alives;
+//     stateless resets (sent for unknown
 //     connection IDs when Transport.StatelessResetKey is set, detected
 //     through the peer's tokens);
 //     connection IDs (internal/connid): each side issues NEW_CONNECTION_ID
@@ -48,7 +53,12 @@
 //     3x amplification limit, moves to a fresh peer connection ID, restarts
 //     RTT and congestion state for a new host, and falls back to the last
 //     validated address when validation fails. A client migrates with
-//     AddPath, Path.Probe and Path.Switch, as in quic-go.
+//     AddPath, Path.Probe and Path.Switch, as in quic-go. A server's
+//     preferred address (RFC 9000 section 9.6, Config.PreferredAddress)
+//     with its connection ID and reset token; a client moves there after
+//     the handshake with Config.MigrateToPreferredAddress. A server on a
+//     socket bound to the unspecified address answers from the address the
+//     client sent to (IP_PKTINFO).
 //   - Path MTU discovery (RFC 9000 section 14.3, RFC 8899): after handshake
 //     confirmation, padded PING probes raise datagrams from 1200 up to 1452
 //     bytes on sockets with the don't-fragment bit; a lost probe is no
@@ -98,7 +108,6 @@
 //
 // # Not implemented yet
 //
-//   - Switching a client back to its original socket, preferred_address,
-//     compatible version negotiation (RFC 9368) and the
-//     version_information parameter, CUBIC selection.
+//   - Switching a client back to its original socket; a preferred address
+//     on another socket or port than the listener's; CUBIC selection.
 package quic

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	quicgo "github.com/quic-go/quic-go"
+	"github.com/turboretry/turboretry/internal/qerr"
 )
 
 func TestVersion2WithQuicGo(t *testing.T) {
@@ -68,7 +69,10 @@ func TestVersionNegotiationFailure(t *testing.T) {
 func TestVersionNegotiationSwitch(t *testing.T) {
 	ctx := testCtx(t)
 	// The client prefers v1; the server speaks only v2 and answers with
-	// Version Negotiation; the client starts over in v2.
+	// Version Negotiation; the client starts over in v2. Our server's
+	// version_information confirms v2; quic-go's server sends none, and
+	// RFC 9368 section 4 makes a client that reacted to Version
+	// Negotiation close then (VERSION_NEGOTIATION_ERROR).
 	for _, peer := range []string{"ours", "quic-go"} {
 		t.Run(peer, func(t *testing.T) {
 			var addr string
@@ -88,6 +92,13 @@ func TestVersionNegotiationSwitch(t *testing.T) {
 				addr = ln.Addr().String()
 			}
 			c, err := DialAddr(ctx, addr, clientTLS(t), &Config{Versions: []Version{Version1, Version2}})
+			if peer == "quic-go" {
+				var te *TransportError
+				if !errors.As(err, &te) || te.ErrorCode != TransportErrorCode(qerr.VersionNegotiationError) {
+					t.Fatalf("dial: %v, want VERSION_NEGOTIATION_ERROR", err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package quic
 
 import (
 	"net"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -103,6 +104,9 @@ func (c *Conn) sendLocked(now time.Time) bool {
 	}
 	if len(c.pathResponses) > 0 {
 		c.sendProbeResponses(now)
+	}
+	if c.path.sendChallenge {
+		c.sendPathChallenge(now)
 	}
 	if len(c.paths) > 0 {
 		c.sendPathProbes(now)
@@ -306,7 +310,8 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 	lengthPos := -1
 	early := space == spaceApp && c.sendsEarly()
 	if early {
-		hdr := wire.LongHeader{Type: wire.PacketType0RTT, Version: c.version, DestConnID: dcid, SrcConnID: c.srcCID}
+		// 0-RTT stays in the client's chosen version (RFC 9369 4.1).
+		hdr := wire.LongHeader{Type: wire.PacketType0RTT, Version: c.chosenVersion(), DestConnID: dcid, SrcConnID: c.srcCID}
 		b = wire.AppendLongHeader(b, &hdr, pnLen, 2)
 		lengthPos = len(b) - 2
 	} else if space == spaceApp {
@@ -337,7 +342,11 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 		b = append(b, onlyFrame...)
 		p.eliciting = wire.FrameType(onlyFrame[0]).IsAckEliciting()
 	} else {
-		b = c.appendAck(b, sp, maxEnd, now, p, false)
+		// A PTO probe repeats the ACK frame: if the earlier one was lost
+		// and the peer has nothing more to send, it would never learn
+		// that its flight arrived (say the server's first Initial, while
+		// the client waits for the rest of the ServerHello).
+		b = c.appendAck(b, sp, maxEnd, now, p, sp.probes > 0)
 		if mayElicit || sp.probes > 0 {
 			if space == spaceApp {
 				b = c.appendControlFrames(b, maxEnd, now, p)
@@ -599,6 +608,9 @@ type outDatagram struct {
 	to     net.Addr   // nil: the connection's peer address
 	via    *Transport // nil: the Transport the connection sends from
 	ecn    udpio.ECN
+	// from is the source address for a datagram to a probing peer
+	// address (zero: that of the current path, local_address.go).
+	from netip.Addr
 }
 
 const sendBufferSize = maxProbeSize + tagLen

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"net"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -29,6 +31,11 @@ var (
 type Path struct {
 	c *Conn
 	t *Transport
+	// remote is the server address the path leads to, when it is not the
+	// connection's (a preferred address, preferred_address.go); nil
+	// otherwise.
+	remote   net.Addr
+	remoteAP netip.AddrPort
 
 	// Guarded by c.mu.
 	dcid      []byte // the server's connection ID for this path
@@ -51,6 +58,14 @@ type Path struct {
 // Only a client whose handshake completed may add paths, and not when the
 // server sent disable_active_migration.
 func (c *Conn) AddPath(t *Transport) (*Path, error) {
+	return c.addPath(t, nil)
+}
+
+// addPath is AddPath towards remote, or the connection's server address
+// when remote is nil. A path to a preferred address (remote set) is
+// allowed even when the server disabled active migration (RFC 9000
+// section 18.2).
+func (c *Conn) addPath(t *Transport, remote net.Addr) (*Path, error) {
 	if !c.isClient {
 		return nil, errors.New("quic: a server cannot initiate connection migration")
 	}
@@ -70,7 +85,7 @@ func (c *Conn) AddPath(t *Transport) (*Path, error) {
 		return nil, ErrPathClosed
 	case !c.handshakeComplete || c.peerParams == nil:
 		return nil, errors.New("quic: AddPath before the handshake completed")
-	case c.peerParams.DisableActiveMigration:
+	case c.peerParams.DisableActiveMigration && remote == nil:
 		return nil, errors.New("quic: the server disabled connection migration")
 	}
 	for _, p := range c.paths {
@@ -95,7 +110,8 @@ func (c *Conn) AddPath(t *Transport) (*Path, error) {
 			return nil, errors.New("quic: the path's Transport already routes one of the connection's IDs")
 		}
 	}
-	p := &Path{c: c, t: t, validatedCh: make(chan struct{}), closedCh: make(chan struct{})}
+	p := &Path{c: c, t: t, remote: remote, validatedCh: make(chan struct{}), closedCh: make(chan struct{})}
+	p.remoteAP, _ = addrPort(remote)
 	c.paths = append(c.paths, p)
 	return p, nil
 }
@@ -192,7 +208,13 @@ func (p *Path) Switch() error {
 	}
 	oldLocal, _ := addrPort(c.sendT.Conn.LocalAddr())
 	newLocal, _ := addrPort(p.t.Conn.LocalAddr())
-	if oldLocal.Addr().Unmap() != newLocal.Addr().Unmap() || !oldLocal.IsValid() {
+	if p.remote != nil {
+		// A new server address: a new path in every respect. The
+		// connection's goroutine, which reads the peer address without
+		// the lock when it writes, takes the address over.
+		c.x.pa.switchTo = p
+		c.restartPathState(time.Now())
+	} else if oldLocal.Addr().Unmap() != newLocal.Addr().Unmap() || !oldLocal.IsValid() {
 		// Only a port change keeps the congestion state (RFC 9000 9.4).
 		c.restartPathState(time.Now())
 	} else {
@@ -257,7 +279,7 @@ func (c *Conn) sendPathProbes(now time.Time) {
 		}
 		p.open[p.nOpen] = data
 		p.nOpen++
-		c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, via: p.t})
+		c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, via: p.t, to: p.remote})
 	}
 }
 

@@ -26,13 +26,14 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) error {
 		}
 	}()
 	ap, ok := addrPort(c.remote)
-	if (len(writes) == 1 && writes[0].ecn == udpio.ECNNotECT) || !ok || anyElsewhere(writes) {
-		return c.writeEach(writes, sendT)
+	local := c.x.local // a server's address on the path (local_address.go)
+	if (len(writes) == 1 && writes[0].ecn == udpio.ECNNotECT && !local.IsValid()) || !ok || anyElsewhere(writes) {
+		return c.writeEach(writes, sendT, local)
 	}
 	b := sendT.getSendBatch()
 	defer sendT.sendBatches.Put(b)
 	if b.w == nil {
-		return c.writeEach(writes, sendT)
+		return c.writeEach(writes, sendT, local)
 	}
 	msgs := b.msgs[:0]
 	if sendT.gso {
@@ -41,6 +42,9 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) error {
 		for _, d := range writes {
 			msgs = append(msgs, udpio.Message{Buf: d.b, Addr: ap, ECN: d.ecn})
 		}
+	}
+	for i := range msgs {
+		msgs[i].Local = local
 	}
 	var fatal error
 	for rest := msgs; len(rest) > 0; {
@@ -62,24 +66,50 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) error {
 	return fatal
 }
 
-// writeEach sends the datagrams one WriteTo each; it returns what
+// writeEach sends the datagrams one WriteTo each, or one message each from
+// our address on the path when there is one (local is a server's on the
+// current path, outDatagram.from on another); it returns what
 // writeDatagrams does.
-func (c *Conn) writeEach(writes []outDatagram, sendT *Transport) error {
+func (c *Conn) writeEach(writes []outDatagram, sendT *Transport, local netip.Addr) error {
 	for _, d := range writes {
-		to, via := d.to, d.via
+		to, via, from := d.to, d.via, d.from
 		if to == nil {
-			to = c.remote
+			to, from = c.remote, local
 		}
 		if via == nil {
 			via = sendT
 		}
+		var err error
+		if from.IsValid() {
+			err = via.writeFrom(d.b, to, from, d.ecn)
+		} else {
+			err = via.write(d.b, to)
+		}
 		// A failure elsewhere (a probe of another path, an answer to a
 		// probing address) says nothing of the path in use.
-		if err := via.write(d.b, to); d.to == nil && d.via == nil && fatalSendError(err) {
+		if d.to == nil && d.via == nil && fatalSendError(err) {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeFrom sends one datagram to to from our address from (a server on a
+// socket bound to the unspecified address, local_address.go); a socket
+// without batched writes gets a plain write, the kernel choosing the
+// source.
+func (t *Transport) writeFrom(d []byte, to net.Addr, from netip.Addr, ecn udpio.ECN) error {
+	ap, ok := addrPort(to)
+	b := t.getSendBatch()
+	defer t.sendBatches.Put(b)
+	if !ok || b.w == nil {
+		return t.write(d, to)
+	}
+	msgs := append(b.msgs[:0], udpio.Message{Buf: d, Addr: ap, Local: from, ECN: ecn})
+	_, err := b.w.WriteBatch(msgs)
+	clear(msgs)
+	b.msgs = msgs[:0]
+	return err
 }
 
 // fatalSendError reports whether a send error means the path is unusable,

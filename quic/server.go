@@ -170,6 +170,9 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 	if err := t.init(); err != nil {
 		return nil, err
 	}
+	if err := checkPreferredAddressSocket(conf.PreferredAddress, t.Conn.LocalAddr()); err != nil {
+		return nil, err
+	}
 	tc := tlsConf.Clone()
 	tc.MinVersion = tls.VersionTLS13
 	s := &baseServer{

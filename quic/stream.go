@@ -143,7 +143,13 @@ func (s *stream) recvFinished() bool {
 	}
 	// allRead covers a FIN that arrives after the reader took the last
 	// bytes: Read still reports io.EOF later, but nothing is owed the peer.
-	return s.eofRead || s.resetRecvd || (s.recvErr != nil && s.stopAcked) || (s.recvErr == nil && s.allRead())
+	// After CancelRead the peer's final size is still owed: its
+	// RESET_STREAM (or FIN) tells how much it sent, which the connection's
+	// flow control must count (RFC 9000 section 4.5); forgetting the
+	// stream at the STOP_SENDING's ACK leaked the rest of the peer's
+	// connection credit.
+	_, finalKnown := s.fcRecv.FinalSize()
+	return s.eofRead || s.resetRecvd || (s.recvErr != nil && s.stopAcked && finalKnown) || (s.recvErr == nil && s.allRead())
 }
 
 // maybeRemoveStream forgets a stream both of whose sides are done, and lets

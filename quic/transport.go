@@ -226,7 +226,7 @@ func (t *Transport) readBatches(r *udpio.Reader) {
 			if m.Truncated || m.N == 0 {
 				continue
 			}
-			t.handleDatagram(receivedPacket{buf: bufs[i], data: (*bufs[i])[:m.N], addrPort: m.Addr, rcvTime: now, ecn: m.ECN})
+			t.handleDatagram(receivedPacket{buf: bufs[i], data: (*bufs[i])[:m.N], addrPort: m.Addr, rcvTime: now, ecn: m.ECN, local: m.Local.Unmap()})
 			bufs[i] = getBuffer()
 			m.Buf = *bufs[i]
 		}
@@ -269,7 +269,7 @@ func (t *Transport) readGROBatches(r *udpio.Reader) {
 				}
 				b := getBuffer()
 				k := copy(*b, d)
-				t.handleDatagram(receivedPacket{buf: b, data: (*b)[:k], addrPort: m.Addr, rcvTime: now, ecn: m.ECN})
+				t.handleDatagram(receivedPacket{buf: b, data: (*b)[:k], addrPort: m.Addr, rcvTime: now, ecn: m.ECN, local: m.Local.Unmap()})
 			}
 		}
 		clear(dgrams)
@@ -350,7 +350,10 @@ func (t *Transport) write(b []byte, addr net.Addr) error {
 func (t *Transport) newConnID() []byte {
 	for {
 		var b []byte
-		if c, err := t.cidGen.New(); err == nil {
+		if t.cidGen == nil {
+			b = make([]byte, t.cidLen) // a Transport never initialized (tests)
+			_, _ = rand.Read(b)
+		} else if c, err := t.cidGen.New(); err == nil {
 			b = c.Bytes()
 		} else {
 			b = make([]byte, t.cidLen)

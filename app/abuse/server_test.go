@@ -167,7 +167,7 @@ type serveOptions struct {
 	// is not in the certificate (which covers localhost and 127.0.0.1).
 	serverName string
 	// args follow the suite's own (--addr 127.0.0.1:0, --state-dir,
-	// --metrics); a later --addr wins.
+	// --metrics, --workers 1); a later --addr or --workers wins.
 	args []string
 }
 
@@ -175,7 +175,10 @@ func startServerWith(t testing.TB, o serveOptions) *server {
 	t.Helper()
 	bin := buildServe(t)
 	state := filepath.Join(t.TempDir(), "state")
-	argv := append([]string{bin, "serve", "--addr", "127.0.0.1:0", "--state-dir", state, "--metrics", "127.0.0.1:0"}, o.args...)
+	// One worker: the bounds the suite asserts are the server's, and the
+	// QUIC limits hold per worker (docs/fileserver.md), so N workers hold
+	// N times each; a later --workers in args wins.
+	argv := append([]string{bin, "serve", "--addr", "127.0.0.1:0", "--state-dir", state, "--metrics", "127.0.0.1:0", "--workers", "1"}, o.args...)
 	if o.ns != "" {
 		// ip netns exec switches namespaces and execs the binary: the
 		// server keeps the child's PID.

@@ -3,9 +3,13 @@ package fileserver
 import (
 	"fmt"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/turboretry/turboretry/offload/host"
+	"github.com/turboretry/turboretry/offload/reuseport"
+	"github.com/turboretry/turboretry/quiclb"
+	"github.com/turboretry/turboretry/token"
 )
 
 // DefaultAddr is where the server listens when no address is given: a local
@@ -48,6 +52,23 @@ func ParseRetryMode(s string) (RetryMode, error) {
 	return 0, fmt.Errorf("invalid retry mode %q: want auto, always or never", s)
 }
 
+// IDLayout is the operator's part of the server's connection ID layout
+// (quiclb.Config without the MAC key, which derives from the root secret).
+type IDLayout struct {
+	// ConfigID is the QUIC-LB config rotation codepoint, 0..6.
+	ConfigID uint8
+	// HostID is this server's part of the QUIC-LB server ID, 0..13 bytes.
+	HostID []byte
+	// NonceLen is the nonce length; 0 means quiclb.DefaultNonceLen.
+	NonceLen int
+}
+
+// codec returns the layout's codec, with the MAC key of kr.
+func (l IDLayout) codec(kr *token.KeyRing) (*quiclb.Codec, error) {
+	key := quiclb.KeyFromRing(kr)
+	return quiclb.NewCodec(quiclb.Config{ConfigID: l.ConfigID, HostID: l.HostID, NonceLen: l.NonceLen, MACKey: &key})
+}
+
 // Config configures a Server. Only StateDir is needed when the certificate
 // or the secret is generated; everything else has a default.
 type Config struct {
@@ -69,6 +90,19 @@ type Config struct {
 	// Retry is handed to the QUIC listener. With an offload it is the
 	// host's fail-open fallback policy.
 	Retry RetryMode
+	// Workers is the number of UDP sockets, each with its own receive loop
+	// and quic.Transport, that HTTP/3 is spread over (serve --workers); a
+	// connection lives on one worker, and an sk_reuseport program keeps
+	// its packets there whatever address the client sends from
+	// (docs/reuseport.md). 0 means the number of CPUs. Where the program
+	// cannot be loaded (no CAP_BPF), the listener falls back to one
+	// socket and says so in the log.
+	Workers int
+	// ConnectionIDs is the layout of the server's connection IDs (serve
+	// --cid-*): QUIC-LB with the worker octet and a MAC keyed from the
+	// root secret (docs/cid.md). The zero value is the default layout of
+	// 10 bytes.
+	ConnectionIDs IDLayout
 	// Offload puts a Retry agent in front of the QUIC listener
 	// (offload/host); the zero value runs none. Its KeyRing and Logger are
 	// the server's, its IdleTimeout is QUICIdleTimeout.
@@ -106,6 +140,9 @@ func (c *Config) fillDefaults() {
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if c.Workers == 0 {
+		c.Workers = min(runtime.NumCPU(), reuseport.MaxWorkers)
+	}
 	if c.Limits == nil {
 		d := DefaultLimits()
 		c.Limits = &d
@@ -124,6 +161,13 @@ func (c *Config) check() error {
 	}
 	if int(c.Retry) >= len(retryNames) {
 		return fmt.Errorf("invalid retry mode %v", c.Retry)
+	}
+	if c.Workers < 0 || c.Workers > reuseport.MaxWorkers {
+		return fmt.Errorf("--workers %d: want 1..%d (0: the number of CPUs)", c.Workers, reuseport.MaxWorkers)
+	}
+	if _, err := quiclb.NewCodec(quiclb.Config{ConfigID: c.ConnectionIDs.ConfigID, HostID: c.ConnectionIDs.HostID,
+		NonceLen: c.ConnectionIDs.NonceLen, MACKey: new(quiclb.Key)}); err != nil {
+		return fmt.Errorf("connection ID layout: %w", err)
 	}
 	if err := c.Limits.Check(); err != nil {
 		return err

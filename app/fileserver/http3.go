@@ -10,6 +10,7 @@ import (
 
 	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/offload/host"
+	"github.com/turboretry/turboretry/offload/reuseport"
 	"github.com/turboretry/turboretry/quic"
 	"github.com/turboretry/turboretry/token"
 )
@@ -22,12 +23,12 @@ type http3Listener struct {
 	tlsConf *tls.Config
 	ready   chan struct{} // closed once the UDP socket serves
 
-	mu     sync.Mutex
-	srv    *http3.Server
-	tr     *quic.Transport
-	off    *host.Offload // the running offload, or nil
-	addr   net.Addr      // the UDP address, once ready
-	closed bool
+	mu      sync.Mutex
+	srv     *http3.Server
+	workers *host.Workers // the sockets and their Transports, once ready
+	off     *host.Offload // the running offload, or nil
+	addr    net.Addr      // the UDP address, once ready
+	closed  bool
 }
 
 // offload returns the running offload, or nil. l may be nil.
@@ -45,9 +46,9 @@ func (l *http3Listener) offload() *host.Offload {
 // Serve reads the secret file itself.
 func (l *http3Listener) reloadSecret(secret []byte) error {
 	l.mu.Lock()
-	tr, off := l.tr, l.off
+	w, off := l.workers, l.off
 	l.mu.Unlock()
-	if tr == nil {
+	if w == nil {
 		return nil
 	}
 	if off != nil {
@@ -57,7 +58,11 @@ func (l *http3Listener) reloadSecret(secret []byte) error {
 			return err
 		}
 	}
-	return tr.SetTokenSecret(secret)
+	var errs []error
+	for _, tr := range w.Transports {
+		errs = append(errs, tr.SetTokenSecret(secret))
+	}
+	return errors.Join(errs...)
 }
 
 // newHTTP3Listener must run in New: Server.TLSConfig clones the config
@@ -67,8 +72,9 @@ func newHTTP3Listener(s *Server) *http3Listener {
 	return &http3Listener{s: s, tlsConf: http3.ConfigureTLSConfig(s.TLSConfig()), ready: make(chan struct{})} // h3 only, TLS 1.3
 }
 
-// Serve binds the UDP socket and serves until ctx ends, then shuts down
-// gracefully (GOAWAY, requests in flight finish) unless Close comes first.
+// Serve binds the UDP sockets (one per worker, see Config.Workers) and
+// serves until ctx ends, then shuts down gracefully (GOAWAY, requests in
+// flight finish) unless Close comes first.
 func (l *http3Listener) Serve(ctx context.Context) error {
 	secret, err := token.ReadSecretFile(l.s.SecretPath())
 	if err != nil {
@@ -78,33 +84,51 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 	lim := l.s.cfg.Limits
 	tcp := l.s.Addr().(*net.TCPAddr)
 	var (
-		pc  *net.UDPConn
-		tr  *quic.Transport
+		w   *host.Workers
 		off *host.Offload
 	)
-	// The socket and the datapath belong to the interface's namespace.
+	// The sockets and the datapath belong to the interface's namespace.
 	err = l.s.inNetns(func() error {
-		var err error
-		pc, err = net.ListenUDP("udp", &net.UDPAddr{IP: tcp.IP, Port: tcp.Port, Zone: tcp.Zone})
+		ids, err := l.s.cfg.ConnectionIDs.codec(l.s.KeyRing())
+		if err != nil {
+			return fmt.Errorf("HTTP/3: connection IDs: %w", err)
+		}
+		w, err = host.ListenWorkers(reuseport.Config{
+			Addr:    (&net.UDPAddr{IP: tcp.IP, Port: tcp.Port, Zone: tcp.Zone}).String(),
+			Workers: l.s.cfg.Workers,
+			IDs:     ids,
+			// One socket, not unsteered ones: a migrating client must
+			// not land on a worker that does not know it.
+			Fallback: reuseport.FallbackSingle,
+			Logger:   l.s.Logger(),
+		})
 		if err != nil {
 			return fmt.Errorf("HTTP/3: listening on UDP port %d: %w", tcp.Port, err)
 		}
-		tr = &quic.Transport{
-			Conn:              pc,
-			StatelessResetKey: statelessResetKey(l.s.KeyRing()),
-			AddressValidation: &quic.AddressValidationConfig{
-				Policy:      l.s.m.quic.Policy(lim.addressPolicy(l.s.RetryMode())),
-				TokenSecret: secret,
-			},
+		// The QUIC limits are server-wide; each worker's Transport
+		// enforces its share.
+		shared := lim.perWorker(len(w.Transports))
+		lim = &shared
+		policy := l.s.m.quic.Policy(lim.addressPolicy(l.s.RetryMode()))
+		// One replay filter for all workers: a NEW_TOKEN token spent on
+		// one must be refused on every other (the DCIDs of two Initials
+		// hash to different workers).
+		replay, err := token.NewReplayFilter(token.ReplayFilterConfig{Window: token.DefaultNewTokenMaxAge + token.DefaultMaxFuture})
+		if err != nil {
+			return fmt.Errorf("HTTP/3: %w", err)
 		}
-		lim.applyTransport(tr)
+		for _, tr := range w.Transports {
+			tr.StatelessResetKey = statelessResetKey(l.s.KeyRing())
+			tr.AddressValidation = &quic.AddressValidationConfig{Policy: policy, TokenSecret: secret, NewTokenReplay: replay}
+			lim.applyTransport(tr)
+		}
 		if offCfg.Mode == host.ModeNone {
 			return nil
 		}
 		// With the agent in front the host still revalidates every
 		// token, and its own policy is the fail-open fallback.
-		offCfg.KeyRing, offCfg.Logger = l.s.KeyRing(), l.s.Logger()
-		if off, err = host.Attach(tr, offCfg); err != nil {
+		offCfg.KeyRing, offCfg.Logger, offCfg.IDs = l.s.KeyRing(), l.s.Logger(), ids
+		if off, err = host.AttachWorkers(w.Transports, w.WorkerFor, offCfg); err != nil {
 			if offCfg.Mode == host.ModeSplit {
 				return fmt.Errorf("HTTP/3: offload split (agent %v): %w", offCfg.AgentControl, err)
 			}
@@ -112,25 +136,39 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		}
 		return nil
 	})
-	if pc != nil {
-		defer pc.Close()
-	}
 	if err != nil {
+		if w != nil {
+			w.Close()
+		}
 		return err
 	}
-	defer tr.Close()
+	defer w.Close()
 	if off != nil {
-		// Deferred after tr.Close, so it runs first: the program detaches
-		// before the transport stops taking its deliveries.
+		// Deferred after w.Close, so it runs first: the program detaches
+		// before the transports stop taking its deliveries.
 		defer off.Close()
 	}
 	qconf := lim.quicConfig()
 	if dir := l.s.cfg.QlogDir; dir != "" {
 		qconf.Qlog = quic.QlogDir(dir)
 	}
-	ln, err := tr.ListenEarly(l.tlsConf, qconf)
-	if err != nil {
-		return fmt.Errorf("HTTP/3: %w", err)
+	// One TLS configuration and one set of session ticket keys for every
+	// worker's handshakes: a ticket issued on one worker resumes, with
+	// 0-RTT, on any other (the resumed connection's first Initial hashes
+	// anywhere). The listeners clone the configuration they get, and
+	// crypto/tls's automatic ticket keys belong to each clone; the clones
+	// return this one instead, whose explicit keys rotate in one place.
+	shared := l.tlsConf.Clone()
+	shared.MinVersion = tls.VersionTLS13
+	stopKeys := rotateTicketKeys(shared, ticketKeyRotation)
+	defer stopKeys()
+	perWorker := l.tlsConf.Clone()
+	perWorker.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) { return shared, nil }
+	lns := make([]*quic.EarlyListener, len(w.Transports))
+	for i, tr := range w.Transports {
+		if lns[i], err = tr.ListenEarly(perWorker, qconf); err != nil {
+			return fmt.Errorf("HTTP/3: worker %d: %w", i, err)
+		}
 	}
 	srv := &http3.Server{
 		Handler:   l.s.Handler(),
@@ -154,8 +192,8 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		l.mu.Unlock()
 		return nil
 	}
-	l.srv, l.tr, l.off = srv, tr, off
-	l.addr = pc.LocalAddr()
+	l.srv, l.workers, l.off = srv, w, off
+	l.addr = w.Group.LocalAddr()
 	close(l.ready)
 	l.mu.Unlock()
 	defer func() {
@@ -164,23 +202,34 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		l.mu.Unlock()
 	}()
 
-	l.s.Logger().Info("serving HTTP/3", "udp", pc.LocalAddr().String(), "retry", l.s.RetryMode().String(), "offload", offCfg.Mode.String())
+	l.s.Logger().Info("serving HTTP/3", "udp", l.addr.String(), "workers", w.Group.Workers(), "steering", w.Group.Mode().String(),
+		"retry", l.s.RetryMode().String(), "offload", offCfg.Mode.String(), "cid_len", w.Transports[0].ConnectionIDGenerator.ConnectionIDLen())
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ServeListener(ln) }()
-	select {
-	case err := <-errc:
-		if errors.Is(err, http3.ErrServerClosed) {
-			return nil // Close came first
-		}
-		return fmt.Errorf("HTTP/3: %w", err)
-	case <-ctx.Done():
+	// One server over every worker's listener: requests are handled alike
+	// whichever worker holds the connection.
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { errc <- srv.ServeListener(ln) }()
 	}
-	// Close, called by the file server after its shutdown timeout, cuts
-	// this short.
-	_ = srv.Shutdown(context.Background())
-	<-errc
-	return nil
+	var first error
+	select {
+	case first = <-errc:
+		if errors.Is(first, http3.ErrServerClosed) {
+			first = nil // Close came first
+		} else if first != nil {
+			first = fmt.Errorf("HTTP/3: %w", first)
+		}
+		_ = srv.Close()
+	case <-ctx.Done():
+		// Close, called by the file server after its shutdown timeout,
+		// cuts this short.
+		_ = srv.Shutdown(context.Background())
+		<-errc
+	}
+	for range len(lns) - 1 {
+		<-errc
+	}
+	return first
 }
 
 // Close stops serving at once; it may be called more than once, and

@@ -237,7 +237,9 @@ func TestReloadSecretReachesHTTP3(t *testing.T) {
 // TestServeHTTP3ZeroRTT: a client resuming a session sends its GET in
 // 0-RTT; the server accepts it and the access log says so.
 func TestServeHTTP3ZeroRTT(t *testing.T) {
-	ts := startServer(t, func(c *Config) { c.Retry = RetryNever })
+	// Four workers: the resumed connection usually lands on another
+	// worker than the one that issued its ticket.
+	ts := startServer(t, func(c *Config) { c.Retry = RetryNever; c.Workers = 4 })
 	tlsConf := ts.h3TLS()
 	tlsConf.ClientSessionCache = tls.NewLRUClientSessionCache(4)
 	fetch := func(path string) map[string]any {

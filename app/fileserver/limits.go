@@ -130,6 +130,31 @@ func noneIfZero[T int | time.Duration](v T) T {
 	return v
 }
 
+// share is the part of a server-wide limit that each of n workers
+// enforces: rounded up, so the workers together allow at least the limit,
+// and 0 (none) stays 0.
+func share[T int | int64 | uint64](v T, n int) T {
+	if v == 0 || n <= 1 {
+		return v
+	}
+	return (v + T(n) - 1) / T(n)
+}
+
+// perWorker returns the limits one of n workers enforces. The QUIC limits
+// are per quic.Transport and every worker has its own, so each takes its
+// share of the server-wide value (reuseport spreads clients evenly over
+// the workers); the HTTP/3 limits belong to the one http3.Server and stay.
+func (l Limits) perWorker(n int) Limits {
+	l.MaxConnections = share(l.MaxConnections, n)
+	l.MaxHandshakes = share(l.MaxHandshakes, n)
+	l.AcceptBacklog = share(l.AcceptBacklog, n)
+	l.SendBuffer = share(l.SendBuffer, n)
+	l.ReceiveBuffer = share(l.ReceiveBuffer, n)
+	l.RetryThreshold = share(l.RetryThreshold, n)
+	l.UnvalidatedBudget = share(l.UnvalidatedBudget, n)
+	return l
+}
+
 // quicConfig returns the HTTP/3 listener's QUIC configuration.
 func (l *Limits) quicConfig() *quic.Config {
 	return &quic.Config{

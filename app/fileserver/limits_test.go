@@ -104,7 +104,8 @@ func TestLimitsChecked(t *testing.T) {
 func TestServeConnectionCap(t *testing.T) {
 	lim := DefaultLimits()
 	lim.MaxConnections = 2
-	ts := startServer(t, func(c *Config) { c.Limits = &lim })
+	// The cap is per worker (docs/fileserver.md): one worker holds all.
+	ts := startServer(t, func(c *Config) { c.Limits, c.Workers = &lim, 1 })
 	var holders []*http3.Transport
 	for range 2 {
 		tr := &http3.Transport{TLSClientConfig: ts.h3TLS()}
@@ -170,5 +171,31 @@ func TestServeHeaderLimit(t *testing.T) {
 				t.Fatalf("big header: %d, want 431", resp.StatusCode)
 			}
 		})
+	}
+}
+
+// TestLimitsPerWorker: with several workers (one quic.Transport each) the
+// server-wide QUIC limits are split between them, rounded up, and the
+// HTTP/3 limits stay whole.
+func TestLimitsPerWorker(t *testing.T) {
+	l := DefaultLimits()
+	if one := l.perWorker(1); one != l {
+		t.Fatalf("one worker changed the limits: %+v", one)
+	}
+	w := l.perWorker(3)
+	if w.MaxConnections != 1366 || w.MaxHandshakes != 86 || w.AcceptBacklog != 43 || w.RetryThreshold != 22 ||
+		w.SendBuffer != (256<<20+2)/3 || w.ReceiveBuffer != (256<<20+2)/3 || w.UnvalidatedBudget != (8<<20+2)/3 {
+		t.Errorf("per-worker QUIC limits: %+v", w)
+	}
+	if w.MaxHeaderBytes != l.MaxHeaderBytes || w.ConnHeaderBytes != l.ConnHeaderBytes || w.MaxStreams != l.MaxStreams ||
+		w.WriteStallTimeout != l.WriteStallTimeout {
+		t.Errorf("per-worker changed a per-connection or HTTP/3 limit: %+v", w)
+	}
+	l.MaxConnections, l.MaxHandshakes = 0, 0
+	if w := l.perWorker(4); w.MaxConnections != 0 || w.MaxHandshakes != 0 {
+		t.Errorf("no limit (0) became %d, %d", w.MaxConnections, w.MaxHandshakes)
+	}
+	if w := l.perWorker(1000); w.AcceptBacklog < 1 || w.RetryThreshold < 1 {
+		t.Errorf("a share rounded down to nothing: %+v", w)
 	}
 }

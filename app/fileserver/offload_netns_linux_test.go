@@ -1,6 +1,7 @@
 package fileserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -164,14 +165,28 @@ func startOffloadServerWith(t *testing.T, n *offloadNet, mod func(*host.Config))
 // whole server configuration.
 func startOffloadServerConfig(t *testing.T, n *offloadNet, mod func(*Config)) *offloadServer {
 	t.Helper()
+	srv := startNetnsServer(t, n, func(c *Config) {
+		c.Retry = RetryAlways
+		c.Offload = host.Config{Mode: host.ModeXDP, Iface: offIface, StaleAfter: offStaleAfter}
+		mod(c)
+	})
+	if srv.h3.offload() == nil {
+		t.Fatalf("HTTP/3 is ready without its offload\n%s", srv.logs.String())
+	}
+	return srv
+}
+
+// startNetnsServer runs the file server on 198.18.0.2:4433 in the server
+// namespace with metrics, mod applied to its configuration, and waits
+// until HTTP/3 serves.
+func startNetnsServer(t *testing.T, n *offloadNet, mod func(*Config)) *offloadServer {
+	t.Helper()
 	var s *Server
 	var logs *syncBuffer
 	n.in(t, n.nsS, func() {
 		s, logs = newServer(t, func(c *Config) {
 			c.Addr = netip.AddrPortFrom(offIPS, offPort).String()
-			c.Retry = RetryAlways
 			c.MetricsAddr = "127.0.0.1:0"
-			c.Offload = host.Config{Mode: host.ModeXDP, Iface: offIface, StaleAfter: offStaleAfter}
 			c.enterNetns = n.enter(n.nsS)
 			mod(c)
 		})
@@ -189,12 +204,9 @@ func startOffloadServerConfig(t *testing.T, n *offloadNet, mod func(*Config)) *o
 	case <-s.HTTP3Ready():
 	case err := <-done:
 		done <- err // for Cleanup
-		t.Fatalf("Serve ended before the offload ran: %v\n%s", err, logs.String())
+		t.Fatalf("Serve ended before HTTP/3 ran: %v\n%s", err, logs.String())
 	case <-time.After(offHangGuard):
-		t.Fatalf("the offload did not start\n%s", logs.String())
-	}
-	if s.h3.offload() == nil {
-		t.Fatalf("HTTP/3 is ready without its offload\n%s", logs.String())
+		t.Fatalf("HTTP/3 did not start\n%s", logs.String())
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(s.certs.current().Leaf)
@@ -238,10 +250,7 @@ func (srv *offloadServer) waitDP(t *testing.T, what string, ok func(datapath.Sta
 }
 
 func (srv *offloadServer) quicStats() quic.AddressValidationStats {
-	srv.h3.mu.Lock()
-	tr := srv.h3.tr
-	srv.h3.mu.Unlock()
-	return tr.AddressValidationStats()
+	return srv.h3.addressValidationStats()
 }
 
 // fetch GETs the demo index with c from the client namespace and fails
@@ -335,9 +344,10 @@ func TestOffloadBenignClients(t *testing.T) {
 	st := srv.waitDP(t, "two Retries and two forwarded retry tokens", func(st datapath.Stats) bool {
 		return st.Agent.Packets[agent.ReasonRetry] >= 2 && st.Agent.Packets[agent.ReasonRetryTokenForwarded] >= 2
 	})
-	if st.Delivered < 2 || st.XDP[xdp.AgentInitial] < 4 || st.XDP[xdp.PassHit] == 0 {
-		t.Errorf("datapath: %d delivered, %d Initials redirected, %d fast-path hits; want >= 2, >= 4, > 0",
-			st.Delivered, st.XDP[xdp.AgentInitial], st.XDP[xdp.PassHit])
+	// The server's IDs pass on their MAC; the cache is not needed.
+	if st.Delivered < 2 || st.XDP[xdp.AgentInitial] < 4 || st.XDP[xdp.PassMAC] == 0 {
+		t.Errorf("datapath: %d delivered, %d Initials redirected, %d passed on their MAC; want >= 2, >= 4, > 0",
+			st.Delivered, st.XDP[xdp.AgentInitial], st.XDP[xdp.PassMAC])
 	}
 	if st.XDP[xdp.DropMiss] != 0 || st.XDP[xdp.PassFailOpen] != 0 {
 		t.Errorf("fast path: %d benign packets dropped as unknown, %d passed failing open; want none", st.XDP[xdp.DropMiss], st.XDP[xdp.PassFailOpen])
@@ -363,7 +373,7 @@ func checkMetricsExposed(t *testing.T, srv *offloadServer) {
 		{"turboretry_quic_tokens_accepted_total", []string{"source", "agent", "type", "retry"}},
 		{"turboretry_quic_retry_round_trip_seconds", []string{"source", "agent"}},
 		{"turboretry_agent_packets_total", []string{"reason", "retry"}},
-		{"turboretry_xdp_packets_total", []string{"reason", "pass_hit"}},
+		{"turboretry_xdp_packets_total", []string{"reason", "pass_mac"}},
 		{"turboretry_afxdp_frames_total", []string{"direction", "tx", "result", "sent"}},
 		{"turboretry_agent_heartbeat_timestamp_seconds", nil},
 	} {
@@ -491,9 +501,10 @@ func TestOffloadFailOpen(t *testing.T) {
 
 // TestOffloadIssuedIDsPass: every connection ID the stack issues, the
 // handshake SCIDs and the NEW_CONNECTION_ID ones a client may switch to
-// (migration, rotation), passes the fast path. The test sends a
-// short-header packet to each of them from the client namespace, then one
-// to an ID never issued: that one, and only that one, is dropped.
+// (migration, rotation), passes the fast path on its MAC, with nothing
+// inserted into the cache. The test sends a short-header packet to each
+// of them from the client namespace, then one to an ID never issued: that
+// one, and only that one, is dropped.
 func TestOffloadIssuedIDsPass(t *testing.T) {
 	n := newOffloadNet(t)
 	var (
@@ -505,7 +516,7 @@ func TestOffloadIssuedIDsPass(t *testing.T) {
 		c.Admitted = func(cid []byte, err error) {
 			mu.Lock()
 			defer mu.Unlock()
-			if len(cid) == agent.DefaultCIDLen {
+			if len(cid) == defaultIDLen {
 				cids = append(cids, append([]byte(nil), cid...))
 				if err != nil {
 					errs = append(errs, err)
@@ -533,7 +544,7 @@ func TestOffloadIssuedIDsPass(t *testing.T) {
 	if before.XDP[xdp.DropMiss] != 0 {
 		t.Fatalf("the fast path dropped %d packets of the clients", before.XDP[xdp.DropMiss])
 	}
-	unknown := []byte{0xde, 0xad, 0xbe, 0xef, 0x01, 0x02, 0x03, 0x04}
+	unknown := bytes.Repeat([]byte{0xde, 0xad}, defaultIDLen/2)
 	n.in(t, n.nsC, func() {
 		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(offIPS, offPort)))
 		if err != nil {
@@ -556,8 +567,11 @@ func TestOffloadIssuedIDsPass(t *testing.T) {
 	if after.XDP[xdp.DropMiss] != 1 {
 		t.Errorf("%d probes dropped as unknown, want only the one to the never-issued ID", after.XDP[xdp.DropMiss])
 	}
-	if hits := after.XDP[xdp.PassHit] - before.XDP[xdp.PassHit]; hits < uint64(len(issued)) {
-		t.Errorf("%d of %d probes to issued IDs passed the fast path", hits, len(issued))
+	if passed := after.XDP[xdp.PassMAC] - before.XDP[xdp.PassMAC]; passed < uint64(len(issued)) {
+		t.Errorf("%d of %d probes to issued IDs passed the fast path on their MAC", passed, len(issued))
+	}
+	if after.XDP[xdp.PassHit] != before.XDP[xdp.PassHit] {
+		t.Errorf("%d probes passed by a cache entry: the server's IDs were inserted", after.XDP[xdp.PassHit]-before.XDP[xdp.PassHit])
 	}
 }
 

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/http3"
-	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/offload/host"
+	"github.com/turboretry/turboretry/quiclb"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -37,7 +37,7 @@ func startAgentControl(t *testing.T, key [32]byte) *agentControl {
 	ac.l, err = announce.NewListener(announce.ListenerConfig{
 		Conn:   pc,
 		Key:    key,
-		CIDLen: agent.DefaultCIDLen,
+		CIDLen: defaultIDLen,
 		Insert: func(cid []byte) {
 			ac.mu.Lock()
 			ac.cids[string(cid)] = true
@@ -60,12 +60,35 @@ func (ac *agentControl) has(cid []byte) bool {
 	return ac.cids[string(cid)]
 }
 
+// defaultIDLen is the length of the server's connection IDs in the
+// default layout (docs/cid.md).
+var defaultIDLen = func() int {
+	c, err := quiclb.NewCodec(quiclb.Config{MACKey: new(quiclb.Key)})
+	if err != nil {
+		panic(err)
+	}
+	return c.Len()
+}()
+
 // TestSplitOffloadAnnouncesConnectionIDs: with --offload split the server
-// announces every connection ID of its length that it routes (handshake
-// SCIDs and NEW_CONNECTION_ID ones) to the agent's control address, under
-// the key derived from its root secret (the agent's listener accepts
-// only those), and exports its counters.
+// announces the connection IDs of its length that it routes to the
+// agent's control address, under the key derived from its root secret
+// (the agent's listener accepts only those), and exports its counters. By
+// default its IDs carry a MAC the agent's fast path verifies, so none of
+// them is announced (skipped, and counted); in the cache-only mode (the
+// paper's: --fastpath bloom) every one is (handshake SCIDs and
+// NEW_CONNECTION_ID ones).
 func TestSplitOffloadAnnouncesConnectionIDs(t *testing.T) {
+	for _, cacheOnly := range []bool{false, true} {
+		name := "mac"
+		if cacheOnly {
+			name = "cache-only"
+		}
+		t.Run(name, func(t *testing.T) { splitAnnounces(t, cacheOnly) })
+	}
+}
+
+func splitAnnounces(t *testing.T, cacheOnly bool) {
 	var (
 		mu       sync.Mutex
 		admitted [][]byte
@@ -86,8 +109,8 @@ func TestSplitOffloadAnnouncesConnectionIDs(t *testing.T) {
 	ts := startServer(t, func(c *Config) {
 		c.SecretFile = secretFile
 		c.MetricsAddr = "127.0.0.1:0"
-		c.Offload = host.Config{Mode: host.ModeSplit, AgentControl: ac.addr, Admitted: func(cid []byte, _ error) {
-			if len(cid) == agent.DefaultCIDLen {
+		c.Offload = host.Config{Mode: host.ModeSplit, AgentControl: ac.addr, CacheOnly: cacheOnly, Admitted: func(cid []byte, _ error) {
+			if len(cid) == defaultIDLen {
 				mu.Lock()
 				admitted = append(admitted, bytes.Clone(cid))
 				mu.Unlock()
@@ -102,7 +125,32 @@ func TestSplitOffloadAnnouncesConnectionIDs(t *testing.T) {
 	ids := append([][]byte(nil), admitted...)
 	mu.Unlock()
 	if len(ids) < 2 {
-		t.Fatalf("the server routed %d IDs of length %d, want the handshake SCID and spares", len(ids), agent.DefaultCIDLen)
+		t.Fatalf("the server routed %d IDs of length %d, want the handshake SCID and spares", len(ids), defaultIDLen)
+	}
+	_, h1 := ts.clients(t)
+	metrics := func() metricFamilies {
+		_, body := get(t, h1, "GET", "http://"+ts.MetricsAddr().String()+"/metrics")
+		return parseMetrics(t, body)
+	}
+	if !cacheOnly {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			v, _ := metrics().value("turboretry_split_announce_skipped_total")
+			if v >= float64(len(ids)) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("/metrics counts %v skipped IDs, want at least %d", v, len(ids))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		for _, id := range ids {
+			if ac.has(id) {
+				t.Errorf("server ID %x, which the agent verifies by MAC, was announced", id)
+			}
+		}
+		checkDashboardQueries(t, metrics(), host.ModeSplit)
+		return
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for _, id := range ids {
@@ -113,9 +161,7 @@ func TestSplitOffloadAnnouncesConnectionIDs(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	_, h1 := ts.clients(t)
-	_, body := get(t, h1, "GET", "http://"+ts.MetricsAddr().String()+"/metrics")
-	fams := parseMetrics(t, body)
+	fams := metrics()
 	if v, _ := fams.value("turboretry_split_announced_cids_total"); v < float64(len(ids)) {
 		t.Errorf("/metrics counts %v announced IDs, want at least %d", v, len(ids))
 	}

@@ -198,6 +198,10 @@ func (s *Server) KeyRing() *token.KeyRing { return s.keyRing.Load() }
 // that must share it.
 func (s *Server) SecretPath() string { return s.secret }
 
+// Workers returns the number of HTTP/3 workers configured (the default
+// applied); the listener may run fewer where steering is refused.
+func (s *Server) Workers() int { return s.cfg.Workers }
+
 // RetryMode returns the configured Retry policy.
 func (s *Server) RetryMode() RetryMode { return s.cfg.Retry }
 

@@ -66,6 +66,7 @@ func (s *Server) registerCollectors() error {
 		appmetrics.NewTransportCollector(s.h3.transportStats),
 		appmetrics.NewHTTP3Collector(s.h3.serverStats),
 		appmetrics.NewOffloadCollector(s.h3.offloadStats),
+		appmetrics.NewReuseportCollector(s.h3.reuseportStats),
 	} {
 		if err := s.reg.Register(c); err != nil {
 			return err
@@ -74,16 +75,24 @@ func (s *Server) registerCollectors() error {
 	return nil
 }
 
-// addressValidationStats is the listener's Transport's snapshot, zeros
-// before Serve bound it.
-func (l *http3Listener) addressValidationStats() quic.AddressValidationStats {
+// transports returns the workers' Transports, nil before Serve bound them.
+func (l *http3Listener) transports() []*quic.Transport {
 	l.mu.Lock()
-	tr := l.tr
-	l.mu.Unlock()
-	if tr == nil {
-		return quic.AddressValidationStats{}
+	defer l.mu.Unlock()
+	if l.workers == nil {
+		return nil
 	}
-	return tr.AddressValidationStats()
+	return l.workers.Transports
+}
+
+// addressValidationStats is the sum of the workers' Transports'
+// snapshots, zeros before Serve bound them.
+func (l *http3Listener) addressValidationStats() quic.AddressValidationStats {
+	var sum quic.AddressValidationStats
+	for _, tr := range l.transports() {
+		addStats(&sum, tr.AddressValidationStats())
+	}
+	return sum
 }
 
 // serverStats is the HTTP/3 server's snapshot, zeros before Serve made
@@ -98,16 +107,28 @@ func (l *http3Listener) serverStats() http3.ServerStats {
 	return srv.Stats()
 }
 
-// transportStats is the listener's Transport's load and shed-load
-// snapshot, zeros before Serve bound it.
+// transportStats is the sum of the workers' Transports' load and
+// shed-load snapshots, zeros before Serve bound them.
 func (l *http3Listener) transportStats() quic.TransportStats {
-	l.mu.Lock()
-	tr := l.tr
-	l.mu.Unlock()
-	if tr == nil {
-		return quic.TransportStats{}
+	var sum quic.TransportStats
+	for _, tr := range l.transports() {
+		addStats(&sum, tr.Stats())
 	}
-	return tr.Stats()
+	return sum
+}
+
+// reuseportStats is the steering program's snapshot and the group's
+// shape; ok is false before Serve bound the sockets.
+func (l *http3Listener) reuseportStats() (st appmetrics.ReuseportSnapshot, ok bool, err error) {
+	l.mu.Lock()
+	w := l.workers
+	l.mu.Unlock()
+	if w == nil {
+		return st, false, nil
+	}
+	st.Workers, st.Mode = w.Group.Workers(), w.Group.Mode()
+	st.Stats, err = w.Group.Stats()
+	return st, true, err
 }
 
 // offloadStats is the running offload's snapshot; ok is false when none

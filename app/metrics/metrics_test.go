@@ -18,6 +18,7 @@ import (
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/offload/datapath"
 	"github.com/turboretry/turboretry/offload/host"
+	"github.com/turboretry/turboretry/offload/reuseport"
 	"github.com/turboretry/turboretry/offload/split"
 	"github.com/turboretry/turboretry/offload/xdp"
 	"github.com/turboretry/turboretry/quic"
@@ -357,5 +358,38 @@ func TestHTTP3Collector(t *testing.T) {
 	}
 	if n := len(fams["turboretry_http3_refused_total"].GetMetric()); n != int(http3.NumRefusals) {
 		t.Errorf("%d refusal series, want %d", n, http3.NumRefusals)
+	}
+}
+
+func TestReuseportCollector(t *testing.T) {
+	st := ReuseportSnapshot{Workers: 4, Mode: reuseport.ModeSteered,
+		Stats: reuseport.Stats{Steered: 10, Hashed: 3, Undecodable: 2, Truncated: 1}}
+	fams, err := gather(t, NewReuseportCollector(func() (ReuseportSnapshot, bool, error) { return st, true, nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"turboretry_reuseport_workers", []string{"mode", "steered"}, 4},
+		{"turboretry_reuseport_packets_total", []string{"decision", "steered"}, 10},
+		{"turboretry_reuseport_packets_total", []string{"decision", "hashed"}, 3},
+		{"turboretry_reuseport_packets_total", []string{"decision", "undecodable"}, 2},
+		{"turboretry_reuseport_packets_total", []string{"decision", "truncated"}, 1},
+		{"turboretry_reuseport_packets_total", []string{"decision", "no_socket"}, 0},
+	} {
+		if v, ok := sample(fams, c.name, c.labels...); !ok || v != c.want {
+			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, v, ok, c.want)
+		}
+	}
+	fams, err = gather(t, NewReuseportCollector(func() (ReuseportSnapshot, bool, error) { return st, false, nil }))
+	if err != nil || len(fams) != 0 {
+		t.Errorf("not bound: %d families, %v", len(fams), err)
+	}
+	_, err = gather(t, NewReuseportCollector(func() (ReuseportSnapshot, bool, error) { return st, true, errors.New("map gone") }))
+	if err == nil {
+		t.Error("a counter read error did not fail the scrape")
 	}
 }

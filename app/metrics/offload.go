@@ -73,6 +73,7 @@ var (
 	announceMessages  = desc("turboretry_split_announce_messages_total", "Announcement messages sent to the split-mode agent.")
 	announceDropped   = desc("turboretry_split_announce_dropped_total", "Connection IDs not queued for announcement (queue full; the next re-announce carries them).")
 	announceSendError = desc("turboretry_split_announce_send_errors_total", "Announcement messages the socket refused.")
+	announceSkipped   = desc("turboretry_split_announce_skipped_total", "Connection IDs not announced because the agent's fast path verifies their MAC.")
 )
 
 // offloadCollector exports a running offload's snapshot.
@@ -90,7 +91,7 @@ func NewOffloadCollector(stats func() (st host.Stats, ok bool, err error)) prome
 
 func (c offloadCollector) Describe(ch chan<- *prometheus.Desc) {
 	describe(ch, datapathDescs...)
-	describe(ch, announcedCIDs, announceMessages, announceDropped, announceSendError)
+	describe(ch, announcedCIDs, announceMessages, announceDropped, announceSendError, announceSkipped)
 }
 
 func (c offloadCollector) Collect(ch chan<- prometheus.Metric) {
@@ -107,6 +108,7 @@ func (c offloadCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- counterOf(announceMessages, a.Messages)
 		ch <- counterOf(announceDropped, a.Dropped)
 		ch <- counterOf(announceSendError, a.SendErrors)
+		ch <- counterOf(announceSkipped, a.Skipped)
 	}
 }
 

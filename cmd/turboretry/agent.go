@@ -17,6 +17,7 @@ import (
 	appmetrics "github.com/turboretry/turboretry/app/metrics"
 	"github.com/turboretry/turboretry/offload/fastpath"
 	"github.com/turboretry/turboretry/offload/split"
+	"github.com/turboretry/turboretry/quiclb"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -29,7 +30,8 @@ func init() {
 }
 
 const agentSynopsis = "turboretry agent --wire IF --host IF --port PORT --secret FILE --control ADDR:PORT\n" +
-	"         [--cid-len 8] [--stale-after 1s] [--rotate 30s] [--idle-timeout 30s] [--metrics ADDR]\n\n" +
+	"         [--cid-host-id HEX] [--cid-config-id N] [--cid-nonce-len N] [--fastpath mac|bloom] [--workers N]\n" +
+	"         [--stale-after 1s] [--rotate 30s] [--idle-timeout 30s] [--metrics ADDR]\n\n" +
 	"Runs the Retry agent as a process of its own between the wire port (--wire, p0 on a\n" +
 	"BlueField-3) and the host port (--host, pf0hpf): an XDP fast path on the wire port passes\n" +
 	"packets of admitted connections on towards the host, the agent answers token-less\n" +
@@ -38,12 +40,16 @@ const agentSynopsis = "turboretry agent --wire IF --host IF --port PORT --secret
 	"the shared --secret). The XDP program is not pinned: when this process ends, however it\n" +
 	"ends, the wire port passes everything and the host validates by itself (fail-open).\n" +
 	"--rotate (the fast-path aging window) must not be below the host's --idle-timeout.\n" +
+	"--cid-* and --fastpath must be the host's (turboretry serve): with --fastpath mac (the\n" +
+	"default) the host's connection IDs pass on their MAC and only the rest is announced;\n" +
+	"--workers is the host's worker count, over which the agent's Retry SCIDs are spread.\n" +
 	"SIGHUP reloads the secret; SIGUSR1 pauses the agent, SIGUSR2 resumes it; SIGINT or\n" +
 	"SIGTERM stops it. Linux, root (docs/split.md)."
 
 // agentFlags are the agent's parsed command line.
 type agentFlags struct {
 	cfg         split.Config
+	layout      quiclb.Config // the host's ID layout, MAC key from the secret
 	secret      string
 	metricsAddr string
 }
@@ -58,7 +64,8 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, int, bool) {
 	port := flags.Uint("port", 443, "the server's UDP `PORT`")
 	secret := flags.String("secret", "", "token root secret `FILE` shared with the host (see turboretry keygen)")
 	control := flags.String("control", "", "UDP `ADDR:PORT` to receive the host's connection ID announcements on")
-	cidLen := flags.Int("cid-len", 8, "the host's connection ID length in `BYTES`")
+	cids := addCIDFlags(flags)
+	workers := flags.Int("workers", 1, "the host's `N` workers (serve --workers) the Retry SCIDs spread over")
 	staleAfter := flags.Duration("stale-after", time.Second, "fail open when the agent's heartbeat is older than `D`")
 	rotate := flags.Duration("rotate", split.DefaultRotateEvery, "fast-path aging window T_W (`D`); at least --idle-timeout")
 	idle := flags.Duration("idle-timeout", split.DefaultIdleTimeout, "the host's QUIC idle timeout (`D`)")
@@ -83,8 +90,8 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, int, bool) {
 		return fail("--control is required: the address the host announces its connection IDs to")
 	case *port == 0 || *port > 65535:
 		return fail("--port %d: want 1..65535", *port)
-	case *cidLen < 1 || *cidLen > 20:
-		return fail("--cid-len %d: want 1..20", *cidLen)
+	case *workers < 1 || *workers > quiclb.MaxWorkers:
+		return fail("--workers %d: want 1..%d", *workers, quiclb.MaxWorkers)
 	case *staleAfter <= 0 || *rotate <= 0 || *idle <= 0:
 		return fail("--stale-after, --rotate and --idle-timeout must be positive")
 	}
@@ -95,17 +102,22 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, int, bool) {
 	if err != nil || ctl.Port() == 0 {
 		return fail("--control %q: want IP:PORT with a nonzero port", *control)
 	}
+	layout, cacheOnly, err := cids.layout()
+	if err != nil {
+		return fail("%v", err)
+	}
 	f.cfg = split.Config{
 		WireIface:   *wire,
 		HostIface:   *host,
 		Port:        uint16(*port),
-		CIDLen:      *cidLen,
+		IDWorkers:   *workers,
+		CacheOnly:   cacheOnly,
 		Control:     ctl,
 		StaleAfter:  *staleAfter,
 		RotateEvery: *rotate,
 		IdleTimeout: *idle,
 	}
-	f.secret, f.metricsAddr = *secret, *metricsAddr
+	f.layout, f.secret, f.metricsAddr = layout, *secret, *metricsAddr
 	return f, exitOK, true
 }
 
@@ -121,6 +133,14 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFail
 	}
 	f.cfg.KeyRing, f.cfg.Logger = kr, log
+	// The MAC key derives from the secret read at start, as on the host;
+	// a reloaded secret takes effect for IDs at the next restart.
+	key := quiclb.KeyFromRing(kr)
+	f.layout.MACKey = &key
+	if f.cfg.IDs, err = quiclb.NewCodec(f.layout); err != nil {
+		fmt.Fprintln(stderr, "agent:", err) // checked in parseAgentFlags already
+		return exitFail
+	}
 
 	// The metrics socket first: a taken address fails before anything
 	// filters.
@@ -162,7 +182,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		metricsURL = "http://" + ml.Addr().String() + "/metrics"
 	}
 	log.Info("agent: running", "wire", f.cfg.WireIface, "host", f.cfg.HostIface, "port", f.cfg.Port,
-		"control", f.cfg.Control.String(), "cid_len", f.cfg.CIDLen, "stale_after", f.cfg.StaleAfter,
+		"control", f.cfg.Control.String(), "cid_len", f.cfg.IDs.Len(), "fastpath_mac", !f.cfg.CacheOnly, "stale_after", f.cfg.StaleAfter,
 		"rotate", f.cfg.RotateEvery, "idle_timeout", f.cfg.IdleTimeout, "metrics", metricsURL, "pid", os.Getpid())
 	for {
 		select {

@@ -10,8 +10,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/turboretry/turboretry/app/doctor"
 	"github.com/turboretry/turboretry/app/fileserver"
 	"github.com/turboretry/turboretry/offload/host"
+	"github.com/turboretry/turboretry/offload/reuseport"
 )
 
 func init() {
@@ -24,6 +26,7 @@ func init() {
 
 const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE --key FILE] [--retry auto|always|never]\n" +
 	"         [--dotfiles] [--list-dirs] [--secret FILE] [--metrics ADDR] [--state-dir DIR] [--qlog-dir DIR]\n" +
+	"         [--workers N] [--cid-host-id HEX] [--cid-config-id N] [--cid-nonce-len N] [--fastpath mac|bloom]\n" +
 	"         [--offload none | xdp --iface IF | split --agent-control ADDR] [limits: --max-conns N ...]\n\n" +
 	"Serves DIR (default: a built-in demo site) over HTTP/3 (UDP) and over HTTPS with\n" +
 	"HTTP/1.1 and HTTP/2 (TCP) on the same port, advertising HTTP/3 with Alt-Svc. It answers\n" +
@@ -40,10 +43,17 @@ const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE 
 	"pauses the agent (fail-open: the host validates) and SIGUSR2 resumes it. --offload split\n" +
 	"--agent-control ADDR works with a separate `turboretry agent` in front of this host\n" +
 	"(docs/split.md): the server announces its connection IDs to the agent at ADDR, and its\n" +
-	"own --retry policy takes over whenever the agent is gone. The default address, 127.0.0.1:4433, is\n" +
+	"own --retry policy takes over whenever the agent is gone. --workers N (default: the CPUs)\n" +
+	"spreads HTTP/3 over N UDP sockets of the port, each with its own receive loop; an\n" +
+	"sk_reuseport program keeps each connection on its worker by the worker index in its\n" +
+	"connection IDs, also when the client's address changes (root or CAP_BPF; without it one\n" +
+	"socket serves, and the log says so; docs/reuseport.md). The IDs are QUIC-LB IDs with a\n" +
+	"MAC keyed from the root secret (--cid-*, docs/cid.md); an agent must be given the same\n" +
+	"--cid-* and --fastpath. At start serve logs a summary of turboretry doctor's checks.\n" +
+	"The default address, 127.0.0.1:4433, is\n" +
 	"reachable from this machine only; use --addr :443 to serve the network. The limits (--max-conns\n" +
-	"to --write-stall-timeout) bound what clients can make the server hold; their defaults and why\n" +
-	"are in docs/fileserver.md. SIZE is bytes, or a number with KiB, MiB or GiB."
+	"to --write-stall-timeout) bound what clients can make the server hold, per worker; their\n" +
+	"defaults and why are in docs/fileserver.md. SIZE is bytes, or a number with KiB, MiB or GiB."
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags := newFlagSet("serve", serveSynopsis, stderr)
@@ -62,6 +72,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	qlogDir := flags.String("qlog-dir", "", "write a qlog file per QUIC connection into `DIR` (debugging; one file per connection)")
 	limits := limitFlags(flags)
 	stateDir := flags.String("state-dir", "", "keep the generated certificate, key and secret in `DIR` (default $XDG_STATE_HOME/turboretry or ~/.local/state/turboretry)")
+	workers := flags.Int("workers", 0, "spread HTTP/3 over `N` sockets and receive loops (default: the number of CPUs)")
+	cids := addCIDFlags(flags)
 	pos, err := parseArgs(flags, args)
 	if err != nil {
 		return flagExit(err)
@@ -96,6 +108,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if (*certFile == "") != (*keyFile == "") {
 		return usageError(flags, "--cert and --key go together: give both or neither")
 	}
+	if *workers < 0 || *workers > reuseport.MaxWorkers {
+		return usageError(flags, "--workers %d: want 1..%d (0: the number of CPUs)", *workers, reuseport.MaxWorkers)
+	}
+	layout, cacheOnly, err := cids.layout()
+	if err != nil {
+		return usageError(flags, "%v", err)
+	}
 	if *stateDir == "" && (*certFile == "" || *secret == "") {
 		if *stateDir, err = fileserver.DefaultStateDir(); err != nil {
 			fmt.Fprintln(stderr, "serve:", err)
@@ -105,25 +124,29 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	srv, err := fileserver.New(fileserver.Config{
-		Addr:        *addr,
-		Root:        *root,
-		Dotfiles:    *dotfiles,
-		ListDirs:    *listDirs,
-		Limits:      &lim,
-		CertFile:    *certFile,
-		KeyFile:     *keyFile,
-		Retry:       mode,
-		SecretFile:  *secret,
-		StateDir:    *stateDir,
-		MetricsAddr: *metricsAddr,
-		QlogDir:     *qlogDir,
-		Offload:     host.Config{Mode: offMode, Iface: *iface, AgentControl: control},
-		Logger:      log,
+		Addr:          *addr,
+		Root:          *root,
+		Dotfiles:      *dotfiles,
+		ListDirs:      *listDirs,
+		Limits:        &lim,
+		CertFile:      *certFile,
+		KeyFile:       *keyFile,
+		Retry:         mode,
+		SecretFile:    *secret,
+		StateDir:      *stateDir,
+		MetricsAddr:   *metricsAddr,
+		QlogDir:       *qlogDir,
+		Workers:       *workers,
+		ConnectionIDs: fileserver.IDLayout{ConfigID: layout.ConfigID, HostID: layout.HostID, NonceLen: layout.NonceLen},
+		Offload:       host.Config{Mode: offMode, Iface: *iface, AgentControl: control, CacheOnly: cacheOnly},
+		Logger:        log,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
 		return exitFail
 	}
+
+	log.Info("doctor: " + doctor.Summary(doctor.Run(doctor.Host(), doctor.Options{Iface: *iface, Workers: srv.Workers()})))
 
 	// Registered before anything is printed, so whoever waits for the
 	// output below may send SIGHUP without killing the process.

@@ -61,6 +61,11 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"--key", "k.pem"}, "--cert and --key go together"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"--bogus"}, "flag provided but not defined"},
+		{[]string{"--workers", "-1"}, "--workers -1"},
+		{[]string{"--workers", "257"}, "--workers 257"},
+		{[]string{"--cid-nonce-len", "3"}, "--cid-*"},
+		{[]string{"--cid-host-id", "0102030405060708090a0b0c0d0e0f"}, "--cid-*"},
+		{[]string{"--fastpath", "none"}, `--fastpath "none"`},
 	} {
 		args := append([]string{"serve", "--state-dir", state}, tc.args...)
 		code, _, errOut := runCLI(args...)
@@ -198,7 +203,8 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, srv.errOut.String())
 	}
 	logs := srv.errOut.String()
-	for _, w := range []string{"retry=always", "--origin-to-force-quic-on=", "serving HTTP/3", "shutting down", "stopped", "method=GET"} {
+	for _, w := range []string{"retry=always", "--origin-to-force-quic-on=", "serving HTTP/3", "shutting down", "stopped", "method=GET",
+		"msg=\"doctor: ", " ok, ", "cid_len=10"} {
 		if !strings.Contains(logs, w) {
 			t.Errorf("log lacks %q:\n%s", w, logs)
 		}

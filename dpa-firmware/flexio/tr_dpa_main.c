@@ -19,6 +19,8 @@ __dpa_rpc__ uint64_t tr_fp_dpa_init(uint64_t arg)
 
 	if (src->cid_len < 1 || src->cid_len > TR_FP_CID_MAX)
 		return 1;
+	if (src->cid.len != 0 && src->cid.len != src->cid_len)
+		return 1; /* authenticated IDs are the server's IDs */
 	tr_cfg = *src;
 	tr_cfg_ready = 1;
 	return 0;

@@ -2,6 +2,7 @@
  * references every entry point so that each one is compiled for the
  * target. Not linked, not run. */
 #include "tr_fastpath.h"
+#include "tr_cid.h"
 #include "tr_dpa_verdict.h"
 
 /* One struct argument: BPF functions take at most 5. */
@@ -31,9 +32,12 @@ int tr_fp_compile_check(const struct tr_fp_check_args *a)
 	hit += tr_fp_lookup_cid(t0, t1, gen, &key, cid, 8);
 	tr_fp_insert_cid(t0, t1, gen, &key, cid, len);
 	{
-		struct tr_dpa_cfg cfg = {{t0, t1}, gen, key, 8};
+		struct tr_cid_cfg cc = {key, 10, 0, 1, 0};
+		struct tr_dpa_cfg cfg = {{t0, t1}, gen, key, 8, cc};
 
 		hit += tr_dpa_verdict(&cfg, cid, len);
+		if (tr_cid_verify(&cc, cid))
+			hit += tr_cid_worker(&cc, cid);
 	}
 	return hit + tr_fp_test_bit(t0, idx[0]);
 }

@@ -216,6 +216,7 @@ static void test_verdict(void)
 	tr_u8 other[32] = {0x41, 8, 7, 6, 5, 4, 3, 2, 1, 0xaa, 0xbb};
 
 	reset();
+	memset(&cfg, 0, sizeof cfg);
 	cfg.tables[0] = tables[0];
 	cfg.tables[1] = tables[1];
 	cfg.gen = &gen;
@@ -238,6 +239,34 @@ static void test_verdict(void)
 	CHECK(tr_dpa_verdict(&cfg, pkt, 32) == TR_DPA_TO_AGENT, "cid_len 21 passed");
 }
 
+/* An authenticated ID passes with no cache entry: the first accepted line
+ * of test/cid_vectors.txt (made by Go's quiclb), key 00112233..ff. */
+static void test_verdict_mac(void)
+{
+	static const tr_u8 raw[16] = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+				      0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
+	tr_u8 pkt[40] = {0x41, 0x09, 0x00, 0xb7, 0xf4, 0x8f, 0xac, 0xec, 0x3e, 0x83, 0x5a, 0xaa};
+	struct tr_dpa_cfg cfg;
+
+	reset();
+	memset(&cfg, 0, sizeof cfg);
+	cfg.tables[0] = tables[0];
+	cfg.tables[1] = tables[1];
+	cfg.gen = &gen;
+	cfg.key.k0 = 1;
+	cfg.key.k1 = 2;
+	cfg.cid_len = 10;
+	CHECK(tr_dpa_verdict(&cfg, pkt, 30) == TR_DPA_TO_AGENT, "MAC checking off, not cached: passed");
+	cfg.cid.key = tr_fp_key_from_bytes(raw);
+	cfg.cid.len = 10;
+	cfg.cid.worker_off = 1;
+	CHECK(tr_dpa_verdict(&cfg, pkt, 30) == TR_DPA_FAST, "authenticated ID not passed");
+	pkt[5] ^= 0x10; /* a nonce bit */
+	CHECK(tr_dpa_verdict(&cfg, pkt, 30) == TR_DPA_TO_AGENT, "tampered ID passed");
+	tr_fp_insert_cid(tables[0], tables[1], &gen, &cfg.key, pkt + 1, 10);
+	CHECK(tr_dpa_verdict(&cfg, pkt, 30) == TR_DPA_FAST, "cached ID not passed");
+}
+
 int main(int argc, char **argv)
 {
 	int n = 0;
@@ -250,10 +279,11 @@ int main(int argc, char **argv)
 	n = test_cross_check(argv[1]);
 	test_aging();
 	test_verdict();
+	test_verdict_mac();
 	if (failures || n < 0) {
 		fprintf(stderr, "tr_fastpath: %d failures\n", failures);
 		return 1;
 	}
-	printf("tr_fastpath: ok (64 SipHash reference vectors, %d Go cross-check vectors, aging, DPA verdict)\n", n);
+	printf("tr_fastpath: ok (64 SipHash reference vectors, %d Go cross-check vectors, aging, DPA verdict with and without MAC)\n", n);
 	return 0;
 }

@@ -37,7 +37,7 @@ func (t tier) String() string { return tierNames[t] }
 func tierOf(rel string) (tier, bool) {
 	first, _, _ := strings.Cut(rel, "/")
 	switch {
-	case first == "internal" || first == "token":
+	case first == "internal" || first == "token" || first == "quiclb":
 		return tierBase, true
 	case first == "quic":
 		return tierQUIC, true

@@ -135,10 +135,12 @@ func parseLongInvariants(b []byte, v *Version, dcid, scid *[]byte) (int, error) 
 // lengthLen bytes (1, 2, 4 or 8), or minimally when lengthLen is 0; a fixed
 // size lets the caller write a placeholder and patch it with
 // PutVarintWithLen once the payload size is known. The reserved bits are 0.
-// Invalid arguments (unsupported version, over-long connection IDs, bad
-// lengths) are programming errors and panic.
+// A reserved version (0x?a?a?a?a, which a client sends to elicit Version
+// Negotiation) gets v1's layout. Invalid arguments (another unsupported
+// version, over-long connection IDs, bad lengths) are programming errors
+// and panic.
 func AppendLongHeader(b []byte, h *LongHeader, pnLen, lengthLen int) []byte {
-	if !h.Version.IsSupported() {
+	if !h.Version.IsSupported() && !h.Version.IsReserved() {
 		panic("wire: AppendLongHeader with unsupported version " + h.Version.String())
 	}
 	if len(h.DestConnID) > MaxConnIDLen || len(h.SrcConnID) > MaxConnIDLen {

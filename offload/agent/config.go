@@ -55,6 +55,26 @@ const MaxReplyLen = 1 + 4 + 1 + 255 + 1 + 255 + 4*len(supportedVersions)
 // version excluded.
 var supportedVersions = [...]wire.Version{wire.Version1, wire.Version2, 0}
 
+// ServerIDs is the layout of the server's connection IDs that the agent
+// makes its Retry SCIDs in and recognises; *quiclb.Codec implements it.
+// (An interface, so that the agent does not import quiclb: quic's own
+// tests import the agent, and quiclb imports quic.)
+type ServerIDs interface {
+	// Len is the ID length.
+	Len() int
+	// NonceOffset and NonceLen locate the random part.
+	NonceOffset() int
+	NonceLen() int
+	// Seal completes an ID for worker around the nonce in cid.
+	Seal(cid []byte, worker int) error
+	// Verify reports whether cid is an ID whose MAC the fast path checks
+	// by itself.
+	Verify(cid []byte) bool
+}
+
+// maxIDWorkers is the number of worker indices an ID's worker octet holds.
+const maxIDWorkers = 256
+
 // Config configures an Engine.
 type Config struct {
 	// KeyRing holds the deployment's root secret, shared with the host.
@@ -64,8 +84,17 @@ type Config struct {
 	// no fast path (host mode): nothing is admitted.
 	Cache CIDCache
 	// CIDLen is the length of the server's connection IDs, used for the
-	// Retry's SCID; 1 to 20, default DefaultCIDLen.
+	// Retry's SCID; 1 to 20, default DefaultCIDLen (IDs.Len() with IDs).
 	CIDLen int
+	// IDs, when set, is the layout of the server's connection IDs
+	// (a *quiclb.Codec). The Retry's SCID is then one of them, for a worker
+	// drawn from 0..IDWorkers-1, so the client's later packets to it are
+	// steered and, with a MAC, pass the fast path with nothing admitted;
+	// an Initial to an ID that verifies is forwarded as one to a known ID.
+	IDs ServerIDs
+	// IDWorkers is the number of the host's workers (sockets) the Retry
+	// SCIDs spread over; 0 means 1.
+	IDWorkers int
 	// Workers is the number of workers; default 1.
 	Workers int
 	// KeyCache caches derived token keys for all workers' validators; nil
@@ -98,6 +127,18 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.CIDLen == 0 {
 		cfg.CIDLen = DefaultCIDLen
+		if cfg.IDs != nil {
+			cfg.CIDLen = cfg.IDs.Len()
+		}
+	}
+	if cfg.IDs != nil && cfg.IDs.Len() != cfg.CIDLen {
+		return cfg, fmt.Errorf("agent: connection IDs of %d bytes, but CIDLen %d", cfg.IDs.Len(), cfg.CIDLen)
+	}
+	if cfg.IDWorkers == 0 {
+		cfg.IDWorkers = 1
+	}
+	if cfg.IDWorkers < 0 || cfg.IDWorkers > maxIDWorkers {
+		return cfg, fmt.Errorf("agent: IDWorkers %d outside 1..%d", cfg.IDWorkers, maxIDWorkers)
 	}
 	if cfg.CIDLen < 1 || cfg.CIDLen > wire.MaxConnIDLen {
 		return cfg, fmt.Errorf("agent: CIDLen %d outside 1..%d", cfg.CIDLen, wire.MaxConnIDLen)

@@ -40,12 +40,15 @@ func (w *Worker) initial(pkt []byte, from netip.AddrPort, out []byte) (Reason, [
 		return w.newTokenInitial(w.now, from, out)
 	}
 	if bytes.Equal(res.RSCID, h.DestConnID) {
-		w.admit(h.DestConnID)
+		// An RSCID whose MAC the fast path verifies needs no entry.
+		if !w.verifies(h.DestConnID) {
+			w.admit(h.DestConnID)
+		}
 		return ReasonRetryTokenForwarded, nil
 	}
 	// The client's later Initials keep the token but switch the DCID to
-	// the host's SCID, which egress admitted.
-	if w.lookup != nil && w.lookup.Contains(h.DestConnID) {
+	// the host's SCID, which egress admitted or which verifies.
+	if w.verifies(h.DestConnID) || w.lookup != nil && w.lookup.Contains(h.DestConnID) {
 		return ReasonRetryTokenKnownCID, nil
 	}
 	return ReasonRSCIDMismatch, nil
@@ -85,7 +88,13 @@ func (w *Worker) newTokenInitial(now time.Time, from netip.AddrPort, out []byte)
 func (w *Worker) retry(from netip.AddrPort, out []byte, r Reason) (Reason, []byte) {
 	h := &w.hdr
 	rscid := w.rscid[:w.eng.cfg.CIDLen]
-	_, _ = w.rng.Read(rscid) // never fails
+	_, _ = w.rng.Read(rscid) // never fails; with IDs only the nonce is kept
+	if ids := w.eng.cfg.IDs; ids != nil {
+		// One of the server's IDs around the random nonce just drawn.
+		if err := ids.Seal(rscid, int(w.rng.Uint64()%uint64(w.eng.cfg.IDWorkers))); err != nil {
+			return ReasonInternal, nil
+		}
+	}
 	tok, err := w.issuer.AppendRetry(w.tok[:0], from, h.DestConnID, rscid, w.now)
 	if err != nil {
 		return ReasonInternal, nil
@@ -112,6 +121,13 @@ func (w *Worker) versionNegotiation(pkt []byte, out []byte) (Reason, []byte) {
 	w.versions[len(w.versions)-1] = wire.Version(uint32(w.rng.Uint64())&0xf0f0f0f0 | 0x0a0a0a0a)
 	reply := wire.AppendVersionNegotiation(out[:0], w.inv.DestConnID, w.inv.SrcConnID, w.versions[:])
 	return ReasonVersionNegotiation, reply
+}
+
+// verifies reports whether cid is one of the server's IDs with a MAC that
+// the fast path verifies by itself.
+func (w *Worker) verifies(cid []byte) bool {
+	ids := w.eng.cfg.IDs
+	return ids != nil && ids.Verify(cid)
 }
 
 // cidPrefix is the part of a long-header DCID the fast-path cache keys on:

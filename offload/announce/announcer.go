@@ -47,6 +47,13 @@ type AnnouncerConfig struct {
 	// it may be nil. It runs on the Announcer's goroutine, and yielded
 	// slices are copied before yield returns.
 	Active func(yield func(cid []byte) bool)
+	// Skip, when set, reports the IDs that need no announcement: the
+	// server's authenticated IDs (quiclb.Codec.Verify), which the agent's
+	// fast path passes on their MAC. Add and the re-announce leave them
+	// out and count them (AnnouncerStats.Skipped), so only what the MAC
+	// cannot cover travels: a client's chosen DCID. It must be safe for
+	// concurrent use.
+	Skip func(cid []byte) bool
 	// Logger receives send failures (a warning when sending starts to fail,
 	// info when it works again). Nil discards.
 	Logger *slog.Logger
@@ -60,6 +67,7 @@ type AnnouncerStats struct {
 	Invalid     uint64 // IDs of the wrong length from Add or Active
 	SendErrors  uint64 // messages the socket refused
 	Reannounces uint64 // completed full re-announces
+	Skipped     uint64 // IDs from Add or Active that Skip left out
 }
 
 // Announcer sends the host's connection IDs to the agent: Add queues one
@@ -71,6 +79,7 @@ type Announcer struct {
 	perMsg   int // connection IDs per message
 	interval time.Duration
 	active   func(yield func(cid []byte) bool)
+	skip     func(cid []byte) bool
 	log      *slog.Logger
 
 	key atomic.Pointer[[32]byte]
@@ -92,7 +101,7 @@ type Announcer struct {
 	mac     macState
 	failing bool
 
-	messages, cids, dropped, invalid, sendErrors, reannounces atomic.Uint64
+	messages, cids, dropped, invalid, sendErrors, reannounces, skipped atomic.Uint64
 }
 
 // NewAnnouncer checks cfg, opens a UDP socket towards cfg.Agent and starts
@@ -118,6 +127,7 @@ func NewAnnouncer(cfg AnnouncerConfig) (*Announcer, error) {
 		perMsg:   MaxCIDsPerMessage(cfg.CIDLen),
 		interval: cfg.Interval,
 		active:   cfg.Active,
+		skip:     cfg.Skip,
 		log:      cfg.Logger,
 		pending:  make([]byte, 0, QueueCIDs*cfg.CIDLen),
 		sending:  make([]byte, 0, QueueCIDs*cfg.CIDLen),
@@ -145,6 +155,10 @@ func NewAnnouncer(cfg AnnouncerConfig) (*Announcer, error) {
 func (a *Announcer) Add(cid []byte) {
 	if len(cid) != a.cidLen {
 		a.invalid.Add(1)
+		return
+	}
+	if a.skip != nil && a.skip(cid) {
+		a.skipped.Add(1)
 		return
 	}
 	a.mu.Lock()
@@ -182,6 +196,7 @@ func (a *Announcer) Stats() AnnouncerStats {
 		Invalid:     a.invalid.Load(),
 		SendErrors:  a.sendErrors.Load(),
 		Reannounces: a.reannounces.Load(),
+		Skipped:     a.skipped.Load(),
 	}
 }
 
@@ -273,6 +288,10 @@ func (a *Announcer) reannounce() {
 	a.active(func(cid []byte) bool {
 		if len(cid) != a.cidLen {
 			a.invalid.Add(1)
+			return true
+		}
+		if a.skip != nil && a.skip(cid) {
+			a.skipped.Add(1)
 			return true
 		}
 		all = append(all, cid...)

@@ -291,3 +291,42 @@ func TestAnnouncerConfigErrors(t *testing.T) {
 	}
 	a.Close()
 }
+
+// TestAnnouncerSkip: IDs that Skip reports (the MAC covers them) are sent
+// neither by Add nor by the re-announce; the others are, and the skipped
+// ones are counted.
+func TestAnnouncerSkip(t *testing.T) {
+	srv := serve(t, nil, ListenerConfig{})
+	ids := cids(200, 8)
+	skip := func(cid []byte) bool { return cid[len(cid)-1]%2 == 1 }
+	var want, skipped [][]byte
+	for _, id := range ids {
+		if skip(id) {
+			skipped = append(skipped, id)
+		} else {
+			want = append(want, id)
+		}
+	}
+	if len(want) == 0 || len(skipped) == 0 {
+		t.Fatal("test IDs do not exercise both cases")
+	}
+	a := newTestAnnouncer(t, AnnouncerConfig{Agent: srv.addr, Interval: 5 * time.Millisecond, Skip: skip,
+		Active: func(yield func([]byte) bool) {
+			for _, id := range ids {
+				if !yield(id) {
+					return
+				}
+			}
+		}})
+	for _, id := range ids {
+		a.Add(id)
+	}
+	srv.sink.waitAll(t, want)
+	waitFor(t, "two completed re-announces", func() bool { return a.Stats().Reannounces >= 2 })
+	if m := srv.sink.missing(skipped); m != len(skipped) {
+		t.Fatalf("%d skipped IDs reached the agent", len(skipped)-m)
+	}
+	if st := a.Stats(); st.Skipped < uint64(3*len(skipped)) {
+		t.Fatalf("Skipped = %d, want at least %d (Add and two re-announces)", st.Skipped, 3*len(skipped))
+	}
+}

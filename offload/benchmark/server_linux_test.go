@@ -76,7 +76,7 @@ func TestMain(m *testing.M) {
 
 // serveVariant serves until stdin closes (the parent ended or is done).
 func serveVariant(v variant, dir string) error {
-	if !slices.Contains([]variant{quicGoRetry, hostRetry, hostNoRetry, xdpAgent, splitAgent}, v) {
+	if !slices.Contains([]variant{quicGoRetry, hostRetry, hostNoRetry, xdpAgent, splitAgent, workers1, workers2}, v) {
 		return fmt.Errorf("unknown variant %q", v)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -114,8 +114,10 @@ func serveVariant(v variant, dir string) error {
 		}
 		return nil
 	}
+	// One worker, as the figures in docs/offload.md were measured; the
+	// worker benchmarks (workers_linux_test.go) vary it.
 	cfg := fileserver.Config{Addr: addr, CertFile: certFile, KeyFile: keyFile, StateDir: dir, Retry: fileserver.RetryAlways,
-		MetricsAddr: netip.AddrPortFrom(ipServer, metricsPort).String()}
+		MetricsAddr: netip.AddrPortFrom(ipServer, metricsPort).String(), Workers: 1}
 	switch v {
 	case hostRetry:
 	case hostNoRetry:
@@ -124,6 +126,13 @@ func serveVariant(v variant, dir string) error {
 		cfg.Offload = host.Config{Mode: host.ModeXDP, Iface: serverIf}
 	case splitAgent:
 		splitServerConfig(&cfg, dir)
+	case workers1, workers2:
+		cfg.Retry, cfg.Workers = fileserver.RetryNever, workersOf(v)
+		root, err := writeBulk(dir)
+		if err != nil {
+			return err
+		}
+		cfg.Root = root
 	}
 	s, err := fileserver.New(cfg)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/turboretry/turboretry/internal/netnstest"
 	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/offload/split"
+	"github.com/turboretry/turboretry/quiclb"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -123,11 +124,18 @@ func runBenchAgent(dir string) error {
 	if err != nil {
 		return err
 	}
+	// The host's IDs in serve's default layout, MAC keyed from the secret.
+	key := quiclb.KeyFromRing(kr)
+	ids, err := quiclb.NewCodec(quiclb.Config{MACKey: &key})
+	if err != nil {
+		return err
+	}
 	a, err := split.Start(split.Config{
 		WireIface: wireIf,
 		HostIface: hostIf,
 		Port:      serverPort,
 		KeyRing:   kr,
+		IDs:       ids,
 		Control:   agentControl,
 		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})

@@ -11,8 +11,22 @@ import "github.com/turboretry/turboretry/token"
 // once filtering resumes. It fails (fastpath.ErrCIDLength) for a cid not
 // of Config.CIDLen bytes; such IDs never appear in short headers. Safe
 // for concurrent use.
+//
+// One of the server's authenticated IDs (Config.IDs with a MAC) needs no
+// entry: the program passes it on its MAC, so Admit inserts nothing and
+// returns nil (Verifies reports which).
 func (d *Datapath) Admit(cid []byte) error {
+	if d.Verifies(cid) {
+		return nil
+	}
 	return d.prog.Cache().Insert(cid)
+}
+
+// Verifies reports whether cid is one of the server's IDs whose MAC the
+// program verifies by itself (no cache entry needed).
+func (d *Datapath) Verifies(cid []byte) bool {
+	ids := d.prog.Config().IDs
+	return ids != nil && ids.Verify(cid)
 }
 
 // SetKeyRing switches the agent to a new key ring (a reloaded root secret
@@ -24,8 +38,9 @@ func (d *Datapath) SetKeyRing(kr *token.KeyRing) error {
 	return d.engine.SetKeyRing(kr)
 }
 
-// Admitted reports whether cid is in the fast-path cache now (a lookup as
-// the program does it): for tests and diagnostics.
+// Admitted reports whether packets to cid pass now: its MAC verifies, or
+// it is in the fast-path cache (a lookup as the program does it). For
+// tests and diagnostics.
 func (d *Datapath) Admitted(cid []byte) bool {
-	return d.prog.Cache().Lookup(cid)
+	return d.Verifies(cid) || d.prog.Cache().Lookup(cid)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/fastpath"
 	"github.com/turboretry/turboretry/offload/xdp"
+	"github.com/turboretry/turboretry/quiclb"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -46,8 +47,21 @@ type Config struct {
 	// Required.
 	KeyRing *token.KeyRing
 	// CIDLen is the server's connection ID length (agent and fast path),
-	// which the QUIC server must use too; 0 means agent.DefaultCIDLen.
+	// which the QUIC server must use too; 0 means IDs.Len() with IDs, else
+	// agent.DefaultCIDLen.
 	CIDLen int
+	// IDs, when set, is the layout of the server's connection IDs (package
+	// quiclb): with a MAC the fast path passes the server's IDs on their
+	// MAC alone (nothing admitted, xdp.PassMAC), and the agent's Retry
+	// SCIDs are such IDs too, spread over IDWorkers workers. Nil (or no
+	// MAC): every ID goes through the cache, the paper's mode.
+	IDs *quiclb.Codec
+	// IDWorkers is the number of the server's workers (agent.Config).
+	IDWorkers int
+	// CacheOnly keeps every ID in the cache even with IDs that carry a MAC
+	// (the paper's mode): the program does not verify the MAC, Admit
+	// inserts every ID, the agent admits its Retry SCIDs.
+	CacheOnly bool
 	// CacheKey is the fast-path cache's SipHash key. The zero key means the
 	// one DESIGN.md derives from the root secret (fastpath.KeyFromRing), so
 	// every loader of one deployment (XDP, the DPA) hashes alike.
@@ -103,6 +117,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CIDLen == 0 {
 		c.CIDLen = agent.DefaultCIDLen
+		if c.IDs != nil {
+			c.CIDLen = c.IDs.Len()
+		}
 	}
 	if c.Socket == (afxdp.Config{}) {
 		c.Socket = DefaultSocket

@@ -13,6 +13,7 @@ import (
 	"github.com/turboretry/turboretry/offload/afxdp"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/xdp"
+	"github.com/turboretry/turboretry/quiclb"
 )
 
 // Datapath is a running agent datapath on one interface: the XDP program,
@@ -63,15 +64,29 @@ func Start(cfg Config) (*Datapath, error) {
 			d.release()
 		}
 	}()
-	d.prog, err = xdp.Load(xdp.Config{Port: cfg.Port, CIDLen: cfg.CIDLen, Key: cfg.CacheKey, StaleAfter: cfg.StaleAfter, Queues: cfg.Queues})
+	var macIDs *quiclb.Codec // what the program verifies: IDs with a MAC only
+	if cfg.IDs != nil && cfg.IDs.HasMAC() && !cfg.CacheOnly {
+		macIDs = cfg.IDs
+	}
+	d.prog, err = xdp.Load(xdp.Config{Port: cfg.Port, CIDLen: cfg.CIDLen, Key: cfg.CacheKey, IDs: macIDs,
+		StaleAfter: cfg.StaleAfter, Queues: cfg.Queues})
 	if err != nil {
 		return nil, classify(ErrLoad, "loading", err)
 	}
 	prog := d.prog
+	var agentIDs agent.ServerIDs // no typed nil in the interface
+	switch {
+	case cfg.IDs != nil && cfg.CacheOnly:
+		agentIDs = unverified{cfg.IDs}
+	case cfg.IDs != nil:
+		agentIDs = cfg.IDs
+	}
 	d.engine, err = agent.New(agent.Config{
 		KeyRing:           cfg.KeyRing,
 		Cache:             prog.Cache(),
 		CIDLen:            cfg.CIDLen,
+		IDs:               agentIDs,
+		IDWorkers:         cfg.IDWorkers,
 		Workers:           cfg.Queues + 1, // the last one watches egress
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		OnHeartbeat:       func(time.Time) { d.beat() },
@@ -116,6 +131,12 @@ func Start(cfg Config) (*Datapath, error) {
 		"zero_copy", d.queues[0].sock.ZeroCopy(), "stale_after", cfg.StaleAfter)
 	return d, nil
 }
+
+// unverified is a layout whose MAC the fast path does not check
+// (Config.CacheOnly): the agent makes Retry SCIDs in it but admits them.
+type unverified struct{ *quiclb.Codec }
+
+func (unverified) Verify([]byte) bool { return false }
 
 // Run starts a datapath and closes it when ctx is done.
 func Run(ctx context.Context, cfg Config) error {

@@ -5,9 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/turboretry/turboretry/internal/firmwaretest"
 )
 
 var update = flag.Bool("update", false, "rewrite dpa-firmware/test/vectors.txt")
@@ -72,25 +73,5 @@ func TestCrossCheckVectors(t *testing.T) {
 // TestCFirmwareCrossCheck builds the C host test with gcc and runs it on
 // freshly generated vectors, so `go test ./...` proves Go and C agree.
 func TestCFirmwareCrossCheck(t *testing.T) {
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc not found: skipping the C cross-check (install gcc to run it)")
-	}
-	dir := t.TempDir()
-	vec := filepath.Join(dir, "vectors.txt")
-	if err := os.WriteFile(vec, crossCheckVectors(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "test_fastpath")
-	build := exec.Command(gcc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic",
-		"-I", filepath.Join(firmwareDir, "include"), "-I", filepath.Join(firmwareDir, "flexio"),
-		"-o", bin, filepath.Join(firmwareDir, "test", "test_fastpath.c"))
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	out, err := exec.Command(bin, vec).CombinedOutput()
-	if err != nil {
-		t.Fatalf("C test failed: %v\n%s", err, out)
-	}
-	t.Logf("%s", bytes.TrimSpace(out))
+	firmwaretest.Run(t, firmwareDir, "test_fastpath.c", crossCheckVectors())
 }

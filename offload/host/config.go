@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/offload/fastpath"
+	"github.com/turboretry/turboretry/quiclb"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -78,6 +79,18 @@ type Config struct {
 	KeyRing *token.KeyRing
 	// Logger receives the offload's messages; nil discards them.
 	Logger *slog.Logger
+	// IDs is the layout of the Transports' connection IDs, which they
+	// must issue (quic.Transport.ConnectionIDGenerator, as ListenWorkers
+	// sets it). With a MAC, the fast path passes them on the MAC alone:
+	// nothing is admitted or announced for them, only the IDs the MAC
+	// cannot cover (a client's chosen DCID), and the agent's Retry SCIDs
+	// are such IDs too. Nil: random IDs of the agent's default length,
+	// every one through the cache (the paper's mode).
+	IDs *quiclb.Codec
+	// CacheOnly keeps the paper's mode with IDs set: the fast path ignores
+	// the MAC and every ID goes through the Bloom cache (and, in ModeSplit,
+	// the announcements).
+	CacheOnly bool
 	// Admitted, when set, sees every connection ID the Transport routes
 	// and the outcome of handing it to the fast path (nil when admitted or
 	// announced), on the goroutine that created the ID. It must not block.

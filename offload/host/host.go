@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/offload/datapath"
 	"github.com/turboretry/turboretry/quic"
+	"github.com/turboretry/turboretry/quiclb"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -49,9 +51,27 @@ type Stats struct {
 // program filters the socket's port on cfg.Iface. ModeNone is refused:
 // there is nothing to attach. Close the Offload before tr.
 func Attach(tr *quic.Transport, cfg Config) (*Offload, error) {
+	return AttachWorkers([]*quic.Transport{tr}, nil, cfg)
+}
+
+// AttachWorkers is Attach for a server of several workers, one Transport
+// per SO_REUSEPORT socket of one address (ListenWorkers): every Transport
+// gets the hooks, the split mode announces the IDs of all of them, and in
+// ModeXDP a validated Initial goes to the Transport trs[steer(payload)]
+// (Workers.WorkerFor: the worker the sk_reuseport program would pick for
+// it, so the client's later packets find its connection there). steer may
+// be nil for a single Transport.
+func AttachWorkers(trs []*quic.Transport, steer func(payload []byte) int, cfg Config) (*Offload, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
+	if len(trs) == 0 || (len(trs) > 1 && steer == nil) {
+		return nil, errors.New("offload: AttachWorkers needs the Transports and, for several, a steering function")
+	}
+	if err := checkIDs(trs, &cfg); err != nil {
+		return nil, err
+	}
+	tr := trs[0]
 	if cfg.KeyRing == nil {
 		return nil, errors.New("offload: Config.KeyRing is required")
 	}
@@ -68,9 +88,9 @@ func Attach(tr *quic.Transport, cfg Config) (*Offload, error) {
 		if !ok || ua.Port == 0 {
 			return nil, fmt.Errorf("offload xdp: the Transport's socket (%v) has no UDP port", tr.Conn.LocalAddr())
 		}
-		part, err = attachXDP(tr, &cfg, uint16(ua.Port))
+		part, err = attachXDP(trs, steer, &cfg, uint16(ua.Port))
 	case ModeSplit:
-		part, err = attachSplit(tr, &cfg)
+		part, err = attachSplit(trs, &cfg)
 	default:
 		return nil, errors.New("offload: mode none: nothing to attach")
 	}
@@ -78,6 +98,49 @@ func Attach(tr *quic.Transport, cfg Config) (*Offload, error) {
 		return nil, err
 	}
 	return &Offload{mode: cfg.Mode, part: part}, nil
+}
+
+// checkIDs checks that the Transports issue IDs of cfg.IDs' length (or,
+// without IDs, that none has a generator of its own, since the agent's
+// length is set on them).
+func checkIDs(trs []*quic.Transport, cfg *Config) error {
+	for i, tr := range trs {
+		g := tr.ConnectionIDGenerator
+		switch {
+		case cfg.IDs == nil && g != nil:
+			return fmt.Errorf("offload: Transport %d has its own ConnectionIDGenerator but Config.IDs is unset", i)
+		case cfg.IDs != nil && (g == nil || g.ConnectionIDLen() != cfg.IDs.Len()):
+			return fmt.Errorf("offload: Transport %d must issue the %d-byte IDs of Config.IDs (set its ConnectionIDGenerator)", i, cfg.IDs.Len())
+		}
+	}
+	return nil
+}
+
+// cidLen is the length of the Transports' IDs, the fast path's key length.
+func (c *Config) cidLen() int {
+	if c.IDs != nil {
+		return c.IDs.Len()
+	}
+	return agent.DefaultCIDLen
+}
+
+// macIDs returns the IDs the fast path verifies by MAC, or nil.
+func (c *Config) macIDs() *quiclb.Codec {
+	if c.IDs == nil || !c.IDs.HasMAC() || c.CacheOnly {
+		return nil
+	}
+	return c.IDs
+}
+
+// setHooks gives every Transport the agent's ID length (unless it has its
+// own generator) and the ConnectionIDAdded hook.
+func setHooks(trs []*quic.Transport, cfg *Config, added func(cid []byte)) {
+	for _, tr := range trs {
+		if tr.ConnectionIDGenerator == nil {
+			tr.ConnectionIDLength = cfg.cidLen()
+		}
+		tr.ConnectionIDAdded = added
+	}
 }
 
 // Mode returns the offload's mode.

@@ -1,7 +1,6 @@
 package host
 
 import (
-	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/quic"
 	"github.com/turboretry/turboretry/token"
@@ -16,33 +15,49 @@ type splitPart struct {
 	cfg *Config
 }
 
-// attachSplit makes tr use the agent's connection ID length and announce
-// every ID it routes to cfg.AgentControl, and all of them again
-// periodically, so an agent that restarted with an empty cache learns
-// them back.
-func attachSplit(tr *quic.Transport, cfg *Config) (agentPart, error) {
+// attachSplit makes the Transports use the agent's connection ID length
+// and announce every ID they route to cfg.AgentControl, and all of them
+// again periodically, so an agent that restarted with an empty cache
+// learns them back; IDs whose MAC the agent verifies are left out.
+func attachSplit(trs []*quic.Transport, cfg *Config) (agentPart, error) {
+	var skip func([]byte) bool
+	if ids := cfg.macIDs(); ids != nil {
+		skip = ids.Verify
+	}
+	n := cfg.cidLen()
 	a, err := announce.NewAnnouncer(announce.AnnouncerConfig{
 		Agent:  cfg.AgentControl,
 		Key:    announce.Key(cfg.KeyRing),
-		CIDLen: agent.DefaultCIDLen,
-		Active: tr.ConnectionIDs,
+		CIDLen: n,
+		Active: func(yield func([]byte) bool) {
+			for _, tr := range trs {
+				stop := false
+				tr.ConnectionIDs(func(cid []byte) bool {
+					stop = !yield(cid)
+					return !stop
+				})
+				if stop {
+					return
+				}
+			}
+		},
+		Skip:   skip,
 		Logger: cfg.Logger,
 	})
 	if err != nil {
 		return nil, err
 	}
-	tr.ConnectionIDLength = agent.DefaultCIDLen
 	admitted := cfg.Admitted
-	tr.ConnectionIDAdded = func(cid []byte) {
+	setHooks(trs, cfg, func(cid []byte) {
 		// A client's Initial DCID of another length only appears in long
 		// headers, which the agent sees anyway.
-		if len(cid) == agent.DefaultCIDLen {
+		if len(cid) == n {
 			a.Add(cid)
 		}
 		if admitted != nil {
 			admitted(cid, nil)
 		}
-	}
+	})
 	cfg.Logger.Info("offload split: announcing connection IDs", "agent", cfg.AgentControl.String())
 	return &splitPart{a: a, cfg: cfg}, nil
 }

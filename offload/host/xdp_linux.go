@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/netip"
 
-	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/datapath"
 	"github.com/turboretry/turboretry/offload/fastpath"
 	"github.com/turboretry/turboretry/quic"
@@ -15,19 +14,27 @@ import (
 type xdpPart struct{ dp *datapath.Datapath }
 
 // attachXDP starts the integrated XDP datapath on cfg.Iface for port in
-// front of tr: validated Initials go straight into tr, and every
-// connection ID tr routes is admitted to the fast path. It runs in the
+// front of the Transports: validated Initials go straight into the one
+// steer picks, and every connection ID they route is admitted to the fast
+// path (nothing for one that verifies on its MAC). It runs in the
 // caller's network namespace (that of cfg.Iface).
-func attachXDP(tr *quic.Transport, cfg *Config, port uint16) (agentPart, error) {
+func attachXDP(trs []*quic.Transport, steer func([]byte) int, cfg *Config, port uint16) (agentPart, error) {
 	log := cfg.Logger
 	dp, err := datapath.Start(datapath.Config{
 		Iface:       cfg.Iface,
 		Port:        port,
 		KeyRing:     cfg.KeyRing,
-		CIDLen:      agent.DefaultCIDLen,
+		CIDLen:      cfg.cidLen(),
+		IDs:         cfg.IDs, // the agent's Retry SCIDs: the server's layout
+		IDWorkers:   len(trs),
+		CacheOnly:   cfg.CacheOnly,
 		StaleAfter:  cfg.StaleAfter,
 		RotateEvery: cfg.window(),
 		Deliver: func(pkt []byte, from, _ netip.AddrPort) {
+			tr := trs[0]
+			if steer != nil {
+				tr = trs[steer(pkt)]
+			}
 			// InjectDatagram copies pkt, as Deliver requires.
 			if err := tr.InjectDatagram(pkt, from); err != nil {
 				log.Debug("offload: delivering a validated Initial", "from", from.String(), "err", err)
@@ -38,11 +45,10 @@ func attachXDP(tr *quic.Transport, cfg *Config, port uint16) (agentPart, error) 
 	if err != nil {
 		return nil, err
 	}
+	admitted := cfg.Admitted
 	// The fast path keys on the server's connection IDs: ours must have
 	// the length it was built for.
-	tr.ConnectionIDLength = agent.DefaultCIDLen
-	admitted := cfg.Admitted
-	tr.ConnectionIDAdded = func(cid []byte) {
+	setHooks(trs, cfg, func(cid []byte) {
 		// A client-chosen Initial DCID of another length is refused; it
 		// only ever appears in long headers, which reach the agent anyway.
 		err := dp.Admit(cid)
@@ -52,7 +58,7 @@ func attachXDP(tr *quic.Transport, cfg *Config, port uint16) (agentPart, error) 
 		if admitted != nil {
 			admitted(cid, err)
 		}
-	}
+	})
 	return xdpPart{dp}, nil
 }
 

@@ -9,6 +9,6 @@ import (
 )
 
 // attachXDP fails here: the XDP datapath needs Linux.
-func attachXDP(*quic.Transport, *Config, uint16) (agentPart, error) {
+func attachXDP([]*quic.Transport, func([]byte) int, *Config, uint16) (agentPart, error) {
 	return nil, errors.New("offload xdp needs Linux")
 }

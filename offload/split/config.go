@@ -9,6 +9,7 @@ import (
 
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/fastpath"
+	"github.com/turboretry/turboretry/quiclb"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -32,9 +33,19 @@ type Config struct {
 	// KeyRing holds the root secret the host validates tokens with; the
 	// control channel's key derives from it too. Required.
 	KeyRing *token.KeyRing
-	// CIDLen is the host's connection ID length; 0 means
-	// agent.DefaultCIDLen.
+	// CIDLen is the host's connection ID length; 0 means IDs.Len() with
+	// IDs, else agent.DefaultCIDLen.
 	CIDLen int
+	// IDs is the layout of the host's connection IDs (turboretry serve
+	// --cid-*). With a MAC, its IDs pass the fast path on the MAC and the
+	// host announces only the rest; the Retry SCIDs are such IDs, spread
+	// over IDWorkers workers. Nil: the cache alone, random Retry SCIDs.
+	IDs *quiclb.Codec
+	// IDWorkers is the number of the host's workers; 0 means 1.
+	IDWorkers int
+	// CacheOnly keeps every ID in the cache (the paper's mode; the host's
+	// --fastpath bloom) even with IDs carrying a MAC.
+	CacheOnly bool
 	// Control is the UDP address the control listener binds (reachable
 	// from the host). Required.
 	Control netip.AddrPort
@@ -86,6 +97,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CIDLen == 0 {
 		c.CIDLen = agent.DefaultCIDLen
+		if c.IDs != nil {
+			c.CIDLen = c.IDs.Len()
+		}
+	}
+	if c.IDs != nil && c.IDs.Len() != c.CIDLen {
+		return c, fmt.Errorf("%w: connection IDs of %d bytes, but CIDLen %d", ErrConfig, c.IDs.Len(), c.CIDLen)
 	}
 	if c.RotateEvery == 0 {
 		c.RotateEvery = DefaultRotateEvery

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/offload/fastpath"
+	"github.com/turboretry/turboretry/quiclb"
 )
 
 // DefaultStaleAfter is the heartbeat bound used when Config.StaleAfter is
@@ -26,8 +27,12 @@ type Config struct {
 	// Port is the server's UDP port (required).
 	Port uint16
 	// CIDLen is the server's fixed connection ID length, 1..20; 0 means
-	// fastpath.DefaultCIDLen.
+	// IDs.Len() with IDs, else fastpath.DefaultCIDLen.
 	CIDLen int
+	// IDs, when set with a MAC, are the server's authenticated connection
+	// IDs: a DCID of theirs whose MAC verifies passes with no cache entry
+	// (PassMAC). Their length must be CIDLen. Nil: the cache decides alone.
+	IDs *quiclb.Codec
 	// Key is the cache's SipHash key (fastpath.DeriveKey).
 	Key fastpath.Key
 	// StaleAfter is how old the heartbeat may be before the program passes
@@ -45,8 +50,17 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Port == 0 {
 		return cfg, errNoPort
 	}
+	if cfg.IDs != nil && !cfg.IDs.HasMAC() {
+		return cfg, errors.New("xdp: Config.IDs without a MAC: the program could not verify them")
+	}
 	if cfg.CIDLen == 0 {
 		cfg.CIDLen = fastpath.DefaultCIDLen
+		if cfg.IDs != nil {
+			cfg.CIDLen = cfg.IDs.Len()
+		}
+	}
+	if cfg.IDs != nil && cfg.IDs.Len() != cfg.CIDLen {
+		return cfg, fmt.Errorf("xdp: connection IDs of %d bytes, but CIDLen %d", cfg.IDs.Len(), cfg.CIDLen)
 	}
 	if cfg.CIDLen < 1 || cfg.CIDLen > fastpath.MaxCIDLen {
 		return cfg, fmt.Errorf("xdp: CID length %d outside 1..%d", cfg.CIDLen, fastpath.MaxCIDLen)
@@ -70,11 +84,20 @@ func (cfg Config) withDefaults() (Config, error) {
 func (cfg Config) mapConfig() fastpathTrXdpConfig {
 	// SipHash k0/k1: the key's halves read little-endian, as in
 	// tr_fp_key_from_bytes and fastpath.Key.
-	return fastpathTrXdpConfig{
+	mc := fastpathTrXdpConfig{
 		K0:      binary.LittleEndian.Uint64(cfg.Key[:8]),
 		K1:      binary.LittleEndian.Uint64(cfg.Key[8:]),
 		StaleNs: uint64(cfg.StaleAfter.Nanoseconds()),
 		CidLen:  uint32(cfg.CIDLen),
 		Port:    uint32(cfg.Port),
 	}
+	if cfg.IDs != nil {
+		k, _ := cfg.IDs.MACKey()
+		mc.Cid.Key.K0 = binary.LittleEndian.Uint64(k[:8])
+		mc.Cid.Key.K1 = binary.LittleEndian.Uint64(k[8:])
+		mc.Cid.Len = uint32(cfg.IDs.Len())
+		mc.Cid.ConfigId = uint32(cfg.IDs.ConfigID())
+		mc.Cid.WorkerOff = uint32(cfg.IDs.WorkerOffset())
+	}
+	return mc
 }

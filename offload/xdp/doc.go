@@ -10,9 +10,11 @@
 //     other non-zero version, is redirected to the AF_XDP socket of its
 //     receive queue (map tr_xsks) for the agent; when the queue has no
 //     socket the packet passes to the kernel stack instead (fail-open);
-//   - Handshake, 0-RTT and short-header packets pass when their DCID hits
-//     the cache of dpa-firmware/include/tr_fastpath.h (a PASSIVE hit is
-//     re-inserted into ACTIVE), and are dropped otherwise;
+//   - Handshake, 0-RTT and short-header packets pass when their DCID is one
+//     of the server's authenticated IDs (Config.IDs, package quiclb) whose
+//     MAC verifies (dpa-firmware/include/tr_cid.h; no cache state), or when
+//     it hits the cache of dpa-firmware/include/tr_fastpath.h (a PASSIVE hit
+//     is re-inserted into ACTIVE), and are dropped otherwise;
 //   - everything else on the port (short Initials, Retry and Version
 //     Negotiation sent to a server, packets too short to hold a DCID, a
 //     long-header DCID of another length than the cache's) is dropped;
@@ -59,8 +61,10 @@
 // test registers an unbound one) and nothing is delivered; with an empty
 // slot it returns the fallback action from its flags, XDP_PASS, which is
 // what the test run reports. FuzzVerdict checks the program against a
-// plain-Go model of the rules above; TestCrossCheckWithGo checks verdicts
-// and table bits against fastpath.Cache.
+// plain-Go model of the rules above (FuzzVerdictMAC with authenticated
+// IDs); TestCrossCheckWithGo checks verdicts and table bits against
+// fastpath.Cache; TestFalsePositiveRateMAC counts random DCIDs passing the
+// MAC check (-fp-probes).
 //
 // # Requirements
 //

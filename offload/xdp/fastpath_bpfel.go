@@ -20,6 +20,18 @@ type fastpathTrXdpConfig struct {
 	StaleNs uint64
 	CidLen  uint32
 	Port    uint32
+	Cid     struct {
+		_   structs.HostLayout
+		Key struct {
+			_  structs.HostLayout
+			K0 uint64
+			K1 uint64
+		}
+		Len       uint32
+		ConfigId  uint32
+		WorkerOff uint32
+		Reserved  uint32
+	}
 }
 
 type fastpathTrXdpReason uint32
@@ -37,7 +49,8 @@ const (
 	fastpathTrXdpReasonTR_XDP_DROP_SMALL_INITIAL fastpathTrXdpReason = 9
 	fastpathTrXdpReasonTR_XDP_DROP_MALFORMED     fastpathTrXdpReason = 10
 	fastpathTrXdpReasonTR_XDP_DROP_UNEXPECTED    fastpathTrXdpReason = 11
-	fastpathTrXdpReasonTR_XDP_NREASONS           fastpathTrXdpReason = 12
+	fastpathTrXdpReasonTR_XDP_PASS_MAC           fastpathTrXdpReason = 12
+	fastpathTrXdpReasonTR_XDP_NREASONS           fastpathTrXdpReason = 13
 )
 
 type fastpathTrXdpTable struct {

@@ -6,6 +6,32 @@ import (
 	"testing"
 )
 
+// FuzzVerdictMAC is FuzzVerdict with authenticated server IDs: the model
+// passes those whose MAC verifies (PassMAC) before it asks the cache.
+func FuzzVerdictMAC(f *testing.F) {
+	ids := testCodec(f)
+	known, _ := ids.Append(nil, 3)         // cached as well: the MAC must win
+	client := []byte("client-chosen-0rtt") // a 0-RTT DCID, cached by its prefix
+	f.Add(udp4(testPort, shortPacket(known)))
+	f.Add(udp6(testPort, longPacket(typeHandshake, 1, known, 64)))
+	f.Add(udp4(testPort, longPacket(type0RTT, 1, client, 64)))
+	f.Add(udp4(testPort, longPacket(type0RTT, 1, append(append([]byte{}, known...), 1, 2), 64)))
+	f.Add(udp4(testPort, shortPacket([]byte("0123456789"))))
+	p := loadMAC(f, ids)
+	for _, cid := range [][]byte{known, client[:ids.Len()]} {
+		if err := p.Cache().Insert(cid); err != nil {
+			f.Fatal(err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		if len(frame) < 14 || len(frame) > maxRunFrame {
+			t.Skip("the kernel's test run needs 14..one page of bytes")
+		}
+		wantAct, wantReason := modelVerdict(frame, testPort, ids.Len(), p.Cache().Lookup, ids.Verify)
+		expect(t, p, frame, wantAct, wantReason)
+	})
+}
+
 // fuzzKnownCID is in the cache during FuzzVerdict (seeds use it).
 var fuzzKnownCID = []byte("knownCID")
 
@@ -37,7 +63,7 @@ func FuzzVerdict(f *testing.F) {
 		wantAct, wantReason := modelVerdict(frame, testPort, len(known), func(cid []byte) bool {
 			// Only ACTIVE holds entries, so Lookup has no side effect.
 			return p.Cache().Lookup(cid)
-		})
+		}, nil)
 		expect(t, p, frame, wantAct, wantReason)
 	})
 }

@@ -7,8 +7,9 @@ import "encoding/binary"
 // modelVerdict is the verdict the program must give frame, written from
 // the package documentation in plain Go for FuzzVerdict: the agent is
 // alive, the port is port, the cache holds CIDs of cidLen bytes for which
-// inCache is true, and no AF_XDP socket is registered.
-func modelVerdict(frame []byte, port uint16, cidLen int, inCache func([]byte) bool) (uint32, Reason) {
+// inCache is true, authenticated server IDs of cidLen bytes are those for
+// which verify is true (nil: none), and no AF_XDP socket is registered.
+func modelVerdict(frame []byte, port uint16, cidLen int, inCache, verify func([]byte) bool) (uint32, Reason) {
 	if len(frame) < 14 {
 		return xdpPass, PassOther
 	}
@@ -91,6 +92,9 @@ func modelVerdict(frame []byte, port uint16, cidLen int, inCache func([]byte) bo
 	}
 	if plen < off+20 || len(q) < off+20 {
 		return xdpDrop, DropMalformed
+	}
+	if verify != nil && (off == 1 || int(q[5]) == cidLen) && verify(q[off:off+cidLen]) {
+		return xdpPass, PassMAC
 	}
 	if inCache(q[off : off+cidLen]) {
 		return xdpPass, PassHit

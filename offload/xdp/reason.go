@@ -33,6 +33,9 @@ const (
 	DropMalformed = Reason(fastpathTrXdpReasonTR_XDP_DROP_MALFORMED)
 	// DropUnexpected: Retry or Version Negotiation sent to the server.
 	DropUnexpected = Reason(fastpathTrXdpReasonTR_XDP_DROP_UNEXPECTED)
+	// PassMAC: Handshake, 0-RTT or short header whose DCID is an
+	// authenticated server ID (Config.IDs) whose MAC verifies.
+	PassMAC = Reason(fastpathTrXdpReasonTR_XDP_PASS_MAC)
 
 	// NumReasons is the number of reasons (and of counters).
 	NumReasons = int(fastpathTrXdpReasonTR_XDP_NREASONS)
@@ -51,6 +54,7 @@ var reasonNames = [NumReasons]string{
 	DropSmallInitial: "drop_small_initial",
 	DropMalformed:    "drop_malformed",
 	DropUnexpected:   "drop_unexpected",
+	PassMAC:          "pass_mac",
 }
 
 // String returns the reason's metric-style name.

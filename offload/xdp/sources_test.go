@@ -1,42 +1,13 @@
 package xdp
 
 import (
-	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
-	"os"
-	"strings"
 	"testing"
+
+	"github.com/turboretry/turboretry/internal/bpfsources"
 )
 
-// TestObjectUpToDate fails when bpf/fastpath.bpf.c or the shared cache
-// header changed after fastpath_bpfel.o and fastpath_bpfeb.o were generated.
+// TestObjectUpToDate fails when bpf/fastpath.bpf.c or the shared headers
+// changed after fastpath_bpfel.o and fastpath_bpfeb.o were generated.
 func TestObjectUpToDate(t *testing.T) {
-	f, err := os.Open("fastpath.sources")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	n := 0
-	for s.Scan() {
-		sum, path, ok := strings.Cut(s.Text(), "  ")
-		if !ok {
-			t.Fatalf("bad line %q in fastpath.sources", s.Text())
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := sha256.Sum256(data); hex.EncodeToString(got[:]) != sum {
-			t.Errorf("%s changed since the objects were generated: run go generate ./offload/xdp (needs clang)", path)
-		}
-		n++
-	}
-	if err := s.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if n != 3 {
-		t.Fatalf("fastpath.sources lists %d files, want 3", n)
-	}
+	bpfsources.Check(t, "fastpath.sources", "./offload/xdp", 4)
 }

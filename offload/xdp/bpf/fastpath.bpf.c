@@ -6,9 +6,10 @@
  *   - QUIC v1 Initial (>= 1200 bytes of UDP payload) and long headers of
  *     any other version go to the agent's AF_XDP socket for the receive
  *     queue; without a socket they pass to the kernel stack (fail-open);
- *   - Handshake, 0-RTT and short-header packets pass only when their DCID
- *     hits the connection cache of tr_fastpath.h (a PASSIVE hit re-inserts
- *     into ACTIVE);
+ *   - Handshake, 0-RTT and short-header packets pass when their DCID is an
+ *     authenticated server ID whose MAC verifies (tr_cid.h; no state), or
+ *     when it hits the connection cache of tr_fastpath.h (a PASSIVE hit
+ *     re-inserts into ACTIVE);
  *   - everything else on the port is dropped.
  * Each packet bumps one per-CPU counter (enum tr_xdp_reason). Other
  * traffic, IPv4 fragments and IPv6 packets with extension headers pass
@@ -18,6 +19,7 @@
  * Self-contained on purpose: no libbpf or kernel headers, so the object
  * builds from this file and dpa-firmware/include alone, on any host. */
 
+#include "tr_cid.h"
 #include "tr_fastpath.h"
 
 /* --- The few kernel ABI constants used (include/uapi/linux/bpf.h). --- */
@@ -64,7 +66,8 @@ enum tr_xdp_reason {
 	TR_XDP_DROP_SMALL_INITIAL = 9, /* Initial in < 1200 bytes (RFC 9000 14.1) */
 	TR_XDP_DROP_MALFORMED = 10,   /* too short to be QUIC, bad UDP length */
 	TR_XDP_DROP_UNEXPECTED = 11,  /* Retry or Version Negotiation to a server */
-	TR_XDP_NREASONS = 12,
+	TR_XDP_PASS_MAC = 12,         /* DCID an authenticated server ID */
+	TR_XDP_NREASONS = 13,
 };
 
 /* Written by the loader before attaching; all zero means "pass all". */
@@ -74,6 +77,8 @@ struct tr_xdp_config {
 	tr_u64 stale_ns; /* heartbeat older than this: fail-open */
 	tr_u32 cid_len;  /* server's fixed CID length, 1..TR_FP_CID_MAX */
 	tr_u32 port;     /* server UDP port, host byte order; 0: pass all */
+	/* Authenticated server IDs; cid.len == 0 (or != cid_len): cache only. */
+	struct tr_cid_cfg cid;
 };
 
 /* One Bloom table, the value of one tr_fp_tables entry. */
@@ -231,6 +236,13 @@ static __attribute__((always_inline)) int quic(struct xdp_md *ctx, const struct 
 #pragma unroll
 	for (i = 0; i < TR_FP_CID_MAX; i++)
 		cid[i] = p[i];
+
+	/* Server IDs verify on their MAC: no insert, no aging, nothing to
+	 * re-learn after a restart. A long header must carry exactly that
+	 * length; client-chosen DCIDs (0-RTT) fall through to the cache. */
+	if (cfg->cid.len == cfg->cid_len && (off == 1 || q[5] == cfg->cid_len) &&
+	    tr_cid_verify(&cfg->cid, cid))
+		return verdict(XDP_PASS, TR_XDP_PASS_MAC);
 
 	t0 = bpf_map_lookup_elem(&fp_tables, &zero);
 	t1 = bpf_map_lookup_elem(&fp_tables, &one);
