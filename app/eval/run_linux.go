@@ -133,7 +133,8 @@ func (r *runner) cpusFor(v Variant) (server, agent, gen []int) {
 	return all, all, all
 }
 
-// setup builds the network for v, starts its server and the generator.
+// setup builds the network for v, starts its server and the generator;
+// teardown undoes it.
 func (r *runner) setup(ctx context.Context, v Variant) (*network, *server, *attacker, error) {
 	srvCPU, agentCPU, genCPU := r.cpusFor(v)
 	cfg := *r.cfg
@@ -154,6 +155,12 @@ func (r *runner) setup(ctx context.Context, v Variant) (*network, *server, *atta
 		return nil, nil, nil, err
 	}
 	return n, s, a, nil
+}
+
+func teardown(n *network, s *server, a *attacker) {
+	a.close()
+	s.stop()
+	n.close()
 }
 
 // generatorAlone measures the generator with nothing but an XDP drop on
@@ -210,11 +217,8 @@ func (r *runner) searchVariant(ctx context.Context, v Variant, run int) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		a.close()
-		s.stop()
-		n.close()
-	}()
+	// s is replaced when the server restarts: tear down the last one.
+	defer func() { teardown(n, s, a) }()
 	var failed error
 	restart, last := false, ""
 	step := func(rate float64, phase string) Step {
@@ -290,11 +294,7 @@ func (r *runner) transfersOf(ctx context.Context, v Variant) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		a.close()
-		s.stop()
-		n.close()
-	}()
+	defer teardown(n, s, a)
 	for _, rate := range r.cfg.TransferRates {
 		floodCtx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
@@ -335,11 +335,7 @@ func (r *runner) failOpen(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		a.close()
-		s.stop()
-		n.close()
-	}()
+	defer teardown(n, s, a)
 	start := time.Now()
 	killed := make(chan time.Time, 1)
 	go func() {
