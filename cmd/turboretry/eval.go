@@ -54,6 +54,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	clientCPUs := fs.String("client-cpus", "0", "CPUs of the benign client (this process), `LIST`")
 	serverCPUs := fs.String("server-cpus", "1", "CPUs of the server process and its NAPI thread, `LIST`")
 	agentCPUs := fs.String("agent-cpus", "1", "CPUs of (d)'s agent process and its NAPI threads, `LIST`")
+	gomaxprocs := fs.Int("gomaxprocs", 2, "GOMAXPROCS of the Go servers and the agent, `N` (0: the runtime's default)")
 	replot := fs.Bool("replot", false, "measure nothing: redraw the CSV files and plots in --out from its results.json")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -78,8 +79,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg = eval.Quick()
 	}
 	set := setFlags(fs)
-	if *runs < 0 || *step < 0 || *benign < 0 {
-		return usageError(fs, "--runs, --step and --benign-rate must not be negative")
+	cfg.GoMaxProcs = *gomaxprocs
+	if *runs < 0 || *step < 0 || *benign < 0 || *gomaxprocs < 0 {
+		return usageError(fs, "--runs, --step, --benign-rate and --gomaxprocs must not be negative")
 	}
 	if *runs > 0 {
 		cfg.Runs = *runs
