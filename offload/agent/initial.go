@@ -17,8 +17,7 @@ func (w *Worker) initial(from netip.AddrPort, out []byte) (Reason, []byte) {
 	if len(h.Token) == 0 {
 		return w.retry(from, out, ReasonRetry)
 	}
-	now := time.Now()
-	res, err := w.validator.Validate(h.Token, token.TypeAny, from, now, w.payload[:0])
+	res, err := w.validator.Validate(h.Token, token.TypeAny, from, w.now, w.payload[:0])
 	if err != nil {
 		tr := token.ReasonOf(err)
 		if res.Type == token.TypeNewToken && tr > token.ReasonWrongType {
@@ -30,7 +29,7 @@ func (w *Worker) initial(from netip.AddrPort, out []byte) (Reason, []byte) {
 		return ReasonOfToken(tr), nil
 	}
 	if res.Type == token.TypeNewToken {
-		return w.newTokenInitial(now, from, out)
+		return w.newTokenInitial(w.now, from, out)
 	}
 	if bytes.Equal(res.RSCID, h.DestConnID) {
 		// An RSCID whose MAC the fast path verifies needs no entry.
@@ -97,7 +96,7 @@ func (w *Worker) retry(from netip.AddrPort, out []byte, r Reason) (Reason, []byt
 		}
 	}
 	// The token is minted straight into the Retry.
-	reply, err := w.eng.resp.AppendIssuedRetry(out[:0], h, rscid, w.issuer, from, time.Now())
+	reply, err := w.eng.resp.AppendIssuedRetry(out[:0], h, rscid, w.issuer, from, w.now)
 	if err != nil {
 		return ReasonInternal, nil
 	}

@@ -4,6 +4,7 @@ import (
 	crand "crypto/rand"
 	"math/rand/v2"
 	"net/netip"
+	"time"
 
 	"github.com/turboretry/turboretry/internal/stateless"
 	"github.com/turboretry/turboretry/internal/wire"
@@ -23,6 +24,8 @@ type Worker struct {
 	// rng makes RSCIDs. ChaCha8 is a CSPRNG seeded from crypto/rand, so
 	// RSCIDs stay unpredictable without a syscall each.
 	rng *rand.ChaCha8
+	// now is the time of the packet being processed (ProcessAt).
+	now time.Time
 
 	hdr     wire.LongHeader
 	rscid   [wire.MaxConnIDLen]byte
@@ -75,6 +78,15 @@ func (noCache) Insert([]byte) error { return nil }
 // Only the first packet of a coalesced datagram is examined: the verdict
 // covers the whole datagram.
 func (w *Worker) Process(pkt []byte, from netip.AddrPort, out []byte) (v Verdict, r Reason, reply []byte) {
+	return w.ProcessAt(pkt, from, out, time.Now())
+}
+
+// ProcessAt is Process at time now (token validity, the issued token's
+// timestamp): a caller handling a batch of packets reads the clock once
+// per batch, which saves a clock read per packet (about 100 ns on a VM's
+// clock source; BenchmarkDatapathSaturation).
+func (w *Worker) ProcessAt(pkt []byte, from netip.AddrPort, out []byte, now time.Time) (v Verdict, r Reason, reply []byte) {
+	w.now = now
 	r, reply = w.process(pkt, from, out)
 	w.count(r)
 	return r.Verdict(), r, reply
