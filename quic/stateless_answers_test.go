@@ -2,12 +2,14 @@ package quic
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"net/netip"
 	"slices"
 	"testing"
 	"time"
 
+	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/token"
@@ -192,5 +194,29 @@ func TestNewTokenShortDCIDAtHost(t *testing.T) {
 	hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: wire.Version1, DestConnID: rscid, SrcConnID: []byte{7}, Token: tok}
 	if dec := hostValidatorForTest(t, AlwaysRetry()).decide(&hdr, remote); dec.action != initialAccept || !dec.validated || !bytes.Equal(dec.rscid, rscid) {
 		t.Errorf("retry token for a 4-byte RSCID: %+v, want accepted", dec)
+	}
+}
+
+// TestVersionNegotiationToQuicGo: quic-go's client, starting in v2 at a
+// v1-only server of ours, takes our Version Negotiation (v1 and a reserved
+// version) and connects in v1; one that speaks only v2 fails with the
+// versions we listed, the reserved one among them.
+func TestVersionNegotiationToQuicGo(t *testing.T) {
+	ctx := testCtx(t)
+	addr := ourEchoServer(t, ctx, &Config{Versions: []Version{Version1}})
+	qc, err := quicgo.DialAddr(ctx, addr, clientTLS(t), &quicgo.Config{Versions: []quicgo.Version{quicgo.Version2, quicgo.Version1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	echoOver(t, ctx, qc, 3)
+	if got := qc.ConnectionState().Version; got != quicgo.Version1 {
+		t.Errorf("quic-go client after Version Negotiation: version %s, want v1", got)
+	}
+	qc.CloseWithError(0, "")
+
+	_, err = quicgo.DialAddr(ctx, addr, clientTLS(t), &quicgo.Config{Versions: []quicgo.Version{quicgo.Version2}})
+	var ve *quicgo.VersionNegotiationError
+	if !errors.As(err, &ve) || len(ve.Theirs) != 2 || ve.Theirs[0] != quicgo.Version1 || !wire.Version(ve.Theirs[1]).IsReserved() {
+		t.Fatalf("v2-only quic-go client: %v, want VersionNegotiationError listing v1 and a reserved version", err)
 	}
 }
