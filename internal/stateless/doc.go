@@ -11,15 +11,17 @@
 // version is not 0; an Initial that may open a connection; or something to
 // drop, and why. For an Initial the caller does its own token and policy
 // work and then asks the Responder for the answer it chose: a Retry with
-// the RFC 9001 section 5.8 integrity tag (AppendRetry; the caller picks the
-// SCID and mints the token), or a stateless close, an Initial carrying
+// the RFC 9001 section 5.8 integrity tag (AppendRetry around the caller's
+// token, or AppendIssuedRetry, which has a token.Issuer mint it in place;
+// the caller picks the SCID), or a stateless close, an Initial carrying
 // CONNECTION_CLOSE protected with the keys of the client's DCID
 // (AppendClose, for INVALID_TOKEN and CONNECTION_REFUSED).
 //
 // The package is sans-IO: it reads and writes byte slices and never a
-// socket. Examine and AppendRetry do not allocate when the destination
-// buffer has MaxReplyLen bytes of capacity; AppendClose derives Initial
-// keys, whose AES state crypto/aes allocates. A Responder is immutable and
-// safe for concurrent use. docs/address-validation.md lists the rules and
-// where the stack and the agent disagreed before this package.
+// socket. Examine and the Retry builders do not allocate when the
+// destination buffer has MaxReplyLen bytes of capacity; AppendClose derives
+// Initial keys, whose AES state crypto/aes allocates. A Responder is
+// immutable and safe for concurrent use (an Issuer is not: each caller
+// passes its own). docs/address-validation.md lists the rules and where the
+// stack and the agent disagreed before this package.
 package stateless
