@@ -9,7 +9,7 @@ LONGFUZZ  ?= 60s
 BENCHTIME ?= 1s
 BENCHOUT  ?= bench.txt
 
-.PHONY: serve demo firmware arm64 all build test unit lint fmt vet staticcheck fuzz fuzz-short bench clean interop-runner interop-fast dropin
+.PHONY: serve demo firmware arm64 all build test unit lint fmt vet staticcheck fuzz fuzz-short bench clean eval interop-runner interop-fast dropin
 
 all: build
 
@@ -92,10 +92,22 @@ dropin:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=1 $(PKGS) | tee $(BENCHOUT)
 
+## eval: the paper's evaluation (docs/evaluation.md; root, Linux >= 5.18): figures 9-13 as CSV
+## and plots in $(EVALOUT). EVALFLAGS=--quick for a run of a few minutes. The quic-go server of
+## variant (a) is cmd/turboretry's test binary (quic-go is for tests only).
+EVALOUT   ?= eval-out
+EVALFLAGS ?=
+eval:
+	@mkdir -p $(EVALOUT)/bin
+	$(GO) build -o $(EVALOUT)/bin/turboretry ./cmd/turboretry
+	$(GO) test -c -o $(EVALOUT)/bin/turboretry-quicgo.test ./cmd/turboretry
+	$(EVALOUT)/bin/turboretry eval --out $(EVALOUT) --quicgo-server $(EVALOUT)/bin/turboretry-quicgo.test $(EVALFLAGS)
+
 clean:
 	$(GO) clean -testcache
 	$(MAKE) -C dpa-firmware clean
 	rm -f $(BENCHOUT) turboretry
+	rm -rf $(EVALOUT)
 
 ## serve: the main job, the file server on an embedded demo site (https://127.0.0.1:4433/).
 serve:

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/stateless"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/token"
 )
@@ -137,17 +138,18 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 		// RFC 9000 section 8.1.3: a bad retry token ends the attempt.
 		v.m.invalidToken.Inc()
 		return initialDecision{action: initialInvalidToken}
-	case tk.Valid && (d == AddressAccept || tk.Kind == TokenRetry):
-		dec := initialDecision{action: initialAccept, validated: true, validatedBy: tk.Kind}
-		if tk.Kind == TokenRetry {
-			dec.odcid = bytes.Clone(tk.OriginalDestConnID)
-			dec.rscid = bytes.Clone(tk.RetrySourceConnID)
+	case tk.Valid && tk.Kind == TokenRetry:
+		return initialDecision{
+			action: initialAccept, validated: true, validatedBy: tk.Kind,
+			odcid: bytes.Clone(tk.OriginalDestConnID), rscid: bytes.Clone(tk.RetrySourceConnID),
 		}
-		return dec
-	case len(hdr.DestConnID) < 8:
-		// Only a valid token vouches for a DCID under 8 bytes (RFC 9000
-		// section 7.2).
+	case !stateless.DCIDAcceptable(hdr, false):
+		// Only a valid retry token vouches for a DCID under 8 bytes: the
+		// server chose it (RFC 9000 section 7.2). The agent drops such an
+		// Initial too.
 		return initialDecision{action: initialDrop}
+	case tk.Valid && d == AddressAccept:
+		return initialDecision{action: initialAccept, validated: true, validatedBy: tk.Kind}
 	case d == AddressAccept && tk.RejectReason != replayedLabel:
 		return initialDecision{action: initialAccept}
 	}
@@ -244,10 +246,4 @@ func (v *tokenValidator) mintNewToken(remote net.Addr) []byte {
 		return nil
 	}
 	return tok
-}
-
-// sendInvalidToken closes a connection attempt statelessly with
-// INVALID_TOKEN (RFC 9000 section 8.1.3).
-func (s *baseServer) sendInvalidToken(hdr *wire.LongHeader, remote net.Addr) {
-	s.sendStatelessClose(hdr, remote, InvalidToken)
 }

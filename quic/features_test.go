@@ -11,6 +11,7 @@ import (
 
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/qerr"
+	"github.com/turboretry/turboretry/internal/wire"
 )
 
 func TestVersion2WithQuicGo(t *testing.T) {
@@ -53,7 +54,8 @@ func TestVersion2WithQuicGo(t *testing.T) {
 func TestVersionNegotiationFailure(t *testing.T) {
 	ctx := testCtx(t)
 	// The server speaks only v2, the client only v1: the server answers
-	// with Version Negotiation and the dial fails.
+	// with Version Negotiation, v2 and a reserved version (RFC 9000
+	// section 6.3, as quic-go's server does), and the dial fails.
 	ln, err := ListenAddr("127.0.0.1:0", serverTLS(t), &Config{Versions: []Version{Version2}})
 	if err != nil {
 		t.Fatal(err)
@@ -61,8 +63,8 @@ func TestVersionNegotiationFailure(t *testing.T) {
 	defer ln.Close()
 	_, err = DialAddr(ctx, ln.Addr().String(), clientTLS(t), &Config{Versions: []Version{Version1}})
 	var ve *VersionNegotiationError
-	if !errors.As(err, &ve) || len(ve.Theirs) != 1 || ve.Theirs[0] != Version2 {
-		t.Fatalf("got %v, want VersionNegotiationError listing v2", err)
+	if !errors.As(err, &ve) || len(ve.Theirs) != 2 || ve.Theirs[0] != Version2 || !wire.Version(ve.Theirs[1]).IsReserved() {
+		t.Fatalf("got %v, want VersionNegotiationError listing v2 and a reserved version", err)
 	}
 }
 

@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/stateless"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -34,6 +36,10 @@ type baseServer struct {
 	validator addressValidator // guarded by t.mu
 	early0RTT earlyQueue       // 0-RTT datagrams ahead of their Initial (Allow0RTT)
 	tokens    *tokenValidator  // set when Transport.AddressValidation is
+	// responder applies the stateless rules the offload agent applies too
+	// (internal/stateless): Version Negotiation, which Initials may open a
+	// connection, the Retry and stateless close packets.
+	responder *stateless.Responder
 }
 
 // Listener accepts QUIC connections once their handshake completed.
@@ -184,6 +190,14 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 	if err := checkPreferredAddressSocket(conf.PreferredAddress, t.Conn.LocalAddr()); err != nil {
 		return nil, err
 	}
+	versions := make([]wire.Version, len(conf.Versions))
+	for i, v := range conf.Versions {
+		versions[i] = wire.Version(v)
+	}
+	responder, err := stateless.New(versions)
+	if err != nil {
+		return nil, fmt.Errorf("quic: Config.Versions: %w", err)
+	}
 	// Each connection gets a clone of the application's config, made when
 	// it starts (serverTLSConfig), so later changes to the config apply to
 	// later connections, as in quic-go. crypto/tls makes a config's
@@ -194,12 +208,13 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 	// keys now, so every clone shares them (golang.org/issue/60506).
 	_, _ = tlsConf.DecryptTicket(nil, tls.ConnectionState{})
 	s := &baseServer{
-		t:        t,
-		tlsConf:  tlsConf,
-		config:   conf,
-		early:    early,
-		acceptCh: make(chan *Conn, acceptQueueCap(conf)),
-		closed:   make(chan struct{}),
+		t:         t,
+		tlsConf:   tlsConf,
+		config:    conf,
+		early:     early,
+		acceptCh:  make(chan *Conn, acceptQueueCap(conf)),
+		closed:    make(chan struct{}),
+		responder: responder,
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -363,11 +378,9 @@ func (s *baseServer) setValidator(v addressValidator) {
 }
 
 // sendRetry answers a client Initial with a Retry carrying token
-// (RFC 9000 section 17.2.5), without creating any state.
-func (s *baseServer) sendRetry(hdr *wire.LongHeader, remote net.Addr, token, scid []byte) {
-	if len(token) == 0 {
-		return
-	}
+// (RFC 9000 section 17.2.5), without creating any state; buf takes the
+// packet. A nil scid picks one of the Transport's IDs.
+func (s *baseServer) sendRetry(hdr *wire.LongHeader, remote net.Addr, token, scid, buf []byte) {
 	if scid == nil {
 		scid = s.t.newConnID()
 	}
@@ -375,11 +388,7 @@ func (s *baseServer) sendRetry(hdr *wire.LongHeader, remote net.Addr, token, sci
 		scid = make([]byte, defaultConnIDLength)
 		_, _ = rand.Read(scid)
 	}
-	// The write is synchronous, so a pooled buffer can take the packet.
-	buf := getBuffer()
-	defer putBuffer(buf)
-	b := wire.AppendRetry((*buf)[:0], hdr.Version, hdr.SrcConnID, scid, token)
-	b, err := handshake.AppendRetryIntegrityTag(b, handshake.Version(hdr.Version), hdr.DestConnID)
+	b, err := s.responder.AppendRetry(buf, hdr, scid, token)
 	if err != nil {
 		return
 	}
@@ -394,56 +403,62 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 			putBuffer(p.buf)
 		}
 	}()
-	var ih wire.InvariantHeader
-	if err := wire.ParseInvariantHeader(p.data, &ih); err != nil {
-		s.t.countDropped(DropMalformed, len(p.data))
-		return
-	}
-	if !s.supports(ih.Version) {
-		if len(p.data) >= minInitialSize && ih.Version != 0 && !s.t.DisableVersionNegotiationPackets {
-			vs := make([]wire.Version, len(s.config.Versions))
-			for i, v := range s.config.Versions {
-				vs[i] = wire.Version(v)
-			}
-			s.t.write(wire.AppendVersionNegotiation(nil, ih.DestConnID, ih.SrcConnID, vs), p.remote)
-			s.t.traceVersionNegotiation(ih.SrcConnID, ih.DestConnID, vs)
+	// The stateless answers are written synchronously, so a pooled buffer
+	// takes them.
+	out := getBuffer()
+	defer putBuffer(out)
+	var hdr wire.LongHeader
+	switch o, reply := s.responder.Examine(p.data, &hdr, (*out)[:0]); o {
+	case stateless.Initial:
+	case stateless.VersionNegotiation:
+		if s.t.DisableVersionNegotiationPackets {
+			s.t.countDropped(DropUnsupportedVersion, len(p.data))
+			return
+		}
+		s.t.write(reply, p.remote)
+		var ih wire.InvariantHeader
+		if s.t.Tracer != nil && wire.ParseInvariantHeader(p.data, &ih) == nil {
+			s.t.traceVersionNegotiation(ih.SrcConnID, ih.DestConnID, s.responder.Versions(nil))
 		}
 		return
-	}
-	var hdr wire.LongHeader
-	if err := wire.ParseLongHeader(p.data, &hdr); err != nil {
+	case stateless.Malformed, stateless.ConnIDTooLong:
 		s.t.countDropped(DropMalformed, len(p.data))
 		return
-	}
-	if hdr.Type == wire.PacketType0RTT && s.config.Allow0RTT && s.early0RTT.add(hdr.DestConnID, p, rcvTimeOf(p)) {
-		p.buf = nil // the queue's now
+	case stateless.VersionNegotiationPacket, stateless.UnsupportedTooSmall:
+		s.t.countDropped(DropUnsupportedVersion, len(p.data))
 		return
-	}
-	if hdr.Type != wire.PacketTypeInitial {
+	case stateless.NotInitial:
+		if hdr.Type == wire.PacketType0RTT && s.config.Allow0RTT && s.early0RTT.add(hdr.DestConnID, p, rcvTimeOf(p)) {
+			p.buf = nil // the queue's now
+			return
+		}
 		s.t.countDropped(DropUnknownConnection, len(p.data))
 		return
-	}
-	// RFC 9000 sections 14.1 and 7.2. After a Retry the DCID is the
-	// server's choice, which may be shorter; the token vouches for it.
-	if len(p.data) < minInitialSize || (len(hdr.DestConnID) < 8 && len(hdr.Token) == 0) {
+	case stateless.InitialTooSmall, stateless.DCIDTooShort:
+		// RFC 9000 sections 14.1 and 7.2. After a Retry the DCID is the
+		// server's choice, which may be shorter; the token vouches for it.
 		s.t.countDropped(DropInitialTooSmall, len(p.data))
+		return
+	default:
+		s.t.countDropped(DropUnknownConnection, len(p.data))
 		return
 	}
 	// The listener's limits come first: a client that would be refused
 	// anyway learns it at once, not after a Retry round trip.
 	if r, full := s.overLimit(); full {
 		s.t.countRefused(r)
-		s.sendStatelessClose(&hdr, p.remote, ConnectionRefused)
+		s.sendStatelessClose(&hdr, p.remote, ConnectionRefused, (*out)[:0])
 		return
 	}
 	dec := s.decideInitial(&hdr, p.remote)
 	switch dec.action {
 	case initialAccept:
 	case initialRetry:
-		s.sendRetry(&hdr, p.remote, dec.retryToken, dec.retrySCID)
+		s.sendRetry(&hdr, p.remote, dec.retryToken, dec.retrySCID, (*out)[:0])
 		return
 	case initialInvalidToken:
-		s.sendInvalidToken(&hdr, p.remote)
+		// RFC 9000 section 8.1.3: a bad retry token ends the attempt.
+		s.sendStatelessClose(&hdr, p.remote, InvalidToken, (*out)[:0])
 		return
 	default:
 		return
@@ -464,7 +479,7 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 	ctx, conf, err := s.connectionFor(p.remote, dec.validated)
 	if err != nil {
 		s.t.countRefused(RefusedByApplication)
-		s.sendStatelessClose(&hdr, p.remote, ConnectionRefused)
+		s.sendStatelessClose(&hdr, p.remote, ConnectionRefused, (*out)[:0])
 		return
 	}
 	c, err := s.newConn(ctx, conf, &hdr, p.remote, sealer, opener, &dec)
@@ -476,15 +491,6 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 	for _, q := range s.early0RTT.take(hdr.DestConnID, rcvTimeOf(p)) {
 		c.deliver(q)
 	}
-}
-
-func (s *baseServer) supports(v wire.Version) bool {
-	for _, ours := range s.config.Versions {
-		if wire.Version(ours) == v {
-			return true
-		}
-	}
-	return false
 }
 
 // newConn creates and starts the connection for a client's first Initial.

@@ -3,7 +3,7 @@ package quic
 import (
 	"net"
 
-	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -180,28 +180,11 @@ func (c *Conn) afterReceived() {
 
 // sendStatelessClose ends a client's connection attempt without creating
 // state: an Initial with CONNECTION_CLOSE carrying code, protected with the
-// Initial keys of the client's DCID (RFC 9000 sections 10.2.3 and 17.2.2).
-// The packet is far smaller than the client's 1200 bytes, so it amplifies
-// nothing.
-func (s *baseServer) sendStatelessClose(hdr *wire.LongHeader, remote net.Addr, code TransportErrorCode) {
-	sealer, _, err := handshake.NewInitialKeys(hdr.DestConnID, handshake.Version(hdr.Version), false)
-	if err != nil {
-		return
-	}
-	const pnLen = 2
-	out := wire.LongHeader{Type: wire.PacketTypeInitial, Version: hdr.Version, DestConnID: hdr.SrcConnID, SrcConnID: hdr.DestConnID}
-	buf := getBuffer()
-	defer putBuffer(buf)
-	b := wire.AppendLongHeader((*buf)[:0], &out, pnLen, 2)
-	lengthPos := len(b) - 2
-	pnOffset := len(b)
-	b = wire.AppendPacketNumber(b, 0, pnLen)
-	b = wire.AppendConnectionCloseFrame(b, false, uint64(code), 0, nil)
-	for len(b)-pnOffset < 4 {
-		b = append(b, 0) // room for the header protection sample
-	}
-	wire.PutVarintWithLen(b[lengthPos:], uint64(len(b)-pnOffset+sealer.Overhead()), 2)
-	b, err = sealer.ProtectPacket(b, pnOffset, pnLen, 0)
+// Initial keys of the client's DCID (RFC 9000 sections 10.2.3 and 17.2.2),
+// built in buf. The packet is far smaller than the client's 1200 bytes, so
+// it amplifies nothing.
+func (s *baseServer) sendStatelessClose(hdr *wire.LongHeader, remote net.Addr, code TransportErrorCode, buf []byte) {
+	b, err := s.responder.AppendClose(buf, hdr, &qerr.TransportError{Code: qerr.TransportErrorCode(code)})
 	if err != nil {
 		return
 	}

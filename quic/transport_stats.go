@@ -82,11 +82,16 @@ const (
 	// DropNonQUIC: a datagram that is not QUIC (first two bits 0) that no
 	// ReadNonQUICPacket takes (not called yet, or 32 waiting).
 	DropNonQUIC
+	// DropUnsupportedVersion: a long header of a version the listener
+	// does not speak that gets no Version Negotiation: a Version
+	// Negotiation packet (version 0, never answered) or a datagram under
+	// 1200 bytes (RFC 9000 section 6.1).
+	DropUnsupportedVersion
 
 	numDropReasons
 )
 
-var dropLabels = [numDropReasons]string{"recv_queue_full", "panic", "malformed", "unknown_connection", "initial_too_small", "non_quic"}
+var dropLabels = [numDropReasons]string{"recv_queue_full", "panic", "malformed", "unknown_connection", "initial_too_small", "non_quic", "unsupported_version"}
 
 // String returns the reason's label, as in TransportStats.DatagramsDropped.
 func (r DropReason) String() string {

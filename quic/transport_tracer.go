@@ -35,12 +35,13 @@ func (tt *transportTracer) close() {
 
 // dropTriggers maps our drop reasons to qlog's.
 var dropTriggers = [...]qlog.PacketDropReason{
-	DropRecvQueueFull:     qlog.PacketDropDOSPrevention,
-	DropPanic:             qlog.PacketDropProtocolViolation,
-	DropMalformed:         qlog.PacketDropHeaderParseError,
-	DropUnknownConnection: qlog.PacketDropUnknownConnectionID,
-	DropInitialTooSmall:   qlog.PacketDropUnexpectedPacket,
-	DropNonQUIC:           qlog.PacketDropUnexpectedPacket,
+	DropRecvQueueFull:      qlog.PacketDropDOSPrevention,
+	DropPanic:              qlog.PacketDropProtocolViolation,
+	DropMalformed:          qlog.PacketDropHeaderParseError,
+	DropUnknownConnection:  qlog.PacketDropUnknownConnectionID,
+	DropInitialTooSmall:    qlog.PacketDropUnexpectedPacket,
+	DropNonQUIC:            qlog.PacketDropUnexpectedPacket,
+	DropUnsupportedVersion: qlog.PacketDropUnsupportedVersion,
 }
 
 // traceDropped records a datagram of size bytes dropped for r.

@@ -7,9 +7,11 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"runtime"
 	"strings"
 
 	"github.com/turboretry/turboretry/offload/flood"
+	"github.com/turboretry/turboretry/offload/flood/live"
 )
 
 func init() {
@@ -22,13 +24,17 @@ func init() {
 
 const floodSynopsis = `turboretry flood --target IP:PORT --count N --duration D [--rate PPS]
          [--version 1|2] [--dcid-len N] [--scid-len N] [--pool N | --reprotect]
-         [--iface IF --spoof[=PREFIX] [--dst-mac MAC]] [--batch N] [--server-name NAME]
+         [--iface IF --spoof[=PREFIX] [--dst-mac MAC] [--live]] [--batch N] [--server-name NAME]
 
 Sends valid QUIC client Initials (a real ClientHello, 1200-byte UDP payloads),
 bounded by --count and --duration (both required), and prints a JSON summary.
 Without --spoof it sends UDP datagrams with sendmmsg. With --iface and --spoof it
 writes 1242-byte Ethernet frames with random sources from 198.18.0.0/15 (or
-PREFIX inside it) to IF through an AF_PACKET socket.
+PREFIX inside it) to IF through an AF_PACKET socket. With --live as well, an XDP
+program builds the frames in the kernel (BPF_PROG_RUN live frames, Linux >= 5.18)
+and redirects them into IF, about ten times faster: every frame gets random
+8-byte DCID and SCID (not decryptable, the paper's flood), or with --pool N one
+of N complete Initials at random. IF's veth peer needs an XDP program or GRO.
 
 DESIGN.md test network rules: the target must be loopback, or the command must run
 inside a network namespace other than the initial one (ip netns exec NAME ...);
@@ -72,7 +78,8 @@ func (s *floodSpoof) Set(v string) error {
 // floodSummary is the JSON the command prints.
 type floodSummary struct {
 	Target    string  `json:"target"`
-	Mode      string  `json:"mode"` // "udp" or "spoof"
+	Mode      string  `json:"mode"` // "udp", "spoof" or "live"
+	LiveMode  string  `json:"live_mode,omitempty"`
 	Iface     string  `json:"iface,omitempty"`
 	Spoof     string  `json:"spoof,omitempty"`
 	Version   string  `json:"version"`
@@ -83,6 +90,12 @@ type floodSummary struct {
 	Rate      float64 `json:"rate_pps"`
 	flood.Stats
 	ElapsedS float64 `json:"elapsed_s"`
+	// With --live: the sending thread's CPU time, BPF_PROG_RUN calls, and
+	// the frames IF's peer took and refused (its ring full).
+	CPUS      float64 `json:"cpu_s,omitempty"`
+	Calls     uint64  `json:"calls,omitempty"`
+	Delivered *uint64 `json:"delivered,omitempty"`
+	Refused   *uint64 `json:"refused,omitempty"`
 }
 
 func runFlood(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -100,7 +113,8 @@ func runFlood(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var spoof floodSpoof
 	fs.Var(&spoof, "spoof", "spoof sources from 198.18.0.0/15; --spoof=`PREFIX` narrows it (needs --iface)")
 	dstMAC := fs.String("dst-mac", "", "with --spoof: destination `MAC` of the frames (default broadcast)")
-	batch := fs.Int("batch", flood.DefaultBatch, "packets per sendmmsg call")
+	liveFlag := fs.Bool("live", false, "with --spoof: build the frames in an XDP program (BPF_PROG_RUN live frames)")
+	batch := fs.Int("batch", flood.DefaultBatch, "packets per sendmmsg call (with --live: frames per kernel batch, 1-256)")
 	serverName := fs.String("server-name", flood.DefaultServerName, "SNI in the ClientHellos")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -144,6 +158,18 @@ func runFlood(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *batch < 1 || *batch > 1024 {
 		return usageError(fs, "--batch must be 1 to 1024")
 	}
+	if *liveFlag {
+		switch {
+		case !spoof.set:
+			return usageError(fs, "--live needs --iface and --spoof")
+		case *reprotect:
+			return usageError(fs, "--live builds frames in the kernel: it cannot --reprotect")
+		case *dcidLen != flood.DefaultDCIDLen || *scidLen != flood.DefaultSCIDLen:
+			return usageError(fs, "--live sends 8-byte DCIDs and SCIDs only")
+		case *batch > 256:
+			return usageError(fs, "--batch must be 1 to 256 with --live")
+		}
+	}
 	rc := flood.RunConfig{Count: *count, Duration: *duration, Rate: *rate, Batch: *batch}
 	if err := rc.Check(); err != nil {
 		return usageError(fs, "%s", strings.TrimPrefix(err.Error(), "flood: "))
@@ -164,8 +190,12 @@ func runFlood(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageError(fs, "--spoof needs an IPv4 --target")
 	}
 
+	poolSize := *pool
+	if *liveFlag && !set["pool"] {
+		poolSize = 1 // random-CID mode uses one Initial as its template
+	}
 	gen, err := flood.NewGenerator(flood.GeneratorConfig{
-		Version: v, DCIDLen: *dcidLen, SCIDLen: *scidLen, PoolSize: *pool,
+		Version: v, DCIDLen: *dcidLen, SCIDLen: *scidLen, PoolSize: poolSize,
 		Reprotect: *reprotect, ServerName: *serverName,
 	})
 	if err != nil {
@@ -174,6 +204,12 @@ func runFlood(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	sum := floodSummary{
 		Target: dst.String(), Mode: "udp", Version: v.String(), Pool: gen.PoolSize(),
 		Reprotect: *reprotect, Count: *count, Duration: duration.Seconds(), Rate: *rate,
+	}
+	if *liveFlag {
+		return runLiveFlood(ctx, stdout, stderr, sum, liveFlood{
+			cfg: live.Config{Iface: *iface, Target: dst, Spoof: spoof.prefix, DstMAC: mac, Generator: gen, Batch: *batch},
+			run: rc, pool: set["pool"],
+		})
 	}
 	var sender flood.Sender
 	var src flood.Source = gen
@@ -203,9 +239,14 @@ func runFlood(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	st, err := flood.Run(ctx, rc, src, sender)
 	sum.Stats = st
 	sum.ElapsedS = st.Elapsed.Seconds()
+	return printFloodSummary(stdout, stderr, &sum, err)
+}
+
+// printFloodSummary writes sum as JSON, then reports err.
+func printFloodSummary(stdout, stderr io.Writer, sum *floodSummary, err error) int {
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
-	if jerr := enc.Encode(&sum); jerr != nil {
+	if jerr := enc.Encode(sum); jerr != nil {
 		fmt.Fprintln(stderr, "flood:", jerr)
 		return exitFail
 	}
@@ -213,6 +254,39 @@ func runFlood(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return floodFail(stderr, err)
 	}
 	return exitOK
+}
+
+// liveFlood is a --live run: pool is whether --pool was given (Pool mode).
+type liveFlood struct {
+	cfg  live.Config
+	run  flood.RunConfig
+	pool bool
+}
+
+// runLiveFlood sends with offload/flood/live from the calling thread's
+// namespace (the generator is made and run on the same locked thread).
+func runLiveFlood(ctx context.Context, stdout, stderr io.Writer, sum floodSummary, l liveFlood) int {
+	if l.pool {
+		l.cfg.Mode = live.Pool
+	} else {
+		sum.Pool = 0
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	g, err := live.New(l.cfg)
+	if err != nil {
+		return floodFail(stderr, err)
+	}
+	defer g.Close()
+	sum.Mode, sum.LiveMode, sum.Iface, sum.Spoof = "live", l.cfg.Mode.String(), l.cfg.Iface, l.cfg.Spoof.String()
+	st, err := g.Run(ctx, l.run)
+	sum.Stats = st.Stats
+	sum.ElapsedS = st.Elapsed.Seconds()
+	sum.CPUS, sum.Calls = st.CPUS, st.Calls
+	if st.HaveXmit {
+		sum.Delivered, sum.Refused = &st.Delivered, &st.Refused
+	}
+	return printFloodSummary(stdout, stderr, &sum, err)
 }
 
 // floodFail prints err (the flood package's errors, safety refusals

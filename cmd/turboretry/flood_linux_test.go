@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/turboretry/turboretry/internal/ethtool"
 	"github.com/turboretry/turboretry/internal/netnstest"
 	"github.com/turboretry/turboretry/offload/flood"
 )
@@ -129,5 +130,46 @@ func TestFloodSpoofInNamespace(t *testing.T) {
 	spoof := netip.MustParsePrefix("198.19.0.0/16")
 	if got := floodCount(t, rx, 200, func(from netip.AddrPort) bool { return spoof.Contains(from.Addr()) }); got != 200 {
 		t.Fatalf("received %d of 200 spoofed datagrams", got)
+	}
+}
+
+// TestFloodLiveInNamespace: --live sends complete Initials (--pool) with
+// spoofed sources through the kernel into the veth, and says what the
+// peer took.
+func TestFloodLiveInNamespace(t *testing.T) {
+	netnstest.RequireRoot(t, "creating network namespaces")
+	nsA, nsB := netnstest.New(t, "trfloodlive-a"), netnstest.New(t, "trfloodlive-b")
+	netnstest.Veth(t, netnstest.End{NS: nsA, Dev: "vA"}, netnstest.End{NS: nsB, Dev: "vB", MAC: "02:00:00:00:79:02"})
+	netnstest.Up(t, nsA, "vA", netip.MustParsePrefix("198.18.79.1/24"))
+	netnstest.Up(t, nsB, "vB", netip.MustParsePrefix("198.18.79.2/24"))
+	// A veth takes redirected frames only with GRO (or XDP) on its peer.
+	if err := netnstest.In(nsB, func() error { return ethtool.SetOffload("vB", ethtool.GRO, true) }); err != nil {
+		t.Fatal(err)
+	}
+	netnstest.WaitUp(t, nsA, "vA")
+	netnstest.WaitUp(t, nsB, "vB")
+	var rx *net.UDPConn
+	if err := netnstest.In(nsB, func() (err error) {
+		rx, err = floodReceiver("198.18.79.2:4433")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	cmd := exec.Command("ip", "netns", "exec", nsA, os.Args[0], "-test.run=^TestFloodChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), floodChildEnv+"=flood --target 198.18.79.2:4433 --iface vA --spoof=198.19.0.0/16 "+
+		"--dst-mac 02:00:00:00:79:02 --count 300 --duration 30s --rate 20000 --live --pool 8")
+	outb, err := cmd.CombinedOutput()
+	out := string(outb)
+	if err != nil || !strings.Contains(out, "EXIT=0") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	s := decodeFloodSummary(t, out[:strings.Index(out, "EXIT=")])
+	if s.Sent != 300 || s.Mode != "live" || s.LiveMode != "pool" || s.Pool != 8 || s.Delivered == nil || *s.Delivered != 300 || s.CPUS <= 0 {
+		t.Fatalf("summary %+v", s)
+	}
+	spoof := netip.MustParsePrefix("198.19.0.0/16")
+	if got := floodCount(t, rx, 300, func(from netip.AddrPort) bool { return spoof.Contains(from.Addr()) }); got != 300 {
+		t.Fatalf("received %d of 300 spoofed datagrams", got)
 	}
 }

@@ -57,6 +57,10 @@ func TestFloodUsage(t *testing.T) {
 		{append(base, "--dst-mac", "02:00:00:00:00:01"), "--dst-mac"},
 		{[]string{"flood", "--target", "[::1]:4433", "--count", "5", "--duration", "1s", "--iface", "lo", "--spoof"}, "IPv4"},
 		{append(base, "extra"), "unexpected argument"},
+		{append(base, "--live"), "--live needs --iface and --spoof"},
+		{append(base, "--live", "--iface", "lo", "--spoof", "--reprotect"), "--reprotect"},
+		{append(base, "--live", "--iface", "lo", "--spoof", "--dcid-len", "9"), "8-byte"},
+		{append(base, "--live", "--iface", "lo", "--spoof", "--batch", "300"), "1 to 256"},
 	} {
 		code, out, errOut := runCLI(c.args...)
 		if code != exitUsage || out != "" || !strings.Contains(errOut, c.want) {

@@ -322,6 +322,14 @@ func TestVersionNegotiation(t *testing.T) {
 	if len(seen) < 2 {
 		t.Error("unused first-byte bits never vary")
 	}
+	// The header alone takes the unused bits given, and nothing above
+	// them.
+	if h := AppendVersionNegotiationHeader([]byte{7}, 0xff, clientDCID, clientSCID); h[0] != 7 || h[1] != 0xff || len(h) != 1+7+len(clientDCID)+len(clientSCID) {
+		t.Fatalf("header %x", h)
+	}
+	if h := AppendVersionNegotiationHeader(nil, 0x15, clientDCID, clientSCID); h[0] != 0xd5 {
+		t.Fatalf("first byte %#x, want 0xd5", h[0])
+	}
 	b := AppendVersionNegotiation(nil, clientDCID, clientSCID, vs)
 	for name, c := range map[string]struct {
 		b    []byte

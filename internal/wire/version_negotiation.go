@@ -33,17 +33,25 @@ func ParseVersionNegotiation(b []byte, versions []Version) (dcid, scid []byte, v
 // first byte are random except 0x40, which is set so the packet looks like
 // it has a fixed bit. Connection IDs longer than 255 bytes panic.
 func AppendVersionNegotiation(b []byte, clientDCID, clientSCID []byte, versions []Version) []byte {
-	if len(clientDCID) > 255 || len(clientSCID) > 255 {
-		panic("wire: connection ID longer than 255 bytes")
-	}
-	b = append(b, 0xc0|byte(rand.Uint32()&0x3f))
-	b = binary.BigEndian.AppendUint32(b, uint32(versionNegotiation))
-	b = append(b, byte(len(clientSCID)))
-	b = append(b, clientSCID...)
-	b = append(b, byte(len(clientDCID)))
-	b = append(b, clientDCID...)
+	b = AppendVersionNegotiationHeader(b, byte(rand.Uint32()), clientDCID, clientSCID)
 	for _, v := range versions {
 		b = binary.BigEndian.AppendUint32(b, uint32(v))
 	}
 	return b
+}
+
+// AppendVersionNegotiationHeader appends the header of a Version
+// Negotiation packet, AppendVersionNegotiation's packet without the
+// version list, which the caller appends (4 bytes each, big-endian).
+// The low six bits of unused fill the first byte's unused bits.
+func AppendVersionNegotiationHeader(b []byte, unused byte, clientDCID, clientSCID []byte) []byte {
+	if len(clientDCID) > 255 || len(clientSCID) > 255 {
+		panic("wire: connection ID longer than 255 bytes")
+	}
+	b = append(b, 0xc0|unused&0x3f)
+	b = binary.BigEndian.AppendUint32(b, uint32(versionNegotiation))
+	b = append(b, byte(len(clientSCID)))
+	b = append(b, clientSCID...)
+	b = append(b, byte(len(clientDCID)))
+	return append(b, clientDCID...)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/stateless"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/token"
 )
@@ -39,21 +40,14 @@ const (
 
 // MinInitialDatagram is the smallest UDP payload that may carry a client
 // Initial (RFC 9000 section 14.1); it is also the smallest datagram the
-// agent answers with Version Negotiation (section 6.1).
-const MinInitialDatagram = 1200
-
-// minClientDCIDLen is the shortest DCID a client may choose for its first
-// Initial (RFC 9000 section 7.2).
-const minClientDCIDLen = 8
+// agent answers with Version Negotiation (section 6.1). The rule is the
+// stateless responder's, which the QUIC stack's listener applies too.
+const MinInitialDatagram = stateless.MinDatagramSize
 
 // MaxReplyLen bounds the replies Process builds (a Version Negotiation packet
 // echoing two 255-byte connection IDs is the longest); give Process an out
 // buffer with this capacity so that it never allocates.
-const MaxReplyLen = 1 + 4 + 1 + 255 + 1 + 255 + 4*len(supportedVersions)
-
-// supportedVersions are the versions Version Negotiation lists, a GREASE
-// version excluded.
-var supportedVersions = [...]wire.Version{wire.Version1, wire.Version2, 0}
+const MaxReplyLen = stateless.MaxReplyLen
 
 // ServerIDs is the layout of the server's connection IDs that the agent
 // makes its Retry SCIDs in and recognises; *quiclb.Codec implements it.

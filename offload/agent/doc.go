@@ -23,6 +23,15 @@
 //     (DCID known to the cache) pass unchecked.
 //   - A long header of an unknown version (1200 bytes or more) gets Version
 //     Negotiation; version 0 and everything else is dropped.
+//   - An Initial whose DCID is under 8 bytes opens nothing unless a valid
+//     retry token vouches for it (RFC 9000 section 7.2).
+//
+// Which datagrams get Version Negotiation, which Initials may open a
+// connection and the Retry packet itself are the stateless responder's
+// (internal/stateless), which the QUIC stack's listener uses too, so the
+// agent and the host answer alike (docs/address-validation.md, "Stateless
+// answers"). The one difference left is deliberate: a bad retry token is
+// dropped here, where the host closes the attempt with INVALID_TOKEN.
 //   - On the way out, ObserveEgress reads the host's new SCID from its
 //     Initial and Handshake packets and admits it to the cache.
 //

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/stateless"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -14,7 +15,11 @@ import (
 // Process for the datagrams of that queue. The workers share the key ring,
 // the derived-key cache and the fast-path cache, and nothing else.
 type Engine struct {
-	cfg     Config
+	cfg Config
+	// resp applies the stateless rules (internal/stateless) the QUIC
+	// stack's listener applies too: which datagrams get Version
+	// Negotiation, which Initials may open a connection, the Retry packet.
+	resp    *stateless.Responder
 	workers []*Worker
 	paused  atomic.Bool
 	beat    atomic.Int64 // last heartbeat, Unix nanoseconds; 0 = none yet
@@ -36,7 +41,13 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: c, workers: make([]*Worker, c.Workers)}
+	// The agent speaks v1 and v2, v1 first, as a quic server does by
+	// default.
+	resp, err := stateless.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: c, resp: resp, workers: make([]*Worker, c.Workers)}
 	e.keys.Store(&keyGeneration{ring: c.KeyRing, cache: c.KeyCache})
 	for i := range e.workers {
 		if e.workers[i], err = newWorker(e); err != nil {

@@ -5,40 +5,31 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/handshake"
-	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/internal/stateless"
 	"github.com/turboretry/turboretry/token"
 )
 
-// initial handles a client Initial whose header w.hdr holds.
-func (w *Worker) initial(pkt []byte, from netip.AddrPort, out []byte) (Reason, []byte) {
-	if len(pkt) < MinInitialDatagram {
-		return ReasonInitialTooSmall, nil
-	}
+// initial handles a client Initial whose header w.hdr holds, which the
+// stateless responder let through: large enough, and without a token only
+// with a DCID the client may choose.
+func (w *Worker) initial(from netip.AddrPort, out []byte) (Reason, []byte) {
 	h := &w.hdr
 	if len(h.Token) == 0 {
-		if len(h.DestConnID) < minClientDCIDLen {
-			return ReasonDCIDTooShort, nil
-		}
 		return w.retry(from, out, ReasonRetry)
 	}
-	now := time.Now()
-	res, err := w.validator.Validate(h.Token, token.TypeAny, from, now, w.payload[:0])
+	res, err := w.validator.Validate(h.Token, token.TypeAny, from, w.now, w.payload[:0])
 	if err != nil {
 		tr := token.ReasonOf(err)
 		if res.Type == token.TypeNewToken && tr > token.ReasonWrongType {
 			// A well-formed new_token token that failed (old, another
 			// address, another key): the client has not seen a Retry
 			// yet, so it can take one (RFC 9000 section 8.1.3).
-			if len(h.DestConnID) < minClientDCIDLen {
-				return ReasonDCIDTooShort, nil
-			}
 			return w.retry(from, out, ReasonRetryBadNewToken)
 		}
 		return ReasonOfToken(tr), nil
 	}
 	if res.Type == token.TypeNewToken {
-		return w.newTokenInitial(now, from, out)
+		return w.newTokenInitial(w.now, from, out)
 	}
 	if bytes.Equal(res.RSCID, h.DestConnID) {
 		// An RSCID whose MAC the fast path verifies needs no entry.
@@ -71,10 +62,14 @@ func (w *Worker) newTokenInitial(now time.Time, from netip.AddrPort, out []byte)
 			return ReasonNewTokenKnownCID, nil
 		}
 		if err := w.eng.cfg.ReplayFilter.Use(h.Token, h.DestConnID, now); err != nil {
-			if len(h.DestConnID) < minClientDCIDLen {
-				return ReasonDCIDTooShort, nil
-			}
 			return w.retry(from, out, ReasonReplayedNewToken)
+		}
+		// Not a later Initial, so a first one: its DCID is the client's
+		// choice, which a new_token token does not vouch for. The host
+		// checks in the same order: the token is used up, the Initial
+		// dropped.
+		if !stateless.DCIDAcceptable(h, false) {
+			return ReasonDCIDTooShort, nil
 		}
 	}
 	// The client's 0-RTT packets carry this DCID too. It is the client's
@@ -86,8 +81,12 @@ func (w *Worker) newTokenInitial(now time.Time, from netip.AddrPort, out []byte)
 }
 
 // retry builds the Retry for the Initial in w.hdr, to the client at from.
+// Only an Initial whose DCID the client chose gets one.
 func (w *Worker) retry(from netip.AddrPort, out []byte, r Reason) (Reason, []byte) {
 	h := &w.hdr
+	if !stateless.DCIDAcceptable(h, false) {
+		return ReasonDCIDTooShort, nil
+	}
 	rscid := w.rscid[:w.eng.cfg.CIDLen]
 	_, _ = w.rng.Read(rscid) // never fails; with IDs only the nonce is kept
 	if ids := w.eng.cfg.IDs; ids != nil {
@@ -96,32 +95,12 @@ func (w *Worker) retry(from netip.AddrPort, out []byte, r Reason) (Reason, []byt
 			return ReasonInternal, nil
 		}
 	}
-	tok, err := w.issuer.AppendRetry(w.tok[:0], from, h.DestConnID, rscid, time.Now())
-	if err != nil {
-		return ReasonInternal, nil
-	}
-	// The Retry goes to the client's SCID; its own SCID is the new RSCID.
-	reply := wire.AppendRetry(out[:0], h.Version, h.SrcConnID, rscid, tok)
-	reply, err = handshake.AppendRetryIntegrityTag(reply, handshake.Version(h.Version), h.DestConnID)
+	// The token is minted straight into the Retry.
+	reply, err := w.eng.resp.AppendIssuedRetry(out[:0], h, rscid, w.issuer, from, w.now)
 	if err != nil {
 		return ReasonInternal, nil
 	}
 	return r, reply
-}
-
-// versionNegotiation answers a long header of an unsupported version whose
-// invariant header w.inv holds.
-func (w *Worker) versionNegotiation(pkt []byte, out []byte) (Reason, []byte) {
-	// Answering small datagrams would let a spoofer amplify; RFC 9000
-	// section 6.1 allows ignoring them.
-	if len(pkt) < MinInitialDatagram {
-		return ReasonUnsupportedTooSmall, nil
-	}
-	// A fresh GREASE version each time keeps clients from ossifying on the
-	// list (RFC 9000 section 6.3).
-	w.versions[len(w.versions)-1] = wire.Version(uint32(w.rng.Uint64())&0xf0f0f0f0 | 0x0a0a0a0a)
-	reply := wire.AppendVersionNegotiation(out[:0], w.inv.DestConnID, w.inv.SrcConnID, w.versions[:])
-	return ReasonVersionNegotiation, reply
 }
 
 // verifies reports whether cid is one of the server's IDs with a MAC that

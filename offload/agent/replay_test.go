@@ -93,3 +93,24 @@ func TestReplayFilterShared(t *testing.T) {
 	mustProcess(t, env.w, clientInitial(t, wire.Version1, dcid, cscid, tok, 1200), clientAddr, ReasonNewTokenForwarded)
 	mustProcess(t, env.w, clientInitial(t, wire.Version1, []byte{9, 8, 7, 6, 5, 4, 3, 2, 1}, cscid, tok, 1200), clientAddr, ReasonReplayedNewToken)
 }
+
+// TestNewTokenShortDCID: a valid new_token token does not vouch for a DCID
+// under 8 bytes (RFC 9000 section 7.2; only a retry token binds a DCID the
+// server chose). With a lookup the agent knows such an Initial is not a
+// later one of a known connection and drops it, as the host does (both
+// after the replay filter recorded the token); without one it cannot tell
+// and forwards it, leaving the decision to the host.
+func TestNewTokenShortDCID(t *testing.T) {
+	short := []byte{4, 3, 2, 1}
+	env := newTestEnv(t, nil)
+	tok := hostNewToken(t, env, clientAddr.Addr())
+	mustProcess(t, env.w, clientInitial(t, wire.Version1, short, cscid, tok, 1200), clientAddr, ReasonDCIDTooShort)
+	if err := env.cache.Insert(short); err != nil { // a host SCID of 4 bytes, from egress
+		t.Fatal(err)
+	}
+	mustProcess(t, env.w, clientInitial(t, wire.Version1, short, cscid, tok, 1200), clientAddr, ReasonNewTokenKnownCID)
+
+	noLookup := newTestEnv(t, func(c *Config) { c.Cache = insertOnly{newFakeCache()} })
+	tok = hostNewToken(t, noLookup, clientAddr.Addr())
+	mustProcess(t, noLookup.w, clientInitial(t, wire.Version1, short, cscid, tok, 1200), clientAddr, ReasonNewTokenForwarded)
+}

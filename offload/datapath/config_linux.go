@@ -69,7 +69,8 @@ type Config struct {
 	// XDPMode is how the program attaches (xdp.ModeAuto: native where the
 	// driver supports it).
 	XDPMode xdp.AttachMode
-	// Socket sizes each queue's UMEM and rings; zero fields take afxdp's
+	// Socket sizes each queue's UMEM and rings; the zero value means
+	// DefaultSocket, and zero fields of another value take afxdp's
 	// defaults.
 	Socket afxdp.Config
 	// StaleAfter is how old the heartbeat may grow before the program fails
@@ -119,6 +120,9 @@ func (c Config) withDefaults() (Config, error) {
 		if c.IDs != nil {
 			c.CIDLen = c.IDs.Len()
 		}
+	}
+	if c.Socket == (afxdp.Config{}) {
+		c.Socket = DefaultSocket
 	}
 	if c.StaleAfter == 0 {
 		c.StaleAfter = xdp.DefaultStaleAfter

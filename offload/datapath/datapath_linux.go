@@ -112,6 +112,9 @@ func Start(cfg Config) (*Datapath, error) {
 		return nil, classify(ErrLoad, "attaching to "+cfg.Iface, err)
 	}
 
+	// The engine records this first heartbeat too (Stats.Heartbeat is
+	// set from the start, not only once the heartbeat goroutine ran).
+	d.engine.Beat()
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	for _, q := range d.queues {

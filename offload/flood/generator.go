@@ -150,6 +150,13 @@ func (g *Generator) Reprotect() bool { return g.reprotect }
 // PoolSize returns the number of pre-built packets (0 in re-protect mode).
 func (g *Generator) PoolSize() int { return len(g.pool) }
 
+// Entry returns pool entry i (0 <= i < PoolSize) and its unfolded
+// checksum sum (frame.PayloadSum), for senders that load the pool
+// elsewhere (offload/flood/live copies it into a BPF map). The packet is
+// shared and must not be modified. It panics outside the pool, like an
+// index out of range.
+func (g *Generator) Entry(i int) (pkt []byte, sum uint32) { return g.pool[i], g.sums[i] }
+
 // Next returns the next Initial. In pool mode it is the next pool entry,
 // shared and not to be modified, and buf is unused; in re-protect mode the
 // packet is built into buf[:0] (give it UDPPayloadSize bytes of capacity
