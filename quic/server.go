@@ -486,9 +486,11 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 	if err != nil {
 		return
 	}
+	// hdr points into p's buffer, which is the connection's once delivered.
+	early := s.early0RTT.take(hdr.DestConnID, rcvTimeOf(p))
 	c.deliver(p)
 	p.buf = nil
-	for _, q := range s.early0RTT.take(hdr.DestConnID, rcvTimeOf(p)) {
+	for _, q := range early {
 		c.deliver(q)
 	}
 }
