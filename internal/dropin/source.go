@@ -66,7 +66,6 @@ var publicPackages = map[string]string{
 	quicGo + "/qlogwriter":             ourModule + "/qlogwriter",
 	quicGo + "/qlogwriter/jsontext":    ourModule + "/qlogwriter/jsontext",
 	quicGo + "/quicvarint":             ourModule + "/quicvarint",
-	quicGo + "/logging":                ourModule + "/logging",
 	quicGo + "/integrationtests/tools": tempModule + "/integrationtests/tools",
 	quicGo + "/testutils/events":       tempModule + "/testutils/events",
 	quicGo + "/interop/http09":         tempModule + "/interop/http09",
