@@ -141,11 +141,11 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	err = publicError(c.startTLS())
 	sendsEarly := c.sendsEarly()
 	if err != nil && c.qlog != nil {
-		c.closeErr = err
+		c.close.err = err
 		c.qlogClosed()
 	}
 	if err != nil {
-		c.closeErr = err
+		c.close.err = err
 		c.endTracer()
 	}
 	c.mu.Unlock()
@@ -165,7 +165,7 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 		return c, nil
 	case <-c.closedCh:
 		c.mu.Lock()
-		err := c.closeErr
+		err := c.close.err
 		c.mu.Unlock()
 		return nil, err
 	case <-ctx.Done():

@@ -99,9 +99,8 @@ type Conn struct {
 	wakeCh    chan struct{}
 	closedCh  chan struct{} // closed when the connection is closed for the user
 	// closeWritten is closed once our CONNECTION_CLOSE was written.
-	closeWritten  chan struct{}
-	closeNotified bool // guarded by mu
-	runDone       chan struct{}
+	closeWritten chan struct{}
+	runDone      chan struct{}
 
 	handshakeDoneCh chan struct{}
 
@@ -162,15 +161,14 @@ type Conn struct {
 
 	retryUndecryptableLater bool // new read keys: reprocess kept packets
 
+	close closeState // conn_close.go
+
 	stats connStats
 	qlog  *qlogger    // nil unless Config.Qlog gave a writer
 	trace *connTracer // nil unless Config.Tracer gave a trace
 	// qlogTrace is the trace Config.Tracer returned (QlogTrace), kept
 	// after the connection's own recorder closed.
 	qlogTrace qlogwriter.Trace
-	// refusedAtClose: a server handshake refused because its listener
-	// closed; it has no closing period (closingPeriod).
-	refusedAtClose bool
 
 	// x holds the state of version negotiation, preferred_address and
 	// requested key updates (conn_extensions.go).
@@ -230,36 +228,30 @@ type Conn struct {
 	ecn              ecnTracker
 	// sendECN marks the datagram being built (sendECNTest: during ECN
 	// testing).
-	sendECN           udpio.ECN
-	sendECNTest       bool
-	connRecv          *flowcontrol.ConnReceiver
-	connSend          flowcontrol.SendCredit
-	counts            flowcontrol.StreamCounts
-	maxDataLost       bool
-	maxStreamsLost    [2]bool
-	streamsBlocked    [2]bool // an open waits for the peer's stream limit, by dirIndex
-	streams           map[uint64]*stream
-	sendList          []*stream
-	prioritized       bool      // a stream's priority was set: schedule by priority
-	prioOrder         []*stream // scratch for appendStreamFramesByPriority
-	ctrlList          []*stream
-	acceptBidi        []*stream
-	acceptUni         []*stream
-	streamSig         chan struct{} // broadcast: accept queues or stream limits changed
-	datagramsIn       [][]byte
-	datagramsOut      [][]byte
-	datagramSendSig   chan struct{} // SendDatagram waits for room in datagramsOut
-	datagramSig       chan struct{}
-	peerMaxDatagram   uint64
-	peerDatagrams     bool   // the peer advertised max_datagram_frame_size
-	closeErr          error  // set once the connection is closing
-	closing, draining bool   // closing: we sent CONNECTION_CLOSE; draining: the peer did
-	closePacket       []byte // sent again when packets arrive while closing
-	closeRecvCount    int
-	closeDeadline     time.Time
-	finished          bool // run must tear down and exit
-	pendingWrites     []outDatagram
-	spareWrites       []outDatagram // owned by run: pendingWrites' next slice
+	sendECN         udpio.ECN
+	sendECNTest     bool
+	connRecv        *flowcontrol.ConnReceiver
+	connSend        flowcontrol.SendCredit
+	counts          flowcontrol.StreamCounts
+	maxDataLost     bool
+	maxStreamsLost  [2]bool
+	streamsBlocked  [2]bool // an open waits for the peer's stream limit, by dirIndex
+	streams         map[uint64]*stream
+	sendList        []*stream
+	prioritized     bool      // a stream's priority was set: schedule by priority
+	prioOrder       []*stream // scratch for appendStreamFramesByPriority
+	ctrlList        []*stream
+	acceptBidi      []*stream
+	acceptUni       []*stream
+	streamSig       chan struct{} // broadcast: accept queues or stream limits changed
+	datagramsIn     [][]byte
+	datagramsOut    [][]byte
+	datagramSendSig chan struct{} // SendDatagram waits for room in datagramsOut
+	datagramSig     chan struct{}
+	peerMaxDatagram uint64
+	peerDatagrams   bool // the peer advertised max_datagram_frame_size
+	pendingWrites   []outDatagram
+	spareWrites     []outDatagram // owned by run: pendingWrites' next slice
 }
 
 func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
@@ -395,7 +387,7 @@ func (c *Conn) run() {
 		c.mu.Lock()
 		now := time.Now()
 		c.guard(func() { c.onTimers(now) })
-		if c.finished {
+		if c.close.finished {
 			c.teardownLocked()
 			c.mu.Unlock()
 			c.t.connDone(c)
@@ -407,9 +399,9 @@ func (c *Conn) run() {
 		c.pendingWrites, c.spareWrites = c.spareWrites, nil
 		sendT := c.sendT
 		deadline := c.nextDeadlineLocked(now)
-		notifyClose := c.closing && !c.closeNotified
-		c.closeNotified = c.closeNotified || notifyClose
-		closing, closeAt := c.closing || c.draining, c.closeDeadline
+		notifyClose := c.close.closing && !c.close.notified
+		c.close.notified = c.close.notified || notifyClose
+		closing, closeAt := c.close.closing || c.close.draining, c.close.deadline
 		c.mu.Unlock()
 		if err := c.writeDatagrams(writes, sendT); err != nil {
 			c.mu.Lock()
@@ -485,10 +477,10 @@ func (c *Conn) guard(f func()) {
 		if r := recover(); r != nil {
 			c.t.recoveredPanic("connection", r)
 			c.pendingWrites = nil
-			if c.closeErr == nil {
+			if c.close.err == nil {
 				c.signalClosedLocked(&TransportError{ErrorCode: InternalError, ErrorMessage: fmt.Sprint("quic: internal error: ", r)})
 			}
-			c.finished = true
+			c.close.finished = true
 		}
 	}()
 	f()
@@ -496,14 +488,14 @@ func (c *Conn) guard(f func()) {
 
 // onTimers fires the timers that expired by now.
 func (c *Conn) onTimers(now time.Time) {
-	if c.finished {
+	if c.close.finished {
 		return
 	}
-	if c.closing || c.draining {
+	if c.close.closing || c.close.draining {
 		// Not before our CONNECTION_CLOSE went out, even with no closing
 		// period (closingPeriod).
-		if !now.Before(c.closeDeadline) && (c.draining || c.closeNotified) {
-			c.finished = true
+		if !now.Before(c.close.deadline) && (c.close.draining || c.close.notified) {
+			c.close.finished = true
 		}
 		return
 	}
@@ -616,11 +608,11 @@ func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 			d = t
 		}
 	}
-	if c.finished {
+	if c.close.finished {
 		return time.Now()
 	}
-	if c.closing || c.draining {
-		return c.closeDeadline
+	if c.close.closing || c.close.draining {
+		return c.close.deadline
 	}
 	add(c.idleDeadline())
 	add(c.handshakeDeadline())
@@ -641,7 +633,7 @@ func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 
 // signalClosedLocked makes the close visible to API callers.
 func (c *Conn) signalClosedLocked(err error) {
-	c.closeErr = err
+	c.close.err = err
 	if c.trace != nil {
 		c.traceClosed(err)
 	}
@@ -654,13 +646,13 @@ func (c *Conn) signalClosedLocked(err error) {
 
 // destroyLocked closes the connection without sending anything.
 func (c *Conn) destroyLocked(err error) {
-	if c.finished {
+	if c.close.finished {
 		return
 	}
-	if c.closeErr == nil {
+	if c.close.err == nil {
 		c.signalClosedLocked(err)
 	}
-	c.finished = true
+	c.close.finished = true
 	c.endTracer()
 }
 
@@ -735,7 +727,7 @@ func (c *Conn) ConnectionState() ConnectionState {
 // connection of Dial or DialAddr, whose Transport closes with it at once.
 func (c *Conn) CloseWithError(code ApplicationErrorCode, msg string) error {
 	c.mu.Lock()
-	initiated := c.closeErr == nil && !c.finished
+	initiated := c.close.err == nil && !c.close.finished
 	c.closeLocal(&ApplicationError{ErrorCode: code, ErrorMessage: msg})
 	c.mu.Unlock()
 	c.wake()

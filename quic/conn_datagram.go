@@ -47,8 +47,8 @@ func (c *Conn) datagramLimit() int {
 func (c *Conn) SendDatagram(p []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closeErr != nil {
-		return c.closeErr
+	if c.close.err != nil {
+		return c.close.err
 	}
 	if c.peerMaxDatagram == 0 {
 		return errors.New("quic: the peer does not accept datagrams")
@@ -58,8 +58,8 @@ func (c *Conn) SendDatagram(p []byte) error {
 	}
 	for len(c.datagramsOut) >= maxQueuedDatagrams {
 		c.waitLocked(waitChan(&c.datagramSendSig), nil, time.Time{})
-		if c.closeErr != nil {
-			return c.closeErr
+		if c.close.err != nil {
+			return c.close.err
 		}
 	}
 	c.datagramsOut = append(c.datagramsOut, slices.Clone(p))
@@ -81,8 +81,8 @@ func (c *Conn) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 		if !c.config.EnableDatagrams {
 			return nil, errors.New("quic: datagram support disabled")
 		}
-		if c.closeErr != nil {
-			return nil, c.closeErr
+		if c.close.err != nil {
+			return nil, c.close.err
 		}
 		if err := c.waitLockedCtx(ctx, waitChan(&c.datagramSig)); err != nil {
 			return nil, err

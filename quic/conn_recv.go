@@ -15,18 +15,18 @@ import (
 // handleDatagram processes one received datagram, all its coalesced packets.
 func (c *Conn) handleDatagram(p receivedPacket) {
 	defer putBuffer(p.buf)
-	if c.finished {
+	if c.close.finished {
 		return
 	}
-	if c.closing {
+	if c.close.closing {
 		// Answer with our CONNECTION_CLOSE, exponentially less often.
-		c.closeRecvCount++
-		if c.closePacket != nil && c.closeRecvCount&(c.closeRecvCount-1) == 0 {
-			c.pendingWrites = append(c.pendingWrites, outDatagram{b: c.closePacket})
+		c.close.recvCount++
+		if c.close.packet != nil && c.close.recvCount&(c.close.recvCount-1) == 0 {
+			c.pendingWrites = append(c.pendingWrites, outDatagram{b: c.close.packet})
 		}
 		return
 	}
-	if c.draining {
+	if c.close.draining {
 		return
 	}
 	c.noteSource(&p)
@@ -40,7 +40,7 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		c.rec.SetAmplificationLimited(false, p.rcvTime)
 	}
 	data := p.data
-	for len(data) > 0 && c.closeErr == nil {
+	for len(data) > 0 && c.close.err == nil {
 		if !wire.IsLongHeader(data[0]) {
 			c.handleShortPacket(data, p)
 			return
@@ -173,7 +173,7 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 		c.tracePacketReceived(pt, pn, hdr, pkt, nil, payload, p.ecn)
 	}
 	c.processPayload(space, pt, pn, payload, p.rcvTime)
-	if c.closeErr == nil && space == spaceHandshake && !c.isClient && !c.addressValidated {
+	if c.close.err == nil && space == spaceHandshake && !c.isClient && !c.addressValidated {
 		// A Handshake packet proves the client owns its address, and
 		// means it has Handshake keys: Initial keys go (RFC 9001 4.9.1).
 		c.addressValidatedNow()
@@ -279,7 +279,7 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 			c.closeWithError(err)
 			return
 		}
-		if c.closeErr != nil {
+		if c.close.err != nil {
 			return
 		}
 	}
@@ -422,6 +422,6 @@ func (c *Conn) handleConnectionClose(f *wire.Frame) {
 	}
 	c.signalClosedLocked(err)
 	c.endTracer()
-	c.draining = true
-	c.closeDeadline = time.Now().Add(c.closingPeriod())
+	c.close.draining = true
+	c.close.deadline = time.Now().Add(c.closingPeriod())
 }

@@ -170,8 +170,8 @@ func (c *Conn) accept(ctx context.Context, q *[]*stream) (*stream, error) {
 			*q = (*q)[1:]
 			return s, nil
 		}
-		if c.closeErr != nil {
-			return nil, c.closeErr
+		if c.close.err != nil {
+			return nil, c.close.err
 		}
 		if c.zeroRTTRejected {
 			return nil, Err0RTTRejected
@@ -240,8 +240,8 @@ func (c *Conn) open(ctx context.Context, wait bool, d flowcontrol.Direction) (*s
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
-		if c.closeErr != nil {
-			return nil, c.closeErr
+		if c.close.err != nil {
+			return nil, c.close.err
 		}
 		if c.zeroRTTRejected {
 			return nil, Err0RTTRejected

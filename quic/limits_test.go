@@ -207,7 +207,7 @@ func TestReceiveBudgetHoldsWindows(t *testing.T) {
 			c.mu.Lock()
 			c.appendControlFrames(make([]byte, 0, 1200), 1200, now, c.getSentPacket(spaceApp))
 			grown := c.streams[0].fcRecv.Window() > 1000
-			closeErr := c.closeErr
+			closeErr := c.close.err
 			c.mu.Unlock()
 			if closeErr != nil {
 				t.Fatal(closeErr)
@@ -242,7 +242,7 @@ func TestRecoveredPanicCounted(t *testing.T) {
 	c := newOfflineConn(t)
 	c.mu.Lock()
 	c.guard(func() { panic("test panic in a connection") })
-	closeErr := c.closeErr
+	closeErr := c.close.err
 	c.mu.Unlock()
 	var te *TransportError
 	if !errors.As(closeErr, &te) || te.ErrorCode != InternalError {

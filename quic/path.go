@@ -91,7 +91,7 @@ func (c *Conn) addPath(t *Transport, remote net.Addr) (*Path, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case c.closeErr != nil || c.finished:
+	case c.close.err != nil || c.close.finished:
 		return nil, ErrPathClosed
 	case !c.handshakeComplete || c.peerParams == nil:
 		return nil, errors.New("quic: AddPath before the handshake completed")
@@ -177,7 +177,7 @@ func (p *Path) Probe(ctx context.Context) error {
 // first PATH_CHALLENGE. c.mu is held.
 func (p *Path) startProbe() error {
 	c := p.c
-	if p.closed || c.closeErr != nil {
+	if p.closed || c.close.err != nil {
 		return ErrPathClosed
 	}
 	if p.validated {
@@ -218,7 +218,7 @@ func (p *Path) Switch() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case p.closed || c.closeErr != nil:
+	case p.closed || c.close.err != nil:
 		return ErrPathClosed
 	case !p.validated:
 		return ErrPathNotValidated
@@ -271,7 +271,7 @@ func (p *Path) Close() error {
 	if p.closed {
 		return nil
 	}
-	if c.sendT == p.t && c.closeErr == nil {
+	if c.sendT == p.t && c.close.err == nil {
 		return errors.New("quic: cannot close the path in use")
 	}
 	p.closeLocked()

@@ -249,7 +249,7 @@ func (c *Conn) qlogClosed() {
 	c.qlog = nil
 	if !q.failed {
 		b := q.event("transport:connection_closed")
-		b = appendCloseFields(b, c.closeErr)
+		b = appendCloseFields(b, c.close.err)
 		q.end(b)
 	}
 	q.close()

@@ -445,8 +445,8 @@ func (r *offlineRound) run(t testing.TB) {
 	c.handleShortPacket(sealed, receivedPacket{data: sealed, rcvTime: r.now})
 	r.now = r.now.Add(time.Second) // the ACK is due
 	d := c.buildDatagram(r.now, maxPacketSize, false)
-	if d == nil || c.closeErr != nil {
-		t.Fatalf("no datagram (close error %v)", c.closeErr)
+	if d == nil || c.close.err != nil {
+		t.Fatalf("no datagram (close error %v)", c.close.err)
 	}
 	putSendBuffer(d)
 }
@@ -477,7 +477,7 @@ func TestQlogHooksOnOfflinePaths(t *testing.T) {
 	for range rounds {
 		r.run(t)
 	}
-	c.closeErr = &TransportError{ErrorCode: ProtocolViolation, ErrorMessage: "bad \xff\x01"}
+	c.close.err = &TransportError{ErrorCode: ProtocolViolation, ErrorMessage: "bad \xff\x01"}
 	c.qlogClosed()
 	c.mu.Unlock()
 	_, events := parseQlog(t, w.bytes())

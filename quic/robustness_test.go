@@ -81,10 +81,10 @@ func TestMalformedFramesCloseWithRightCode(t *testing.T) {
 			defer c.mu.Unlock()
 			c.processPayload(spaceApp, wire.PacketType1RTT, 0, tt.payload, time.Now())
 			var te *TransportError
-			if !errors.As(c.closeErr, &te) || te.ErrorCode != tt.code || te.Remote {
-				t.Fatalf("close error %v, want local %s", c.closeErr, tt.code)
+			if !errors.As(c.close.err, &te) || te.ErrorCode != tt.code || te.Remote {
+				t.Fatalf("close error %v, want local %s", c.close.err, tt.code)
 			}
-			if !errors.Is(c.closeErr, net.ErrClosed) {
+			if !errors.Is(c.close.err, net.ErrClosed) {
 				t.Fatal("close error does not match net.ErrClosed")
 			}
 		})
@@ -100,8 +100,8 @@ func TestValidFramesKeepConnectionOpen(t *testing.T) {
 	p = append(p, byte(wire.FrameTypePing))
 	p = wire.AppendFrame(p, &wire.Frame{Type: wire.FrameTypeMaxData, Limit: 1 << 21})
 	c.processPayload(spaceApp, wire.PacketType1RTT, 0, p, time.Now())
-	if c.closeErr != nil {
-		t.Fatal(c.closeErr)
+	if c.close.err != nil {
+		t.Fatal(c.close.err)
 	}
 	if len(c.acceptBidi) != 1 {
 		t.Fatalf("%d streams to accept, want 1", len(c.acceptBidi))
@@ -125,7 +125,7 @@ func FuzzFrames(f *testing.F) {
 	var pn uint64
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		// Reuse one connection until a payload closes it.
-		if c.closeErr != nil {
+		if c.close.err != nil {
 			c = newOfflineConn(t)
 			pn = 0
 		}

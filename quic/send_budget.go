@@ -117,7 +117,7 @@ func (c *Conn) chargeSend(s *stream) {
 // their bytes from the Transport's budget when they queue them, so only
 // what acknowledgements and resets gave back is left to report here.
 func (c *Conn) syncBudgets() {
-	if c.finished {
+	if c.close.finished {
 		return // teardown gives everything back (releaseBudgets)
 	}
 	if d := c.sendHeld - c.sendReported; d != 0 {

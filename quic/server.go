@@ -334,7 +334,7 @@ func (s *baseServer) closeLocked(err error) {
 // handed out when the listener closed; it runs before every send.
 func (c *Conn) refuseIfServerClosed() {
 	s := c.server
-	if s == nil || c.queuedForAccept || c.closeErr != nil {
+	if s == nil || c.queuedForAccept || c.close.err != nil {
 		return
 	}
 	select {
@@ -342,7 +342,7 @@ func (c *Conn) refuseIfServerClosed() {
 		c.queuedForAccept = true // it never will be
 		s.notPending(c)
 		c.t.countRefused(RefusedServerClosed)
-		c.refusedAtClose = true
+		c.close.refusedAtClose = true
 		c.closeLocal(&TransportError{ErrorCode: ConnectionRefused, ErrorMessage: "server closed"})
 	default:
 	}
@@ -529,10 +529,10 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 	if err := c.startTLS(); err != nil {
 		t.countRefused(RefusedStartFailed)
 		if c.qlog != nil {
-			c.closeErr = err
+			c.close.err = err
 			c.qlogClosed()
 		}
-		c.closeErr = err
+		c.close.err = err
 		c.endTracer()
 		t.removeHandlers(c)
 		c.releaseServerSlots()
@@ -558,7 +558,7 @@ func (c *Conn) queueForAccept(early bool) {
 	select {
 	case <-s.closed:
 		c.t.countRefused(RefusedServerClosed)
-		c.refusedAtClose = true
+		c.close.refusedAtClose = true
 		c.closeLocal(&TransportError{ErrorCode: ConnectionRefused, ErrorMessage: "server closed"})
 		return
 	default:

@@ -139,7 +139,7 @@ func (s *stream) signalRead()  { broadcast(&s.readSig) }
 func (s *stream) onConnClosed() {
 	s.signalRead()
 	s.signalWrite()
-	s.sendCancel(s.c.closeErr)
+	s.sendCancel(s.c.close.err)
 }
 
 // sendFinished reports whether the send side needs nothing more.

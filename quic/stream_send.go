@@ -32,8 +32,8 @@ func (s *stream) writeErrLocked() error {
 	switch {
 	case s.sendErr != nil:
 		return s.sendErr
-	case s.c.closeErr != nil:
-		return s.c.closeErr
+	case s.c.close.err != nil:
+		return s.c.close.err
 	case s.sendClosed:
 		return ErrStreamClosed
 	case !s.writeDeadline.IsZero() && !time.Now().Before(s.writeDeadline):
@@ -131,8 +131,8 @@ func (s *stream) closeSend() error {
 	if s.sendErr != nil || s.sendClosed {
 		return nil
 	}
-	if c.closeErr != nil {
-		return c.closeErr
+	if c.close.err != nil {
+		return c.close.err
 	}
 	s.sendClosed = true
 	s.send.Close()
@@ -145,7 +145,7 @@ func (s *stream) cancelWrite(code StreamErrorCode) {
 	c := s.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s.sendErr != nil || s.send.AllAcked() || c.closeErr != nil {
+	if s.sendErr != nil || s.send.AllAcked() || c.close.err != nil {
 		return
 	}
 	s.resetLocked(uint64(code), &StreamError{StreamID: StreamID(s.id), ErrorCode: code})

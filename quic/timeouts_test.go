@@ -86,7 +86,7 @@ func TestHandshakeTimeoutTimers(t *testing.T) {
 			c.stats.started, c.lastActivity = now.Add(-tc.started), now.Add(-tc.act)
 			c.mu.Lock()
 			c.onTimers(now)
-			err := c.closeErr
+			err := c.close.err
 			c.mu.Unlock()
 			if (tc.want == nil) != (err == nil) || (err != nil && reflect.TypeOf(err) != reflect.TypeOf(tc.want)) {
 				t.Fatalf("got %v, want %T", err, tc.want)

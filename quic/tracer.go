@@ -146,8 +146,8 @@ func (c *Conn) endTracer() {
 	if t == nil {
 		return
 	}
-	if c.closeErr != nil {
-		c.traceClosed(c.closeErr)
+	if c.close.err != nil {
+		c.traceClosed(c.close.err)
 	}
 	c.trace = nil
 	_ = t.r.Close()

@@ -67,7 +67,7 @@ func (c *Conn) NextConnection(ctx context.Context) (*Conn, error) {
 	case <-c.closedCh:
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return nil, c.closeErr
+		return nil, c.close.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
