@@ -113,7 +113,7 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	v := wire.Version(conf.Versions[0])
 	// The connection's context keeps ctx's values, not its cancellation.
 	c := newConn(context.WithoutCancel(ctx), t, true, conf, tc, v, addr)
-	c.dialEarly = early
+	c.early.dial = early
 	c.origDestCID = make([]byte, 8)
 	_, _ = rand.Read(c.origDestCID)
 	c.destCID = c.origDestCID

@@ -136,25 +136,7 @@ type Conn struct {
 	// is confirmed; sendNewToken while it is unsent or lost.
 	newToken     []byte
 	sendNewToken bool
-	// earlyOpener (server) reads 0-RTT packets until the handshake is
-	// confirmed; used0RTT says early data was accepted.
-	earlyOpener *handshake.Opener
-	used0RTT    bool
-	packets0RTT uint64 // 0-RTT packets processed
-	// earlySealer (client) seals 0-RTT packets until 1-RTT keys exist;
-	// remembered holds the server limits of the resumed ticket; sentEarly
-	// says they were applied; rejected0RTT that the server refused.
-	earlySealer  *handshake.Sealer
-	remembered   *wire.TransportParameters
-	sentEarly    bool
-	rejected0RTT bool
-	// zeroRTTRejected (client): 0-RTT was rejected and NextConnection not
-	// called yet; Open* and Accept* fail with Err0RTTRejected.
-	zeroRTTRejected bool
-	// dialEarly (client): DialEarly or DialAddrEarly; plain Dial uses no
-	// 0-RTT even with a ticket that allows it, as in quic-go.
-	dialEarly bool
-	cids      cidState
+	cids         cidState
 
 	receivedFirst    bool // client: a server packet was processed
 	versionRestarted bool // client: restarted after Version Negotiation
@@ -162,6 +144,7 @@ type Conn struct {
 	retryUndecryptableLater bool // new read keys: reprocess kept packets
 
 	close closeState // conn_close.go
+	early earlyData  // conn_early.go
 
 	stats connStats
 	qlog  *qlogger    // nil unless Config.Qlog gave a writer
@@ -714,7 +697,7 @@ func (c *Conn) ConnectionState() ConnectionState {
 	// As quic-go: what the peer advertised, even with ours off.
 	s.SupportsDatagrams.Remote = c.peerDatagrams
 	s.GSO = c.t.gso
-	s.Used0RTT = c.used0RTT
+	s.Used0RTT = c.early.used
 	s.RequireStreamCreditRelease = c.config.RequireStreamCreditRelease
 	s.ValidatedBy = c.validatedBy
 	return s

@@ -18,6 +18,29 @@ import (
 // confirmed. Everything else rejects early data in the TLS handshake, and
 // the client sends again in 1-RTT.
 
+// earlyData is the connection's 0-RTT state, both sides. Guarded by
+// Conn.mu.
+type earlyData struct {
+	// opener (server) reads 0-RTT packets until the handshake is
+	// confirmed; used says early data was accepted (either side).
+	opener  *handshake.Opener
+	used    bool
+	packets uint64 // 0-RTT packets processed
+	// sealer (client) seals 0-RTT packets until 1-RTT keys exist;
+	// remembered holds the server limits of the resumed ticket; sent says
+	// they were applied; rejected that the server refused.
+	sealer     *handshake.Sealer
+	remembered *wire.TransportParameters
+	sent       bool
+	rejected   bool
+	// awaitingNext (client): 0-RTT was rejected and NextConnection not
+	// called yet; Open* and Accept* fail with Err0RTTRejected.
+	awaitingNext bool
+	// dial (client): DialEarly or DialAddrEarly; plain Dial uses no 0-RTT
+	// even with a ticket that allows it, as in quic-go.
+	dial bool
+}
+
 // earlyLimitsLen is the size of the limits a ticket remembers: seven
 // uint64, the flow-control and stream limits and max_datagram_frame_size.
 const earlyLimitsLen = 7 * 8
@@ -81,8 +104,8 @@ func (c *Conn) installEarlyKeys(ev tls.QUICEvent) error {
 	if err != nil {
 		return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 	}
-	c.earlyOpener = o
-	c.used0RTT = true
+	c.early.opener = o
+	c.early.used = true
 	c.retryUndecryptableLater = true
 	return nil
 }
@@ -93,7 +116,7 @@ func (c *Conn) handle0RTTPacket(pkt []byte, hdr *wire.LongHeader, p receivedPack
 	if c.isClient || c.handshakeConfirmed {
 		return
 	}
-	if c.earlyOpener == nil {
+	if c.early.opener == nil {
 		// Before the ClientHello was processed the keys may still come;
 		// after it (Handshake keys exist), early data was rejected.
 		if c.spaces[spaceHandshake].sealer == nil {
@@ -106,7 +129,7 @@ func (c *Conn) handle0RTTPacket(pkt []byte, hdr *wire.LongHeader, p receivedPack
 	if pn, ok := sp.tracker.LargestReceived(); ok {
 		largest = int64(pn)
 	}
-	payload, pn, err := c.earlyOpener.UnprotectPacket(pkt, hdr.PNOffset, largest)
+	payload, pn, err := c.early.opener.UnprotectPacket(pkt, hdr.PNOffset, largest)
 	if err != nil {
 		return
 	}
@@ -117,7 +140,7 @@ func (c *Conn) handle0RTTPacket(pkt []byte, hdr *wire.LongHeader, p receivedPack
 	if sp.tracker.IsDuplicate(pn) {
 		return
 	}
-	c.packets0RTT++
+	c.early.packets++
 	if c.qlog != nil {
 		c.qlogPacketReceived(wire.PacketType0RTT, pn, hdr.DestConnID, len(pkt), payload)
 	}
@@ -175,11 +198,11 @@ func (c *Conn) onClientResumeSession(s *tls.SessionState) {
 	if s == nil || !s.EarlyData {
 		return
 	}
-	if !c.dialEarly {
+	if !c.early.dial {
 		s.EarlyData = false
 		return
 	}
-	if c.remembered = rememberedParams(s); c.remembered == nil {
+	if c.early.remembered = rememberedParams(s); c.early.remembered == nil {
 		s.EarlyData = false
 	}
 }
@@ -187,15 +210,15 @@ func (c *Conn) onClientResumeSession(s *tls.SessionState) {
 // installEarlySealer starts 0-RTT on the client with the remembered
 // limits.
 func (c *Conn) installEarlySealer(ev tls.QUICEvent) error {
-	if !c.isClient || c.remembered == nil {
+	if !c.isClient || c.early.remembered == nil {
 		return nil
 	}
 	s, err := handshake.NewSealer(ev.Suite, ev.Data, c.chosenVersion())
 	if err != nil {
 		return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 	}
-	p := c.remembered
-	c.earlySealer = s
+	p := c.early.remembered
+	c.early.sealer = s
 	c.peerParams = p
 	c.peerDatagrams, c.peerMaxDatagram = p.MaxDatagramFrameSize > 0, p.MaxDatagramFrameSize
 	c.connSend.Init(p.InitialMaxData)
@@ -231,5 +254,5 @@ func (c *Conn) applyParamsAfterEarly(p *wire.TransportParameters) error {
 
 // sendsEarly reports whether application data goes out in 0-RTT now.
 func (c *Conn) sendsEarly() bool {
-	return c.earlySealer != nil && (c.app == nil || !c.app.CanSend())
+	return c.early.sealer != nil && (c.app == nil || !c.app.CanSend())
 }

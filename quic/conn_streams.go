@@ -173,7 +173,7 @@ func (c *Conn) accept(ctx context.Context, q *[]*stream) (*stream, error) {
 		if c.close.err != nil {
 			return nil, c.close.err
 		}
-		if c.zeroRTTRejected {
+		if c.early.awaitingNext {
 			return nil, Err0RTTRejected
 		}
 		if err := c.waitLockedCtx(ctx, waitChan(&c.streamSig)); err != nil {
@@ -243,7 +243,7 @@ func (c *Conn) open(ctx context.Context, wait bool, d flowcontrol.Direction) (*s
 		if c.close.err != nil {
 			return nil, c.close.err
 		}
-		if c.zeroRTTRejected {
+		if c.early.awaitingNext {
 			return nil, Err0RTTRejected
 		}
 		id, err := c.counts.OpenStream(d)

@@ -184,8 +184,8 @@ func (c *Conn) processTLSEvents() error {
 				}
 			}
 		case tls.QUICRejectedEarlyData:
-			c.earlySealer = nil
-			c.rejected0RTT = true
+			c.early.sealer = nil
+			c.early.rejected = true
 			c.on0RTTRejected()
 		case tls.QUICErrorEvent:
 			return tlsError(ev.Err)
@@ -205,7 +205,7 @@ func (c *Conn) installKeys(ev tls.QUICEvent, write bool) error {
 		if err := c.installEarlySealer(ev); err != nil {
 			return err
 		}
-		c.sentEarly = c.earlySealer != nil
+		c.early.sent = c.early.sealer != nil
 	case tls.QUICEncryptionLevelHandshake:
 		sp := &c.spaces[spaceHandshake]
 		if c.trace != nil {
@@ -288,7 +288,7 @@ func (c *Conn) handlePeerParams(data []byte) error {
 	}
 	c.ackDelayExp = p.AckDelayExponent
 	c.rec.SetMaxAckDelay(p.MaxAckDelay)
-	if c.sentEarly {
+	if c.early.sent {
 		if err := c.applyParamsAfterEarly(&p); err != nil {
 			return err
 		}
@@ -316,8 +316,8 @@ func (c *Conn) onHandshakeComplete() {
 	}
 	c.stats.noteHandshakeComplete(time.Now())
 	if c.isClient {
-		c.used0RTT = c.sentEarly && !c.rejected0RTT
-		c.earlySealer = nil
+		c.early.used = c.early.sent && !c.early.rejected
+		c.early.sealer = nil
 	}
 	close(c.handshakeDoneCh)
 	if !c.isClient {
@@ -348,7 +348,7 @@ func (c *Conn) confirmHandshake(now time.Time) {
 	if c.trace != nil {
 		c.traceState(qlog.ConnectionStateHandshakeConfirmed)
 	}
-	c.earlyOpener = nil // RFC 9001 section 4.9.3
+	c.early.opener = nil // RFC 9001 section 4.9.3
 	c.rec.SetHandshakeConfirmed(now)
 	c.startMTUDiscovery()
 	c.dropSpace(spaceInitial, now)

@@ -259,7 +259,7 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 		pkt := buf[p.start : p.payloadEnd : p.payloadEnd+tagLen]
 		var err error
 		if p.early {
-			_, err = c.earlySealer.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
+			_, err = c.early.sealer.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
 		} else if p.space == spaceApp {
 			p.sp.keyGen = c.app.Generation()
 			_, err = c.app.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)

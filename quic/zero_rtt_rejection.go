@@ -16,7 +16,7 @@ var Err0RTTRejected = errors.New("quic: 0-RTT rejected")
 // control start over, and the 0-RTT packets still in flight are emptied so
 // that their loss resends nothing (their stream IDs are used again).
 func (c *Conn) on0RTTRejected() {
-	if !c.sentEarly {
+	if !c.early.sent {
 		return
 	}
 	for _, s := range c.streams {
@@ -43,8 +43,8 @@ func (c *Conn) on0RTTRejected() {
 	broadcast(&c.datagramSendSig)
 	c.counts.Init(c.perspective(), uint64(c.config.MaxIncomingStreams), uint64(c.config.MaxIncomingUniStreams))
 	c.connSend.Init(0)
-	c.sentEarly = false
-	if p := c.peerParams; p != nil && p != c.remembered {
+	c.early.sent = false
+	if p := c.peerParams; p != nil && p != c.early.remembered {
 		// The server's parameters arrived before the rejection.
 		c.connSend.Init(p.InitialMaxData)
 		_ = c.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni)
@@ -52,7 +52,7 @@ func (c *Conn) on0RTTRejected() {
 		c.peerParams = nil
 		c.peerDatagrams, c.peerMaxDatagram = false, 0
 	}
-	c.zeroRTTRejected = true
+	c.early.awaitingNext = true
 	broadcast(&c.streamSig)
 }
 
@@ -72,7 +72,7 @@ func (c *Conn) NextConnection(ctx context.Context) (*Conn, error) {
 		return nil, ctx.Err()
 	}
 	c.mu.Lock()
-	c.zeroRTTRejected = false
+	c.early.awaitingNext = false
 	c.mu.Unlock()
 	return c, nil
 }

@@ -167,7 +167,7 @@ func earlyEchoServer(t *testing.T, ctx context.Context, tr *Transport, conf *Con
 				}
 				r.used0RTT = c.ConnectionState().Used0RTT
 				c.mu.Lock()
-				r.packets0RTT = c.packets0RTT
+				r.packets0RTT = c.early.packets
 				c.mu.Unlock()
 				results <- r
 				_, _ = s.Write(data)
