@@ -143,8 +143,9 @@ type Conn struct {
 
 	retryUndecryptableLater bool // new read keys: reprocess kept packets
 
-	close closeState // conn_close.go
-	early earlyData  // conn_early.go
+	close   closeState // conn_close.go
+	early   earlyData  // conn_early.go
+	streams streamSet  // conn_streams.go
 
 	stats connStats
 	qlog  *qlogger    // nil unless Config.Qlog gave a writer
@@ -215,18 +216,7 @@ type Conn struct {
 	sendECNTest     bool
 	connRecv        *flowcontrol.ConnReceiver
 	connSend        flowcontrol.SendCredit
-	counts          flowcontrol.StreamCounts
 	maxDataLost     bool
-	maxStreamsLost  [2]bool
-	streamsBlocked  [2]bool // an open waits for the peer's stream limit, by dirIndex
-	streams         map[uint64]*stream
-	sendList        []*stream
-	prioritized     bool      // a stream's priority was set: schedule by priority
-	prioOrder       []*stream // scratch for appendStreamFramesByPriority
-	ctrlList        []*stream
-	acceptBidi      []*stream
-	acceptUni       []*stream
-	streamSig       chan struct{} // broadcast: accept queues or stream limits changed
 	datagramsIn     [][]byte
 	datagramsOut    [][]byte
 	datagramSendSig chan struct{} // SendDatagram waits for room in datagramsOut
@@ -251,11 +241,11 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 		runDone:         make(chan struct{}),
 		handshakeDoneCh: make(chan struct{}),
 		sent:            make(map[uint64]*sentPacket),
-		streams:         make(map[uint64]*stream),
 		ackDelayExp:     wire.DefaultAckDelayExponent,
 		lastActivity:    time.Now(),
 		first1RTTPN:     -1,
 	}
+	c.streams.all = make(map[uint64]*stream)
 	c.lastSendOrRecv = c.lastActivity
 	c.stats.started = c.lastActivity
 	c.remoteAP, _ = addrPort(remote)
@@ -282,7 +272,7 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 	if isClient {
 		persp = flowcontrol.Client
 	}
-	c.counts.Init(persp, uint64(conf.MaxIncomingStreams), uint64(conf.MaxIncomingUniStreams))
+	c.streams.counts.Init(persp, uint64(conf.MaxIncomingStreams), uint64(conf.MaxIncomingUniStreams))
 	return c
 }
 
@@ -622,7 +612,7 @@ func (c *Conn) signalClosedLocked(err error) {
 	}
 	close(c.closedCh)
 	c.cancelCtx(err)
-	for _, s := range c.streams {
+	for _, s := range c.streams.all {
 		s.onConnClosed()
 	}
 }

@@ -28,19 +28,19 @@ func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
 		case sfCrypto:
 			c.spaces[p.space].crypto.OnAcked(f.off, int(f.n), false)
 		case sfStream:
-			if s := c.streams[f.id]; s != nil {
+			if s := c.streams.all[f.id]; s != nil {
 				s.send.OnAcked(f.off, int(f.n), f.fin)
 				c.chargeSend(s)
 				s.signalWrite()
 				c.maybeRemoveStream(s)
 			}
 		case sfResetStream:
-			if s := c.streams[f.id]; s != nil {
+			if s := c.streams.all[f.id]; s != nil {
 				s.resetAcked = true
 				c.maybeRemoveStream(s)
 			}
 		case sfStopSending:
-			if s := c.streams[f.id]; s != nil {
+			if s := c.streams.all[f.id]; s != nil {
 				s.stopAcked = true
 				c.maybeRemoveStream(s)
 			}
@@ -74,31 +74,31 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 		case sfCrypto:
 			c.spaces[p.space].crypto.OnLost(f.off, int(f.n), false)
 		case sfStream:
-			if s := c.streams[f.id]; s != nil && s.sendErr == nil {
+			if s := c.streams.all[f.id]; s != nil && s.sendErr == nil {
 				s.send.OnLost(f.off, int(f.n), f.fin)
 				c.queueStreamSend(s)
 			}
 		case sfResetStream:
-			if s := c.streams[f.id]; s != nil && !s.resetAcked {
+			if s := c.streams.all[f.id]; s != nil && !s.resetAcked {
 				s.resetPending = true
 				c.queueStreamControl(s)
 			}
 		case sfStopSending:
-			if s := c.streams[f.id]; s != nil && !s.stopAcked && !s.recvFinished() {
+			if s := c.streams.all[f.id]; s != nil && !s.stopAcked && !s.recvFinished() {
 				s.stopPending = true
 				c.queueStreamControl(s)
 			}
 		case sfMaxStreamData:
-			if s := c.streams[f.id]; s != nil {
+			if s := c.streams.all[f.id]; s != nil {
 				s.maxDataLost = true
 				c.queueStreamControl(s)
 			}
 		case sfMaxData:
 			c.maxDataLost = true
 		case sfMaxStreamsBidi:
-			c.maxStreamsLost[0] = true
+			c.streams.maxStreamsLost[0] = true
 		case sfMaxStreamsUni:
-			c.maxStreamsLost[1] = true
+			c.streams.maxStreamsLost[1] = true
 		case sfHandshakeDone:
 			c.sendHandshakeDone = true
 		case sfNewToken:

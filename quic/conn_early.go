@@ -222,7 +222,7 @@ func (c *Conn) installEarlySealer(ev tls.QUICEvent) error {
 	c.peerParams = p
 	c.peerDatagrams, c.peerMaxDatagram = p.MaxDatagramFrameSize > 0, p.MaxDatagramFrameSize
 	c.connSend.Init(p.InitialMaxData)
-	if err := c.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni); err != nil {
+	if err := c.streams.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni); err != nil {
 		return flowError(err)
 	}
 	return nil
@@ -232,13 +232,13 @@ func (c *Conn) installEarlySealer(ev tls.QUICEvent) error {
 // real ones, keeping what was already consumed.
 func (c *Conn) applyParamsAfterEarly(p *wire.TransportParameters) error {
 	c.connSend.OnMaxData(p.InitialMaxData)
-	if _, err := c.counts.Outgoing(flowcontrol.Bidi).OnMaxStreams(p.InitialMaxStreamsBidi); err != nil {
+	if _, err := c.streams.counts.Outgoing(flowcontrol.Bidi).OnMaxStreams(p.InitialMaxStreamsBidi); err != nil {
 		return flowError(err)
 	}
-	if _, err := c.counts.Outgoing(flowcontrol.Uni).OnMaxStreams(p.InitialMaxStreamsUni); err != nil {
+	if _, err := c.streams.counts.Outgoing(flowcontrol.Uni).OnMaxStreams(p.InitialMaxStreamsUni); err != nil {
 		return flowError(err)
 	}
-	for id, s := range c.streams {
+	for id, s := range c.streams.all {
 		if !s.hasSend {
 			continue
 		}

@@ -294,7 +294,7 @@ func (c *Conn) handlePeerParams(data []byte) error {
 		}
 	} else {
 		c.connSend.Init(p.InitialMaxData)
-		if err := c.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni); err != nil {
+		if err := c.streams.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni); err != nil {
 			return flowError(err)
 		}
 	}

@@ -200,13 +200,13 @@ func TestReceiveBudgetHoldsWindows(t *testing.T) {
 			c.processPayload(spaceApp, wire.PacketType1RTT, off/1000, wire.AppendStreamFrame(nil, 0, off, buf, false, true), now)
 			c.mu.Unlock()
 			off += uint64(len(buf))
-			if n, err := c.streams[0].read(buf); n != len(buf) || err != nil {
+			if n, err := c.streams.all[0].read(buf); n != len(buf) || err != nil {
 				t.Fatalf("read %d, %v", n, err)
 			}
 			now = now.Add(10 * time.Millisecond)
 			c.mu.Lock()
 			c.appendControlFrames(make([]byte, 0, 1200), 1200, now, c.getSentPacket(spaceApp))
-			grown := c.streams[0].fcRecv.Window() > 1000
+			grown := c.streams.all[0].fcRecv.Window() > 1000
 			closeErr := c.close.err
 			c.mu.Unlock()
 			if closeErr != nil {
@@ -219,7 +219,7 @@ func TestReceiveBudgetHoldsWindows(t *testing.T) {
 				break
 			}
 		}
-		if !held && c.streams[0].fcRecv.Window() == 1000 {
+		if !held && c.streams.all[0].fcRecv.Window() == 1000 {
 			t.Fatal("stream window never grew under the budget")
 		}
 	}

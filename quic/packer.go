@@ -512,8 +512,8 @@ func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentP
 		}
 	}
 	for i, d := range []flowcontrol.Direction{flowcontrol.Bidi, flowcontrol.Uni} {
-		inc := c.counts.Incoming(d)
-		if !c.maxStreamsLost[i] && !inc.NeedsUpdate() {
+		inc := c.streams.counts.Incoming(d)
+		if !c.streams.maxStreamsLost[i] && !inc.NeedsUpdate() {
 			continue
 		}
 		typ, kind := wire.FrameTypeMaxStreamsBidi, sfMaxStreamsBidi
@@ -530,15 +530,15 @@ func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentP
 		}
 		f.Limit = limit
 		b = wire.AppendFrame(b, &f)
-		c.maxStreamsLost[i] = false
+		c.streams.maxStreamsLost[i] = false
 		p.frames = append(p.frames, sentFrame{kind: kind})
 	}
 	for i, d := range []flowcontrol.Direction{flowcontrol.Bidi, flowcontrol.Uni} {
-		if !c.streamsBlocked[i] {
+		if !c.streams.blocked[i] {
 			continue
 		}
-		c.streamsBlocked[i] = false
-		if limit, send := c.counts.Outgoing(d).Blocked(); send {
+		c.streams.blocked[i] = false
+		if limit, send := c.streams.counts.Outgoing(d).Blocked(); send {
 			typ := wire.FrameTypeStreamsBlockedBidi
 			if d == flowcontrol.Uni {
 				typ = wire.FrameTypeStreamsBlockedUni
@@ -549,8 +549,8 @@ func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentP
 		}
 	}
 	b = c.appendCIDFrames(b, maxEnd, p)
-	kept := c.ctrlList[:0]
-	for _, s := range c.ctrlList {
+	kept := c.streams.ctrlList[:0]
+	for _, s := range c.streams.ctrlList {
 		b = s.appendControlFrames(b, maxEnd, now, srtt, p)
 		if s.hasControlFrames() {
 			kept = append(kept, s)
@@ -558,8 +558,8 @@ func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentP
 			s.inCtrlList = false
 		}
 	}
-	clear(c.ctrlList[len(kept):])
-	c.ctrlList = kept
+	clear(c.streams.ctrlList[len(kept):])
+	c.streams.ctrlList = kept
 	return b
 }
 
@@ -603,13 +603,13 @@ func (c *Conn) appendDatagrams(b []byte, maxEnd int, p *sentPacket) []byte {
 }
 
 func (c *Conn) appendStreamFrames(b []byte, maxEnd int, p *sentPacket) []byte {
-	if c.prioritized {
+	if c.streams.prioritized {
 		return c.appendStreamFramesByPriority(b, maxEnd, p)
 	}
-	n := len(c.sendList)
+	n := len(c.streams.sendList)
 	served := 0
-	for i := 0; i < len(c.sendList) && maxEnd-len(b) > 16; {
-		s := c.sendList[i]
+	for i := 0; i < len(c.streams.sendList) && maxEnd-len(b) > 16; {
+		s := c.streams.sendList[i]
 		var added bool
 		b, added = s.appendStreamFrame(b, maxEnd, p)
 		if added {
@@ -617,7 +617,7 @@ func (c *Conn) appendStreamFrames(b []byte, maxEnd int, p *sentPacket) []byte {
 		}
 		if !s.wantsToSend() {
 			s.inSendList = false
-			c.sendList = append(c.sendList[:i], c.sendList[i+1:]...)
+			c.streams.sendList = append(c.streams.sendList[:i], c.streams.sendList[i+1:]...)
 			if added {
 				served = i
 			}
@@ -631,11 +631,11 @@ func (c *Conn) appendStreamFrames(b []byte, maxEnd int, p *sentPacket) []byte {
 		break
 	}
 	// Round robin: streams served move to the back.
-	if served > 0 && served < len(c.sendList) && n > 1 {
+	if served > 0 && served < len(c.streams.sendList) && n > 1 {
 		// Rotate left in place (no allocation on the send path).
-		slices.Reverse(c.sendList[:served])
-		slices.Reverse(c.sendList[served:])
-		slices.Reverse(c.sendList)
+		slices.Reverse(c.streams.sendList[:served])
+		slices.Reverse(c.streams.sendList[served:])
+		slices.Reverse(c.streams.sendList)
 	}
 	return b
 }

@@ -37,7 +37,7 @@ func newOfflineConn(t testing.TB) *Conn {
 	}
 	t.Cleanup(func() { c.tls.Close() })
 	c.connSend.Init(1 << 20)
-	if err := c.counts.SetPeerLimits(100, 100); err != nil {
+	if err := c.streams.counts.SetPeerLimits(100, 100); err != nil {
 		t.Fatal(err)
 	}
 	c.peerParams = &wire.TransportParameters{InitialMaxStreamDataBidiLocal: 1 << 16, InitialMaxStreamDataBidiRemote: 1 << 16, InitialMaxStreamDataUni: 1 << 16, ActiveConnectionIDLimit: 4}
@@ -103,11 +103,11 @@ func TestValidFramesKeepConnectionOpen(t *testing.T) {
 	if c.close.err != nil {
 		t.Fatal(c.close.err)
 	}
-	if len(c.acceptBidi) != 1 {
-		t.Fatalf("%d streams to accept, want 1", len(c.acceptBidi))
+	if len(c.streams.acceptBidi) != 1 {
+		t.Fatalf("%d streams to accept, want 1", len(c.streams.acceptBidi))
 	}
 	buf := make([]byte, 10)
-	if n, _ := c.acceptBidi[0].recv.Read(buf); string(buf[:n]) != "hello" {
+	if n, _ := c.streams.acceptBidi[0].recv.Read(buf); string(buf[:n]) != "hello" {
 		t.Fatalf("stream data %q", buf[:n])
 	}
 }

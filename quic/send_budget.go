@@ -134,7 +134,7 @@ func (c *Conn) syncBudgets() {
 // releaseBudgets gives back everything the connection accounted for, at
 // teardown.
 func (c *Conn) releaseBudgets() {
-	for _, s := range c.streams {
+	for _, s := range c.streams.all {
 		s.sendCharged = 0
 	}
 	c.sendHeld = 0

@@ -105,7 +105,7 @@ func (c *Conn) newStream(id uint64) *stream {
 			Max:     c.config.MaxStreamReceiveWindow,
 		})
 	}
-	c.streams[id] = s
+	c.streams.all[id] = s
 	return s
 }
 
@@ -181,7 +181,7 @@ func (c *Conn) maybeRemoveStream(s *stream) {
 	if s.recv != nil {
 		s.recv.Release()
 	}
-	delete(c.streams, s.id)
+	delete(c.streams.all, s.id)
 	if flowcontrol.Initiator(s.id) != c.perspective() {
 		if c.config.RequireStreamCreditRelease && !s.creditReleased {
 			s.creditHeld = true
@@ -194,7 +194,7 @@ func (c *Conn) maybeRemoveStream(s *stream) {
 // releaseStreamCredit lets the peer open another stream in place of s.
 func (c *Conn) releaseStreamCredit(s *stream) {
 	s.creditHeld = false
-	inc := c.counts.Incoming(flowcontrol.DirectionOf(s.id))
+	inc := c.streams.counts.Incoming(flowcontrol.DirectionOf(s.id))
 	_ = inc.Close()
 	if inc.NeedsUpdate() {
 		c.wake() // the peer may be waiting for MAX_STREAMS
@@ -204,7 +204,7 @@ func (c *Conn) releaseStreamCredit(s *stream) {
 func (c *Conn) queueStreamSend(s *stream) {
 	if !s.inSendList && (s.send.HasData() || s.limited != nil) {
 		s.inSendList = true
-		c.sendList = append(c.sendList, s)
+		c.streams.sendList = append(c.streams.sendList, s)
 	}
 	c.wake()
 }
@@ -212,7 +212,7 @@ func (c *Conn) queueStreamSend(s *stream) {
 func (c *Conn) queueStreamControl(s *stream) {
 	if !s.inCtrlList {
 		s.inCtrlList = true
-		c.ctrlList = append(c.ctrlList, s)
+		c.streams.ctrlList = append(c.streams.ctrlList, s)
 	}
 	c.wake()
 }

@@ -19,7 +19,7 @@ func (c *Conn) on0RTTRejected() {
 	if !c.early.sent {
 		return
 	}
-	for _, s := range c.streams {
+	for _, s := range c.streams.all {
 		s.sendErr, s.recvErr = Err0RTTRejected, Err0RTTRejected
 		s.send.Reset()
 		c.chargeSend(s)
@@ -31,9 +31,9 @@ func (c *Conn) on0RTTRejected() {
 		s.signalRead()
 		s.signalWrite()
 	}
-	clear(c.streams)
-	c.sendList, c.ctrlList = c.sendList[:0], c.ctrlList[:0]
-	c.acceptBidi, c.acceptUni = nil, nil
+	clear(c.streams.all)
+	c.streams.sendList, c.streams.ctrlList = c.streams.sendList[:0], c.streams.ctrlList[:0]
+	c.streams.acceptBidi, c.streams.acceptUni = nil, nil
 	for _, p := range c.sent {
 		if p.space == spaceApp {
 			p.frames = p.frames[:0]
@@ -41,19 +41,19 @@ func (c *Conn) on0RTTRejected() {
 	}
 	c.datagramsOut = nil
 	broadcast(&c.datagramSendSig)
-	c.counts.Init(c.perspective(), uint64(c.config.MaxIncomingStreams), uint64(c.config.MaxIncomingUniStreams))
+	c.streams.counts.Init(c.perspective(), uint64(c.config.MaxIncomingStreams), uint64(c.config.MaxIncomingUniStreams))
 	c.connSend.Init(0)
 	c.early.sent = false
 	if p := c.peerParams; p != nil && p != c.early.remembered {
 		// The server's parameters arrived before the rejection.
 		c.connSend.Init(p.InitialMaxData)
-		_ = c.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni)
+		_ = c.streams.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni)
 	} else {
 		c.peerParams = nil
 		c.peerDatagrams, c.peerMaxDatagram = false, 0
 	}
 	c.early.awaitingNext = true
-	broadcast(&c.streamSig)
+	broadcast(&c.streams.sig)
 }
 
 // NextConnection makes a client connection whose 0-RTT data the server
