@@ -143,9 +143,10 @@ type Conn struct {
 
 	retryUndecryptableLater bool // new read keys: reprocess kept packets
 
-	close   closeState // conn_close.go
-	early   earlyData  // conn_early.go
-	streams streamSet  // conn_streams.go
+	close     closeState     // conn_close.go
+	early     earlyData      // conn_early.go
+	streams   streamSet      // conn_streams.go
+	datagrams datagramQueues // conn_datagram.go
 
 	stats connStats
 	qlog  *qlogger    // nil unless Config.Qlog gave a writer
@@ -212,19 +213,13 @@ type Conn struct {
 	ecn              ecnTracker
 	// sendECN marks the datagram being built (sendECNTest: during ECN
 	// testing).
-	sendECN         udpio.ECN
-	sendECNTest     bool
-	connRecv        *flowcontrol.ConnReceiver
-	connSend        flowcontrol.SendCredit
-	maxDataLost     bool
-	datagramsIn     [][]byte
-	datagramsOut    [][]byte
-	datagramSendSig chan struct{} // SendDatagram waits for room in datagramsOut
-	datagramSig     chan struct{}
-	peerMaxDatagram uint64
-	peerDatagrams   bool // the peer advertised max_datagram_frame_size
-	pendingWrites   []outDatagram
-	spareWrites     []outDatagram // owned by run: pendingWrites' next slice
+	sendECN       udpio.ECN
+	sendECNTest   bool
+	connRecv      *flowcontrol.ConnReceiver
+	connSend      flowcontrol.SendCredit
+	maxDataLost   bool
+	pendingWrites []outDatagram
+	spareWrites   []outDatagram // owned by run: pendingWrites' next slice
 }
 
 func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
@@ -685,7 +680,7 @@ func (c *Conn) ConnectionState() ConnectionState {
 	s.Version = Version(c.version)
 	s.SupportsDatagrams.Local = c.config.EnableDatagrams
 	// As quic-go: what the peer advertised, even with ours off.
-	s.SupportsDatagrams.Remote = c.peerDatagrams
+	s.SupportsDatagrams.Remote = c.datagrams.peerSupports
 	s.GSO = c.t.gso
 	s.Used0RTT = c.early.used
 	s.RequireStreamCreditRelease = c.config.RequireStreamCreditRelease

@@ -220,7 +220,7 @@ func (c *Conn) installEarlySealer(ev tls.QUICEvent) error {
 	p := c.early.remembered
 	c.early.sealer = s
 	c.peerParams = p
-	c.peerDatagrams, c.peerMaxDatagram = p.MaxDatagramFrameSize > 0, p.MaxDatagramFrameSize
+	c.datagrams.peerSupports, c.datagrams.peerMax = p.MaxDatagramFrameSize > 0, p.MaxDatagramFrameSize
 	c.connSend.Init(p.InitialMaxData)
 	if err := c.streams.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni); err != nil {
 		return flowError(err)

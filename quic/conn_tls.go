@@ -298,8 +298,8 @@ func (c *Conn) handlePeerParams(data []byte) error {
 			return flowError(err)
 		}
 	}
-	c.peerDatagrams = p.MaxDatagramFrameSize > 0
-	c.peerMaxDatagram = p.MaxDatagramFrameSize
+	c.datagrams.peerSupports = p.MaxDatagramFrameSize > 0
+	c.datagrams.peerMax = p.MaxDatagramFrameSize
 	if err := c.initRemoteCIDs(&p); err != nil {
 		return err
 	}

@@ -582,21 +582,21 @@ func (c *Conn) appendCrypto(b []byte, sp *pnSpace, maxEnd int, p *sentPacket) []
 }
 
 func (c *Conn) appendDatagrams(b []byte, maxEnd int, p *sentPacket) []byte {
-	for len(c.datagramsOut) > 0 {
-		d := c.datagramsOut[0]
+	for len(c.datagrams.out) > 0 {
+		d := c.datagrams.out[0]
 		if len(d) > c.datagramLimit() {
-			c.datagramsOut[0] = nil
-			c.datagramsOut = c.datagramsOut[1:]
-			broadcast(&c.datagramSendSig)
+			c.datagrams.out[0] = nil
+			c.datagrams.out = c.datagrams.out[1:]
+			broadcast(&c.datagrams.sendSig)
 			continue
 		}
 		if wire.DatagramFrameLen(len(d), true) > maxEnd-len(b) {
 			break
 		}
 		b = wire.AppendDatagramFrame(b, d, true)
-		c.datagramsOut[0] = nil
-		c.datagramsOut = c.datagramsOut[1:]
-		broadcast(&c.datagramSendSig)
+		c.datagrams.out[0] = nil
+		c.datagrams.out = c.datagrams.out[1:]
+		broadcast(&c.datagrams.sendSig)
 		p.eliciting = true
 	}
 	return b

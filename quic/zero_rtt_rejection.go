@@ -39,8 +39,8 @@ func (c *Conn) on0RTTRejected() {
 			p.frames = p.frames[:0]
 		}
 	}
-	c.datagramsOut = nil
-	broadcast(&c.datagramSendSig)
+	c.datagrams.out = nil
+	broadcast(&c.datagrams.sendSig)
 	c.streams.counts.Init(c.perspective(), uint64(c.config.MaxIncomingStreams), uint64(c.config.MaxIncomingUniStreams))
 	c.connSend.Init(0)
 	c.early.sent = false
@@ -50,7 +50,7 @@ func (c *Conn) on0RTTRejected() {
 		_ = c.streams.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni)
 	} else {
 		c.peerParams = nil
-		c.peerDatagrams, c.peerMaxDatagram = false, 0
+		c.datagrams.peerSupports, c.datagrams.peerMax = false, 0
 	}
 	c.early.awaitingNext = true
 	broadcast(&c.streams.sig)
