@@ -151,8 +151,8 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	c.mu.Unlock()
 	if err != nil {
 		t.removeHandlers(c)
-		if c.tls != nil {
-			c.tls.Close()
+		if c.hs.tls != nil {
+			c.hs.tls.Close()
 		}
 		return nil, err
 	}

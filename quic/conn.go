@@ -106,7 +106,6 @@ type Conn struct {
 
 	mu sync.Mutex
 
-	tls    *tls.QUICConn
 	spaces [3]pnSpace
 	app    *handshake.AppKeys
 	rec    *recovery.Recovery
@@ -138,14 +137,12 @@ type Conn struct {
 	sendNewToken bool
 	cids         cidState
 
-	receivedFirst    bool // client: a server packet was processed
-	versionRestarted bool // client: restarted after Version Negotiation
-
 	retryUndecryptableLater bool // new read keys: reprocess kept packets
 
 	close     closeState     // conn_close.go
 	early     earlyData      // conn_early.go
 	streams   streamSet      // conn_streams.go
+	hs        handshakeState // conn_tls.go
 	datagrams datagramQueues // conn_datagram.go
 
 	stats connStats
@@ -161,13 +158,6 @@ type Conn struct {
 
 	keyPhaseAcked bool      // a packet sealed with the current 1-RTT keys was acknowledged
 	dropKeysAt    time.Time // when to drop the previous 1-RTT receive keys
-	peerParams    *wire.TransportParameters
-	ackDelayExp   uint8
-
-	handshakeComplete  bool
-	handshakeConfirmed bool
-	sendHandshakeDone  bool
-	queuedForAccept    bool
 
 	addressValidated bool
 	// validatedBy is the token kind that validated a server connection's
@@ -236,11 +226,11 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 		runDone:         make(chan struct{}),
 		handshakeDoneCh: make(chan struct{}),
 		sent:            make(map[uint64]*sentPacket),
-		ackDelayExp:     wire.DefaultAckDelayExponent,
 		lastActivity:    time.Now(),
 		first1RTTPN:     -1,
 	}
 	c.streams.all = make(map[uint64]*stream)
+	c.hs.peerAckDelayExp = wire.DefaultAckDelayExponent
 	c.lastSendOrRecv = c.lastActivity
 	c.stats.started = c.lastActivity
 	c.remoteAP, _ = addrPort(remote)
@@ -535,12 +525,12 @@ func (c *Conn) onTimers(now time.Time) {
 }
 
 func (c *Conn) idleTimeoutLocked() time.Duration {
-	if !c.handshakeComplete {
+	if !c.hs.complete {
 		return c.config.HandshakeIdleTimeout
 	}
 	d := c.config.MaxIdleTimeout
-	if c.peerParams != nil && c.peerParams.MaxIdleTimeout > 0 && c.peerParams.MaxIdleTimeout < d {
-		d = c.peerParams.MaxIdleTimeout
+	if c.hs.peerParams != nil && c.hs.peerParams.MaxIdleTimeout > 0 && c.hs.peerParams.MaxIdleTimeout < d {
+		d = c.hs.peerParams.MaxIdleTimeout
 	}
 	return max(d, 3*c.ptoLocked())
 }
@@ -550,14 +540,14 @@ func (c *Conn) idleDeadline() time.Time { return c.lastActivity.Add(c.idleTimeou
 // handshakeDeadline is when an incomplete handshake fails: twice the
 // handshake idle timeout after the connection started; zero once complete.
 func (c *Conn) handshakeDeadline() time.Time {
-	if c.handshakeComplete {
+	if c.hs.complete {
 		return time.Time{}
 	}
 	return c.stats.started.Add(2 * c.config.HandshakeIdleTimeout)
 }
 
 func (c *Conn) keepAliveTime() time.Time {
-	if c.config.KeepAlivePeriod <= 0 || !c.handshakeComplete || c.pingPending {
+	if c.config.KeepAlivePeriod <= 0 || !c.hs.complete || c.pingPending {
 		return time.Time{}
 	}
 	p := min(c.config.KeepAlivePeriod, c.idleTimeoutLocked()/2)
@@ -626,8 +616,8 @@ func (c *Conn) destroyLocked(err error) {
 
 // teardownLocked releases everything once the connection is finished.
 func (c *Conn) teardownLocked() {
-	if c.tls != nil {
-		c.tls.Close()
+	if c.hs.tls != nil {
+		c.hs.tls.Close()
 	}
 	for _, p := range c.undecryptable {
 		putBuffer(p.buf)
@@ -674,8 +664,8 @@ func (c *Conn) ConnectionState() ConnectionState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var s ConnectionState
-	if c.tls != nil {
-		s.TLS = c.tls.ConnectionState()
+	if c.hs.tls != nil {
+		s.TLS = c.hs.tls.ConnectionState()
 	}
 	s.Version = Version(c.version)
 	s.SupportsDatagrams.Local = c.config.EnableDatagrams

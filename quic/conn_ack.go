@@ -100,7 +100,7 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 		case sfMaxStreamsUni:
 			c.streams.maxStreamsLost[1] = true
 		case sfHandshakeDone:
-			c.sendHandshakeDone = true
+			c.hs.sendDone = true
 		case sfNewToken:
 			c.sendNewToken = true
 		case sfRetireCID:

@@ -61,7 +61,7 @@ func (c *Conn) closeLocal(err error) {
 	// The recorder sees the CONNECTION_CLOSE packet, then closes: quic-go
 	// closes it before CloseWithError returns.
 	defer c.endTracer()
-	if c.tls == nil {
+	if c.hs.tls == nil {
 		c.close.finished = true
 		return
 	}
@@ -111,14 +111,14 @@ func (c *Conn) buildClosePacket(err error, now time.Time) []byte {
 		if !c.canSealIn(space) {
 			continue
 		}
-		if space == spaceApp && !c.handshakeComplete {
+		if space == spaceApp && !c.hs.complete {
 			// Before completion the peer may lack 1-RTT keys; after
 			// confirmation it has dropped the others.
 			if c.isClient {
 				continue
 			}
 		}
-		if space != spaceApp && c.handshakeConfirmed {
+		if space != spaceApp && c.hs.confirmed {
 			continue
 		}
 		frame := transportFrame

@@ -113,7 +113,7 @@ func (c *Conn) installEarlyKeys(ev tls.QUICEvent) error {
 // handle0RTTPacket processes a client's 0-RTT packet on the server. Its
 // packet numbers share the application space with 1-RTT.
 func (c *Conn) handle0RTTPacket(pkt []byte, hdr *wire.LongHeader, p receivedPacket) {
-	if c.isClient || c.handshakeConfirmed {
+	if c.isClient || c.hs.confirmed {
 		return
 	}
 	if c.early.opener == nil {
@@ -164,10 +164,10 @@ var rememberedTag = []byte("turboretry 0rtt v2")
 
 // rememberParams appends the server's limits to a ticket to be stored.
 func (c *Conn) rememberParams(s *tls.SessionState) {
-	if c.peerParams == nil {
+	if c.hs.peerParams == nil {
 		return
 	}
-	e := append(append([]byte(nil), rememberedTag...), earlyLimits(c.peerParams)...)
+	e := append(append([]byte(nil), rememberedTag...), earlyLimits(c.hs.peerParams)...)
 	s.Extra = append(s.Extra, e)
 }
 
@@ -219,7 +219,7 @@ func (c *Conn) installEarlySealer(ev tls.QUICEvent) error {
 	}
 	p := c.early.remembered
 	c.early.sealer = s
-	c.peerParams = p
+	c.hs.peerParams = p
 	c.datagrams.peerSupports, c.datagrams.peerMax = p.MaxDatagramFrameSize > 0, p.MaxDatagramFrameSize
 	c.connSend.Init(p.InitialMaxData)
 	if err := c.streams.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni); err != nil {

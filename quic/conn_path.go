@@ -165,7 +165,7 @@ func (c *Conn) afterShortPacket(dcid []byte, newest bool, now time.Time) {
 	}
 	// Only a server follows its peer, and only after the handshake is
 	// confirmed: a client must not migrate earlier (RFC 9000 section 9).
-	if c.isClient || !newest || !c.rx.nonProbing || !c.handshakeConfirmed || c.close.err != nil {
+	if c.isClient || !newest || !c.rx.nonProbing || !c.hs.confirmed || c.close.err != nil {
 		return
 	}
 	c.migrateTo(dcid, now)

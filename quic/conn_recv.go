@@ -134,13 +134,13 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 	if pn, ok := sp.tracker.LargestReceived(); ok {
 		largest = int64(pn)
 	}
-	if c.isClient && space == spaceInitial && c.receivedFirst && !bytes.Equal(hdr.SrcConnID, c.destCID) {
+	if c.isClient && space == spaceInitial && c.hs.receivedFirst && !bytes.Equal(hdr.SrcConnID, c.destCID) {
 		return
 	}
 	// UnprotectPacket works in place; keep the header's source CID when
 	// it becomes our destination CID.
 	var scid []byte
-	if c.isClient && !c.receivedFirst {
+	if c.isClient && !c.hs.receivedFirst {
 		scid = slices.Clone(hdr.SrcConnID)
 	}
 	opener := sp.opener
@@ -158,8 +158,8 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 	if sp.tracker.IsDuplicate(pn) {
 		return
 	}
-	if c.isClient && !c.receivedFirst {
-		c.receivedFirst = true
+	if c.isClient && !c.hs.receivedFirst {
+		c.hs.receivedFirst = true
 		c.destCID = scid
 	}
 	pt := wire.PacketTypeInitial
@@ -225,7 +225,7 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 		return
 	}
 	if keyUpdated {
-		if !c.handshakeConfirmed {
+		if !c.hs.confirmed {
 			c.closeWithError(qerr.NewTransportError(qerr.KeyUpdateError, 0, "key update before handshake confirmation"))
 			return
 		}
@@ -333,7 +333,7 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	exp := uint8(wire.DefaultAckDelayExponent)
 	if space == spaceApp {
-		exp = c.ackDelayExp
+		exp = c.hs.peerAckDelayExp
 	}
 	delay := time.Duration(0)
 	if f.AckDelay < 1<<40 {
@@ -382,7 +382,7 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	if c.trace != nil {
 		c.traceMetrics()
 	}
-	if acked1RTT && c.isClient && !c.handshakeConfirmed && c.handshakeComplete {
+	if acked1RTT && c.isClient && !c.hs.confirmed && c.hs.complete {
 		// An acknowledged 1-RTT packet confirms the handshake (RFC 9001
 		// 4.1.2); an ACK of 0-RTT packets alone does not, or the client
 		// would drop its Handshake keys before its Finished got through.
@@ -404,7 +404,7 @@ func (c *Conn) handleCryptoFrame(space int, f *wire.Frame) error {
 	}
 	for d := sp.cryptoIn.Peek(); len(d) > 0; d = sp.cryptoIn.Peek() {
 		// HandleData copies what it keeps, so the bytes can go at once.
-		err := c.tls.HandleData(tlsLevel(space), d)
+		err := c.hs.tls.HandleData(tlsLevel(space), d)
 		sp.cryptoIn.Skip(len(d))
 		if err != nil {
 			return tlsError(err)

@@ -19,6 +19,22 @@ import (
 	"github.com/turboretry/turboretry/qlog"
 )
 
+// handshakeState is the progress of the TLS handshake and what it brought
+// from the peer. Guarded by Conn.mu.
+type handshakeState struct {
+	tls       *tls.QUICConn // nil until startTLS
+	complete  bool          // TLS finished (HandshakeComplete is closed)
+	confirmed bool          // RFC 9001 section 4.1.2; Initial and Handshake keys are gone
+	sendDone  bool          // server: HANDSHAKE_DONE is due (again, when lost)
+	// queuedForAccept (server): the connection went to its listener's
+	// accept queue.
+	queuedForAccept  bool
+	receivedFirst    bool // client: a server packet was processed
+	versionRestarted bool // client: restarted after Version Negotiation
+	peerParams       *wire.TransportParameters
+	peerAckDelayExp  uint8 // the peer's ack_delay_exponent
+}
+
 func tlsLevel(space int) tls.QUICEncryptionLevel {
 	switch space {
 	case spaceInitial:
@@ -99,13 +115,13 @@ func (c *Conn) startTLS() error {
 		// Session events let the client remember the server's limits with
 		// its tickets, for 0-RTT.
 		qc.EnableSessionEvents = c.tlsConf.ClientSessionCache != nil
-		c.tls = tls.QUICClient(qc)
+		c.hs.tls = tls.QUICClient(qc)
 		role = wire.RoleClient
 	} else {
 		// Session events let the server check a resumed session's 0-RTT
 		// limits (onResumeSession).
 		qc.EnableSessionEvents = true
-		c.tls = tls.QUICServer(qc)
+		c.hs.tls = tls.QUICServer(qc)
 	}
 	if c.isClient {
 		// A server sets its parameters once it has read the client's
@@ -115,7 +131,7 @@ func (c *Conn) startTLS() error {
 			return err
 		}
 	}
-	if err := c.tls.Start(c.ctx); err != nil {
+	if err := c.hs.tls.Start(c.ctx); err != nil {
 		return tlsError(err)
 	}
 	return c.processTLSEvents()
@@ -134,14 +150,14 @@ func (c *Conn) setOurParams(role wire.Role) error {
 	if err != nil {
 		return err
 	}
-	c.tls.SetTransportParameters(params)
+	c.hs.tls.SetTransportParameters(params)
 	return nil
 }
 
 // processTLSEvents applies what crypto/tls asks for until it is idle.
 func (c *Conn) processTLSEvents() error {
 	for {
-		ev := c.tls.NextEvent()
+		ev := c.hs.tls.NextEvent()
 		switch ev.Kind {
 		case tls.QUICNoEvent:
 			return nil
@@ -179,7 +195,7 @@ func (c *Conn) processTLSEvents() error {
 		case tls.QUICStoreSession:
 			if c.isClient && ev.SessionState != nil {
 				c.rememberParams(ev.SessionState)
-				if err := c.tls.StoreSession(ev.SessionState); err != nil {
+				if err := c.hs.tls.StoreSession(ev.SessionState); err != nil {
 					return tlsError(err)
 				}
 			}
@@ -279,14 +295,14 @@ func (c *Conn) handlePeerParams(data []byte) error {
 	if err := c.negotiateVersion(&p); err != nil {
 		return err
 	}
-	c.peerParams = &p
+	c.hs.peerParams = &p
 	if c.qlog != nil {
 		c.qlogParams("remote", &p)
 	}
 	if c.trace != nil {
 		c.traceParams(false, &p)
 	}
-	c.ackDelayExp = p.AckDelayExponent
+	c.hs.peerAckDelayExp = p.AckDelayExponent
 	c.rec.SetMaxAckDelay(p.MaxAckDelay)
 	if c.early.sent {
 		if err := c.applyParamsAfterEarly(&p); err != nil {
@@ -307,10 +323,10 @@ func (c *Conn) handlePeerParams(data []byte) error {
 }
 
 func (c *Conn) onHandshakeComplete() {
-	if c.handshakeComplete {
+	if c.hs.complete {
 		return
 	}
-	c.handshakeComplete = true
+	c.hs.complete = true
 	if c.trace != nil {
 		c.traceState(qlog.ConnectionStateHandshakeComplete)
 	}
@@ -322,7 +338,7 @@ func (c *Conn) onHandshakeComplete() {
 	close(c.handshakeDoneCh)
 	if !c.isClient {
 		// The server's handshake is confirmed at completion (RFC 9001 4.1.2).
-		c.sendHandshakeDone = true
+		c.hs.sendDone = true
 		c.confirmHandshake(time.Now())
 		if c.server != nil && c.server.tokens != nil {
 			// RFC 9000 section 8.1.3: a token for the client's next
@@ -332,7 +348,7 @@ func (c *Conn) onHandshakeComplete() {
 			}
 		}
 		// A session ticket for resumption; errors (tickets disabled) are harmless.
-		if err := c.tls.SendSessionTicket(c.ticketOptions()); err == nil {
+		if err := c.hs.tls.SendSessionTicket(c.ticketOptions()); err == nil {
 			_ = c.processTLSEvents()
 		}
 		c.handshakeSlotDone()
@@ -341,10 +357,10 @@ func (c *Conn) onHandshakeComplete() {
 }
 
 func (c *Conn) confirmHandshake(now time.Time) {
-	if c.handshakeConfirmed {
+	if c.hs.confirmed {
 		return
 	}
-	c.handshakeConfirmed = true
+	c.hs.confirmed = true
 	if c.trace != nil {
 		c.traceState(qlog.ConnectionStateHandshakeConfirmed)
 	}
@@ -379,7 +395,7 @@ func (c *Conn) dropSpace(space int, now time.Time) {
 
 // handleRetry processes a Retry packet (RFC 9000 section 17.2.5.2).
 func (c *Conn) handleRetry(pkt []byte, hdr *wire.LongHeader) {
-	if c.receivedFirst || c.retrySrcCID != nil || len(hdr.Token) == 0 {
+	if c.hs.receivedFirst || c.retrySrcCID != nil || len(hdr.Token) == 0 {
 		return
 	}
 	if !bytes.Equal(hdr.DestConnID, c.srcCID) {
@@ -421,7 +437,7 @@ func (c *Conn) handleRetry(pkt []byte, hdr *wire.LongHeader) {
 // section 6.2): the client starts over with the first of its versions the
 // server lists, or fails with a VersionNegotiationError.
 func (c *Conn) handleVersionNegotiation(pkt []byte) {
-	if c.receivedFirst || c.versionRestarted {
+	if c.hs.receivedFirst || c.hs.versionRestarted {
 		return
 	}
 	dcid, scid, vs, err := wire.ParseVersionNegotiation(pkt, nil)
@@ -449,8 +465,8 @@ func (c *Conn) handleVersionNegotiation(pkt []byte) {
 // restartWithVersion throws away the first connection attempt and starts a
 // new one in version v, keeping our connection ID and the API objects.
 func (c *Conn) restartWithVersion(v wire.Version) error {
-	c.versionRestarted = true
-	c.tls.Close()
+	c.hs.versionRestarted = true
+	c.hs.tls.Close()
 	c.version = v
 	c.origDestCID = make([]byte, 8)
 	_, _ = rand.Read(c.origDestCID)

@@ -11,7 +11,7 @@ var errKeyUpdateNotAllowed = errors.New("quic: key update not allowed yet")
 // section 6 allows it: handshake confirmed and a packet of the current
 // phase acknowledged.
 func (c *Conn) initiateKeyUpdate(now time.Time) error {
-	if c.app == nil || !c.handshakeConfirmed || !c.keyPhaseAcked {
+	if c.app == nil || !c.hs.confirmed || !c.keyPhaseAcked {
 		return errKeyUpdateNotAllowed
 	}
 	if err := c.app.NextGeneration(); err != nil {

@@ -56,10 +56,10 @@ func (c *Conn) mtuEnabled() bool {
 // bounded by the peer's max_udp_payload_size.
 func (c *Conn) startMTUDiscovery() {
 	m := &c.mtu
-	if m.started || c.peerParams == nil || !c.mtuEnabled() {
+	if m.started || c.hs.peerParams == nil || !c.mtuEnabled() {
 		return
 	}
-	limit := int(min(c.peerParams.MaxUDPPayloadSize, maxProbeSize))
+	limit := int(min(c.hs.peerParams.MaxUDPPayloadSize, maxProbeSize))
 	*m = mtuDiscovery{enabled: limit > c.baseDatagram, started: true, low: c.baseDatagram, high: limit + 1}
 }
 
@@ -67,7 +67,7 @@ func (c *Conn) startMTUDiscovery() {
 func (c *Conn) mtuProbeSize(now time.Time) int {
 	m := &c.mtu
 	if !m.enabled || m.inFlight != 0 || m.high-m.low <= mtuSearchDone || now.Before(m.notBefore) ||
-		c.path.validating || !c.handshakeConfirmed {
+		c.path.validating || !c.hs.confirmed {
 		return 0
 	}
 	if !m.failed {
@@ -172,7 +172,7 @@ func (c *Conn) resetMTU() {
 		c.setMaxDatagram(c.baseDatagram)
 	}
 	c.mtu = mtuDiscovery{}
-	if c.handshakeConfirmed {
+	if c.hs.confirmed {
 		c.startMTUDiscovery()
 	}
 }

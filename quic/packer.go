@@ -100,7 +100,7 @@ func (c *Conn) anyProbes() bool {
 // reports whether more are waiting.
 func (c *Conn) sendLocked(now time.Time) bool {
 	c.refuseIfServerClosed()
-	if c.close.finished || c.close.closing || c.close.draining || c.tls == nil {
+	if c.close.finished || c.close.closing || c.close.draining || c.hs.tls == nil {
 		return false
 	}
 	if len(c.pathResponses) > 0 {
@@ -146,7 +146,7 @@ func (c *Conn) sendLocked(now time.Time) bool {
 		// the window would stall the handshake. Only that data is sent
 		// (handshakeOnly); it is small, and bounded by the handshake.
 		c.handshakeOnly = false
-		if !mayElicit && !c.handshakeConfirmed && c.handshakeRetransmissionPending() {
+		if !mayElicit && !c.hs.confirmed && c.handshakeRetransmissionPending() {
 			mayElicit, c.handshakeOnly = true, true
 		}
 		if mayElicit && !probing && !c.handshakeOnly {
@@ -481,9 +481,9 @@ func appendIfFits(b []byte, maxEnd int, f *wire.Frame) ([]byte, bool) {
 
 func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentPacket) []byte {
 	var ok bool
-	if c.sendHandshakeDone && maxEnd-len(b) >= 1 {
+	if c.hs.sendDone && maxEnd-len(b) >= 1 {
 		b = append(b, byte(wire.FrameTypeHandshakeDone))
-		c.sendHandshakeDone = false
+		c.hs.sendDone = false
 		p.frames = append(p.frames, sentFrame{kind: sfHandshakeDone})
 	}
 	if c.sendNewToken {

@@ -93,9 +93,9 @@ func (c *Conn) addPath(t *Transport, remote net.Addr) (*Path, error) {
 	switch {
 	case c.close.err != nil || c.close.finished:
 		return nil, ErrPathClosed
-	case !c.handshakeComplete || c.peerParams == nil:
+	case !c.hs.complete || c.hs.peerParams == nil:
 		return nil, errors.New("quic: AddPath before the handshake completed")
-	case c.peerParams.DisableActiveMigration && remote == nil:
+	case c.hs.peerParams.DisableActiveMigration && remote == nil:
 		return nil, errors.New("quic: the server disabled connection migration")
 	case t == c.sendT:
 		return nil, errors.New("quic: AddPath needs a Transport other than the one the connection sends on")

@@ -203,7 +203,7 @@ func (c *Conn) takeSwitchedAddress() {
 // 9.6.1). c.mu is held.
 func (c *Conn) startPreferredAddressMigration() {
 	if !c.isClient || c.x.pa.started || c.x.pa.peer == nil || !c.config.MigrateToPreferredAddress ||
-		!c.handshakeConfirmed || c.close.err != nil || len(c.paths) > 0 {
+		!c.hs.confirmed || c.close.err != nil || len(c.paths) > 0 {
 		return
 	}
 	c.x.pa.started = true

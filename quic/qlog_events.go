@@ -139,7 +139,7 @@ func (c *Conn) qlogPacketReceived(pt wire.PacketType, pn uint64, dcid []byte, si
 	}
 	exp := uint8(wire.DefaultAckDelayExponent)
 	if pt == wire.PacketType1RTT {
-		exp = c.ackDelayExp
+		exp = c.hs.peerAckDelayExp
 	}
 	b := q.event("transport:packet_received")
 	b = appendQlogHeader(b, qlogPacketTypeOf(pt), pn, dcid)

@@ -35,17 +35,17 @@ func newOfflineConn(t testing.TB) *Conn {
 	if err := c.startTLS(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.tls.Close() })
+	t.Cleanup(func() { c.hs.tls.Close() })
 	c.connSend.Init(1 << 20)
 	if err := c.streams.counts.SetPeerLimits(100, 100); err != nil {
 		t.Fatal(err)
 	}
-	c.peerParams = &wire.TransportParameters{InitialMaxStreamDataBidiLocal: 1 << 16, InitialMaxStreamDataBidiRemote: 1 << 16, InitialMaxStreamDataUni: 1 << 16, ActiveConnectionIDLimit: 4}
-	if err := c.initRemoteCIDs(c.peerParams); err != nil {
+	c.hs.peerParams = &wire.TransportParameters{InitialMaxStreamDataBidiLocal: 1 << 16, InitialMaxStreamDataBidiRemote: 1 << 16, InitialMaxStreamDataUni: 1 << 16, ActiveConnectionIDLimit: 4}
+	if err := c.initRemoteCIDs(c.hs.peerParams); err != nil {
 		t.Fatal(err)
 	}
-	c.handshakeComplete = true
-	c.handshakeConfirmed = true
+	c.hs.complete = true
+	c.hs.confirmed = true
 	return c
 }
 

@@ -334,12 +334,12 @@ func (s *baseServer) closeLocked(err error) {
 // handed out when the listener closed; it runs before every send.
 func (c *Conn) refuseIfServerClosed() {
 	s := c.server
-	if s == nil || c.queuedForAccept || c.close.err != nil {
+	if s == nil || c.hs.queuedForAccept || c.close.err != nil {
 		return
 	}
 	select {
 	case <-s.closed:
-		c.queuedForAccept = true // it never will be
+		c.hs.queuedForAccept = true // it never will be
 		s.notPending(c)
 		c.t.countRefused(RefusedServerClosed)
 		c.close.refusedAtClose = true
@@ -536,8 +536,8 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 		c.endTracer()
 		t.removeHandlers(c)
 		c.releaseServerSlots()
-		if c.tls != nil {
-			c.tls.Close()
+		if c.hs.tls != nil {
+			c.hs.tls.Close()
 		}
 		return nil, err
 	}
@@ -550,10 +550,10 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 // Handing it out ends none of the limits it holds (server_limits.go).
 func (c *Conn) queueForAccept(early bool) {
 	s := c.server
-	if s == nil || c.queuedForAccept || early != s.early {
+	if s == nil || c.hs.queuedForAccept || early != s.early {
 		return
 	}
-	c.queuedForAccept = true
+	c.hs.queuedForAccept = true
 	s.notPending(c)
 	select {
 	case <-s.closed:

@@ -81,8 +81,8 @@ func (c *Conn) newStream(id uint64) *stream {
 	s.sendCtx, s.sendCancel = context.WithCancelCause(c.ctx)
 	if s.hasSend {
 		var limit uint64
-		if c.peerParams != nil {
-			p := c.peerParams
+		if c.hs.peerParams != nil {
+			p := c.hs.peerParams
 			switch {
 			case flowcontrol.DirectionOf(id) == flowcontrol.Uni:
 				limit = p.InitialMaxStreamDataUni

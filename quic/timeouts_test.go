@@ -80,7 +80,7 @@ func TestHandshakeTimeoutTimers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newOfflineConn(t)
-			c.handshakeComplete, c.handshakeConfirmed = false, false
+			c.hs.complete, c.hs.confirmed = false, false
 			c.config.HandshakeIdleTimeout = time.Second
 			now := time.Now()
 			c.stats.started, c.lastActivity = now.Add(-tc.started), now.Add(-tc.act)

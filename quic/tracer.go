@@ -255,7 +255,7 @@ func (c *Conn) tracePacketReceived(pt wire.PacketType, pn uint64, lh *wire.LongH
 	}
 	exp := uint8(wire.DefaultAckDelayExponent)
 	if pt == wire.PacketType1RTT {
-		exp = c.ackDelayExp
+		exp = c.hs.peerAckDelayExp
 	}
 	t.r.RecordEvent(qlog.PacketReceived{
 		Header:                  hdr,

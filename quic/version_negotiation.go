@@ -194,7 +194,7 @@ func (c *Conn) switchServerVersion(v wire.Version) error {
 // on a client (RFC 9368 section 4).
 func (c *Conn) checkServerVersionInformation(vi *wire.VersionInformation) error {
 	if vi == nil {
-		if c.versionRestarted {
+		if c.hs.versionRestarted {
 			return versionNegotiationError("no version_information from the server after Version Negotiation")
 		}
 		if c.x.vn.switched {
@@ -208,7 +208,7 @@ func (c *Conn) checkServerVersionInformation(vi *wire.VersionInformation) error 
 	if !slices.Contains(c.offeredVersions(), vi.ChosenVersion) {
 		return versionNegotiationError("server chose %s, which we did not offer", vi.ChosenVersion)
 	}
-	if c.versionRestarted {
+	if c.hs.versionRestarted {
 		// We must have picked the same version from a Version Negotiation
 		// packet listing what the server says it supports: a forged one
 		// cannot have steered us to another version.

@@ -367,7 +367,7 @@ func TestNegotiateVersionChecks(t *testing.T) {
 		{"switched to v2", wire.Version2, false, vi(wire.Version2, wire.Version1, wire.Version2), false},
 	} {
 		c := vnTestConn(t, true, wire.Version1, Version1, Version2)
-		c.versionRestarted = tc.restarted
+		c.hs.versionRestarted = tc.restarted
 		if tc.negotiate != 0 {
 			c.x.vn = versionNegotiation{switched: true, chosen: c.version}
 			c.version = tc.negotiate

@@ -44,12 +44,12 @@ func (c *Conn) on0RTTRejected() {
 	c.streams.counts.Init(c.perspective(), uint64(c.config.MaxIncomingStreams), uint64(c.config.MaxIncomingUniStreams))
 	c.connSend.Init(0)
 	c.early.sent = false
-	if p := c.peerParams; p != nil && p != c.early.remembered {
+	if p := c.hs.peerParams; p != nil && p != c.early.remembered {
 		// The server's parameters arrived before the rejection.
 		c.connSend.Init(p.InitialMaxData)
 		_ = c.streams.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni)
 	} else {
-		c.peerParams = nil
+		c.hs.peerParams = nil
 		c.datagrams.peerSupports, c.datagrams.peerMax = false, 0
 	}
 	c.early.awaitingNext = true
