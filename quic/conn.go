@@ -144,6 +144,7 @@ type Conn struct {
 	streams   streamSet      // conn_streams.go
 	hs        handshakeState // conn_tls.go
 	datagrams datagramQueues // conn_datagram.go
+	admit     admission      // server_limits.go
 
 	stats connStats
 	qlog  *qlogger    // nil unless Config.Qlog gave a writer
@@ -158,21 +159,6 @@ type Conn struct {
 
 	keyPhaseAcked bool      // a packet sealed with the current 1-RTT keys was acknowledged
 	dropKeysAt    time.Time // when to drop the previous 1-RTT receive keys
-
-	addressValidated bool
-	// validatedBy is the token kind that validated a server connection's
-	// client address (ConnectionState.ValidatedBy).
-	validatedBy TokenKind
-	bytesRecv   uint64
-	bytesSent   uint64
-
-	// What a server connection holds of its listener's limits
-	// (server_limits.go): a connection slot, a handshake slot, and a place
-	// among the unvalidated connections with its estimated cost.
-	holdsConnSlot      bool
-	holdsHandshakeSlot bool
-	holdsUnvalidated   bool
-	unvalidatedCost    int64
 
 	// Send and receive memory budgets (send_budget.go): the stream data
 	// held for sending, the part of it and of the unread received data
@@ -674,7 +660,7 @@ func (c *Conn) ConnectionState() ConnectionState {
 	s.GSO = c.t.gso
 	s.Used0RTT = c.early.used
 	s.RequireStreamCreditRelease = c.config.RequireStreamCreditRelease
-	s.ValidatedBy = c.validatedBy
+	s.ValidatedBy = c.admit.validatedBy
 	return s
 }
 

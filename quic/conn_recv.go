@@ -34,9 +34,9 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		c.traceDatagram(&p)
 		c.traceRxTuple()
 	}
-	c.bytesRecv += uint64(len(p.data))
+	c.admit.bytesRecv += uint64(len(p.data))
 	c.stats.bytesRecv += uint64(len(p.data))
-	if !c.isClient && !c.addressValidated {
+	if !c.isClient && !c.admit.validated {
 		c.rec.SetAmplificationLimited(false, p.rcvTime)
 	}
 	data := p.data
@@ -116,7 +116,7 @@ func (c *Conn) retryUndecryptable() {
 	for _, p := range kept {
 		p.data = (*p.buf)[:len(p.data)]
 		// Do not count the bytes twice for the amplification limit.
-		c.bytesRecv -= uint64(len(p.data))
+		c.admit.bytesRecv -= uint64(len(p.data))
 		c.handleDatagram(p)
 	}
 }
@@ -173,7 +173,7 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 		c.tracePacketReceived(pt, pn, hdr, pkt, nil, payload, p.ecn)
 	}
 	c.processPayload(space, pt, pn, payload, p.rcvTime)
-	if c.close.err == nil && space == spaceHandshake && !c.isClient && !c.addressValidated {
+	if c.close.err == nil && space == spaceHandshake && !c.isClient && !c.admit.validated {
 		// A Handshake packet proves the client owns its address, and
 		// means it has Handshake keys: Initial keys go (RFC 9001 4.9.1).
 		c.addressValidatedNow()

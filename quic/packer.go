@@ -120,10 +120,10 @@ func (c *Conn) sendLocked(now time.Time) bool {
 		if limit < minPacketRoom {
 			return false
 		}
-		if !c.isClient && !c.addressValidated {
+		if !c.isClient && !c.admit.validated {
 			budget := uint64(0)
-			if 3*c.bytesRecv > c.bytesSent {
-				budget = 3*c.bytesRecv - c.bytesSent
+			if 3*c.admit.bytesRecv > c.admit.bytesSent {
+				budget = 3*c.admit.bytesRecv - c.admit.bytesSent
 			}
 			if budget < minPacketRoom {
 				c.rec.SetAmplificationLimited(true, now)
@@ -304,7 +304,7 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 	if c.trace != nil {
 		c.traceMetrics()
 	}
-	c.bytesSent += uint64(len(buf))
+	c.admit.bytesSent += uint64(len(buf))
 	c.stats.bytesSent += uint64(len(buf))
 	c.lastSendOrRecv = now
 	if anyEliciting {

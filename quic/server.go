@@ -502,8 +502,8 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 	c.server = s
 	c.clientDestCID = append([]byte(nil), hdr.DestConnID...)
 	c.origDestCID = c.clientDestCID
-	c.addressValidated = dec.validated
-	c.validatedBy = dec.validatedBy
+	c.admit.validated = dec.validated
+	c.admit.validatedBy = dec.validatedBy
 	if dec.odcid != nil {
 		// After a Retry the client's Initials go to the Retry's SCID
 		// (hdr.DestConnID); its first DCID was odcid.
