@@ -83,9 +83,7 @@ type Conn struct {
 	config   *Config
 	tlsConf  *tls.Config
 	version  wire.Version
-	remote   net.Addr
-	remoteAP netip.AddrPort // remote, unmapped; invalid when it is not UDP
-	server   *baseServer    // server side: where to queue the conn once ready
+	server   *baseServer // server side: where to queue the conn once ready
 
 	ctx       context.Context
 	cancelCtx context.CancelCauseFunc
@@ -145,6 +143,7 @@ type Conn struct {
 	hs        handshakeState // conn_tls.go
 	datagrams datagramQueues // conn_datagram.go
 	admit     admission      // server_limits.go
+	path      pathState      // conn_path.go
 
 	stats connStats
 	qlog  *qlogger    // nil unless Config.Qlog gave a writer
@@ -175,16 +174,10 @@ type Conn struct {
 	pingPending      bool
 	pacingDeadline   time.Time
 	undecryptable    []receivedPacket
-	pathResponses    []pathResponse
-	path             pathState
-	rx               rxPath     // the datagram being processed
-	paths            []*Path    // client: paths added by AddPath
-	pathsAdded       int        // client: AddPath calls, numbering the paths' qlog tuples
-	sendT            *Transport // the Transport we send from: t until a Path.Switch
-	padDatagram      bool       // pad the datagram being built to its limit
-	handshakeOnly    bool       // the datagram being built may elicit in the Initial and Handshake spaces only
-	maxDatagram      int        // the datagram size in use (path MTU discovery)
-	baseDatagram     int        // Config.InitialPacketSize: the size to start at and fall back to
+	padDatagram      bool // pad the datagram being built to its limit
+	handshakeOnly    bool // the datagram being built may elicit in the Initial and Handshake spaces only
+	maxDatagram      int  // the datagram size in use (path MTU discovery)
+	baseDatagram     int  // Config.InitialPacketSize: the size to start at and fall back to
 	mtu              mtuDiscovery
 	ecn              ecnTracker
 	// sendECN marks the datagram being built (sendECNTest: during ECN
@@ -205,7 +198,6 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 		config:          conf,
 		tlsConf:         tlsConf,
 		version:         v,
-		remote:          remote,
 		wakeCh:          make(chan struct{}, 1),
 		closedCh:        make(chan struct{}),
 		closeWritten:    make(chan struct{}),
@@ -217,10 +209,11 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 	}
 	c.streams.all = make(map[uint64]*stream)
 	c.hs.peerAckDelayExp = wire.DefaultAckDelayExponent
+	c.path.remote = remote
 	c.lastSendOrRecv = c.lastActivity
 	c.stats.started = c.lastActivity
-	c.remoteAP, _ = addrPort(remote)
-	c.sendT = t
+	c.path.remoteAP, _ = addrPort(remote)
+	c.path.sendT = t
 	c.baseDatagram = int(conf.InitialPacketSize)
 	c.maxDatagram = c.baseDatagram
 	c.ctx, c.cancelCtx = context.WithCancelCause(ctx)
@@ -341,7 +334,7 @@ func (c *Conn) run() {
 		c.guard(func() { more = c.sendLocked(now) })
 		writes := c.pendingWrites
 		c.pendingWrites, c.spareWrites = c.spareWrites, nil
-		sendT := c.sendT
+		sendT := c.path.sendT
 		deadline := c.nextDeadlineLocked(now)
 		notifyClose := c.close.closing && !c.close.notified
 		c.close.notified = c.close.notified || notifyClose
@@ -610,7 +603,7 @@ func (c *Conn) teardownLocked() {
 	}
 	c.undecryptable = nil
 	c.t.removeHandlers(c)
-	for _, p := range c.paths {
+	for _, p := range c.path.extra {
 		p.t.removeHandlers(c)
 		p.closeLocked()
 	}
@@ -634,7 +627,7 @@ func (c *Conn) HandshakeComplete() <-chan struct{} { return c.handshakeDoneCh }
 func (c *Conn) LocalAddr() net.Addr {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.sendT.Conn.LocalAddr()
+	return c.path.sendT.Conn.LocalAddr()
 }
 
 // RemoteAddr returns the peer's address; it changes when a client migrates
@@ -642,7 +635,7 @@ func (c *Conn) LocalAddr() net.Addr {
 func (c *Conn) RemoteAddr() net.Addr {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.remote
+	return c.path.remote
 }
 
 // ConnectionState returns the TLS and QUIC state of the connection.

@@ -54,7 +54,7 @@ func (c *Conn) initLocalCIDs() error {
 			c.cids.own[string(b)] = struct{}{}
 			// A client's other paths route it too; a collision there
 			// only costs that path this ID.
-			for _, p := range c.paths {
+			for _, p := range c.path.extra {
 				_ = p.t.addHandler(b, c)
 			}
 			return true
@@ -63,7 +63,7 @@ func (c *Conn) initLocalCIDs() error {
 			b := cid.Bytes()
 			delete(c.cids.own, string(b))
 			t.removeHandler(b, c)
-			for _, p := range c.paths {
+			for _, p := range c.path.extra {
 				p.t.removeHandler(b, c)
 			}
 		},

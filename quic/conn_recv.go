@@ -244,7 +244,7 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 		c.tracePacketReceived(wire.PacketType1RTT, pn, nil, pkt, sh.DestConnID, payload, p.ecn)
 	}
 	c.cids.rxDCID = sh.DestConnID
-	c.rx.nonProbing = false
+	c.path.rx.nonProbing = false
 	c.processPayload(spaceApp, wire.PacketType1RTT, pn, payload, now)
 	c.cids.rxDCID = nil
 	c.afterShortPacket(sh.DestConnID, int64(pn) > largest, now)
@@ -273,7 +273,7 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 			ackEliciting = true
 		}
 		if !f.Type.IsProbing() {
-			c.rx.nonProbing = true
+			c.path.rx.nonProbing = true
 		}
 		if err := c.handleFrame(space, f, now); err != nil {
 			c.closeWithError(err)
@@ -283,7 +283,7 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 			return
 		}
 	}
-	_ = c.spaces[space].tracker.Received(pn, ackEliciting, ackgenECN(c.rx.ecn), now)
+	_ = c.spaces[space].tracker.Received(pn, ackEliciting, ackgenECN(c.path.rx.ecn), now)
 	c.stats.packetsRecv++
 	c.lastActivity = now
 	c.lastSendOrRecv = now

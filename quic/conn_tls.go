@@ -343,7 +343,7 @@ func (c *Conn) onHandshakeComplete() {
 		if c.server != nil && c.server.tokens != nil {
 			// RFC 9000 section 8.1.3: a token for the client's next
 			// connection, bound to its address.
-			if c.newToken = c.server.tokens.mintNewToken(c.remote); c.newToken != nil {
+			if c.newToken = c.server.tokens.mintNewToken(c.path.remote); c.newToken != nil {
 				c.sendNewToken = true
 			}
 		}

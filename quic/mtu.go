@@ -67,7 +67,7 @@ func (c *Conn) startMTUDiscovery() {
 func (c *Conn) mtuProbeSize(now time.Time) int {
 	m := &c.mtu
 	if !m.enabled || m.inFlight != 0 || m.high-m.low <= mtuSearchDone || now.Before(m.notBefore) ||
-		c.path.validating || !c.hs.confirmed {
+		c.path.migration.validating || !c.hs.confirmed {
 		return 0
 	}
 	if !m.failed {

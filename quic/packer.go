@@ -103,13 +103,13 @@ func (c *Conn) sendLocked(now time.Time) bool {
 	if c.close.finished || c.close.closing || c.close.draining || c.hs.tls == nil {
 		return false
 	}
-	if len(c.pathResponses) > 0 {
+	if len(c.path.responses) > 0 {
 		c.sendProbeResponses(now)
 	}
-	if c.path.sendChallenge {
+	if c.path.migration.sendChallenge {
 		c.sendPathChallenge(now)
 	}
-	if len(c.paths) > 0 {
+	if len(c.path.extra) > 0 {
 		c.sendPathProbes(now)
 	}
 	if size := c.mtuProbeSize(now); size > 0 && c.rec.CanSend() {
@@ -167,8 +167,8 @@ func (c *Conn) sendLocked(now time.Time) bool {
 		if testing {
 			c.onECNMarked()
 		}
-		if c.path.validating {
-			c.path.sent += uint64(len(d))
+		if c.path.migration.validating {
+			c.path.migration.sent += uint64(len(d))
 		}
 		c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, ecn: mark})
 	}

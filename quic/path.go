@@ -97,10 +97,10 @@ func (c *Conn) addPath(t *Transport, remote net.Addr) (*Path, error) {
 		return nil, errors.New("quic: AddPath before the handshake completed")
 	case c.hs.peerParams.DisableActiveMigration && remote == nil:
 		return nil, errors.New("quic: the server disabled connection migration")
-	case t == c.sendT:
+	case t == c.path.sendT:
 		return nil, errors.New("quic: AddPath needs a Transport other than the one the connection sends on")
 	}
-	for _, p := range c.paths {
+	for _, p := range c.path.extra {
 		if p.t == t {
 			return p, nil
 		}
@@ -110,7 +110,7 @@ func (c *Conn) addPath(t *Transport, remote net.Addr) (*Path, error) {
 		// tuple kept the ID "0" when the connection left it.
 		p := &Path{c: c, t: t, remote: remote, tupleID: "0", tupleLogged: true, validatedCh: make(chan struct{}), closedCh: make(chan struct{})}
 		p.remoteAP, _ = addrPort(remote)
-		c.paths = append(c.paths, p)
+		c.path.extra = append(c.path.extra, p)
 		return p, nil
 	}
 	// Route every ID we issued on the new socket too: the server may
@@ -130,10 +130,10 @@ func (c *Conn) addPath(t *Transport, remote net.Addr) (*Path, error) {
 			return nil, errors.New("quic: the path's Transport already routes one of the connection's IDs")
 		}
 	}
-	c.pathsAdded++
-	p := &Path{c: c, t: t, remote: remote, tupleID: strconv.Itoa(c.pathsAdded), validatedCh: make(chan struct{}), closedCh: make(chan struct{})}
+	c.path.added++
+	p := &Path{c: c, t: t, remote: remote, tupleID: strconv.Itoa(c.path.added), validatedCh: make(chan struct{}), closedCh: make(chan struct{})}
 	p.remoteAP, _ = addrPort(remote)
-	c.paths = append(c.paths, p)
+	c.path.extra = append(c.path.extra, p)
 	return p, nil
 }
 
@@ -203,7 +203,7 @@ func (p *Path) startProbe() error {
 // set aside for paths not switched to yet. c.mu is held.
 func (c *Conn) reservedPathCIDs() []uint64 {
 	var reserved []uint64
-	for _, o := range c.paths {
+	for _, o := range c.path.extra {
 		if o.switchCID {
 			reserved = append(reserved, o.dcidSeq)
 		}
@@ -222,7 +222,7 @@ func (p *Path) Switch() error {
 		return ErrPathClosed
 	case !p.validated:
 		return ErrPathNotValidated
-	case c.sendT == p.t:
+	case c.path.sendT == p.t:
 		return nil
 	}
 	if !p.switchCID && len(c.destCID) > 0 {
@@ -243,7 +243,7 @@ func (p *Path) Switch() error {
 	if c.trace != nil {
 		c.traceSwitch(p)
 	}
-	oldLocal, _ := addrPort(c.sendT.Conn.LocalAddr())
+	oldLocal, _ := addrPort(c.path.sendT.Conn.LocalAddr())
 	newLocal, _ := addrPort(p.t.Conn.LocalAddr())
 	if p.remote != nil {
 		// A new server address: a new path in every respect. The
@@ -257,7 +257,7 @@ func (p *Path) Switch() error {
 	} else {
 		c.resetMTU() // another socket, maybe another interface
 	}
-	c.sendT = p.t
+	c.path.sendT = p.t
 	c.wake()
 	return nil
 }
@@ -271,11 +271,11 @@ func (p *Path) Close() error {
 	if p.closed {
 		return nil
 	}
-	if c.sendT == p.t && c.close.err == nil {
+	if c.path.sendT == p.t && c.close.err == nil {
 		return errors.New("quic: cannot close the path in use")
 	}
 	p.closeLocked()
-	c.paths = slices.DeleteFunc(c.paths, func(o *Path) bool { return o == p })
+	c.path.extra = slices.DeleteFunc(c.path.extra, func(o *Path) bool { return o == p })
 	return nil
 }
 
@@ -286,7 +286,7 @@ func (p *Path) closeLocked() {
 	}
 	p.closed = true
 	close(p.closedCh)
-	if p.t != p.c.sendT && p.t != p.c.t {
+	if p.t != p.c.path.sendT && p.t != p.c.t {
 		p.t.removeHandlers(p.c)
 	}
 }
@@ -297,7 +297,7 @@ func (c *Conn) sendPathProbes(now time.Time) {
 	if c.app == nil || !c.app.CanSend() {
 		return
 	}
-	for _, p := range c.paths {
+	for _, p := range c.path.extra {
 		if (!p.sendProbe && len(p.responses) == 0) || p.closed || p.dcid == nil {
 			continue
 		}
@@ -337,7 +337,7 @@ func (c *Conn) sendPathProbes(now time.Time) {
 
 // pathValidatedBy marks the client path whose PATH_CHALLENGE data answers.
 func (c *Conn) pathValidatedBy(data [8]byte) {
-	for _, p := range c.paths {
+	for _, p := range c.path.extra {
 		if p.validated || p.closed || !slices.Contains(p.open[:p.nOpen], data) {
 			continue
 		}

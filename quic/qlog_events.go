@@ -57,12 +57,12 @@ func (c *Conn) qlogConnectionStarted() {
 	b := q.event("transport:connection_started")
 	local := c.t.Conn.LocalAddr()
 	ipv := "ipv4"
-	if ap, ok := addrPort(c.remote); ok && ap.Addr().Is6() {
+	if ap, ok := addrPort(c.path.remote); ok && ap.Addr().Is6() {
 		ipv = "ipv6"
 	}
 	b = fieldRaw(b, "ip_version", ipv)
 	b = appendAddr(b, "src_", local)
-	b = appendAddr(b, "dst_", c.remote)
+	b = appendAddr(b, "dst_", c.path.remote)
 	b = fieldHex(b, "src_cid", c.srcCID)
 	b = fieldHex(b, "dst_cid", c.destCID)
 	q.end(b)
@@ -237,7 +237,7 @@ func (c *Conn) qlogPath(state string) {
 	}
 	b := q.event("connectivity:path_updated")
 	b = fieldRaw(b, "state", state)
-	b = appendAddr(b, "dst_", c.remote)
+	b = appendAddr(b, "dst_", c.path.remote)
 	b = fieldHex(b, "dcid", c.destCID)
 	q.end(b)
 }

@@ -25,7 +25,7 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) error {
 			}
 		}
 	}()
-	ap, ok := addrPort(c.remote)
+	ap, ok := addrPort(c.path.remote)
 	local := c.x.local // a server's address on the path (local_address.go)
 	if (len(writes) == 1 && writes[0].ecn == udpio.ECNNotECT && !local.IsValid()) || !ok || anyElsewhere(writes) {
 		return c.writeEach(writes, sendT, local)
@@ -77,7 +77,7 @@ func (c *Conn) writeEach(writes []outDatagram, sendT *Transport, local netip.Add
 	for _, d := range writes {
 		to, via, from := d.to, d.via, d.from
 		if to == nil {
-			to, from = c.remote, local
+			to, from = c.path.remote, local
 		}
 		if via == nil {
 			via = sendT

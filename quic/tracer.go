@@ -61,7 +61,7 @@ func (c *Conn) startTracer() {
 	c.trace = &connTracer{r: r, mtu: c.maxDatagram}
 	r.RecordEvent(qlog.StartedConnection{
 		Local:  tupleEndpoint(c.t.Conn.LocalAddr()),
-		Remote: tupleEndpoint(c.remote),
+		Remote: tupleEndpoint(c.path.remote),
 	})
 	c.traceState(qlog.ConnectionStateAttempted)
 }
