@@ -144,6 +144,7 @@ type Conn struct {
 	datagrams datagramQueues // conn_datagram.go
 	admit     admission      // server_limits.go
 	path      pathState      // conn_path.go
+	send      sendState      // send_batch.go
 
 	stats connStats
 	qlog  *qlogger    // nil unless Config.Qlog gave a writer
@@ -171,24 +172,13 @@ type Conn struct {
 	lastActivity     time.Time
 	ackElicitingSent bool // an ack-eliciting packet left since the last receipt
 	lastSendOrRecv   time.Time
-	pingPending      bool
-	pacingDeadline   time.Time
 	undecryptable    []receivedPacket
-	padDatagram      bool // pad the datagram being built to its limit
-	handshakeOnly    bool // the datagram being built may elicit in the Initial and Handshake spaces only
-	maxDatagram      int  // the datagram size in use (path MTU discovery)
-	baseDatagram     int  // Config.InitialPacketSize: the size to start at and fall back to
+	baseDatagram     int // Config.InitialPacketSize: the size to start at and fall back to
 	mtu              mtuDiscovery
 	ecn              ecnTracker
-	// sendECN marks the datagram being built (sendECNTest: during ECN
-	// testing).
-	sendECN       udpio.ECN
-	sendECNTest   bool
-	connRecv      *flowcontrol.ConnReceiver
-	connSend      flowcontrol.SendCredit
-	maxDataLost   bool
-	pendingWrites []outDatagram
-	spareWrites   []outDatagram // owned by run: pendingWrites' next slice
+	connRecv         *flowcontrol.ConnReceiver
+	connSend         flowcontrol.SendCredit
+	maxDataLost      bool
 }
 
 func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
@@ -215,7 +205,7 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 	c.path.remoteAP, _ = addrPort(remote)
 	c.path.sendT = t
 	c.baseDatagram = int(conf.InitialPacketSize)
-	c.maxDatagram = c.baseDatagram
+	c.send.maxDatagram = c.baseDatagram
 	c.ctx, c.cancelCtx = context.WithCancelCause(ctx)
 	c.rec = recovery.New(recovery.Config{IsServer: !isClient})
 	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
@@ -332,8 +322,8 @@ func (c *Conn) run() {
 		}
 		var more bool
 		c.guard(func() { more = c.sendLocked(now) })
-		writes := c.pendingWrites
-		c.pendingWrites, c.spareWrites = c.spareWrites, nil
+		writes := c.send.pending
+		c.send.pending, c.send.spare = c.send.spare, nil
 		sendT := c.path.sendT
 		deadline := c.nextDeadlineLocked(now)
 		notifyClose := c.close.closing && !c.close.notified
@@ -347,7 +337,7 @@ func (c *Conn) run() {
 		}
 		if cap(writes) <= maxDatagramsPerRun {
 			clear(writes)
-			c.spareWrites = writes[:0] // the next run's, so sending allocates nothing
+			c.send.spare = writes[:0] // the next run's, so sending allocates nothing
 		}
 		if notifyClose {
 			close(c.closeWritten)
@@ -413,7 +403,7 @@ func (c *Conn) guard(f func()) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.t.recoveredPanic("connection", r)
-			c.pendingWrites = nil
+			c.send.pending = nil
 			if c.close.err == nil {
 				c.signalClosedLocked(&TransportError{ErrorCode: InternalError, ErrorMessage: fmt.Sprint("quic: internal error: ", r)})
 			}
@@ -449,7 +439,7 @@ func (c *Conn) onTimers(now time.Time) {
 		return
 	}
 	if ka := c.keepAliveTime(); !ka.IsZero() && !now.Before(ka) {
-		c.pingPending = true
+		c.send.pingPending = true
 	}
 	if lt := c.rec.LossDetectionTimeout(); !lt.IsZero() && !now.Before(lt) {
 		c.events.Reset()
@@ -498,8 +488,8 @@ func (c *Conn) onTimers(now time.Time) {
 			return
 		}
 	}
-	if !c.pacingDeadline.IsZero() && !now.Before(c.pacingDeadline) {
-		c.pacingDeadline = time.Time{}
+	if !c.send.pacingDeadline.IsZero() && !now.Before(c.send.pacingDeadline) {
+		c.send.pacingDeadline = time.Time{}
 	}
 }
 
@@ -526,7 +516,7 @@ func (c *Conn) handshakeDeadline() time.Time {
 }
 
 func (c *Conn) keepAliveTime() time.Time {
-	if c.config.KeepAlivePeriod <= 0 || !c.hs.complete || c.pingPending {
+	if c.config.KeepAlivePeriod <= 0 || !c.hs.complete || c.send.pingPending {
 		return time.Time{}
 	}
 	p := min(c.config.KeepAlivePeriod, c.idleTimeoutLocked()/2)
@@ -555,7 +545,7 @@ func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 	add(c.handshakeDeadline())
 	add(c.keepAliveTime())
 	add(c.rec.LossDetectionTimeout())
-	add(c.pacingDeadline)
+	add(c.send.pacingDeadline)
 	add(c.dropKeysAt)
 	add(c.pathDeadline())
 	add(c.mtuDeadline(now))

@@ -70,7 +70,7 @@ func (c *Conn) closeLocal(err error) {
 		c.close.finished = true
 		return
 	}
-	c.pendingWrites = append(c.pendingWrites, outDatagram{b: c.close.packet})
+	c.send.pending = append(c.send.pending, outDatagram{b: c.close.packet})
 }
 
 // closingPeriod is how long a closing or draining connection stays to

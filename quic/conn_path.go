@@ -343,7 +343,7 @@ func (c *Conn) sendPathChallenge(now time.Time) {
 	c.path.migration.sendChallenge = false
 	c.path.migration.resendAt = now.Add(c.ptoLocked())
 	c.path.migration.sent += uint64(len(d))
-	c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true})
+	c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true})
 }
 
 // appendPathFrames appends the PATH_RESPONSE frames owed on the current
@@ -363,7 +363,7 @@ func (c *Conn) appendPathFrames(b []byte, maxEnd int, _ time.Time, p *sentPacket
 			continue
 		}
 		p.eliciting = true
-		c.padDatagram = true
+		c.send.pad = true
 	}
 	c.path.responses = kept
 	return b
@@ -402,7 +402,7 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 			c.trace.txTuple = ""
 		}
 		if d != nil {
-			c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, to: r.to, via: c.pathTransportTo(r.toAP), from: r.from})
+			c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true, to: r.to, via: c.pathTransportTo(r.toAP), from: r.from})
 		}
 	}
 	clear(c.path.responses[len(kept):])
@@ -423,7 +423,7 @@ func (c *Conn) buildPathDatagram(now time.Time, dcid, frame []byte, limit int, m
 		pi.mtuProbe = true
 		pi.sp.frames = append(pi.sp.frames, sentFrame{kind: sfMTUProbe, n: uint64(limit)})
 	}
-	c.padDatagram = true
+	c.send.pad = true
 	d := c.finishDatagram(buf, []packetInfo{pi}, limit, now)
 	if d == nil {
 		putSendBuffer(buf)

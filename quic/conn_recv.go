@@ -22,7 +22,7 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		// Answer with our CONNECTION_CLOSE, exponentially less often.
 		c.close.recvCount++
 		if c.close.packet != nil && c.close.recvCount&(c.close.recvCount-1) == 0 {
-			c.pendingWrites = append(c.pendingWrites, outDatagram{b: c.close.packet})
+			c.send.pending = append(c.send.pending, outDatagram{b: c.close.packet})
 		}
 		return
 	}

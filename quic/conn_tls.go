@@ -428,9 +428,9 @@ func (c *Conn) handleRetry(pkt []byte, hdr *wire.LongHeader) {
 		c.putSentPacket(p)
 	}
 	c.rec = recovery.New(recovery.Config{IsServer: false})
-	c.rec.SetMaxDatagramSize(c.maxDatagram)
+	c.rec.SetMaxDatagramSize(c.send.maxDatagram)
 	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
-	c.pacer.SetMaxDatagramSize(c.maxDatagram)
+	c.pacer.SetMaxDatagramSize(c.send.maxDatagram)
 }
 
 // handleVersionNegotiation processes a Version Negotiation packet (RFC 9000

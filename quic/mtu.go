@@ -94,7 +94,7 @@ func (c *Conn) sendMTUProbe(now time.Time, size int) bool {
 		return false
 	}
 	c.mtu.inFlight = size
-	c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true})
+	c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true})
 	return true
 }
 
@@ -144,12 +144,12 @@ func (c *Conn) onDatagramFate(size int, lost bool, now time.Time) {
 		return
 	}
 	m.largeLost++
-	if m.largeLost < blackHoleLosses || !m.ptoProbeAcked || c.maxDatagram <= c.baseDatagram {
+	if m.largeLost < blackHoleLosses || !m.ptoProbeAcked || c.send.maxDatagram <= c.baseDatagram {
 		return
 	}
 	// Large datagrams vanish while small ones pass: back to the base
 	// size, and search again from the size that stopped working.
-	m.high = c.maxDatagram + 1
+	m.high = c.send.maxDatagram + 1
 	m.low = c.baseDatagram
 	m.failed = false
 	m.largeLost = 0
@@ -161,14 +161,14 @@ func (c *Conn) onDatagramFate(size int, lost bool, now time.Time) {
 // onPTOProbeAcked records that a PTO probe, at most the base size, was
 // acknowledged.
 func (c *Conn) onPTOProbeAcked() {
-	if c.maxDatagram > c.baseDatagram {
+	if c.send.maxDatagram > c.baseDatagram {
 		c.mtu.ptoProbeAcked = true
 	}
 }
 
 // resetMTU starts over at the base size on a new path.
 func (c *Conn) resetMTU() {
-	if c.maxDatagram != c.baseDatagram {
+	if c.send.maxDatagram != c.baseDatagram {
 		c.setMaxDatagram(c.baseDatagram)
 	}
 	c.mtu = mtuDiscovery{}
@@ -178,7 +178,7 @@ func (c *Conn) resetMTU() {
 }
 
 func (c *Conn) setMaxDatagram(size int) {
-	c.maxDatagram = size
+	c.send.maxDatagram = size
 	c.rec.SetMaxDatagramSize(size)
 	c.pacer.SetMaxDatagramSize(size)
 }

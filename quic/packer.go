@@ -116,7 +116,7 @@ func (c *Conn) sendLocked(now time.Time) bool {
 		c.sendMTUProbe(now, size)
 	}
 	for range maxDatagramsPerRun {
-		limit := c.pathSendLimit(c.maxDatagram)
+		limit := c.pathSendLimit(c.send.maxDatagram)
 		if limit < minPacketRoom {
 			return false
 		}
@@ -145,22 +145,22 @@ func (c *Conn) sendLocked(now time.Time) bool {
 		// until it has this data) and no PTO covers them, so waiting for
 		// the window would stall the handshake. Only that data is sent
 		// (handshakeOnly); it is small, and bounded by the handshake.
-		c.handshakeOnly = false
+		c.send.handshakeOnly = false
 		if !mayElicit && !c.hs.confirmed && c.handshakeRetransmissionPending() {
-			mayElicit, c.handshakeOnly = true, true
+			mayElicit, c.send.handshakeOnly = true, true
 		}
-		if mayElicit && !probing && !c.handshakeOnly {
+		if mayElicit && !probing && !c.send.handshakeOnly {
 			rtt := c.rec.RTT().SmoothedRTT()
 			cwnd := c.rec.Controller().CongestionWindow()
 			if next := c.pacer.NextSendTime(now, cwnd, rtt); next.After(now) {
 				mayElicit = false
-				c.pacingDeadline = next
+				c.send.pacingDeadline = next
 			}
 		}
-		c.sendECN, c.sendECNTest = c.ecnCodepoint()
+		c.send.ecn, c.send.ecnTest = c.ecnCodepoint()
 		d := c.buildDatagram(now, limit, mayElicit)
-		mark, testing := c.sendECN, c.sendECNTest
-		c.sendECN, c.sendECNTest = udpio.ECNNotECT, false
+		mark, testing := c.send.ecn, c.send.ecnTest
+		c.send.ecn, c.send.ecnTest = udpio.ECNNotECT, false
 		if d == nil {
 			return false
 		}
@@ -170,7 +170,7 @@ func (c *Conn) sendLocked(now time.Time) bool {
 		if c.path.migration.validating {
 			c.path.migration.sent += uint64(len(d))
 		}
-		c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, ecn: mark})
+		c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true, ecn: mark})
 	}
 	return true
 }
@@ -205,13 +205,13 @@ func (c *Conn) buildDatagram(now time.Time, limit int, mayElicit bool) []byte {
 		if room < minPacketRoom {
 			break
 		}
-		elicit := mayElicit && !(c.handshakeOnly && space == spaceApp)
+		elicit := mayElicit && !(c.send.handshakeOnly && space == spaceApp)
 		if pi, ok := c.buildPacket(&buf, space, room, now, elicit, c.destCID, nil); ok {
 			pkts[n] = pi
 			n++
 		}
 	}
-	c.handshakeOnly = false
+	c.send.handshakeOnly = false
 	if n == 0 {
 		putSendBuffer(buf)
 		return nil
@@ -230,10 +230,10 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 	if pkts[0].space == spaceInitial && (c.isClient || pkts[0].ackEliciting) {
 		target = min(c.baseDatagram, limit)
 	}
-	if c.padDatagram {
+	if c.send.pad {
 		// A PATH_CHALLENGE or PATH_RESPONSE inside: the datagram also
 		// proves the path carries full-size datagrams.
-		c.padDatagram = false
+		c.send.pad = false
 		target = limit
 	}
 	if target > 0 {
@@ -284,8 +284,8 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 			MTUProbe:     p.mtuProbe,
 		})
 		if p.ackEliciting {
-			p.sp.ecn = c.sendECN != udpio.ECNNotECT
-			p.sp.ecnTest = p.sp.ecn && c.sendECNTest
+			p.sp.ecn = c.send.ecn != udpio.ECNNotECT
+			p.sp.ecnTest = p.sp.ecn && c.send.ecnTest
 			if p.sp.ecnTest {
 				c.ecn.sentTest++
 			}
@@ -312,7 +312,7 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 			c.lastActivity = now
 		}
 		c.ackElicitingSent = true
-		c.pingPending = false
+		c.send.pingPending = false
 	}
 	for i := range pkts {
 		if pkts[i].space == spaceHandshake && c.isClient {
@@ -387,7 +387,7 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 				b = c.appendStreamFrames(b, maxEnd, p)
 			}
 		}
-		if len(p.frames) == 0 && !p.eliciting && (sp.probes > 0 || (space == spaceApp && c.pingPending && mayElicit)) {
+		if len(p.frames) == 0 && !p.eliciting && (sp.probes > 0 || (space == spaceApp && c.send.pingPending && mayElicit)) {
 			b = append(b, byte(wire.FrameTypePing))
 			p.eliciting = true
 		}

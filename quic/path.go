@@ -331,7 +331,7 @@ func (c *Conn) sendPathProbes(now time.Time) {
 			p.open[p.nOpen] = data
 			p.nOpen++
 		}
-		c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, via: p.t, to: p.remote})
+		c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true, via: p.t, to: p.remote})
 	}
 }
 

@@ -135,7 +135,7 @@ func FuzzFrames(f *testing.F) {
 		pn++
 		// Whatever state the frames left, building packets must not fail.
 		c.sendLocked(time.Now())
-		c.pendingWrites = nil
+		c.send.pending = nil
 	})
 }
 

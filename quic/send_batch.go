@@ -5,9 +5,33 @@ import (
 	"net"
 	"net/netip"
 	"syscall"
+	"time"
 
 	"github.com/turboretry/turboretry/internal/udpio"
 )
+
+// sendState is what one run of the event loop builds and sends. Guarded
+// by Conn.mu, except spare, which run alone touches.
+type sendState struct {
+	// pending are the datagrams built, which run writes once it let go
+	// of mu; spare is the slice they go into next time, so steady
+	// sending allocates nothing.
+	pending []outDatagram
+	spare   []outDatagram
+	// maxDatagram is the datagram size in use (path MTU discovery).
+	maxDatagram int
+	// The datagram being built: pad it to its limit; handshakeOnly, it
+	// may elicit in the Initial and Handshake spaces only; ecn is its
+	// mark, ecnTest says it is one of the ECN testing period's.
+	pad           bool
+	handshakeOnly bool
+	ecn           udpio.ECN
+	ecnTest       bool
+	// pingPending: a PING is due (keep-alive); pacingDeadline is when
+	// the pacer lets the next datagram go.
+	pingPending    bool
+	pacingDeadline time.Time
+}
 
 // writeDatagrams sends the datagrams one run of the event loop built, in
 // one sendmmsg call where the socket allows (internal/udpio), else one

@@ -58,7 +58,7 @@ func (c *Conn) startTracer() {
 	if r == nil {
 		return
 	}
-	c.trace = &connTracer{r: r, mtu: c.maxDatagram}
+	c.trace = &connTracer{r: r, mtu: c.send.maxDatagram}
 	r.RecordEvent(qlog.StartedConnection{
 		Local:  tupleEndpoint(c.t.Conn.LocalAddr()),
 		Remote: tupleEndpoint(c.path.remote),
@@ -214,7 +214,7 @@ func (c *Conn) tracePacketSent(buf []byte, p *packetInfo) {
 	payload := buf[p.pnOffset+p.pnLen : p.payloadEnd]
 	ecn := qlog.ECNUnsupported
 	if c.t.ecn {
-		ecn = traceECN(c.sendECN)
+		ecn = traceECN(c.send.ecn)
 	}
 	t.r.RecordEvent(qlog.PacketSent{
 		Header:           hdr,
