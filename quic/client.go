@@ -114,19 +114,19 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	// The connection's context keeps ctx's values, not its cancellation.
 	c := newConn(context.WithoutCancel(ctx), t, true, conf, tc, v, addr)
 	c.early.dial = early
-	c.origDestCID = make([]byte, 8)
-	_, _ = rand.Read(c.origDestCID)
-	c.destCID = c.origDestCID
+	c.cids.origDest = make([]byte, 8)
+	_, _ = rand.Read(c.cids.origDest)
+	c.cids.dest = c.cids.origDest
 	if conf.TokenStore != nil {
-		c.tokenStoreKey = tc.ServerName
-		if c.tokenStoreKey == "" {
-			c.tokenStoreKey = addr.String()
+		c.tokens.storeKey = tc.ServerName
+		if c.tokens.storeKey == "" {
+			c.tokens.storeKey = addr.String()
 		}
-		if tok := conf.TokenStore.Pop(c.tokenStoreKey); tok != nil {
-			c.token = tok.data
+		if tok := conf.TokenStore.Pop(c.tokens.storeKey); tok != nil {
+			c.tokens.initial = tok.data
 		}
 	}
-	sealer, opener, err := handshake.NewInitialKeys(c.destCID, initialKeyVersion(v), true)
+	sealer, opener, err := handshake.NewInitialKeys(c.cids.dest, initialKeyVersion(v), true)
 	if err != nil {
 		return nil, err
 	}

@@ -120,20 +120,8 @@ type Conn struct {
 	// an ACK of such a packet confirms a client's handshake.
 	first1RTTPN int64
 
-	srcCID      []byte // our connection ID
-	destCID     []byte // the peer's current connection ID
-	origDestCID []byte // the DCID of the client's first Initial
-	// clientDestCID (server) is the DCID of the Initial that created the
-	// connection: origDestCID, or a Retry's SCID.
-	clientDestCID []byte
-	retrySrcCID   []byte // client: SCID of the Retry it accepted
-	token         []byte // client: token for Initials
-	tokenStoreKey string // client: where NEW_TOKEN tokens are stored
-	// newToken (server) is the NEW_TOKEN token to send once the handshake
-	// is confirmed; sendNewToken while it is unsent or lost.
-	newToken     []byte
-	sendNewToken bool
-	cids         cidState
+	cids   cidState   // conn_ids.go
+	tokens tokenState // conn_ids.go
 
 	retryUndecryptableLater bool // new read keys: reprocess kept packets
 

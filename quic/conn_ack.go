@@ -102,7 +102,7 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 		case sfHandshakeDone:
 			c.hs.sendDone = true
 		case sfNewToken:
-			c.sendNewToken = true
+			c.tokens.sendIssued = true
 		case sfRetireCID:
 			c.cids.remote.OnRetireLost(f.id)
 		case sfNewCID:

@@ -125,7 +125,7 @@ func (c *Conn) buildClosePacket(err error, now time.Time) []byte {
 		if space == spaceApp {
 			frame = appFrame
 		}
-		if pi, ok := c.buildPacket(&buf, space, maxPacketSize-len(buf), now, false, c.destCID, frame); ok {
+		if pi, ok := c.buildPacket(&buf, space, maxPacketSize-len(buf), now, false, c.cids.dest, frame); ok {
 			pkts[n] = pi
 			n++
 		}

@@ -44,7 +44,7 @@ func (c *Conn) onDatagram(data []byte) {
 // packet (short header, maximal packet number) of the current datagram
 // size, within the peer's max_datagram_frame_size.
 func (c *Conn) datagramLimit() int {
-	maxLen := wire.MaxDatagramDataLen(c.send.maxDatagram-1-len(c.destCID)-4-tagLen, true)
+	maxLen := wire.MaxDatagramDataLen(c.send.maxDatagram-1-len(c.cids.dest)-4-tagLen, true)
 	if uint64(maxLen) > c.datagrams.peerMax {
 		maxLen = int(c.datagrams.peerMax)
 	}

@@ -264,7 +264,7 @@ func (c *Conn) switchPeerCID() {
 	if !ok || r.SwitchTo(seq) != nil {
 		return
 	}
-	c.destCID = r.Current().Bytes()
+	c.cids.dest = r.Current().Bytes()
 	c.routeCurrentResetToken()
 }
 
@@ -330,7 +330,7 @@ func (c *Conn) sendPathChallenge(now time.Time) {
 	_, _ = rand.Read(data[:])
 	var frame [9]byte
 	fb := wire.AppendFrame(frame[:0], &wire.Frame{Type: wire.FrameTypePathChallenge, PathData: data})
-	d := c.buildPathDatagram(now, c.destCID, fb, limit, false)
+	d := c.buildPathDatagram(now, c.cids.dest, fb, limit, false)
 	if d == nil {
 		return
 	}
@@ -388,7 +388,7 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 		// Challenge the probing address in the same datagram, so that a
 		// migration there is validated at once (preferred_address.go).
 		fb = c.appendProbeChallenge(fb, r.toAP, r.from)
-		dcid := c.destCID
+		dcid := c.cids.dest
 		if c.cids.remote != nil {
 			if cid, _, ok := c.cids.remote.NextUnused(); ok {
 				dcid = cid.Bytes()

@@ -65,7 +65,7 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		}
 		// A peer may switch to an ID from NEW_CONNECTION_ID (sent in 0.5-RTT)
 		// while still sending Handshake packets, as quic-go does.
-		if !c.ownsCID(hdr.DestConnID) && (c.isClient || !bytes.Equal(hdr.DestConnID, c.clientDestCID)) {
+		if !c.ownsCID(hdr.DestConnID) && (c.isClient || !bytes.Equal(hdr.DestConnID, c.cids.clientDest)) {
 			continue
 		}
 		switch hdr.Type {
@@ -134,7 +134,7 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 	if pn, ok := sp.tracker.LargestReceived(); ok {
 		largest = int64(pn)
 	}
-	if c.isClient && space == spaceInitial && c.hs.receivedFirst && !bytes.Equal(hdr.SrcConnID, c.destCID) {
+	if c.isClient && space == spaceInitial && c.hs.receivedFirst && !bytes.Equal(hdr.SrcConnID, c.cids.dest) {
 		return
 	}
 	// UnprotectPacket works in place; keep the header's source CID when
@@ -160,7 +160,7 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 	}
 	if c.isClient && !c.hs.receivedFirst {
 		c.hs.receivedFirst = true
-		c.destCID = scid
+		c.cids.dest = scid
 	}
 	pt := wire.PacketTypeInitial
 	if space == spaceHandshake {
@@ -309,7 +309,7 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 			return qerr.NewProtocolViolation(uint64(f.Type), "NEW_TOKEN sent by client")
 		}
 		if c.config.TokenStore != nil && len(f.Token) > 0 {
-			c.config.TokenStore.Put(c.tokenStoreKey, &ClientToken{data: slices.Clone(f.Token)})
+			c.config.TokenStore.Put(c.tokens.storeKey, &ClientToken{data: slices.Clone(f.Token)})
 		}
 	case wire.FrameTypeNewConnectionID:
 		return c.handleNewConnectionID(f)

@@ -82,7 +82,7 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 	p.InitialMaxStreamsUni = uint64(cfg.MaxIncomingUniStreams)
 	p.ActiveConnectionIDLimit = remoteCIDLimit
 	p.MaxUDPPayloadSize = receiveBufferSize // larger datagrams would be truncated
-	p.InitialSourceConnectionID = c.srcCID
+	p.InitialSourceConnectionID = c.cids.src
 	p.HasInitialSourceConnectionID = true
 	p.VersionInformation = c.versionInformation()
 	p.PreferredAddress = c.preferredAddressParam()
@@ -90,10 +90,10 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 		p.MaxDatagramFrameSize = 65535
 	}
 	if !c.isClient {
-		p.OriginalDestinationConnectionID = c.origDestCID
+		p.OriginalDestinationConnectionID = c.cids.origDest
 		p.HasOriginalDestinationConnectionID = true
-		if c.retrySrcCID != nil {
-			p.RetrySourceConnectionID = c.retrySrcCID
+		if c.cids.retrySrc != nil {
+			p.RetrySourceConnectionID = c.cids.retrySrc
 			p.HasRetrySourceConnectionID = true
 		}
 		if c.t.StatelessResetKey != nil {
@@ -277,15 +277,15 @@ func (c *Conn) handlePeerParams(data []byte) error {
 		return err
 	}
 	tpErr := func(msg string) error { return qerr.NewTransportParameterError(msg) }
-	if !p.HasInitialSourceConnectionID || !bytes.Equal(p.InitialSourceConnectionID, c.destCID) {
+	if !p.HasInitialSourceConnectionID || !bytes.Equal(p.InitialSourceConnectionID, c.cids.dest) {
 		return tpErr("initial_source_connection_id mismatch")
 	}
 	if c.isClient {
-		if !p.HasOriginalDestinationConnectionID || !bytes.Equal(p.OriginalDestinationConnectionID, c.origDestCID) {
+		if !p.HasOriginalDestinationConnectionID || !bytes.Equal(p.OriginalDestinationConnectionID, c.cids.origDest) {
 			return tpErr("original_destination_connection_id mismatch")
 		}
-		if c.retrySrcCID != nil {
-			if !p.HasRetrySourceConnectionID || !bytes.Equal(p.RetrySourceConnectionID, c.retrySrcCID) {
+		if c.cids.retrySrc != nil {
+			if !p.HasRetrySourceConnectionID || !bytes.Equal(p.RetrySourceConnectionID, c.cids.retrySrc) {
 				return tpErr("retry_source_connection_id mismatch")
 			}
 		} else if p.HasRetrySourceConnectionID {
@@ -343,8 +343,8 @@ func (c *Conn) onHandshakeComplete() {
 		if c.server != nil && c.server.tokens != nil {
 			// RFC 9000 section 8.1.3: a token for the client's next
 			// connection, bound to its address.
-			if c.newToken = c.server.tokens.mintNewToken(c.path.remote); c.newToken != nil {
-				c.sendNewToken = true
+			if c.tokens.issued = c.server.tokens.mintNewToken(c.path.remote); c.tokens.issued != nil {
+				c.tokens.sendIssued = true
 			}
 		}
 		// A session ticket for resumption; errors (tickets disabled) are harmless.
@@ -395,19 +395,19 @@ func (c *Conn) dropSpace(space int, now time.Time) {
 
 // handleRetry processes a Retry packet (RFC 9000 section 17.2.5.2).
 func (c *Conn) handleRetry(pkt []byte, hdr *wire.LongHeader) {
-	if c.hs.receivedFirst || c.retrySrcCID != nil || len(hdr.Token) == 0 {
+	if c.hs.receivedFirst || c.cids.retrySrc != nil || len(hdr.Token) == 0 {
 		return
 	}
-	if !bytes.Equal(hdr.DestConnID, c.srcCID) {
+	if !bytes.Equal(hdr.DestConnID, c.cids.src) {
 		return
 	}
-	if err := handshake.VerifyRetryIntegrityTag(pkt, handshake.Version(c.version), c.origDestCID); err != nil {
+	if err := handshake.VerifyRetryIntegrityTag(pkt, handshake.Version(c.version), c.cids.origDest); err != nil {
 		return
 	}
-	c.retrySrcCID = slices.Clone(hdr.SrcConnID)
-	c.destCID = c.retrySrcCID
-	c.token = slices.Clone(hdr.Token)
-	s, o, err := handshake.NewInitialKeys(c.destCID, handshake.Version(c.version), true)
+	c.cids.retrySrc = slices.Clone(hdr.SrcConnID)
+	c.cids.dest = c.cids.retrySrc
+	c.tokens.initial = slices.Clone(hdr.Token)
+	s, o, err := handshake.NewInitialKeys(c.cids.dest, handshake.Version(c.version), true)
 	if err != nil {
 		c.closeWithError(err)
 		return
@@ -441,7 +441,7 @@ func (c *Conn) handleVersionNegotiation(pkt []byte) {
 		return
 	}
 	dcid, scid, vs, err := wire.ParseVersionNegotiation(pkt, nil)
-	if err != nil || !bytes.Equal(dcid, c.srcCID) || !bytes.Equal(scid, c.origDestCID) {
+	if err != nil || !bytes.Equal(dcid, c.cids.src) || !bytes.Equal(scid, c.cids.origDest) {
 		return
 	}
 	theirs := make([]Version, 0, len(vs))
@@ -468,9 +468,9 @@ func (c *Conn) restartWithVersion(v wire.Version) error {
 	c.hs.versionRestarted = true
 	c.hs.tls.Close()
 	c.version = v
-	c.origDestCID = make([]byte, 8)
-	_, _ = rand.Read(c.origDestCID)
-	c.destCID = c.origDestCID
+	c.cids.origDest = make([]byte, 8)
+	_, _ = rand.Read(c.cids.origDest)
+	c.cids.dest = c.cids.origDest
 	for i := range c.spaces {
 		c.spaces[i] = pnSpace{}
 	}
@@ -481,7 +481,7 @@ func (c *Conn) restartWithVersion(v wire.Version) error {
 	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 	clear(c.sent)
 	c.app = nil
-	sealer, opener, err := handshake.NewInitialKeys(c.destCID, handshake.Version(v), true)
+	sealer, opener, err := handshake.NewInitialKeys(c.cids.dest, handshake.Version(v), true)
 	if err != nil {
 		return err
 	}

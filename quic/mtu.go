@@ -89,7 +89,7 @@ func (c *Conn) mtuDeadline(now time.Time) time.Time {
 // sendMTUProbe builds the probe datagram (a PING padded to size) into
 // pendingWrites.
 func (c *Conn) sendMTUProbe(now time.Time, size int) bool {
-	d := c.buildPathDatagram(now, c.destCID, []byte{byte(wire.FrameTypePing)}, size, true)
+	d := c.buildPathDatagram(now, c.cids.dest, []byte{byte(wire.FrameTypePing)}, size, true)
 	if d == nil {
 		return false
 	}

@@ -206,7 +206,7 @@ func (c *Conn) buildDatagram(now time.Time, limit int, mayElicit bool) []byte {
 			break
 		}
 		elicit := mayElicit && !(c.send.handshakeOnly && space == spaceApp)
-		if pi, ok := c.buildPacket(&buf, space, room, now, elicit, c.destCID, nil); ok {
+		if pi, ok := c.buildPacket(&buf, space, room, now, elicit, c.cids.dest, nil); ok {
 			pkts[n] = pi
 			n++
 		}
@@ -341,17 +341,17 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 	early := space == spaceApp && c.sendsEarly()
 	if early {
 		// 0-RTT stays in the client's chosen version (RFC 9369 4.1).
-		hdr := wire.LongHeader{Type: wire.PacketType0RTT, Version: c.chosenVersion(), DestConnID: dcid, SrcConnID: c.srcCID}
+		hdr := wire.LongHeader{Type: wire.PacketType0RTT, Version: c.chosenVersion(), DestConnID: dcid, SrcConnID: c.cids.src}
 		b = wire.AppendLongHeader(b, &hdr, pnLen, 2)
 		lengthPos = len(b) - 2
 	} else if space == spaceApp {
 		b = wire.AppendShortHeader(b, dcid, pnLen, false, false)
 	} else {
-		hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: c.version, DestConnID: dcid, SrcConnID: c.srcCID}
+		hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: c.version, DestConnID: dcid, SrcConnID: c.cids.src}
 		if space == spaceHandshake {
 			hdr.Type = wire.PacketTypeHandshake
 		} else if c.isClient {
-			hdr.Token = c.token
+			hdr.Token = c.tokens.initial
 		}
 		b = wire.AppendLongHeader(b, &hdr, pnLen, 2)
 		lengthPos = len(b) - 2
@@ -486,10 +486,10 @@ func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentP
 		c.hs.sendDone = false
 		p.frames = append(p.frames, sentFrame{kind: sfHandshakeDone})
 	}
-	if c.sendNewToken {
-		f := wire.Frame{Type: wire.FrameTypeNewToken, Token: c.newToken}
+	if c.tokens.sendIssued {
+		f := wire.Frame{Type: wire.FrameTypeNewToken, Token: c.tokens.issued}
 		if b, ok = appendIfFits(b, maxEnd, &f); ok {
-			c.sendNewToken = false
+			c.tokens.sendIssued = false
 			p.frames = append(p.frames, sentFrame{kind: sfNewToken})
 		}
 	}

@@ -116,8 +116,8 @@ func (c *Conn) addPath(t *Transport, remote net.Addr) (*Path, error) {
 	// Route every ID we issued on the new socket too: the server may
 	// answer with any of them.
 	ids := make([][]byte, 0, len(c.cids.own)+1)
-	if len(c.srcCID) == 0 {
-		ids = append(ids, c.srcCID)
+	if len(c.cids.src) == 0 {
+		ids = append(ids, c.cids.src)
 	}
 	for k := range c.cids.own {
 		ids = append(ids, []byte(k))
@@ -187,7 +187,7 @@ func (p *Path) startProbe() error {
 		r := c.cids.remote
 		if cid, seq, ok := r.NextUnusedExcept(c.reservedPathCIDs()); ok {
 			p.dcid, p.dcidSeq, p.switchCID = cid.Bytes(), seq, true
-		} else if len(c.destCID) == 0 {
+		} else if len(c.cids.dest) == 0 {
 			p.dcid = []byte{} // zero-length IDs: nothing to change
 		} else {
 			// A new path must not reuse the ID of the current one (RFC
@@ -225,7 +225,7 @@ func (p *Path) Switch() error {
 	case c.path.sendT == p.t:
 		return nil
 	}
-	if !p.switchCID && len(c.destCID) > 0 {
+	if !p.switchCID && len(c.cids.dest) > 0 {
 		// Back on a path used before: the ID it had was retired when the
 		// connection left it, and the one in use must not follow it (RFC
 		// 9000 section 9.5), so it gets an unused one.
@@ -235,7 +235,7 @@ func (p *Path) Switch() error {
 	}
 	if p.switchCID {
 		if err := c.cids.remote.SwitchTo(p.dcidSeq); err == nil {
-			c.destCID = c.cids.remote.Current().Bytes()
+			c.cids.dest = c.cids.remote.Current().Bytes()
 			c.routeCurrentResetToken()
 		}
 		p.switchCID = false

@@ -63,8 +63,8 @@ func (c *Conn) qlogConnectionStarted() {
 	b = fieldRaw(b, "ip_version", ipv)
 	b = appendAddr(b, "src_", local)
 	b = appendAddr(b, "dst_", c.path.remote)
-	b = fieldHex(b, "src_cid", c.srcCID)
-	b = fieldHex(b, "dst_cid", c.destCID)
+	b = fieldHex(b, "src_cid", c.cids.src)
+	b = fieldHex(b, "dst_cid", c.cids.dest)
 	q.end(b)
 }
 
@@ -238,7 +238,7 @@ func (c *Conn) qlogPath(state string) {
 	b := q.event("connectivity:path_updated")
 	b = fieldRaw(b, "state", state)
 	b = appendAddr(b, "dst_", c.path.remote)
-	b = fieldHex(b, "dcid", c.destCID)
+	b = fieldHex(b, "dcid", c.cids.dest)
 	q.end(b)
 }
 

@@ -30,8 +30,8 @@ func newOfflineConn(t testing.TB) *Conn {
 	if err := c.initLocalCIDs(); err != nil {
 		t.Fatal(err)
 	}
-	c.destCID = []byte{5, 6, 7, 8}
-	c.origDestCID = []byte{9, 9, 9, 9, 9, 9, 9, 9}
+	c.cids.dest = []byte{5, 6, 7, 8}
+	c.cids.origDest = []byte{9, 9, 9, 9, 9, 9, 9, 9}
 	if err := c.startTLS(); err != nil {
 		t.Fatal(err)
 	}

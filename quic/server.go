@@ -500,20 +500,20 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 	t := s.t
 	c := newConn(ctx, t, false, conf, serverTLSConfig(s.tlsConf, t.Conn.LocalAddr(), remote), hdr.Version, remote)
 	c.server = s
-	c.clientDestCID = append([]byte(nil), hdr.DestConnID...)
-	c.origDestCID = c.clientDestCID
+	c.cids.clientDest = append([]byte(nil), hdr.DestConnID...)
+	c.cids.origDest = c.cids.clientDest
 	c.admit.validated = dec.validated
 	c.admit.validatedBy = dec.validatedBy
 	if dec.odcid != nil {
 		// After a Retry the client's Initials go to the Retry's SCID
 		// (hdr.DestConnID); its first DCID was odcid.
-		c.origDestCID = append([]byte(nil), dec.odcid...)
-		c.retrySrcCID = append([]byte(nil), dec.rscid...)
+		c.cids.origDest = append([]byte(nil), dec.odcid...)
+		c.cids.retrySrc = append([]byte(nil), dec.rscid...)
 	}
-	c.destCID = append([]byte(nil), hdr.SrcConnID...)
+	c.cids.dest = append([]byte(nil), hdr.SrcConnID...)
 	c.spaces[spaceInitial].sealer = sealer
 	c.spaces[spaceInitial].opener = opener
-	if !t.addHandler(c.clientDestCID, c) {
+	if !t.addHandler(c.cids.clientDest, c) {
 		t.countRefused(RefusedCIDInUse)
 		return nil, errors.New("quic: connection ID in use")
 	}

@@ -49,7 +49,7 @@ func (c *Conn) startTracer() {
 	if c.config.Tracer == nil || c.trace != nil {
 		return
 	}
-	t := c.config.Tracer(c.ctx, c.isClient, ConnectionIDFromBytes(c.origDestCID))
+	t := c.config.Tracer(c.ctx, c.isClient, ConnectionIDFromBytes(c.cids.origDest))
 	if t == nil {
 		return
 	}

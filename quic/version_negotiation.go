@@ -111,9 +111,9 @@ func (c *Conn) acceptOtherVersion(pkt []byte, hdr *wire.LongHeader) bool {
 	}
 	// The Initial keys of both versions come from the DCID of the client's
 	// first Initial (after a Retry, the Retry's SCID).
-	keyCID := c.origDestCID
-	if c.retrySrcCID != nil {
-		keyCID = c.retrySrcCID
+	keyCID := c.cids.origDest
+	if c.cids.retrySrc != nil {
+		keyCID = c.cids.retrySrc
 	}
 	sealer, opener, err := handshake.NewInitialKeys(keyCID, hdr.Version, true)
 	if err != nil {
@@ -179,7 +179,7 @@ func (c *Conn) negotiateVersion(p *wire.TransportParameters) error {
 // its CRYPTO data is sealed: Initials go out in v, the client's Initials
 // of the chosen version are still read.
 func (c *Conn) switchServerVersion(v wire.Version) error {
-	sealer, opener, err := handshake.NewInitialKeys(c.clientDestCID, v, false)
+	sealer, opener, err := handshake.NewInitialKeys(c.cids.clientDest, v, false)
 	if err != nil {
 		return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 	}

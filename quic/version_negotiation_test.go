@@ -309,8 +309,9 @@ func vnTestConn(t *testing.T, isClient bool, v wire.Version, versions ...Version
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Conn{isClient: isClient, version: v, config: conf, clientDestCID: []byte{1, 2, 3, 4, 5, 6, 7, 8}}
-	s, o, err := handshake.NewInitialKeys(c.clientDestCID, v, false)
+	c := &Conn{isClient: isClient, version: v, config: conf}
+	c.cids.clientDest = []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	s, o, err := handshake.NewInitialKeys(c.cids.clientDest, v, false)
 	if err != nil {
 		t.Fatal(err)
 	}
