@@ -133,6 +133,7 @@ type Conn struct {
 	admit     admission      // server_limits.go
 	path      pathState      // conn_path.go
 	send      sendState      // send_batch.go
+	budget    memoryBudget   // send_budget.go
 
 	stats connStats
 	qlog  *qlogger    // nil unless Config.Qlog gave a writer
@@ -147,15 +148,6 @@ type Conn struct {
 
 	keyPhaseAcked bool      // a packet sealed with the current 1-RTT keys was acknowledged
 	dropKeysAt    time.Time // when to drop the previous 1-RTT receive keys
-
-	// Send and receive memory budgets (send_budget.go): the stream data
-	// held for sending, the part of it and of the unread received data
-	// reported to the Transport, and the signal for writers waiting for
-	// the connection's budget.
-	sendHeld      int64
-	sendReported  int64
-	recvReported  int64
-	sendBudgetSig chan struct{}
 
 	lastActivity     time.Time
 	ackElicitingSent bool // an ack-eliciting packet left since the last receipt

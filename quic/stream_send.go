@@ -67,7 +67,7 @@ func (s *stream) write(p []byte) (int, error) {
 				p = p[w:]
 				n += int(w)
 				c.chargeSend(s)
-				c.sendReported += w
+				c.budget.sendReported += w
 				c.queueStreamSend(s)
 				if w < k {
 					return n, errMaxOffset(s.id)
@@ -82,7 +82,7 @@ func (s *stream) write(p []byte) (int, error) {
 		var budget <-chan struct{}
 		switch bound {
 		case budgetConn:
-			budget = waitChan(&c.sendBudgetSig)
+			budget = waitChan(&c.budget.sig)
 		case budgetTransport:
 			budget = c.t.sendBudget.waitChan()
 			if c.t.sendBudget.used.Load() < c.t.sendBudget.max {
