@@ -128,6 +128,7 @@ type Conn struct {
 	close     closeState     // conn_close.go
 	early     earlyData      // conn_early.go
 	streams   streamSet      // conn_streams.go
+	flow      connFlow       // conn_streams.go
 	hs        handshakeState // conn_tls.go
 	datagrams datagramQueues // conn_datagram.go
 	admit     admission      // server_limits.go
@@ -156,9 +157,6 @@ type Conn struct {
 	baseDatagram     int // Config.InitialPacketSize: the size to start at and fall back to
 	mtu              mtuDiscovery
 	ecn              ecnTracker
-	connRecv         *flowcontrol.ConnReceiver
-	connSend         flowcontrol.SendCredit
-	maxDataLost      bool
 }
 
 func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
@@ -195,12 +193,12 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 	c.spaces[spaceInitial].tracker.Init(ackgen.SpaceInitial, ackgen.Config{})
 	c.spaces[spaceHandshake].tracker.Init(ackgen.SpaceHandshake, ackgen.Config{})
 	c.spaces[spaceApp].tracker.Init(ackgen.SpaceAppData, ackgen.Config{})
-	c.connRecv = flowcontrol.NewConnReceiver(flowcontrol.WindowConfig{
+	c.flow.recv = flowcontrol.NewConnReceiver(flowcontrol.WindowConfig{
 		Initial: conf.InitialConnectionReceiveWindow,
 		Max:     conf.MaxConnectionReceiveWindow,
 	})
 	if allow := conf.AllowConnectionWindowIncrease; allow != nil {
-		c.connRecv.SetAllowGrowth(func(delta uint64) bool { return allow(c, delta) })
+		c.flow.recv.SetAllowGrowth(func(delta uint64) bool { return allow(c, delta) })
 	}
 	persp := flowcontrol.Server
 	if isClient {

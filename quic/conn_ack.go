@@ -94,7 +94,7 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 				c.queueStreamControl(s)
 			}
 		case sfMaxData:
-			c.maxDataLost = true
+			c.flow.maxDataLost = true
 		case sfMaxStreamsBidi:
 			c.streams.maxStreamsLost[0] = true
 		case sfMaxStreamsUni:

@@ -221,7 +221,7 @@ func (c *Conn) installEarlySealer(ev tls.QUICEvent) error {
 	c.early.sealer = s
 	c.hs.peerParams = p
 	c.datagrams.peerSupports, c.datagrams.peerMax = p.MaxDatagramFrameSize > 0, p.MaxDatagramFrameSize
-	c.connSend.Init(p.InitialMaxData)
+	c.flow.send.Init(p.InitialMaxData)
 	if err := c.streams.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni); err != nil {
 		return flowError(err)
 	}
@@ -231,7 +231,7 @@ func (c *Conn) installEarlySealer(ev tls.QUICEvent) error {
 // applyParamsAfterEarly raises the limits used in 0-RTT to the server's
 // real ones, keeping what was already consumed.
 func (c *Conn) applyParamsAfterEarly(p *wire.TransportParameters) error {
-	c.connSend.OnMaxData(p.InitialMaxData)
+	c.flow.send.OnMaxData(p.InitialMaxData)
 	if _, err := c.streams.counts.Outgoing(flowcontrol.Bidi).OnMaxStreams(p.InitialMaxStreamsBidi); err != nil {
 		return flowError(err)
 	}

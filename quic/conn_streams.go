@@ -30,6 +30,14 @@ type streamSet struct {
 	sig            chan struct{} // broadcast: accept queues or stream limits changed
 }
 
+// connFlow is connection-level flow control (RFC 9000 section 4.1).
+// Guarded by Conn.mu.
+type connFlow struct {
+	recv        *flowcontrol.ConnReceiver // what we let the peer send
+	send        flowcontrol.SendCredit    // what the peer lets us send
+	maxDataLost bool                      // a MAX_DATA frame is to be sent again
+}
+
 // handleStreamFrame handles the stream and flow control frames.
 func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 	ft := uint64(f.Type)
@@ -42,7 +50,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 	}
 	switch f.Type {
 	case wire.FrameTypeMaxData:
-		if c.connSend.OnMaxData(f.Limit) {
+		if c.flow.send.OnMaxData(f.Limit) {
 			c.wakeAllSenders()
 		}
 		return nil

@@ -309,7 +309,7 @@ func (c *Conn) handlePeerParams(data []byte) error {
 			return err
 		}
 	} else {
-		c.connSend.Init(p.InitialMaxData)
+		c.flow.send.Init(p.InitialMaxData)
 		if err := c.streams.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni); err != nil {
 			return flowError(err)
 		}

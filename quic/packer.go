@@ -497,17 +497,17 @@ func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentP
 	srtt := c.rec.RTT().SmoothedRTT()
 	// Windows stop growing while the Transport's unread data is over its
 	// budget (Transport.MaxReceiveBuffer).
-	c.connRecv.HoldGrowth(!c.recvGrowthAllowed())
-	if c.maxDataLost || c.connRecv.NeedsUpdate() {
-		limit := c.connRecv.Limit()
+	c.flow.recv.HoldGrowth(!c.recvGrowthAllowed())
+	if c.flow.maxDataLost || c.flow.recv.NeedsUpdate() {
+		limit := c.flow.recv.Limit()
 		f := wire.Frame{Type: wire.FrameTypeMaxData, Limit: limit + 1<<20}
 		if wire.FrameLen(&f) <= maxEnd-len(b) {
-			if l, upd := c.connRecv.MaybeUpdate(now, srtt); upd {
+			if l, upd := c.flow.recv.MaybeUpdate(now, srtt); upd {
 				limit = l
 			}
 			f.Limit = limit
 			b = wire.AppendFrame(b, &f)
-			c.maxDataLost = false
+			c.flow.maxDataLost = false
 			p.frames = append(p.frames, sentFrame{kind: sfMaxData})
 		}
 	}

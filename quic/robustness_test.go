@@ -36,7 +36,7 @@ func newOfflineConn(t testing.TB) *Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.hs.tls.Close() })
-	c.connSend.Init(1 << 20)
+	c.flow.send.Init(1 << 20)
 	if err := c.streams.counts.SetPeerLimits(100, 100); err != nil {
 		t.Fatal(err)
 	}

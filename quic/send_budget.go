@@ -137,7 +137,7 @@ func (c *Conn) syncBudgets() {
 		c.budget.sendReported = c.budget.sendHeld
 		c.t.sendBudget.add(d)
 	}
-	held := int64(c.connRecv.Highest() - c.connRecv.Consumed())
+	held := int64(c.flow.recv.Highest() - c.flow.recv.Consumed())
 	if d := held - c.budget.recvReported; d != 0 {
 		c.budget.recvReported = held
 		c.t.recvBuffered.Add(d)

@@ -92,7 +92,7 @@ func (c *Conn) newStream(id uint64) *stream {
 				limit = p.InitialMaxStreamDataBidiLocal
 			}
 		}
-		s.fcSend.Init(&c.connSend, limit)
+		s.fcSend.Init(&c.flow.send, limit)
 	} else {
 		s.sendCancel(context.Canceled)
 	}
@@ -100,7 +100,7 @@ func (c *Conn) newStream(id uint64) *stream {
 		// Flow control rejects data beyond the window first; the buffer's
 		// own bound is the largest window auto-tuning may reach.
 		s.recv = streambuf.NewRecvBuffer(c.config.MaxStreamReceiveWindow)
-		s.fcRecv.Init(id, c.connRecv, flowcontrol.WindowConfig{
+		s.fcRecv.Init(id, c.flow.recv, flowcontrol.WindowConfig{
 			Initial: c.config.InitialStreamReceiveWindow,
 			Max:     c.config.MaxStreamReceiveWindow,
 		})
@@ -328,7 +328,7 @@ func (s *stream) appendBlocked(b []byte, maxEnd int, p *sentPacket, n uint64) []
 			p.eliciting = true
 		}
 	}
-	if limit, send := s.c.connSend.BlockedAfter(n); send {
+	if limit, send := s.c.flow.send.BlockedAfter(n); send {
 		f := wire.Frame{Type: wire.FrameTypeDataBlocked, Limit: limit}
 		if b, ok = appendIfFits(b, maxEnd, &f); ok {
 			p.eliciting = true

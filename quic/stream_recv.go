@@ -25,7 +25,7 @@ func (s *stream) read(p []byte) (int, error) {
 			if s.fcRecv.NeedsUpdate() {
 				c.queueStreamControl(s)
 			}
-			if c.connRecv.NeedsUpdate() {
+			if c.flow.recv.NeedsUpdate() {
 				c.wake()
 			}
 			// Like quic-go, the read that reaches the final size reports

@@ -42,11 +42,11 @@ func (c *Conn) on0RTTRejected() {
 	c.datagrams.out = nil
 	broadcast(&c.datagrams.sendSig)
 	c.streams.counts.Init(c.perspective(), uint64(c.config.MaxIncomingStreams), uint64(c.config.MaxIncomingUniStreams))
-	c.connSend.Init(0)
+	c.flow.send.Init(0)
 	c.early.sent = false
 	if p := c.hs.peerParams; p != nil && p != c.early.remembered {
 		// The server's parameters arrived before the rejection.
-		c.connSend.Init(p.InitialMaxData)
+		c.flow.send.Init(p.InitialMaxData)
 		_ = c.streams.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni)
 	} else {
 		c.hs.peerParams = nil
