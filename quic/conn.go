@@ -106,15 +106,8 @@ type Conn struct {
 
 	spaces [3]pnSpace
 	app    *handshake.AppKeys
-	rec    *recovery.Recovery
-	pacer  *congestion.Pacer
-	events recovery.Events
 	frame  wire.Frame
 
-	sent       map[uint64]*sentPacket
-	freeSent   []*sentPacket
-	ackScratch []byte
-	nextHandle uint64
 	// first1RTTPN is the number of the first application-space packet
 	// sealed with 1-RTT keys (not 0-RTT), or -1 before there is one: only
 	// an ACK of such a packet confirms a client's handshake.
@@ -125,6 +118,7 @@ type Conn struct {
 
 	retryUndecryptableLater bool // new read keys: reprocess kept packets
 
+	loss      lossState      // conn_ack.go
 	close     closeState     // conn_close.go
 	early     earlyData      // conn_early.go
 	streams   streamSet      // conn_streams.go
@@ -171,11 +165,11 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 		closeWritten:    make(chan struct{}),
 		runDone:         make(chan struct{}),
 		handshakeDoneCh: make(chan struct{}),
-		sent:            make(map[uint64]*sentPacket),
 		lastActivity:    time.Now(),
 		first1RTTPN:     -1,
 	}
 	c.streams.all = make(map[uint64]*stream)
+	c.loss.sent = make(map[uint64]*sentPacket)
 	c.hs.peerAckDelayExp = wire.DefaultAckDelayExponent
 	c.path.remote = remote
 	c.lastSendOrRecv = c.lastActivity
@@ -185,8 +179,8 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 	c.baseDatagram = int(conf.InitialPacketSize)
 	c.send.maxDatagram = c.baseDatagram
 	c.ctx, c.cancelCtx = context.WithCancelCause(ctx)
-	c.rec = recovery.New(recovery.Config{IsServer: !isClient})
-	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+	c.loss.rec = recovery.New(recovery.Config{IsServer: !isClient})
+	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 	if c.baseDatagram != maxPacketSize {
 		c.setMaxDatagram(c.baseDatagram)
 	}
@@ -419,16 +413,16 @@ func (c *Conn) onTimers(now time.Time) {
 	if ka := c.keepAliveTime(); !ka.IsZero() && !now.Before(ka) {
 		c.send.pingPending = true
 	}
-	if lt := c.rec.LossDetectionTimeout(); !lt.IsZero() && !now.Before(lt) {
-		c.events.Reset()
-		act := c.rec.OnLossDetectionTimeout(now, &c.events)
+	if lt := c.loss.rec.LossDetectionTimeout(); !lt.IsZero() && !now.Before(lt) {
+		c.loss.events.Reset()
+		act := c.loss.rec.OnLossDetectionTimeout(now, &c.loss.events)
 		if c.qlog != nil {
 			c.qlogLost()
 		}
 		if c.trace != nil {
 			c.traceLost()
 		}
-		for _, p := range c.events.Lost {
+		for _, p := range c.loss.events.Lost {
 			c.onPacketLost(p.Handle, now)
 		}
 		c.countLost(now)
@@ -502,7 +496,7 @@ func (c *Conn) keepAliveTime() time.Time {
 }
 
 func (c *Conn) ptoLocked() time.Duration {
-	rtt := c.rec.RTT()
+	rtt := c.loss.rec.RTT()
 	return rtt.PTOBase() + rtt.MaxAckDelay()
 }
 
@@ -522,7 +516,7 @@ func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 	add(c.idleDeadline())
 	add(c.handshakeDeadline())
 	add(c.keepAliveTime())
-	add(c.rec.LossDetectionTimeout())
+	add(c.loss.rec.LossDetectionTimeout())
 	add(c.send.pacingDeadline)
 	add(c.dropKeysAt)
 	add(c.pathDeadline())
@@ -681,13 +675,13 @@ type ConnectionStats struct {
 func (c *Conn) ConnectionStats() ConnectionStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rtt := c.rec.RTT()
+	rtt := c.loss.rec.RTT()
 	return ConnectionStats{
 		MinRTT:           rtt.MinRTT(),
 		LatestRTT:        rtt.LatestRTT(),
 		SmoothedRTT:      rtt.SmoothedRTT(),
 		MeanDeviation:    rtt.RTTVar(),
-		CongestionWindow: uint64(c.rec.Controller().CongestionWindow()),
+		CongestionWindow: uint64(c.loss.rec.Controller().CongestionWindow()),
 		BytesSent:        c.stats.bytesSent,
 		PacketsSent:      c.stats.packetsSent,
 		BytesReceived:    c.stats.bytesRecv,

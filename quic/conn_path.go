@@ -217,7 +217,7 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	// Three PTOs, of the old path's estimate or a fresh one, whichever is
 	// longer (RFC 9000 section 8.2.4).
 	fresh := recovery.NewRTTStats(0)
-	c.path.migration.deadline = now.Add(3 * max(c.ptoLocked(), fresh.PTOBase()+c.rec.RTT().MaxAckDelay()))
+	c.path.migration.deadline = now.Add(3 * max(c.ptoLocked(), fresh.PTOBase()+c.loss.rec.RTT().MaxAckDelay()))
 	if !sameHost {
 		// Only a port change keeps the congestion state (RFC 9000 9.4),
 		// and the path MTU.
@@ -249,8 +249,8 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 // restartPathState forgets what was learned about the path: RTT,
 // congestion window, pacing and path MTU start over (RFC 9000 9.4).
 func (c *Conn) restartPathState(now time.Time) {
-	c.rec.OnPathChanged(now)
-	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+	c.loss.rec.OnPathChanged(now)
+	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 	c.resetMTU()
 }
 

@@ -37,7 +37,7 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 	c.admit.bytesRecv += uint64(len(p.data))
 	c.stats.bytesRecv += uint64(len(p.data))
 	if !c.isClient && !c.admit.validated {
-		c.rec.SetAmplificationLimited(false, p.rcvTime)
+		c.loss.rec.SetAmplificationLimited(false, p.rcvTime)
 	}
 	data := p.data
 	for len(data) > 0 && c.close.err == nil {
@@ -339,9 +339,9 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	if f.AckDelay < 1<<40 {
 		delay = time.Duration(f.AckDelay<<exp) * time.Microsecond
 	}
-	c.events.Reset()
-	prevLargest, hadLargest := c.rec.LargestAcked(recovery.Space(space))
-	if err := c.rec.OnAckReceived(recovery.Space(space), f.AckRanges, delay, now, &c.events); err != nil {
+	c.loss.events.Reset()
+	prevLargest, hadLargest := c.loss.rec.LargestAcked(recovery.Space(space))
+	if err := c.loss.rec.OnAckReceived(recovery.Space(space), f.AckRanges, delay, now, &c.loss.events); err != nil {
 		var te *qerr.TransportError
 		if !errors.As(err, &te) {
 			return nil // our own bug, not the peer's
@@ -352,7 +352,7 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	var largest uint64
 	var largestSent time.Time
 	acked1RTT := false
-	for _, p := range c.events.Acked {
+	for _, p := range c.loss.events.Acked {
 		if space == spaceApp && c.first1RTTPN >= 0 && p.Number >= uint64(c.first1RTTPN) {
 			acked1RTT = true
 		}
@@ -372,7 +372,7 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	if c.trace != nil {
 		c.traceLost()
 	}
-	for _, p := range c.events.Lost {
+	for _, p := range c.loss.events.Lost {
 		c.onPacketLost(p.Handle, now)
 	}
 	c.countLost(now)

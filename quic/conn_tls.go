@@ -233,7 +233,7 @@ func (c *Conn) installKeys(ev tls.QUICEvent, write bool) error {
 				return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 			}
 			sp.sealer = s
-			c.rec.SetHandshakeKeys(time.Now())
+			c.loss.rec.SetHandshakeKeys(time.Now())
 		} else {
 			o, err := handshake.NewOpener(ev.Suite, ev.Data, v)
 			if err != nil {
@@ -303,7 +303,7 @@ func (c *Conn) handlePeerParams(data []byte) error {
 		c.traceParams(false, &p)
 	}
 	c.hs.peerAckDelayExp = p.AckDelayExponent
-	c.rec.SetMaxAckDelay(p.MaxAckDelay)
+	c.loss.rec.SetMaxAckDelay(p.MaxAckDelay)
 	if c.early.sent {
 		if err := c.applyParamsAfterEarly(&p); err != nil {
 			return err
@@ -365,7 +365,7 @@ func (c *Conn) confirmHandshake(now time.Time) {
 		c.traceState(qlog.ConnectionStateHandshakeConfirmed)
 	}
 	c.early.opener = nil // RFC 9001 section 4.9.3
-	c.rec.SetHandshakeConfirmed(now)
+	c.loss.rec.SetHandshakeConfirmed(now)
 	c.startMTUDiscovery()
 	c.dropSpace(spaceInitial, now)
 	c.dropSpace(spaceHandshake, now)
@@ -385,10 +385,10 @@ func (c *Conn) dropSpace(space int, now time.Time) {
 		sp.cryptoIn.Release()
 	}
 	sp.probes = 0
-	_ = c.rec.DiscardSpace(recovery.Space(space), now)
-	for h, p := range c.sent {
+	_ = c.loss.rec.DiscardSpace(recovery.Space(space), now)
+	for h, p := range c.loss.sent {
 		if p.space == space {
-			delete(c.sent, h)
+			delete(c.loss.sent, h)
 		}
 	}
 }
@@ -420,17 +420,17 @@ func (c *Conn) handleRetry(pkt []byte, hdr *wire.LongHeader) {
 	// congestion control and loss recovery start over (RFC 9002 section
 	// 6.3). Packet numbers go on.
 	now := time.Now()
-	for h, p := range c.sent {
+	for h, p := range c.loss.sent {
 		if p.space == spaceApp {
 			c.requeueFrames(p, now)
 		}
-		delete(c.sent, h)
+		delete(c.loss.sent, h)
 		c.putSentPacket(p)
 	}
-	c.rec = recovery.New(recovery.Config{IsServer: false})
-	c.rec.SetMaxDatagramSize(c.send.maxDatagram)
-	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
-	c.pacer.SetMaxDatagramSize(c.send.maxDatagram)
+	c.loss.rec = recovery.New(recovery.Config{IsServer: false})
+	c.loss.rec.SetMaxDatagramSize(c.send.maxDatagram)
+	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+	c.loss.pacer.SetMaxDatagramSize(c.send.maxDatagram)
 }
 
 // handleVersionNegotiation processes a Version Negotiation packet (RFC 9000
@@ -477,9 +477,9 @@ func (c *Conn) restartWithVersion(v wire.Version) error {
 	c.spaces[spaceInitial].tracker.Init(ackgen.SpaceInitial, ackgen.Config{})
 	c.spaces[spaceHandshake].tracker.Init(ackgen.SpaceHandshake, ackgen.Config{})
 	c.spaces[spaceApp].tracker.Init(ackgen.SpaceAppData, ackgen.Config{})
-	c.rec = recovery.New(recovery.Config{IsServer: false})
-	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
-	clear(c.sent)
+	c.loss.rec = recovery.New(recovery.Config{IsServer: false})
+	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+	clear(c.loss.sent)
 	c.app = nil
 	sealer, opener, err := handshake.NewInitialKeys(c.cids.dest, handshake.Version(v), true)
 	if err != nil {

@@ -192,7 +192,7 @@ func TestReceiveBudgetHoldsWindows(t *testing.T) {
 			c.t.maxRecvBuf = 0
 		}
 		now := time.Now()
-		c.rec.RTT().Update(time.Second, 0, true, now)
+		c.loss.rec.RTT().Update(time.Second, 0, true, now)
 		buf := make([]byte, 1000)
 		var off uint64
 		for range 8 {

@@ -179,6 +179,6 @@ func (c *Conn) resetMTU() {
 
 func (c *Conn) setMaxDatagram(size int) {
 	c.send.maxDatagram = size
-	c.rec.SetMaxDatagramSize(size)
-	c.pacer.SetMaxDatagramSize(size)
+	c.loss.rec.SetMaxDatagramSize(size)
+	c.loss.pacer.SetMaxDatagramSize(size)
 }

@@ -112,7 +112,7 @@ func (c *Conn) sendLocked(now time.Time) bool {
 	if len(c.path.extra) > 0 {
 		c.sendPathProbes(now)
 	}
-	if size := c.mtuProbeSize(now); size > 0 && c.rec.CanSend() {
+	if size := c.mtuProbeSize(now); size > 0 && c.loss.rec.CanSend() {
 		c.sendMTUProbe(now, size)
 	}
 	for range maxDatagramsPerRun {
@@ -126,7 +126,7 @@ func (c *Conn) sendLocked(now time.Time) bool {
 				budget = 3*c.admit.bytesRecv - c.admit.bytesSent
 			}
 			if budget < minPacketRoom {
-				c.rec.SetAmplificationLimited(true, now)
+				c.loss.rec.SetAmplificationLimited(true, now)
 				return false
 			}
 			limit = int(min(budget, uint64(limit)))
@@ -138,7 +138,7 @@ func (c *Conn) sendLocked(now time.Time) bool {
 			// acknowledgment declares the large ones lost.
 			limit = min(limit, c.baseDatagram)
 		}
-		mayElicit := probing || c.rec.CanSend()
+		mayElicit := probing || c.loss.rec.CanSend()
 		// Lost Initial or Handshake data goes out even when the congestion
 		// window is full: before the handshake is confirmed 1-RTT packets
 		// in flight may never be acknowledged (the peer lacks its keys
@@ -150,9 +150,9 @@ func (c *Conn) sendLocked(now time.Time) bool {
 			mayElicit, c.send.handshakeOnly = true, true
 		}
 		if mayElicit && !probing && !c.send.handshakeOnly {
-			rtt := c.rec.RTT().SmoothedRTT()
-			cwnd := c.rec.Controller().CongestionWindow()
-			if next := c.pacer.NextSendTime(now, cwnd, rtt); next.After(now) {
+			rtt := c.loss.rec.RTT().SmoothedRTT()
+			cwnd := c.loss.rec.Controller().CongestionWindow()
+			if next := c.loss.pacer.NextSendTime(now, cwnd, rtt); next.After(now) {
 				mayElicit = false
 				c.send.pacingDeadline = next
 			}
@@ -270,14 +270,14 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 			c.closeWithError(err)
 			return nil
 		}
-		c.nextHandle++
+		c.loss.nextHandle++
 		c.stats.packetsSent++
 		size := p.payloadEnd + tagLen - p.start
 		inFlight := p.ackEliciting || p.padded
-		_ = c.rec.OnPacketSent(recovery.Space(p.space), recovery.SentPacket{
+		_ = c.loss.rec.OnPacketSent(recovery.Space(p.space), recovery.SentPacket{
 			Number:       p.pn,
 			TimeSent:     now,
-			Handle:       c.nextHandle,
+			Handle:       c.loss.nextHandle,
 			Size:         size,
 			AckEliciting: p.ackEliciting,
 			InFlight:     inFlight,
@@ -289,13 +289,13 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 			if p.sp.ecnTest {
 				c.ecn.sentTest++
 			}
-			c.sent[c.nextHandle] = p.sp
+			c.loss.sent[c.loss.nextHandle] = p.sp
 			anyEliciting = true
 		} else {
 			c.putSentPacket(p.sp)
 		}
 		if inFlight {
-			c.pacer.OnPacketSent(now, size, c.rec.Controller().CongestionWindow(), c.rec.RTT().SmoothedRTT())
+			c.loss.pacer.OnPacketSent(now, size, c.loss.rec.Controller().CongestionWindow(), c.loss.rec.RTT().SmoothedRTT())
 		}
 	}
 	if c.qlog != nil {
@@ -333,7 +333,7 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 	b := *buf
 	pn := sp.nextPN
 	largestAcked := wire.NoPacketNumber
-	if la, ok := c.rec.LargestAcked(recovery.Space(space)); ok {
+	if la, ok := c.loss.rec.LargestAcked(recovery.Space(space)); ok {
 		largestAcked = la
 	}
 	pnLen := wire.PacketNumberLen(pn, largestAcked)
@@ -394,11 +394,11 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 		if p.ackLargest < 0 && (p.eliciting || len(p.frames) > 0) && !sp.tracker.AlarmTime().IsZero() {
 			// Piggyback the ACK that is not due yet on this packet, in
 			// front of the frames (it is sent now either way).
-			ack := c.appendAck(c.ackScratch[:0], sp, maxEnd-len(b), now, p, true)
+			ack := c.appendAck(c.send.ackScratch[:0], sp, maxEnd-len(b), now, p, true)
 			if len(ack) > 0 {
 				b = slices.Insert(b, payloadStart, ack...)
 			}
-			c.ackScratch = ack[:0]
+			c.send.ackScratch = ack[:0]
 		}
 	}
 	if len(b) == payloadStart {
@@ -494,7 +494,7 @@ func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentP
 		}
 	}
 	b = c.appendPathFrames(b, maxEnd, now, p)
-	srtt := c.rec.RTT().SmoothedRTT()
+	srtt := c.loss.rec.RTT().SmoothedRTT()
 	// Windows stop growing while the Transport's unread data is over its
 	// budget (Transport.MaxReceiveBuffer).
 	c.flow.recv.HoldGrowth(!c.recvGrowthAllowed())
@@ -667,9 +667,9 @@ func putSendBuffer(b []byte) {
 
 // getSentPacket takes a record from the connection's free list.
 func (c *Conn) getSentPacket(space int) *sentPacket {
-	if n := len(c.freeSent); n > 0 {
-		p := c.freeSent[n-1]
-		c.freeSent = c.freeSent[:n-1]
+	if n := len(c.loss.freeSent); n > 0 {
+		p := c.loss.freeSent[n-1]
+		c.loss.freeSent = c.loss.freeSent[:n-1]
 		*p = sentPacket{space: space, ackLargest: -1, frames: p.frames[:0]}
 		return p
 	}
@@ -677,7 +677,7 @@ func (c *Conn) getSentPacket(space int) *sentPacket {
 }
 
 func (c *Conn) putSentPacket(p *sentPacket) {
-	if len(c.freeSent) < 1024 {
-		c.freeSent = append(c.freeSent, p)
+	if len(c.loss.freeSent) < 1024 {
+		c.loss.freeSent = append(c.loss.freeSent, p)
 	}
 }

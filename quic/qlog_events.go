@@ -165,14 +165,14 @@ func appendQlogHeader(b []byte, pt string, pn uint64, dcid []byte) []byte {
 // it runs before onPacketLost forgets their space.
 func (c *Conn) qlogLost() {
 	q := c.qlog
-	for _, lp := range c.events.Lost {
+	for _, lp := range c.loss.events.Lost {
 		if q.failed {
 			return
 		}
 		b := q.event("recovery:packet_lost")
 		b = field(b, "header")
 		b = append(b, '{')
-		if sp := c.sent[lp.Handle]; sp != nil {
+		if sp := c.loss.sent[lp.Handle]; sp != nil {
 			b = fieldRaw(b, "packet_type", qlogPacketType(sp.space, false))
 		}
 		b = fieldUint(b, "packet_number", lp.Number)
@@ -189,14 +189,14 @@ func (c *Conn) qlogMetrics() {
 	if q.failed {
 		return
 	}
-	rtt := c.rec.RTT()
+	rtt := c.loss.rec.RTT()
 	m := qlogMetrics{
 		minRTT:      rtt.MinRTT(),
 		smoothedRTT: rtt.SmoothedRTT(),
 		latestRTT:   rtt.LatestRTT(),
 		rttVar:      rtt.RTTVar(),
-		cwnd:        c.rec.Controller().CongestionWindow(),
-		inFlight:    c.rec.BytesInFlight(),
+		cwnd:        c.loss.rec.Controller().CongestionWindow(),
+		inFlight:    c.loss.rec.BytesInFlight(),
 	}
 	old, all := q.metrics, !q.haveMetrics
 	if !all && m == old {

@@ -31,6 +31,7 @@ type sendState struct {
 	// the pacer lets the next datagram go.
 	pingPending    bool
 	pacingDeadline time.Time
+	ackScratch     []byte // where ACK frames are built, reused
 }
 
 // writeDatagrams sends the datagrams one run of the event loop built, in

@@ -383,10 +383,10 @@ func traceFrame(f *wire.Frame, ackExp uint8) any {
 // onPacketLost forgets their space.
 func (c *Conn) traceLost() {
 	t := c.trace
-	for _, lp := range c.events.Lost {
+	for _, lp := range c.loss.events.Lost {
 		pt := qlog.PacketType1RTT
 		mtuProbe := false
-		if sp := c.sent[lp.Handle]; sp != nil {
+		if sp := c.loss.sent[lp.Handle]; sp != nil {
 			switch sp.space {
 			case spaceInitial:
 				pt = qlog.PacketTypeInitial
@@ -408,10 +408,10 @@ func (c *Conn) traceLost() {
 // RTTs that changed, and the congestion window and bytes in flight.
 func (c *Conn) traceMetrics() {
 	t := c.trace
-	rtt := c.rec.RTT()
+	rtt := c.loss.rec.RTT()
 	now := qlog.MetricsUpdated{
-		CongestionWindow: c.rec.Controller().CongestionWindow(),
-		BytesInFlight:    c.rec.BytesInFlight(),
+		CongestionWindow: c.loss.rec.Controller().CongestionWindow(),
+		BytesInFlight:    c.loss.rec.BytesInFlight(),
 	}
 	if rtt.HasSample() {
 		now.MinRTT, now.SmoothedRTT, now.LatestRTT, now.RTTVariance = rtt.MinRTT(), rtt.SmoothedRTT(), rtt.LatestRTT(), rtt.RTTVar()
