@@ -105,19 +105,12 @@ type Conn struct {
 	mu sync.Mutex
 
 	spaces [3]pnSpace
-	app    *handshake.AppKeys
 	frame  wire.Frame
-
-	// first1RTTPN is the number of the first application-space packet
-	// sealed with 1-RTT keys (not 0-RTT), or -1 before there is one: only
-	// an ACK of such a packet confirms a client's handshake.
-	first1RTTPN int64
 
 	cids   cidState   // conn_ids.go
 	tokens tokenState // conn_ids.go
 
-	retryUndecryptableLater bool // new read keys: reprocess kept packets
-
+	keys      keyState       // key_update.go
 	loss      lossState      // conn_ack.go
 	close     closeState     // conn_close.go
 	early     earlyData      // conn_early.go
@@ -141,13 +134,9 @@ type Conn struct {
 	// requested key updates (conn_extensions.go).
 	x connExtensions
 
-	keyPhaseAcked bool      // a packet sealed with the current 1-RTT keys was acknowledged
-	dropKeysAt    time.Time // when to drop the previous 1-RTT receive keys
-
 	lastActivity     time.Time
 	ackElicitingSent bool // an ack-eliciting packet left since the last receipt
 	lastSendOrRecv   time.Time
-	undecryptable    []receivedPacket
 	baseDatagram     int // Config.InitialPacketSize: the size to start at and fall back to
 	mtu              mtuDiscovery
 	ecn              ecnTracker
@@ -166,9 +155,9 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 		runDone:         make(chan struct{}),
 		handshakeDoneCh: make(chan struct{}),
 		lastActivity:    time.Now(),
-		first1RTTPN:     -1,
 	}
 	c.streams.all = make(map[uint64]*stream)
+	c.keys.first1RTTPN = -1
 	c.loss.sent = make(map[uint64]*sentPacket)
 	c.hs.peerAckDelayExp = wire.DefaultAckDelayExponent
 	c.path.remote = remote
@@ -344,8 +333,8 @@ func (c *Conn) run() {
 					for _, p := range q {
 						c.handleDatagram(p)
 					}
-					for c.retryUndecryptableLater {
-						c.retryUndecryptableLater = false
+					for c.keys.retryLater {
+						c.keys.retryLater = false
 						c.retryUndecryptable()
 					}
 				})
@@ -444,18 +433,18 @@ func (c *Conn) onTimers(now time.Time) {
 			}
 		}
 	}
-	if !c.dropKeysAt.IsZero() && !now.Before(c.dropKeysAt) {
-		c.dropKeysAt = time.Time{}
-		c.app.DropPreviousKeys()
+	if !c.keys.dropPrevAt.IsZero() && !now.Before(c.keys.dropPrevAt) {
+		c.keys.dropPrevAt = time.Time{}
+		c.keys.app.DropPreviousKeys()
 	}
-	if c.app != nil && c.app.CanSend() {
+	if c.keys.app != nil && c.keys.app.CanSend() {
 		// Update keys well before the confidentiality limit; close if the
 		// peer kept us from updating until the limit (RFC 9001 6.6).
-		if s := c.app.Sealer(); c.app.SealedPackets() >= s.ConfidentialityLimit()/4*3 {
+		if s := c.keys.app.Sealer(); c.keys.app.SealedPackets() >= s.ConfidentialityLimit()/4*3 {
 			_ = c.initiateKeyUpdate(now)
 		}
 		c.extensionTimers(now)
-		if c.app.ConfidentialityLimitReached() {
+		if c.keys.app.ConfidentialityLimitReached() {
 			c.closeWithError(qerr.NewTransportError(qerr.AEADLimitReached, 0, "confidentiality limit reached"))
 			return
 		}
@@ -518,7 +507,7 @@ func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 	add(c.keepAliveTime())
 	add(c.loss.rec.LossDetectionTimeout())
 	add(c.send.pacingDeadline)
-	add(c.dropKeysAt)
+	add(c.keys.dropPrevAt)
 	add(c.pathDeadline())
 	add(c.mtuDeadline(now))
 	for i := range c.spaces {
@@ -560,10 +549,10 @@ func (c *Conn) teardownLocked() {
 	if c.hs.tls != nil {
 		c.hs.tls.Close()
 	}
-	for _, p := range c.undecryptable {
+	for _, p := range c.keys.undecryptable {
 		putBuffer(p.buf)
 	}
-	c.undecryptable = nil
+	c.keys.undecryptable = nil
 	c.t.removeHandlers(c)
 	for _, p := range c.path.extra {
 		p.t.removeHandlers(c)

@@ -31,8 +31,8 @@ func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
 	ecnMarked = p.ecn
 	delete(c.loss.sent, handle)
 	defer c.putSentPacket(p)
-	if p.space == spaceApp && c.app != nil && p.keyGen == c.app.Generation() {
-		c.keyPhaseAcked = true
+	if p.space == spaceApp && c.keys.app != nil && p.keyGen == c.keys.app.Generation() {
+		c.keys.phaseAcked = true
 	}
 	if p.ackLargest >= 0 {
 		c.spaces[p.space].tracker.OnAckAcknowledged(uint64(p.ackLargest))

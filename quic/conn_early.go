@@ -106,7 +106,7 @@ func (c *Conn) installEarlyKeys(ev tls.QUICEvent) error {
 	}
 	c.early.opener = o
 	c.early.used = true
-	c.retryUndecryptableLater = true
+	c.keys.retryLater = true
 	return nil
 }
 
@@ -254,5 +254,5 @@ func (c *Conn) applyParamsAfterEarly(p *wire.TransportParameters) error {
 
 // sendsEarly reports whether application data goes out in 0-RTT now.
 func (c *Conn) sendsEarly() bool {
-	return c.early.sealer != nil && (c.app == nil || !c.app.CanSend())
+	return c.early.sealer != nil && (c.keys.app == nil || !c.keys.app.CanSend())
 }

@@ -323,7 +323,7 @@ func (c *Conn) pathSendLimit(limit int) int {
 // would go out (the interop runner's rebind checks want exactly that).
 func (c *Conn) sendPathChallenge(now time.Time) {
 	limit := c.pathSendLimit(maxPacketSize)
-	if limit < minPacketRoom || c.app == nil || !c.app.CanSend() {
+	if limit < minPacketRoom || c.keys.app == nil || !c.keys.app.CanSend() {
 		return
 	}
 	var data [8]byte
@@ -373,7 +373,7 @@ func (c *Conn) appendPathFrames(b []byte, maxEnd int, _ time.Time, p *sentPacket
 // address other than the peer's current one, addressed there, with a peer
 // connection ID not used on the current path when the peer gave us one.
 func (c *Conn) sendProbeResponses(now time.Time) {
-	if c.app == nil || !c.app.CanSend() {
+	if c.keys.app == nil || !c.keys.app.CanSend() {
 		return
 	}
 	kept := c.path.responses[:0]

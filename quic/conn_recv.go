@@ -82,8 +82,8 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		// Packets kept for the keys this one brought go first, before the
 		// rest of the datagram: they were sent (or arrived) earlier, and
 		// quic-go reads them in this order too.
-		for c.retryUndecryptableLater && len(data) > 0 {
-			c.retryUndecryptableLater = false
+		for c.keys.retryLater && len(data) > 0 {
+			c.keys.retryLater = false
 			c.retryUndecryptable()
 		}
 	}
@@ -91,7 +91,7 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 
 // keepUndecryptable holds a packet whose keys have not arrived yet.
 func (c *Conn) keepUndecryptable(pkt []byte, p receivedPacket) {
-	if len(c.undecryptable) >= maxUndecryptable {
+	if len(c.keys.undecryptable) >= maxUndecryptable {
 		return
 	}
 	if c.trace != nil {
@@ -103,16 +103,16 @@ func (c *Conn) keepUndecryptable(pkt []byte, p receivedPacket) {
 	if c.trace != nil {
 		kept.checksum = c.trace.checksum
 	}
-	c.undecryptable = append(c.undecryptable, kept)
+	c.keys.undecryptable = append(c.keys.undecryptable, kept)
 }
 
 // retryUndecryptable reprocesses the kept packets after new keys arrived.
 func (c *Conn) retryUndecryptable() {
-	if len(c.undecryptable) == 0 {
+	if len(c.keys.undecryptable) == 0 {
 		return
 	}
-	kept := c.undecryptable
-	c.undecryptable = nil
+	kept := c.keys.undecryptable
+	c.keys.undecryptable = nil
 	for _, p := range kept {
 		p.data = (*p.buf)[:len(p.data)]
 		// Do not count the bytes twice for the amplification limit.
@@ -200,7 +200,7 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 		}
 		return
 	}
-	if c.app == nil || !c.app.CanReceive() {
+	if c.keys.app == nil || !c.keys.app.CanReceive() {
 		c.keepUndecryptable(pkt, p)
 		return
 	}
@@ -209,13 +209,13 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 	if pn, ok := sp.tracker.LargestReceived(); ok {
 		largest = int64(pn)
 	}
-	payload, pn, keyUpdated, err := c.app.UnprotectPacket(pkt, sh.PNOffset, largest)
+	payload, pn, keyUpdated, err := c.keys.app.UnprotectPacket(pkt, sh.PNOffset, largest)
 	if err != nil {
 		if mayBeReset && c.isStatelessReset(tail[:]) {
 			c.destroyLocked(&StatelessResetError{})
 			return
 		}
-		if c.app.AuthFailures() >= c.app.IntegrityLimit() {
+		if c.keys.app.AuthFailures() >= c.keys.app.IntegrityLimit() {
 			c.closeWithError(qerr.NewTransportError(qerr.AEADLimitReached, 0, "integrity limit reached"))
 		}
 		return
@@ -230,7 +230,7 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 			return
 		}
 		if c.trace != nil {
-			c.traceKeyUpdate(true, c.app.Generation())
+			c.traceKeyUpdate(true, c.keys.app.Generation())
 		}
 		c.onKeyUpdate(now)
 	}
@@ -353,7 +353,7 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	var largestSent time.Time
 	acked1RTT := false
 	for _, p := range c.loss.events.Acked {
-		if space == spaceApp && c.first1RTTPN >= 0 && p.Number >= uint64(c.first1RTTPN) {
+		if space == spaceApp && c.keys.first1RTTPN >= 0 && p.Number >= uint64(c.keys.first1RTTPN) {
 			acked1RTT = true
 		}
 		if c.onPacketAcked(p.Handle) {

@@ -240,22 +240,22 @@ func (c *Conn) installKeys(ev tls.QUICEvent, write bool) error {
 				return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 			}
 			sp.opener = o
-			c.retryUndecryptableLater = true
+			c.keys.retryLater = true
 		}
 	case tls.QUICEncryptionLevelApplication:
-		if c.app == nil {
+		if c.keys.app == nil {
 			k, err := handshake.NewAppKeys(ev.Suite, v)
 			if err != nil {
 				return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 			}
-			c.app = k
+			c.keys.app = k
 		}
 		var err error
 		if write {
-			err = c.app.SetSendSecret(ev.Data)
+			err = c.keys.app.SetSendSecret(ev.Data)
 		} else {
-			err = c.app.SetRecvSecret(ev.Data)
-			c.retryUndecryptableLater = true
+			err = c.keys.app.SetRecvSecret(ev.Data)
+			c.keys.retryLater = true
 		}
 		if err != nil {
 			return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
@@ -480,7 +480,7 @@ func (c *Conn) restartWithVersion(v wire.Version) error {
 	c.loss.rec = recovery.New(recovery.Config{IsServer: false})
 	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 	clear(c.loss.sent)
-	c.app = nil
+	c.keys.app = nil
 	sealer, opener, err := handshake.NewInitialKeys(c.cids.dest, handshake.Version(v), true)
 	if err != nil {
 		return err

@@ -81,7 +81,7 @@ type packetInfo struct {
 
 func (c *Conn) canSealIn(space int) bool {
 	if space == spaceApp {
-		return (c.app != nil && c.app.CanSend()) || c.sendsEarly()
+		return (c.keys.app != nil && c.keys.app.CanSend()) || c.sendsEarly()
 	}
 	sp := &c.spaces[space]
 	return !sp.discarded && sp.sealer != nil
@@ -261,8 +261,8 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 		if p.early {
 			_, err = c.early.sealer.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
 		} else if p.space == spaceApp {
-			p.sp.keyGen = c.app.Generation()
-			_, err = c.app.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
+			p.sp.keyGen = c.keys.app.Generation()
+			_, err = c.keys.app.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
 		} else {
 			_, err = c.spaces[p.space].sealer.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
 		}
@@ -418,8 +418,8 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 	payloadEnd := len(b)
 	b = append(b, make([]byte, tagLen)...)
 	sp.nextPN++
-	if space == spaceApp && !early && c.first1RTTPN < 0 {
-		c.first1RTTPN = int64(pn)
+	if space == spaceApp && !early && c.keys.first1RTTPN < 0 {
+		c.keys.first1RTTPN = int64(pn)
 	}
 	*buf = b
 	return packetInfo{

@@ -294,7 +294,7 @@ func (p *Path) closeLocked() {
 // sendPathProbes builds the due PATH_CHALLENGE datagrams of the client's
 // new paths, each sent from its path's socket.
 func (c *Conn) sendPathProbes(now time.Time) {
-	if c.app == nil || !c.app.CanSend() {
+	if c.keys.app == nil || !c.keys.app.CanSend() {
 		return
 	}
 	for _, p := range c.path.extra {

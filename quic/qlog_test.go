@@ -416,7 +416,7 @@ func newOfflineRound(t testing.TB) *offlineRound {
 		}
 		return k
 	}
-	c.app = newKeys()
+	c.keys.app = newKeys()
 	return &offlineRound{c: c, peer: newKeys(), now: time.Now()}
 }
 

@@ -179,7 +179,7 @@ func (c *Conn) unvalidatedCostLocked() int64 {
 			n += int64(sp.cryptoIn.Footprint())
 		}
 	}
-	return n + int64(len(c.undecryptable))*receiveBufferSize
+	return n + int64(len(c.keys.undecryptable))*receiveBufferSize
 }
 
 // afterReceived does the accounting that follows a batch of received
