@@ -110,6 +110,7 @@ type Conn struct {
 	cids   cidState   // conn_ids.go
 	tokens tokenState // conn_ids.go
 
+	idle      idleState      // conn.go
 	keys      keyState       // key_update.go
 	loss      lossState      // conn_ack.go
 	close     closeState     // conn_close.go
@@ -134,12 +135,9 @@ type Conn struct {
 	// requested key updates (conn_extensions.go).
 	x connExtensions
 
-	lastActivity     time.Time
-	ackElicitingSent bool // an ack-eliciting packet left since the last receipt
-	lastSendOrRecv   time.Time
-	baseDatagram     int // Config.InitialPacketSize: the size to start at and fall back to
-	mtu              mtuDiscovery
-	ecn              ecnTracker
+	baseDatagram int // Config.InitialPacketSize: the size to start at and fall back to
+	mtu          mtuDiscovery
+	ecn          ecnTracker
 }
 
 func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
@@ -154,15 +152,15 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 		closeWritten:    make(chan struct{}),
 		runDone:         make(chan struct{}),
 		handshakeDoneCh: make(chan struct{}),
-		lastActivity:    time.Now(),
 	}
 	c.streams.all = make(map[uint64]*stream)
 	c.keys.first1RTTPN = -1
 	c.loss.sent = make(map[uint64]*sentPacket)
 	c.hs.peerAckDelayExp = wire.DefaultAckDelayExponent
 	c.path.remote = remote
-	c.lastSendOrRecv = c.lastActivity
-	c.stats.started = c.lastActivity
+	c.idle.lastActivity = time.Now()
+	c.idle.lastSendOrRecv = c.idle.lastActivity
+	c.stats.started = c.idle.lastActivity
 	c.path.remoteAP, _ = addrPort(remote)
 	c.path.sendT = t
 	c.baseDatagram = int(conf.InitialPacketSize)
@@ -263,6 +261,17 @@ func (c *Conn) dropReceived() {
 	for _, p := range q {
 		putBuffer(p.buf)
 	}
+}
+
+// idleState is what the idle timeout and keep-alive count from (RFC 9000
+// section 10.1). Guarded by mu.
+type idleState struct {
+	// lastActivity is the last receipt, or the first ack-eliciting packet
+	// sent after one (ackElicitingSent says one went); lastSendOrRecv is
+	// the last datagram either way.
+	lastActivity     time.Time
+	ackElicitingSent bool
+	lastSendOrRecv   time.Time
 }
 
 // run is the connection's event loop.
@@ -465,7 +474,7 @@ func (c *Conn) idleTimeoutLocked() time.Duration {
 	return max(d, 3*c.ptoLocked())
 }
 
-func (c *Conn) idleDeadline() time.Time { return c.lastActivity.Add(c.idleTimeoutLocked()) }
+func (c *Conn) idleDeadline() time.Time { return c.idle.lastActivity.Add(c.idleTimeoutLocked()) }
 
 // handshakeDeadline is when an incomplete handshake fails: twice the
 // handshake idle timeout after the connection started; zero once complete.
@@ -481,7 +490,7 @@ func (c *Conn) keepAliveTime() time.Time {
 		return time.Time{}
 	}
 	p := min(c.config.KeepAlivePeriod, c.idleTimeoutLocked()/2)
-	return c.lastSendOrRecv.Add(p)
+	return c.idle.lastSendOrRecv.Add(p)
 }
 
 func (c *Conn) ptoLocked() time.Duration {

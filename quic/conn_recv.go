@@ -285,9 +285,9 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 	}
 	_ = c.spaces[space].tracker.Received(pn, ackEliciting, ackgenECN(c.path.rx.ecn), now)
 	c.stats.packetsRecv++
-	c.lastActivity = now
-	c.lastSendOrRecv = now
-	c.ackElicitingSent = false
+	c.idle.lastActivity = now
+	c.idle.lastSendOrRecv = now
+	c.idle.ackElicitingSent = false
 }
 
 func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {

@@ -306,12 +306,12 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 	}
 	c.admit.bytesSent += uint64(len(buf))
 	c.stats.bytesSent += uint64(len(buf))
-	c.lastSendOrRecv = now
+	c.idle.lastSendOrRecv = now
 	if anyEliciting {
-		if !c.ackElicitingSent {
-			c.lastActivity = now
+		if !c.idle.ackElicitingSent {
+			c.idle.lastActivity = now
 		}
-		c.ackElicitingSent = true
+		c.idle.ackElicitingSent = true
 		c.send.pingPending = false
 	}
 	for i := range pkts {

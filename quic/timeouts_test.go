@@ -83,7 +83,7 @@ func TestHandshakeTimeoutTimers(t *testing.T) {
 			c.hs.complete, c.hs.confirmed = false, false
 			c.config.HandshakeIdleTimeout = time.Second
 			now := time.Now()
-			c.stats.started, c.lastActivity = now.Add(-tc.started), now.Add(-tc.act)
+			c.stats.started, c.idle.lastActivity = now.Add(-tc.started), now.Add(-tc.act)
 			c.mu.Lock()
 			c.onTimers(now)
 			err := c.close.err
