@@ -74,19 +74,51 @@ type receivedPacket struct {
 	via *Transport
 }
 
+// Locking. A Conn is driven by one goroutine, run (the event loop), and
+// called from any number of application goroutines (Conn and stream
+// methods). Its fields follow one rule, by group:
+//
+//   - Set once: the fields above mu in Conn (the Transport, config, role,
+//     context, and the channels wakeCh, closedCh, closeWritten, runDone and
+//     handshakeDoneCh) are written in newConn, or before the goroutine
+//     starts, and never reassigned. Anyone reads them without a lock; the
+//     channels are closed exactly once (closedCh and handshakeDoneCh under
+//     mu, closeWritten and runDone by run).
+//   - recvMu guards the receive queue (recvQueue, recvSpare) only: the
+//     Transport's read loop hands datagrams over without touching mu.
+//   - mu guards everything else: every field below mu in Conn, each of the
+//     sub-structs (close, early, streams, hs, path, send, ...; each type's
+//     comment says so), and the streams' state (stream). Broadcast channels
+//     in them (streamSet.sig, datagramQueues.sendSig, ...) are created
+//     and closed under mu; waiters take them under mu and wait without it.
+//   - Two exceptions, both run's alone: sendState.spare, and reading
+//     pathState.remote and connExtensions.local without mu in
+//     writeDatagrams, which is safe because only run writes them (with mu
+//     held).
+//
+// Counters shared with the Transport or the listener are theirs:
+// serverLoad under baseServer.mu, the Transport's budgets atomics.
+
 // Conn is a QUIC connection. All its state is guarded by mu and driven by
 // one goroutine (run) that processes received packets and timers and sends;
-// API calls change state under mu and wake that goroutine.
+// API calls change state under mu and wake that goroutine (see Locking
+// above for the exceptions).
 type Conn struct {
-	t        *Transport
-	isClient bool
-	config   *Config
-	tlsConf  *tls.Config
-	version  wire.Version
-	server   *baseServer // server side: where to queue the conn once ready
-
-	ctx       context.Context
-	cancelCtx context.CancelCauseFunc
+	// Set once, read without a lock.
+	t            *Transport
+	isClient     bool
+	config       *Config
+	tlsConf      *tls.Config
+	server       *baseServer // server side: where to queue the conn once ready
+	baseDatagram int         // Config.InitialPacketSize: the size to start at and fall back to
+	ctx          context.Context
+	cancelCtx    context.CancelCauseFunc
+	wakeCh       chan struct{} // capacity 1: run has work (wake)
+	closedCh     chan struct{} // closed when the connection is closed for the user
+	closeWritten chan struct{} // closed once our CONNECTION_CLOSE was written
+	runDone      chan struct{} // closed when run returns
+	// handshakeDoneCh is closed when the TLS handshake completed.
+	handshakeDoneCh chan struct{}
 
 	// recvMu guards recvQueue, the datagrams the Transport handed over
 	// and the goroutine has not taken yet, and recvSpare, an empty slice
@@ -94,50 +126,42 @@ type Conn struct {
 	recvMu    sync.Mutex
 	recvQueue []receivedPacket
 	recvSpare []receivedPacket
-	wakeCh    chan struct{}
-	closedCh  chan struct{} // closed when the connection is closed for the user
-	// closeWritten is closed once our CONNECTION_CLOSE was written.
-	closeWritten chan struct{}
-	runDone      chan struct{}
 
-	handshakeDoneCh chan struct{}
-
+	// mu guards all that follows.
 	mu sync.Mutex
 
-	spaces [3]pnSpace
-	frame  wire.Frame
+	version wire.Version // changes with Version Negotiation
+	spaces  [3]pnSpace   // Initial, Handshake and application data
+	frame   wire.Frame   // scratch: the frame being parsed
 
-	cids   cidState   // conn_ids.go
-	tokens tokenState // conn_ids.go
-
-	idle      idleState      // conn.go
-	keys      keyState       // key_update.go
-	loss      lossState      // conn_ack.go
-	close     closeState     // conn_close.go
-	early     earlyData      // conn_early.go
-	streams   streamSet      // conn_streams.go
-	flow      connFlow       // conn_streams.go
 	hs        handshakeState // conn_tls.go
-	datagrams datagramQueues // conn_datagram.go
+	early     earlyData      // conn_early.go
+	keys      keyState       // key_update.go
+	cids      cidState       // conn_ids.go
+	tokens    tokenState     // conn_ids.go
 	admit     admission      // server_limits.go
 	path      pathState      // conn_path.go
-	send      sendState      // send_batch.go
+	mtu       mtuDiscovery   // mtu.go
+	ecn       ecnTracker     // conn_ecn.go
+	loss      lossState      // conn_ack.go
+	idle      idleState      // conn.go
+	streams   streamSet      // conn_streams.go
+	flow      connFlow       // conn_streams.go
 	budget    memoryBudget   // send_budget.go
+	datagrams datagramQueues // conn_datagram.go
+	send      sendState      // send_batch.go
+	close     closeState     // conn_close.go
+	// x holds the state of version negotiation, preferred_address and
+	// requested key updates (conn_extensions.go).
+	x connExtensions
 
+	// Observability.
 	stats connStats
 	qlog  *qlogger    // nil unless Config.Qlog gave a writer
 	trace *connTracer // nil unless Config.Tracer gave a trace
 	// qlogTrace is the trace Config.Tracer returned (QlogTrace), kept
 	// after the connection's own recorder closed.
 	qlogTrace qlogwriter.Trace
-
-	// x holds the state of version negotiation, preferred_address and
-	// requested key updates (conn_extensions.go).
-	x connExtensions
-
-	baseDatagram int // Config.InitialPacketSize: the size to start at and fall back to
-	mtu          mtuDiscovery
-	ecn          ecnTracker
 }
 
 func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
