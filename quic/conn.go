@@ -390,6 +390,17 @@ func (c *Conn) run() {
 	}
 }
 
+// endUnstarted ends a connection whose goroutine never ran, as run would
+// end it on a closed Transport.
+func (c *Conn) endUnstarted(err error) {
+	defer close(c.runDone)
+	c.mu.Lock()
+	c.destroyLocked(err)
+	c.teardownLocked()
+	c.mu.Unlock()
+	c.t.connDone(c)
+}
+
 // guard runs f (with mu held) and turns a panic, which would be a bug in
 // this package, into closing this connection with INTERNAL_ERROR, so that
 // neither the application nor the other connections go down with it.
