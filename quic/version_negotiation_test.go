@@ -189,9 +189,7 @@ func TestCompatibleVersionNegotiationZeroRTT(t *testing.T) {
 	defer tr.Close()
 	_, results := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true, Versions: []Version{Version2, Version1}}, serverTLS(t))
 	relay := newVersionRelay(t, tr.Conn.LocalAddr())
-	ctls := clientTLS(t)
-	cache := newNotifyingSessionCache()
-	ctls.ClientSessionCache = cache
+	ctls, cache := resumingClientTLS(t)
 	c1, err := Dial(ctx, listenUDP(t), relay.down.LocalAddr(), ctls, nil)
 	if err != nil {
 		t.Fatal(err)
