@@ -57,7 +57,7 @@ type tokenState struct {
 }
 
 // initLocalCIDs issues our handshake connection ID (sequence 0), routes it
-// to c, and sets c.srcCID. With zero-length IDs the connection is routed by
+// to c, and sets c.cids.src. With zero-length IDs the connection is routed by
 // the empty ID, as the only one on its Transport.
 func (c *Conn) initLocalCIDs() error {
 	t := c.t

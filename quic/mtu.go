@@ -87,7 +87,7 @@ func (c *Conn) mtuDeadline(now time.Time) time.Time {
 }
 
 // sendMTUProbe builds the probe datagram (a PING padded to size) into
-// pendingWrites.
+// send.pending.
 func (c *Conn) sendMTUProbe(now time.Time, size int) bool {
 	d := c.buildPathDatagram(now, c.cids.dest, []byte{byte(wire.FrameTypePing)}, size, true)
 	if d == nil {

@@ -96,7 +96,7 @@ func (c *Conn) anyProbes() bool {
 	return false
 }
 
-// sendLocked builds the datagrams that may leave now into pendingWrites and
+// sendLocked builds the datagrams that may leave now into send.pending and
 // reports whether more are waiting.
 func (c *Conn) sendLocked(now time.Time) bool {
 	c.refuseIfServerClosed()

@@ -190,7 +190,7 @@ func (c *Conn) preferredAddressCandidates() []netip.AddrPort {
 
 // takeSwitchedAddress makes the server address of the path Path.Switch
 // moved to the connection's. It runs on the connection's goroutine, which
-// reads c.remote without the lock. c.mu is held.
+// reads c.path.remote without the lock. c.mu is held.
 func (c *Conn) takeSwitchedAddress() {
 	if p := c.x.pa.switchTo; p != nil {
 		c.path.remote, c.path.remoteAP = p.remote, p.remoteAP

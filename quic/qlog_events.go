@@ -242,7 +242,7 @@ func (c *Conn) qlogPath(state string) {
 	q.end(b)
 }
 
-// qlogClosed writes transport:connection_closed for c.closeErr and closes
+// qlogClosed writes transport:connection_closed for c.close.err and closes
 // the qlog; it runs at teardown.
 func (c *Conn) qlogClosed() {
 	q := c.qlog

@@ -40,7 +40,7 @@ type stream struct {
 	writeDeadline time.Time
 	writeSig      chan struct{}
 	inSendList    bool
-	sendCharged   int64 // bytes counted in the connection's sendHeld
+	sendCharged   int64 // bytes counted in the connection's budget.sendHeld
 	sendCtx       context.Context
 	sendCancel    context.CancelCauseFunc
 	limited       *limitedWrite // a WriteWithLimit waiting for its limiter
