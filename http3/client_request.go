@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turboretry/turboretry/http3/qlog"
 	"github.com/turboretry/turboretry/quic"
 )
 
@@ -128,6 +129,7 @@ func (cc *ClientConn) newRequestStream(str *quic.Stream, trace *httptrace.Client
 	rs.s = Stream{str: str, peer: cc.peer}
 	rs.br = getReader(str)
 	rs.fr = newFrameReader(rs.br, cc.maxHeader)
+	rs.fr.qlog, rs.fr.qlogID = cc.qlog, str.StreamID()
 	rs.check.isClient = true
 	return rs
 }
@@ -194,13 +196,17 @@ func (s *RequestStream) writeHeader(req *http.Request) error {
 		enc.onField = func(name, value string) { s.trace.WroteHeaderField(name, []string{value}) }
 	}
 	enc.acceptGzip = s.requestedGzip
+	enc.log.on = s.cc.qlog != nil
 	section, err := enc.encodeRequest(nil, req, s.cc.peerFieldLimit())
-	enc.onField, enc.acceptGzip = nil, false
-	encoderPool.Put(enc)
 	if err == nil {
 		_, err = s.str.Write(headersFrame{FieldSection: section}.append(nil))
 		err = fromQUICError(err)
 	}
+	if err == nil && s.cc.qlog != nil {
+		s.cc.qlog.frameCreated(s.str.StreamID(), frameTypeHeaders, uint64(len(section)), enc.log.frame())
+	}
+	enc.onField, enc.acceptGzip, enc.log = nil, false, qlogFields{}
+	encoderPool.Put(enc)
 	if err != nil {
 		traceWroteRequest(s.trace, err)
 		resetStream(s.str, ErrCodeRequestCanceled)
@@ -218,7 +224,7 @@ func (s *RequestStream) sendAndRead(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if req.Body != nil && req.Body != http.NoBody {
-		go func() { traceWroteRequest(s.trace, writeRequestBody(s.str, req, s.cc.peerFieldLimit())) }()
+		go func() { traceWroteRequest(s.trace, writeRequestBody(s.str, req, s.cc.peerFieldLimit(), s.cc.qlog)) }()
 	} else {
 		err := fromQUICError(s.str.Close())
 		traceWroteRequest(s.trace, err)
@@ -358,7 +364,10 @@ func (s *RequestStream) readHeader() (*http.Response, error) {
 	if err := hb.read(s.fr); err != nil {
 		return nil, err
 	}
-	return decodeResponse(hb.b, s.cc.maxHeader)
+	q := s.fr.headerLog()
+	rsp, err := decodeResponseLogged(hb.b, s.cc.maxHeader, q)
+	s.fr.logHeaders(q)
+	return rsp, err
 }
 
 // Read reads the content of the final response (DATA payloads); it is
@@ -377,6 +386,16 @@ func (s *RequestStream) Write(p []byte) (int, error) {
 		return 0, errors.New("http3: invalid use of RequestStream.Write before SendRequestHeader")
 	}
 	return s.s.Write(p)
+}
+
+// TryWriteAll sends p as one DATA frame of the request's content if all
+// of it can be queued at once, else nothing (quic.ErrWouldBlock); valid
+// after SendRequestHeader (see Stream.TryWriteAll).
+func (s *RequestStream) TryWriteAll(p []byte) error {
+	if !s.sentHeader {
+		return errors.New("http3: invalid use of RequestStream.TryWriteAll before SendRequestHeader")
+	}
+	return s.s.TryWriteAll(p)
 }
 
 // Close closes the send side of the stream (the request is complete);
@@ -456,8 +475,9 @@ func traceInterim(trace *httptrace.ClientTrace, code int, h http.Header) error {
 // writeRequestBody streams the request body as DATA frames, then the
 // trailers, then closes the stream. A failing body cancels the stream:
 // the server must not see a truncated body as complete. It returns the
-// error that ended the request (httptrace's WroteRequest).
-func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64) error {
+// error that ended the request (httptrace's WroteRequest). log records
+// the frames written.
+func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64, log *qlogProducer) error {
 	defer req.Body.Close()
 	const hdrRoom = 9 // type (1 byte) + length (up to 8 bytes)
 	buf := bodyBufPool.Get().(*[]byte)
@@ -472,6 +492,9 @@ func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64) error {
 			if _, werr := str.Write(b[start : hdrRoom+n]); werr != nil {
 				return fromQUICError(werr) // the server stopped reading; the response says why
 			}
+			if log != nil {
+				log.frameCreated(str.StreamID(), frameTypeData, uint64(n), qlog.DataFrame{})
+			}
 		}
 		if err == io.EOF {
 			break
@@ -483,7 +506,10 @@ func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64) error {
 	}
 	if len(req.Trailer) > 0 {
 		enc := encoderPool.Get().(*fieldEncoder)
+		enc.log.on = log != nil
 		section, err := enc.encodeTrailers(nil, req.Trailer, limit)
+		fields := enc.log.frame()
+		enc.log = qlogFields{}
 		encoderPool.Put(enc)
 		if err != nil {
 			str.CancelWrite(quic.StreamErrorCode(ErrCodeRequestCanceled))
@@ -492,6 +518,7 @@ func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64) error {
 		if _, err := str.Write(headersFrame{FieldSection: section}.append(nil)); err != nil {
 			return fromQUICError(err)
 		}
+		log.frameCreated(str.StreamID(), frameTypeHeaders, uint64(len(section)), fields)
 	}
 	return fromQUICError(str.Close())
 }

@@ -18,6 +18,9 @@ type peerState struct {
 	datagrams bool
 	// fail closes the connection with the H3 error of err.
 	fail func(err error)
+	// qlog records the HTTP Datagrams sent and received, and the frames
+	// of the request streams (Stream).
+	qlog *qlogProducer
 
 	mu          sync.Mutex
 	settings    settings

@@ -42,6 +42,8 @@ type fieldEncoder struct {
 	// acceptGzip makes encodeRequest add "accept-encoding: gzip" (the
 	// Transport's transparent compression).
 	acceptGzip bool
+	// log collects the fields of the section for qlog, when on.
+	log qlogFields
 }
 
 func newFieldEncoder() *fieldEncoder {
@@ -54,6 +56,7 @@ func newFieldEncoder() *fieldEncoder {
 func (e *fieldEncoder) begin(dst []byte, limit uint64) {
 	_ = e.enc.Close() // forget a section abandoned on an error: the next field writes a new prefix
 	e.w.b, e.size, e.limit, e.err = dst, 0, limit, nil
+	e.log.reset()
 }
 
 // field adds one field; the first error is kept and reported by finish.
@@ -64,12 +67,18 @@ func (e *fieldEncoder) field(name, value string) {
 	e.size += fieldSize(name, value)
 	if e.limit != 0 && e.size > e.limit {
 		e.err = wrapError(ErrCodeExcessiveLoad, errFieldSectionTooLarge,
-			"field section exceeds the peer's limit of %d bytes", e.limit)
+			"http3: headers too large: the field section exceeds the peer's limit of %d bytes", e.limit)
 		return
 	}
 	e.err = e.enc.WriteField(qpack.HeaderField{Name: name, Value: value})
-	if e.err == nil && e.onField != nil {
+	if e.err != nil {
+		return
+	}
+	if e.onField != nil {
 		e.onField(name, value)
+	}
+	if e.log.on {
+		e.log.add(name, value, len(name) > 0 && name[0] == ':')
 	}
 }
 
@@ -129,7 +138,7 @@ func (it *fieldIter) field() (qpack.HeaderField, error) {
 	it.size += fieldSize(hf.Name, hf.Value)
 	if it.limit != 0 && it.size > it.limit {
 		return hf, wrapError(ErrCodeExcessiveLoad, errFieldSectionTooLarge,
-			"field section exceeds our limit of %d bytes", it.limit)
+			"http3: headers too large: the field section exceeds our limit of %d bytes", it.limit)
 	}
 	return hf, nil
 }
