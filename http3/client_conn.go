@@ -267,8 +267,6 @@ func (cc *ClientConn) requestDone() {
 	}
 }
 
-func (cc *ClientConn) peerFieldLimit() uint64 { return cc.peer.peerFieldLimit() }
-
 // isGoingAway reports whether the connection received GOAWAY.
 func (cc *ClientConn) isGoingAway() bool {
 	cc.mu.Lock()

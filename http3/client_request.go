@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/http3/qlog"
+	"github.com/turboretry/turboretry/qlogwriter"
 	"github.com/turboretry/turboretry/quic"
 )
 
@@ -197,7 +198,7 @@ func (s *RequestStream) writeHeader(req *http.Request) error {
 	}
 	enc.acceptGzip = s.requestedGzip
 	enc.log.on = s.cc.qlog != nil
-	section, err := enc.encodeRequest(nil, req, s.cc.peerFieldLimit())
+	section, err := enc.encodeRequest(nil, req)
 	if err == nil {
 		_, err = s.str.Write(headersFrame{FieldSection: section}.append(nil))
 		err = fromQUICError(err)
@@ -224,7 +225,7 @@ func (s *RequestStream) sendAndRead(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if req.Body != nil && req.Body != http.NoBody {
-		go func() { traceWroteRequest(s.trace, writeRequestBody(s.str, req, s.cc.peerFieldLimit(), s.cc.qlog)) }()
+		go func() { traceWroteRequest(s.trace, writeRequestBody(s.str, req, s.cc.qlog)) }()
 	} else {
 		err := fromQUICError(s.str.Close())
 		traceWroteRequest(s.trace, err)
@@ -415,6 +416,10 @@ func (s *RequestStream) Context() context.Context { return s.s.Context() }
 // StreamID returns the QUIC stream ID.
 func (s *RequestStream) StreamID() quic.StreamID { return s.s.StreamID() }
 
+// QlogTrace returns the qlog trace of the QUIC connection (see
+// Stream.QlogTrace).
+func (s *RequestStream) QlogTrace() qlogwriter.Trace { return s.s.QlogTrace() }
+
 // SetDeadline sets the read and write deadlines.
 func (s *RequestStream) SetDeadline(t time.Time) error { return s.s.SetDeadline(t) }
 
@@ -477,7 +482,7 @@ func traceInterim(trace *httptrace.ClientTrace, code int, h http.Header) error {
 // the server must not see a truncated body as complete. It returns the
 // error that ended the request (httptrace's WroteRequest). log records
 // the frames written.
-func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64, log *qlogProducer) error {
+func writeRequestBody(str *quic.Stream, req *http.Request, log *qlogProducer) error {
 	defer req.Body.Close()
 	const hdrRoom = 9 // type (1 byte) + length (up to 8 bytes)
 	buf := bodyBufPool.Get().(*[]byte)
@@ -507,7 +512,7 @@ func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64, log *ql
 	if len(req.Trailer) > 0 {
 		enc := encoderPool.Get().(*fieldEncoder)
 		enc.log.on = log != nil
-		section, err := enc.encodeTrailers(nil, req.Trailer, limit)
+		section, err := enc.encodeTrailers(nil, req.Trailer)
 		fields := enc.log.frame()
 		enc.log = qlogFields{}
 		encoderPool.Put(enc)

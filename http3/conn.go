@@ -80,14 +80,6 @@ func (p *peerState) Settings() *Settings {
 	return p.public
 }
 
-// peerFieldLimit returns the peer's SETTINGS_MAX_FIELD_SECTION_SIZE, 0
-// for none (or none yet).
-func (p *peerState) peerFieldLimit() uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.settings.fieldSectionLimit()
-}
-
 // peerDatagrams reports whether the peer's SETTINGS arrived, and if so
 // whether they enabled HTTP Datagrams.
 func (p *peerState) peerDatagrams() (known, enabled bool) {

@@ -19,11 +19,11 @@ var statusStrings = func() (s [600]string) {
 // (RFC 9114 sections 4.2 and 4.3.2). limit is the peer's
 // SETTINGS_MAX_FIELD_SECTION_SIZE, 0 for none. Connection-specific fields
 // and TE are dropped.
-func (e *fieldEncoder) encodeResponse(dst []byte, status int, header http.Header, limit uint64) ([]byte, error) {
+func (e *fieldEncoder) encodeResponse(dst []byte, status int, header http.Header) ([]byte, error) {
 	if status < 100 || status >= len(statusStrings) {
 		return dst, errors.New("http3: invalid response status " + strconv.Itoa(status))
 	}
-	e.begin(dst, limit)
+	e.begin(dst)
 	e.field(":status", statusStrings[status])
 	e.encodeRegularFields(header, false)
 	return e.finish(dst)
@@ -31,8 +31,8 @@ func (e *fieldEncoder) encodeResponse(dst []byte, status int, header http.Header
 
 // encodeTrailers appends the field section of a trailer section to dst.
 // Trailers carry no pseudo-headers (section 4.3).
-func (e *fieldEncoder) encodeTrailers(dst []byte, trailer http.Header, limit uint64) ([]byte, error) {
-	e.begin(dst, limit)
+func (e *fieldEncoder) encodeTrailers(dst []byte, trailer http.Header) ([]byte, error) {
+	e.begin(dst)
 	e.encodeRegularFields(trailer, false)
 	return e.finish(dst)
 }

@@ -226,19 +226,10 @@ func (w *responseWriter) writeData(a, b []byte) error {
 }
 
 // writeHeaders writes one HEADERS frame with status and header.
-//
-// Response sections are sent whatever the client's
-// SETTINGS_MAX_FIELD_SECTION_SIZE (RFC 9114 section 4.2.2 says "SHOULD
-// NOT" exceed it), as quic-go and Go's HTTP/2 server do: the client then
-// refuses the response and says why ("headers too large"), where a
-// refusal here would only fail the handler's write and reset the stream;
-// and whether the client's SETTINGS arrived before the response would
-// decide between the two. Our client applies the server's limit to its
-// requests (encodeRequest).
 func (w *responseWriter) writeHeaders(status int, header http.Header) error {
 	header = withoutTrailerPrefixed(header)
 	var err error
-	w.scratch, err = w.enc.encodeResponse(w.scratch[:0], status, header, 0)
+	w.scratch, err = w.enc.encodeResponse(w.scratch[:0], status, header)
 	if err != nil {
 		return err
 	}
@@ -412,7 +403,7 @@ func (w *responseWriter) writeTrailers() error {
 		return nil
 	}
 	var err error
-	w.scratch, err = w.enc.encodeTrailers(w.scratch[:0], t, 0) // as writeHeaders
+	w.scratch, err = w.enc.encodeTrailers(w.scratch[:0], t)
 	if err != nil {
 		return err
 	}

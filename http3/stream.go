@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/http3/qlog"
+	"github.com/turboretry/turboretry/qlogwriter"
 	"github.com/turboretry/turboretry/quic"
 )
 
@@ -163,6 +164,10 @@ func (s *Stream) CancelWrite(code quic.StreamErrorCode) { s.str.CancelWrite(code
 
 // StreamID returns the QUIC stream ID.
 func (s *Stream) StreamID() quic.StreamID { return s.str.StreamID() }
+
+// QlogTrace returns the qlog trace of the QUIC connection (nil without
+// one), for an application that records events of its own there.
+func (s *Stream) QlogTrace() qlogwriter.Trace { return s.peer.qc.QlogTrace() }
 
 // QUICStream returns the QUIC stream under the HTTP/3 framing (quic-go's
 // Stream has it too); writing to it directly bypasses the DATA framing.
