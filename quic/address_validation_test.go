@@ -41,7 +41,7 @@ func TestAlwaysRetryServer(t *testing.T) {
 				}
 				defer c.CloseWithError(0, "")
 				c.mu.Lock()
-				retried := c.retrySrcCID != nil
+				retried := c.cids.retrySrc != nil
 				c.mu.Unlock()
 				if !retried {
 					t.Fatal("client saw no Retry")

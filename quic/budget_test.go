@@ -177,7 +177,7 @@ func streamsAtCredit(tr *Transport) int {
 	n := 0
 	for c := range conns {
 		c.mu.Lock()
-		for _, s := range c.streams {
+		for _, s := range c.streams.all {
 			if s.fcSend.Used() > 0 && s.fcSend.Available() == 0 && s.send.Unsent() == 0 {
 				n++
 			}

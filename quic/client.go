@@ -113,20 +113,20 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	v := wire.Version(conf.Versions[0])
 	// The connection's context keeps ctx's values, not its cancellation.
 	c := newConn(context.WithoutCancel(ctx), t, true, conf, tc, v, addr)
-	c.dialEarly = early
-	c.origDestCID = make([]byte, 8)
-	_, _ = rand.Read(c.origDestCID)
-	c.destCID = c.origDestCID
+	c.early.dial = early
+	c.cids.origDest = make([]byte, 8)
+	_, _ = rand.Read(c.cids.origDest)
+	c.cids.dest = c.cids.origDest
 	if conf.TokenStore != nil {
-		c.tokenStoreKey = tc.ServerName
-		if c.tokenStoreKey == "" {
-			c.tokenStoreKey = addr.String()
+		c.tokens.storeKey = tc.ServerName
+		if c.tokens.storeKey == "" {
+			c.tokens.storeKey = addr.String()
 		}
-		if tok := conf.TokenStore.Pop(c.tokenStoreKey); tok != nil {
-			c.token = tok.data
+		if tok := conf.TokenStore.Pop(c.tokens.storeKey); tok != nil {
+			c.tokens.initial = tok.data
 		}
 	}
-	sealer, opener, err := handshake.NewInitialKeys(c.destCID, initialKeyVersion(v), true)
+	sealer, opener, err := handshake.NewInitialKeys(c.cids.dest, initialKeyVersion(v), true)
 	if err != nil {
 		return nil, err
 	}
@@ -141,18 +141,18 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	err = publicError(c.startTLS())
 	sendsEarly := c.sendsEarly()
 	if err != nil && c.qlog != nil {
-		c.closeErr = err
+		c.close.err = err
 		c.qlogClosed()
 	}
 	if err != nil {
-		c.closeErr = err
+		c.close.err = err
 		c.endTracer()
 	}
 	c.mu.Unlock()
 	if err != nil {
 		t.removeHandlers(c)
-		if c.tls != nil {
-			c.tls.Close()
+		if c.hs.tls != nil {
+			c.hs.tls.Close()
 		}
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 		return c, nil
 	case <-c.closedCh:
 		c.mu.Lock()
-		err := c.closeErr
+		err := c.close.err
 		c.mu.Unlock()
 		return nil, err
 	case <-ctx.Done():

@@ -60,14 +60,7 @@ func TestListenerCloseDrainsAcceptQueue(t *testing.T) {
 			t.Fatalf("queued connection %d closed: %v", i, err)
 		}
 		// The connection works after Close.
-		s, err := c.OpenStream()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Write([]byte("after close")); err != nil {
-			t.Fatal(err)
-		}
-		_ = s.Close()
+		writeOnNewStream(t, c.OpenStream, []byte("after close"))
 	}
 	for _, c := range clients {
 		s, err := c.AcceptStream(ctx)
@@ -180,9 +173,7 @@ func TestPlainDialUsesNo0RTT(t *testing.T) {
 	tr := &Transport{Conn: listenUDP(t)}
 	defer tr.Close()
 	_, res := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true}, serverTLS(t))
-	ctls := clientTLS(t)
-	cache := newNotifyingSessionCache()
-	ctls.ClientSessionCache = cache
+	ctls, cache := resumingClientTLS(t)
 	addr := tr.Conn.LocalAddr().String()
 	for i, dial := range []func() (*Conn, error){
 		func() (*Conn, error) { return DialAddr(ctx, addr, ctls, nil) },
@@ -193,11 +184,7 @@ func TestPlainDialUsesNo0RTT(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := c.OpenStream()
-		if err != nil {
-			t.Fatal(err)
-		}
-		echoCheck(t, s, []byte("hello"))
+		echoOnNewStream(t, c.OpenStream, []byte("hello"))
 		r := recvResult(t, ctx, res)
 		want := i == 2
 		if c.ConnectionState().Used0RTT != want || r.used0RTT != want || (r.packets0RTT > 0) != want {

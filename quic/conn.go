@@ -74,21 +74,51 @@ type receivedPacket struct {
 	via *Transport
 }
 
+// Locking. A Conn is driven by one goroutine, run (the event loop), and
+// called from any number of application goroutines (Conn and stream
+// methods). Its fields follow one rule, by group:
+//
+//   - Set once: the fields above mu in Conn (the Transport, config, role,
+//     context, and the channels wakeCh, closedCh, closeWritten, runDone and
+//     handshakeDoneCh) are written in newConn, or before the goroutine
+//     starts, and never reassigned. Anyone reads them without a lock; the
+//     channels are closed exactly once (closedCh and handshakeDoneCh under
+//     mu, closeWritten and runDone by run).
+//   - recvMu guards the receive queue (recvQueue, recvSpare) only: the
+//     Transport's read loop hands datagrams over without touching mu.
+//   - mu guards everything else: every field below mu in Conn, each of the
+//     sub-structs (close, early, streams, hs, path, send, ...; each type's
+//     comment says so), and the streams' state (stream). Broadcast channels
+//     in them (streamSet.sig, datagramQueues.sendSig, ...) are created
+//     and closed under mu; waiters take them under mu and wait without it.
+//   - Two exceptions, both run's alone: sendState.spare, and reading
+//     pathState.remote and connExtensions.local without mu in
+//     writeDatagrams, which is safe because only run writes them (with mu
+//     held).
+//
+// Counters shared with the Transport or the listener are theirs:
+// serverLoad under baseServer.mu, the Transport's budgets atomics.
+
 // Conn is a QUIC connection. All its state is guarded by mu and driven by
 // one goroutine (run) that processes received packets and timers and sends;
-// API calls change state under mu and wake that goroutine.
+// API calls change state under mu and wake that goroutine (see Locking
+// above for the exceptions).
 type Conn struct {
-	t        *Transport
-	isClient bool
-	config   *Config
-	tlsConf  *tls.Config
-	version  wire.Version
-	remote   net.Addr
-	remoteAP netip.AddrPort // remote, unmapped; invalid when it is not UDP
-	server   *baseServer    // server side: where to queue the conn once ready
-
-	ctx       context.Context
-	cancelCtx context.CancelCauseFunc
+	// Set once, read without a lock.
+	t            *Transport
+	isClient     bool
+	config       *Config
+	tlsConf      *tls.Config
+	server       *baseServer // server side: where to queue the conn once ready
+	baseDatagram int         // Config.InitialPacketSize: the size to start at and fall back to
+	ctx          context.Context
+	cancelCtx    context.CancelCauseFunc
+	wakeCh       chan struct{} // capacity 1: run has work (wake)
+	closedCh     chan struct{} // closed when the connection is closed for the user
+	closeWritten chan struct{} // closed once our CONNECTION_CLOSE was written
+	runDone      chan struct{} // closed when run returns
+	// handshakeDoneCh is closed when the TLS handshake completed.
+	handshakeDoneCh chan struct{}
 
 	// recvMu guards recvQueue, the datagrams the Transport handed over
 	// and the goroutine has not taken yet, and recvSpare, an empty slice
@@ -96,170 +126,42 @@ type Conn struct {
 	recvMu    sync.Mutex
 	recvQueue []receivedPacket
 	recvSpare []receivedPacket
-	wakeCh    chan struct{}
-	closedCh  chan struct{} // closed when the connection is closed for the user
-	// closeWritten is closed once our CONNECTION_CLOSE was written.
-	closeWritten  chan struct{}
-	closeNotified bool // guarded by mu
-	runDone       chan struct{}
 
-	handshakeDoneCh chan struct{}
-
+	// mu guards all that follows.
 	mu sync.Mutex
 
-	tls    *tls.QUICConn
-	spaces [3]pnSpace
-	app    *handshake.AppKeys
-	rec    *recovery.Recovery
-	pacer  *congestion.Pacer
-	events recovery.Events
-	frame  wire.Frame
+	version wire.Version // changes with Version Negotiation
+	spaces  [3]pnSpace   // Initial, Handshake and application data
+	frame   wire.Frame   // scratch: the frame being parsed
 
-	sent       map[uint64]*sentPacket
-	freeSent   []*sentPacket
-	ackScratch []byte
-	nextHandle uint64
-	// first1RTTPN is the number of the first application-space packet
-	// sealed with 1-RTT keys (not 0-RTT), or -1 before there is one: only
-	// an ACK of such a packet confirms a client's handshake.
-	first1RTTPN int64
+	hs        handshakeState // conn_tls.go
+	early     earlyData      // conn_early.go
+	keys      keyState       // key_update.go
+	cids      cidState       // conn_ids.go
+	tokens    tokenState     // conn_ids.go
+	admit     admission      // server_limits.go
+	path      pathState      // conn_path.go
+	mtu       mtuDiscovery   // mtu.go
+	ecn       ecnTracker     // conn_ecn.go
+	loss      lossState      // conn_ack.go
+	idle      idleState      // conn.go
+	streams   streamSet      // conn_streams.go
+	flow      connFlow       // conn_streams.go
+	budget    memoryBudget   // send_budget.go
+	datagrams datagramQueues // conn_datagram.go
+	send      sendState      // send_batch.go
+	close     closeState     // conn_close.go
+	// x holds the state of version negotiation, preferred_address and
+	// requested key updates (conn_extensions.go).
+	x connExtensions
 
-	srcCID      []byte // our connection ID
-	destCID     []byte // the peer's current connection ID
-	origDestCID []byte // the DCID of the client's first Initial
-	// clientDestCID (server) is the DCID of the Initial that created the
-	// connection: origDestCID, or a Retry's SCID.
-	clientDestCID []byte
-	retrySrcCID   []byte // client: SCID of the Retry it accepted
-	token         []byte // client: token for Initials
-	tokenStoreKey string // client: where NEW_TOKEN tokens are stored
-	// newToken (server) is the NEW_TOKEN token to send once the handshake
-	// is confirmed; sendNewToken while it is unsent or lost.
-	newToken     []byte
-	sendNewToken bool
-	// earlyOpener (server) reads 0-RTT packets until the handshake is
-	// confirmed; used0RTT says early data was accepted.
-	earlyOpener *handshake.Opener
-	used0RTT    bool
-	packets0RTT uint64 // 0-RTT packets processed
-	// earlySealer (client) seals 0-RTT packets until 1-RTT keys exist;
-	// remembered holds the server limits of the resumed ticket; sentEarly
-	// says they were applied; rejected0RTT that the server refused.
-	earlySealer  *handshake.Sealer
-	remembered   *wire.TransportParameters
-	sentEarly    bool
-	rejected0RTT bool
-	// zeroRTTRejected (client): 0-RTT was rejected and NextConnection not
-	// called yet; Open* and Accept* fail with Err0RTTRejected.
-	zeroRTTRejected bool
-	// dialEarly (client): DialEarly or DialAddrEarly; plain Dial uses no
-	// 0-RTT even with a ticket that allows it, as in quic-go.
-	dialEarly bool
-	cids      cidState
-
-	receivedFirst    bool // client: a server packet was processed
-	versionRestarted bool // client: restarted after Version Negotiation
-
-	retryUndecryptableLater bool // new read keys: reprocess kept packets
-
+	// Observability.
 	stats connStats
 	qlog  *qlogger    // nil unless Config.Qlog gave a writer
 	trace *connTracer // nil unless Config.Tracer gave a trace
 	// qlogTrace is the trace Config.Tracer returned (QlogTrace), kept
 	// after the connection's own recorder closed.
 	qlogTrace qlogwriter.Trace
-	// refusedAtClose: a server handshake refused because its listener
-	// closed; it has no closing period (closingPeriod).
-	refusedAtClose bool
-
-	// x holds the state of version negotiation, preferred_address and
-	// requested key updates (conn_extensions.go).
-	x connExtensions
-
-	keyPhaseAcked bool      // a packet sealed with the current 1-RTT keys was acknowledged
-	dropKeysAt    time.Time // when to drop the previous 1-RTT receive keys
-	peerParams    *wire.TransportParameters
-	ackDelayExp   uint8
-
-	handshakeComplete  bool
-	handshakeConfirmed bool
-	sendHandshakeDone  bool
-	queuedForAccept    bool
-
-	addressValidated bool
-	// validatedBy is the token kind that validated a server connection's
-	// client address (ConnectionState.ValidatedBy).
-	validatedBy TokenKind
-	bytesRecv   uint64
-	bytesSent   uint64
-
-	// What a server connection holds of its listener's limits
-	// (server_limits.go): a connection slot, a handshake slot, and a place
-	// among the unvalidated connections with its estimated cost.
-	holdsConnSlot      bool
-	holdsHandshakeSlot bool
-	holdsUnvalidated   bool
-	unvalidatedCost    int64
-
-	// Send and receive memory budgets (send_budget.go): the stream data
-	// held for sending, the part of it and of the unread received data
-	// reported to the Transport, and the signal for writers waiting for
-	// the connection's budget.
-	sendHeld      int64
-	sendReported  int64
-	recvReported  int64
-	sendBudgetSig chan struct{}
-
-	lastActivity     time.Time
-	ackElicitingSent bool // an ack-eliciting packet left since the last receipt
-	lastSendOrRecv   time.Time
-	pingPending      bool
-	pacingDeadline   time.Time
-	undecryptable    []receivedPacket
-	pathResponses    []pathResponse
-	path             pathState
-	rx               rxPath     // the datagram being processed
-	paths            []*Path    // client: paths added by AddPath
-	pathsAdded       int        // client: AddPath calls, numbering the paths' qlog tuples
-	sendT            *Transport // the Transport we send from: t until a Path.Switch
-	padDatagram      bool       // pad the datagram being built to its limit
-	handshakeOnly    bool       // the datagram being built may elicit in the Initial and Handshake spaces only
-	maxDatagram      int        // the datagram size in use (path MTU discovery)
-	baseDatagram     int        // Config.InitialPacketSize: the size to start at and fall back to
-	mtu              mtuDiscovery
-	ecn              ecnTracker
-	// sendECN marks the datagram being built (sendECNTest: during ECN
-	// testing).
-	sendECN           udpio.ECN
-	sendECNTest       bool
-	connRecv          *flowcontrol.ConnReceiver
-	connSend          flowcontrol.SendCredit
-	counts            flowcontrol.StreamCounts
-	maxDataLost       bool
-	maxStreamsLost    [2]bool
-	streamsBlocked    [2]bool // an open waits for the peer's stream limit, by dirIndex
-	streams           map[uint64]*stream
-	sendList          []*stream
-	prioritized       bool      // a stream's priority was set: schedule by priority
-	prioOrder         []*stream // scratch for appendStreamFramesByPriority
-	ctrlList          []*stream
-	acceptBidi        []*stream
-	acceptUni         []*stream
-	streamSig         chan struct{} // broadcast: accept queues or stream limits changed
-	datagramsIn       [][]byte
-	datagramsOut      [][]byte
-	datagramSendSig   chan struct{} // SendDatagram waits for room in datagramsOut
-	datagramSig       chan struct{}
-	peerMaxDatagram   uint64
-	peerDatagrams     bool   // the peer advertised max_datagram_frame_size
-	closeErr          error  // set once the connection is closing
-	closing, draining bool   // closing: we sent CONNECTION_CLOSE; draining: the peer did
-	closePacket       []byte // sent again when packets arrive while closing
-	closeRecvCount    int
-	closeDeadline     time.Time
-	finished          bool // run must tear down and exit
-	pendingWrites     []outDatagram
-	spareWrites       []outDatagram // owned by run: pendingWrites' next slice
 }
 
 func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
@@ -269,45 +171,45 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 		config:          conf,
 		tlsConf:         tlsConf,
 		version:         v,
-		remote:          remote,
 		wakeCh:          make(chan struct{}, 1),
 		closedCh:        make(chan struct{}),
 		closeWritten:    make(chan struct{}),
 		runDone:         make(chan struct{}),
 		handshakeDoneCh: make(chan struct{}),
-		sent:            make(map[uint64]*sentPacket),
-		streams:         make(map[uint64]*stream),
-		ackDelayExp:     wire.DefaultAckDelayExponent,
-		lastActivity:    time.Now(),
-		first1RTTPN:     -1,
 	}
-	c.lastSendOrRecv = c.lastActivity
-	c.stats.started = c.lastActivity
-	c.remoteAP, _ = addrPort(remote)
-	c.sendT = t
+	c.streams.all = make(map[uint64]*stream)
+	c.keys.first1RTTPN = -1
+	c.loss.sent = make(map[uint64]*sentPacket)
+	c.hs.peerAckDelayExp = wire.DefaultAckDelayExponent
+	c.path.remote = remote
+	c.idle.lastActivity = time.Now()
+	c.idle.lastSendOrRecv = c.idle.lastActivity
+	c.stats.started = c.idle.lastActivity
+	c.path.remoteAP, _ = addrPort(remote)
+	c.path.sendT = t
 	c.baseDatagram = int(conf.InitialPacketSize)
-	c.maxDatagram = c.baseDatagram
+	c.send.maxDatagram = c.baseDatagram
 	c.ctx, c.cancelCtx = context.WithCancelCause(ctx)
-	c.rec = recovery.New(recovery.Config{IsServer: !isClient})
-	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+	c.loss.rec = recovery.New(recovery.Config{IsServer: !isClient})
+	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 	if c.baseDatagram != maxPacketSize {
 		c.setMaxDatagram(c.baseDatagram)
 	}
 	c.spaces[spaceInitial].tracker.Init(ackgen.SpaceInitial, ackgen.Config{})
 	c.spaces[spaceHandshake].tracker.Init(ackgen.SpaceHandshake, ackgen.Config{})
 	c.spaces[spaceApp].tracker.Init(ackgen.SpaceAppData, ackgen.Config{})
-	c.connRecv = flowcontrol.NewConnReceiver(flowcontrol.WindowConfig{
+	c.flow.recv = flowcontrol.NewConnReceiver(flowcontrol.WindowConfig{
 		Initial: conf.InitialConnectionReceiveWindow,
 		Max:     conf.MaxConnectionReceiveWindow,
 	})
 	if allow := conf.AllowConnectionWindowIncrease; allow != nil {
-		c.connRecv.SetAllowGrowth(func(delta uint64) bool { return allow(c, delta) })
+		c.flow.recv.SetAllowGrowth(func(delta uint64) bool { return allow(c, delta) })
 	}
 	persp := flowcontrol.Server
 	if isClient {
 		persp = flowcontrol.Client
 	}
-	c.counts.Init(persp, uint64(conf.MaxIncomingStreams), uint64(conf.MaxIncomingUniStreams))
+	c.streams.counts.Init(persp, uint64(conf.MaxIncomingStreams), uint64(conf.MaxIncomingUniStreams))
 	return c
 }
 
@@ -385,6 +287,17 @@ func (c *Conn) dropReceived() {
 	}
 }
 
+// idleState is what the idle timeout and keep-alive count from (RFC 9000
+// section 10.1). Guarded by mu.
+type idleState struct {
+	// lastActivity is the last receipt, or the first ack-eliciting packet
+	// sent after one (ackElicitingSent says one went); lastSendOrRecv is
+	// the last datagram either way.
+	lastActivity     time.Time
+	ackElicitingSent bool
+	lastSendOrRecv   time.Time
+}
+
 // run is the connection's event loop.
 func (c *Conn) run() {
 	defer close(c.runDone)
@@ -395,7 +308,7 @@ func (c *Conn) run() {
 		c.mu.Lock()
 		now := time.Now()
 		c.guard(func() { c.onTimers(now) })
-		if c.finished {
+		if c.close.finished {
 			c.teardownLocked()
 			c.mu.Unlock()
 			c.t.connDone(c)
@@ -403,13 +316,13 @@ func (c *Conn) run() {
 		}
 		var more bool
 		c.guard(func() { more = c.sendLocked(now) })
-		writes := c.pendingWrites
-		c.pendingWrites, c.spareWrites = c.spareWrites, nil
-		sendT := c.sendT
+		writes := c.send.pending
+		c.send.pending, c.send.spare = c.send.spare, nil
+		sendT := c.path.sendT
 		deadline := c.nextDeadlineLocked(now)
-		notifyClose := c.closing && !c.closeNotified
-		c.closeNotified = c.closeNotified || notifyClose
-		closing, closeAt := c.closing || c.draining, c.closeDeadline
+		notifyClose := c.close.closing && !c.close.notified
+		c.close.notified = c.close.notified || notifyClose
+		closing, closeAt := c.close.closing || c.close.draining, c.close.deadline
 		c.mu.Unlock()
 		if err := c.writeDatagrams(writes, sendT); err != nil {
 			c.mu.Lock()
@@ -418,7 +331,7 @@ func (c *Conn) run() {
 		}
 		if cap(writes) <= maxDatagramsPerRun {
 			clear(writes)
-			c.spareWrites = writes[:0] // the next run's, so sending allocates nothing
+			c.send.spare = writes[:0] // the next run's, so sending allocates nothing
 		}
 		if notifyClose {
 			close(c.closeWritten)
@@ -453,8 +366,8 @@ func (c *Conn) run() {
 					for _, p := range q {
 						c.handleDatagram(p)
 					}
-					for c.retryUndecryptableLater {
-						c.retryUndecryptableLater = false
+					for c.keys.retryLater {
+						c.keys.retryLater = false
 						c.retryUndecryptable()
 					}
 				})
@@ -477,6 +390,17 @@ func (c *Conn) run() {
 	}
 }
 
+// endUnstarted ends a connection whose goroutine never ran, as run would
+// end it on a closed Transport.
+func (c *Conn) endUnstarted(err error) {
+	defer close(c.runDone)
+	c.mu.Lock()
+	c.destroyLocked(err)
+	c.teardownLocked()
+	c.mu.Unlock()
+	c.t.connDone(c)
+}
+
 // guard runs f (with mu held) and turns a panic, which would be a bug in
 // this package, into closing this connection with INTERNAL_ERROR, so that
 // neither the application nor the other connections go down with it.
@@ -484,11 +408,11 @@ func (c *Conn) guard(f func()) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.t.recoveredPanic("connection", r)
-			c.pendingWrites = nil
-			if c.closeErr == nil {
+			c.send.pending = nil
+			if c.close.err == nil {
 				c.signalClosedLocked(&TransportError{ErrorCode: InternalError, ErrorMessage: fmt.Sprint("quic: internal error: ", r)})
 			}
-			c.finished = true
+			c.close.finished = true
 		}
 	}()
 	f()
@@ -496,14 +420,14 @@ func (c *Conn) guard(f func()) {
 
 // onTimers fires the timers that expired by now.
 func (c *Conn) onTimers(now time.Time) {
-	if c.finished {
+	if c.close.finished {
 		return
 	}
-	if c.closing || c.draining {
+	if c.close.closing || c.close.draining {
 		// Not before our CONNECTION_CLOSE went out, even with no closing
 		// period (closingPeriod).
-		if !now.Before(c.closeDeadline) && (c.draining || c.closeNotified) {
-			c.finished = true
+		if !now.Before(c.close.deadline) && (c.close.draining || c.close.notified) {
+			c.close.finished = true
 		}
 		return
 	}
@@ -520,18 +444,18 @@ func (c *Conn) onTimers(now time.Time) {
 		return
 	}
 	if ka := c.keepAliveTime(); !ka.IsZero() && !now.Before(ka) {
-		c.pingPending = true
+		c.send.pingPending = true
 	}
-	if lt := c.rec.LossDetectionTimeout(); !lt.IsZero() && !now.Before(lt) {
-		c.events.Reset()
-		act := c.rec.OnLossDetectionTimeout(now, &c.events)
+	if lt := c.loss.rec.LossDetectionTimeout(); !lt.IsZero() && !now.Before(lt) {
+		c.loss.events.Reset()
+		act := c.loss.rec.OnLossDetectionTimeout(now, &c.loss.events)
 		if c.qlog != nil {
 			c.qlogLost()
 		}
 		if c.trace != nil {
 			c.traceLost()
 		}
-		for _, p := range c.events.Lost {
+		for _, p := range c.loss.events.Lost {
 			c.onPacketLost(p.Handle, now)
 		}
 		c.countLost(now)
@@ -553,59 +477,59 @@ func (c *Conn) onTimers(now time.Time) {
 			}
 		}
 	}
-	if !c.dropKeysAt.IsZero() && !now.Before(c.dropKeysAt) {
-		c.dropKeysAt = time.Time{}
-		c.app.DropPreviousKeys()
+	if !c.keys.dropPrevAt.IsZero() && !now.Before(c.keys.dropPrevAt) {
+		c.keys.dropPrevAt = time.Time{}
+		c.keys.app.DropPreviousKeys()
 	}
-	if c.app != nil && c.app.CanSend() {
+	if c.keys.app != nil && c.keys.app.CanSend() {
 		// Update keys well before the confidentiality limit; close if the
 		// peer kept us from updating until the limit (RFC 9001 6.6).
-		if s := c.app.Sealer(); c.app.SealedPackets() >= s.ConfidentialityLimit()/4*3 {
+		if s := c.keys.app.Sealer(); c.keys.app.SealedPackets() >= s.ConfidentialityLimit()/4*3 {
 			_ = c.initiateKeyUpdate(now)
 		}
 		c.extensionTimers(now)
-		if c.app.ConfidentialityLimitReached() {
+		if c.keys.app.ConfidentialityLimitReached() {
 			c.closeWithError(qerr.NewTransportError(qerr.AEADLimitReached, 0, "confidentiality limit reached"))
 			return
 		}
 	}
-	if !c.pacingDeadline.IsZero() && !now.Before(c.pacingDeadline) {
-		c.pacingDeadline = time.Time{}
+	if !c.send.pacingDeadline.IsZero() && !now.Before(c.send.pacingDeadline) {
+		c.send.pacingDeadline = time.Time{}
 	}
 }
 
 func (c *Conn) idleTimeoutLocked() time.Duration {
-	if !c.handshakeComplete {
+	if !c.hs.complete {
 		return c.config.HandshakeIdleTimeout
 	}
 	d := c.config.MaxIdleTimeout
-	if c.peerParams != nil && c.peerParams.MaxIdleTimeout > 0 && c.peerParams.MaxIdleTimeout < d {
-		d = c.peerParams.MaxIdleTimeout
+	if c.hs.peerParams != nil && c.hs.peerParams.MaxIdleTimeout > 0 && c.hs.peerParams.MaxIdleTimeout < d {
+		d = c.hs.peerParams.MaxIdleTimeout
 	}
 	return max(d, 3*c.ptoLocked())
 }
 
-func (c *Conn) idleDeadline() time.Time { return c.lastActivity.Add(c.idleTimeoutLocked()) }
+func (c *Conn) idleDeadline() time.Time { return c.idle.lastActivity.Add(c.idleTimeoutLocked()) }
 
 // handshakeDeadline is when an incomplete handshake fails: twice the
 // handshake idle timeout after the connection started; zero once complete.
 func (c *Conn) handshakeDeadline() time.Time {
-	if c.handshakeComplete {
+	if c.hs.complete {
 		return time.Time{}
 	}
 	return c.stats.started.Add(2 * c.config.HandshakeIdleTimeout)
 }
 
 func (c *Conn) keepAliveTime() time.Time {
-	if c.config.KeepAlivePeriod <= 0 || !c.handshakeComplete || c.pingPending {
+	if c.config.KeepAlivePeriod <= 0 || !c.hs.complete || c.send.pingPending {
 		return time.Time{}
 	}
 	p := min(c.config.KeepAlivePeriod, c.idleTimeoutLocked()/2)
-	return c.lastSendOrRecv.Add(p)
+	return c.idle.lastSendOrRecv.Add(p)
 }
 
 func (c *Conn) ptoLocked() time.Duration {
-	rtt := c.rec.RTT()
+	rtt := c.loss.rec.RTT()
 	return rtt.PTOBase() + rtt.MaxAckDelay()
 }
 
@@ -616,18 +540,18 @@ func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 			d = t
 		}
 	}
-	if c.finished {
+	if c.close.finished {
 		return time.Now()
 	}
-	if c.closing || c.draining {
-		return c.closeDeadline
+	if c.close.closing || c.close.draining {
+		return c.close.deadline
 	}
 	add(c.idleDeadline())
 	add(c.handshakeDeadline())
 	add(c.keepAliveTime())
-	add(c.rec.LossDetectionTimeout())
-	add(c.pacingDeadline)
-	add(c.dropKeysAt)
+	add(c.loss.rec.LossDetectionTimeout())
+	add(c.send.pacingDeadline)
+	add(c.keys.dropPrevAt)
 	add(c.pathDeadline())
 	add(c.mtuDeadline(now))
 	for i := range c.spaces {
@@ -641,40 +565,40 @@ func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 
 // signalClosedLocked makes the close visible to API callers.
 func (c *Conn) signalClosedLocked(err error) {
-	c.closeErr = err
+	c.close.err = err
 	if c.trace != nil {
 		c.traceClosed(err)
 	}
 	close(c.closedCh)
 	c.cancelCtx(err)
-	for _, s := range c.streams {
+	for _, s := range c.streams.all {
 		s.onConnClosed()
 	}
 }
 
 // destroyLocked closes the connection without sending anything.
 func (c *Conn) destroyLocked(err error) {
-	if c.finished {
+	if c.close.finished {
 		return
 	}
-	if c.closeErr == nil {
+	if c.close.err == nil {
 		c.signalClosedLocked(err)
 	}
-	c.finished = true
+	c.close.finished = true
 	c.endTracer()
 }
 
 // teardownLocked releases everything once the connection is finished.
 func (c *Conn) teardownLocked() {
-	if c.tls != nil {
-		c.tls.Close()
+	if c.hs.tls != nil {
+		c.hs.tls.Close()
 	}
-	for _, p := range c.undecryptable {
+	for _, p := range c.keys.undecryptable {
 		putBuffer(p.buf)
 	}
-	c.undecryptable = nil
+	c.keys.undecryptable = nil
 	c.t.removeHandlers(c)
-	for _, p := range c.paths {
+	for _, p := range c.path.extra {
 		p.t.removeHandlers(c)
 		p.closeLocked()
 	}
@@ -698,7 +622,7 @@ func (c *Conn) HandshakeComplete() <-chan struct{} { return c.handshakeDoneCh }
 func (c *Conn) LocalAddr() net.Addr {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.sendT.Conn.LocalAddr()
+	return c.path.sendT.Conn.LocalAddr()
 }
 
 // RemoteAddr returns the peer's address; it changes when a client migrates
@@ -706,7 +630,7 @@ func (c *Conn) LocalAddr() net.Addr {
 func (c *Conn) RemoteAddr() net.Addr {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.remote
+	return c.path.remote
 }
 
 // ConnectionState returns the TLS and QUIC state of the connection.
@@ -714,17 +638,17 @@ func (c *Conn) ConnectionState() ConnectionState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var s ConnectionState
-	if c.tls != nil {
-		s.TLS = c.tls.ConnectionState()
+	if c.hs.tls != nil {
+		s.TLS = c.hs.tls.ConnectionState()
 	}
 	s.Version = Version(c.version)
 	s.SupportsDatagrams.Local = c.config.EnableDatagrams
 	// As quic-go: what the peer advertised, even with ours off.
-	s.SupportsDatagrams.Remote = c.peerDatagrams
+	s.SupportsDatagrams.Remote = c.datagrams.peerSupports
 	s.GSO = c.t.gso
-	s.Used0RTT = c.used0RTT
+	s.Used0RTT = c.early.used
 	s.RequireStreamCreditRelease = c.config.RequireStreamCreditRelease
-	s.ValidatedBy = c.validatedBy
+	s.ValidatedBy = c.admit.validatedBy
 	return s
 }
 
@@ -735,7 +659,7 @@ func (c *Conn) ConnectionState() ConnectionState {
 // connection of Dial or DialAddr, whose Transport closes with it at once.
 func (c *Conn) CloseWithError(code ApplicationErrorCode, msg string) error {
 	c.mu.Lock()
-	initiated := c.closeErr == nil && !c.finished
+	initiated := c.close.err == nil && !c.close.finished
 	c.closeLocal(&ApplicationError{ErrorCode: code, ErrorMessage: msg})
 	c.mu.Unlock()
 	c.wake()
@@ -784,13 +708,13 @@ type ConnectionStats struct {
 func (c *Conn) ConnectionStats() ConnectionStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rtt := c.rec.RTT()
+	rtt := c.loss.rec.RTT()
 	return ConnectionStats{
 		MinRTT:           rtt.MinRTT(),
 		LatestRTT:        rtt.LatestRTT(),
 		SmoothedRTT:      rtt.SmoothedRTT(),
 		MeanDeviation:    rtt.RTTVar(),
-		CongestionWindow: uint64(c.rec.Controller().CongestionWindow()),
+		CongestionWindow: uint64(c.loss.rec.Controller().CongestionWindow()),
 		BytesSent:        c.stats.bytesSent,
 		PacketsSent:      c.stats.packetsSent,
 		BytesReceived:    c.stats.bytesRecv,

@@ -2,20 +2,37 @@ package quic
 
 import (
 	"time"
+
+	"github.com/turboretry/turboretry/internal/congestion"
+	"github.com/turboretry/turboretry/internal/recovery"
 )
+
+// lossState is loss detection and congestion control (RFC 9002) and the
+// packets in flight it tracks. Guarded by Conn.mu.
+type lossState struct {
+	rec    *recovery.Recovery
+	pacer  *congestion.Pacer
+	events recovery.Events // scratch: what one ACK or timeout acknowledged and lost
+	// sent is the packets in flight by handle, the number recovery knows
+	// them by (nextHandle is the next one); freeSent keeps released ones
+	// for reuse.
+	sent       map[uint64]*sentPacket
+	freeSent   []*sentPacket
+	nextHandle uint64
+}
 
 // onPacketAcked releases what an acknowledged packet carried and reports
 // whether it was sent marked ECT(0).
 func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
-	p := c.sent[handle]
+	p := c.loss.sent[handle]
 	if p == nil {
 		return false
 	}
 	ecnMarked = p.ecn
-	delete(c.sent, handle)
+	delete(c.loss.sent, handle)
 	defer c.putSentPacket(p)
-	if p.space == spaceApp && c.app != nil && p.keyGen == c.app.Generation() {
-		c.keyPhaseAcked = true
+	if p.space == spaceApp && c.keys.app != nil && p.keyGen == c.keys.app.Generation() {
+		c.keys.phaseAcked = true
 	}
 	if p.ackLargest >= 0 {
 		c.spaces[p.space].tracker.OnAckAcknowledged(uint64(p.ackLargest))
@@ -28,19 +45,19 @@ func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
 		case sfCrypto:
 			c.spaces[p.space].crypto.OnAcked(f.off, int(f.n), false)
 		case sfStream:
-			if s := c.streams[f.id]; s != nil {
+			if s := c.streams.all[f.id]; s != nil {
 				s.send.OnAcked(f.off, int(f.n), f.fin)
 				c.chargeSend(s)
 				s.signalWrite()
 				c.maybeRemoveStream(s)
 			}
 		case sfResetStream:
-			if s := c.streams[f.id]; s != nil {
+			if s := c.streams.all[f.id]; s != nil {
 				s.resetAcked = true
 				c.maybeRemoveStream(s)
 			}
 		case sfStopSending:
-			if s := c.streams[f.id]; s != nil {
+			if s := c.streams.all[f.id]; s != nil {
 				s.stopAcked = true
 				c.maybeRemoveStream(s)
 			}
@@ -55,11 +72,11 @@ func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
 
 // onPacketLost queues what a lost packet carried for retransmission.
 func (c *Conn) onPacketLost(handle uint64, now time.Time) {
-	p := c.sent[handle]
+	p := c.loss.sent[handle]
 	if p == nil {
 		return
 	}
-	delete(c.sent, handle)
+	delete(c.loss.sent, handle)
 	defer c.putSentPacket(p)
 	c.onECNPacketLost(p)
 	c.requeueFrames(p, now)
@@ -74,35 +91,35 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 		case sfCrypto:
 			c.spaces[p.space].crypto.OnLost(f.off, int(f.n), false)
 		case sfStream:
-			if s := c.streams[f.id]; s != nil && s.sendErr == nil {
+			if s := c.streams.all[f.id]; s != nil && s.sendErr == nil {
 				s.send.OnLost(f.off, int(f.n), f.fin)
 				c.queueStreamSend(s)
 			}
 		case sfResetStream:
-			if s := c.streams[f.id]; s != nil && !s.resetAcked {
+			if s := c.streams.all[f.id]; s != nil && !s.resetAcked {
 				s.resetPending = true
 				c.queueStreamControl(s)
 			}
 		case sfStopSending:
-			if s := c.streams[f.id]; s != nil && !s.stopAcked && !s.recvFinished() {
+			if s := c.streams.all[f.id]; s != nil && !s.stopAcked && !s.recvFinished() {
 				s.stopPending = true
 				c.queueStreamControl(s)
 			}
 		case sfMaxStreamData:
-			if s := c.streams[f.id]; s != nil {
+			if s := c.streams.all[f.id]; s != nil {
 				s.maxDataLost = true
 				c.queueStreamControl(s)
 			}
 		case sfMaxData:
-			c.maxDataLost = true
+			c.flow.maxDataLost = true
 		case sfMaxStreamsBidi:
-			c.maxStreamsLost[0] = true
+			c.streams.maxStreamsLost[0] = true
 		case sfMaxStreamsUni:
-			c.maxStreamsLost[1] = true
+			c.streams.maxStreamsLost[1] = true
 		case sfHandshakeDone:
-			c.sendHandshakeDone = true
+			c.hs.sendDone = true
 		case sfNewToken:
-			c.sendNewToken = true
+			c.tokens.sendIssued = true
 		case sfRetireCID:
 			c.cids.remote.OnRetireLost(f.id)
 		case sfNewCID:
@@ -125,7 +142,7 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 // that arrives later cancels the resend.
 func (c *Conn) requeueOldestData(n int) {
 	var oldest [2]uint64 // handles, ascending; 0: none
-	for h, p := range c.sent {
+	for h, p := range c.loss.sent {
 		if p.space != spaceApp || len(p.frames) == 0 {
 			continue
 		}
@@ -137,7 +154,7 @@ func (c *Conn) requeueOldestData(n int) {
 		}
 	}
 	for _, h := range oldest[:min(max(n, 1), len(oldest))] {
-		if p := c.sent[h]; p != nil {
+		if p := c.loss.sent[h]; p != nil {
 			c.requeueFrames(p, time.Time{})
 		}
 	}
@@ -146,14 +163,14 @@ func (c *Conn) requeueOldestData(n int) {
 // countLost adds the packets in c.events.Lost to the statistics, and the
 // fates of large packets in c.events to black hole detection.
 func (c *Conn) countLost(now time.Time) {
-	for _, p := range c.events.Lost {
+	for _, p := range c.loss.events.Lost {
 		c.stats.packetsLost++
 		c.stats.bytesLost += uint64(p.Size)
 		if !p.MTUProbe {
 			c.onDatagramFate(p.Size, true, now)
 		}
 	}
-	for _, p := range c.events.Acked {
+	for _, p := range c.loss.events.Acked {
 		if !p.MTUProbe {
 			c.onDatagramFate(p.Size, false, now)
 		}

@@ -8,6 +8,24 @@ import (
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
+// closeState is how far the connection is in closing (RFC 9000 section
+// 10). Guarded by Conn.mu.
+type closeState struct {
+	err      error // set once the connection is closing; never reset
+	closing  bool  // we sent CONNECTION_CLOSE
+	draining bool  // the peer did
+	// notified: run has written our CONNECTION_CLOSE, or is about to
+	// (it closes Conn.closeWritten).
+	notified  bool
+	packet    []byte // our CONNECTION_CLOSE, sent again when packets arrive while closing
+	recvCount int    // packets received while closing: packet is resent at powers of two
+	deadline  time.Time
+	finished  bool // run must tear down and exit
+	// refusedAtClose: a server handshake refused because its listener
+	// closed; it has no closing period (closingPeriod).
+	refusedAtClose bool
+}
+
 // flowError passes a flowcontrol transport error on and turns any other
 // error into an internal one.
 func flowError(err error) error {
@@ -33,26 +51,26 @@ func (c *Conn) closeWithError(err error) {
 // closeLocal starts closing: it sends CONNECTION_CLOSE carrying err (an
 // *ApplicationError or *TransportError) and enters the closing state.
 func (c *Conn) closeLocal(err error) {
-	if c.closeErr != nil || c.finished {
+	if c.close.err != nil || c.close.finished {
 		return
 	}
 	c.signalClosedLocked(err)
 	now := time.Now()
-	c.closing = true
-	c.closeDeadline = now.Add(c.closingPeriod())
+	c.close.closing = true
+	c.close.deadline = now.Add(c.closingPeriod())
 	// The recorder sees the CONNECTION_CLOSE packet, then closes: quic-go
 	// closes it before CloseWithError returns.
 	defer c.endTracer()
-	if c.tls == nil {
-		c.finished = true
+	if c.hs.tls == nil {
+		c.close.finished = true
 		return
 	}
-	c.closePacket = c.buildClosePacket(err, now)
-	if c.closePacket == nil {
-		c.finished = true
+	c.close.packet = c.buildClosePacket(err, now)
+	if c.close.packet == nil {
+		c.close.finished = true
 		return
 	}
-	c.pendingWrites = append(c.pendingWrites, outDatagram{b: c.closePacket})
+	c.send.pending = append(c.send.pending, outDatagram{b: c.close.packet})
 }
 
 // closingPeriod is how long a closing or draining connection stays to
@@ -63,7 +81,7 @@ func (c *Conn) closeLocal(err error) {
 // closed: nothing of it will be used, and before an RTT sample three PTOs
 // are three seconds that would keep ListenAddr's socket open.
 func (c *Conn) closingPeriod() time.Duration {
-	if c.t.singleDial || c.refusedAtClose {
+	if c.t.singleDial || c.close.refusedAtClose {
 		return 0
 	}
 	return 3 * c.ptoLocked()
@@ -93,21 +111,21 @@ func (c *Conn) buildClosePacket(err error, now time.Time) []byte {
 		if !c.canSealIn(space) {
 			continue
 		}
-		if space == spaceApp && !c.handshakeComplete {
+		if space == spaceApp && !c.hs.complete {
 			// Before completion the peer may lack 1-RTT keys; after
 			// confirmation it has dropped the others.
 			if c.isClient {
 				continue
 			}
 		}
-		if space != spaceApp && c.handshakeConfirmed {
+		if space != spaceApp && c.hs.confirmed {
 			continue
 		}
 		frame := transportFrame
 		if space == spaceApp {
 			frame = appFrame
 		}
-		if pi, ok := c.buildPacket(&buf, space, maxPacketSize-len(buf), now, false, c.destCID, frame); ok {
+		if pi, ok := c.buildPacket(&buf, space, maxPacketSize-len(buf), now, false, c.cids.dest, frame); ok {
 			pkts[n] = pi
 			n++
 		}

@@ -17,23 +17,36 @@ const (
 	maxReceivedDatagrams = 128
 )
 
+// datagramQueues is the connection's DATAGRAM frames (RFC 9221) both
+// ways. Guarded by Conn.mu.
+type datagramQueues struct {
+	in      [][]byte      // received, not read yet
+	out     [][]byte      // queued by SendDatagram, not sent yet
+	sendSig chan struct{} // broadcast: room in out
+	recvSig chan struct{} // broadcast: in grew
+	// peerMax is the peer's max_datagram_frame_size; peerSupports says
+	// it advertised one.
+	peerMax      uint64
+	peerSupports bool
+}
+
 // onDatagram queues a received DATAGRAM payload, dropping it when the
 // application is not keeping up.
 func (c *Conn) onDatagram(data []byte) {
-	if len(c.datagramsIn) >= maxReceivedDatagrams {
+	if len(c.datagrams.in) >= maxReceivedDatagrams {
 		return
 	}
-	c.datagramsIn = append(c.datagramsIn, slices.Clone(data))
-	broadcast(&c.datagramSig)
+	c.datagrams.in = append(c.datagrams.in, slices.Clone(data))
+	broadcast(&c.datagrams.recvSig)
 }
 
 // datagramLimit is the largest DATAGRAM payload that fits in a 1-RTT
 // packet (short header, maximal packet number) of the current datagram
 // size, within the peer's max_datagram_frame_size.
 func (c *Conn) datagramLimit() int {
-	maxLen := wire.MaxDatagramDataLen(c.maxDatagram-1-len(c.destCID)-4-tagLen, true)
-	if uint64(maxLen) > c.peerMaxDatagram {
-		maxLen = int(c.peerMaxDatagram)
+	maxLen := wire.MaxDatagramDataLen(c.send.maxDatagram-1-len(c.cids.dest)-4-tagLen, true)
+	if uint64(maxLen) > c.datagrams.peerMax {
+		maxLen = int(c.datagrams.peerMax)
 	}
 	return maxLen
 }
@@ -47,22 +60,22 @@ func (c *Conn) datagramLimit() int {
 func (c *Conn) SendDatagram(p []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closeErr != nil {
-		return c.closeErr
+	if c.close.err != nil {
+		return c.close.err
 	}
-	if c.peerMaxDatagram == 0 {
+	if c.datagrams.peerMax == 0 {
 		return errors.New("quic: the peer does not accept datagrams")
 	}
 	if maxLen := c.datagramLimit(); len(p) > maxLen {
 		return &DatagramTooLargeError{MaxDatagramPayloadSize: int64(maxLen)}
 	}
-	for len(c.datagramsOut) >= maxQueuedDatagrams {
-		c.waitLocked(waitChan(&c.datagramSendSig), nil, time.Time{})
-		if c.closeErr != nil {
-			return c.closeErr
+	for len(c.datagrams.out) >= maxQueuedDatagrams {
+		c.waitLocked(waitChan(&c.datagrams.sendSig), nil, time.Time{})
+		if c.close.err != nil {
+			return c.close.err
 		}
 	}
-	c.datagramsOut = append(c.datagramsOut, slices.Clone(p))
+	c.datagrams.out = append(c.datagrams.out, slices.Clone(p))
 	c.wake()
 	return nil
 }
@@ -72,19 +85,19 @@ func (c *Conn) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
-		if len(c.datagramsIn) > 0 {
-			d := c.datagramsIn[0]
-			c.datagramsIn[0] = nil
-			c.datagramsIn = c.datagramsIn[1:]
+		if len(c.datagrams.in) > 0 {
+			d := c.datagrams.in[0]
+			c.datagrams.in[0] = nil
+			c.datagrams.in = c.datagrams.in[1:]
 			return d, nil
 		}
 		if !c.config.EnableDatagrams {
 			return nil, errors.New("quic: datagram support disabled")
 		}
-		if c.closeErr != nil {
-			return nil, c.closeErr
+		if c.close.err != nil {
+			return nil, c.close.err
 		}
-		if err := c.waitLockedCtx(ctx, waitChan(&c.datagramSig)); err != nil {
+		if err := c.waitLockedCtx(ctx, waitChan(&c.datagrams.recvSig)); err != nil {
 			return nil, err
 		}
 	}

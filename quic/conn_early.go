@@ -18,6 +18,29 @@ import (
 // confirmed. Everything else rejects early data in the TLS handshake, and
 // the client sends again in 1-RTT.
 
+// earlyData is the connection's 0-RTT state, both sides. Guarded by
+// Conn.mu.
+type earlyData struct {
+	// opener (server) reads 0-RTT packets until the handshake is
+	// confirmed; used says early data was accepted (either side).
+	opener  *handshake.Opener
+	used    bool
+	packets uint64 // 0-RTT packets processed
+	// sealer (client) seals 0-RTT packets until 1-RTT keys exist;
+	// remembered holds the server limits of the resumed ticket; sent says
+	// they were applied; rejected that the server refused.
+	sealer     *handshake.Sealer
+	remembered *wire.TransportParameters
+	sent       bool
+	rejected   bool
+	// awaitingNext (client): 0-RTT was rejected and NextConnection not
+	// called yet; Open* and Accept* fail with Err0RTTRejected.
+	awaitingNext bool
+	// dial (client): DialEarly or DialAddrEarly; plain Dial uses no 0-RTT
+	// even with a ticket that allows it, as in quic-go.
+	dial bool
+}
+
 // earlyLimitsLen is the size of the limits a ticket remembers: seven
 // uint64, the flow-control and stream limits and max_datagram_frame_size.
 const earlyLimitsLen = 7 * 8
@@ -81,19 +104,19 @@ func (c *Conn) installEarlyKeys(ev tls.QUICEvent) error {
 	if err != nil {
 		return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 	}
-	c.earlyOpener = o
-	c.used0RTT = true
-	c.retryUndecryptableLater = true
+	c.early.opener = o
+	c.early.used = true
+	c.keys.retryLater = true
 	return nil
 }
 
 // handle0RTTPacket processes a client's 0-RTT packet on the server. Its
 // packet numbers share the application space with 1-RTT.
 func (c *Conn) handle0RTTPacket(pkt []byte, hdr *wire.LongHeader, p receivedPacket) {
-	if c.isClient || c.handshakeConfirmed {
+	if c.isClient || c.hs.confirmed {
 		return
 	}
-	if c.earlyOpener == nil {
+	if c.early.opener == nil {
 		// Before the ClientHello was processed the keys may still come;
 		// after it (Handshake keys exist), early data was rejected.
 		if c.spaces[spaceHandshake].sealer == nil {
@@ -106,7 +129,7 @@ func (c *Conn) handle0RTTPacket(pkt []byte, hdr *wire.LongHeader, p receivedPack
 	if pn, ok := sp.tracker.LargestReceived(); ok {
 		largest = int64(pn)
 	}
-	payload, pn, err := c.earlyOpener.UnprotectPacket(pkt, hdr.PNOffset, largest)
+	payload, pn, err := c.early.opener.UnprotectPacket(pkt, hdr.PNOffset, largest)
 	if err != nil {
 		return
 	}
@@ -117,7 +140,7 @@ func (c *Conn) handle0RTTPacket(pkt []byte, hdr *wire.LongHeader, p receivedPack
 	if sp.tracker.IsDuplicate(pn) {
 		return
 	}
-	c.packets0RTT++
+	c.early.packets++
 	if c.qlog != nil {
 		c.qlogPacketReceived(wire.PacketType0RTT, pn, hdr.DestConnID, len(pkt), payload)
 	}
@@ -141,10 +164,10 @@ var rememberedTag = []byte("turboretry 0rtt v2")
 
 // rememberParams appends the server's limits to a ticket to be stored.
 func (c *Conn) rememberParams(s *tls.SessionState) {
-	if c.peerParams == nil {
+	if c.hs.peerParams == nil {
 		return
 	}
-	e := append(append([]byte(nil), rememberedTag...), earlyLimits(c.peerParams)...)
+	e := append(append([]byte(nil), rememberedTag...), earlyLimits(c.hs.peerParams)...)
 	s.Extra = append(s.Extra, e)
 }
 
@@ -175,11 +198,11 @@ func (c *Conn) onClientResumeSession(s *tls.SessionState) {
 	if s == nil || !s.EarlyData {
 		return
 	}
-	if !c.dialEarly {
+	if !c.early.dial {
 		s.EarlyData = false
 		return
 	}
-	if c.remembered = rememberedParams(s); c.remembered == nil {
+	if c.early.remembered = rememberedParams(s); c.early.remembered == nil {
 		s.EarlyData = false
 	}
 }
@@ -187,19 +210,19 @@ func (c *Conn) onClientResumeSession(s *tls.SessionState) {
 // installEarlySealer starts 0-RTT on the client with the remembered
 // limits.
 func (c *Conn) installEarlySealer(ev tls.QUICEvent) error {
-	if !c.isClient || c.remembered == nil {
+	if !c.isClient || c.early.remembered == nil {
 		return nil
 	}
 	s, err := handshake.NewSealer(ev.Suite, ev.Data, c.chosenVersion())
 	if err != nil {
 		return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 	}
-	p := c.remembered
-	c.earlySealer = s
-	c.peerParams = p
-	c.peerDatagrams, c.peerMaxDatagram = p.MaxDatagramFrameSize > 0, p.MaxDatagramFrameSize
-	c.connSend.Init(p.InitialMaxData)
-	if err := c.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni); err != nil {
+	p := c.early.remembered
+	c.early.sealer = s
+	c.hs.peerParams = p
+	c.datagrams.peerSupports, c.datagrams.peerMax = p.MaxDatagramFrameSize > 0, p.MaxDatagramFrameSize
+	c.flow.send.Init(p.InitialMaxData)
+	if err := c.streams.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni); err != nil {
 		return flowError(err)
 	}
 	return nil
@@ -208,14 +231,14 @@ func (c *Conn) installEarlySealer(ev tls.QUICEvent) error {
 // applyParamsAfterEarly raises the limits used in 0-RTT to the server's
 // real ones, keeping what was already consumed.
 func (c *Conn) applyParamsAfterEarly(p *wire.TransportParameters) error {
-	c.connSend.OnMaxData(p.InitialMaxData)
-	if _, err := c.counts.Outgoing(flowcontrol.Bidi).OnMaxStreams(p.InitialMaxStreamsBidi); err != nil {
+	c.flow.send.OnMaxData(p.InitialMaxData)
+	if _, err := c.streams.counts.Outgoing(flowcontrol.Bidi).OnMaxStreams(p.InitialMaxStreamsBidi); err != nil {
 		return flowError(err)
 	}
-	if _, err := c.counts.Outgoing(flowcontrol.Uni).OnMaxStreams(p.InitialMaxStreamsUni); err != nil {
+	if _, err := c.streams.counts.Outgoing(flowcontrol.Uni).OnMaxStreams(p.InitialMaxStreamsUni); err != nil {
 		return flowError(err)
 	}
-	for id, s := range c.streams {
+	for id, s := range c.streams.all {
 		if !s.hasSend {
 			continue
 		}
@@ -231,5 +254,5 @@ func (c *Conn) applyParamsAfterEarly(p *wire.TransportParameters) error {
 
 // sendsEarly reports whether application data goes out in 0-RTT now.
 func (c *Conn) sendsEarly() bool {
-	return c.earlySealer != nil && (c.app == nil || !c.app.CanSend())
+	return c.early.sealer != nil && (c.keys.app == nil || !c.keys.app.CanSend())
 }

@@ -120,6 +120,6 @@ func (c *Conn) onAckECN(space int, f *wire.Frame, newlyMarked int, largestSent, 
 	}
 	if dce > 0 && !largestSent.IsZero() {
 		e.ceEvents++
-		c.rec.OnECNCongestion(now, largestSent)
+		c.loss.rec.OnECNCongestion(now, largestSent)
 	}
 }

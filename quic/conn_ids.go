@@ -17,9 +17,18 @@ const maxIssuedCIDs = connid.DefaultMaxActive
 // of the peer's IDs we store.
 const remoteCIDLimit = connid.DefaultRemoteLimit
 
-// cidState is what a connection knows about connection IDs beyond the
-// handshake ones (RFC 9000 section 5.1).
+// cidState is the connection IDs of the connection, both ways (RFC 9000
+// section 5.1). Guarded by Conn.mu.
 type cidState struct {
+	src  []byte // our connection ID
+	dest []byte // the peer's current connection ID
+	// origDest is the DCID of the client's first Initial; clientDest
+	// (server) that of the Initial that created the connection: origDest,
+	// or a Retry's SCID.
+	origDest   []byte
+	clientDest []byte
+	retrySrc   []byte // client: SCID of the Retry it accepted
+
 	local  *connid.LocalCIDs  // the IDs we issued; routes them through the Transport
 	remote *connid.RemoteCIDs // the IDs the peer issued; nil until its transport parameters
 	// own holds every ID the Transport routes to us, so a short header
@@ -36,8 +45,19 @@ type cidState struct {
 	rxDCID []byte
 }
 
+// tokenState is the address validation tokens a connection carries (RFC
+// 9000 section 8.1.3). Guarded by Conn.mu.
+type tokenState struct {
+	initial  []byte // client: the token of our Initials (Retry or NEW_TOKEN)
+	storeKey string // client: where NEW_TOKEN tokens are stored
+	// issued (server) is the NEW_TOKEN token to send once the handshake
+	// is confirmed; sendIssued while it is unsent or lost.
+	issued     []byte
+	sendIssued bool
+}
+
 // initLocalCIDs issues our handshake connection ID (sequence 0), routes it
-// to c, and sets c.srcCID. With zero-length IDs the connection is routed by
+// to c, and sets c.cids.src. With zero-length IDs the connection is routed by
 // the empty ID, as the only one on its Transport.
 func (c *Conn) initLocalCIDs() error {
 	t := c.t
@@ -54,7 +74,7 @@ func (c *Conn) initLocalCIDs() error {
 			c.cids.own[string(b)] = struct{}{}
 			// A client's other paths route it too; a collision there
 			// only costs that path this ID.
-			for _, p := range c.paths {
+			for _, p := range c.path.extra {
 				_ = p.t.addHandler(b, c)
 			}
 			return true
@@ -63,7 +83,7 @@ func (c *Conn) initLocalCIDs() error {
 			b := cid.Bytes()
 			delete(c.cids.own, string(b))
 			t.removeHandler(b, c)
-			for _, p := range c.paths {
+			for _, p := range c.path.extra {
 				p.t.removeHandler(b, c)
 			}
 		},
@@ -75,8 +95,8 @@ func (c *Conn) initLocalCIDs() error {
 		return err
 	}
 	c.cids.local = l
-	c.srcCID = l.HandshakeCID().Bytes()
-	if len(c.srcCID) == 0 && !t.addHandler(c.srcCID, c) {
+	c.cids.src = l.HandshakeCID().Bytes()
+	if len(c.cids.src) == 0 && !t.addHandler(c.cids.src, c) {
 		return t.closedErr()
 	}
 	return nil
@@ -84,7 +104,7 @@ func (c *Conn) initLocalCIDs() error {
 
 // ownsCID reports whether dcid is one of the IDs routed to c.
 func (c *Conn) ownsCID(dcid []byte) bool {
-	if bytes.Equal(dcid, c.srcCID) {
+	if bytes.Equal(dcid, c.cids.src) {
 		return true
 	}
 	_, ok := c.cids.own[string(dcid)]
@@ -96,7 +116,7 @@ func (c *Conn) ownsCID(dcid []byte) bool {
 // its active_connection_id_limit.
 func (c *Conn) initRemoteCIDs(p *wire.TransportParameters) error {
 	if c.cids.remote == nil {
-		cid, err := connid.FromBytes(c.destCID)
+		cid, err := connid.FromBytes(c.cids.dest)
 		if err != nil {
 			return qerr.NewProtocolViolation(0, "bad connection ID")
 		}
@@ -127,8 +147,8 @@ func (c *Conn) handleNewConnectionID(f *wire.Frame) error {
 	if err := r.HandleNewConnectionID(f.SequenceNumber, f.RetirePriorTo, f.ConnectionID, f.StatelessResetToken); err != nil {
 		return withFrameType(err, uint64(f.Type))
 	}
-	if cur := r.Current(); !cur.Equal(c.destCID) {
-		c.destCID = cur.Bytes()
+	if cur := r.Current(); !cur.Equal(c.cids.dest) {
+		c.cids.dest = cur.Bytes()
 		c.routeCurrentResetToken()
 	}
 	if r.HasPendingRetireConnectionID() {

@@ -36,8 +36,8 @@ func snapshotCIDs(c *Conn, handshakeDest []byte) cidSnapshot {
 		s.remoteActive = c.cids.remote.ActiveCount()
 	}
 	s.localActive = c.cids.local.ActiveCount()
-	_, s.seq0Routed = c.cids.own[string(c.srcCID)]
-	s.destIsSeq0 = bytes.Equal(c.destCID, handshakeDest)
+	_, s.seq0Routed = c.cids.own[string(c.cids.src)]
+	s.destIsSeq0 = bytes.Equal(c.cids.dest, handshakeDest)
 	return s
 }
 
@@ -108,12 +108,12 @@ func TestConnectionIDsQuicGoClientOurServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	echoCheck(t, s, testData(1<<20, 11))
-	waitCIDs(t, ctx, sc, sc.destCID, settled)
+	waitCIDs(t, ctx, sc, sc.cids.dest, settled)
 	// The retired sequence 0 is no longer routed, and every ID we issued
 	// (the client's first DCID, sequences 0 to 3 and the replacement of
 	// sequence 0) reached ConnectionIDAdded.
 	srv.mu.Lock()
-	_, routed := srv.handlers[string(sc.srcCID)]
+	_, routed := srv.handlers[string(sc.cids.src)]
 	srv.mu.Unlock()
 	if routed {
 		t.Fatal("retired handshake connection ID is still routed")
@@ -147,7 +147,7 @@ func TestConnectionIDsOurClientQuicGoServer(t *testing.T) {
 	}
 	defer c.CloseWithError(0, "")
 	c.mu.Lock()
-	handshakeDest := bytes.Clone(c.destCID)
+	handshakeDest := bytes.Clone(c.cids.dest)
 	c.mu.Unlock()
 	s, err := c.OpenStreamSync(ctx)
 	if err != nil {
@@ -234,7 +234,7 @@ func TestConnectionIDFramesOffline(t *testing.T) {
 		}
 	}
 	// Their loss queues them again.
-	c.sent[1] = p
+	c.loss.sent[1] = p
 	c.onPacketLost(1, time.Now())
 	if again, _ := offlineFrames(t, c); len(again) != len(frames) {
 		t.Fatalf("%d frames after loss, want %d", len(again), len(frames))
@@ -264,14 +264,14 @@ func TestConnectionIDFramesOffline(t *testing.T) {
 	if err := c.handleFrameBytes(newCID(1, 1, 0xb1)); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(c.destCID, bytes.Repeat([]byte{0xb1}, 8)) {
-		t.Fatalf("destination ID %x after retire_prior_to", c.destCID)
+	if !bytes.Equal(c.cids.dest, bytes.Repeat([]byte{0xb1}, 8)) {
+		t.Fatalf("destination ID %x after retire_prior_to", c.cids.dest)
 	}
 	frames, p = offlineFrames(t, c)
 	if len(frames) != 1 || frames[0].Type != wire.FrameTypeRetireConnectionID || frames[0].SequenceNumber != 0 {
 		t.Fatalf("frames %+v, want RETIRE_CONNECTION_ID 0", frames)
 	}
-	c.sent[2] = p
+	c.loss.sent[2] = p
 	c.onPacketLost(2, time.Now())
 	if again, _ := offlineFrames(t, c); len(again) != 1 || again[0].SequenceNumber != 0 {
 		t.Fatalf("after loss: %+v", again)
@@ -306,7 +306,7 @@ func TestStatelessResetTokenDerivation(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := c.ourParams()
-	if !p.HasStatelessResetToken || p.StatelessResetToken != statelessResetToken(&key, c.srcCID) {
+	if !p.HasStatelessResetToken || p.StatelessResetToken != statelessResetToken(&key, c.cids.src) {
 		t.Fatal("transport parameter token is not the token of the handshake ID")
 	}
 }
@@ -324,7 +324,7 @@ func TestResetTokenRouting(t *testing.T) {
 		}
 		// Acknowledge the RETIRE_CONNECTION_ID frames so more may follow.
 		_, p := offlineFrames(t, c)
-		c.sent[seq] = p
+		c.loss.sent[seq] = p
 		c.onPacketAcked(seq)
 	}
 	var want [16]byte

@@ -44,9 +44,25 @@ type pathResponse struct {
 	from netip.Addr
 }
 
-// pathState is the validation of the peer's current address after a
-// migration.
+// pathState is the network path of the connection: the peer's address,
+// where we send from, the datagram being processed, a client's added
+// paths and the validation of the peer's address after a migration.
+// Guarded by Conn.mu.
 type pathState struct {
+	remote   net.Addr       // the peer's current address
+	remoteAP netip.AddrPort // remote, unmapped; invalid when it is not UDP
+	sendT    *Transport     // the Transport we send from: Conn.t until a Path.Switch
+	rx       rxPath         // the datagram being processed
+	extra    []*Path        // client: paths added by AddPath
+	added    int            // client: AddPath calls, numbering the paths' qlog tuples
+	// responses are the PATH_RESPONSE frames we owe.
+	responses []pathResponse
+	migration migrationState
+}
+
+// migrationState is the validation of the peer's current address after a
+// migration.
+type migrationState struct {
 	validating bool
 	open       [maxOpenChallenges][8]byte // outstanding PATH_CHALLENGE payloads
 	nOpen      int
@@ -93,26 +109,26 @@ func (c *Conn) noteSource(p *receivedPacket) {
 		from, _ = addrPort(p.remote)
 	}
 	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-	c.rx = rxPath{from: from, remote: p.remote, size: len(p.data), ecn: p.ecn, local: p.local, via: p.via}
-	c.rx.other = c.remoteAP.IsValid() && from.IsValid() && from != c.remoteAP
+	c.path.rx = rxPath{from: from, remote: p.remote, size: len(p.data), ecn: p.ecn, local: p.local, via: p.via}
+	c.path.rx.other = c.path.remoteAP.IsValid() && from.IsValid() && from != c.path.remoteAP
 	c.noteLocal()
-	if c.path.validating && !c.rx.other {
-		c.path.recv += uint64(len(p.data))
+	if c.path.migration.validating && !c.path.rx.other {
+		c.path.migration.recv += uint64(len(p.data))
 	}
 }
 
 // rxRemote returns the sender of the datagram being processed as a net.Addr.
 func (c *Conn) rxRemote() net.Addr {
-	if c.rx.remote == nil {
-		c.rx.remote = net.UDPAddrFromAddrPort(c.rx.from)
+	if c.path.rx.remote == nil {
+		c.path.rx.remote = net.UDPAddrFromAddrPort(c.path.rx.from)
 	}
-	return c.rx.remote
+	return c.path.rx.remote
 }
 
 // onPathChallenge queues the PATH_RESPONSE, for the path the challenge
 // came on (RFC 9000 section 8.2.2).
 func (c *Conn) onPathChallenge(data [8]byte) {
-	if p := c.pathOn(c.rx.via); p != nil {
+	if p := c.pathOn(c.path.rx.via); p != nil {
 		// A client's path the connection does not send on: the answer
 		// goes from that path's socket (sendPathProbes).
 		if len(p.responses) < maxPathResponses {
@@ -120,31 +136,31 @@ func (c *Conn) onPathChallenge(data [8]byte) {
 		}
 		return
 	}
-	if len(c.pathResponses) >= maxPathResponses {
+	if len(c.path.responses) >= maxPathResponses {
 		return
 	}
 	r := pathResponse{data: data}
-	if c.rx.other {
-		r.to, r.toAP, r.room, r.from = c.rxRemote(), c.rx.from, 3*c.rx.size, c.rx.local
+	if c.path.rx.other {
+		r.to, r.toAP, r.room, r.from = c.rxRemote(), c.path.rx.from, 3*c.path.rx.size, c.path.rx.local
 	}
-	c.pathResponses = append(c.pathResponses, r)
+	c.path.responses = append(c.path.responses, r)
 }
 
 // onPathResponse completes the validation a matching PATH_RESPONSE answers,
 // whichever path it came on (RFC 9000 section 8.2.3).
 func (c *Conn) onPathResponse(data [8]byte) {
-	if len(c.paths) > 0 {
+	if len(c.path.extra) > 0 {
 		c.pathValidatedBy(data)
 	}
-	if !c.path.validating {
+	if !c.path.migration.validating {
 		c.onProbeResponse(data)
 		return
 	}
-	for _, d := range c.path.open[:c.path.nOpen] {
+	for _, d := range c.path.migration.open[:c.path.migration.nOpen] {
 		if d == data {
-			c.path.validating = false
-			c.path.sendChallenge = false
-			c.path.prev = nil
+			c.path.migration.validating = false
+			c.path.migration.sendChallenge = false
+			c.path.migration.prev = nil
 			if c.qlog != nil {
 				c.qlogPath("validated")
 			}
@@ -157,15 +173,15 @@ func (c *Conn) onPathResponse(data [8]byte) {
 // packet with the highest packet number so far came from there (RFC 9000
 // section 9.3). dcid is the packet's Destination Connection ID.
 func (c *Conn) afterShortPacket(dcid []byte, newest bool, now time.Time) {
-	if !c.rx.other {
-		if c.path.dcidLen != len(dcid) || !bytes.Equal(c.path.lastDCID[:c.path.dcidLen], dcid) {
-			c.path.dcidLen = copy(c.path.lastDCID[:], dcid)
+	if !c.path.rx.other {
+		if c.path.migration.dcidLen != len(dcid) || !bytes.Equal(c.path.migration.lastDCID[:c.path.migration.dcidLen], dcid) {
+			c.path.migration.dcidLen = copy(c.path.migration.lastDCID[:], dcid)
 		}
 		return
 	}
 	// Only a server follows its peer, and only after the handshake is
 	// confirmed: a client must not migrate earlier (RFC 9000 section 9).
-	if c.isClient || !newest || !c.rx.nonProbing || !c.handshakeConfirmed || c.closeErr != nil {
+	if c.isClient || !newest || !c.path.rx.nonProbing || !c.hs.confirmed || c.close.err != nil {
 		return
 	}
 	c.migrateTo(dcid, now)
@@ -174,34 +190,34 @@ func (c *Conn) afterShortPacket(dcid []byte, newest bool, now time.Time) {
 // migrateTo makes the sender of the datagram being processed the peer
 // address and starts validating it.
 func (c *Conn) migrateTo(dcid []byte, now time.Time) {
-	to := c.rx.from
-	if c.path.validating && to == c.path.prevAP && c.rx.local == c.path.prevLocal {
+	to := c.path.rx.from
+	if c.path.migration.validating && to == c.path.migration.prevAP && c.path.rx.local == c.path.migration.prevLocal {
 		// Back on the address validated before: nothing to prove.
-		c.remote, c.remoteAP, c.x.local = c.path.prev, c.path.prevAP, c.path.prevLocal
-		c.path = pathState{lastDCID: c.path.lastDCID, dcidLen: c.path.dcidLen}
+		c.path.remote, c.path.remoteAP, c.x.local = c.path.migration.prev, c.path.migration.prevAP, c.path.migration.prevLocal
+		c.path.migration = migrationState{lastDCID: c.path.migration.lastDCID, dcidLen: c.path.migration.dcidLen}
 		if c.qlog != nil {
 			c.qlogPath("returned")
 		}
 		return
 	}
-	sameHost := to.Addr() == c.remoteAP.Addr() && c.rx.local == c.x.local
-	if !c.path.validating {
-		c.path.prev, c.path.prevAP, c.path.prevLocal = c.remote, c.remoteAP, c.x.local
+	sameHost := to.Addr() == c.path.remoteAP.Addr() && c.path.rx.local == c.x.local
+	if !c.path.migration.validating {
+		c.path.migration.prev, c.path.migration.prevAP, c.path.migration.prevLocal = c.path.remote, c.path.remoteAP, c.x.local
 	}
-	c.remote, c.remoteAP = c.rxRemote(), to
-	c.x.local = c.rx.local
+	c.path.remote, c.path.remoteAP = c.rxRemote(), to
+	c.x.local = c.path.rx.local
 	if c.trace != nil {
 		c.traceServerSwitch(to)
 	}
-	c.path.dcidLen = copy(c.path.lastDCID[:], dcid)
-	c.path.validating = true
-	c.path.nOpen = 0
-	c.path.sendChallenge = true
-	c.path.recv, c.path.sent = uint64(c.rx.size), 0
+	c.path.migration.dcidLen = copy(c.path.migration.lastDCID[:], dcid)
+	c.path.migration.validating = true
+	c.path.migration.nOpen = 0
+	c.path.migration.sendChallenge = true
+	c.path.migration.recv, c.path.migration.sent = uint64(c.path.rx.size), 0
 	// Three PTOs, of the old path's estimate or a fresh one, whichever is
 	// longer (RFC 9000 section 8.2.4).
 	fresh := recovery.NewRTTStats(0)
-	c.path.deadline = now.Add(3 * max(c.ptoLocked(), fresh.PTOBase()+c.rec.RTT().MaxAckDelay()))
+	c.path.migration.deadline = now.Add(3 * max(c.ptoLocked(), fresh.PTOBase()+c.loss.rec.RTT().MaxAckDelay()))
 	if !sameHost {
 		// Only a port change keeps the congestion state (RFC 9000 9.4),
 		// and the path MTU.
@@ -222,7 +238,7 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	if c.probeValidated(to, c.x.local) {
 		// The peer answered the challenge we sent with our answer to its
 		// probe from there: an address validated before (RFC 9000 9.3).
-		c.path.validating, c.path.sendChallenge, c.path.prev = false, false, nil
+		c.path.migration.validating, c.path.migration.sendChallenge, c.path.migration.prev = false, false, nil
 		if c.qlog != nil {
 			c.qlogPath("validated")
 		}
@@ -233,8 +249,8 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 // restartPathState forgets what was learned about the path: RTT,
 // congestion window, pacing and path MTU start over (RFC 9000 9.4).
 func (c *Conn) restartPathState(now time.Time) {
-	c.rec.OnPathChanged(now)
-	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+	c.loss.rec.OnPathChanged(now)
+	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 	c.resetMTU()
 }
 
@@ -248,56 +264,56 @@ func (c *Conn) switchPeerCID() {
 	if !ok || r.SwitchTo(seq) != nil {
 		return
 	}
-	c.destCID = r.Current().Bytes()
+	c.cids.dest = r.Current().Bytes()
 	c.routeCurrentResetToken()
 }
 
 // pathTimers fails a validation that ran out of time, falling back to the
 // last validated address, and schedules PATH_CHALLENGE resends.
 func (c *Conn) pathTimers(now time.Time) {
-	if !c.path.validating {
+	if !c.path.migration.validating {
 		return
 	}
-	if !now.Before(c.path.deadline) {
+	if !now.Before(c.path.migration.deadline) {
 		if m := c.avMetrics(); m != nil {
 			m.pathValidationFailures.Inc()
 		}
-		if c.path.prev != nil {
-			c.remote, c.remoteAP, c.x.local = c.path.prev, c.path.prevAP, c.path.prevLocal
+		if c.path.migration.prev != nil {
+			c.path.remote, c.path.remoteAP, c.x.local = c.path.migration.prev, c.path.migration.prevAP, c.path.migration.prevLocal
 			c.restartPathState(now)
 		}
-		c.path = pathState{}
+		c.path.migration = migrationState{}
 		if c.qlog != nil {
 			c.qlogPath("failed")
 		}
 		return
 	}
-	if !c.path.sendChallenge && !now.Before(c.path.resendAt) {
-		c.path.sendChallenge = true
+	if !c.path.migration.sendChallenge && !now.Before(c.path.migration.resendAt) {
+		c.path.migration.sendChallenge = true
 	}
 }
 
 // pathDeadline is the next path timer, or zero.
 func (c *Conn) pathDeadline() time.Time {
-	if !c.path.validating {
+	if !c.path.migration.validating {
 		return time.Time{}
 	}
-	if !c.path.sendChallenge && c.path.resendAt.Before(c.path.deadline) {
-		return c.path.resendAt
+	if !c.path.migration.sendChallenge && c.path.migration.resendAt.Before(c.path.migration.deadline) {
+		return c.path.migration.resendAt
 	}
-	return c.path.deadline
+	return c.path.migration.deadline
 }
 
 // pathSendLimit lowers limit to what anti-amplification allows towards an
 // unvalidated peer address; 0 means nothing may be sent.
 func (c *Conn) pathSendLimit(limit int) int {
-	if !c.path.validating {
+	if !c.path.migration.validating {
 		return limit
 	}
-	if 3*c.path.recv <= c.path.sent+minPacketRoom {
+	if 3*c.path.migration.recv <= c.path.migration.sent+minPacketRoom {
 		return 0
 	}
-	return int(min(uint64(limit), 3*c.path.recv-c.path.sent))
+	return int(min(uint64(limit), 3*c.path.migration.recv-c.path.migration.sent))
 }
 
 // sendPathChallenge sends the due PATH_CHALLENGE of a migration in a
@@ -307,35 +323,35 @@ func (c *Conn) pathSendLimit(limit int) int {
 // would go out (the interop runner's rebind checks want exactly that).
 func (c *Conn) sendPathChallenge(now time.Time) {
 	limit := c.pathSendLimit(maxPacketSize)
-	if limit < minPacketRoom || c.app == nil || !c.app.CanSend() {
+	if limit < minPacketRoom || c.keys.app == nil || !c.keys.app.CanSend() {
 		return
 	}
 	var data [8]byte
 	_, _ = rand.Read(data[:])
 	var frame [9]byte
 	fb := wire.AppendFrame(frame[:0], &wire.Frame{Type: wire.FrameTypePathChallenge, PathData: data})
-	d := c.buildPathDatagram(now, c.destCID, fb, limit, false)
+	d := c.buildPathDatagram(now, c.cids.dest, fb, limit, false)
 	if d == nil {
 		return
 	}
-	if c.path.nOpen == maxOpenChallenges {
-		copy(c.path.open[:], c.path.open[1:])
-		c.path.nOpen--
+	if c.path.migration.nOpen == maxOpenChallenges {
+		copy(c.path.migration.open[:], c.path.migration.open[1:])
+		c.path.migration.nOpen--
 	}
-	c.path.open[c.path.nOpen] = data
-	c.path.nOpen++
-	c.path.sendChallenge = false
-	c.path.resendAt = now.Add(c.ptoLocked())
-	c.path.sent += uint64(len(d))
-	c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true})
+	c.path.migration.open[c.path.migration.nOpen] = data
+	c.path.migration.nOpen++
+	c.path.migration.sendChallenge = false
+	c.path.migration.resendAt = now.Add(c.ptoLocked())
+	c.path.migration.sent += uint64(len(d))
+	c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true})
 }
 
 // appendPathFrames appends the PATH_RESPONSE frames owed on the current
 // path; they make the datagram padded to full size (RFC 9000 section
 // 8.2.2).
 func (c *Conn) appendPathFrames(b []byte, maxEnd int, _ time.Time, p *sentPacket) []byte {
-	kept := c.pathResponses[:0]
-	for _, r := range c.pathResponses {
+	kept := c.path.responses[:0]
+	for _, r := range c.path.responses {
 		if r.to != nil {
 			kept = append(kept, r)
 			continue
@@ -347,9 +363,9 @@ func (c *Conn) appendPathFrames(b []byte, maxEnd int, _ time.Time, p *sentPacket
 			continue
 		}
 		p.eliciting = true
-		c.padDatagram = true
+		c.send.pad = true
 	}
-	c.pathResponses = kept
+	c.path.responses = kept
 	return b
 }
 
@@ -357,11 +373,11 @@ func (c *Conn) appendPathFrames(b []byte, maxEnd int, _ time.Time, p *sentPacket
 // address other than the peer's current one, addressed there, with a peer
 // connection ID not used on the current path when the peer gave us one.
 func (c *Conn) sendProbeResponses(now time.Time) {
-	if c.app == nil || !c.app.CanSend() {
+	if c.keys.app == nil || !c.keys.app.CanSend() {
 		return
 	}
-	kept := c.pathResponses[:0]
-	for _, r := range c.pathResponses {
+	kept := c.path.responses[:0]
+	for _, r := range c.path.responses {
 		if r.to == nil {
 			kept = append(kept, r)
 			continue
@@ -372,7 +388,7 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 		// Challenge the probing address in the same datagram, so that a
 		// migration there is validated at once (preferred_address.go).
 		fb = c.appendProbeChallenge(fb, r.toAP, r.from)
-		dcid := c.destCID
+		dcid := c.cids.dest
 		if c.cids.remote != nil {
 			if cid, _, ok := c.cids.remote.NextUnused(); ok {
 				dcid = cid.Bytes()
@@ -386,11 +402,11 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 			c.trace.txTuple = ""
 		}
 		if d != nil {
-			c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, to: r.to, via: c.pathTransportTo(r.toAP), from: r.from})
+			c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true, to: r.to, via: c.pathTransportTo(r.toAP), from: r.from})
 		}
 	}
-	clear(c.pathResponses[len(kept):])
-	c.pathResponses = kept
+	clear(c.path.responses[len(kept):])
+	c.path.responses = kept
 }
 
 // buildPathDatagram builds a 1-RTT datagram to dcid holding only frame,
@@ -407,7 +423,7 @@ func (c *Conn) buildPathDatagram(now time.Time, dcid, frame []byte, limit int, m
 		pi.mtuProbe = true
 		pi.sp.frames = append(pi.sp.frames, sentFrame{kind: sfMTUProbe, n: uint64(limit)})
 	}
-	c.padDatagram = true
+	c.send.pad = true
 	d := c.finishDatagram(buf, []packetInfo{pi}, limit, now)
 	if d == nil {
 		putSendBuffer(buf)

@@ -15,18 +15,18 @@ import (
 // handleDatagram processes one received datagram, all its coalesced packets.
 func (c *Conn) handleDatagram(p receivedPacket) {
 	defer putBuffer(p.buf)
-	if c.finished {
+	if c.close.finished {
 		return
 	}
-	if c.closing {
+	if c.close.closing {
 		// Answer with our CONNECTION_CLOSE, exponentially less often.
-		c.closeRecvCount++
-		if c.closePacket != nil && c.closeRecvCount&(c.closeRecvCount-1) == 0 {
-			c.pendingWrites = append(c.pendingWrites, outDatagram{b: c.closePacket})
+		c.close.recvCount++
+		if c.close.packet != nil && c.close.recvCount&(c.close.recvCount-1) == 0 {
+			c.send.pending = append(c.send.pending, outDatagram{b: c.close.packet})
 		}
 		return
 	}
-	if c.draining {
+	if c.close.draining {
 		return
 	}
 	c.noteSource(&p)
@@ -34,13 +34,13 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		c.traceDatagram(&p)
 		c.traceRxTuple()
 	}
-	c.bytesRecv += uint64(len(p.data))
+	c.admit.bytesRecv += uint64(len(p.data))
 	c.stats.bytesRecv += uint64(len(p.data))
-	if !c.isClient && !c.addressValidated {
-		c.rec.SetAmplificationLimited(false, p.rcvTime)
+	if !c.isClient && !c.admit.validated {
+		c.loss.rec.SetAmplificationLimited(false, p.rcvTime)
 	}
 	data := p.data
-	for len(data) > 0 && c.closeErr == nil {
+	for len(data) > 0 && c.close.err == nil {
 		if !wire.IsLongHeader(data[0]) {
 			c.handleShortPacket(data, p)
 			return
@@ -65,7 +65,7 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		}
 		// A peer may switch to an ID from NEW_CONNECTION_ID (sent in 0.5-RTT)
 		// while still sending Handshake packets, as quic-go does.
-		if !c.ownsCID(hdr.DestConnID) && (c.isClient || !bytes.Equal(hdr.DestConnID, c.clientDestCID)) {
+		if !c.ownsCID(hdr.DestConnID) && (c.isClient || !bytes.Equal(hdr.DestConnID, c.cids.clientDest)) {
 			continue
 		}
 		switch hdr.Type {
@@ -82,8 +82,8 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		// Packets kept for the keys this one brought go first, before the
 		// rest of the datagram: they were sent (or arrived) earlier, and
 		// quic-go reads them in this order too.
-		for c.retryUndecryptableLater && len(data) > 0 {
-			c.retryUndecryptableLater = false
+		for c.keys.retryLater && len(data) > 0 {
+			c.keys.retryLater = false
 			c.retryUndecryptable()
 		}
 	}
@@ -91,7 +91,7 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 
 // keepUndecryptable holds a packet whose keys have not arrived yet.
 func (c *Conn) keepUndecryptable(pkt []byte, p receivedPacket) {
-	if len(c.undecryptable) >= maxUndecryptable {
+	if len(c.keys.undecryptable) >= maxUndecryptable {
 		return
 	}
 	if c.trace != nil {
@@ -103,20 +103,20 @@ func (c *Conn) keepUndecryptable(pkt []byte, p receivedPacket) {
 	if c.trace != nil {
 		kept.checksum = c.trace.checksum
 	}
-	c.undecryptable = append(c.undecryptable, kept)
+	c.keys.undecryptable = append(c.keys.undecryptable, kept)
 }
 
 // retryUndecryptable reprocesses the kept packets after new keys arrived.
 func (c *Conn) retryUndecryptable() {
-	if len(c.undecryptable) == 0 {
+	if len(c.keys.undecryptable) == 0 {
 		return
 	}
-	kept := c.undecryptable
-	c.undecryptable = nil
+	kept := c.keys.undecryptable
+	c.keys.undecryptable = nil
 	for _, p := range kept {
 		p.data = (*p.buf)[:len(p.data)]
 		// Do not count the bytes twice for the amplification limit.
-		c.bytesRecv -= uint64(len(p.data))
+		c.admit.bytesRecv -= uint64(len(p.data))
 		c.handleDatagram(p)
 	}
 }
@@ -134,13 +134,13 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 	if pn, ok := sp.tracker.LargestReceived(); ok {
 		largest = int64(pn)
 	}
-	if c.isClient && space == spaceInitial && c.receivedFirst && !bytes.Equal(hdr.SrcConnID, c.destCID) {
+	if c.isClient && space == spaceInitial && c.hs.receivedFirst && !bytes.Equal(hdr.SrcConnID, c.cids.dest) {
 		return
 	}
 	// UnprotectPacket works in place; keep the header's source CID when
 	// it becomes our destination CID.
 	var scid []byte
-	if c.isClient && !c.receivedFirst {
+	if c.isClient && !c.hs.receivedFirst {
 		scid = slices.Clone(hdr.SrcConnID)
 	}
 	opener := sp.opener
@@ -158,9 +158,9 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 	if sp.tracker.IsDuplicate(pn) {
 		return
 	}
-	if c.isClient && !c.receivedFirst {
-		c.receivedFirst = true
-		c.destCID = scid
+	if c.isClient && !c.hs.receivedFirst {
+		c.hs.receivedFirst = true
+		c.cids.dest = scid
 	}
 	pt := wire.PacketTypeInitial
 	if space == spaceHandshake {
@@ -173,7 +173,7 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 		c.tracePacketReceived(pt, pn, hdr, pkt, nil, payload, p.ecn)
 	}
 	c.processPayload(space, pt, pn, payload, p.rcvTime)
-	if c.closeErr == nil && space == spaceHandshake && !c.isClient && !c.addressValidated {
+	if c.close.err == nil && space == spaceHandshake && !c.isClient && !c.admit.validated {
 		// A Handshake packet proves the client owns its address, and
 		// means it has Handshake keys: Initial keys go (RFC 9001 4.9.1).
 		c.addressValidatedNow()
@@ -200,7 +200,7 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 		}
 		return
 	}
-	if c.app == nil || !c.app.CanReceive() {
+	if c.keys.app == nil || !c.keys.app.CanReceive() {
 		c.keepUndecryptable(pkt, p)
 		return
 	}
@@ -209,13 +209,13 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 	if pn, ok := sp.tracker.LargestReceived(); ok {
 		largest = int64(pn)
 	}
-	payload, pn, keyUpdated, err := c.app.UnprotectPacket(pkt, sh.PNOffset, largest)
+	payload, pn, keyUpdated, err := c.keys.app.UnprotectPacket(pkt, sh.PNOffset, largest)
 	if err != nil {
 		if mayBeReset && c.isStatelessReset(tail[:]) {
 			c.destroyLocked(&StatelessResetError{})
 			return
 		}
-		if c.app.AuthFailures() >= c.app.IntegrityLimit() {
+		if c.keys.app.AuthFailures() >= c.keys.app.IntegrityLimit() {
 			c.closeWithError(qerr.NewTransportError(qerr.AEADLimitReached, 0, "integrity limit reached"))
 		}
 		return
@@ -225,12 +225,12 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 		return
 	}
 	if keyUpdated {
-		if !c.handshakeConfirmed {
+		if !c.hs.confirmed {
 			c.closeWithError(qerr.NewTransportError(qerr.KeyUpdateError, 0, "key update before handshake confirmation"))
 			return
 		}
 		if c.trace != nil {
-			c.traceKeyUpdate(true, c.app.Generation())
+			c.traceKeyUpdate(true, c.keys.app.Generation())
 		}
 		c.onKeyUpdate(now)
 	}
@@ -244,7 +244,7 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 		c.tracePacketReceived(wire.PacketType1RTT, pn, nil, pkt, sh.DestConnID, payload, p.ecn)
 	}
 	c.cids.rxDCID = sh.DestConnID
-	c.rx.nonProbing = false
+	c.path.rx.nonProbing = false
 	c.processPayload(spaceApp, wire.PacketType1RTT, pn, payload, now)
 	c.cids.rxDCID = nil
 	c.afterShortPacket(sh.DestConnID, int64(pn) > largest, now)
@@ -273,21 +273,21 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 			ackEliciting = true
 		}
 		if !f.Type.IsProbing() {
-			c.rx.nonProbing = true
+			c.path.rx.nonProbing = true
 		}
 		if err := c.handleFrame(space, f, now); err != nil {
 			c.closeWithError(err)
 			return
 		}
-		if c.closeErr != nil {
+		if c.close.err != nil {
 			return
 		}
 	}
-	_ = c.spaces[space].tracker.Received(pn, ackEliciting, ackgenECN(c.rx.ecn), now)
+	_ = c.spaces[space].tracker.Received(pn, ackEliciting, ackgenECN(c.path.rx.ecn), now)
 	c.stats.packetsRecv++
-	c.lastActivity = now
-	c.lastSendOrRecv = now
-	c.ackElicitingSent = false
+	c.idle.lastActivity = now
+	c.idle.lastSendOrRecv = now
+	c.idle.ackElicitingSent = false
 }
 
 func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
@@ -309,7 +309,7 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 			return qerr.NewProtocolViolation(uint64(f.Type), "NEW_TOKEN sent by client")
 		}
 		if c.config.TokenStore != nil && len(f.Token) > 0 {
-			c.config.TokenStore.Put(c.tokenStoreKey, &ClientToken{data: slices.Clone(f.Token)})
+			c.config.TokenStore.Put(c.tokens.storeKey, &ClientToken{data: slices.Clone(f.Token)})
 		}
 	case wire.FrameTypeNewConnectionID:
 		return c.handleNewConnectionID(f)
@@ -333,15 +333,15 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	exp := uint8(wire.DefaultAckDelayExponent)
 	if space == spaceApp {
-		exp = c.ackDelayExp
+		exp = c.hs.peerAckDelayExp
 	}
 	delay := time.Duration(0)
 	if f.AckDelay < 1<<40 {
 		delay = time.Duration(f.AckDelay<<exp) * time.Microsecond
 	}
-	c.events.Reset()
-	prevLargest, hadLargest := c.rec.LargestAcked(recovery.Space(space))
-	if err := c.rec.OnAckReceived(recovery.Space(space), f.AckRanges, delay, now, &c.events); err != nil {
+	c.loss.events.Reset()
+	prevLargest, hadLargest := c.loss.rec.LargestAcked(recovery.Space(space))
+	if err := c.loss.rec.OnAckReceived(recovery.Space(space), f.AckRanges, delay, now, &c.loss.events); err != nil {
 		var te *qerr.TransportError
 		if !errors.As(err, &te) {
 			return nil // our own bug, not the peer's
@@ -352,8 +352,8 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	var largest uint64
 	var largestSent time.Time
 	acked1RTT := false
-	for _, p := range c.events.Acked {
-		if space == spaceApp && c.first1RTTPN >= 0 && p.Number >= uint64(c.first1RTTPN) {
+	for _, p := range c.loss.events.Acked {
+		if space == spaceApp && c.keys.first1RTTPN >= 0 && p.Number >= uint64(c.keys.first1RTTPN) {
 			acked1RTT = true
 		}
 		if c.onPacketAcked(p.Handle) {
@@ -372,7 +372,7 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	if c.trace != nil {
 		c.traceLost()
 	}
-	for _, p := range c.events.Lost {
+	for _, p := range c.loss.events.Lost {
 		c.onPacketLost(p.Handle, now)
 	}
 	c.countLost(now)
@@ -382,7 +382,7 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	if c.trace != nil {
 		c.traceMetrics()
 	}
-	if acked1RTT && c.isClient && !c.handshakeConfirmed && c.handshakeComplete {
+	if acked1RTT && c.isClient && !c.hs.confirmed && c.hs.complete {
 		// An acknowledged 1-RTT packet confirms the handshake (RFC 9001
 		// 4.1.2); an ACK of 0-RTT packets alone does not, or the client
 		// would drop its Handshake keys before its Finished got through.
@@ -404,7 +404,7 @@ func (c *Conn) handleCryptoFrame(space int, f *wire.Frame) error {
 	}
 	for d := sp.cryptoIn.Peek(); len(d) > 0; d = sp.cryptoIn.Peek() {
 		// HandleData copies what it keeps, so the bytes can go at once.
-		err := c.tls.HandleData(tlsLevel(space), d)
+		err := c.hs.tls.HandleData(tlsLevel(space), d)
 		sp.cryptoIn.Skip(len(d))
 		if err != nil {
 			return tlsError(err)
@@ -422,6 +422,6 @@ func (c *Conn) handleConnectionClose(f *wire.Frame) {
 	}
 	c.signalClosedLocked(err)
 	c.endTracer()
-	c.draining = true
-	c.closeDeadline = time.Now().Add(c.closingPeriod())
+	c.close.draining = true
+	c.close.deadline = time.Now().Add(c.closingPeriod())
 }

@@ -10,6 +10,34 @@ import (
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
+// streamSet is the connection's streams and the lists the packer and the
+// accept calls work through. Guarded by Conn.mu, like the streams
+// themselves.
+type streamSet struct {
+	all map[uint64]*stream
+	// counts is the stream limits, both ways; blocked says an open waits
+	// for the peer's limit and maxStreamsLost a MAX_STREAMS frame is to be
+	// sent again, by dirIndex.
+	counts         flowcontrol.StreamCounts
+	blocked        [2]bool
+	maxStreamsLost [2]bool
+	sendList       []*stream // streams with data or a FIN to send
+	ctrlList       []*stream // streams with control frames to send
+	prioritized    bool      // a stream's priority was set: schedule by priority
+	prioOrder      []*stream // scratch for appendStreamFramesByPriority
+	acceptBidi     []*stream // opened by the peer, not accepted yet
+	acceptUni      []*stream
+	sig            chan struct{} // broadcast: accept queues or stream limits changed
+}
+
+// connFlow is connection-level flow control (RFC 9000 section 4.1).
+// Guarded by Conn.mu.
+type connFlow struct {
+	recv        *flowcontrol.ConnReceiver // what we let the peer send
+	send        flowcontrol.SendCredit    // what the peer lets us send
+	maxDataLost bool                      // a MAX_DATA frame is to be sent again
+}
+
 // handleStreamFrame handles the stream and flow control frames.
 func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 	ft := uint64(f.Type)
@@ -22,7 +50,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 	}
 	switch f.Type {
 	case wire.FrameTypeMaxData:
-		if c.connSend.OnMaxData(f.Limit) {
+		if c.flow.send.OnMaxData(f.Limit) {
 			c.wakeAllSenders()
 		}
 		return nil
@@ -31,12 +59,12 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		if f.Type == wire.FrameTypeMaxStreamsUni {
 			d = flowcontrol.Uni
 		}
-		raised, err := c.counts.Outgoing(d).OnMaxStreams(f.Limit)
+		raised, err := c.streams.counts.Outgoing(d).OnMaxStreams(f.Limit)
 		if err != nil {
 			return withType(err)
 		}
 		if raised {
-			broadcast(&c.streamSig)
+			broadcast(&c.streams.sig)
 		}
 		return nil
 	case wire.FrameTypeDataBlocked, wire.FrameTypeStreamsBlockedBidi, wire.FrameTypeStreamsBlockedUni:
@@ -44,14 +72,14 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		return nil
 	}
 	peerSends := f.Type == wire.FrameTypeStream || f.Type == wire.FrameTypeResetStream || f.Type == wire.FrameTypeStreamDataBlocked
-	first, n, err := c.counts.OnPeerFrame(f.StreamID, peerSends)
+	first, n, err := c.streams.counts.OnPeerFrame(f.StreamID, peerSends)
 	if err != nil {
 		return withType(err)
 	}
 	if n > 0 {
 		c.openPeerStreams(f.StreamID, first, n)
 	}
-	s := c.streams[f.StreamID]
+	s := c.streams.all[f.StreamID]
 	if s == nil {
 		return nil // a stream that is already closed
 	}
@@ -113,7 +141,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 // wakeAllSenders follows a MAX_DATA increase: streams with data go back
 // into the send list and waiting writers may queue more (writeRoom).
 func (c *Conn) wakeAllSenders() {
-	for _, s := range c.streams {
+	for _, s := range c.streams.all {
 		if !s.hasSend {
 			continue
 		}
@@ -134,17 +162,17 @@ func (c *Conn) openPeerStreams(id, first, n uint64) {
 		}
 		s := c.newStream(sid)
 		if d == flowcontrol.Bidi {
-			c.acceptBidi = append(c.acceptBidi, s)
+			c.streams.acceptBidi = append(c.streams.acceptBidi, s)
 		} else {
-			c.acceptUni = append(c.acceptUni, s)
+			c.streams.acceptUni = append(c.streams.acceptUni, s)
 		}
 	}
-	broadcast(&c.streamSig)
+	broadcast(&c.streams.sig)
 }
 
 // AcceptStream returns the next bidirectional stream the peer opened.
 func (c *Conn) AcceptStream(ctx context.Context) (*Stream, error) {
-	s, err := c.accept(ctx, &c.acceptBidi)
+	s, err := c.accept(ctx, &c.streams.acceptBidi)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +181,7 @@ func (c *Conn) AcceptStream(ctx context.Context) (*Stream, error) {
 
 // AcceptUniStream returns the next unidirectional stream the peer opened.
 func (c *Conn) AcceptUniStream(ctx context.Context) (*ReceiveStream, error) {
-	s, err := c.accept(ctx, &c.acceptUni)
+	s, err := c.accept(ctx, &c.streams.acceptUni)
 	if err != nil {
 		return nil, err
 	}
@@ -170,13 +198,13 @@ func (c *Conn) accept(ctx context.Context, q *[]*stream) (*stream, error) {
 			*q = (*q)[1:]
 			return s, nil
 		}
-		if c.closeErr != nil {
-			return nil, c.closeErr
+		if c.close.err != nil {
+			return nil, c.close.err
 		}
-		if c.zeroRTTRejected {
+		if c.early.awaitingNext {
 			return nil, Err0RTTRejected
 		}
-		if err := c.waitLockedCtx(ctx, waitChan(&c.streamSig)); err != nil {
+		if err := c.waitLockedCtx(ctx, waitChan(&c.streams.sig)); err != nil {
 			return nil, err
 		}
 	}
@@ -240,13 +268,13 @@ func (c *Conn) open(ctx context.Context, wait bool, d flowcontrol.Direction) (*s
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
-		if c.closeErr != nil {
-			return nil, c.closeErr
+		if c.close.err != nil {
+			return nil, c.close.err
 		}
-		if c.zeroRTTRejected {
+		if c.early.awaitingNext {
 			return nil, Err0RTTRejected
 		}
-		id, err := c.counts.OpenStream(d)
+		id, err := c.streams.counts.OpenStream(d)
 		if err == nil {
 			return c.newStream(id), nil
 		}
@@ -255,12 +283,12 @@ func (c *Conn) open(ctx context.Context, wait bool, d flowcontrol.Direction) (*s
 		}
 		// Tell the peer we would open more (STREAMS_BLOCKED, once per
 		// limit).
-		c.streamsBlocked[dirIndex(d)] = true
+		c.streams.blocked[dirIndex(d)] = true
 		c.wake()
 		if !wait {
 			return nil, &StreamLimitReachedError{}
 		}
-		if err := c.waitLockedCtx(ctx, waitChan(&c.streamSig)); err != nil {
+		if err := c.waitLockedCtx(ctx, waitChan(&c.streams.sig)); err != nil {
 			return nil, err
 		}
 	}

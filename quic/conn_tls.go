@@ -19,6 +19,22 @@ import (
 	"github.com/turboretry/turboretry/qlog"
 )
 
+// handshakeState is the progress of the TLS handshake and what it brought
+// from the peer. Guarded by Conn.mu.
+type handshakeState struct {
+	tls       *tls.QUICConn // nil until startTLS
+	complete  bool          // TLS finished (HandshakeComplete is closed)
+	confirmed bool          // RFC 9001 section 4.1.2; Initial and Handshake keys are gone
+	sendDone  bool          // server: HANDSHAKE_DONE is due (again, when lost)
+	// queuedForAccept (server): the connection went to its listener's
+	// accept queue.
+	queuedForAccept  bool
+	receivedFirst    bool // client: a server packet was processed
+	versionRestarted bool // client: restarted after Version Negotiation
+	peerParams       *wire.TransportParameters
+	peerAckDelayExp  uint8 // the peer's ack_delay_exponent
+}
+
 func tlsLevel(space int) tls.QUICEncryptionLevel {
 	switch space {
 	case spaceInitial:
@@ -66,7 +82,7 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 	p.InitialMaxStreamsUni = uint64(cfg.MaxIncomingUniStreams)
 	p.ActiveConnectionIDLimit = remoteCIDLimit
 	p.MaxUDPPayloadSize = receiveBufferSize // larger datagrams would be truncated
-	p.InitialSourceConnectionID = c.srcCID
+	p.InitialSourceConnectionID = c.cids.src
 	p.HasInitialSourceConnectionID = true
 	p.VersionInformation = c.versionInformation()
 	p.PreferredAddress = c.preferredAddressParam()
@@ -74,10 +90,10 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 		p.MaxDatagramFrameSize = 65535
 	}
 	if !c.isClient {
-		p.OriginalDestinationConnectionID = c.origDestCID
+		p.OriginalDestinationConnectionID = c.cids.origDest
 		p.HasOriginalDestinationConnectionID = true
-		if c.retrySrcCID != nil {
-			p.RetrySourceConnectionID = c.retrySrcCID
+		if c.cids.retrySrc != nil {
+			p.RetrySourceConnectionID = c.cids.retrySrc
 			p.HasRetrySourceConnectionID = true
 		}
 		if c.t.StatelessResetKey != nil {
@@ -99,13 +115,13 @@ func (c *Conn) startTLS() error {
 		// Session events let the client remember the server's limits with
 		// its tickets, for 0-RTT.
 		qc.EnableSessionEvents = c.tlsConf.ClientSessionCache != nil
-		c.tls = tls.QUICClient(qc)
+		c.hs.tls = tls.QUICClient(qc)
 		role = wire.RoleClient
 	} else {
 		// Session events let the server check a resumed session's 0-RTT
 		// limits (onResumeSession).
 		qc.EnableSessionEvents = true
-		c.tls = tls.QUICServer(qc)
+		c.hs.tls = tls.QUICServer(qc)
 	}
 	if c.isClient {
 		// A server sets its parameters once it has read the client's
@@ -115,7 +131,7 @@ func (c *Conn) startTLS() error {
 			return err
 		}
 	}
-	if err := c.tls.Start(c.ctx); err != nil {
+	if err := c.hs.tls.Start(c.ctx); err != nil {
 		return tlsError(err)
 	}
 	return c.processTLSEvents()
@@ -134,14 +150,14 @@ func (c *Conn) setOurParams(role wire.Role) error {
 	if err != nil {
 		return err
 	}
-	c.tls.SetTransportParameters(params)
+	c.hs.tls.SetTransportParameters(params)
 	return nil
 }
 
 // processTLSEvents applies what crypto/tls asks for until it is idle.
 func (c *Conn) processTLSEvents() error {
 	for {
-		ev := c.tls.NextEvent()
+		ev := c.hs.tls.NextEvent()
 		switch ev.Kind {
 		case tls.QUICNoEvent:
 			return nil
@@ -179,13 +195,13 @@ func (c *Conn) processTLSEvents() error {
 		case tls.QUICStoreSession:
 			if c.isClient && ev.SessionState != nil {
 				c.rememberParams(ev.SessionState)
-				if err := c.tls.StoreSession(ev.SessionState); err != nil {
+				if err := c.hs.tls.StoreSession(ev.SessionState); err != nil {
 					return tlsError(err)
 				}
 			}
 		case tls.QUICRejectedEarlyData:
-			c.earlySealer = nil
-			c.rejected0RTT = true
+			c.early.sealer = nil
+			c.early.rejected = true
 			c.on0RTTRejected()
 		case tls.QUICErrorEvent:
 			return tlsError(ev.Err)
@@ -205,7 +221,7 @@ func (c *Conn) installKeys(ev tls.QUICEvent, write bool) error {
 		if err := c.installEarlySealer(ev); err != nil {
 			return err
 		}
-		c.sentEarly = c.earlySealer != nil
+		c.early.sent = c.early.sealer != nil
 	case tls.QUICEncryptionLevelHandshake:
 		sp := &c.spaces[spaceHandshake]
 		if c.trace != nil {
@@ -217,29 +233,29 @@ func (c *Conn) installKeys(ev tls.QUICEvent, write bool) error {
 				return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 			}
 			sp.sealer = s
-			c.rec.SetHandshakeKeys(time.Now())
+			c.loss.rec.SetHandshakeKeys(time.Now())
 		} else {
 			o, err := handshake.NewOpener(ev.Suite, ev.Data, v)
 			if err != nil {
 				return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 			}
 			sp.opener = o
-			c.retryUndecryptableLater = true
+			c.keys.retryLater = true
 		}
 	case tls.QUICEncryptionLevelApplication:
-		if c.app == nil {
+		if c.keys.app == nil {
 			k, err := handshake.NewAppKeys(ev.Suite, v)
 			if err != nil {
 				return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 			}
-			c.app = k
+			c.keys.app = k
 		}
 		var err error
 		if write {
-			err = c.app.SetSendSecret(ev.Data)
+			err = c.keys.app.SetSendSecret(ev.Data)
 		} else {
-			err = c.app.SetRecvSecret(ev.Data)
-			c.retryUndecryptableLater = true
+			err = c.keys.app.SetRecvSecret(ev.Data)
+			c.keys.retryLater = true
 		}
 		if err != nil {
 			return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
@@ -261,15 +277,15 @@ func (c *Conn) handlePeerParams(data []byte) error {
 		return err
 	}
 	tpErr := func(msg string) error { return qerr.NewTransportParameterError(msg) }
-	if !p.HasInitialSourceConnectionID || !bytes.Equal(p.InitialSourceConnectionID, c.destCID) {
+	if !p.HasInitialSourceConnectionID || !bytes.Equal(p.InitialSourceConnectionID, c.cids.dest) {
 		return tpErr("initial_source_connection_id mismatch")
 	}
 	if c.isClient {
-		if !p.HasOriginalDestinationConnectionID || !bytes.Equal(p.OriginalDestinationConnectionID, c.origDestCID) {
+		if !p.HasOriginalDestinationConnectionID || !bytes.Equal(p.OriginalDestinationConnectionID, c.cids.origDest) {
 			return tpErr("original_destination_connection_id mismatch")
 		}
-		if c.retrySrcCID != nil {
-			if !p.HasRetrySourceConnectionID || !bytes.Equal(p.RetrySourceConnectionID, c.retrySrcCID) {
+		if c.cids.retrySrc != nil {
+			if !p.HasRetrySourceConnectionID || !bytes.Equal(p.RetrySourceConnectionID, c.cids.retrySrc) {
 				return tpErr("retry_source_connection_id mismatch")
 			}
 		} else if p.HasRetrySourceConnectionID {
@@ -279,27 +295,27 @@ func (c *Conn) handlePeerParams(data []byte) error {
 	if err := c.negotiateVersion(&p); err != nil {
 		return err
 	}
-	c.peerParams = &p
+	c.hs.peerParams = &p
 	if c.qlog != nil {
 		c.qlogParams("remote", &p)
 	}
 	if c.trace != nil {
 		c.traceParams(false, &p)
 	}
-	c.ackDelayExp = p.AckDelayExponent
-	c.rec.SetMaxAckDelay(p.MaxAckDelay)
-	if c.sentEarly {
+	c.hs.peerAckDelayExp = p.AckDelayExponent
+	c.loss.rec.SetMaxAckDelay(p.MaxAckDelay)
+	if c.early.sent {
 		if err := c.applyParamsAfterEarly(&p); err != nil {
 			return err
 		}
 	} else {
-		c.connSend.Init(p.InitialMaxData)
-		if err := c.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni); err != nil {
+		c.flow.send.Init(p.InitialMaxData)
+		if err := c.streams.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni); err != nil {
 			return flowError(err)
 		}
 	}
-	c.peerDatagrams = p.MaxDatagramFrameSize > 0
-	c.peerMaxDatagram = p.MaxDatagramFrameSize
+	c.datagrams.peerSupports = p.MaxDatagramFrameSize > 0
+	c.datagrams.peerMax = p.MaxDatagramFrameSize
 	if err := c.initRemoteCIDs(&p); err != nil {
 		return err
 	}
@@ -307,32 +323,32 @@ func (c *Conn) handlePeerParams(data []byte) error {
 }
 
 func (c *Conn) onHandshakeComplete() {
-	if c.handshakeComplete {
+	if c.hs.complete {
 		return
 	}
-	c.handshakeComplete = true
+	c.hs.complete = true
 	if c.trace != nil {
 		c.traceState(qlog.ConnectionStateHandshakeComplete)
 	}
 	c.stats.noteHandshakeComplete(time.Now())
 	if c.isClient {
-		c.used0RTT = c.sentEarly && !c.rejected0RTT
-		c.earlySealer = nil
+		c.early.used = c.early.sent && !c.early.rejected
+		c.early.sealer = nil
 	}
 	close(c.handshakeDoneCh)
 	if !c.isClient {
 		// The server's handshake is confirmed at completion (RFC 9001 4.1.2).
-		c.sendHandshakeDone = true
+		c.hs.sendDone = true
 		c.confirmHandshake(time.Now())
 		if c.server != nil && c.server.tokens != nil {
 			// RFC 9000 section 8.1.3: a token for the client's next
 			// connection, bound to its address.
-			if c.newToken = c.server.tokens.mintNewToken(c.remote); c.newToken != nil {
-				c.sendNewToken = true
+			if c.tokens.issued = c.server.tokens.mintNewToken(c.path.remote); c.tokens.issued != nil {
+				c.tokens.sendIssued = true
 			}
 		}
 		// A session ticket for resumption; errors (tickets disabled) are harmless.
-		if err := c.tls.SendSessionTicket(c.ticketOptions()); err == nil {
+		if err := c.hs.tls.SendSessionTicket(c.ticketOptions()); err == nil {
 			_ = c.processTLSEvents()
 		}
 		c.handshakeSlotDone()
@@ -341,15 +357,15 @@ func (c *Conn) onHandshakeComplete() {
 }
 
 func (c *Conn) confirmHandshake(now time.Time) {
-	if c.handshakeConfirmed {
+	if c.hs.confirmed {
 		return
 	}
-	c.handshakeConfirmed = true
+	c.hs.confirmed = true
 	if c.trace != nil {
 		c.traceState(qlog.ConnectionStateHandshakeConfirmed)
 	}
-	c.earlyOpener = nil // RFC 9001 section 4.9.3
-	c.rec.SetHandshakeConfirmed(now)
+	c.early.opener = nil // RFC 9001 section 4.9.3
+	c.loss.rec.SetHandshakeConfirmed(now)
 	c.startMTUDiscovery()
 	c.dropSpace(spaceInitial, now)
 	c.dropSpace(spaceHandshake, now)
@@ -369,29 +385,29 @@ func (c *Conn) dropSpace(space int, now time.Time) {
 		sp.cryptoIn.Release()
 	}
 	sp.probes = 0
-	_ = c.rec.DiscardSpace(recovery.Space(space), now)
-	for h, p := range c.sent {
+	_ = c.loss.rec.DiscardSpace(recovery.Space(space), now)
+	for h, p := range c.loss.sent {
 		if p.space == space {
-			delete(c.sent, h)
+			delete(c.loss.sent, h)
 		}
 	}
 }
 
 // handleRetry processes a Retry packet (RFC 9000 section 17.2.5.2).
 func (c *Conn) handleRetry(pkt []byte, hdr *wire.LongHeader) {
-	if c.receivedFirst || c.retrySrcCID != nil || len(hdr.Token) == 0 {
+	if c.hs.receivedFirst || c.cids.retrySrc != nil || len(hdr.Token) == 0 {
 		return
 	}
-	if !bytes.Equal(hdr.DestConnID, c.srcCID) {
+	if !bytes.Equal(hdr.DestConnID, c.cids.src) {
 		return
 	}
-	if err := handshake.VerifyRetryIntegrityTag(pkt, handshake.Version(c.version), c.origDestCID); err != nil {
+	if err := handshake.VerifyRetryIntegrityTag(pkt, handshake.Version(c.version), c.cids.origDest); err != nil {
 		return
 	}
-	c.retrySrcCID = slices.Clone(hdr.SrcConnID)
-	c.destCID = c.retrySrcCID
-	c.token = slices.Clone(hdr.Token)
-	s, o, err := handshake.NewInitialKeys(c.destCID, handshake.Version(c.version), true)
+	c.cids.retrySrc = slices.Clone(hdr.SrcConnID)
+	c.cids.dest = c.cids.retrySrc
+	c.tokens.initial = slices.Clone(hdr.Token)
+	s, o, err := handshake.NewInitialKeys(c.cids.dest, handshake.Version(c.version), true)
 	if err != nil {
 		c.closeWithError(err)
 		return
@@ -404,28 +420,28 @@ func (c *Conn) handleRetry(pkt []byte, hdr *wire.LongHeader) {
 	// congestion control and loss recovery start over (RFC 9002 section
 	// 6.3). Packet numbers go on.
 	now := time.Now()
-	for h, p := range c.sent {
+	for h, p := range c.loss.sent {
 		if p.space == spaceApp {
 			c.requeueFrames(p, now)
 		}
-		delete(c.sent, h)
+		delete(c.loss.sent, h)
 		c.putSentPacket(p)
 	}
-	c.rec = recovery.New(recovery.Config{IsServer: false})
-	c.rec.SetMaxDatagramSize(c.maxDatagram)
-	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
-	c.pacer.SetMaxDatagramSize(c.maxDatagram)
+	c.loss.rec = recovery.New(recovery.Config{IsServer: false})
+	c.loss.rec.SetMaxDatagramSize(c.send.maxDatagram)
+	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+	c.loss.pacer.SetMaxDatagramSize(c.send.maxDatagram)
 }
 
 // handleVersionNegotiation processes a Version Negotiation packet (RFC 9000
 // section 6.2): the client starts over with the first of its versions the
 // server lists, or fails with a VersionNegotiationError.
 func (c *Conn) handleVersionNegotiation(pkt []byte) {
-	if c.receivedFirst || c.versionRestarted {
+	if c.hs.receivedFirst || c.hs.versionRestarted {
 		return
 	}
 	dcid, scid, vs, err := wire.ParseVersionNegotiation(pkt, nil)
-	if err != nil || !bytes.Equal(dcid, c.srcCID) || !bytes.Equal(scid, c.origDestCID) {
+	if err != nil || !bytes.Equal(dcid, c.cids.src) || !bytes.Equal(scid, c.cids.origDest) {
 		return
 	}
 	theirs := make([]Version, 0, len(vs))
@@ -449,23 +465,23 @@ func (c *Conn) handleVersionNegotiation(pkt []byte) {
 // restartWithVersion throws away the first connection attempt and starts a
 // new one in version v, keeping our connection ID and the API objects.
 func (c *Conn) restartWithVersion(v wire.Version) error {
-	c.versionRestarted = true
-	c.tls.Close()
+	c.hs.versionRestarted = true
+	c.hs.tls.Close()
 	c.version = v
-	c.origDestCID = make([]byte, 8)
-	_, _ = rand.Read(c.origDestCID)
-	c.destCID = c.origDestCID
+	c.cids.origDest = make([]byte, 8)
+	_, _ = rand.Read(c.cids.origDest)
+	c.cids.dest = c.cids.origDest
 	for i := range c.spaces {
 		c.spaces[i] = pnSpace{}
 	}
 	c.spaces[spaceInitial].tracker.Init(ackgen.SpaceInitial, ackgen.Config{})
 	c.spaces[spaceHandshake].tracker.Init(ackgen.SpaceHandshake, ackgen.Config{})
 	c.spaces[spaceApp].tracker.Init(ackgen.SpaceAppData, ackgen.Config{})
-	c.rec = recovery.New(recovery.Config{IsServer: false})
-	c.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
-	clear(c.sent)
-	c.app = nil
-	sealer, opener, err := handshake.NewInitialKeys(c.destCID, handshake.Version(v), true)
+	c.loss.rec = recovery.New(recovery.Config{IsServer: false})
+	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+	clear(c.loss.sent)
+	c.keys.app = nil
+	sealer, opener, err := handshake.NewInitialKeys(c.cids.dest, handshake.Version(v), true)
 	if err != nil {
 		return err
 	}

@@ -128,9 +128,9 @@ func TestConnectionIDGeneratorMakesEveryID(t *testing.T) {
 		t.Fatal(err)
 	}
 	echoCheck(t, s, testData(256<<10, 3))
-	waitCIDs(t, ctx, sc, sc.destCID, settled)
-	if !gen.has(sc.srcCID) {
-		t.Fatalf("handshake SCID %x is not the generator's", sc.srcCID)
+	waitCIDs(t, ctx, sc, sc.cids.dest, settled)
+	if !gen.has(sc.cids.src) {
+		t.Fatalf("handshake SCID %x is not the generator's", sc.cids.src)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -11,8 +11,8 @@ import "time"
 // interop client lowers an internal update interval instead).
 func (c *Conn) InitiateKeyUpdate() error {
 	c.mu.Lock()
-	if c.closeErr != nil {
-		err := c.closeErr
+	if c.close.err != nil {
+		err := c.close.err
 		c.mu.Unlock()
 		return err
 	}

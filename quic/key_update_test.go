@@ -30,7 +30,7 @@ func forceKeyUpdate(c *Conn) error {
 func keyGeneration(c *Conn) uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.app.Generation()
+	return c.keys.app.Generation()
 }
 
 func TestKeyUpdateDuringTransfer(t *testing.T) {

@@ -192,7 +192,7 @@ func TestReceiveBudgetHoldsWindows(t *testing.T) {
 			c.t.maxRecvBuf = 0
 		}
 		now := time.Now()
-		c.rec.RTT().Update(time.Second, 0, true, now)
+		c.loss.rec.RTT().Update(time.Second, 0, true, now)
 		buf := make([]byte, 1000)
 		var off uint64
 		for range 8 {
@@ -200,14 +200,14 @@ func TestReceiveBudgetHoldsWindows(t *testing.T) {
 			c.processPayload(spaceApp, wire.PacketType1RTT, off/1000, wire.AppendStreamFrame(nil, 0, off, buf, false, true), now)
 			c.mu.Unlock()
 			off += uint64(len(buf))
-			if n, err := c.streams[0].read(buf); n != len(buf) || err != nil {
+			if n, err := c.streams.all[0].read(buf); n != len(buf) || err != nil {
 				t.Fatalf("read %d, %v", n, err)
 			}
 			now = now.Add(10 * time.Millisecond)
 			c.mu.Lock()
 			c.appendControlFrames(make([]byte, 0, 1200), 1200, now, c.getSentPacket(spaceApp))
-			grown := c.streams[0].fcRecv.Window() > 1000
-			closeErr := c.closeErr
+			grown := c.streams.all[0].fcRecv.Window() > 1000
+			closeErr := c.close.err
 			c.mu.Unlock()
 			if closeErr != nil {
 				t.Fatal(closeErr)
@@ -219,7 +219,7 @@ func TestReceiveBudgetHoldsWindows(t *testing.T) {
 				break
 			}
 		}
-		if !held && c.streams[0].fcRecv.Window() == 1000 {
+		if !held && c.streams.all[0].fcRecv.Window() == 1000 {
 			t.Fatal("stream window never grew under the budget")
 		}
 	}
@@ -242,7 +242,7 @@ func TestRecoveredPanicCounted(t *testing.T) {
 	c := newOfflineConn(t)
 	c.mu.Lock()
 	c.guard(func() { panic("test panic in a connection") })
-	closeErr := c.closeErr
+	closeErr := c.close.err
 	c.mu.Unlock()
 	var te *TransportError
 	if !errors.As(closeErr, &te) || te.ErrorCode != InternalError {

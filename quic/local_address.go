@@ -14,15 +14,15 @@ package quic
 // current path's on the first datagram, and a datagram to another of our
 // addresses counts as coming on another path. c.rx is set.
 func (c *Conn) noteLocal() {
-	if c.isClient || !c.rx.local.IsValid() {
-		c.rx.local = c.x.local
+	if c.isClient || !c.path.rx.local.IsValid() {
+		c.path.rx.local = c.x.local
 		return
 	}
 	if !c.x.local.IsValid() {
-		c.x.local = c.rx.local
+		c.x.local = c.path.rx.local
 		return
 	}
-	if c.rx.local != c.x.local {
-		c.rx.other = true
+	if c.path.rx.local != c.x.local {
+		c.path.rx.other = true
 	}
 }

@@ -33,7 +33,7 @@ func (s *sim) migrationServer() *echoServer {
 func validated(c *Conn) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.path.validating
+	return !c.path.migration.validating
 }
 
 // checkMigrations checks the server's migration and validation-failure
@@ -365,8 +365,8 @@ func TestMigrationChurn(t *testing.T) {
 		if n := sc.cids.remote.ActiveCount(); n < 1 || n > remoteCIDLimit {
 			t.Errorf("%d peer connection IDs held", n)
 		}
-		if len(sc.pathResponses) > maxPathResponses {
-			t.Errorf("%d path responses queued", len(sc.pathResponses))
+		if len(sc.path.responses) > maxPathResponses {
+			t.Errorf("%d path responses queued", len(sc.path.responses))
 		}
 	})
 }

@@ -56,10 +56,10 @@ func (c *Conn) mtuEnabled() bool {
 // bounded by the peer's max_udp_payload_size.
 func (c *Conn) startMTUDiscovery() {
 	m := &c.mtu
-	if m.started || c.peerParams == nil || !c.mtuEnabled() {
+	if m.started || c.hs.peerParams == nil || !c.mtuEnabled() {
 		return
 	}
-	limit := int(min(c.peerParams.MaxUDPPayloadSize, maxProbeSize))
+	limit := int(min(c.hs.peerParams.MaxUDPPayloadSize, maxProbeSize))
 	*m = mtuDiscovery{enabled: limit > c.baseDatagram, started: true, low: c.baseDatagram, high: limit + 1}
 }
 
@@ -67,7 +67,7 @@ func (c *Conn) startMTUDiscovery() {
 func (c *Conn) mtuProbeSize(now time.Time) int {
 	m := &c.mtu
 	if !m.enabled || m.inFlight != 0 || m.high-m.low <= mtuSearchDone || now.Before(m.notBefore) ||
-		c.path.validating || !c.handshakeConfirmed {
+		c.path.migration.validating || !c.hs.confirmed {
 		return 0
 	}
 	if !m.failed {
@@ -87,14 +87,14 @@ func (c *Conn) mtuDeadline(now time.Time) time.Time {
 }
 
 // sendMTUProbe builds the probe datagram (a PING padded to size) into
-// pendingWrites.
+// send.pending.
 func (c *Conn) sendMTUProbe(now time.Time, size int) bool {
-	d := c.buildPathDatagram(now, c.destCID, []byte{byte(wire.FrameTypePing)}, size, true)
+	d := c.buildPathDatagram(now, c.cids.dest, []byte{byte(wire.FrameTypePing)}, size, true)
 	if d == nil {
 		return false
 	}
 	c.mtu.inFlight = size
-	c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true})
+	c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true})
 	return true
 }
 
@@ -144,12 +144,12 @@ func (c *Conn) onDatagramFate(size int, lost bool, now time.Time) {
 		return
 	}
 	m.largeLost++
-	if m.largeLost < blackHoleLosses || !m.ptoProbeAcked || c.maxDatagram <= c.baseDatagram {
+	if m.largeLost < blackHoleLosses || !m.ptoProbeAcked || c.send.maxDatagram <= c.baseDatagram {
 		return
 	}
 	// Large datagrams vanish while small ones pass: back to the base
 	// size, and search again from the size that stopped working.
-	m.high = c.maxDatagram + 1
+	m.high = c.send.maxDatagram + 1
 	m.low = c.baseDatagram
 	m.failed = false
 	m.largeLost = 0
@@ -161,24 +161,24 @@ func (c *Conn) onDatagramFate(size int, lost bool, now time.Time) {
 // onPTOProbeAcked records that a PTO probe, at most the base size, was
 // acknowledged.
 func (c *Conn) onPTOProbeAcked() {
-	if c.maxDatagram > c.baseDatagram {
+	if c.send.maxDatagram > c.baseDatagram {
 		c.mtu.ptoProbeAcked = true
 	}
 }
 
 // resetMTU starts over at the base size on a new path.
 func (c *Conn) resetMTU() {
-	if c.maxDatagram != c.baseDatagram {
+	if c.send.maxDatagram != c.baseDatagram {
 		c.setMaxDatagram(c.baseDatagram)
 	}
 	c.mtu = mtuDiscovery{}
-	if c.handshakeConfirmed {
+	if c.hs.confirmed {
 		c.startMTUDiscovery()
 	}
 }
 
 func (c *Conn) setMaxDatagram(size int) {
-	c.maxDatagram = size
-	c.rec.SetMaxDatagramSize(size)
-	c.pacer.SetMaxDatagramSize(size)
+	c.send.maxDatagram = size
+	c.loss.rec.SetMaxDatagramSize(size)
+	c.loss.pacer.SetMaxDatagramSize(size)
 }

@@ -14,7 +14,7 @@ import (
 func maxDatagramOf(c *Conn) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.maxDatagram
+	return c.send.maxDatagram
 }
 
 // dialOurs dials addr from a fresh socket with our client.

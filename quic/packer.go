@@ -81,7 +81,7 @@ type packetInfo struct {
 
 func (c *Conn) canSealIn(space int) bool {
 	if space == spaceApp {
-		return (c.app != nil && c.app.CanSend()) || c.sendsEarly()
+		return (c.keys.app != nil && c.keys.app.CanSend()) || c.sendsEarly()
 	}
 	sp := &c.spaces[space]
 	return !sp.discarded && sp.sealer != nil
@@ -96,37 +96,37 @@ func (c *Conn) anyProbes() bool {
 	return false
 }
 
-// sendLocked builds the datagrams that may leave now into pendingWrites and
+// sendLocked builds the datagrams that may leave now into send.pending and
 // reports whether more are waiting.
 func (c *Conn) sendLocked(now time.Time) bool {
 	c.refuseIfServerClosed()
-	if c.finished || c.closing || c.draining || c.tls == nil {
+	if c.close.finished || c.close.closing || c.close.draining || c.hs.tls == nil {
 		return false
 	}
-	if len(c.pathResponses) > 0 {
+	if len(c.path.responses) > 0 {
 		c.sendProbeResponses(now)
 	}
-	if c.path.sendChallenge {
+	if c.path.migration.sendChallenge {
 		c.sendPathChallenge(now)
 	}
-	if len(c.paths) > 0 {
+	if len(c.path.extra) > 0 {
 		c.sendPathProbes(now)
 	}
-	if size := c.mtuProbeSize(now); size > 0 && c.rec.CanSend() {
+	if size := c.mtuProbeSize(now); size > 0 && c.loss.rec.CanSend() {
 		c.sendMTUProbe(now, size)
 	}
 	for range maxDatagramsPerRun {
-		limit := c.pathSendLimit(c.maxDatagram)
+		limit := c.pathSendLimit(c.send.maxDatagram)
 		if limit < minPacketRoom {
 			return false
 		}
-		if !c.isClient && !c.addressValidated {
+		if !c.isClient && !c.admit.validated {
 			budget := uint64(0)
-			if 3*c.bytesRecv > c.bytesSent {
-				budget = 3*c.bytesRecv - c.bytesSent
+			if 3*c.admit.bytesRecv > c.admit.bytesSent {
+				budget = 3*c.admit.bytesRecv - c.admit.bytesSent
 			}
 			if budget < minPacketRoom {
-				c.rec.SetAmplificationLimited(true, now)
+				c.loss.rec.SetAmplificationLimited(true, now)
 				return false
 			}
 			limit = int(min(budget, uint64(limit)))
@@ -138,39 +138,39 @@ func (c *Conn) sendLocked(now time.Time) bool {
 			// acknowledgment declares the large ones lost.
 			limit = min(limit, c.baseDatagram)
 		}
-		mayElicit := probing || c.rec.CanSend()
+		mayElicit := probing || c.loss.rec.CanSend()
 		// Lost Initial or Handshake data goes out even when the congestion
 		// window is full: before the handshake is confirmed 1-RTT packets
 		// in flight may never be acknowledged (the peer lacks its keys
 		// until it has this data) and no PTO covers them, so waiting for
 		// the window would stall the handshake. Only that data is sent
 		// (handshakeOnly); it is small, and bounded by the handshake.
-		c.handshakeOnly = false
-		if !mayElicit && !c.handshakeConfirmed && c.handshakeRetransmissionPending() {
-			mayElicit, c.handshakeOnly = true, true
+		c.send.handshakeOnly = false
+		if !mayElicit && !c.hs.confirmed && c.handshakeRetransmissionPending() {
+			mayElicit, c.send.handshakeOnly = true, true
 		}
-		if mayElicit && !probing && !c.handshakeOnly {
-			rtt := c.rec.RTT().SmoothedRTT()
-			cwnd := c.rec.Controller().CongestionWindow()
-			if next := c.pacer.NextSendTime(now, cwnd, rtt); next.After(now) {
+		if mayElicit && !probing && !c.send.handshakeOnly {
+			rtt := c.loss.rec.RTT().SmoothedRTT()
+			cwnd := c.loss.rec.Controller().CongestionWindow()
+			if next := c.loss.pacer.NextSendTime(now, cwnd, rtt); next.After(now) {
 				mayElicit = false
-				c.pacingDeadline = next
+				c.send.pacingDeadline = next
 			}
 		}
-		c.sendECN, c.sendECNTest = c.ecnCodepoint()
+		c.send.ecn, c.send.ecnTest = c.ecnCodepoint()
 		d := c.buildDatagram(now, limit, mayElicit)
-		mark, testing := c.sendECN, c.sendECNTest
-		c.sendECN, c.sendECNTest = udpio.ECNNotECT, false
+		mark, testing := c.send.ecn, c.send.ecnTest
+		c.send.ecn, c.send.ecnTest = udpio.ECNNotECT, false
 		if d == nil {
 			return false
 		}
 		if testing {
 			c.onECNMarked()
 		}
-		if c.path.validating {
-			c.path.sent += uint64(len(d))
+		if c.path.migration.validating {
+			c.path.migration.sent += uint64(len(d))
 		}
-		c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, ecn: mark})
+		c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true, ecn: mark})
 	}
 	return true
 }
@@ -205,13 +205,13 @@ func (c *Conn) buildDatagram(now time.Time, limit int, mayElicit bool) []byte {
 		if room < minPacketRoom {
 			break
 		}
-		elicit := mayElicit && !(c.handshakeOnly && space == spaceApp)
-		if pi, ok := c.buildPacket(&buf, space, room, now, elicit, c.destCID, nil); ok {
+		elicit := mayElicit && !(c.send.handshakeOnly && space == spaceApp)
+		if pi, ok := c.buildPacket(&buf, space, room, now, elicit, c.cids.dest, nil); ok {
 			pkts[n] = pi
 			n++
 		}
 	}
-	c.handshakeOnly = false
+	c.send.handshakeOnly = false
 	if n == 0 {
 		putSendBuffer(buf)
 		return nil
@@ -230,10 +230,10 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 	if pkts[0].space == spaceInitial && (c.isClient || pkts[0].ackEliciting) {
 		target = min(c.baseDatagram, limit)
 	}
-	if c.padDatagram {
+	if c.send.pad {
 		// A PATH_CHALLENGE or PATH_RESPONSE inside: the datagram also
 		// proves the path carries full-size datagrams.
-		c.padDatagram = false
+		c.send.pad = false
 		target = limit
 	}
 	if target > 0 {
@@ -259,10 +259,10 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 		pkt := buf[p.start : p.payloadEnd : p.payloadEnd+tagLen]
 		var err error
 		if p.early {
-			_, err = c.earlySealer.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
+			_, err = c.early.sealer.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
 		} else if p.space == spaceApp {
-			p.sp.keyGen = c.app.Generation()
-			_, err = c.app.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
+			p.sp.keyGen = c.keys.app.Generation()
+			_, err = c.keys.app.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
 		} else {
 			_, err = c.spaces[p.space].sealer.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
 		}
@@ -270,32 +270,32 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 			c.closeWithError(err)
 			return nil
 		}
-		c.nextHandle++
+		c.loss.nextHandle++
 		c.stats.packetsSent++
 		size := p.payloadEnd + tagLen - p.start
 		inFlight := p.ackEliciting || p.padded
-		_ = c.rec.OnPacketSent(recovery.Space(p.space), recovery.SentPacket{
+		_ = c.loss.rec.OnPacketSent(recovery.Space(p.space), recovery.SentPacket{
 			Number:       p.pn,
 			TimeSent:     now,
-			Handle:       c.nextHandle,
+			Handle:       c.loss.nextHandle,
 			Size:         size,
 			AckEliciting: p.ackEliciting,
 			InFlight:     inFlight,
 			MTUProbe:     p.mtuProbe,
 		})
 		if p.ackEliciting {
-			p.sp.ecn = c.sendECN != udpio.ECNNotECT
-			p.sp.ecnTest = p.sp.ecn && c.sendECNTest
+			p.sp.ecn = c.send.ecn != udpio.ECNNotECT
+			p.sp.ecnTest = p.sp.ecn && c.send.ecnTest
 			if p.sp.ecnTest {
 				c.ecn.sentTest++
 			}
-			c.sent[c.nextHandle] = p.sp
+			c.loss.sent[c.loss.nextHandle] = p.sp
 			anyEliciting = true
 		} else {
 			c.putSentPacket(p.sp)
 		}
 		if inFlight {
-			c.pacer.OnPacketSent(now, size, c.rec.Controller().CongestionWindow(), c.rec.RTT().SmoothedRTT())
+			c.loss.pacer.OnPacketSent(now, size, c.loss.rec.Controller().CongestionWindow(), c.loss.rec.RTT().SmoothedRTT())
 		}
 	}
 	if c.qlog != nil {
@@ -304,15 +304,15 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 	if c.trace != nil {
 		c.traceMetrics()
 	}
-	c.bytesSent += uint64(len(buf))
+	c.admit.bytesSent += uint64(len(buf))
 	c.stats.bytesSent += uint64(len(buf))
-	c.lastSendOrRecv = now
+	c.idle.lastSendOrRecv = now
 	if anyEliciting {
-		if !c.ackElicitingSent {
-			c.lastActivity = now
+		if !c.idle.ackElicitingSent {
+			c.idle.lastActivity = now
 		}
-		c.ackElicitingSent = true
-		c.pingPending = false
+		c.idle.ackElicitingSent = true
+		c.send.pingPending = false
 	}
 	for i := range pkts {
 		if pkts[i].space == spaceHandshake && c.isClient {
@@ -333,7 +333,7 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 	b := *buf
 	pn := sp.nextPN
 	largestAcked := wire.NoPacketNumber
-	if la, ok := c.rec.LargestAcked(recovery.Space(space)); ok {
+	if la, ok := c.loss.rec.LargestAcked(recovery.Space(space)); ok {
 		largestAcked = la
 	}
 	pnLen := wire.PacketNumberLen(pn, largestAcked)
@@ -341,17 +341,17 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 	early := space == spaceApp && c.sendsEarly()
 	if early {
 		// 0-RTT stays in the client's chosen version (RFC 9369 4.1).
-		hdr := wire.LongHeader{Type: wire.PacketType0RTT, Version: c.chosenVersion(), DestConnID: dcid, SrcConnID: c.srcCID}
+		hdr := wire.LongHeader{Type: wire.PacketType0RTT, Version: c.chosenVersion(), DestConnID: dcid, SrcConnID: c.cids.src}
 		b = wire.AppendLongHeader(b, &hdr, pnLen, 2)
 		lengthPos = len(b) - 2
 	} else if space == spaceApp {
 		b = wire.AppendShortHeader(b, dcid, pnLen, false, false)
 	} else {
-		hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: c.version, DestConnID: dcid, SrcConnID: c.srcCID}
+		hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: c.version, DestConnID: dcid, SrcConnID: c.cids.src}
 		if space == spaceHandshake {
 			hdr.Type = wire.PacketTypeHandshake
 		} else if c.isClient {
-			hdr.Token = c.token
+			hdr.Token = c.tokens.initial
 		}
 		b = wire.AppendLongHeader(b, &hdr, pnLen, 2)
 		lengthPos = len(b) - 2
@@ -387,18 +387,18 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 				b = c.appendStreamFrames(b, maxEnd, p)
 			}
 		}
-		if len(p.frames) == 0 && !p.eliciting && (sp.probes > 0 || (space == spaceApp && c.pingPending && mayElicit)) {
+		if len(p.frames) == 0 && !p.eliciting && (sp.probes > 0 || (space == spaceApp && c.send.pingPending && mayElicit)) {
 			b = append(b, byte(wire.FrameTypePing))
 			p.eliciting = true
 		}
 		if p.ackLargest < 0 && (p.eliciting || len(p.frames) > 0) && !sp.tracker.AlarmTime().IsZero() {
 			// Piggyback the ACK that is not due yet on this packet, in
 			// front of the frames (it is sent now either way).
-			ack := c.appendAck(c.ackScratch[:0], sp, maxEnd-len(b), now, p, true)
+			ack := c.appendAck(c.send.ackScratch[:0], sp, maxEnd-len(b), now, p, true)
 			if len(ack) > 0 {
 				b = slices.Insert(b, payloadStart, ack...)
 			}
-			c.ackScratch = ack[:0]
+			c.send.ackScratch = ack[:0]
 		}
 	}
 	if len(b) == payloadStart {
@@ -418,8 +418,8 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 	payloadEnd := len(b)
 	b = append(b, make([]byte, tagLen)...)
 	sp.nextPN++
-	if space == spaceApp && !early && c.first1RTTPN < 0 {
-		c.first1RTTPN = int64(pn)
+	if space == spaceApp && !early && c.keys.first1RTTPN < 0 {
+		c.keys.first1RTTPN = int64(pn)
 	}
 	*buf = b
 	return packetInfo{
@@ -481,39 +481,39 @@ func appendIfFits(b []byte, maxEnd int, f *wire.Frame) ([]byte, bool) {
 
 func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentPacket) []byte {
 	var ok bool
-	if c.sendHandshakeDone && maxEnd-len(b) >= 1 {
+	if c.hs.sendDone && maxEnd-len(b) >= 1 {
 		b = append(b, byte(wire.FrameTypeHandshakeDone))
-		c.sendHandshakeDone = false
+		c.hs.sendDone = false
 		p.frames = append(p.frames, sentFrame{kind: sfHandshakeDone})
 	}
-	if c.sendNewToken {
-		f := wire.Frame{Type: wire.FrameTypeNewToken, Token: c.newToken}
+	if c.tokens.sendIssued {
+		f := wire.Frame{Type: wire.FrameTypeNewToken, Token: c.tokens.issued}
 		if b, ok = appendIfFits(b, maxEnd, &f); ok {
-			c.sendNewToken = false
+			c.tokens.sendIssued = false
 			p.frames = append(p.frames, sentFrame{kind: sfNewToken})
 		}
 	}
 	b = c.appendPathFrames(b, maxEnd, now, p)
-	srtt := c.rec.RTT().SmoothedRTT()
+	srtt := c.loss.rec.RTT().SmoothedRTT()
 	// Windows stop growing while the Transport's unread data is over its
 	// budget (Transport.MaxReceiveBuffer).
-	c.connRecv.HoldGrowth(!c.recvGrowthAllowed())
-	if c.maxDataLost || c.connRecv.NeedsUpdate() {
-		limit := c.connRecv.Limit()
+	c.flow.recv.HoldGrowth(!c.recvGrowthAllowed())
+	if c.flow.maxDataLost || c.flow.recv.NeedsUpdate() {
+		limit := c.flow.recv.Limit()
 		f := wire.Frame{Type: wire.FrameTypeMaxData, Limit: limit + 1<<20}
 		if wire.FrameLen(&f) <= maxEnd-len(b) {
-			if l, upd := c.connRecv.MaybeUpdate(now, srtt); upd {
+			if l, upd := c.flow.recv.MaybeUpdate(now, srtt); upd {
 				limit = l
 			}
 			f.Limit = limit
 			b = wire.AppendFrame(b, &f)
-			c.maxDataLost = false
+			c.flow.maxDataLost = false
 			p.frames = append(p.frames, sentFrame{kind: sfMaxData})
 		}
 	}
 	for i, d := range []flowcontrol.Direction{flowcontrol.Bidi, flowcontrol.Uni} {
-		inc := c.counts.Incoming(d)
-		if !c.maxStreamsLost[i] && !inc.NeedsUpdate() {
+		inc := c.streams.counts.Incoming(d)
+		if !c.streams.maxStreamsLost[i] && !inc.NeedsUpdate() {
 			continue
 		}
 		typ, kind := wire.FrameTypeMaxStreamsBidi, sfMaxStreamsBidi
@@ -530,15 +530,15 @@ func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentP
 		}
 		f.Limit = limit
 		b = wire.AppendFrame(b, &f)
-		c.maxStreamsLost[i] = false
+		c.streams.maxStreamsLost[i] = false
 		p.frames = append(p.frames, sentFrame{kind: kind})
 	}
 	for i, d := range []flowcontrol.Direction{flowcontrol.Bidi, flowcontrol.Uni} {
-		if !c.streamsBlocked[i] {
+		if !c.streams.blocked[i] {
 			continue
 		}
-		c.streamsBlocked[i] = false
-		if limit, send := c.counts.Outgoing(d).Blocked(); send {
+		c.streams.blocked[i] = false
+		if limit, send := c.streams.counts.Outgoing(d).Blocked(); send {
 			typ := wire.FrameTypeStreamsBlockedBidi
 			if d == flowcontrol.Uni {
 				typ = wire.FrameTypeStreamsBlockedUni
@@ -549,8 +549,8 @@ func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentP
 		}
 	}
 	b = c.appendCIDFrames(b, maxEnd, p)
-	kept := c.ctrlList[:0]
-	for _, s := range c.ctrlList {
+	kept := c.streams.ctrlList[:0]
+	for _, s := range c.streams.ctrlList {
 		b = s.appendControlFrames(b, maxEnd, now, srtt, p)
 		if s.hasControlFrames() {
 			kept = append(kept, s)
@@ -558,8 +558,8 @@ func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentP
 			s.inCtrlList = false
 		}
 	}
-	clear(c.ctrlList[len(kept):])
-	c.ctrlList = kept
+	clear(c.streams.ctrlList[len(kept):])
+	c.streams.ctrlList = kept
 	return b
 }
 
@@ -582,34 +582,34 @@ func (c *Conn) appendCrypto(b []byte, sp *pnSpace, maxEnd int, p *sentPacket) []
 }
 
 func (c *Conn) appendDatagrams(b []byte, maxEnd int, p *sentPacket) []byte {
-	for len(c.datagramsOut) > 0 {
-		d := c.datagramsOut[0]
+	for len(c.datagrams.out) > 0 {
+		d := c.datagrams.out[0]
 		if len(d) > c.datagramLimit() {
-			c.datagramsOut[0] = nil
-			c.datagramsOut = c.datagramsOut[1:]
-			broadcast(&c.datagramSendSig)
+			c.datagrams.out[0] = nil
+			c.datagrams.out = c.datagrams.out[1:]
+			broadcast(&c.datagrams.sendSig)
 			continue
 		}
 		if wire.DatagramFrameLen(len(d), true) > maxEnd-len(b) {
 			break
 		}
 		b = wire.AppendDatagramFrame(b, d, true)
-		c.datagramsOut[0] = nil
-		c.datagramsOut = c.datagramsOut[1:]
-		broadcast(&c.datagramSendSig)
+		c.datagrams.out[0] = nil
+		c.datagrams.out = c.datagrams.out[1:]
+		broadcast(&c.datagrams.sendSig)
 		p.eliciting = true
 	}
 	return b
 }
 
 func (c *Conn) appendStreamFrames(b []byte, maxEnd int, p *sentPacket) []byte {
-	if c.prioritized {
+	if c.streams.prioritized {
 		return c.appendStreamFramesByPriority(b, maxEnd, p)
 	}
-	n := len(c.sendList)
+	n := len(c.streams.sendList)
 	served := 0
-	for i := 0; i < len(c.sendList) && maxEnd-len(b) > 16; {
-		s := c.sendList[i]
+	for i := 0; i < len(c.streams.sendList) && maxEnd-len(b) > 16; {
+		s := c.streams.sendList[i]
 		var added bool
 		b, added = s.appendStreamFrame(b, maxEnd, p)
 		if added {
@@ -617,7 +617,7 @@ func (c *Conn) appendStreamFrames(b []byte, maxEnd int, p *sentPacket) []byte {
 		}
 		if !s.wantsToSend() {
 			s.inSendList = false
-			c.sendList = append(c.sendList[:i], c.sendList[i+1:]...)
+			c.streams.sendList = append(c.streams.sendList[:i], c.streams.sendList[i+1:]...)
 			if added {
 				served = i
 			}
@@ -631,11 +631,11 @@ func (c *Conn) appendStreamFrames(b []byte, maxEnd int, p *sentPacket) []byte {
 		break
 	}
 	// Round robin: streams served move to the back.
-	if served > 0 && served < len(c.sendList) && n > 1 {
+	if served > 0 && served < len(c.streams.sendList) && n > 1 {
 		// Rotate left in place (no allocation on the send path).
-		slices.Reverse(c.sendList[:served])
-		slices.Reverse(c.sendList[served:])
-		slices.Reverse(c.sendList)
+		slices.Reverse(c.streams.sendList[:served])
+		slices.Reverse(c.streams.sendList[served:])
+		slices.Reverse(c.streams.sendList)
 	}
 	return b
 }
@@ -667,9 +667,9 @@ func putSendBuffer(b []byte) {
 
 // getSentPacket takes a record from the connection's free list.
 func (c *Conn) getSentPacket(space int) *sentPacket {
-	if n := len(c.freeSent); n > 0 {
-		p := c.freeSent[n-1]
-		c.freeSent = c.freeSent[:n-1]
+	if n := len(c.loss.freeSent); n > 0 {
+		p := c.loss.freeSent[n-1]
+		c.loss.freeSent = c.loss.freeSent[:n-1]
 		*p = sentPacket{space: space, ackLargest: -1, frames: p.frames[:0]}
 		return p
 	}
@@ -677,7 +677,7 @@ func (c *Conn) getSentPacket(space int) *sentPacket {
 }
 
 func (c *Conn) putSentPacket(p *sentPacket) {
-	if len(c.freeSent) < 1024 {
-		c.freeSent = append(c.freeSent, p)
+	if len(c.loss.freeSent) < 1024 {
+		c.loss.freeSent = append(c.loss.freeSent, p)
 	}
 }

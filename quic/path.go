@@ -91,16 +91,16 @@ func (c *Conn) addPath(t *Transport, remote net.Addr) (*Path, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case c.closeErr != nil || c.finished:
+	case c.close.err != nil || c.close.finished:
 		return nil, ErrPathClosed
-	case !c.handshakeComplete || c.peerParams == nil:
+	case !c.hs.complete || c.hs.peerParams == nil:
 		return nil, errors.New("quic: AddPath before the handshake completed")
-	case c.peerParams.DisableActiveMigration && remote == nil:
+	case c.hs.peerParams.DisableActiveMigration && remote == nil:
 		return nil, errors.New("quic: the server disabled connection migration")
-	case t == c.sendT:
+	case t == c.path.sendT:
 		return nil, errors.New("quic: AddPath needs a Transport other than the one the connection sends on")
 	}
-	for _, p := range c.paths {
+	for _, p := range c.path.extra {
 		if p.t == t {
 			return p, nil
 		}
@@ -110,14 +110,14 @@ func (c *Conn) addPath(t *Transport, remote net.Addr) (*Path, error) {
 		// tuple kept the ID "0" when the connection left it.
 		p := &Path{c: c, t: t, remote: remote, tupleID: "0", tupleLogged: true, validatedCh: make(chan struct{}), closedCh: make(chan struct{})}
 		p.remoteAP, _ = addrPort(remote)
-		c.paths = append(c.paths, p)
+		c.path.extra = append(c.path.extra, p)
 		return p, nil
 	}
 	// Route every ID we issued on the new socket too: the server may
 	// answer with any of them.
 	ids := make([][]byte, 0, len(c.cids.own)+1)
-	if len(c.srcCID) == 0 {
-		ids = append(ids, c.srcCID)
+	if len(c.cids.src) == 0 {
+		ids = append(ids, c.cids.src)
 	}
 	for k := range c.cids.own {
 		ids = append(ids, []byte(k))
@@ -130,10 +130,10 @@ func (c *Conn) addPath(t *Transport, remote net.Addr) (*Path, error) {
 			return nil, errors.New("quic: the path's Transport already routes one of the connection's IDs")
 		}
 	}
-	c.pathsAdded++
-	p := &Path{c: c, t: t, remote: remote, tupleID: strconv.Itoa(c.pathsAdded), validatedCh: make(chan struct{}), closedCh: make(chan struct{})}
+	c.path.added++
+	p := &Path{c: c, t: t, remote: remote, tupleID: strconv.Itoa(c.path.added), validatedCh: make(chan struct{}), closedCh: make(chan struct{})}
 	p.remoteAP, _ = addrPort(remote)
-	c.paths = append(c.paths, p)
+	c.path.extra = append(c.path.extra, p)
 	return p, nil
 }
 
@@ -177,7 +177,7 @@ func (p *Path) Probe(ctx context.Context) error {
 // first PATH_CHALLENGE. c.mu is held.
 func (p *Path) startProbe() error {
 	c := p.c
-	if p.closed || c.closeErr != nil {
+	if p.closed || c.close.err != nil {
 		return ErrPathClosed
 	}
 	if p.validated {
@@ -187,7 +187,7 @@ func (p *Path) startProbe() error {
 		r := c.cids.remote
 		if cid, seq, ok := r.NextUnusedExcept(c.reservedPathCIDs()); ok {
 			p.dcid, p.dcidSeq, p.switchCID = cid.Bytes(), seq, true
-		} else if len(c.destCID) == 0 {
+		} else if len(c.cids.dest) == 0 {
 			p.dcid = []byte{} // zero-length IDs: nothing to change
 		} else {
 			// A new path must not reuse the ID of the current one (RFC
@@ -203,7 +203,7 @@ func (p *Path) startProbe() error {
 // set aside for paths not switched to yet. c.mu is held.
 func (c *Conn) reservedPathCIDs() []uint64 {
 	var reserved []uint64
-	for _, o := range c.paths {
+	for _, o := range c.path.extra {
 		if o.switchCID {
 			reserved = append(reserved, o.dcidSeq)
 		}
@@ -218,14 +218,14 @@ func (p *Path) Switch() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case p.closed || c.closeErr != nil:
+	case p.closed || c.close.err != nil:
 		return ErrPathClosed
 	case !p.validated:
 		return ErrPathNotValidated
-	case c.sendT == p.t:
+	case c.path.sendT == p.t:
 		return nil
 	}
-	if !p.switchCID && len(c.destCID) > 0 {
+	if !p.switchCID && len(c.cids.dest) > 0 {
 		// Back on a path used before: the ID it had was retired when the
 		// connection left it, and the one in use must not follow it (RFC
 		// 9000 section 9.5), so it gets an unused one.
@@ -235,7 +235,7 @@ func (p *Path) Switch() error {
 	}
 	if p.switchCID {
 		if err := c.cids.remote.SwitchTo(p.dcidSeq); err == nil {
-			c.destCID = c.cids.remote.Current().Bytes()
+			c.cids.dest = c.cids.remote.Current().Bytes()
 			c.routeCurrentResetToken()
 		}
 		p.switchCID = false
@@ -243,7 +243,7 @@ func (p *Path) Switch() error {
 	if c.trace != nil {
 		c.traceSwitch(p)
 	}
-	oldLocal, _ := addrPort(c.sendT.Conn.LocalAddr())
+	oldLocal, _ := addrPort(c.path.sendT.Conn.LocalAddr())
 	newLocal, _ := addrPort(p.t.Conn.LocalAddr())
 	if p.remote != nil {
 		// A new server address: a new path in every respect. The
@@ -257,7 +257,7 @@ func (p *Path) Switch() error {
 	} else {
 		c.resetMTU() // another socket, maybe another interface
 	}
-	c.sendT = p.t
+	c.path.sendT = p.t
 	c.wake()
 	return nil
 }
@@ -271,11 +271,11 @@ func (p *Path) Close() error {
 	if p.closed {
 		return nil
 	}
-	if c.sendT == p.t && c.closeErr == nil {
+	if c.path.sendT == p.t && c.close.err == nil {
 		return errors.New("quic: cannot close the path in use")
 	}
 	p.closeLocked()
-	c.paths = slices.DeleteFunc(c.paths, func(o *Path) bool { return o == p })
+	c.path.extra = slices.DeleteFunc(c.path.extra, func(o *Path) bool { return o == p })
 	return nil
 }
 
@@ -286,7 +286,7 @@ func (p *Path) closeLocked() {
 	}
 	p.closed = true
 	close(p.closedCh)
-	if p.t != p.c.sendT && p.t != p.c.t {
+	if p.t != p.c.path.sendT && p.t != p.c.t {
 		p.t.removeHandlers(p.c)
 	}
 }
@@ -294,10 +294,10 @@ func (p *Path) closeLocked() {
 // sendPathProbes builds the due PATH_CHALLENGE datagrams of the client's
 // new paths, each sent from its path's socket.
 func (c *Conn) sendPathProbes(now time.Time) {
-	if c.app == nil || !c.app.CanSend() {
+	if c.keys.app == nil || !c.keys.app.CanSend() {
 		return
 	}
-	for _, p := range c.paths {
+	for _, p := range c.path.extra {
 		if (!p.sendProbe && len(p.responses) == 0) || p.closed || p.dcid == nil {
 			continue
 		}
@@ -331,13 +331,13 @@ func (c *Conn) sendPathProbes(now time.Time) {
 			p.open[p.nOpen] = data
 			p.nOpen++
 		}
-		c.pendingWrites = append(c.pendingWrites, outDatagram{b: d, pooled: true, via: p.t, to: p.remote})
+		c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true, via: p.t, to: p.remote})
 	}
 }
 
 // pathValidatedBy marks the client path whose PATH_CHALLENGE data answers.
 func (c *Conn) pathValidatedBy(data [8]byte) {
-	for _, p := range c.paths {
+	for _, p := range c.path.extra {
 		if p.validated || p.closed || !slices.Contains(p.open[:p.nOpen], data) {
 			continue
 		}

@@ -18,10 +18,10 @@ import (
 // pathOn returns the client path on Transport t when the connection does
 // not send there, or nil.
 func (c *Conn) pathOn(t *Transport) *Path {
-	if !c.isClient || t == nil || t == c.sendT {
+	if !c.isClient || t == nil || t == c.path.sendT {
 		return nil
 	}
-	for _, p := range c.paths {
+	for _, p := range c.path.extra {
 		if p.t == t && !p.closed {
 			return p
 		}
@@ -31,10 +31,10 @@ func (c *Conn) pathOn(t *Transport) *Path {
 
 // tupleOfTransport is the tuple ID of a client's path by its Transport.
 func (c *Conn) tupleOfTransport(t *Transport) string {
-	if t == nil || t == c.sendT {
+	if t == nil || t == c.path.sendT {
 		return ""
 	}
-	for _, p := range c.paths {
+	for _, p := range c.path.extra {
 		if p.t == t {
 			return p.tupleID
 		}
@@ -45,12 +45,12 @@ func (c *Conn) tupleOfTransport(t *Transport) string {
 // traceRxTuple sets the tuple of the datagram being processed.
 func (c *Conn) traceRxTuple() {
 	if c.isClient {
-		c.trace.rxTuple = c.tupleOfTransport(c.rx.via)
+		c.trace.rxTuple = c.tupleOfTransport(c.path.rx.via)
 		return
 	}
 	c.trace.rxTuple = ""
-	if c.rx.other {
-		c.trace.rxTuple = c.serverTuple(c.rx.from)
+	if c.path.rx.other {
+		c.trace.rxTuple = c.serverTuple(c.path.rx.from)
 	}
 }
 
@@ -59,7 +59,7 @@ func (c *Conn) traceRxTuple() {
 func (c *Conn) tracePathTuple(p *Path) {
 	if !p.tupleLogged {
 		p.tupleLogged = true
-		c.trace.r.RecordEvent(qlog.TupleAssigned{TupleID: p.tupleID, Local: tupleEndpoint(p.t.Conn.LocalAddr()), Remote: tupleEndpoint(c.remote)})
+		c.trace.r.RecordEvent(qlog.TupleAssigned{TupleID: p.tupleID, Local: tupleEndpoint(p.t.Conn.LocalAddr()), Remote: tupleEndpoint(c.path.remote)})
 	}
 	c.trace.txTuple = p.tupleID
 }
@@ -67,14 +67,14 @@ func (c *Conn) tracePathTuple(p *Path) {
 // traceSwitch records a client's Switch to p: the path left gets its own
 // ID, and "" is p's from now on.
 func (c *Conn) traceSwitch(p *Path) {
-	c.trace.r.RecordEvent(qlog.TupleAssigned{TupleID: c.prevTupleID(), Local: tupleEndpoint(c.sendT.Conn.LocalAddr()), Remote: tupleEndpoint(c.remote)})
-	c.trace.r.RecordEvent(qlog.TupleAssigned{Local: tupleEndpoint(p.t.Conn.LocalAddr()), Remote: tupleEndpoint(c.remote)})
+	c.trace.r.RecordEvent(qlog.TupleAssigned{TupleID: c.prevTupleID(), Local: tupleEndpoint(c.path.sendT.Conn.LocalAddr()), Remote: tupleEndpoint(c.path.remote)})
+	c.trace.r.RecordEvent(qlog.TupleAssigned{Local: tupleEndpoint(p.t.Conn.LocalAddr()), Remote: tupleEndpoint(c.path.remote)})
 }
 
 // prevTupleID is the ID of the client path in use (before a Switch).
 func (c *Conn) prevTupleID() string {
-	for _, p := range c.paths {
-		if p.t == c.sendT {
+	for _, p := range c.path.extra {
+		if p.t == c.path.sendT {
 			return p.tupleID
 		}
 	}

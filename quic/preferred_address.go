@@ -178,11 +178,11 @@ func (c *Conn) preferredAddressCandidates() []netip.AddrPort {
 	var cands []netip.AddrPort
 	for _, ap := range []netip.AddrPort{pa.IPv4, pa.IPv6} {
 		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-		if ap.IsValid() && !ap.Addr().IsUnspecified() && ap.Port() != 0 && ap != c.remoteAP {
+		if ap.IsValid() && !ap.Addr().IsUnspecified() && ap.Port() != 0 && ap != c.path.remoteAP {
 			cands = append(cands, ap)
 		}
 	}
-	if len(cands) == 2 && c.remoteAP.Addr().Is6() {
+	if len(cands) == 2 && c.path.remoteAP.Addr().Is6() {
 		cands[0], cands[1] = cands[1], cands[0]
 	}
 	return cands
@@ -190,10 +190,10 @@ func (c *Conn) preferredAddressCandidates() []netip.AddrPort {
 
 // takeSwitchedAddress makes the server address of the path Path.Switch
 // moved to the connection's. It runs on the connection's goroutine, which
-// reads c.remote without the lock. c.mu is held.
+// reads c.path.remote without the lock. c.mu is held.
 func (c *Conn) takeSwitchedAddress() {
 	if p := c.x.pa.switchTo; p != nil {
-		c.remote, c.remoteAP = p.remote, p.remoteAP
+		c.path.remote, c.path.remoteAP = p.remote, p.remoteAP
 		c.x.pa.switchTo = nil
 	}
 }
@@ -203,7 +203,7 @@ func (c *Conn) takeSwitchedAddress() {
 // 9.6.1). c.mu is held.
 func (c *Conn) startPreferredAddressMigration() {
 	if !c.isClient || c.x.pa.started || c.x.pa.peer == nil || !c.config.MigrateToPreferredAddress ||
-		!c.handshakeConfirmed || c.closeErr != nil || len(c.paths) > 0 {
+		!c.hs.confirmed || c.close.err != nil || len(c.path.extra) > 0 {
 		return
 	}
 	c.x.pa.started = true
@@ -214,7 +214,7 @@ func (c *Conn) startPreferredAddressMigration() {
 	// Validation of a new path fails after three PTOs, of the current
 	// path or a fresh one, whichever is longer (RFC 9000 section 8.2.4).
 	fresh := recovery.NewRTTStats(0)
-	wait := 3 * max(c.ptoLocked(), fresh.PTOBase()+c.rec.RTT().MaxAckDelay())
+	wait := 3 * max(c.ptoLocked(), fresh.PTOBase()+c.loss.rec.RTT().MaxAckDelay())
 	cid := slices.Clone(c.x.pa.peer.ConnectionID)
 	go func() {
 		for _, ap := range cands {
@@ -264,7 +264,7 @@ func (c *Conn) tryPreferredAddress(ap netip.AddrPort, cid []byte, wait time.Dura
 // pathTransportTo is the Transport of the client path that leads to ap,
 // for a datagram addressed there; nil for the current one.
 func (c *Conn) pathTransportTo(ap netip.AddrPort) *Transport {
-	for _, p := range c.paths {
+	for _, p := range c.path.extra {
 		if p.remote != nil && p.remoteAP == ap && !p.closed {
 			return p.t
 		}

@@ -95,7 +95,7 @@ func TestPreferredAddressMigration(t *testing.T) {
 				return srv.AddressValidationStats().PathMigrations == 1
 			})
 			sc.mu.Lock()
-			challenges := sc.path.nOpen
+			challenges := sc.path.migration.nOpen
 			sc.mu.Unlock()
 			if challenges != 0 {
 				t.Errorf("the server sent %d PATH_CHALLENGEs to validate an address its probe challenge proved already", challenges)
@@ -173,7 +173,7 @@ func TestPreferredAddressUnreachable(t *testing.T) {
 	waitFor(t, "the client giving up on the preferred address", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return sock.probes.Load() > 0 && c.x.pa.started && len(c.paths) == 0
+		return sock.probes.Load() > 0 && c.x.pa.started && len(c.path.extra) == 0
 	})
 	if got := c.RemoteAddr().String(); got != server.String() {
 		t.Errorf("remote address %s after the failed move, want %s", got, server)

@@ -75,7 +75,7 @@ func TestPTOProbeResendsData(t *testing.T) {
 	waitFor(t, "handshake confirmation", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return c.handshakeConfirmed
+		return c.hs.confirmed
 	})
 	s, err := c.OpenStreamSync(ctx)
 	if err != nil {

@@ -80,12 +80,12 @@ func (c *Conn) startQlog() {
 	if c.isClient {
 		p = PerspectiveClient
 	}
-	w := c.config.Qlog(p, slices.Clone(c.origDestCID))
+	w := c.config.Qlog(p, slices.Clone(c.cids.origDest))
 	if w == nil {
 		return
 	}
 	q := &qlogger{w: w, start: time.Now(), buf: make([]byte, 0, qlogFlushSize+4096)}
-	q.header(p, c.origDestCID)
+	q.header(p, c.cids.origDest)
 	c.qlog = q
 	c.qlogConnectionStarted()
 }

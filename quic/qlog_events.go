@@ -57,14 +57,14 @@ func (c *Conn) qlogConnectionStarted() {
 	b := q.event("transport:connection_started")
 	local := c.t.Conn.LocalAddr()
 	ipv := "ipv4"
-	if ap, ok := addrPort(c.remote); ok && ap.Addr().Is6() {
+	if ap, ok := addrPort(c.path.remote); ok && ap.Addr().Is6() {
 		ipv = "ipv6"
 	}
 	b = fieldRaw(b, "ip_version", ipv)
 	b = appendAddr(b, "src_", local)
-	b = appendAddr(b, "dst_", c.remote)
-	b = fieldHex(b, "src_cid", c.srcCID)
-	b = fieldHex(b, "dst_cid", c.destCID)
+	b = appendAddr(b, "dst_", c.path.remote)
+	b = fieldHex(b, "src_cid", c.cids.src)
+	b = fieldHex(b, "dst_cid", c.cids.dest)
 	q.end(b)
 }
 
@@ -139,7 +139,7 @@ func (c *Conn) qlogPacketReceived(pt wire.PacketType, pn uint64, dcid []byte, si
 	}
 	exp := uint8(wire.DefaultAckDelayExponent)
 	if pt == wire.PacketType1RTT {
-		exp = c.ackDelayExp
+		exp = c.hs.peerAckDelayExp
 	}
 	b := q.event("transport:packet_received")
 	b = appendQlogHeader(b, qlogPacketTypeOf(pt), pn, dcid)
@@ -165,14 +165,14 @@ func appendQlogHeader(b []byte, pt string, pn uint64, dcid []byte) []byte {
 // it runs before onPacketLost forgets their space.
 func (c *Conn) qlogLost() {
 	q := c.qlog
-	for _, lp := range c.events.Lost {
+	for _, lp := range c.loss.events.Lost {
 		if q.failed {
 			return
 		}
 		b := q.event("recovery:packet_lost")
 		b = field(b, "header")
 		b = append(b, '{')
-		if sp := c.sent[lp.Handle]; sp != nil {
+		if sp := c.loss.sent[lp.Handle]; sp != nil {
 			b = fieldRaw(b, "packet_type", qlogPacketType(sp.space, false))
 		}
 		b = fieldUint(b, "packet_number", lp.Number)
@@ -189,14 +189,14 @@ func (c *Conn) qlogMetrics() {
 	if q.failed {
 		return
 	}
-	rtt := c.rec.RTT()
+	rtt := c.loss.rec.RTT()
 	m := qlogMetrics{
 		minRTT:      rtt.MinRTT(),
 		smoothedRTT: rtt.SmoothedRTT(),
 		latestRTT:   rtt.LatestRTT(),
 		rttVar:      rtt.RTTVar(),
-		cwnd:        c.rec.Controller().CongestionWindow(),
-		inFlight:    c.rec.BytesInFlight(),
+		cwnd:        c.loss.rec.Controller().CongestionWindow(),
+		inFlight:    c.loss.rec.BytesInFlight(),
 	}
 	old, all := q.metrics, !q.haveMetrics
 	if !all && m == old {
@@ -237,19 +237,19 @@ func (c *Conn) qlogPath(state string) {
 	}
 	b := q.event("connectivity:path_updated")
 	b = fieldRaw(b, "state", state)
-	b = appendAddr(b, "dst_", c.remote)
-	b = fieldHex(b, "dcid", c.destCID)
+	b = appendAddr(b, "dst_", c.path.remote)
+	b = fieldHex(b, "dcid", c.cids.dest)
 	q.end(b)
 }
 
-// qlogClosed writes transport:connection_closed for c.closeErr and closes
+// qlogClosed writes transport:connection_closed for c.close.err and closes
 // the qlog; it runs at teardown.
 func (c *Conn) qlogClosed() {
 	q := c.qlog
 	c.qlog = nil
 	if !q.failed {
 		b := q.event("transport:connection_closed")
-		b = appendCloseFields(b, c.closeErr)
+		b = appendCloseFields(b, c.close.err)
 		q.end(b)
 	}
 	q.close()

@@ -217,7 +217,7 @@ func TestQlogOursToOurs(t *testing.T) {
 	_ = c.CloseWithError(0, "bye \"now\"\n")
 	waitDone(t, ctx, c)
 	waitDone(t, ctx, sc)
-	odcid := c.origDestCID
+	odcid := c.cids.origDest
 	for _, side := range []struct {
 		conn    *Conn
 		vantage string
@@ -302,11 +302,11 @@ func TestQlogOurClientQuicGoServer(t *testing.T) {
 	default:
 		t.Fatal("qlog writer not closed at teardown")
 	}
-	if gotPersp != PerspectiveClient || !bytes.Equal(gotODCID, c.origDestCID) {
+	if gotPersp != PerspectiveClient || !bytes.Equal(gotODCID, c.cids.origDest) {
 		t.Fatalf("Qlog called with %v %x", gotPersp, gotODCID)
 	}
 	h, events := parseQlog(t, w.bytes())
-	checkQlogHeader(t, h, "client", c.origDestCID)
+	checkQlogHeader(t, h, "client", c.cids.origDest)
 	s := summarize(events)
 	if n := s.names["transport:packet_received"]; uint64(n) < stats.PacketsReceived {
 		t.Errorf("%d packet_received events, stats count %d", n, stats.PacketsReceived)
@@ -416,7 +416,7 @@ func newOfflineRound(t testing.TB) *offlineRound {
 		}
 		return k
 	}
-	c.app = newKeys()
+	c.keys.app = newKeys()
 	return &offlineRound{c: c, peer: newKeys(), now: time.Now()}
 }
 
@@ -430,7 +430,7 @@ func (r *offlineRound) run(t testing.TB) {
 	}
 	p = append(p, byte(wire.FrameTypePing), 0, 0, 0)
 	r.payload = p
-	b := wire.AppendShortHeader(r.pkt[:0], c.srcCID, 2, false, false)
+	b := wire.AppendShortHeader(r.pkt[:0], c.cids.src, 2, false, false)
 	pnOffset := len(b)
 	b = wire.AppendPacketNumber(b, r.pn, 2)
 	b = append(b, p...)
@@ -445,8 +445,8 @@ func (r *offlineRound) run(t testing.TB) {
 	c.handleShortPacket(sealed, receivedPacket{data: sealed, rcvTime: r.now})
 	r.now = r.now.Add(time.Second) // the ACK is due
 	d := c.buildDatagram(r.now, maxPacketSize, false)
-	if d == nil || c.closeErr != nil {
-		t.Fatalf("no datagram (close error %v)", c.closeErr)
+	if d == nil || c.close.err != nil {
+		t.Fatalf("no datagram (close error %v)", c.close.err)
 	}
 	putSendBuffer(d)
 }
@@ -477,7 +477,7 @@ func TestQlogHooksOnOfflinePaths(t *testing.T) {
 	for range rounds {
 		r.run(t)
 	}
-	c.closeErr = &TransportError{ErrorCode: ProtocolViolation, ErrorMessage: "bad \xff\x01"}
+	c.close.err = &TransportError{ErrorCode: ProtocolViolation, ErrorMessage: "bad \xff\x01"}
 	c.qlogClosed()
 	c.mu.Unlock()
 	_, events := parseQlog(t, w.bytes())

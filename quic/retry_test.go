@@ -48,7 +48,7 @@ func TestClientFollowsRetry(t *testing.T) {
 		t.Fatal("server never asked to validate the address")
 	}
 	c.mu.Lock()
-	retried := c.retrySrcCID != nil
+	retried := c.cids.retrySrc != nil
 	c.mu.Unlock()
 	if !retried {
 		t.Fatal("client did not process a Retry")

@@ -30,22 +30,22 @@ func newOfflineConn(t testing.TB) *Conn {
 	if err := c.initLocalCIDs(); err != nil {
 		t.Fatal(err)
 	}
-	c.destCID = []byte{5, 6, 7, 8}
-	c.origDestCID = []byte{9, 9, 9, 9, 9, 9, 9, 9}
+	c.cids.dest = []byte{5, 6, 7, 8}
+	c.cids.origDest = []byte{9, 9, 9, 9, 9, 9, 9, 9}
 	if err := c.startTLS(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.tls.Close() })
-	c.connSend.Init(1 << 20)
-	if err := c.counts.SetPeerLimits(100, 100); err != nil {
+	t.Cleanup(func() { c.hs.tls.Close() })
+	c.flow.send.Init(1 << 20)
+	if err := c.streams.counts.SetPeerLimits(100, 100); err != nil {
 		t.Fatal(err)
 	}
-	c.peerParams = &wire.TransportParameters{InitialMaxStreamDataBidiLocal: 1 << 16, InitialMaxStreamDataBidiRemote: 1 << 16, InitialMaxStreamDataUni: 1 << 16, ActiveConnectionIDLimit: 4}
-	if err := c.initRemoteCIDs(c.peerParams); err != nil {
+	c.hs.peerParams = &wire.TransportParameters{InitialMaxStreamDataBidiLocal: 1 << 16, InitialMaxStreamDataBidiRemote: 1 << 16, InitialMaxStreamDataUni: 1 << 16, ActiveConnectionIDLimit: 4}
+	if err := c.initRemoteCIDs(c.hs.peerParams); err != nil {
 		t.Fatal(err)
 	}
-	c.handshakeComplete = true
-	c.handshakeConfirmed = true
+	c.hs.complete = true
+	c.hs.confirmed = true
 	return c
 }
 
@@ -81,10 +81,10 @@ func TestMalformedFramesCloseWithRightCode(t *testing.T) {
 			defer c.mu.Unlock()
 			c.processPayload(spaceApp, wire.PacketType1RTT, 0, tt.payload, time.Now())
 			var te *TransportError
-			if !errors.As(c.closeErr, &te) || te.ErrorCode != tt.code || te.Remote {
-				t.Fatalf("close error %v, want local %s", c.closeErr, tt.code)
+			if !errors.As(c.close.err, &te) || te.ErrorCode != tt.code || te.Remote {
+				t.Fatalf("close error %v, want local %s", c.close.err, tt.code)
 			}
-			if !errors.Is(c.closeErr, net.ErrClosed) {
+			if !errors.Is(c.close.err, net.ErrClosed) {
 				t.Fatal("close error does not match net.ErrClosed")
 			}
 		})
@@ -100,14 +100,14 @@ func TestValidFramesKeepConnectionOpen(t *testing.T) {
 	p = append(p, byte(wire.FrameTypePing))
 	p = wire.AppendFrame(p, &wire.Frame{Type: wire.FrameTypeMaxData, Limit: 1 << 21})
 	c.processPayload(spaceApp, wire.PacketType1RTT, 0, p, time.Now())
-	if c.closeErr != nil {
-		t.Fatal(c.closeErr)
+	if c.close.err != nil {
+		t.Fatal(c.close.err)
 	}
-	if len(c.acceptBidi) != 1 {
-		t.Fatalf("%d streams to accept, want 1", len(c.acceptBidi))
+	if len(c.streams.acceptBidi) != 1 {
+		t.Fatalf("%d streams to accept, want 1", len(c.streams.acceptBidi))
 	}
 	buf := make([]byte, 10)
-	if n, _ := c.acceptBidi[0].recv.Read(buf); string(buf[:n]) != "hello" {
+	if n, _ := c.streams.acceptBidi[0].recv.Read(buf); string(buf[:n]) != "hello" {
 		t.Fatalf("stream data %q", buf[:n])
 	}
 }
@@ -125,7 +125,7 @@ func FuzzFrames(f *testing.F) {
 	var pn uint64
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		// Reuse one connection until a payload closes it.
-		if c.closeErr != nil {
+		if c.close.err != nil {
 			c = newOfflineConn(t)
 			pn = 0
 		}
@@ -135,7 +135,7 @@ func FuzzFrames(f *testing.F) {
 		pn++
 		// Whatever state the frames left, building packets must not fail.
 		c.sendLocked(time.Now())
-		c.pendingWrites = nil
+		c.send.pending = nil
 	})
 }
 

@@ -5,9 +5,34 @@ import (
 	"net"
 	"net/netip"
 	"syscall"
+	"time"
 
 	"github.com/turboretry/turboretry/internal/udpio"
 )
+
+// sendState is what one run of the event loop builds and sends. Guarded
+// by Conn.mu, except spare, which run alone touches.
+type sendState struct {
+	// pending are the datagrams built, which run writes once it let go
+	// of mu; spare is the slice they go into next time, so steady
+	// sending allocates nothing.
+	pending []outDatagram
+	spare   []outDatagram
+	// maxDatagram is the datagram size in use (path MTU discovery).
+	maxDatagram int
+	// The datagram being built: pad it to its limit; handshakeOnly, it
+	// may elicit in the Initial and Handshake spaces only; ecn is its
+	// mark, ecnTest says it is one of the ECN testing period's.
+	pad           bool
+	handshakeOnly bool
+	ecn           udpio.ECN
+	ecnTest       bool
+	// pingPending: a PING is due (keep-alive); pacingDeadline is when
+	// the pacer lets the next datagram go.
+	pingPending    bool
+	pacingDeadline time.Time
+	ackScratch     []byte // where ACK frames are built, reused
+}
 
 // writeDatagrams sends the datagrams one run of the event loop built, in
 // one sendmmsg call where the socket allows (internal/udpio), else one
@@ -25,7 +50,7 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) error {
 			}
 		}
 	}()
-	ap, ok := addrPort(c.remote)
+	ap, ok := addrPort(c.path.remote)
 	local := c.x.local // a server's address on the path (local_address.go)
 	if (len(writes) == 1 && writes[0].ecn == udpio.ECNNotECT && !local.IsValid()) || !ok || anyElsewhere(writes) {
 		return c.writeEach(writes, sendT, local)
@@ -77,7 +102,7 @@ func (c *Conn) writeEach(writes []outDatagram, sendT *Transport, local netip.Add
 	for _, d := range writes {
 		to, via, from := d.to, d.via, d.from
 		if to == nil {
-			to, from = c.remote, local
+			to, from = c.path.remote, local
 		}
 		if via == nil {
 			via = sendT

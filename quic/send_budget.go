@@ -33,6 +33,19 @@ const (
 	defaultTransportRecvBuffer = 256 << 20
 )
 
+// memoryBudget is a connection's share of the memory budgets. Guarded by
+// Conn.mu; the Transport's totals are atomics of its own.
+type memoryBudget struct {
+	// sendHeld is the stream data held for sending (written and not
+	// acknowledged); sendReported and recvReported the part of it, and
+	// of the unread received data, counted in the Transport's totals.
+	sendHeld     int64
+	sendReported int64
+	recvReported int64
+	// sig is broadcast for writers waiting for the connection's budget.
+	sig chan struct{}
+}
+
 // budgetOrDefault returns v (0: def) as an int64 budget.
 func budgetOrDefault(v, def uint64) int64 {
 	if v == 0 {
@@ -105,9 +118,9 @@ func (c *Conn) chargeSend(s *stream) {
 	if h == s.sendCharged {
 		return
 	}
-	c.sendHeld += h - s.sendCharged
+	c.budget.sendHeld += h - s.sendCharged
 	if h < s.sendCharged {
-		broadcast(&c.sendBudgetSig)
+		broadcast(&c.budget.sig)
 	}
 	s.sendCharged = h
 }
@@ -117,16 +130,16 @@ func (c *Conn) chargeSend(s *stream) {
 // their bytes from the Transport's budget when they queue them, so only
 // what acknowledgements and resets gave back is left to report here.
 func (c *Conn) syncBudgets() {
-	if c.finished {
+	if c.close.finished {
 		return // teardown gives everything back (releaseBudgets)
 	}
-	if d := c.sendHeld - c.sendReported; d != 0 {
-		c.sendReported = c.sendHeld
+	if d := c.budget.sendHeld - c.budget.sendReported; d != 0 {
+		c.budget.sendReported = c.budget.sendHeld
 		c.t.sendBudget.add(d)
 	}
-	held := int64(c.connRecv.Highest() - c.connRecv.Consumed())
-	if d := held - c.recvReported; d != 0 {
-		c.recvReported = held
+	held := int64(c.flow.recv.Highest() - c.flow.recv.Consumed())
+	if d := held - c.budget.recvReported; d != 0 {
+		c.budget.recvReported = held
 		c.t.recvBuffered.Add(d)
 	}
 }
@@ -134,17 +147,17 @@ func (c *Conn) syncBudgets() {
 // releaseBudgets gives back everything the connection accounted for, at
 // teardown.
 func (c *Conn) releaseBudgets() {
-	for _, s := range c.streams {
+	for _, s := range c.streams.all {
 		s.sendCharged = 0
 	}
-	c.sendHeld = 0
-	if c.sendReported != 0 {
-		c.t.sendBudget.add(-c.sendReported)
-		c.sendReported = 0
+	c.budget.sendHeld = 0
+	if c.budget.sendReported != 0 {
+		c.t.sendBudget.add(-c.budget.sendReported)
+		c.budget.sendReported = 0
 	}
-	if c.recvReported != 0 {
-		c.t.recvBuffered.Add(-c.recvReported)
-		c.recvReported = 0
+	if c.budget.recvReported != 0 {
+		c.t.recvBuffered.Add(-c.budget.recvReported)
+		c.budget.recvReported = 0
 	}
 }
 
@@ -168,7 +181,7 @@ func (s *stream) writeRoom(whole int64) (int64, budgetKind) {
 	if room <= 0 {
 		return 0, budgetNone
 	}
-	if cr := int64(min(c.config.MaxConnectionSendBuffer, math.MaxInt64)) - c.sendHeld; cr < room {
+	if cr := int64(min(c.config.MaxConnectionSendBuffer, math.MaxInt64)) - c.budget.sendHeld; cr < room {
 		if cr <= 0 {
 			return 0, budgetConn
 		}

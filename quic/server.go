@@ -334,15 +334,15 @@ func (s *baseServer) closeLocked(err error) {
 // handed out when the listener closed; it runs before every send.
 func (c *Conn) refuseIfServerClosed() {
 	s := c.server
-	if s == nil || c.queuedForAccept || c.closeErr != nil {
+	if s == nil || c.hs.queuedForAccept || c.close.err != nil {
 		return
 	}
 	select {
 	case <-s.closed:
-		c.queuedForAccept = true // it never will be
+		c.hs.queuedForAccept = true // it never will be
 		s.notPending(c)
 		c.t.countRefused(RefusedServerClosed)
-		c.refusedAtClose = true
+		c.close.refusedAtClose = true
 		c.closeLocal(&TransportError{ErrorCode: ConnectionRefused, ErrorMessage: "server closed"})
 	default:
 	}
@@ -500,20 +500,20 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 	t := s.t
 	c := newConn(ctx, t, false, conf, serverTLSConfig(s.tlsConf, t.Conn.LocalAddr(), remote), hdr.Version, remote)
 	c.server = s
-	c.clientDestCID = append([]byte(nil), hdr.DestConnID...)
-	c.origDestCID = c.clientDestCID
-	c.addressValidated = dec.validated
-	c.validatedBy = dec.validatedBy
+	c.cids.clientDest = append([]byte(nil), hdr.DestConnID...)
+	c.cids.origDest = c.cids.clientDest
+	c.admit.validated = dec.validated
+	c.admit.validatedBy = dec.validatedBy
 	if dec.odcid != nil {
 		// After a Retry the client's Initials go to the Retry's SCID
 		// (hdr.DestConnID); its first DCID was odcid.
-		c.origDestCID = append([]byte(nil), dec.odcid...)
-		c.retrySrcCID = append([]byte(nil), dec.rscid...)
+		c.cids.origDest = append([]byte(nil), dec.odcid...)
+		c.cids.retrySrc = append([]byte(nil), dec.rscid...)
 	}
-	c.destCID = append([]byte(nil), hdr.SrcConnID...)
+	c.cids.dest = append([]byte(nil), hdr.SrcConnID...)
 	c.spaces[spaceInitial].sealer = sealer
 	c.spaces[spaceInitial].opener = opener
-	if !t.addHandler(c.clientDestCID, c) {
+	if !t.addHandler(c.cids.clientDest, c) {
 		t.countRefused(RefusedCIDInUse)
 		return nil, errors.New("quic: connection ID in use")
 	}
@@ -529,15 +529,15 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 	if err := c.startTLS(); err != nil {
 		t.countRefused(RefusedStartFailed)
 		if c.qlog != nil {
-			c.closeErr = err
+			c.close.err = err
 			c.qlogClosed()
 		}
-		c.closeErr = err
+		c.close.err = err
 		c.endTracer()
 		t.removeHandlers(c)
 		c.releaseServerSlots()
-		if c.tls != nil {
-			c.tls.Close()
+		if c.hs.tls != nil {
+			c.hs.tls.Close()
 		}
 		return nil, err
 	}
@@ -550,15 +550,15 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 // Handing it out ends none of the limits it holds (server_limits.go).
 func (c *Conn) queueForAccept(early bool) {
 	s := c.server
-	if s == nil || c.queuedForAccept || early != s.early {
+	if s == nil || c.hs.queuedForAccept || early != s.early {
 		return
 	}
-	c.queuedForAccept = true
+	c.hs.queuedForAccept = true
 	s.notPending(c)
 	select {
 	case <-s.closed:
 		c.t.countRefused(RefusedServerClosed)
-		c.refusedAtClose = true
+		c.close.refusedAtClose = true
 		c.closeLocal(&TransportError{ErrorCode: ConnectionRefused, ErrorMessage: "server closed"})
 		return
 	default:

@@ -19,6 +19,28 @@ import (
 // EarlyListener alike (an EarlyListener hands connections out at 0.5-RTT,
 // long before the client proved anything).
 
+// admission is a connection's client address validation and what it
+// holds of its listener's limits. Guarded by Conn.mu (newConn and admit
+// set it before the connection's goroutine starts); the listener's totals
+// it is counted in are serverLoad, under baseServer.mu.
+type admission struct {
+	// validated: the client's address is proven (a token, or a Handshake
+	// packet from it); validatedBy is the token kind that did it
+	// (ConnectionState.ValidatedBy).
+	validated   bool
+	validatedBy TokenKind
+	// bytesRecv and bytesSent count whole datagrams, for the 3x
+	// anti-amplification limit before validation (RFC 9000 section 8.1).
+	bytesRecv uint64
+	bytesSent uint64
+	// A server connection's connection slot, handshake slot, and place
+	// among the unvalidated connections with its estimated cost.
+	holdsConnSlot      bool
+	holdsHandshakeSlot bool
+	holdsUnvalidated   bool
+	unvalidatedCost    int64
+}
+
 // serverLoad is what a listener's connections hold of its limits; guarded
 // by baseServer.mu.
 type serverLoad struct {
@@ -71,12 +93,12 @@ func (s *baseServer) admit(c *Conn, validated bool) {
 	s.pending[c] = struct{}{}
 	s.load.conns++
 	s.load.handshaking++
-	c.holdsConnSlot, c.holdsHandshakeSlot = true, true
+	c.admit.holdsConnSlot, c.admit.holdsHandshakeSlot = true, true
 	if !validated {
-		c.holdsUnvalidated = true
-		c.unvalidatedCost = unvalidatedBaseCost
+		c.admit.holdsUnvalidated = true
+		c.admit.unvalidatedCost = unvalidatedBaseCost
 		s.load.unvalidated++
-		s.load.unvalidatedBytes += c.unvalidatedCost
+		s.load.unvalidatedBytes += c.admit.unvalidatedCost
 	}
 	s.mu.Unlock()
 	if !validated && s.tokens != nil {
@@ -94,10 +116,10 @@ func (s *baseServer) unvalidatedLoad() (int, int64) {
 
 // handshakeSlotDone gives back c's handshake slot (handshake complete).
 func (c *Conn) handshakeSlotDone() {
-	if !c.holdsHandshakeSlot {
+	if !c.admit.holdsHandshakeSlot {
 		return
 	}
-	c.holdsHandshakeSlot = false
+	c.admit.holdsHandshakeSlot = false
 	s := c.server
 	s.mu.Lock()
 	s.load.handshaking--
@@ -107,22 +129,22 @@ func (c *Conn) handshakeSlotDone() {
 // addressValidatedNow records that the client proved its address: it
 // leaves the unvalidated connections.
 func (c *Conn) addressValidatedNow() {
-	c.addressValidated = true
+	c.admit.validated = true
 	c.leaveUnvalidated()
 }
 
 // leaveUnvalidated gives back c's place among the unvalidated connections.
 func (c *Conn) leaveUnvalidated() {
-	if !c.holdsUnvalidated {
+	if !c.admit.holdsUnvalidated {
 		return
 	}
-	c.holdsUnvalidated = false
+	c.admit.holdsUnvalidated = false
 	s := c.server
 	s.mu.Lock()
 	s.load.unvalidated--
-	s.load.unvalidatedBytes -= c.unvalidatedCost
+	s.load.unvalidatedBytes -= c.admit.unvalidatedCost
 	s.mu.Unlock()
-	c.unvalidatedCost = 0
+	c.admit.unvalidatedCost = 0
 	if s.tokens != nil {
 		s.tokens.m.handshakes.Dec()
 	}
@@ -137,8 +159,8 @@ func (c *Conn) releaseServerSlots() {
 	c.server.notPending(c)
 	c.handshakeSlotDone()
 	c.leaveUnvalidated()
-	if c.holdsConnSlot {
-		c.holdsConnSlot = false
+	if c.admit.holdsConnSlot {
+		c.admit.holdsConnSlot = false
 		c.server.mu.Lock()
 		c.server.load.conns--
 		c.server.mu.Unlock()
@@ -157,25 +179,25 @@ func (c *Conn) unvalidatedCostLocked() int64 {
 			n += int64(sp.cryptoIn.Footprint())
 		}
 	}
-	return n + int64(len(c.undecryptable))*receiveBufferSize
+	return n + int64(len(c.keys.undecryptable))*receiveBufferSize
 }
 
 // afterReceived does the accounting that follows a batch of received
 // datagrams: the budgets and an unvalidated connection's cost.
 func (c *Conn) afterReceived() {
 	c.syncBudgets()
-	if !c.holdsUnvalidated {
+	if !c.admit.holdsUnvalidated {
 		return
 	}
 	cost := c.unvalidatedCostLocked()
-	if cost == c.unvalidatedCost {
+	if cost == c.admit.unvalidatedCost {
 		return
 	}
 	s := c.server
 	s.mu.Lock()
-	s.load.unvalidatedBytes += cost - c.unvalidatedCost
+	s.load.unvalidatedBytes += cost - c.admit.unvalidatedCost
 	s.mu.Unlock()
-	c.unvalidatedCost = cost
+	c.admit.unvalidatedCost = cost
 }
 
 // sendStatelessClose ends a client's connection attempt without creating

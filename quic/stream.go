@@ -40,7 +40,7 @@ type stream struct {
 	writeDeadline time.Time
 	writeSig      chan struct{}
 	inSendList    bool
-	sendCharged   int64 // bytes counted in the connection's sendHeld
+	sendCharged   int64 // bytes counted in the connection's budget.sendHeld
 	sendCtx       context.Context
 	sendCancel    context.CancelCauseFunc
 	limited       *limitedWrite // a WriteWithLimit waiting for its limiter
@@ -81,8 +81,8 @@ func (c *Conn) newStream(id uint64) *stream {
 	s.sendCtx, s.sendCancel = context.WithCancelCause(c.ctx)
 	if s.hasSend {
 		var limit uint64
-		if c.peerParams != nil {
-			p := c.peerParams
+		if c.hs.peerParams != nil {
+			p := c.hs.peerParams
 			switch {
 			case flowcontrol.DirectionOf(id) == flowcontrol.Uni:
 				limit = p.InitialMaxStreamDataUni
@@ -92,7 +92,7 @@ func (c *Conn) newStream(id uint64) *stream {
 				limit = p.InitialMaxStreamDataBidiLocal
 			}
 		}
-		s.fcSend.Init(&c.connSend, limit)
+		s.fcSend.Init(&c.flow.send, limit)
 	} else {
 		s.sendCancel(context.Canceled)
 	}
@@ -100,12 +100,12 @@ func (c *Conn) newStream(id uint64) *stream {
 		// Flow control rejects data beyond the window first; the buffer's
 		// own bound is the largest window auto-tuning may reach.
 		s.recv = streambuf.NewRecvBuffer(c.config.MaxStreamReceiveWindow)
-		s.fcRecv.Init(id, c.connRecv, flowcontrol.WindowConfig{
+		s.fcRecv.Init(id, c.flow.recv, flowcontrol.WindowConfig{
 			Initial: c.config.InitialStreamReceiveWindow,
 			Max:     c.config.MaxStreamReceiveWindow,
 		})
 	}
-	c.streams[id] = s
+	c.streams.all[id] = s
 	return s
 }
 
@@ -139,7 +139,7 @@ func (s *stream) signalRead()  { broadcast(&s.readSig) }
 func (s *stream) onConnClosed() {
 	s.signalRead()
 	s.signalWrite()
-	s.sendCancel(s.c.closeErr)
+	s.sendCancel(s.c.close.err)
 }
 
 // sendFinished reports whether the send side needs nothing more.
@@ -181,7 +181,7 @@ func (c *Conn) maybeRemoveStream(s *stream) {
 	if s.recv != nil {
 		s.recv.Release()
 	}
-	delete(c.streams, s.id)
+	delete(c.streams.all, s.id)
 	if flowcontrol.Initiator(s.id) != c.perspective() {
 		if c.config.RequireStreamCreditRelease && !s.creditReleased {
 			s.creditHeld = true
@@ -194,7 +194,7 @@ func (c *Conn) maybeRemoveStream(s *stream) {
 // releaseStreamCredit lets the peer open another stream in place of s.
 func (c *Conn) releaseStreamCredit(s *stream) {
 	s.creditHeld = false
-	inc := c.counts.Incoming(flowcontrol.DirectionOf(s.id))
+	inc := c.streams.counts.Incoming(flowcontrol.DirectionOf(s.id))
 	_ = inc.Close()
 	if inc.NeedsUpdate() {
 		c.wake() // the peer may be waiting for MAX_STREAMS
@@ -204,7 +204,7 @@ func (c *Conn) releaseStreamCredit(s *stream) {
 func (c *Conn) queueStreamSend(s *stream) {
 	if !s.inSendList && (s.send.HasData() || s.limited != nil) {
 		s.inSendList = true
-		c.sendList = append(c.sendList, s)
+		c.streams.sendList = append(c.streams.sendList, s)
 	}
 	c.wake()
 }
@@ -212,7 +212,7 @@ func (c *Conn) queueStreamSend(s *stream) {
 func (c *Conn) queueStreamControl(s *stream) {
 	if !s.inCtrlList {
 		s.inCtrlList = true
-		c.ctrlList = append(c.ctrlList, s)
+		c.streams.ctrlList = append(c.streams.ctrlList, s)
 	}
 	c.wake()
 }
@@ -328,7 +328,7 @@ func (s *stream) appendBlocked(b []byte, maxEnd int, p *sentPacket, n uint64) []
 			p.eliciting = true
 		}
 	}
-	if limit, send := s.c.connSend.BlockedAfter(n); send {
+	if limit, send := s.c.flow.send.BlockedAfter(n); send {
 		f := wire.Frame{Type: wire.FrameTypeDataBlocked, Limit: limit}
 		if b, ok = appendIfFits(b, maxEnd, &f); ok {
 			p.eliciting = true

@@ -202,7 +202,7 @@ func TestAllowConnectionWindowIncrease(t *testing.T) {
 		t.Fatalf("read %d, %v", n, err)
 	}
 	sc.mu.Lock()
-	window := sc.connRecv.Window()
+	window := sc.flow.recv.Window()
 	sc.mu.Unlock()
 	if asked.Load() == 0 || window != 64<<10 {
 		t.Fatalf("asked %d times, connection window %d", asked.Load(), window)

@@ -22,7 +22,7 @@ func (s *stream) setPriority(urgency int8, incremental bool) {
 	s.urgency = min(max(urgency, 0), maxUrgency)
 	s.nonIncr = !incremental
 	if s.urgency != defaultUrgency || s.nonIncr {
-		c.prioritized = true
+		c.streams.prioritized = true
 	}
 }
 
@@ -57,7 +57,7 @@ func compareSchedule(a, b *stream) int {
 // priority order; incremental streams that sent move to the back of the
 // list, so their urgency level is served round robin.
 func (c *Conn) appendStreamFramesByPriority(b []byte, maxEnd int, p *sentPacket) []byte {
-	order := append(c.prioOrder[:0], c.sendList...)
+	order := append(c.streams.prioOrder[:0], c.streams.sendList...)
 	slices.SortStableFunc(order, compareSchedule)
 	for _, s := range order {
 		if maxEnd-len(b) <= 16 {
@@ -67,12 +67,12 @@ func (c *Conn) appendStreamFramesByPriority(b []byte, maxEnd int, p *sentPacket)
 		b, added = s.appendStreamFrame(b, maxEnd, p)
 		done := !s.wantsToSend()
 		if done || (added && !s.nonIncr) {
-			i := slices.Index(c.sendList, s)
-			c.sendList = append(c.sendList[:i], c.sendList[i+1:]...)
+			i := slices.Index(c.streams.sendList, s)
+			c.streams.sendList = append(c.streams.sendList[:i], c.streams.sendList[i+1:]...)
 			if done {
 				s.inSendList = false
 			} else {
-				c.sendList = append(c.sendList, s)
+				c.streams.sendList = append(c.streams.sendList, s)
 			}
 		}
 		if added && !done {
@@ -80,6 +80,6 @@ func (c *Conn) appendStreamFramesByPriority(b []byte, maxEnd int, p *sentPacket)
 		}
 	}
 	clear(order)
-	c.prioOrder = order[:0]
+	c.streams.prioOrder = order[:0]
 	return b
 }

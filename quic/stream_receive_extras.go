@@ -28,8 +28,8 @@ func (s *stream) peek(p []byte) (int, error) {
 		if fs, ok := s.fcRecv.FinalSize(); ok && s.recv.ReadOffset()+uint64(s.recv.Readable()) >= fs {
 			return s.recv.CopyAt(p), io.EOF
 		}
-		if c.closeErr != nil {
-			return 0, c.closeErr
+		if c.close.err != nil {
+			return 0, c.close.err
 		}
 		if !s.readDeadline.IsZero() && !time.Now().Before(s.readDeadline) {
 			return 0, errDeadline

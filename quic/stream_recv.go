@@ -25,7 +25,7 @@ func (s *stream) read(p []byte) (int, error) {
 			if s.fcRecv.NeedsUpdate() {
 				c.queueStreamControl(s)
 			}
-			if c.connRecv.NeedsUpdate() {
+			if c.flow.recv.NeedsUpdate() {
 				c.wake()
 			}
 			// Like quic-go, the read that reaches the final size reports
@@ -43,8 +43,8 @@ func (s *stream) read(p []byte) (int, error) {
 			c.maybeRemoveStream(s)
 			return 0, io.EOF
 		}
-		if c.closeErr != nil {
-			return 0, c.closeErr
+		if c.close.err != nil {
+			return 0, c.close.err
 		}
 		if !s.readDeadline.IsZero() && !time.Now().Before(s.readDeadline) {
 			return 0, errDeadline
@@ -64,7 +64,7 @@ func (s *stream) cancelRead(code StreamErrorCode) {
 	c := s.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s.recvErr != nil || s.eofRead || c.closeErr != nil {
+	if s.recvErr != nil || s.eofRead || c.close.err != nil {
 		return
 	}
 	s.recvErr = &StreamError{StreamID: StreamID(s.id), ErrorCode: code}

@@ -32,8 +32,8 @@ func (s *stream) writeErrLocked() error {
 	switch {
 	case s.sendErr != nil:
 		return s.sendErr
-	case s.c.closeErr != nil:
-		return s.c.closeErr
+	case s.c.close.err != nil:
+		return s.c.close.err
 	case s.sendClosed:
 		return ErrStreamClosed
 	case !s.writeDeadline.IsZero() && !time.Now().Before(s.writeDeadline):
@@ -67,7 +67,7 @@ func (s *stream) write(p []byte) (int, error) {
 				p = p[w:]
 				n += int(w)
 				c.chargeSend(s)
-				c.sendReported += w
+				c.budget.sendReported += w
 				c.queueStreamSend(s)
 				if w < k {
 					return n, errMaxOffset(s.id)
@@ -82,7 +82,7 @@ func (s *stream) write(p []byte) (int, error) {
 		var budget <-chan struct{}
 		switch bound {
 		case budgetConn:
-			budget = waitChan(&c.sendBudgetSig)
+			budget = waitChan(&c.budget.sig)
 		case budgetTransport:
 			budget = c.t.sendBudget.waitChan()
 			if c.t.sendBudget.used.Load() < c.t.sendBudget.max {
@@ -131,8 +131,8 @@ func (s *stream) closeSend() error {
 	if s.sendErr != nil || s.sendClosed {
 		return nil
 	}
-	if c.closeErr != nil {
-		return c.closeErr
+	if c.close.err != nil {
+		return c.close.err
 	}
 	s.sendClosed = true
 	s.send.Close()
@@ -145,7 +145,7 @@ func (s *stream) cancelWrite(code StreamErrorCode) {
 	c := s.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s.sendErr != nil || s.send.AllAcked() || c.closeErr != nil {
+	if s.sendErr != nil || s.send.AllAcked() || c.close.err != nil {
 		return
 	}
 	s.resetLocked(uint64(code), &StreamError{StreamID: StreamID(s.id), ErrorCode: code})

@@ -52,7 +52,7 @@ func (s *stream) tryWriteAll(p []byte) error {
 		c.t.sendBudget.add(int64(w - len(p)))
 	}
 	c.chargeSend(s)
-	c.sendReported += int64(w)
+	c.budget.sendReported += int64(w)
 	c.queueStreamSend(s)
 	if w < len(p) {
 		return errMaxOffset(s.id)
@@ -107,7 +107,7 @@ func (s *stream) appendLimited(room int) {
 	offer := int64(min(room, len(lw.p)-lw.n))
 	offer = min(offer, int64(min(s.fcSend.Available(), math.MaxInt64)))
 	offer = min(offer, c.t.sendBudget.max-c.t.sendBudget.used.Load())
-	offer = min(offer, int64(min(c.config.MaxConnectionSendBuffer, math.MaxInt64))-c.sendHeld)
+	offer = min(offer, int64(min(c.config.MaxConnectionSendBuffer, math.MaxInt64))-c.budget.sendHeld)
 	if offer <= 0 {
 		return
 	}
@@ -121,7 +121,7 @@ func (s *stream) appendLimited(room int) {
 	}
 	lw.n += w
 	c.chargeSend(s)
-	c.sendReported += int64(w)
+	c.budget.sendReported += int64(w)
 	switch {
 	case lw.n == len(lw.p):
 		lw.done = true

@@ -80,13 +80,13 @@ func TestHandshakeTimeoutTimers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newOfflineConn(t)
-			c.handshakeComplete, c.handshakeConfirmed = false, false
+			c.hs.complete, c.hs.confirmed = false, false
 			c.config.HandshakeIdleTimeout = time.Second
 			now := time.Now()
-			c.stats.started, c.lastActivity = now.Add(-tc.started), now.Add(-tc.act)
+			c.stats.started, c.idle.lastActivity = now.Add(-tc.started), now.Add(-tc.act)
 			c.mu.Lock()
 			c.onTimers(now)
-			err := c.closeErr
+			err := c.close.err
 			c.mu.Unlock()
 			if (tc.want == nil) != (err == nil) || (err != nil && reflect.TypeOf(err) != reflect.TypeOf(tc.want)) {
 				t.Fatalf("got %v, want %T", err, tc.want)

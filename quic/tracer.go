@@ -49,7 +49,7 @@ func (c *Conn) startTracer() {
 	if c.config.Tracer == nil || c.trace != nil {
 		return
 	}
-	t := c.config.Tracer(c.ctx, c.isClient, ConnectionIDFromBytes(c.origDestCID))
+	t := c.config.Tracer(c.ctx, c.isClient, ConnectionIDFromBytes(c.cids.origDest))
 	if t == nil {
 		return
 	}
@@ -58,10 +58,10 @@ func (c *Conn) startTracer() {
 	if r == nil {
 		return
 	}
-	c.trace = &connTracer{r: r, mtu: c.maxDatagram}
+	c.trace = &connTracer{r: r, mtu: c.send.maxDatagram}
 	r.RecordEvent(qlog.StartedConnection{
 		Local:  tupleEndpoint(c.t.Conn.LocalAddr()),
-		Remote: tupleEndpoint(c.remote),
+		Remote: tupleEndpoint(c.path.remote),
 	})
 	c.traceState(qlog.ConnectionStateAttempted)
 }
@@ -146,8 +146,8 @@ func (c *Conn) endTracer() {
 	if t == nil {
 		return
 	}
-	if c.closeErr != nil {
-		c.traceClosed(c.closeErr)
+	if c.close.err != nil {
+		c.traceClosed(c.close.err)
 	}
 	c.trace = nil
 	_ = t.r.Close()
@@ -214,7 +214,7 @@ func (c *Conn) tracePacketSent(buf []byte, p *packetInfo) {
 	payload := buf[p.pnOffset+p.pnLen : p.payloadEnd]
 	ecn := qlog.ECNUnsupported
 	if c.t.ecn {
-		ecn = traceECN(c.sendECN)
+		ecn = traceECN(c.send.ecn)
 	}
 	t.r.RecordEvent(qlog.PacketSent{
 		Header:           hdr,
@@ -255,7 +255,7 @@ func (c *Conn) tracePacketReceived(pt wire.PacketType, pn uint64, lh *wire.LongH
 	}
 	exp := uint8(wire.DefaultAckDelayExponent)
 	if pt == wire.PacketType1RTT {
-		exp = c.ackDelayExp
+		exp = c.hs.peerAckDelayExp
 	}
 	t.r.RecordEvent(qlog.PacketReceived{
 		Header:                  hdr,
@@ -383,10 +383,10 @@ func traceFrame(f *wire.Frame, ackExp uint8) any {
 // onPacketLost forgets their space.
 func (c *Conn) traceLost() {
 	t := c.trace
-	for _, lp := range c.events.Lost {
+	for _, lp := range c.loss.events.Lost {
 		pt := qlog.PacketType1RTT
 		mtuProbe := false
-		if sp := c.sent[lp.Handle]; sp != nil {
+		if sp := c.loss.sent[lp.Handle]; sp != nil {
 			switch sp.space {
 			case spaceInitial:
 				pt = qlog.PacketTypeInitial
@@ -408,10 +408,10 @@ func (c *Conn) traceLost() {
 // RTTs that changed, and the congestion window and bytes in flight.
 func (c *Conn) traceMetrics() {
 	t := c.trace
-	rtt := c.rec.RTT()
+	rtt := c.loss.rec.RTT()
 	now := qlog.MetricsUpdated{
-		CongestionWindow: c.rec.Controller().CongestionWindow(),
-		BytesInFlight:    c.rec.BytesInFlight(),
+		CongestionWindow: c.loss.rec.Controller().CongestionWindow(),
+		BytesInFlight:    c.loss.rec.BytesInFlight(),
 	}
 	if rtt.HasSample() {
 		now.MinRTT, now.SmoothedRTT, now.LatestRTT, now.RTTVariance = rtt.MinRTT(), rtt.SmoothedRTT(), rtt.LatestRTT(), rtt.RTTVar()

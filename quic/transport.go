@@ -208,16 +208,18 @@ func (t *Transport) readLoop() {
 			return
 		}
 	}
+	var retry readRetry
 	for {
 		b := getBuffer()
 		n, addr, err := t.Conn.ReadFrom(*b)
 		if err != nil {
 			putBuffer(b)
-			if t.readFailed(err) {
+			if t.readFailed(err, &retry) {
 				return
 			}
 			continue
 		}
+		retry.failures = 0
 		t.handleDatagram(receivedPacket{buf: b, data: (*b)[:n], remote: addr, rcvTime: time.Now()})
 	}
 }
@@ -249,14 +251,16 @@ func (t *Transport) readBatches(r *udpio.Reader) {
 			putBuffer(b)
 		}
 	}()
+	var retry readRetry
 	for {
 		n, err := r.ReadBatch(msgs)
 		if err != nil {
-			if t.readFailed(err) {
+			if t.readFailed(err, &retry) {
 				return
 			}
 			continue
 		}
+		retry.failures = 0
 		now := time.Now()
 		for i := range n {
 			m := &msgs[i]
@@ -285,14 +289,16 @@ func (t *Transport) readGROBatches(r *udpio.Reader) {
 		msgs[i].Buf = make([]byte, udpio.GROBufferSize)
 	}
 	var dgrams [][]byte
+	var retry readRetry
 	for {
 		n, err := r.ReadBatch(msgs)
 		if err != nil {
-			if t.readFailed(err) {
+			if t.readFailed(err, &retry) {
 				return
 			}
 			continue
 		}
+		retry.failures = 0
 		now := time.Now()
 		for i := range n {
 			m := &msgs[i]
@@ -311,33 +317,6 @@ func (t *Transport) readGROBatches(r *udpio.Reader) {
 		}
 		clear(dgrams)
 	}
-}
-
-// readFailed handles a read error and reports whether reading must stop.
-func (t *Transport) readFailed(err error) bool {
-	t.mu.Lock()
-	closed := t.closed
-	t.mu.Unlock()
-	if closed {
-		return true
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return false
-	}
-	if errors.Is(err, net.ErrClosed) {
-		go t.Close()
-		return true
-	}
-	if !errors.As(err, &ne) {
-		// Not a network error: a PacketConn of the application failed for
-		// good. The Transport closes with it, as quic-go's does.
-		go t.closeWith(&transportClosedError{err: err}, true)
-		return true
-	}
-	// Other network errors (ICMP reports and the like) are transient.
-	time.Sleep(time.Millisecond)
-	return false
 }
 
 func (t *Transport) handleDatagram(p receivedPacket) {
@@ -475,9 +454,21 @@ func (t *Transport) addResetToken(token [16]byte, c *Conn) {
 	}
 }
 
-// startConn runs c's goroutine, tracked so Close can wait for it.
+// startConn runs c's goroutine, tracked so Close can wait for it. On a
+// Transport that closed meanwhile (its socket failed) c ends at once with
+// the Transport's error: Close may be waiting for the connections already,
+// and the WaitGroup takes no Add once Wait runs.
 func (t *Transport) startConn(c *Conn) {
-	t.conns.Add(1)
+	t.mu.Lock()
+	closed := t.closed
+	if !closed {
+		t.conns.Add(1)
+	}
+	t.mu.Unlock()
+	if closed {
+		c.endUnstarted(t.closedErr())
+		return
+	}
 	go func() {
 		defer t.conns.Done()
 		c.run()

@@ -75,7 +75,7 @@ func TestInjectDatagramAndConnectionIDAdded(t *testing.T) {
 
 	// The server's handshake SCID is what the client now sends to.
 	c.mu.Lock()
-	serverCID := bytes.Clone(c.destCID)
+	serverCID := bytes.Clone(c.cids.dest)
 	c.mu.Unlock()
 	mu.Lock()
 	defer mu.Unlock()

@@ -111,9 +111,9 @@ func (c *Conn) acceptOtherVersion(pkt []byte, hdr *wire.LongHeader) bool {
 	}
 	// The Initial keys of both versions come from the DCID of the client's
 	// first Initial (after a Retry, the Retry's SCID).
-	keyCID := c.origDestCID
-	if c.retrySrcCID != nil {
-		keyCID = c.retrySrcCID
+	keyCID := c.cids.origDest
+	if c.cids.retrySrc != nil {
+		keyCID = c.cids.retrySrc
 	}
 	sealer, opener, err := handshake.NewInitialKeys(keyCID, hdr.Version, true)
 	if err != nil {
@@ -179,7 +179,7 @@ func (c *Conn) negotiateVersion(p *wire.TransportParameters) error {
 // its CRYPTO data is sealed: Initials go out in v, the client's Initials
 // of the chosen version are still read.
 func (c *Conn) switchServerVersion(v wire.Version) error {
-	sealer, opener, err := handshake.NewInitialKeys(c.clientDestCID, v, false)
+	sealer, opener, err := handshake.NewInitialKeys(c.cids.clientDest, v, false)
 	if err != nil {
 		return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 	}
@@ -194,7 +194,7 @@ func (c *Conn) switchServerVersion(v wire.Version) error {
 // on a client (RFC 9368 section 4).
 func (c *Conn) checkServerVersionInformation(vi *wire.VersionInformation) error {
 	if vi == nil {
-		if c.versionRestarted {
+		if c.hs.versionRestarted {
 			return versionNegotiationError("no version_information from the server after Version Negotiation")
 		}
 		if c.x.vn.switched {
@@ -208,7 +208,7 @@ func (c *Conn) checkServerVersionInformation(vi *wire.VersionInformation) error 
 	if !slices.Contains(c.offeredVersions(), vi.ChosenVersion) {
 		return versionNegotiationError("server chose %s, which we did not offer", vi.ChosenVersion)
 	}
-	if c.versionRestarted {
+	if c.hs.versionRestarted {
 		// We must have picked the same version from a Version Negotiation
 		// packet listing what the server says it supports: a forged one
 		// cannot have steered us to another version.

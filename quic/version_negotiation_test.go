@@ -189,9 +189,7 @@ func TestCompatibleVersionNegotiationZeroRTT(t *testing.T) {
 	defer tr.Close()
 	_, results := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true, Versions: []Version{Version2, Version1}}, serverTLS(t))
 	relay := newVersionRelay(t, tr.Conn.LocalAddr())
-	ctls := clientTLS(t)
-	cache := newNotifyingSessionCache()
-	ctls.ClientSessionCache = cache
+	ctls, cache := resumingClientTLS(t)
 	c1, err := Dial(ctx, listenUDP(t), relay.down.LocalAddr(), ctls, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -309,8 +307,9 @@ func vnTestConn(t *testing.T, isClient bool, v wire.Version, versions ...Version
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Conn{isClient: isClient, version: v, config: conf, clientDestCID: []byte{1, 2, 3, 4, 5, 6, 7, 8}}
-	s, o, err := handshake.NewInitialKeys(c.clientDestCID, v, false)
+	c := &Conn{isClient: isClient, version: v, config: conf}
+	c.cids.clientDest = []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	s, o, err := handshake.NewInitialKeys(c.cids.clientDest, v, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +366,7 @@ func TestNegotiateVersionChecks(t *testing.T) {
 		{"switched to v2", wire.Version2, false, vi(wire.Version2, wire.Version1, wire.Version2), false},
 	} {
 		c := vnTestConn(t, true, wire.Version1, Version1, Version2)
-		c.versionRestarted = tc.restarted
+		c.hs.versionRestarted = tc.restarted
 		if tc.negotiate != 0 {
 			c.x.vn = versionNegotiation{switched: true, chosen: c.version}
 			c.version = tc.negotiate

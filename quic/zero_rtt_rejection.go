@@ -16,10 +16,10 @@ var Err0RTTRejected = errors.New("quic: 0-RTT rejected")
 // control start over, and the 0-RTT packets still in flight are emptied so
 // that their loss resends nothing (their stream IDs are used again).
 func (c *Conn) on0RTTRejected() {
-	if !c.sentEarly {
+	if !c.early.sent {
 		return
 	}
-	for _, s := range c.streams {
+	for _, s := range c.streams.all {
 		s.sendErr, s.recvErr = Err0RTTRejected, Err0RTTRejected
 		s.send.Reset()
 		c.chargeSend(s)
@@ -31,29 +31,29 @@ func (c *Conn) on0RTTRejected() {
 		s.signalRead()
 		s.signalWrite()
 	}
-	clear(c.streams)
-	c.sendList, c.ctrlList = c.sendList[:0], c.ctrlList[:0]
-	c.acceptBidi, c.acceptUni = nil, nil
-	for _, p := range c.sent {
+	clear(c.streams.all)
+	c.streams.sendList, c.streams.ctrlList = c.streams.sendList[:0], c.streams.ctrlList[:0]
+	c.streams.acceptBidi, c.streams.acceptUni = nil, nil
+	for _, p := range c.loss.sent {
 		if p.space == spaceApp {
 			p.frames = p.frames[:0]
 		}
 	}
-	c.datagramsOut = nil
-	broadcast(&c.datagramSendSig)
-	c.counts.Init(c.perspective(), uint64(c.config.MaxIncomingStreams), uint64(c.config.MaxIncomingUniStreams))
-	c.connSend.Init(0)
-	c.sentEarly = false
-	if p := c.peerParams; p != nil && p != c.remembered {
+	c.datagrams.out = nil
+	broadcast(&c.datagrams.sendSig)
+	c.streams.counts.Init(c.perspective(), uint64(c.config.MaxIncomingStreams), uint64(c.config.MaxIncomingUniStreams))
+	c.flow.send.Init(0)
+	c.early.sent = false
+	if p := c.hs.peerParams; p != nil && p != c.early.remembered {
 		// The server's parameters arrived before the rejection.
-		c.connSend.Init(p.InitialMaxData)
-		_ = c.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni)
+		c.flow.send.Init(p.InitialMaxData)
+		_ = c.streams.counts.SetPeerLimits(p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni)
 	} else {
-		c.peerParams = nil
-		c.peerDatagrams, c.peerMaxDatagram = false, 0
+		c.hs.peerParams = nil
+		c.datagrams.peerSupports, c.datagrams.peerMax = false, 0
 	}
-	c.zeroRTTRejected = true
-	broadcast(&c.streamSig)
+	c.early.awaitingNext = true
+	broadcast(&c.streams.sig)
 }
 
 // NextConnection makes a client connection whose 0-RTT data the server
@@ -67,12 +67,12 @@ func (c *Conn) NextConnection(ctx context.Context) (*Conn, error) {
 	case <-c.closedCh:
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return nil, c.closeErr
+		return nil, c.close.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	c.mu.Lock()
-	c.zeroRTTRejected = false
+	c.early.awaitingNext = false
 	c.mu.Unlock()
 	return c, nil
 }

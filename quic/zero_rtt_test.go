@@ -167,7 +167,7 @@ func earlyEchoServer(t *testing.T, ctx context.Context, tr *Transport, conf *Con
 				}
 				r.used0RTT = c.ConnectionState().Used0RTT
 				c.mu.Lock()
-				r.packets0RTT = c.packets0RTT
+				r.packets0RTT = c.early.packets
 				c.mu.Unlock()
 				results <- r
 				_, _ = s.Write(data)
@@ -218,9 +218,7 @@ func TestZeroRTTWithNewToken(t *testing.T) {
 		tr := s.serverTransport(&AddressValidationConfig{Policy: AlwaysRetry()})
 		_, results := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true}, serverTLS(t))
 		hold := s.holdHandshake(simServerAddr)
-		ctls := clientTLS(t)
-		cache := newNotifyingSessionCache()
-		ctls.ClientSessionCache = cache
+		ctls, cache := resumingClientTLS(t)
 		store := &notifyingQuicGoStore{TokenStore: quicgo.NewLRUTokenStore(4, 4), put: make(chan struct{}, 16)}
 		qconf := &quicgo.Config{TokenStore: store}
 		qtr := s.quicGoTransport(simClientAddr(1))
@@ -229,11 +227,7 @@ func TestZeroRTTWithNewToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := c.OpenStream()
-		if err != nil {
-			t.Fatal(err)
-		}
-		echoCheck(t, st, []byte("first, full handshake"))
+		echoOnNewStream(t, c.OpenStream, []byte("first, full handshake"))
 		recvResult(t, ctx, results)
 		waitSignal(t, ctx, cache.put, "session ticket")
 		waitSignal(t, ctx, store.put, "NEW_TOKEN token")
@@ -246,15 +240,8 @@ func TestZeroRTTWithNewToken(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.CloseWithError(0, "")
-		st, err = c.OpenStream()
-		if err != nil {
-			t.Fatal(err)
-		}
 		msg := []byte("early data")
-		if _, err := st.Write(msg); err != nil {
-			t.Fatal(err)
-		}
-		_ = st.Close()
+		st := writeOnNewStream(t, c.OpenStream, msg)
 		r := recvResult(t, ctx, results)
 		hold.release()
 		if string(r.data) != string(msg) || !r.beforeDone || !r.used0RTT || r.packets0RTT == 0 {
@@ -289,18 +276,12 @@ func TestZeroRTTRejected(t *testing.T) {
 		_, resB := earlyEchoServer(t, ctx, trB, &Config{}, stls)
 		qtr := s.quicGoTransport(simClientAddr(1))
 
-		ctls := clientTLS(t)
-		cache := newNotifyingSessionCache()
-		ctls.ClientSessionCache = cache
+		ctls, cache := resumingClientTLS(t)
 		c, err := qtr.Dial(ctx, trA.Conn.LocalAddr(), ctls, &quicgo.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := c.OpenStream()
-		if err != nil {
-			t.Fatal(err)
-		}
-		echoCheck(t, st, []byte("ticket allowing early data"))
+		echoOnNewStream(t, c.OpenStream, []byte("ticket allowing early data"))
 		recvResult(t, ctx, resA)
 		waitSignal(t, ctx, cache.put, "session ticket")
 		_ = c.CloseWithError(0, "")
@@ -314,14 +295,7 @@ func TestZeroRTTRejected(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.CloseWithError(0, "")
-		st, err = c.OpenStream()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Write([]byte("rejected early data")); err != nil {
-			t.Fatal(err)
-		}
-		_ = st.Close()
+		writeOnNewStream(t, c.OpenStream, []byte("rejected early data"))
 		hold.release()
 		select {
 		case <-c.HandshakeComplete():
@@ -338,15 +312,8 @@ func TestZeroRTTRejected(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err = c.OpenStream()
-		if err != nil {
-			t.Fatal(err)
-		}
 		msg := []byte("after rejection")
-		if _, err := st.Write(msg); err != nil {
-			t.Fatal(err)
-		}
-		_ = st.Close()
+		writeOnNewStream(t, c.OpenStream, msg)
 		r := recvResult(t, ctx, resB)
 		if string(r.data) != string(msg) || r.used0RTT || r.packets0RTT != 0 {
 			t.Fatalf("server read %q (Used0RTT %v, %d 0-RTT packets), want only the 1-RTT data", r.data, r.used0RTT, r.packets0RTT)
@@ -380,9 +347,7 @@ func TestZeroRTTOurClient(t *testing.T) {
 					t.Cleanup(func() { trB.Close() })
 					_, resB = earlyEchoServer(t, ctx, trB, &Config{}, stls)
 				}
-				ctls := clientTLS(t)
-				cache := newNotifyingSessionCache()
-				ctls.ClientSessionCache = cache
+				ctls, cache := resumingClientTLS(t)
 				store := newNotifyingStore()
 				conf := &Config{TokenStore: store}
 				ctr := s.transport(simClientAddr(1))
@@ -391,11 +356,7 @@ func TestZeroRTTOurClient(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				st, err := c.OpenStream()
-				if err != nil {
-					t.Fatal(err)
-				}
-				echoCheck(t, st, []byte("first, full handshake"))
+				echoOnNewStream(t, c.OpenStream, []byte("first, full handshake"))
 				recvResult(t, ctx, resA)
 				waitSignal(t, ctx, cache.put, "session ticket")
 				waitPut(t, ctx, store)
@@ -414,15 +375,8 @@ func TestZeroRTTOurClient(t *testing.T) {
 					t.Fatal("DialEarly waited for the handshake")
 				default:
 				}
-				st, err = c.OpenStream()
-				if err != nil {
-					t.Fatal(err)
-				}
 				msg := []byte("early data from our client")
-				if _, err := st.Write(msg); err != nil {
-					t.Fatal(err)
-				}
-				_ = st.Close()
+				st := writeOnNewStream(t, c.OpenStream, msg)
 				var r earlyResult
 				if accept {
 					r = recvResult(t, ctx, resB)
@@ -512,9 +466,7 @@ func TestZeroRTTOurClientQuicGoServer(t *testing.T) {
 	simTest(t, simLink, func(t *testing.T, s *sim) {
 		ctx := s.ctx()
 		ln, results := s.quicGoEarlyServer(ctx)
-		ctls := clientTLS(t)
-		cache := newNotifyingSessionCache()
-		ctls.ClientSessionCache = cache
+		ctls, cache := resumingClientTLS(t)
 		ctr := s.transport(simClientAddr(1))
 		for i := range 2 {
 			dial := ctr.Dial
@@ -525,11 +477,7 @@ func TestZeroRTTOurClientQuicGoServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := c.OpenStream()
-			if err != nil {
-				t.Fatal(err)
-			}
-			echoCheck(t, st, []byte("to quic-go"))
+			echoOnNewStream(t, c.OpenStream, []byte("to quic-go"))
 			if r := <-results; r.used0RTT != (i == 1) {
 				t.Fatalf("connection %d: quic-go Used0RTT = %v", i, r.used0RTT)
 			}
@@ -551,9 +499,7 @@ func TestZeroRTTAfterRetry(t *testing.T) {
 		ctx := s.ctx()
 		tr := s.serverTransport(&AddressValidationConfig{Policy: AlwaysRetry(), DisableNewTokens: true})
 		_, results := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true}, serverTLS(t))
-		ctls := clientTLS(t)
-		cache := newNotifyingSessionCache()
-		ctls.ClientSessionCache = cache
+		ctls, cache := resumingClientTLS(t)
 		ctr := s.transport(simClientAddr(1))
 		for i := range 2 {
 			dial := ctr.Dial
@@ -564,11 +510,7 @@ func TestZeroRTTAfterRetry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := c.OpenStream()
-			if err != nil {
-				t.Fatal(err)
-			}
-			echoCheck(t, st, []byte("retried"))
+			echoOnNewStream(t, c.OpenStream, []byte("retried"))
 			r := recvResult(t, ctx, results)
 			if i == 0 {
 				waitSignal(t, ctx, cache.put, "session ticket")
@@ -594,19 +536,13 @@ func TestZeroRTTAckOf0RTTDoesNotConfirm(t *testing.T) {
 		ctx := s.ctx()
 		ln, results := s.quicGoEarlyServer(ctx)
 		hold := s.holdHandshake(simServerAddr)
-		ctls := clientTLS(t)
-		cache := newNotifyingSessionCache()
-		ctls.ClientSessionCache = cache
+		ctls, cache := resumingClientTLS(t)
 		ctr := s.transport(simClientAddr(1))
 		c, err := ctr.Dial(ctx, ln.Addr(), ctls, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := c.OpenStream()
-		if err != nil {
-			t.Fatal(err)
-		}
-		echoCheck(t, st, []byte("full handshake"))
+		echoOnNewStream(t, c.OpenStream, []byte("full handshake"))
 		<-results
 		waitSignal(t, ctx, cache.put, "session ticket")
 		_ = c.CloseWithError(0, "")
@@ -617,15 +553,8 @@ func TestZeroRTTAckOf0RTTDoesNotConfirm(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.CloseWithError(0, "")
-		st, err = c.OpenStream()
-		if err != nil {
-			t.Fatal(err)
-		}
 		msg := testData(20_000, 3)
-		if _, err := st.Write(msg); err != nil {
-			t.Fatal(err)
-		}
-		_ = st.Close()
+		st := writeOnNewStream(t, c.OpenStream, msg)
 		// Wait for the server's 1-RTT packets (the ACKs of our 0-RTT
 		// packets and the echo) to pass while its Handshake flight is
 		// held back.
@@ -662,9 +591,7 @@ func TestResumptionWithWrapSessionExtra(t *testing.T) {
 	_, res := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true}, stls)
 	addr := tr.Conn.LocalAddr().String()
 	for _, client := range []string{"ours", "quic-go"} {
-		ctls := clientTLS(t)
-		cache := newNotifyingSessionCache()
-		ctls.ClientSessionCache = cache
+		ctls, cache := resumingClientTLS(t)
 		for i, msg := range []string{"full handshake", "resumed with 0-RTT"} {
 			var s interface {
 				Write([]byte) (int, error)
@@ -730,9 +657,7 @@ func TestZeroRTTAheadOfInitial(t *testing.T) {
 		tr := s.serverTransport(nil)
 		_, res := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true}, serverTLS(t))
 		ctr := s.quicGoTransport(simClientAddr(1))
-		ctls := clientTLS(t)
-		cache := newNotifyingSessionCache()
-		ctls.ClientSessionCache = cache
+		ctls, cache := resumingClientTLS(t)
 		c, err := ctr.Dial(ctx, tr.Conn.LocalAddr(), ctls, &quicgo.Config{})
 		if err != nil {
 			t.Fatal(err)
@@ -777,14 +702,7 @@ func TestZeroRTTAheadOfInitial(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ec.CloseWithError(0, "")
-		st, err := ec.OpenStream()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Write(msg); err != nil {
-			t.Fatal(err)
-		}
-		_ = st.Close()
+		writeOnNewStream(t, ec.OpenStream, msg)
 		r := recvResult(t, ctx, res)
 		mu.Lock()
 		delaying = false
@@ -800,4 +718,39 @@ func TestZeroRTTAheadOfInitial(t *testing.T) {
 			t.Errorf("%d datagrams dropped as for an unknown connection", d)
 		}
 	})
+}
+
+// resumingClientTLS is clientTLS with a session cache that signals each
+// ticket it stores, for a client that resumes.
+func resumingClientTLS(t *testing.T) (*tls.Config, *notifyingSessionCache) {
+	ctls := clientTLS(t)
+	cache := newNotifyingSessionCache()
+	ctls.ClientSessionCache = cache
+	return ctls, cache
+}
+
+// echoOnNewStream opens a stream with open (ours or quic-go's OpenStream)
+// and echoes msg on it (echoCheck).
+func echoOnNewStream[S rwStream](t *testing.T, open func() (S, error), msg []byte) {
+	t.Helper()
+	st, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	echoCheck(t, st, msg)
+}
+
+// writeOnNewStream opens a stream with open, writes msg and closes the
+// stream's send side; it returns the stream, to read the echo.
+func writeOnNewStream[S io.WriteCloser](t *testing.T, open func() (S, error), msg []byte) S {
+	t.Helper()
+	st, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.Close()
+	return st
 }
