@@ -160,7 +160,7 @@ func (p *qlogProducer) datagram(sent bool, id quic.StreamID, n int) {
 // settings are logged when on; the QPACK settings, which qlog does not
 // name, go to Other with the unknown ones.
 func (s settings) qlogFrame() qlog.SettingsFrame {
-	f := qlog.SettingsFrame{MaxFieldSectionSize: -1, Datagram: -1, ExtendedConnect: -1}
+	f := qlog.SettingsFrame{MaxFieldSectionSize: -1, Datagram: -1, ExtendedConnect: -1, Other: s.otherMap()}
 	if s.HasMaxFieldSectionSize {
 		f.MaxFieldSectionSize = int64(min(s.MaxFieldSectionSize, wire.MaxVarint))
 	}
@@ -170,19 +170,6 @@ func (s settings) qlogFrame() qlog.SettingsFrame {
 	if s.EnableConnectProtocol {
 		f.ExtendedConnect = 1
 	}
-	other := func(id, v uint64) {
-		if f.Other == nil {
-			f.Other = make(map[uint64]uint64)
-		}
-		f.Other[id] = v
-	}
-	if s.QPACKMaxTableCapacity != 0 {
-		other(settingQPACKMaxTableCapacity, s.QPACKMaxTableCapacity)
-	}
-	if s.QPACKBlockedStreams != 0 {
-		other(settingQPACKBlockedStreams, s.QPACKBlockedStreams)
-	}
-	s.otherPairs(other)
 	return f
 }
 
