@@ -87,14 +87,14 @@ func BenchmarkEncodeRequest(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var err error
-		if buf, err = e.encodeRequest(buf[:0], req, 0); err != nil {
+		if buf, err = e.encodeRequest(buf[:0], req); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 func BenchmarkDecodeRequest(b *testing.B) {
-	p, err := newFieldEncoder().encodeRequest(nil, benchRequest(), 0)
+	p, err := newFieldEncoder().encodeRequest(nil, benchRequest())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -123,14 +123,14 @@ func BenchmarkEncodeResponse(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var err error
-		if buf, err = e.encodeResponse(buf[:0], 200, h, 0); err != nil {
+		if buf, err = e.encodeResponse(buf[:0], 200, h); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 func BenchmarkDecodeResponse(b *testing.B) {
-	p, err := newFieldEncoder().encodeResponse(nil, 200, benchResponseHeader(), 0)
+	p, err := newFieldEncoder().encodeResponse(nil, 200, benchResponseHeader())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -135,7 +135,10 @@ func (b *bodyReader) readTrailers(n uint64) (http.Header, error) {
 		return nil, err
 	}
 	defer hb.release()
-	return decodeTrailers(hb.b, b.maxHeader, b.isRequest)
+	q := b.fr.headerLog()
+	t, err := decodeTrailersLogged(hb.b, b.maxHeader, b.isRequest, q)
+	b.fr.logHeaders(q)
+	return t, err
 }
 
 // fail records err as the body's final error and reports local errors.

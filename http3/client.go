@@ -497,13 +497,23 @@ func (t *Transport) CloseIdleConnections() {
 	}
 	t.mu.Unlock()
 	for _, cc := range idle {
-		cc.close(ErrCodeNoError, "")
+		cc.closeByTransport()
 	}
 }
 
-// Close closes every connection with H3_NO_ERROR and the Transport's
-// UDP sockets; requests in flight fail, and later RoundTrips return an
-// error.
+// closeByTransport closes a pooled connection for Close or
+// CloseIdleConnections with application error 0, not H3_NO_ERROR (RFC
+// 9114 section 8.1), as quic-go's Transport does: a quic-go program's
+// server may look for that code (Server.ServeQUICConn returns the
+// client's close), and RFC 9114 section 9 has peers treat an unknown code
+// as H3_NO_ERROR.
+func (cc *ClientConn) closeByTransport() {
+	_ = cc.qc.CloseWithError(0, "")
+}
+
+// Close closes every connection (with application error 0, as quic-go)
+// and the Transport's UDP sockets; requests in flight fail, and later
+// RoundTrips return an error.
 func (t *Transport) Close() error {
 	t.mu.Lock()
 	t.closed = true
@@ -513,7 +523,7 @@ func (t *Transport) Close() error {
 	t.sockets = [2]*quic.Transport{}
 	t.mu.Unlock()
 	for _, cc := range conns {
-		cc.close(ErrCodeNoError, "")
+		cc.closeByTransport()
 	}
 	for _, qt := range sockets {
 		if qt != nil {

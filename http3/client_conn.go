@@ -42,6 +42,7 @@ type ClientConn struct {
 
 	uni  *uniStreams
 	peer *peerState
+	qlog *qlogProducer // nil without a qlog trace
 
 	mu        sync.Mutex
 	goingAway bool
@@ -72,6 +73,8 @@ func newClientConn(t *Transport, qc *quic.Conn, authority, other string, raw boo
 	}
 	cc.peer = newPeerState(qc, datagrams, cc.closeWithError)
 	cc.uni = newUniStreams(qc, true, DefaultUniStreamTimeout, cc.onControlFrame, cc.closeWithError, nil)
+	cc.qlog = newQlogProducer(qc)
+	cc.peer.qlog, cc.uni.qlog = cc.qlog, cc.qlog
 	ctrl, err := qc.OpenUniStream()
 	if err != nil {
 		cc.close(ErrCodeInternalError, "")
@@ -82,6 +85,7 @@ func newClientConn(t *Transport, qc *quic.Conn, authority, other string, raw boo
 		cc.close(ErrCodeClosedCriticalStream, "")
 		return cc, fromQUICError(err)
 	}
+	cc.qlog.controlStreamOpened(ctrl.StreamID(), ours)
 	if !raw {
 		go cc.acceptUniStreams()
 	}
@@ -262,8 +266,6 @@ func (cc *ClientConn) requestDone() {
 		cc.close(ErrCodeNoError, "")
 	}
 }
-
-func (cc *ClientConn) peerFieldLimit() uint64 { return cc.peer.peerFieldLimit() }
 
 // isGoingAway reports whether the connection received GOAWAY.
 func (cc *ClientConn) isGoingAway() bool {

@@ -114,7 +114,7 @@ func (c *rawServerConn) acceptRequests(t *testing.T, first bool, served chan<- s
 
 // answer sends a 200 response with body and ends the stream.
 func answer(t *testing.T, str *quic.Stream, body string) {
-	section, err := newFieldEncoder().encodeResponse(nil, http.StatusOK, http.Header{}, 0)
+	section, err := newFieldEncoder().encodeResponse(nil, http.StatusOK, http.Header{})
 	if err != nil {
 		t.Error(err)
 		return

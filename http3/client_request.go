@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turboretry/turboretry/http3/qlog"
+	"github.com/turboretry/turboretry/qlogwriter"
 	"github.com/turboretry/turboretry/quic"
 )
 
@@ -128,6 +130,7 @@ func (cc *ClientConn) newRequestStream(str *quic.Stream, trace *httptrace.Client
 	rs.s = Stream{str: str, peer: cc.peer}
 	rs.br = getReader(str)
 	rs.fr = newFrameReader(rs.br, cc.maxHeader)
+	rs.fr.qlog, rs.fr.qlogID = cc.qlog, str.StreamID()
 	rs.check.isClient = true
 	return rs
 }
@@ -194,13 +197,17 @@ func (s *RequestStream) writeHeader(req *http.Request) error {
 		enc.onField = func(name, value string) { s.trace.WroteHeaderField(name, []string{value}) }
 	}
 	enc.acceptGzip = s.requestedGzip
-	section, err := enc.encodeRequest(nil, req, s.cc.peerFieldLimit())
-	enc.onField, enc.acceptGzip = nil, false
-	encoderPool.Put(enc)
+	enc.log.on = s.cc.qlog != nil
+	section, err := enc.encodeRequest(nil, req)
 	if err == nil {
 		_, err = s.str.Write(headersFrame{FieldSection: section}.append(nil))
 		err = fromQUICError(err)
 	}
+	if err == nil && s.cc.qlog != nil {
+		s.cc.qlog.frameCreated(s.str.StreamID(), frameTypeHeaders, uint64(len(section)), enc.log.frame())
+	}
+	enc.onField, enc.acceptGzip, enc.log = nil, false, qlogFields{}
+	encoderPool.Put(enc)
 	if err != nil {
 		traceWroteRequest(s.trace, err)
 		resetStream(s.str, ErrCodeRequestCanceled)
@@ -218,7 +225,7 @@ func (s *RequestStream) sendAndRead(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if req.Body != nil && req.Body != http.NoBody {
-		go func() { traceWroteRequest(s.trace, writeRequestBody(s.str, req, s.cc.peerFieldLimit())) }()
+		go func() { traceWroteRequest(s.trace, writeRequestBody(s.str, req, s.cc.qlog)) }()
 	} else {
 		err := fromQUICError(s.str.Close())
 		traceWroteRequest(s.trace, err)
@@ -358,7 +365,10 @@ func (s *RequestStream) readHeader() (*http.Response, error) {
 	if err := hb.read(s.fr); err != nil {
 		return nil, err
 	}
-	return decodeResponse(hb.b, s.cc.maxHeader)
+	q := s.fr.headerLog()
+	rsp, err := decodeResponseLogged(hb.b, s.cc.maxHeader, q)
+	s.fr.logHeaders(q)
+	return rsp, err
 }
 
 // Read reads the content of the final response (DATA payloads); it is
@@ -379,6 +389,16 @@ func (s *RequestStream) Write(p []byte) (int, error) {
 	return s.s.Write(p)
 }
 
+// TryWriteAll sends p as one DATA frame of the request's content if all
+// of it can be queued at once, else nothing (quic.ErrWouldBlock); valid
+// after SendRequestHeader (see Stream.TryWriteAll).
+func (s *RequestStream) TryWriteAll(p []byte) error {
+	if !s.sentHeader {
+		return errors.New("http3: invalid use of RequestStream.TryWriteAll before SendRequestHeader")
+	}
+	return s.s.TryWriteAll(p)
+}
+
 // Close closes the send side of the stream (the request is complete);
 // the response can still be read.
 func (s *RequestStream) Close() error { return s.s.Close() }
@@ -395,6 +415,10 @@ func (s *RequestStream) Context() context.Context { return s.s.Context() }
 
 // StreamID returns the QUIC stream ID.
 func (s *RequestStream) StreamID() quic.StreamID { return s.s.StreamID() }
+
+// QlogTrace returns the qlog trace of the QUIC connection (see
+// Stream.QlogTrace).
+func (s *RequestStream) QlogTrace() qlogwriter.Trace { return s.s.QlogTrace() }
 
 // SetDeadline sets the read and write deadlines.
 func (s *RequestStream) SetDeadline(t time.Time) error { return s.s.SetDeadline(t) }
@@ -456,8 +480,9 @@ func traceInterim(trace *httptrace.ClientTrace, code int, h http.Header) error {
 // writeRequestBody streams the request body as DATA frames, then the
 // trailers, then closes the stream. A failing body cancels the stream:
 // the server must not see a truncated body as complete. It returns the
-// error that ended the request (httptrace's WroteRequest).
-func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64) error {
+// error that ended the request (httptrace's WroteRequest). log records
+// the frames written.
+func writeRequestBody(str *quic.Stream, req *http.Request, log *qlogProducer) error {
 	defer req.Body.Close()
 	const hdrRoom = 9 // type (1 byte) + length (up to 8 bytes)
 	buf := bodyBufPool.Get().(*[]byte)
@@ -472,6 +497,9 @@ func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64) error {
 			if _, werr := str.Write(b[start : hdrRoom+n]); werr != nil {
 				return fromQUICError(werr) // the server stopped reading; the response says why
 			}
+			if log != nil {
+				log.frameCreated(str.StreamID(), frameTypeData, uint64(n), qlog.DataFrame{})
+			}
 		}
 		if err == io.EOF {
 			break
@@ -483,7 +511,10 @@ func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64) error {
 	}
 	if len(req.Trailer) > 0 {
 		enc := encoderPool.Get().(*fieldEncoder)
-		section, err := enc.encodeTrailers(nil, req.Trailer, limit)
+		enc.log.on = log != nil
+		section, err := enc.encodeTrailers(nil, req.Trailer)
+		fields := enc.log.frame()
+		enc.log = qlogFields{}
 		encoderPool.Put(enc)
 		if err != nil {
 			str.CancelWrite(quic.StreamErrorCode(ErrCodeRequestCanceled))
@@ -492,6 +523,7 @@ func writeRequestBody(str *quic.Stream, req *http.Request, limit uint64) error {
 		if _, err := str.Write(headersFrame{FieldSection: section}.append(nil)); err != nil {
 			return fromQUICError(err)
 		}
+		log.frameCreated(str.StreamID(), frameTypeHeaders, uint64(len(section)), fields)
 	}
 	return fromQUICError(str.Close())
 }

@@ -18,6 +18,9 @@ type peerState struct {
 	datagrams bool
 	// fail closes the connection with the H3 error of err.
 	fail func(err error)
+	// qlog records the HTTP Datagrams sent and received, and the frames
+	// of the request streams (Stream).
+	qlog *qlogProducer
 
 	mu          sync.Mutex
 	settings    settings
@@ -75,14 +78,6 @@ func (p *peerState) Settings() *Settings {
 		p.public = p.settings.public()
 	}
 	return p.public
-}
-
-// peerFieldLimit returns the peer's SETTINGS_MAX_FIELD_SECTION_SIZE, 0
-// for none (or none yet).
-func (p *peerState) peerFieldLimit() uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.settings.fieldSectionLimit()
 }
 
 // peerDatagrams reports whether the peer's SETTINGS arrived, and if so

@@ -4,15 +4,19 @@ import (
 	"errors"
 	"io"
 	"os"
+
+	"github.com/turboretry/turboretry/quic"
 )
 
 // serveControlStream reads the peer's control stream (after its type),
 // checks every frame (RFC 9114 sections 6.2.1 and 7.2) and hands the valid
-// ones to onFrame. It returns the *Error that must close the connection,
-// or nil when the connection itself went away.
-func serveControlStream(r io.Reader, isClient bool, onFrame func(frame)) error {
+// ones to onFrame; log records them as stream id's. It returns the *Error
+// that must close the connection, or nil when the connection itself went
+// away.
+func serveControlStream(r io.Reader, isClient bool, log *qlogProducer, id quic.StreamID, onFrame func(frame)) error {
 	check := controlStreamChecker{isClient: isClient}
 	fr := newFrameReader(r, maxSettingsFrameSize)
+	fr.qlog, fr.qlogID = log, id
 	fr.onSkip = check.onSkippedFrame
 	for {
 		f, err := fr.readFrameChecked(check.checkFrameType)

@@ -167,6 +167,7 @@ func (p *peerState) receiveDatagrams() {
 			p.fail(newError(ErrCodeDatagramError, "HTTP datagram with Quarter Stream ID %d", q))
 			return
 		}
+		p.qlog.datagram(false, quic.StreamID(q*4), len(b))
 		if d := p.streams.get(quic.StreamID(q * 4)); d != nil {
 			d.enqueue(b[n:])
 		}
@@ -197,6 +198,7 @@ func (p *peerState) sendDatagram(str *quic.Stream, b []byte) error {
 	buf := datagramBufPool.Get().(*[]byte)
 	*buf = wire.AppendVarint((*buf)[:0], uint64(str.StreamID())/4)
 	*buf = append(*buf, b...)
+	p.qlog.datagram(true, str.StreamID(), len(*buf))
 	err := p.qc.SendDatagram(*buf)
 	if cap(*buf) <= datagramBufSize { // one too large to send does not stay pooled
 		datagramBufPool.Put(buf)

@@ -3,6 +3,9 @@ package http3
 import (
 	"errors"
 	"io"
+
+	"github.com/turboretry/turboretry/http3/qlog"
+	"github.com/turboretry/turboretry/quic"
 )
 
 // defaultMaxFrameSize bounds the payload of the frames that are read whole
@@ -29,6 +32,13 @@ type frameReader struct {
 	// skips; an error it returns ends next. The control stream uses it to
 	// reject a reserved frame sent before SETTINGS.
 	onSkip func(FrameType) error
+
+	// qlog, when set, records the frames read as FrameParsed events of
+	// stream qlogID: DATA and skipped frames when their header is read,
+	// the control frames once parsed, HEADERS through logHeaders once
+	// decoded (or with no fields when refused for their size).
+	qlog   *qlogProducer
+	qlogID quic.StreamID
 
 	cur       frameHeader
 	remaining uint64 // unread payload bytes of cur
@@ -125,11 +135,20 @@ func (fr *frameReader) next() (frameHeader, error) {
 		switch {
 		case fh.Type.isKnown():
 			if err := fr.checkLength(fh); err != nil {
+				if fh.Type == frameTypeHeaders {
+					fr.logParsed(qlog.HeadersFrame{})
+				}
 				return frameHeader{}, err
+			}
+			if fh.Type == frameTypeData {
+				fr.logParsed(qlog.DataFrame{})
 			}
 			return fh, nil
 		case fh.Type.isHTTP2Only():
 			return frameHeader{}, newError(ErrCodeFrameUnexpected, "received %s", fh.Type)
+		}
+		if fr.qlog != nil {
+			fr.logParsed(qlogSkippedFrame(fh.Type))
 		}
 		if fr.onSkip != nil {
 			if err := fr.onSkip(fh.Type); err != nil {
@@ -153,9 +172,31 @@ func (fr *frameReader) checkLength(fh frameHeader) error {
 			return newError(ErrCodeFrameError, "%s frame with length %d", fh.Type, fh.Length)
 		}
 	case fh.Length > fr.limit():
-		return newError(ErrCodeExcessiveLoad, "%s frame of %d bytes exceeds the limit of %d", fh.Type, fh.Length, fr.limit())
+		return newError(ErrCodeExcessiveLoad, "http3: %s frame too large: %d bytes (max: %d)", fh.Type, fh.Length, fr.limit())
 	}
 	return nil
+}
+
+// logParsed records the current frame as parsed.
+func (fr *frameReader) logParsed(f any) {
+	fr.qlog.frameParsed(fr.qlogID, fr.cur.Type, fr.cur.Length, f)
+}
+
+// headerLog returns the collector of the fields of a HEADERS frame about
+// to be decoded, nil when frames are not logged.
+func (fr *frameReader) headerLog() *qlogFields {
+	if fr.qlog == nil {
+		return nil
+	}
+	return &qlogFields{on: true}
+}
+
+// logHeaders records the current HEADERS frame with the fields decoded
+// from it (all of them, or those before a decoding error).
+func (fr *frameReader) logHeaders(q *qlogFields) {
+	if fr.qlog != nil {
+		fr.logParsed(q.frame())
+	}
 }
 
 // Read reads payload bytes of the current frame. It returns io.EOF at the
@@ -241,8 +282,19 @@ func (fr *frameReader) readFrame() (frame, error) {
 
 // readFrameChecked is readFrame with check, when not nil, called with the
 // type of each frame before its payload is read, so a frame that is not
-// allowed is rejected without buffering it.
+// allowed is rejected without buffering it. Frames other than DATA and
+// HEADERS are logged once parsed.
 func (fr *frameReader) readFrameChecked(check func(FrameType) error) (frame, error) {
+	f, err := fr.readFrameUnlogged(check)
+	if err == nil && fr.qlog != nil {
+		if q := qlogFrameOf(f); q != nil {
+			fr.logParsed(q)
+		}
+	}
+	return f, err
+}
+
+func (fr *frameReader) readFrameUnlogged(check func(FrameType) error) (frame, error) {
 	fh, err := fr.next()
 	if err != nil {
 		return nil, err

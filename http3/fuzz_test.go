@@ -126,7 +126,7 @@ func requestSeeds(t testing.TB) [][]byte {
 		{Method: "CONNECT", URL: mustURL("https://example.com/chat"), Proto: "websocket"},
 		{Method: "OPTIONS", URL: mustURL("https://example.com/"), Header: http.Header{"Te": {"trailers"}}, Trailer: http.Header{"X-Sum": nil}},
 	} {
-		p, err := e.encodeRequest(nil, req, 0)
+		p, err := e.encodeRequest(nil, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func FuzzDecodeRequestHeaders(f *testing.F) {
 			t.Fatalf("unexpected error %v", err)
 		}
 		// An accepted request re-encodes, and decodes to the same request.
-		enc, err := e.encodeRequest(nil, req, 0)
+		enc, err := e.encodeRequest(nil, req)
 		if err != nil {
 			t.Fatalf("re-encoding %s %s: %v", req.Method, req.URL, err)
 		}

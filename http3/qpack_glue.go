@@ -27,21 +27,26 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 
 // fieldEncoder turns fields into a QPACK field section using the static
 // table only (RFC 9204 section 4.5; the peer's dynamic table capacity is
-// never used) and sums the section size against the peer's
-// SETTINGS_MAX_FIELD_SECTION_SIZE. It is reused across sections but not
-// safe for concurrent use.
+// never used). It is reused across sections but not safe for concurrent
+// use.
+//
+// The peer's SETTINGS_MAX_FIELD_SECTION_SIZE is not applied (RFC 9114
+// section 4.2.2: "SHOULD NOT" exceed it), as in quic-go: the receiver
+// refuses a section over its limit and says why (431 from a server,
+// "headers too large" from a client), where a refusal here would depend
+// on whether the peer's SETTINGS had arrived yet.
 type fieldEncoder struct {
-	w     appendWriter
-	enc   *qpack.Encoder
-	size  uint64
-	limit uint64 // 0: no limit
-	err   error
+	w   appendWriter
+	enc *qpack.Encoder
+	err error
 	// onField, when set, sees every field encoded (httptrace's
 	// WroteHeaderField).
 	onField func(name, value string)
 	// acceptGzip makes encodeRequest add "accept-encoding: gzip" (the
 	// Transport's transparent compression).
 	acceptGzip bool
+	// log collects the fields of the section for qlog, when on.
+	log qlogFields
 }
 
 func newFieldEncoder() *fieldEncoder {
@@ -51,9 +56,10 @@ func newFieldEncoder() *fieldEncoder {
 }
 
 // begin starts a field section appended to dst.
-func (e *fieldEncoder) begin(dst []byte, limit uint64) {
+func (e *fieldEncoder) begin(dst []byte) {
 	_ = e.enc.Close() // forget a section abandoned on an error: the next field writes a new prefix
-	e.w.b, e.size, e.limit, e.err = dst, 0, limit, nil
+	e.w.b, e.err = dst, nil
+	e.log.reset()
 }
 
 // field adds one field; the first error is kept and reported by finish.
@@ -61,15 +67,15 @@ func (e *fieldEncoder) field(name, value string) {
 	if e.err != nil {
 		return
 	}
-	e.size += fieldSize(name, value)
-	if e.limit != 0 && e.size > e.limit {
-		e.err = wrapError(ErrCodeExcessiveLoad, errFieldSectionTooLarge,
-			"field section exceeds the peer's limit of %d bytes", e.limit)
+	e.err = e.enc.WriteField(qpack.HeaderField{Name: name, Value: value})
+	if e.err != nil {
 		return
 	}
-	e.err = e.enc.WriteField(qpack.HeaderField{Name: name, Value: value})
-	if e.err == nil && e.onField != nil {
+	if e.onField != nil {
 		e.onField(name, value)
+	}
+	if e.log.on {
+		e.log.add(name, value, len(name) > 0 && name[0] == ':')
 	}
 }
 
@@ -129,7 +135,7 @@ func (it *fieldIter) field() (qpack.HeaderField, error) {
 	it.size += fieldSize(hf.Name, hf.Value)
 	if it.limit != 0 && it.size > it.limit {
 		return hf, wrapError(ErrCodeExcessiveLoad, errFieldSectionTooLarge,
-			"field section exceeds our limit of %d bytes", it.limit)
+			"http3: headers too large: the field section exceeds our limit of %d bytes", it.limit)
 	}
 	return hf, nil
 }

@@ -63,6 +63,8 @@ type regularFields struct {
 	// values backs the first value of each header key, so a section with
 	// one value per name costs one allocation instead of one per field.
 	values []string
+	// log, when set, collects the fields decoded, for qlog.
+	log *qlogFields
 }
 
 func newRegularFields() regularFields {
@@ -83,6 +85,7 @@ func (fs *regularFields) decodeSection(p []byte, limit uint64, header http.Heade
 		if err != nil {
 			return err
 		}
+		fs.log.add(hf.Name, hf.Value, hf.IsPseudo())
 		if hf.IsPseudo() {
 			if pseudo == nil {
 				return malformed("pseudo-header %q in a trailer section", hf.Name)

@@ -59,9 +59,16 @@ func (p *requestPseudo) set(name, value string) error {
 // The request has no Body, and ContentLength is -1 unless content-length
 // was sent: the caller, which sees the stream, fills both in.
 func decodeRequest(p []byte, limit uint64, extendedConnect bool) (*http.Request, error) {
+	return decodeRequestLogged(p, limit, extendedConnect, nil)
+}
+
+// decodeRequestLogged is decodeRequest with the fields decoded collected
+// in q (nil: not collected).
+func decodeRequestLogged(p []byte, limit uint64, extendedConnect bool, q *qlogFields) (*http.Request, error) {
 	var ps requestPseudo
 	header := make(http.Header, 8)
 	fs := newRegularFields()
+	fs.log = q
 	if err := fs.decodeSection(p, limit, header, true, ps.set); err != nil {
 		return nil, err
 	}

@@ -9,13 +9,12 @@ import (
 )
 
 // encodeRequest appends the QPACK field section of req's header to dst
-// (RFC 9114 sections 4.2, 4.3.1 and 4.4). limit is the peer's
-// SETTINGS_MAX_FIELD_SECTION_SIZE, 0 for none. Connection-specific fields
+// (RFC 9114 sections 4.2, 4.3.1 and 4.4). Connection-specific fields
 // and Host (sent as :authority) are left out; TE is sent only as
 // "trailers". A request with a :protocol (extended CONNECT, RFC 9220) is a
 // CONNECT whose Proto names the protocol (for example "websocket"),
 // the convention quic-go uses.
-func (e *fieldEncoder) encodeRequest(dst []byte, req *http.Request, limit uint64) ([]byte, error) {
+func (e *fieldEncoder) encodeRequest(dst []byte, req *http.Request) ([]byte, error) {
 	if req.URL == nil {
 		return dst, errors.New("http3: request has no URL")
 	}
@@ -33,7 +32,7 @@ func (e *fieldEncoder) encodeRequest(dst []byte, req *http.Request, limit uint64
 	if !validAuthority(host) {
 		return dst, errors.New("http3: invalid request authority " + strconv.Quote(host))
 	}
-	e.begin(dst, limit)
+	e.begin(dst)
 	if method == http.MethodConnect && !isExtendedConnect(req) {
 		// Section 4.4: only :method and :authority.
 		if host == "" {

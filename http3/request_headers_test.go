@@ -95,7 +95,7 @@ func TestRequestRoundTrip(t *testing.T) {
 	}
 	e := newFieldEncoder()
 	for _, tt := range tests {
-		p, err := e.encodeRequest(nil, tt.req, 0)
+		p, err := e.encodeRequest(nil, tt.req)
 		if err != nil {
 			t.Fatalf("%s: encode: %v", tt.name, err)
 		}
@@ -125,7 +125,7 @@ func TestRequestRoundTrip(t *testing.T) {
 func TestEncodeRequestPseudoHeadersFirst(t *testing.T) {
 	req := &http.Request{Method: "GET", URL: mustURL("https://example.com/"),
 		Header: http.Header{"A": {"1"}, "B": {"2"}, "C": {"3"}}}
-	p, err := newFieldEncoder().encodeRequest(nil, req, 0)
+	p, err := newFieldEncoder().encodeRequest(nil, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,12 +166,12 @@ func TestEncodeRequestErrors(t *testing.T) {
 	}
 	e := newFieldEncoder()
 	for _, tt := range tests {
-		if _, err := e.encodeRequest(nil, tt.req, 0); err == nil {
+		if _, err := e.encodeRequest(nil, tt.req); err == nil {
 			t.Fatalf("%s: no error", tt.name)
 		}
 		// The encoder is reusable after an error, even one found after
 		// some fields were written.
-		p, err := e.encodeRequest(nil, &http.Request{URL: mustURL("https://a/")}, 0)
+		p, err := e.encodeRequest(nil, &http.Request{URL: mustURL("https://a/")})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -69,7 +69,7 @@ func requestSectionBytes(fields ...string) []byte {
 // order, without any validation.
 func encodeHeadersFrame(fields ...string) ([]byte, error) {
 	e := newFieldEncoder()
-	e.begin(nil, 0)
+	e.begin(nil)
 	for i := 0; i+1 < len(fields); i += 2 {
 		e.field(fields[i], fields[i+1])
 	}

@@ -19,11 +19,11 @@ var statusStrings = func() (s [600]string) {
 // (RFC 9114 sections 4.2 and 4.3.2). limit is the peer's
 // SETTINGS_MAX_FIELD_SECTION_SIZE, 0 for none. Connection-specific fields
 // and TE are dropped.
-func (e *fieldEncoder) encodeResponse(dst []byte, status int, header http.Header, limit uint64) ([]byte, error) {
+func (e *fieldEncoder) encodeResponse(dst []byte, status int, header http.Header) ([]byte, error) {
 	if status < 100 || status >= len(statusStrings) {
 		return dst, errors.New("http3: invalid response status " + strconv.Itoa(status))
 	}
-	e.begin(dst, limit)
+	e.begin(dst)
 	e.field(":status", statusStrings[status])
 	e.encodeRegularFields(header, false)
 	return e.finish(dst)
@@ -31,8 +31,8 @@ func (e *fieldEncoder) encodeResponse(dst []byte, status int, header http.Header
 
 // encodeTrailers appends the field section of a trailer section to dst.
 // Trailers carry no pseudo-headers (section 4.3).
-func (e *fieldEncoder) encodeTrailers(dst []byte, trailer http.Header, limit uint64) ([]byte, error) {
-	e.begin(dst, limit)
+func (e *fieldEncoder) encodeTrailers(dst []byte, trailer http.Header) ([]byte, error) {
+	e.begin(dst)
 	e.encodeRegularFields(trailer, false)
 	return e.finish(dst)
 }
@@ -44,8 +44,15 @@ func (e *fieldEncoder) encodeTrailers(dst []byte, trailer http.Header, limit uin
 // SETTINGS_MAX_FIELD_SECTION_SIZE, 0 for none. Errors are as for
 // decodeRequest. Body is left to the caller.
 func decodeResponse(p []byte, limit uint64) (*http.Response, error) {
+	return decodeResponseLogged(p, limit, nil)
+}
+
+// decodeResponseLogged is decodeResponse with the fields decoded
+// collected in q (nil: not collected).
+func decodeResponseLogged(p []byte, limit uint64, q *qlogFields) (*http.Response, error) {
 	header := make(http.Header, 8)
 	fs := newRegularFields()
+	fs.log = q
 	status := ""
 	haveStatus := false
 	err := fs.decodeSection(p, limit, header, false, func(name, value string) error {
@@ -109,8 +116,15 @@ func isInterimStatus(code int) bool {
 // pseudo-headers at all (section 4.3), and the field rules of section 4.2.
 // isRequest selects whether TE: trailers is acceptable.
 func decodeTrailers(p []byte, limit uint64, isRequest bool) (http.Header, error) {
+	return decodeTrailersLogged(p, limit, isRequest, nil)
+}
+
+// decodeTrailersLogged is decodeTrailers with the fields decoded
+// collected in q (nil: not collected).
+func decodeTrailersLogged(p []byte, limit uint64, isRequest bool, q *qlogFields) (http.Header, error) {
 	header := make(http.Header)
 	fs := newRegularFields()
+	fs.log = q
 	if err := fs.decodeSection(p, limit, header, isRequest, nil); err != nil {
 		return nil, err
 	}

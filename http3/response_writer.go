@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turboretry/turboretry/http3/qlog"
 	"github.com/turboretry/turboretry/quic"
 )
 
@@ -71,6 +72,7 @@ func newResponseWriter(sc *serverConn, str *quic.Stream, method string) *respons
 		header: make(http.Header), isHead: method == http.MethodHead, isConnect: method == http.MethodConnect,
 		declaredCL: -1,
 	}
+	w.enc.log.on = sc.qlog != nil
 	w.sw = streamWriter{str: str, stall: sc.s.writeStallTimeout(), stats: &sc.s.stats}
 	w.bw.Reset(&w.sw)
 	return w
@@ -86,6 +88,7 @@ func (w *responseWriter) release() {
 		w.bw = nil
 	}
 	if w.enc != nil {
+		w.enc.log = qlogFields{} // the pool keeps no header values
 		encoderPool.Put(w.enc)
 		w.enc = nil
 	}
@@ -216,6 +219,9 @@ func (w *responseWriter) writeData(a, b []byte) error {
 	if _, err := w.bw.Write(b); err != nil {
 		return fromQUICError(err)
 	}
+	if w.sc.qlog != nil {
+		w.sc.qlog.frameCreated(w.str.StreamID(), frameTypeData, uint64(n), qlog.DataFrame{})
+	}
 	return nil
 }
 
@@ -223,7 +229,7 @@ func (w *responseWriter) writeData(a, b []byte) error {
 func (w *responseWriter) writeHeaders(status int, header http.Header) error {
 	header = withoutTrailerPrefixed(header)
 	var err error
-	w.scratch, err = w.enc.encodeResponse(w.scratch[:0], status, header, w.sc.peerFieldLimit())
+	w.scratch, err = w.enc.encodeResponse(w.scratch[:0], status, header)
 	if err != nil {
 		return err
 	}
@@ -237,6 +243,9 @@ func (w *responseWriter) writeFieldSection(section []byte) error {
 	}
 	if _, err := w.bw.Write(section); err != nil {
 		return fromQUICError(err)
+	}
+	if w.sc.qlog != nil {
+		w.sc.qlog.frameCreated(w.str.StreamID(), frameTypeHeaders, uint64(len(section)), w.enc.log.frame())
 	}
 	return nil
 }
@@ -394,7 +403,7 @@ func (w *responseWriter) writeTrailers() error {
 		return nil
 	}
 	var err error
-	w.scratch, err = w.enc.encodeTrailers(w.scratch[:0], t, w.sc.peerFieldLimit())
+	w.scratch, err = w.enc.encodeTrailers(w.scratch[:0], t)
 	if err != nil {
 		return err
 	}

@@ -226,18 +226,56 @@ func (s *Server) writeStallTimeout() time.Duration {
 	return timeoutOrDefault(s.WriteStallTimeout, DefaultWriteStallTimeout)
 }
 
+// settings returns the SETTINGS a connection of s sends: datagrams is
+// whether HTTP Datagrams are on, other the encoded AdditionalSettings.
+// RFC 9204 section 5: a dynamic table capacity of 0 (the default, left
+// out) means the peer never references a dynamic table. Extended CONNECT
+// (RFC 9220) is always on, as in quic-go: a handler sees the protocol in
+// Request.Proto.
+func (s *Server) settings(datagrams bool, other string) settings {
+	return settings{MaxFieldSectionSize: s.maxHeaderBytes(), HasMaxFieldSectionSize: true,
+		EnableConnectProtocol: true, H3Datagram: datagrams, Other: other}
+}
+
 // ConfigureTLSConfig returns a copy of c whose NextProtos is exactly "h3"
-// and whose minimum version is TLS 1.3, as QUIC requires.
-func ConfigureTLSConfig(c *tls.Config) *tls.Config {
+// and whose minimum version is TLS 1.3, as QUIC requires; the configs its
+// GetConfigForClient returns get the same. The copy shares c's session
+// ticket keys, made now if c has none yet (crypto/tls makes them on first
+// use, and a copy made before that would get keys of its own, so tickets
+// would not survive from one Server to the next; golang.org/issue/60506).
+func ConfigureTLSConfig(c *tls.Config) *tls.Config { return configureTLS(c, nil) }
+
+func configureTLS(c *tls.Config, adjust func(*tls.Config)) *tls.Config {
 	if c == nil {
 		c = &tls.Config{}
 	}
+	_, _ = c.DecryptTicket(nil, tls.ConnectionState{}) // makes the ticket keys
 	c = c.Clone()
 	c.NextProtos = []string{NextProtoH3}
 	if c.MinVersion < tls.VersionTLS13 {
 		c.MinVersion = tls.VersionTLS13
 	}
+	if adjust != nil {
+		adjust(c)
+	}
+	if f := c.GetConfigForClient; f != nil {
+		c.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			conf, err := f(hello)
+			if conf == nil || err != nil {
+				return conf, err
+			}
+			return configureTLS(conf, adjust), nil
+		}
+	}
 	return c
+}
+
+// tlsConfig is ConfigureTLSConfig for the listeners of ListenAndServe
+// and Serve, whose session tickets carry the server's SETTINGS for 0-RTT
+// (settings_0rtt.go).
+func (s *Server) tlsConfig(c *tls.Config) *tls.Config {
+	other, _ := s.additionalSettings() // serveListener checks them
+	return configureTLS(c, ticketSettings(s.settings(s.EnableDatagrams, other)))
 }
 
 // ListenAndServe listens on Addr with TLSConfig and serves until Close.
@@ -254,6 +292,7 @@ func (s *Server) ListenAndServeTLS(certFile, keyFile string) error {
 	}
 	var conf *tls.Config
 	if s.TLSConfig != nil {
+		_, _ = s.TLSConfig.DecryptTicket(nil, tls.ConnectionState{}) // the clone shares its ticket keys
 		conf = s.TLSConfig.Clone()
 	} else {
 		conf = &tls.Config{}
@@ -276,7 +315,7 @@ func (s *Server) listenAndServe(conf *tls.Config) error {
 	// The listener owns its socket: it stays open while Shutdown drains
 	// the connections (after this returns ErrServerClosed), and Close
 	// closes both.
-	ln, err := quic.ListenAddrEarly(addr, ConfigureTLSConfig(conf), s.quicConfig())
+	ln, err := quic.ListenAddrEarly(addr, s.tlsConfig(conf), s.quicConfig())
 	if err != nil {
 		return err
 	}
@@ -310,7 +349,7 @@ func (s *Server) serve(conn net.PacketConn, conf *tls.Config) error {
 	if conf == nil {
 		return errors.New("http3: Server has no TLSConfig")
 	}
-	ln, err := quic.ListenEarly(conn, ConfigureTLSConfig(conf), s.quicConfig())
+	ln, err := quic.ListenEarly(conn, s.tlsConfig(conf), s.quicConfig())
 	if err != nil {
 		return err
 	}

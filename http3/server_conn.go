@@ -7,8 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/turboretry/turboretry/http3/qlog"
+	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/quic"
 )
 
@@ -27,6 +30,13 @@ type serverConn struct {
 	peer    *peerState
 	headers *byteBudget // MaxConnHeaderBytes
 	other   string      // AdditionalSettings, encoded
+	// qlog records the connection's HTTP/3 events, held open by the
+	// requests in progress; ctrlQlog, a producer of its own (as in
+	// quic-go, so traces count the same producers), records our control
+	// stream: its SETTINGS and GOAWAY. Nil without a qlog trace.
+	qlog, ctrlQlog *qlogProducer
+	// priorityAware: the client sent a Priority field (applyPriority).
+	priorityAware atomic.Bool
 
 	mu           sync.Mutex
 	nextStreamID uint64 // one past the last request stream accepted
@@ -44,6 +54,8 @@ func newServerConn(s *Server, qc *quic.Conn, other string) *serverConn {
 	sc.headers = newByteBudget(s.maxConnHeaderBytes(), &s.stats.headerBytes)
 	sc.peer = newPeerState(qc, localDatagrams(qc, s.EnableDatagrams), sc.closeWithError)
 	sc.uni = newUniStreams(qc, false, s.uniStreamTimeout(), sc.onControlFrame, sc.closeWithError, s.stats.refuse)
+	sc.qlog, sc.ctrlQlog = newQlogProducer(qc), newQlogProducer(qc)
+	sc.peer.qlog, sc.uni.qlog = sc.qlog, sc.qlog
 	ctx := context.WithValue(qc.Context(), ServerContextKey, s)
 	ctx = context.WithValue(ctx, http.LocalAddrContextKey, qc.LocalAddr())
 	sc.ctx = context.WithValue(ctx, RemoteAddrContextKey, qc.RemoteAddr())
@@ -63,17 +75,13 @@ func (sc *serverConn) start() error {
 		sc.close(ErrCodeInternalError, "cannot open the control stream")
 		return fmt.Errorf("http3: opening the control stream: %w", fromQUICError(err))
 	}
-	// RFC 9204 section 5: a dynamic table capacity of 0 (the default,
-	// left out) means the peer never references a dynamic table.
-	// Extended CONNECT (RFC 9220) is always on, as in quic-go: a handler
-	// sees the protocol in Request.Proto.
-	ours := settings{MaxFieldSectionSize: sc.maxHeader, HasMaxFieldSectionSize: true,
-		EnableConnectProtocol: true, H3Datagram: sc.peer.datagrams, Other: sc.other}
+	ours := sc.s.settings(sc.peer.datagrams, sc.other)
 	b := appendStreamType(nil, streamTypeControl)
 	if _, err := ctrl.Write(ours.append(b)); err != nil {
 		sc.close(ErrCodeClosedCriticalStream, "cannot write the control stream")
 		return fmt.Errorf("http3: writing the control stream: %w", fromQUICError(err))
 	}
+	sc.ctrlQlog.controlStreamOpened(ctrl.StreamID(), ours)
 	sc.ctrlMu.Lock()
 	sc.ctrl = ctrl
 	sc.ctrlMu.Unlock()
@@ -115,6 +123,10 @@ func (sc *serverConn) serve() error {
 // H3_REQUEST_REJECTED when it is at or above our GOAWAY. An admitted
 // stream ends with requestDone (handleRequest calls it).
 func (sc *serverConn) admit(str *quic.Stream) bool {
+	// With quic.Config.RequireStreamCreditRelease the client gets the
+	// stream's credit back once the stream is done: HTTP/3 handles
+	// every request stream, refused ones included.
+	str.ReleaseStreamCredit()
 	id := uint64(str.StreamID())
 	sc.mu.Lock()
 	if sc.goingAway && id >= sc.goAwayID {
@@ -124,6 +136,7 @@ func (sc *serverConn) admit(str *quic.Stream) bool {
 		return false
 	}
 	sc.active++
+	sc.qlog.hold()
 	if sc.idle != nil {
 		sc.idle.Stop()
 	}
@@ -145,6 +158,7 @@ func (sc *serverConn) requestDone() {
 	}
 	last := sc.goingAway && sc.active == 0
 	sc.mu.Unlock()
+	sc.qlog.release()
 	if last {
 		go sc.drain()
 	}
@@ -196,6 +210,7 @@ func (sc *serverConn) goAway() {
 	sc.ctrlMu.Lock()
 	if sc.ctrl != nil {
 		_, _ = sc.ctrl.Write(goAwayFrame{ID: id}.append(nil))
+		sc.ctrlQlog.frameCreated(sc.ctrl.StreamID(), frameTypeGoAway, uint64(wire.VarintLen(id)), qlog.GoAwayFrame{StreamID: quic.StreamID(id)})
 	}
 	sc.ctrlMu.Unlock()
 	if idle {
@@ -222,6 +237,3 @@ func (sc *serverConn) onControlFrame(f frame) {
 		sc.peer.onSettings(s)
 	}
 }
-
-// peerFieldLimit returns the peer's SETTINGS_MAX_FIELD_SECTION_SIZE.
-func (sc *serverConn) peerFieldLimit() uint64 { return sc.peer.peerFieldLimit() }

@@ -43,6 +43,7 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 	}
 	br := getReader(str)
 	fr := newFrameReader(br, sc.maxHeader)
+	fr.qlog, fr.qlogID = sc.qlog, str.StreamID()
 	check := &requestStreamChecker{}
 	var deadline time.Time
 	if timeout := sc.s.readHeaderTimeout(); timeout > 0 {
@@ -60,6 +61,7 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 		sc.requestDone()
 		return
 	}
+	sc.applyPriority(str, req.Header)
 	ctx, cancel := context.WithCancel(sc.ctx)
 	stop := context.AfterFunc(str.Context(), cancel) // STOP_SENDING or connection close
 
@@ -165,7 +167,28 @@ func (sc *serverConn) readRequestHeader(fr *frameReader, check *requestStreamChe
 		return nil, err
 	}
 	defer hb.release()
-	return decodeRequest(hb.b, sc.maxHeader, true) // we send SETTINGS_ENABLE_CONNECT_PROTOCOL
+	q := fr.headerLog()
+	req, err := decodeRequestLogged(hb.b, sc.maxHeader, true, q) // we send SETTINGS_ENABLE_CONNECT_PROTOCOL
+	fr.logHeaders(q)
+	return req, err
+}
+
+// applyPriority schedules the response stream by the request's Priority
+// field (RFC 9218). A request without one keeps the QUIC default (urgency
+// 3, incremental: responses share the connection round robin) until the
+// client sent a Priority field on this connection; from then on such a
+// request gets RFC 9218's defaults (urgency 3, not incremental), which a
+// client that knows the scheme chose by leaving the field out.
+func (sc *serverConn) applyPriority(str *quic.Stream, h http.Header) {
+	v, ok := h["Priority"]
+	if !ok {
+		if sc.priorityAware.Load() {
+			str.SetPriority(defaultUrgency, false)
+		}
+		return
+	}
+	sc.priorityAware.Store(true)
+	str.SetPriority(parsePriority(v))
 }
 
 // errHeaderBudget is the cause of the H3_REQUEST_REJECTED of a request

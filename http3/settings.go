@@ -40,15 +40,6 @@ type settings struct {
 // lifetime.
 const maxSettingsFrameSize = 8 << 10
 
-// fieldSectionLimit returns the peer's SETTINGS_MAX_FIELD_SECTION_SIZE, or
-// 0 (no limit) when it sent none.
-func (s settings) fieldSectionLimit() uint64 {
-	if !s.HasMaxFieldSectionSize {
-		return 0
-	}
-	return s.MaxFieldSectionSize
-}
-
 // payloadLen returns the length of the SETTINGS frame payload.
 func (s settings) payloadLen() uint64 {
 	n := 0

@@ -35,14 +35,21 @@ type Settingser interface {
 	Settings() *Settings
 }
 
-// publicSettings converts the parsed SETTINGS of a peer.
+// public converts the parsed SETTINGS of a peer.
 func (s settings) public() *Settings {
-	p := &Settings{EnableDatagrams: s.H3Datagram, EnableExtendedConnect: s.EnableConnectProtocol}
+	return &Settings{EnableDatagrams: s.H3Datagram, EnableExtendedConnect: s.EnableConnectProtocol, Other: s.otherMap()}
+}
+
+// otherMap returns the settings other than datagrams, extended CONNECT
+// and the field section limit, by identifier: the QPACK ones when
+// non-zero and those Other holds; nil when there are none.
+func (s settings) otherMap() map[uint64]uint64 {
+	var m map[uint64]uint64
 	add := func(id, v uint64) {
-		if p.Other == nil {
-			p.Other = make(map[uint64]uint64)
+		if m == nil {
+			m = make(map[uint64]uint64)
 		}
-		p.Other[id] = v
+		m[id] = v
 	}
 	if s.QPACKMaxTableCapacity != 0 {
 		add(settingQPACKMaxTableCapacity, s.QPACKMaxTableCapacity)
@@ -51,7 +58,7 @@ func (s settings) public() *Settings {
 		add(settingQPACKBlockedStreams, s.QPACKBlockedStreams)
 	}
 	s.otherPairs(add)
-	return p
+	return m
 }
 
 // encodeAdditionalSettings checks the application's AdditionalSettings

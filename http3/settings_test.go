@@ -46,9 +46,6 @@ func TestSettingsEncoding(t *testing.T) {
 	if got := s.append(nil); !bytes.Equal(got, want) {
 		t.Fatalf("got %x, want %x", got, want)
 	}
-	if s.fieldSectionLimit() != 16384 || (settings{}).fieldSectionLimit() != 0 {
-		t.Fatal("fieldSectionLimit")
-	}
 }
 
 func TestSettingsIgnoresUnknown(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turboretry/turboretry/http3/qlog"
+	"github.com/turboretry/turboretry/qlogwriter"
 	"github.com/turboretry/turboretry/quic"
 )
 
@@ -79,8 +81,55 @@ func (s *Stream) Write(p []byte) (int, error) {
 	s.hdrLen = len(dataFrame{Length: uint64(len(p) - n)}.append(s.frameHdr[:0]))
 	s.hdrOff = 0
 	s.unwritten = uint64(len(p) - n)
+	s.logData(s.unwritten)
 	m, err := s.continueFrame(p[n:])
 	return n + m, err
+}
+
+// TryWriteAll sends p as one DATA frame if all of it can be queued at
+// once (flow control and the stream's send buffer allow it); otherwise it
+// queues nothing and returns an error matching quic.ErrWouldBlock. A
+// frame left open by a failed Write is completed first, in the same
+// all-or-nothing write. As Write, it fails on a stream taken over before
+// a response header was sent.
+func (s *Stream) TryWriteAll(p []byte) error {
+	if s.noHead {
+		return errNoResponseHeader
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	k := min(uint64(len(p)), s.unwritten) // what the open frame still takes
+	rest := p[k:]
+	b := make([]byte, 0, s.hdrLen-s.hdrOff+int(k)+len(s.frameHdr)+len(rest))
+	if k > 0 {
+		b = append(b, s.frameHdr[s.hdrOff:s.hdrLen]...)
+		b = append(b, p[:k]...)
+	}
+	if len(rest) > 0 {
+		b = dataFrame{Length: uint64(len(rest))}.append(b)
+		b = append(b, rest...)
+	}
+	if err := s.str.TryWriteAll(b); err != nil {
+		return fromQUICError(err)
+	}
+	if k > 0 {
+		s.hdrOff = s.hdrLen
+		s.unwritten -= k
+	}
+	if len(rest) > 0 {
+		s.logData(uint64(len(rest)))
+	}
+	return nil
+}
+
+// logData records a DATA frame of n bytes we started.
+func (s *Stream) logData(n uint64) {
+	if s.peer.qlog != nil {
+		s.peer.qlog.frameCreated(s.str.StreamID(), frameTypeData, n, qlog.DataFrame{})
+	}
 }
 
 // continueFrame writes what is left of the current frame's header, then
@@ -115,6 +164,10 @@ func (s *Stream) CancelWrite(code quic.StreamErrorCode) { s.str.CancelWrite(code
 
 // StreamID returns the QUIC stream ID.
 func (s *Stream) StreamID() quic.StreamID { return s.str.StreamID() }
+
+// QlogTrace returns the qlog trace of the QUIC connection (nil without
+// one), for an application that records events of its own there.
+func (s *Stream) QlogTrace() qlogwriter.Trace { return s.peer.qc.QlogTrace() }
 
 // QUICStream returns the QUIC stream under the HTTP/3 framing (quic-go's
 // Stream has it too); writing to it directly bypasses the DATA framing.

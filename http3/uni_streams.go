@@ -24,6 +24,8 @@ type uniStreams struct {
 	fail func(err error)
 	// refuse counts a refusal (nil: not counted).
 	refuse func(Refusal)
+	// qlog records the streams' types and the control stream's frames.
+	qlog *qlogProducer
 
 	mu  sync.Mutex
 	set uniStreamSet
@@ -62,6 +64,10 @@ func (u *uniStreams) accept(wg *sync.WaitGroup) {
 
 // serve reads the type of one stream and handles it.
 func (u *uniStreams) serve(rs *quic.ReceiveStream) {
+	// With quic.Config.RequireStreamCreditRelease the peer gets this
+	// stream's credit back once the stream is done: HTTP/3 is what
+	// handles it.
+	rs.ReleaseStreamCredit()
 	if u.timeout > 0 {
 		_ = rs.SetReadDeadline(time.Now().Add(u.timeout))
 	}
@@ -74,6 +80,7 @@ func (u *uniStreams) serve(rs *quic.ReceiveStream) {
 		}
 		return // a stream that ends before its type carries nothing
 	}
+	u.qlog.streamTypeSet(rs.StreamID(), t)
 	u.mu.Lock()
 	ignore, err := u.set.accept(t)
 	u.mu.Unlock()
@@ -86,7 +93,7 @@ func (u *uniStreams) serve(rs *quic.ReceiveStream) {
 		rs.CancelRead(quic.StreamErrorCode(ErrCodeStreamCreationError))
 		return
 	case t == streamTypeControl:
-		err = serveControlStream(br, u.isClient, func(f frame) {
+		err = serveControlStream(br, u.isClient, u.qlog, rs.StreamID(), func(f frame) {
 			if _, ok := f.(settings); ok && u.timeout > 0 {
 				_ = rs.SetReadDeadline(time.Time{})
 			}
