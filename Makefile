@@ -9,7 +9,7 @@ LONGFUZZ  ?= 60s
 BENCHTIME ?= 1s
 BENCHOUT  ?= bench.txt
 
-.PHONY: serve demo firmware arm64 all build test unit lint fmt vet staticcheck fuzz fuzz-short bench clean eval interop-runner interop-fast dropin
+.PHONY: serve demo firmware arm64 all build test unit lint fmt vet staticcheck fuzz fuzz-short bench clean eval interop-runner interop-fast interop-dropin dropin
 
 all: build
 
@@ -30,6 +30,11 @@ IR ?= $(CURDIR)/../shared/interop-runner
 ## (docs/interop.md); skipped with a message without the runner, tshark or root.
 interop-runner:
 	IR=$(IR) ./scripts/interop-runner.sh full
+
+## interop-dropin: quic-go v0.65.0's interop server and client built on our
+## stack after the import swap, against quic-go both ways (docs/dropin.md).
+interop-dropin:
+	IR=$(IR) ./scripts/interop-runner.sh dropin
 
 ## interop-fast: handshake, transfer, retry, resumption, zerortt, http3,
 ## keyupdate, v2, ecn, multiplexing and rebind-port through the runner, our

@@ -7,6 +7,9 @@
 #                                    # quic-go x ours; http3 with ngtcp2 both ways
 #   scripts/interop-runner.sh fast   # CI's subset, both directions against quic-go
 #                                    # (and v2, ecn ours x ours)
+#   scripts/interop-runner.sh dropin # quic-go's own interop programs built on our
+#                                    # stack (interop/endpoint-quicgo-dropin) against
+#                                    # quic-go, both directions (docs/dropin.md)
 #
 # Skips (exit 0, with a message) when the runner, tshark or root is missing.
 # Exits 1 when a case failed, except the failures listed in KNOWN_PEER_FAILURES:
@@ -18,6 +21,7 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 IR=${IR:-$HERE/../shared/interop-runner}
 OUT=${IR_OUT:-/tmp/interop-runner/matrix-$(date +%Y%m%d-%H%M%S)-$$}
 OURS=$HERE/interop/endpoint
+DROPIN=$HERE/interop/endpoint-quicgo-dropin
 
 skip() { echo "interop-runner: SKIP: $*"; exit 0; }
 [ -x "$IR/run.sh" ] || skip "no interop runner at $IR (set IR=DIR)"
@@ -55,7 +59,14 @@ case "$MODE" in
       "quic-go-ours $IR/endpoints/quic-go $OURS $FAST_CASES"
       "ours-ours $OURS $OURS v2,ecn")
     ;;
-  *) echo "usage: $0 full|fast" >&2; exit 2 ;;
+  dropin)
+    # Issue 15's cases for quic-go's interop server and client on our stack.
+    DROPIN_CASES=handshake,transfer,retry,resumption,zerortt,http3,multiplexing,chacha20,keyupdate
+    TURBORETRY_REPO=$HERE "$DROPIN/build.sh" || exit 1
+    PAIRS=("dropin-quic-go $DROPIN $IR/endpoints/quic-go $DROPIN_CASES"
+      "quic-go-dropin $IR/endpoints/quic-go $DROPIN $DROPIN_CASES")
+    ;;
+  *) echo "usage: $0 full|fast|dropin" >&2; exit 2 ;;
 esac
 
 mkdir -p "$OUT"
