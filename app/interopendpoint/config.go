@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -46,6 +47,9 @@ type Config struct {
 	QlogDir string
 	// Addr is the server's UDP listen address; DefaultAddr when empty.
 	Addr string
+	// Conn, when set, is the server's socket, already bound (Addr is then
+	// not used); the server closes it when it returns.
+	Conn *net.UDPConn
 	// Logger receives progress and errors; nil means slog.Default().
 	Logger *slog.Logger
 }

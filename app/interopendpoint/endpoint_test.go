@@ -62,15 +62,15 @@ func writeCerts(t *testing.T, dir string) {
 	}
 }
 
-// freePort returns a UDP port of 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
+// listenLoopback binds the server's socket on a free port of 127.0.0.1
+// (the server takes it, so no other process can take the port between).
+func listenLoopback(t *testing.T) (*net.UDPConn, int) {
 	t.Helper()
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
+	return c, c.LocalAddr().(*net.UDPAddr).Port
 }
 
 // caseFiles are the files served in a test case: sizes as the runner's.
@@ -115,7 +115,7 @@ func TestClientServer(t *testing.T) {
 				}
 			}
 			writeCerts(t, certs)
-			port := freePort(t)
+			sock, port := listenLoopback(t)
 			var urls []string
 			for i, size := range caseFiles[tc] {
 				name := fmt.Sprintf("file-%d", i)
@@ -133,7 +133,7 @@ func TestClientServer(t *testing.T) {
 			}
 			srvCfg := base
 			srvCfg.Role, srvCfg.TestCase, srvCfg.WWW = RoleServer, serverCase(tc), www
-			srvCfg.Addr = fmt.Sprintf("127.0.0.1:%d", port)
+			srvCfg.Conn = sock
 			srvCfg.KeyLogFile = filepath.Join(logs, "server-keys.log")
 			sctx, stop := context.WithCancel(ctx)
 			srvDone := make(chan error, 1)
@@ -147,8 +147,6 @@ func TestClientServer(t *testing.T) {
 			cliCfg := base
 			cliCfg.Role, cliCfg.TestCase, cliCfg.Requests, cliCfg.Downloads = RoleClient, tc, urls, dl
 			cliCfg.KeyLogFile = filepath.Join(logs, "client-keys.log")
-			// A client Initial sent before the server bound its socket is
-			// lost and sent again.
 			if err := Run(ctx, cliCfg); err != nil {
 				t.Fatalf("client: %v", err)
 			}

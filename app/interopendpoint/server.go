@@ -45,17 +45,9 @@ func runServer(ctx context.Context, cfg *Config, keyLog *keyLogWriter) error {
 		KeyLogWriter: keyLog.writer(),
 	}
 	qconf := quicConfig(cfg)
-	addr := cfg.Addr
-	if addr == "" {
-		addr = DefaultAddr
-	}
-	ua, err := net.ResolveUDPAddr("udp", addr)
+	udp, err := listenUDP(cfg)
 	if err != nil {
-		return fmt.Errorf("interop: listen address: %w", err)
-	}
-	udp, err := net.ListenUDP("udp", ua)
-	if err != nil {
-		return fmt.Errorf("interop: %w", err)
+		return err
 	}
 	t := &quic.Transport{Conn: udp}
 	defer udp.Close()
@@ -184,4 +176,25 @@ func serveHTTP3(ctx context.Context, cfg *Config, t *quic.Transport, tlsConf *tl
 		}
 		return fmt.Errorf("interop: %w", err)
 	}
+}
+
+// listenUDP returns the server's socket: cfg.Conn, or a new one bound to
+// cfg.Addr (DefaultAddr when empty).
+func listenUDP(cfg *Config) (*net.UDPConn, error) {
+	if cfg.Conn != nil {
+		return cfg.Conn, nil
+	}
+	addr := cfg.Addr
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("interop: listen address: %w", err)
+	}
+	udp, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, fmt.Errorf("interop: %w", err)
+	}
+	return udp, nil
 }
