@@ -169,34 +169,44 @@ func TestSupportsDatagramsRemote(t *testing.T) {
 // Plain Dial never sends 0-RTT, even resuming a ticket that allows it
 // (quic-go's semantics); DialEarly does.
 func TestPlainDialUsesNo0RTT(t *testing.T) {
-	ctx := testCtx(t)
-	tr := &Transport{Conn: listenUDP(t)}
-	defer tr.Close()
-	_, res := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true}, serverTLS(t))
-	ctls, cache := resumingClientTLS(t)
-	addr := tr.Conn.LocalAddr().String()
-	for i, dial := range []func() (*Conn, error){
-		func() (*Conn, error) { return DialAddr(ctx, addr, ctls, nil) },
-		func() (*Conn, error) { return DialAddr(ctx, addr, ctls, nil) },
-		func() (*Conn, error) { return DialAddrEarly(ctx, addr, ctls, nil) },
-	} {
-		c, err := dial()
-		if err != nil {
-			t.Fatal(err)
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		tr := s.serverTransport(nil)
+		_, res := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true}, serverTLS(t))
+		// While the server's Handshake packets are held, the client cannot
+		// complete the handshake, so the early dial's stream data can only
+		// go out as 0-RTT (whatever the scheduling).
+		hold := s.holdHandshake(simServerAddr)
+		ctls, cache := resumingClientTLS(t)
+		ctr := s.transport(simClientAddr(1))
+		msg := []byte("hello")
+		for i, early := range []bool{false, false, true} {
+			dial := ctr.Dial
+			if early {
+				dial = ctr.DialEarly
+				hold.hold()
+			}
+			c, err := dial(ctx, tr.Conn.LocalAddr(), ctls, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := writeOnNewStream(t, c.OpenStream, msg)
+			r := recvResult(t, ctx, res)
+			hold.release()
+			if got, err := io.ReadAll(st); err != nil || string(got) != string(msg) {
+				t.Fatalf("dial %d: echo %q, %v", i, got, err)
+			}
+			if c.ConnectionState().Used0RTT != early || r.used0RTT != early || (r.packets0RTT > 0) != early {
+				t.Fatalf("dial %d: Used0RTT %v (server %v, %d 0-RTT packets), want %v", i, c.ConnectionState().Used0RTT, r.used0RTT, r.packets0RTT, early)
+			}
+			if i == 0 {
+				waitSignal(t, ctx, cache.put, "session ticket")
+			} else if !c.ConnectionState().TLS.DidResume {
+				t.Fatalf("dial %d did not resume", i)
+			}
+			_ = c.CloseWithError(0, "")
 		}
-		echoOnNewStream(t, c.OpenStream, []byte("hello"))
-		r := recvResult(t, ctx, res)
-		want := i == 2
-		if c.ConnectionState().Used0RTT != want || r.used0RTT != want || (r.packets0RTT > 0) != want {
-			t.Fatalf("dial %d: Used0RTT %v (server %v, %d 0-RTT packets), want %v", i, c.ConnectionState().Used0RTT, r.used0RTT, r.packets0RTT, want)
-		}
-		if i == 0 {
-			waitSignal(t, ctx, cache.put, "session ticket")
-		} else if !c.ConnectionState().TLS.DidResume {
-			t.Fatalf("dial %d did not resume", i)
-		}
-		_ = c.CloseWithError(0, "")
-	}
+	})
 }
 
 // Listener.Close refuses handshakes in progress at once: the server sends

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/handshake"
@@ -30,14 +31,29 @@ type versionRelay struct {
 	*filterRelay
 	mu   sync.Mutex
 	seen []seenPacket
+	// early, once holdUntilEarlyData made it, is closed when a client
+	// 0-RTT packet passes; until then the server's datagrams wait.
+	early     chan struct{}
+	earlySeen bool
 }
 
 func newVersionRelay(t *testing.T, server net.Addr, forgeVN ...wire.Version) *versionRelay {
 	r := &versionRelay{}
 	r.filterRelay = newFilterRelay(t, server, func(fromClient bool, d []byte) (bool, []byte) {
 		r.mu.Lock()
-		r.record(d, fromClient)
+		zeroRTT := r.record(d, fromClient)
+		early := r.early
+		if fromClient && zeroRTT && early != nil && !r.earlySeen {
+			r.earlySeen = true
+			close(early)
+		}
 		r.mu.Unlock()
+		if !fromClient && early != nil {
+			select {
+			case <-early:
+			case <-time.After(10 * time.Second): // hang guard; the test then fails its 0-RTT check
+			}
+		}
 		var hdr wire.LongHeader
 		if fromClient && forgeVN != nil && wire.ParseLongHeader(d, &hdr) == nil && !slices.Contains(forgeVN, hdr.Version) {
 			return false, wire.AppendVersionNegotiation(nil, hdr.DestConnID, hdr.SrcConnID, forgeVN)
@@ -47,18 +63,31 @@ func newVersionRelay(t *testing.T, server net.Addr, forgeVN ...wire.Version) *ve
 	return r
 }
 
-// record notes the long-header packets of datagram d. r.mu is held.
-func (r *versionRelay) record(d []byte, fromClient bool) {
+// record notes the long-header packets of datagram d and reports whether
+// one is a 0-RTT packet. r.mu is held.
+func (r *versionRelay) record(d []byte, fromClient bool) (zeroRTT bool) {
 	for pkt, err := range wire.CoalescedPackets(d) {
 		if err != nil || !wire.IsLongHeader(pkt[0]) {
-			return
+			return zeroRTT
 		}
 		var hdr wire.LongHeader
 		if wire.ParseLongHeader(pkt, &hdr) != nil {
-			return
+			return zeroRTT
 		}
 		r.seen = append(r.seen, seenPacket{fromClient: fromClient, version: hdr.Version, typ: hdr.Type})
+		zeroRTT = zeroRTT || hdr.Type == wire.PacketType0RTT
 	}
+	return zeroRTT
+}
+
+// holdUntilEarlyData makes the relay hold the server's datagrams until
+// the client has sent a 0-RTT packet: the client cannot complete the
+// handshake before, so its first stream data is 0-RTT whatever the
+// scheduling.
+func (r *versionRelay) holdUntilEarlyData() {
+	r.mu.Lock()
+	r.early = make(chan struct{})
+	r.mu.Unlock()
 }
 
 // versions returns the versions of the packets of type typ one side sent,
@@ -203,6 +232,7 @@ func TestCompatibleVersionNegotiationZeroRTT(t *testing.T) {
 	waitSignal(t, ctx, cache.put, "session ticket")
 	c1.CloseWithError(0, "")
 
+	relay.holdUntilEarlyData()
 	c2, err := DialEarly(ctx, listenUDP(t), relay.down.LocalAddr(), ctls, nil)
 	if err != nil {
 		t.Fatal(err)
