@@ -154,6 +154,12 @@ func FuzzDecodeRequestHeaders(f *testing.F) {
 			}
 			t.Fatalf("unexpected error %v", err)
 		}
+		if req.Host == "" {
+			// Only a scheme other than http and https may come without an
+			// authority (RFC 9114 section 4.3.1), and the request keeps no
+			// scheme (as net/http's servers): nothing to re-encode from.
+			return
+		}
 		// An accepted request re-encodes, and decodes to the same request.
 		enc, err := e.encodeRequest(nil, req)
 		if err != nil {
