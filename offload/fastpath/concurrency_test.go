@@ -2,6 +2,7 @@ package fastpath
 
 import (
 	"encoding/binary"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,8 +25,20 @@ func TestConcurrentRefreshNeverMisses(t *testing.T) {
 		rotations = 8 // the workers run until the rotator has done these
 	)
 	var started atomic.Uint64 // rotations begun, incremented before each clear
+	// The rotator waits before each rotation until every worker finished
+	// one more pass over its CIDs (passes), so that lookups run between
+	// and during rotations whatever the scheduler does; abort stops both
+	// sides after a failure.
+	var passes atomic.Int64
+	var abort atomic.Bool
 	go func() {
-		for range rotations {
+		for r := range rotations {
+			for passes.Load() < int64(r+1)*workers && !abort.Load() {
+				runtime.Gosched()
+			}
+			if abort.Load() {
+				return
+			}
 			started.Add(1)
 			c.Rotate()
 		}
@@ -44,10 +57,11 @@ func TestConcurrentRefreshNeverMisses(t *testing.T) {
 				since[i] = c.Generation()
 				if err := c.Insert(mine[i]); err != nil {
 					t.Error(err)
+					abort.Store(true)
 					return
 				}
 			}
-			for c.Generation() < rotations {
+			for c.Generation() < rotations && !abort.Load() {
 				for i, cid := range mine {
 					before := c.Generation()
 					hit := c.Lookup(cid)
@@ -57,6 +71,7 @@ func TestConcurrentRefreshNeverMisses(t *testing.T) {
 						checked.Add(1)
 						if !hit {
 							t.Errorf("worker %d CID %d: miss: refreshed at generation %d, %d rotations started", w, i, since[i], after)
+							abort.Store(true)
 							return
 						}
 					case !hit:
@@ -68,6 +83,7 @@ func TestConcurrentRefreshNeverMisses(t *testing.T) {
 					}
 					since[i] = before
 				}
+				passes.Add(1)
 			}
 		}()
 	}
