@@ -251,7 +251,7 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 func (c *Conn) restartPathState(now time.Time) {
 	c.loss.rec.OnPathChanged(now)
 	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
-	c.resetMTU()
+	c.resetMTU(now)
 }
 
 // switchPeerCID moves to an unused connection ID of the peer.

@@ -366,7 +366,7 @@ func (c *Conn) confirmHandshake(now time.Time) {
 	}
 	c.early.opener = nil // RFC 9001 section 4.9.3
 	c.loss.rec.SetHandshakeConfirmed(now)
-	c.startMTUDiscovery()
+	c.startMTUDiscovery(now)
 	c.dropSpace(spaceInitial, now)
 	c.dropSpace(spaceHandshake, now)
 }

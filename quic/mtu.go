@@ -53,14 +53,17 @@ func (c *Conn) mtuEnabled() bool {
 }
 
 // startMTUDiscovery starts the search once the handshake is confirmed,
-// bounded by the peer's max_udp_payload_size.
-func (c *Conn) startMTUDiscovery() {
+// bounded by the peer's max_udp_payload_size. The first probe waits one
+// PTO: a short exchange (a few requests) is over by then and never pays
+// for a probe, and a long one loses nothing it would notice.
+func (c *Conn) startMTUDiscovery(now time.Time) {
 	m := &c.mtu
 	if m.started || c.hs.peerParams == nil || !c.mtuEnabled() {
 		return
 	}
 	limit := int(min(c.hs.peerParams.MaxUDPPayloadSize, maxProbeSize))
-	*m = mtuDiscovery{enabled: limit > c.baseDatagram, started: true, low: c.baseDatagram, high: limit + 1}
+	*m = mtuDiscovery{enabled: limit > c.baseDatagram, started: true, low: c.baseDatagram, high: limit + 1,
+		notBefore: now.Add(c.ptoLocked())}
 }
 
 // mtuProbeSize returns the size of the probe to send now, or 0.
@@ -167,13 +170,13 @@ func (c *Conn) onPTOProbeAcked() {
 }
 
 // resetMTU starts over at the base size on a new path.
-func (c *Conn) resetMTU() {
+func (c *Conn) resetMTU(now time.Time) {
 	if c.send.maxDatagram != c.baseDatagram {
 		c.setMaxDatagram(c.baseDatagram)
 	}
 	c.mtu = mtuDiscovery{}
 	if c.hs.confirmed {
-		c.startMTUDiscovery()
+		c.startMTUDiscovery(now)
 	}
 }
 

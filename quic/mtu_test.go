@@ -3,6 +3,7 @@ package quic
 import (
 	"context"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -131,5 +132,44 @@ func TestMTUDiscoveryDisabled(t *testing.T) {
 		if n := maxDatagramOf(c); n != maxPacketSize || largest.Load() != maxPacketSize {
 			t.Errorf("datagrams grew to %d bytes (%d on the wire) with discovery disabled", n, largest.Load())
 		}
+	})
+}
+
+// TestMTUFirstProbeWaitsAPTO: a connection that is done within a PTO of
+// handshake confirmation sends no path MTU probe; the search runs after.
+func TestMTUFirstProbeWaitsAPTO(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		client := simClientAddr(1)
+		var mu sync.Mutex
+		largest := 0
+		s.tap(func(p *simnet.Packet) bool {
+			if p.From == client {
+				mu.Lock()
+				largest = max(largest, len(p.Data))
+				mu.Unlock()
+			}
+			return true
+		})
+		srv := s.server(nil, nil)
+		c := s.dial(client, srv.addr, nil)
+		confirmed := func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.hs.confirmed
+		}
+		waitFor(t, "handshake confirmation", confirmed)
+		c.mu.Lock()
+		pto := c.ptoLocked()
+		c.mu.Unlock()
+		start := time.Now()
+		echoOurs(t, s.ctx(), c, 1000)
+		time.Sleep(time.Until(start.Add(pto / 2)))
+		mu.Lock()
+		early := largest
+		mu.Unlock()
+		if early > c.baseDatagram {
+			t.Errorf("a %d-byte datagram within half a PTO (%v) of confirmation", early, pto)
+		}
+		waitFor(t, "the client's datagrams to grow to the probe cap", func() bool { return maxDatagramOf(c) == maxProbeSize })
 	})
 }

@@ -245,17 +245,18 @@ func (p *Path) Switch() error {
 	}
 	oldLocal, _ := addrPort(c.path.sendT.Conn.LocalAddr())
 	newLocal, _ := addrPort(p.t.Conn.LocalAddr())
+	now := time.Now()
 	if p.remote != nil {
 		// A new server address: a new path in every respect. The
 		// connection's goroutine, which reads the peer address without
 		// the lock when it writes, takes the address over.
 		c.x.pa.switchTo = p
-		c.restartPathState(time.Now())
+		c.restartPathState(now)
 	} else if oldLocal.Addr().Unmap() != newLocal.Addr().Unmap() || !oldLocal.IsValid() {
 		// Only a port change keeps the congestion state (RFC 9000 9.4).
-		c.restartPathState(time.Now())
+		c.restartPathState(now)
 	} else {
-		c.resetMTU() // another socket, maybe another interface
+		c.resetMTU(now) // another socket, maybe another interface
 	}
 	c.path.sendT = p.t
 	c.wake()

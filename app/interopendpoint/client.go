@@ -252,9 +252,23 @@ func (c *client) dial(ctx context.Context, authority string, tlsConf *tls.Config
 	return conn, nil
 }
 
-// getAll fetches urls over conn concurrently.
+// getAll fetches urls over conn: one goroutine sends the requests back to
+// back, so that they fill as few packets as possible (in the zerortt case,
+// all of them within the 0-RTT packets the congestion window allows), and
+// each response is read by a goroutine of its own.
 func (c *client) getAll(ctx context.Context, conn *quic.Conn, urls []*url.URL) error {
-	return concurrently(urls, func(u *url.URL) error { return c.get(ctx, conn, u) })
+	var wg sync.WaitGroup
+	errs := make([]error, len(urls))
+	for i, u := range urls {
+		s, err := c.request(ctx, conn, u)
+		if err != nil {
+			errs[i] = err
+			break
+		}
+		wg.Go(func() { errs[i] = c.saveResponse(u, s) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // concurrently runs get for every URL at once and joins their errors.
@@ -271,19 +285,38 @@ func concurrently(urls []*url.URL, get func(*url.URL) error) error {
 // get fetches one URL over conn with hq-interop into the downloads
 // directory.
 func (c *client) get(ctx context.Context, conn *quic.Conn, u *url.URL) error {
-	name, err := fileName(u)
+	s, err := c.request(ctx, conn, u)
 	if err != nil {
 		return err
 	}
+	return c.saveResponse(u, s)
+}
+
+// request opens a stream and sends the hq-interop request for u on it.
+func (c *client) request(ctx context.Context, conn *quic.Conn, u *url.URL) (*quic.Stream, error) {
+	if _, err := fileName(u); err != nil {
+		return nil, err
+	}
 	s, err := conn.OpenStreamSync(ctx)
 	if err != nil {
-		return fmt.Errorf("interop: %s: %w", u.Path, err)
+		return nil, fmt.Errorf("interop: %s: %w", u.Path, err)
 	}
-	if _, err := s.Write(appendRequest(nil, u.Path)); err != nil {
-		return fmt.Errorf("interop: %s: %w", u.Path, err)
+	if _, err = s.Write(appendRequest(nil, u.Path)); err == nil {
+		err = s.Close()
 	}
-	if err := s.Close(); err != nil {
-		return fmt.Errorf("interop: %s: %w", u.Path, err)
+	if err != nil {
+		s.CancelRead(0)
+		return nil, fmt.Errorf("interop: %s: %w", u.Path, err)
+	}
+	return s, nil
+}
+
+// saveResponse stores the response to u read from s in the downloads
+// directory.
+func (c *client) saveResponse(u *url.URL, s *quic.Stream) error {
+	name, err := fileName(u)
+	if err != nil {
+		return err
 	}
 	return c.save(name, s)
 }
