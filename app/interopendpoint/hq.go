@@ -15,6 +15,10 @@ const alpnHQ = "hq-interop"
 // longest names are 250 characters) and CRLF.
 const maxRequestLine = 4096
 
+// maxPath is the longest path accepted: its request, CRLF included, fits
+// maxRequestLine whichever way the request was ended.
+const maxPath = maxRequestLine - len("GET \r\n")
+
 var errBadRequest = errors.New("interop: bad hq-interop request")
 
 // appendRequest appends the hq-interop request for path.
@@ -58,6 +62,9 @@ func parseRequestLine(line string) (string, error) {
 	path, ok := strings.CutPrefix(line, "GET ")
 	if !ok || !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \r\x00") {
 		return "", fmt.Errorf("%w: %.80q", errBadRequest, line)
+	}
+	if len(path) > maxPath {
+		return "", fmt.Errorf("%w: path longer than %d bytes", errBadRequest, maxPath)
 	}
 	return path, nil
 }

@@ -82,7 +82,7 @@ func FuzzReadRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, " \r\n\x00") || len(p) > maxRequestLine {
+		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, " \r\n\x00") || len(p) > maxPath {
 			t.Fatalf("accepted path %q from %q", p, b)
 		}
 		if got, err := readRequest(bytes.NewReader(appendRequest(nil, p))); err != nil || got != p {
