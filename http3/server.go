@@ -151,6 +151,10 @@ type Server struct {
 	altSvc       string
 
 	stats serverCounters
+
+	// testHookStreamType, when set by a test, is called once the type of
+	// each peer unidirectional stream has been read.
+	testHookStreamType func(*quic.Conn, StreamType)
 }
 
 // acceptContext returns the context that ends all Accept calls.

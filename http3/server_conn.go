@@ -56,6 +56,7 @@ func newServerConn(s *Server, qc *quic.Conn, other string) *serverConn {
 	sc.uni = newUniStreams(qc, false, s.uniStreamTimeout(), sc.onControlFrame, sc.closeWithError, s.stats.refuse)
 	sc.qlog, sc.ctrlQlog = newQlogProducer(qc), newQlogProducer(qc)
 	sc.peer.qlog, sc.uni.qlog = sc.qlog, sc.qlog
+	sc.uni.typeRead = s.testHookStreamType
 	ctx := context.WithValue(qc.Context(), ServerContextKey, s)
 	ctx = context.WithValue(ctx, http.LocalAddrContextKey, qc.LocalAddr())
 	sc.ctx = context.WithValue(ctx, RemoteAddrContextKey, qc.RemoteAddr())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -89,7 +90,19 @@ func TestUniStreamTimeouts(t *testing.T) {
 // the connection with its code, and valid instructions do not.
 func TestQPACKStreamValidation(t *testing.T) {
 	checkGoroutines(t)
-	s, addr, clientTLS := startServer(t, testHandler())
+	// decoderRead receives the client port of each connection whose QPACK
+	// decoder stream type the server has read.
+	decoderRead := make(chan int, 16)
+	s, addr, clientTLS := startServer(t, testHandler(), func(s *Server) {
+		s.testHookStreamType = func(qc *quic.Conn, t StreamType) {
+			if t == streamTypeQPACKDecoder {
+				select {
+				case decoderRead <- qc.RemoteAddr().(*net.UDPAddr).Port:
+				default:
+				}
+			}
+		}
+	})
 	encoder := func(b ...byte) []byte { return append(appendStreamType(nil, streamTypeQPACKEncoder), b...) }
 	decoder := func(b ...byte) []byte { return append(appendStreamType(nil, streamTypeQPACKDecoder), b...) }
 
@@ -121,7 +134,10 @@ func TestQPACKStreamValidation(t *testing.T) {
 		{"decoder stream closed", func(c *rawConn) { c.openUni(decoder()).Close() }, ErrCodeClosedCriticalStream},
 		{"decoder stream reset", func(c *rawConn) {
 			s := c.openUni(decoder())
-			c.helloOn() // the type went out before the request: it has arrived
+			// A reset that overtakes the type is ignored (RFC 9114
+			// section 6.2): reset only once the server has read it.
+			for local := c.qc.LocalAddr().(*net.UDPAddr).Port; <-decoderRead != local; {
+			}
 			s.CancelWrite(0)
 		}, ErrCodeClosedCriticalStream},
 	}

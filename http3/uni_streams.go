@@ -26,6 +26,9 @@ type uniStreams struct {
 	refuse func(Refusal)
 	// qlog records the streams' types and the control stream's frames.
 	qlog *qlogProducer
+	// typeRead, when not nil, is told each stream's type once read (a
+	// test hook).
+	typeRead func(*quic.Conn, StreamType)
 
 	mu  sync.Mutex
 	set uniStreamSet
@@ -81,6 +84,9 @@ func (u *uniStreams) serve(rs *quic.ReceiveStream) {
 		return // a stream that ends before its type carries nothing
 	}
 	u.qlog.streamTypeSet(rs.StreamID(), t)
+	if u.typeRead != nil {
+		u.typeRead(u.qc, t)
+	}
 	u.mu.Lock()
 	ignore, err := u.set.accept(t)
 	u.mu.Unlock()
