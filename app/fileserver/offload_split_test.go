@@ -161,9 +161,18 @@ func splitAnnounces(t *testing.T, cacheOnly bool) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	fams := metrics()
-	if v, _ := fams.value("turboretry_split_announced_cids_total"); v < float64(len(ids)) {
-		t.Errorf("/metrics counts %v announced IDs, want at least %d", v, len(ids))
+	// The announcer counts a message once its write returned, which can
+	// be after the agent has read it.
+	for {
+		fams := metrics()
+		v, _ := fams.value("turboretry_split_announced_cids_total")
+		if v >= float64(len(ids)) {
+			checkDashboardQueries(t, fams, host.ModeSplit)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics counts %v announced IDs, want at least %d", v, len(ids))
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	checkDashboardQueries(t, fams, host.ModeSplit)
 }
