@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/simnet"
 )
 
 // Cases that quic-go's own integration tests (integrationtests/self, run
@@ -58,14 +60,18 @@ func TestBodyReadAfterContextCancel(t *testing.T) {
 // connection is not cached (RoundTripOpt with OnlyCachedConn fails with
 // ErrNoCachedConn, dialing nothing), and a request with a body that
 // cannot be replayed still goes out on a new connection, since it was
-// never sent on the closed one.
+// never sent on the closed one. In virtual time: each new connection's
+// request must reach the server within the 50 ms IdleTimeout, which a
+// loaded machine cannot promise on the wall clock.
 func TestRequestAfterIdleClose(t *testing.T) {
-	checkGoroutines(t)
-	addr, clientTLS := serverPeers[0].start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	simTest(t, testRequestAfterIdleClose)
+}
+
+func testRequestAfterIdleClose(t *testing.T, n *simnet.Network) {
+	addr, clientTLS := simServe(t, n, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(w, r.Body)
-	}), func(s *Server) { s.IdleTimeout = 50 * time.Millisecond }, nil)
-	tr := &Transport{TLSClientConfig: clientTLS}
-	defer tr.Close()
+	}), IdleTimeout: 50 * time.Millisecond})
+	tr := simTransport(t, n, clientTLS)
 	post := func(opt RoundTripOpt) (string, error) {
 		req, _ := http.NewRequest(http.MethodPost, localhostURL(t, addr, "/"), io.LimitReader(neverEnding('x'), 6))
 		rsp, err := tr.RoundTripOpt(req, opt)
