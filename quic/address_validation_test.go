@@ -246,8 +246,18 @@ func TestAgentTokenWrongSecret(t *testing.T) {
 					t.Fatalf("dial: %v, want INVALID_TOKEN from the server", err)
 				}
 			}
+			// The client gave up at the first close, but another Initial
+			// of its ClientHello may still be in the validator, its
+			// rejection counted and its INVALID_TOKEN close not yet: wait
+			// until the two counters agree.
 			st := tr.AddressValidationStats()
-			if st.InvalidTokenCloses == 0 || st.TokensRejected["agent/bad_tid_mac"] != st.InvalidTokenCloses {
+			agree := func() bool {
+				return st.InvalidTokenCloses != 0 && st.TokensRejected["agent/bad_tid_mac"] == st.InvalidTokenCloses
+			}
+			for deadline := time.Now().Add(10 * time.Second); !agree() && time.Now().Before(deadline); st = tr.AddressValidationStats() {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if !agree() {
 				t.Fatalf("stats %+v", st)
 			}
 		})

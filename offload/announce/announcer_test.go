@@ -20,11 +20,19 @@ func TestRoundTrip(t *testing.T) {
 		a.Add(id)
 	}
 	srv.sink.waitAll(t, ids)
-	st := a.Stats()
+	// Both sides count a message after the effect waitAll saw (the write
+	// returned, the IDs were inserted).
+	type both struct {
+		a AnnouncerStats
+		l ListenerStats
+	}
+	s := waitStats(t, "both sides to count every ID", func() both { return both{a.Stats(), srv.l.Stats()} },
+		func(s both) bool { return s.a.CIDs == 1000 && s.l.CIDs == 1000 && s.l.Messages == s.a.Messages })
+	st := s.a
 	if min := uint64(1000 / MaxCIDsPerMessage(8)); st.Messages <= min || st.CIDs != 1000 || st.Dropped != 0 || st.SendErrors != 0 {
 		t.Fatalf("announcer stats %+v", st)
 	}
-	if ls := srv.l.Stats(); ls.Messages != st.Messages || ls.CIDs != 1000 || ls.Rejected != [NumReasons]uint64{} {
+	if ls := s.l; ls.Messages != st.Messages || ls.CIDs != 1000 || ls.Rejected != [NumReasons]uint64{} {
 		t.Fatalf("listener stats %+v, announcer %+v", ls, st)
 	}
 }
@@ -44,7 +52,10 @@ func TestRoundTripCIDLengths(t *testing.T) {
 			clear(buf)
 		}
 		srv.sink.waitAll(t, ids)
-		if st := a.Stats(); st.Invalid != 0 || st.CIDs != uint64(n) {
+		// The announcer counts a message after its write returned, which
+		// can be after the listener inserted its IDs.
+		st := waitStats(t, "the announcer to count every ID", a.Stats, func(st AnnouncerStats) bool { return st.CIDs == uint64(n) })
+		if st.Invalid != 0 || st.CIDs != uint64(n) {
 			t.Fatalf("cidLen %d: %+v", l, st)
 		}
 	}
@@ -113,7 +124,10 @@ func TestReannounceReachesLateListener(t *testing.T) {
 
 	srv := serve(t, listenUDP(t, addr.String()), ListenerConfig{})
 	srv.sink.waitAll(t, ids)
-	if st := a.Stats(); st.Invalid == 0 || st.Reannounces < 2 {
+	// A re-announce counts itself after its last send returned, which can
+	// be after the listener inserted the IDs.
+	st := waitStats(t, "the delivering re-announce counted", a.Stats, func(st AnnouncerStats) bool { return st.Reannounces >= 2 })
+	if st.Invalid == 0 || st.Reannounces < 2 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -151,7 +165,10 @@ func TestAddNeverBlocks(t *testing.T) {
 	}
 	close(release)
 	waitFor(t, "the queue sent", func() bool { return srv.sink.total() == QueueCIDs })
-	if st := a.Stats(); st.CIDs != QueueCIDs {
+	// The announcer counts a message after its write returned, which can
+	// be after the listener inserted its IDs.
+	st := waitStats(t, "the announcer to count the queue", a.Stats, func(st AnnouncerStats) bool { return st.CIDs == QueueCIDs })
+	if st.CIDs != QueueCIDs {
 		t.Fatalf("stats %+v", st)
 	}
 }

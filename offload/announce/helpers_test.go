@@ -117,6 +117,25 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// waitStats polls get until done accepts its value and returns that
+// value; it fails with the last value after waitLimit. Stats counters are
+// bumped after the effect a test saw (a write returned, an ID inserted),
+// so one read right after that effect can come short.
+func waitStats[S any](t *testing.T, what string, get func() S, done func(S) bool) S {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		s := get()
+		if done(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s; last stats %+v", what, s)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func listenUDP(t *testing.T, addr string) *net.UDPConn {
 	t.Helper()
 	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))

@@ -181,7 +181,9 @@ func TestListenerServeLoopback(t *testing.T) {
 		st := srv.l.Stats()
 		return st.Rejected[ReasonShort] == 2 && st.Rejected[ReasonMagic] == 1 && st.Rejected[ReasonMAC] == 1
 	})
-	if st := srv.l.Stats(); st.Messages != 1 || st.CIDs != 20 {
+	// The listener counts a message after inserting its IDs.
+	st := waitStats(t, "the message counted", srv.l.Stats, func(st ListenerStats) bool { return st.Messages == 1 && st.CIDs == 20 })
+	if st.Messages != 1 || st.CIDs != 20 {
 		t.Fatalf("stats %+v", st)
 	}
 

@@ -204,6 +204,21 @@ func testCert(tb testing.TB) tls.Certificate {
 	return cert
 }
 
+// waitStats polls get until done accepts its value and returns that
+// value; it fails with the last value after hangGuard.
+func waitStats[S any](tb testing.TB, what string, get func() S, done func(S) bool) S {
+	tb.Helper()
+	for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
+		s := get()
+		if done(s) {
+			return s
+		}
+		if time.Since(start) > hangGuard {
+			tb.Fatalf("gave up waiting for %s; last %+v", what, s)
+		}
+	}
+}
+
 // xdpLine reports whether ip -d link output shows an XDP program.
 func xdpLine(out string) bool { return strings.Contains(out, "prog/xdp") }
 

@@ -389,7 +389,9 @@ func TestSplitAgentRestart(t *testing.T) {
 		}
 		return true
 	})
-	s = second.stats(t)
+	// The listener counts a message after inserting (admitting) its IDs.
+	s = waitStats(t, "the restarted agent's control counters", func() Stats { return second.stats(t) },
+		func(s Stats) bool { return s.Control.Messages >= 1 && s.Control.CIDs >= uint64(len(liveA)+len(liveB)) })
 	if s.Control.Messages < 1 || s.Control.CIDs < uint64(len(liveA)+len(liveB)) {
 		t.Errorf("restarted agent's control channel: %d messages, %d IDs; want at least %d IDs",
 			s.Control.Messages, s.Control.CIDs, len(liveA)+len(liveB))

@@ -116,7 +116,9 @@ func TestSplitEndToEnd(t *testing.T) {
 		}
 		return true
 	})
-	s = a.mustStats(t) // every ID arrived: the control counters are complete
+	// The listener counts a message after inserting (admitting) its IDs.
+	s = waitStats(t, "the control counters to count every announced ID", func() Stats { return a.mustStats(t) },
+		func(s Stats) bool { return s.Control.Messages >= 1 && s.Control.CIDs >= uint64(len(cids)) })
 	if s.Control.Messages < 1 || s.Control.CIDs < uint64(len(cids)) {
 		t.Errorf("control: %d messages, %d IDs; want at least %d IDs", s.Control.Messages, s.Control.CIDs, len(cids))
 	}
