@@ -45,10 +45,15 @@ func TestShutdownCompletesInFlightRequest(t *testing.T) {
 	checkGoroutines(t)
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	s, addr, clientTLS := startServer(t, blockingHandler(started, release))
-	// A short handshake timeout: the last dial must fail, quickly.
-	tr := &Transport{TLSClientConfig: clientTLS, QUICConfig: &quic.Config{HandshakeIdleTimeout: 300 * time.Millisecond}}
+	tr := &Transport{TLSClientConfig: clientTLS}
 	defer tr.Close()
 	client := &http.Client{Transport: tr}
+	// A short handshake timeout, only for the last dial: it must fail,
+	// quickly. The first dial keeps the default, which a stall of the
+	// machine cannot reach.
+	lateTr := &Transport{TLSClientConfig: clientTLS, QUICConfig: &quic.Config{HandshakeIdleTimeout: 300 * time.Millisecond}}
+	defer lateTr.Close()
+	late := &http.Client{Transport: lateTr}
 
 	type result struct {
 		body string
@@ -59,7 +64,11 @@ func TestShutdownCompletesInFlightRequest(t *testing.T) {
 		b, err := get(t, client, "https://"+addr+"/slow")
 		res <- result{b, err}
 	}()
-	<-started
+	select {
+	case <-started:
+	case r := <-res:
+		t.Fatalf("in-flight request ended before its handler began: %q, %v", r.body, r.err)
+	}
 	shut := make(chan error, 1)
 	go func() { shut <- s.Shutdown(context.Background()) }()
 	waitGoAway(t, tr)
@@ -70,7 +79,7 @@ func TestShutdownCompletesInFlightRequest(t *testing.T) {
 	if err := <-shut; err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	if _, err := get(t, client, "https://"+addr+"/hello"); err == nil {
+	if _, err := get(t, late, "https://"+addr+"/hello"); err == nil {
 		t.Fatal("request after Shutdown succeeded")
 	}
 }

@@ -598,9 +598,19 @@ func TestResumptionWithWrapSessionExtra(t *testing.T) {
 				Close() error
 			}
 			var state func() (bool, bool)
+			dialAddr := addr
+			if i == 1 {
+				// The relay holds the server's flight until the
+				// client's 0-RTT packet passes: without it, a stall
+				// between the dial and the Write lets the handshake
+				// complete first and the data go in 1-RTT.
+				relay := newVersionRelay(t, tr.Conn.LocalAddr())
+				relay.holdUntilEarlyData()
+				dialAddr = relay.down.LocalAddr().String()
+			}
 			switch client {
 			case "ours":
-				c, err := DialAddrEarly(ctx, addr, ctls, nil)
+				c, err := DialAddrEarly(ctx, dialAddr, ctls, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -614,7 +624,7 @@ func TestResumptionWithWrapSessionExtra(t *testing.T) {
 					return st.TLS.DidResume, st.Used0RTT
 				}
 			default:
-				c, err := quicgo.DialAddrEarly(ctx, addr, ctls, nil)
+				c, err := quicgo.DialAddrEarly(ctx, dialAddr, ctls, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
