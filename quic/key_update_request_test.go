@@ -2,10 +2,7 @@ package quic
 
 import (
 	"errors"
-	"net"
 	"testing"
-
-	quicgo "github.com/quic-go/quic-go"
 )
 
 // TestInitiateKeyUpdate: a key update asked for right after the dial,
@@ -23,12 +20,7 @@ func TestInitiateKeyUpdate(t *testing.T) {
 		t.Run(peer, func(t *testing.T) {
 			simTest(t, simLink, func(t *testing.T, s *sim) {
 				ctx := s.ctx()
-				var addr net.Addr
-				if peer == "ours" {
-					addr = s.server(nil, nil).addr
-				} else {
-					addr = s.quicGoServer(&quicgo.Config{})
-				}
+				addr := s.peerServer(peer)
 				c := s.dial(simClientAddr(1), addr, nil)
 				if err := c.InitiateKeyUpdate(); err != nil {
 					t.Fatal(err)

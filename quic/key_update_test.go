@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"net"
 	"testing"
 	"time"
-
-	quicgo "github.com/quic-go/quic-go"
 )
 
 // forceKeyUpdate initiates a key update as soon as one is allowed (the
@@ -38,12 +35,7 @@ func TestKeyUpdateDuringTransfer(t *testing.T) {
 		t.Run(peer, func(t *testing.T) {
 			simTest(t, simLink, func(t *testing.T, s *sim) {
 				ctx := s.ctx()
-				var addr net.Addr
-				if peer == "ours" {
-					addr = s.server(nil, nil).addr
-				} else {
-					addr = s.quicGoServer(&quicgo.Config{})
-				}
+				addr := s.peerServer(peer)
 				ctls := clientTLS(t)
 				frames := s.logFrames(simClientAddr(1), ctls)
 				c := s.dialTLS(simClientAddr(1), addr, ctls, nil)

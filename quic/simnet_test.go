@@ -171,6 +171,16 @@ func (s *sim) dialQuicGo(from netip.AddrPort, to net.Addr) (*quicgo.Transport, *
 	return tr, c
 }
 
+// peerServer starts the echo server of peer ("ours" or "quic-go") with
+// default options and returns its address.
+func (s *sim) peerServer(peer string) net.Addr {
+	s.t.Helper()
+	if peer == "ours" {
+		return s.server(nil, nil).addr
+	}
+	return s.quicGoServer(&quicgo.Config{})
+}
+
 // quicGoServer starts quic-go's echo server at simServerAddr, until the
 // test ends, and returns its address.
 func (s *sim) quicGoServer(conf *quicgo.Config) net.Addr {
