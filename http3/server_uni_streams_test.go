@@ -157,10 +157,16 @@ func TestQPACKStreamValidation(t *testing.T) {
 }
 
 // TestClientQPACKStreamValidation: our Transport applies the same checks
-// to a server's QPACK streams.
+// to a server's QPACK streams. The bad encoder stream goes out only once
+// the request has arrived: a connection our client closed before it sent
+// the request would be dialed again and the request answered there.
 func TestClientQPACKStreamValidation(t *testing.T) {
 	checkGoroutines(t)
 	addr, clientTLS, _ := startRawServer(t, func(c *rawServerConn) {
+		if _, ok := <-c.reqs; !ok {
+			t.Error("raw server: the connection ended before the request arrived")
+			return
+		}
 		s, err := c.qc.OpenUniStream()
 		if err != nil {
 			t.Error(err)
