@@ -52,9 +52,11 @@ func fileSuite(t *testing.T, newClient func(*tls.Config) *http.Client) {
 		"50m.bin": writeRandomFile(t, dir, "50m.bin", 50<<20),
 	}
 	var conns atomic.Int64
+	var served serverConns
 	_, addr, clientTLS := startServer(t, http.FileServer(http.Dir(dir)), func(s *Server) {
-		s.ConnContext = func(ctx context.Context, _ *quic.Conn) context.Context {
+		s.ConnContext = func(ctx context.Context, qc *quic.Conn) context.Context {
 			conns.Add(1)
+			served.add(qc)
 			return ctx
 		}
 	})
@@ -65,6 +67,7 @@ func fileSuite(t *testing.T, newClient func(*tls.Config) *http.Client) {
 		t.Run(name, func(t *testing.T) {
 			rsp, err := client.Get(base + name)
 			if err != nil {
+				served.logStats(t)
 				t.Fatal(err)
 			}
 			defer rsp.Body.Close()
@@ -74,7 +77,8 @@ func fileSuite(t *testing.T, newClient func(*tls.Config) *http.Client) {
 			h := sha256.New()
 			n, err := io.Copy(h, rsp.Body)
 			if err != nil {
-				t.Fatal(err)
+				served.logStats(t)
+				t.Fatalf("after %d bytes: %v", n, err)
 			}
 			if n != int64(len(want)) || !bytes.Equal(h.Sum(nil), sha256Of(want)) {
 				t.Fatalf("got %d bytes with a different SHA-256, want %d", n, len(want))
@@ -165,6 +169,28 @@ func fileSuite(t *testing.T, newClient func(*tls.Config) *http.Client) {
 			t.Errorf("the client used %d connections, want 1", n)
 		}
 	})
+}
+
+// serverConns keeps the server's connections so that a failed download
+// can log what the sender saw (RTT, window, losses).
+type serverConns struct {
+	mu    sync.Mutex
+	conns []*quic.Conn
+}
+
+func (s *serverConns) add(qc *quic.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conns = append(s.conns, qc)
+}
+
+func (s *serverConns) logStats(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, qc := range s.conns {
+		t.Logf("server connection %d (closed: %v): %+v", i, qc.Context().Err() != nil, qc.ConnectionStats())
+	}
 }
 
 func sha256Of(b []byte) []byte {
