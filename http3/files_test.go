@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,11 +50,9 @@ func fileSuite(t *testing.T, newClient func(*tls.Config) *http.Client) {
 		"1m.bin":  writeRandomFile(t, dir, "1m.bin", 1<<20),
 		"50m.bin": writeRandomFile(t, dir, "50m.bin", 50<<20),
 	}
-	var conns atomic.Int64
 	var served serverConns
 	_, addr, clientTLS := startServer(t, http.FileServer(http.Dir(dir)), func(s *Server) {
 		s.ConnContext = func(ctx context.Context, qc *quic.Conn) context.Context {
-			conns.Add(1)
 			served.add(qc)
 			return ctx
 		}
@@ -165,7 +162,7 @@ func fileSuite(t *testing.T, newClient func(*tls.Config) *http.Client) {
 		for err := range errs {
 			t.Error(err)
 		}
-		if n := conns.Load(); n != 1 {
+		if n := served.count(); n != 1 {
 			t.Errorf("the client used %d connections, want 1", n)
 		}
 	})
@@ -182,6 +179,12 @@ func (s *serverConns) add(qc *quic.Conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.conns = append(s.conns, qc)
+}
+
+func (s *serverConns) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
 }
 
 func (s *serverConns) logStats(t *testing.T) {
