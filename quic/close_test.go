@@ -353,3 +353,68 @@ func TestDialedConnLeavesNoGoroutines(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseBeforeConfirmationKeepsApplicationCode: a server that closes
+// with an application error before it has the client's Finished sends the
+// close three ways in one datagram, as a bare APPLICATION_ERROR in Initial
+// and Handshake and with its code in 1-RTT. The client reads on past the
+// bare ones and reports the code, as it would after confirmation.
+func TestCloseBeforeConfirmationKeepsApplicationCode(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		tr := s.transport(simServerAddr)
+		ln, err := tr.ListenEarly(serverTLS(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := simClientAddr(1)
+		// The server never gets the client's Finished, so it stays
+		// unconfirmed (and keeps its Initial keys too).
+		s.tap(func(p *simnet.Packet) bool {
+			return p.From != client || !hasPacketOtherThanInitial(p.Data)
+		})
+		ctx := s.ctx()
+		accepted := make(chan *Conn, 1)
+		go func() {
+			sc, err := ln.Accept(ctx)
+			if err == nil {
+				accepted <- sc
+			}
+			close(accepted)
+		}()
+		c := s.dial(client, ln.Addr(), nil)
+		sc := <-accepted
+		if sc == nil {
+			t.Fatal("the server accepted nothing")
+		}
+		select {
+		case <-sc.HandshakeComplete():
+			t.Fatal("the server completed its handshake; the test needs it unconfirmed")
+		default:
+		}
+		_ = sc.CloseWithError(0x100, "idle")
+		<-c.Context().Done()
+		var ae *ApplicationError
+		if err := context.Cause(c.Context()); !errors.As(err, &ae) || !ae.Remote || ae.ErrorCode != 0x100 || ae.ErrorMessage != "idle" {
+			t.Fatalf("the client saw %v, want the server's application error 0x100 idle", err)
+		}
+	})
+}
+
+// hasPacketOtherThanInitial reports whether datagram d holds a Handshake,
+// 0-RTT or 1-RTT packet.
+func hasPacketOtherThanInitial(d []byte) bool {
+	for len(d) > 0 {
+		if !wire.IsLongHeader(d[0]) {
+			return true
+		}
+		var hdr wire.LongHeader
+		if wire.ParseLongHeader(d, &hdr) != nil {
+			return false
+		}
+		if hdr.Type != wire.PacketTypeInitial {
+			return true
+		}
+		d = d[hdr.PacketLen:]
+	}
+	return false
+}

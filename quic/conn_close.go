@@ -24,6 +24,9 @@ type closeState struct {
 	// refusedAtClose: a server handshake refused because its listener
 	// closed; it has no closing period (closingPeriod).
 	refusedAtClose bool
+	// masked: the peer's bare APPLICATION_ERROR from an Initial or
+	// Handshake packet of the datagram being read (handleConnectionClose).
+	masked *TransportError
 }
 
 // flowError passes a flowcontrol transport error on and turns any other

@@ -30,6 +30,11 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		return
 	}
 	c.noteSource(&p)
+	if c.close.masked == nil {
+		// Not when called from retryUndecryptable for a datagram whose
+		// own read has not finished: the outer call applies it.
+		defer c.applyMaskedClose()
+	}
 	if c.trace != nil {
 		c.traceDatagram(&p)
 		c.traceRxTuple()
@@ -298,7 +303,7 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 	case wire.FrameTypeCrypto:
 		return c.handleCryptoFrame(space, f)
 	case wire.FrameTypeConnectionClose, wire.FrameTypeConnectionCloseApp:
-		c.handleConnectionClose(f)
+		c.handleConnectionClose(space, f)
 	case wire.FrameTypeHandshakeDone:
 		if !c.isClient {
 			return qerr.NewProtocolViolation(uint64(f.Type), "HANDSHAKE_DONE sent by client")
@@ -413,13 +418,37 @@ func (c *Conn) handleCryptoFrame(space int, f *wire.Frame) error {
 	return c.processTLSEvents()
 }
 
-func (c *Conn) handleConnectionClose(f *wire.Frame) {
-	var err error
+func (c *Conn) handleConnectionClose(space int, f *wire.Frame) {
 	if f.Type == wire.FrameTypeConnectionCloseApp {
-		err = &ApplicationError{Remote: true, ErrorCode: ApplicationErrorCode(f.ErrorCode), ErrorMessage: string(f.Reason)}
-	} else {
-		err = &TransportError{Remote: true, ErrorCode: TransportErrorCode(f.ErrorCode), FrameType: f.TriggerFrameType, ErrorMessage: string(f.Reason)}
+		c.drainOnPeerClose(&ApplicationError{Remote: true, ErrorCode: ApplicationErrorCode(f.ErrorCode), ErrorMessage: string(f.Reason)})
+		return
 	}
+	err := &TransportError{Remote: true, ErrorCode: TransportErrorCode(f.ErrorCode), FrameType: f.TriggerFrameType, ErrorMessage: string(f.Reason)}
+	if space != spaceApp && err.ErrorCode == ApplicationErrorErrorCode {
+		// An application close sent before the handshake was confirmed
+		// stands in Initial and Handshake as a bare APPLICATION_ERROR, and
+		// the same datagram usually carries the real code in 1-RTT (RFC
+		// 9000 section 10.2.3): read on, and fall back to this one
+		// (applyMaskedClose) only if the rest of the datagram has none.
+		if c.close.masked == nil {
+			c.close.masked = err
+		}
+		return
+	}
+	c.drainOnPeerClose(err)
+}
+
+// applyMaskedClose ends a datagram whose only close was a masked
+// APPLICATION_ERROR (handleConnectionClose).
+func (c *Conn) applyMaskedClose() {
+	if c.close.masked != nil && c.close.err == nil {
+		c.drainOnPeerClose(c.close.masked)
+	}
+	c.close.masked = nil
+}
+
+// drainOnPeerClose enters the draining state for the peer's close.
+func (c *Conn) drainOnPeerClose(err error) {
 	c.signalClosedLocked(err)
 	c.endTracer()
 	c.close.draining = true
