@@ -399,7 +399,9 @@ func TestMultiQueue(t *testing.T) {
 			t.Fatalf("flow %d: %v", i, err)
 		}
 	}
-	var rx, tx uint64
+	// A worker counts a frame after its Retry is written, so the client
+	// may read the last Retry before the count: wait for the totals.
+	total := env.waitStats(t, "every flow counted", func(s Stats) bool { return s.FramesRX >= flows && s.FramesTX >= flows })
 	for i, q := range env.dp.queues {
 		r, s := q.counters.framesRX.Load(), q.counters.framesTX.Load()
 		t.Logf("queue %d: %d frames received, %d Retries sent", i, r, s)
@@ -407,10 +409,9 @@ func TestMultiQueue(t *testing.T) {
 		if r == 0 || s == 0 {
 			t.Errorf("queue %d handled nothing: the flows did not spread over the queues", i)
 		}
-		rx, tx = rx+r, tx+s
 	}
-	if rx != flows || tx != flows {
-		t.Errorf("queues received %d and sent %d frames, want %d each", rx, tx, flows)
+	if total.FramesRX != flows || total.FramesTX != flows {
+		t.Errorf("queues received %d and sent %d frames, want %d each", total.FramesRX, total.FramesTX, flows)
 	}
 }
 
