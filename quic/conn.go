@@ -696,6 +696,10 @@ type ConnectionStats struct {
 	PacketsReceived  uint64
 	BytesLost        uint64
 	PacketsLost      uint64
+	// PacketsSpuriouslyLost counts 1-RTT packets declared lost that the
+	// peer acknowledged later: reordered, not dropped. They are included
+	// in PacketsLost.
+	PacketsSpuriouslyLost uint64
 	// HandshakeDuration is how long the handshake took, from the
 	// connection's start (a client's dial, a server's first Initial) to
 	// its completion; zero until then.
@@ -721,6 +725,8 @@ func (c *Conn) ConnectionStats() ConnectionStats {
 		PacketsReceived:  c.stats.packetsRecv,
 		BytesLost:        c.stats.bytesLost,
 		PacketsLost:      c.stats.packetsLost,
+
+		PacketsSpuriouslyLost: c.loss.rec.Reordering().SpuriousLosses,
 
 		HandshakeDuration: c.stats.handshakeDuration,
 	}

@@ -323,6 +323,10 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 	return buf
 }
 
+// minAppPacketNumberLen is the shortest packet number encoding of a 1-RTT
+// packet, for reordering tolerance (see buildPacket).
+const minAppPacketNumberLen = 2
+
 // buildPacket appends one packet of the space to dcid, unsealed, with
 // tagLen spare bytes after it. onlyFrame, when set, is the only frame (a
 // CONNECTION_CLOSE, or a path frame or PING sent in a datagram of its own);
@@ -337,6 +341,13 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 		largestAcked = la
 	}
 	pnLen := wire.PacketNumberLen(pn, largestAcked)
+	if space == spaceApp {
+		// The RFC minimum assumes the peer decodes against a largest
+		// received number near ours; a 1-RTT packet overtaken by more than
+		// 128 others would decode to the wrong number and fail to decrypt.
+		// Two bytes tolerate 32768, as quic-go always sends at least.
+		pnLen = max(pnLen, minAppPacketNumberLen)
+	}
 	lengthPos := -1
 	early := space == spaceApp && c.sendsEarly()
 	if early {

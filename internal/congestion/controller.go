@@ -40,10 +40,18 @@ type Controller interface {
 	OnPacketsLost(now, largestSentTime time.Time, lostBytes int)
 	// OnCongestionEvent reduces the window once per recovery period: a
 	// signal about a packet sent before the current recovery period started
-	// is ignored. Loss and ECN-CE both end up here.
+	// is ignored. ECN-CE ends up here, as do losses; a reduction it makes,
+	// or takes part in, is never undone by OnSpuriousLoss.
 	OnCongestionEvent(now, sentTime time.Time)
+	// OnSpuriousLoss reports that a packet, sent at sentTime and counted
+	// with bytes in an earlier OnPacketsLost, was acknowledged after all.
+	// Once every loss counted toward the latest window reduction has been
+	// reported so, the controller reverts that reduction (never to a window
+	// above the one it had before it) and returns true.
+	OnSpuriousLoss(now, sentTime time.Time, bytes int) (undone bool)
 	// OnPersistentCongestion collapses the window to the minimum window
-	// (RFC 9002 section 7.6.2) and leaves the recovery period.
+	// (RFC 9002 section 7.6.2) and leaves the recovery period; this is
+	// never undone.
 	OnPersistentCongestion(now time.Time)
 	// CanSend reports whether the window allows one more full-size packet.
 	CanSend(bytesInFlight int) bool

@@ -33,6 +33,17 @@ type Cubic struct {
 	k          float64 // seconds until W_cubic reaches wMax
 	wEst       float64 // Reno-friendly estimate, bytes
 	cwndPrior  float64 // window when ssthresh was last set, bytes
+
+	// undo and saved revert the latest loss reduction should every loss
+	// behind it prove spurious.
+	undo  lossUndo
+	saved cubicState
+}
+
+// cubicState is what a window reduction changes.
+type cubicState struct {
+	cwnd, ssthresh, wMax, k, wEst, cwndPrior float64
+	epochStart                               time.Time
 }
 
 var _ Controller = (*Cubic)(nil)
@@ -126,18 +137,32 @@ func (c *Cubic) wCubic(t float64) float64 {
 
 // OnPacketsLost implements Controller.
 func (c *Cubic) OnPacketsLost(now, largestSentTime time.Time, lostBytes int) {
-	if lostBytes > 0 {
-		c.OnCongestionEvent(now, largestSentTime)
+	if lostBytes <= 0 {
+		return
 	}
+	if c.recovery.covers(largestSentTime) {
+		c.undo.addLoss(largestSentTime, lostBytes)
+		return
+	}
+	c.saved = cubicState{c.cwnd, c.ssthresh, c.wMax, c.k, c.wEst, c.cwndPrior, c.epochStart}
+	prior := c.recovery
+	c.reduce(now)
+	c.undo.begin(prior, now, lostBytes)
 }
 
 // OnCongestionEvent implements Controller: multiply the window by beta
-// once per recovery period, remembering W_max with fast convergence
-// (RFC 9438 sections 4.6 and 4.7).
+// once per recovery period. Whether it reduces or not, the reduction in
+// force can no longer be undone.
 func (c *Cubic) OnCongestionEvent(now, sentTime time.Time) {
-	if c.recovery.covers(sentTime) {
-		return
+	c.undo.disarm()
+	if !c.recovery.covers(sentTime) {
+		c.reduce(now)
 	}
+}
+
+// reduce multiplies the window by beta, remembering W_max with fast
+// convergence (RFC 9438 sections 4.6 and 4.7).
+func (c *Cubic) reduce(now time.Time) {
 	c.recovery.enter(now)
 	if c.cwnd < c.wMax {
 		// Fast convergence: a flow whose plateau keeps falling releases
@@ -152,8 +177,32 @@ func (c *Cubic) OnCongestionEvent(now, sentTime time.Time) {
 	c.epochStart = time.Time{}
 }
 
+// OnSpuriousLoss implements Controller. The window, threshold, curve and
+// recovery period go back to what they were before the reduction, unless
+// the window has meanwhile grown past that. The window did not grow while
+// the reduction stood, so that time does not count on the restored curve:
+// its epoch slides forward, as for an application-limited spell.
+func (c *Cubic) OnSpuriousLoss(now, sentTime time.Time, bytes int) bool {
+	if !c.undo.spurious(c.recovery, sentTime, bytes) {
+		return false
+	}
+	if c.cwnd > c.saved.cwnd {
+		return false
+	}
+	st := c.saved
+	c.cwnd, c.ssthresh, c.wMax, c.k, c.wEst, c.cwndPrior = st.cwnd, st.ssthresh, st.wMax, st.k, st.wEst, st.cwndPrior
+	c.cwnd = max(c.cwnd, float64(MinimumWindow(c.maxDatagramSize))) // in case the datagram size grew
+	c.epochStart = st.epochStart
+	if !c.epochStart.IsZero() && now.After(c.undo.reducedAt) {
+		c.epochStart = c.epochStart.Add(now.Sub(c.undo.reducedAt))
+	}
+	c.recovery = c.undo.prior
+	return true
+}
+
 // OnPersistentCongestion implements Controller.
 func (c *Cubic) OnPersistentCongestion(time.Time) {
+	c.undo.disarm()
 	c.cwnd = float64(MinimumWindow(c.maxDatagramSize))
 	c.recovery.reset()
 	c.epochStart = time.Time{}
@@ -185,4 +234,5 @@ func (c *Cubic) SetMaxDatagramSize(size int) {
 		// K is measured in segments of the old size.
 		c.epochStart = time.Time{}
 	}
+	c.saved.epochStart = time.Time{} // an undo recomputes K too
 }

@@ -19,6 +19,16 @@ type NewReno struct {
 	// window of them adds one datagram, which avoids the rounding loss of a
 	// per-ACK fraction.
 	ackedInAvoidance int
+
+	// undo and saved revert the latest loss reduction should every loss
+	// behind it prove spurious.
+	undo  lossUndo
+	saved renoState
+}
+
+// renoState is what a window reduction changes.
+type renoState struct {
+	cwnd, ssthresh, ackedInAvoidance int
 }
 
 var _ Controller = (*NewReno)(nil)
@@ -59,25 +69,55 @@ func (c *NewReno) OnPacketAcked(_, sentTime time.Time, bytes, priorInFlight int)
 
 // OnPacketsLost implements Controller.
 func (c *NewReno) OnPacketsLost(now, largestSentTime time.Time, lostBytes int) {
-	if lostBytes > 0 {
-		c.OnCongestionEvent(now, largestSentTime)
+	if lostBytes <= 0 {
+		return
 	}
+	if c.recovery.covers(largestSentTime) {
+		c.undo.addLoss(largestSentTime, lostBytes)
+		return
+	}
+	c.saved = renoState{c.cwnd, c.ssthresh, c.ackedInAvoidance}
+	prior := c.recovery
+	c.reduce(now)
+	c.undo.begin(prior, now, lostBytes)
 }
 
 // OnCongestionEvent implements Controller: halve the window, at most once
-// per recovery period.
+// per recovery period. Whether it reduces or not, the reduction in force
+// can no longer be undone.
 func (c *NewReno) OnCongestionEvent(now, sentTime time.Time) {
-	if c.recovery.covers(sentTime) {
-		return
+	c.undo.disarm()
+	if !c.recovery.covers(sentTime) {
+		c.reduce(now)
 	}
+}
+
+func (c *NewReno) reduce(now time.Time) {
 	c.recovery.enter(now)
 	c.ssthresh = c.cwnd / renoLossReductionDivisor
 	c.cwnd = max(c.ssthresh, MinimumWindow(c.maxDatagramSize))
 	c.ackedInAvoidance = 0
 }
 
+// OnSpuriousLoss implements Controller. The window, threshold and
+// recovery period go back to what they were before the reduction, unless
+// the window has meanwhile grown past that.
+func (c *NewReno) OnSpuriousLoss(_, sentTime time.Time, bytes int) bool {
+	if !c.undo.spurious(c.recovery, sentTime, bytes) {
+		return false
+	}
+	if c.cwnd > c.saved.cwnd {
+		return false
+	}
+	c.cwnd, c.ssthresh, c.ackedInAvoidance = c.saved.cwnd, c.saved.ssthresh, c.saved.ackedInAvoidance
+	c.cwnd = max(c.cwnd, MinimumWindow(c.maxDatagramSize)) // in case the datagram size grew
+	c.recovery = c.undo.prior
+	return true
+}
+
 // OnPersistentCongestion implements Controller.
 func (c *NewReno) OnPersistentCongestion(time.Time) {
+	c.undo.disarm()
 	c.cwnd = MinimumWindow(c.maxDatagramSize)
 	c.recovery.reset()
 	c.ackedInAvoidance = 0

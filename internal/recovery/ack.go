@@ -11,7 +11,8 @@ import (
 // the decoded ACK Delay field. Newly acknowledged packets are appended to
 // ev.Acked and packets this ACK reveals as lost to ev.Lost; the congestion
 // controller has been told about both when it returns. Acknowledgments of
-// packets already acked or declared lost are ignored.
+// packets already acked are ignored; one of a packet recently declared lost
+// proves the loss spurious (reordering.go).
 //
 // An error leaves the state unchanged; TransportErrorCode maps it to the
 // code to close the connection with.
@@ -61,7 +62,20 @@ func (r *Recovery) OnAckReceived(space Space, ranges []wire.AckRange, ackDelay t
 			ev.Acked = append(ev.Acked, *p)
 		}
 	}
+	spurious := 0
+	if space == ApplicationData {
+		// Before loss detection: the thresholds it uses may rise, and an
+		// undone reduction lets this ACK's real losses count afresh.
+		ackTime := now.Add(-min(max(ackDelay, 0), r.rtt.MaxAckDelay()))
+		spurious = r.detectSpurious(ranges, ackTime, now)
+	}
 	if len(ev.Acked) == firstAcked {
+		if spurious > 0 {
+			// Higher thresholds move the loss time later.
+			r.detectAndReportLosses(space, now, ev)
+			s.sent.popResolved()
+			r.setTimer(now)
+		}
 		return nil
 	}
 

@@ -11,7 +11,8 @@ import (
 // FuzzOnAckReceived feeds arbitrary ACK frames, interleaved with sends
 // and timer expiries, and checks the bookkeeping invariants: no panic, a
 // rejected frame changes nothing, bytes in flight match the outstanding
-// packets, and no packet is reported twice or without being sent.
+// packets, no packet is reported twice or without being sent, and the
+// reordering thresholds and lost packet history stay within their bounds.
 //
 // Input: a byte stream of commands. 0x00-0x3f: send (low bits: skip and
 // flags); 0x40-0x7f: advance the clock and fire the timer; 0x80-0xff: an
@@ -22,6 +23,10 @@ func FuzzOnAckReceived(f *testing.F) {
 	f.Add([]byte{0x00, 0x01, 0x02, 0x03, 0x00, 0x81, 0x00, 0x00, 0x02, 0x00, 0x7f, 0x7f})
 	f.Add([]byte{0x10, 0x00, 0x00, 0x80, 0x05, 0x00})
 	f.Add([]byte{0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x82, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x50, 0x60})
+	// Three packets lost to the packet threshold, then acknowledged.
+	f.Add([]byte{0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x02, 0x80, 0x00, 0x05})
+	// A time threshold loss, then acknowledged.
+	f.Add([]byte{0x00, 0x80, 0x00, 0x00, 0x00, 0x48, 0x00, 0x80, 0x00, 0x00, 0x80, 0x00, 0x02})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := New(Config{IsServer: data == nil || len(data)%2 == 0})
 		now := t0
@@ -53,6 +58,12 @@ func FuzzOnAckReceived(f *testing.F) {
 			}
 			if total != r.BytesInFlight() {
 				t.Fatalf("bytes in flight %d, outstanding packets hold %d", r.BytesInFlight(), total)
+			}
+			o := &r.reorder
+			if o.packetThreshold < defaultPacketThreshold || o.packetThreshold > maxPacketThreshold ||
+				o.timeEighths < defaultTimeThresholdEighths || o.timeEighths > maxTimeThresholdEighths ||
+				o.lost.n < 0 || o.lost.n > lostHistoryLen || o.undos > o.spurious {
+				t.Fatalf("reordering state out of bounds: %+v", r.Reordering())
 			}
 		}
 		for i := 0; i < len(data); i++ {

@@ -2,9 +2,6 @@ package recovery
 
 import "time"
 
-// packetThreshold is kPacketThreshold (RFC 9002 section 6.1.1).
-const packetThreshold = 3
-
 // detectAndReportLosses declares lost the packets of space that the packet
 // or time threshold condemns, appends them to ev.Lost, and tells the
 // congestion controller, including about persistent congestion.
@@ -18,9 +15,10 @@ func (r *Recovery) detectAndReportLosses(space Space, now time.Time, ev *Events)
 	}
 }
 
-// detectLosses is DetectAndRemoveLostPackets of RFC 9002 appendix A.10. It
-// also sets the space's loss time for packets that are not lost yet but
-// will be once the time threshold passes.
+// detectLosses is DetectAndRemoveLostPackets of RFC 9002 appendix A.10,
+// with the space's thresholds (reordering.go). It also sets the space's
+// loss time for packets that are not lost yet but will be once the time
+// threshold passes.
 //
 // Persistent congestion (RFC 9002 section 7.6.2) is judged within this
 // space and among the packets lost in this pass: two ack-eliciting packets
@@ -33,7 +31,7 @@ func (r *Recovery) detectLosses(space Space, now time.Time, ev *Events) (lostByt
 	if !s.hasLargestAcked {
 		return 0, time.Time{}, false
 	}
-	lossDelay := r.rtt.LossDelay()
+	packetThreshold, lossDelay := r.thresholds(space)
 	lostSendTime := now.Add(-lossDelay)
 	pcDuration := r.rtt.PersistentCongestionDuration()
 	firstSample := r.rtt.FirstSampleTime()
@@ -68,6 +66,9 @@ func (r *Recovery) detectLosses(space Space, now time.Time, ev *Events) (lostByt
 			lostBytes += p.Size
 			if p.TimeSent.After(largestLostSent) {
 				largestLostSent = p.TimeSent
+			}
+			if space == ApplicationData {
+				r.recordLost(p)
 			}
 		}
 		if p.AckEliciting && !p.MTUProbe && hasSample && p.TimeSent.After(firstSample) {

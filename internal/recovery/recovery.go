@@ -45,6 +45,7 @@ type Recovery struct {
 	cc       congestion.Controller
 	newCC    func() congestion.Controller // builds cc afresh for a new path
 	spaces   [numSpaces]spaceState
+	reorder  reordering // adaptive thresholds, spurious loss detection
 
 	bytesInFlight int
 	ptoCount      int
@@ -65,7 +66,7 @@ type Recovery struct {
 
 // New returns a loss detector with an empty history in every space.
 func New(cfg Config) *Recovery {
-	r := &Recovery{isServer: cfg.IsServer, rtt: NewRTTStats(cfg.InitialRTT)}
+	r := &Recovery{isServer: cfg.IsServer, rtt: NewRTTStats(cfg.InitialRTT), reorder: newReordering()}
 	mds := cfg.MaxDatagramSize
 	if mds <= 0 {
 		mds = congestion.DefaultMaxDatagramSize
@@ -91,13 +92,15 @@ func (r *Recovery) OnECNCongestion(now, sentTime time.Time) {
 
 // OnPathChanged restarts the RTT estimate and the congestion controller,
 // as a move to a new peer address requires (RFC 9000 section 9.4): what
-// was learned about the old path says nothing about the new one. Packets
-// in flight stay tracked and are acknowledged or declared lost as usual.
+// was learned about the old path says nothing about the new one, its
+// reordering included. Packets in flight stay tracked and are acknowledged
+// or declared lost as usual.
 func (r *Recovery) OnPathChanged(now time.Time) {
 	mad := r.rtt.MaxAckDelay()
 	r.rtt = NewRTTStats(r.rtt.initial)
 	r.rtt.SetMaxAckDelay(mad)
 	r.cc = r.newCC()
+	r.reorder.resetThresholds()
 	r.ptoCount = 0
 	r.setTimer(now)
 }
