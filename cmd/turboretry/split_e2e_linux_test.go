@@ -289,12 +289,6 @@ func serveSplitWithAgent(t *testing.T, fastpath string) {
 	getDemo(t, n, true)
 
 	// The agent validated both clients; the server announced their IDs.
-	var agentMetrics string
-	e2eWait(t, "the agent's counters of both clients", func() bool {
-		agentMetrics = scrape(t, n.dpu, e2eMetrics)
-		return metricSum(agentMetrics, "turboretry_agent_packets_total", "verdict", "send_reply", "reason", "retry") >= 2 &&
-			metricSum(agentMetrics, "turboretry_agent_packets_total", "verdict", "forward") >= 2
-	})
 	want := []struct {
 		name   string
 		labels []string
@@ -320,6 +314,22 @@ func serveSplitWithAgent(t *testing.T, fastpath string) {
 			min    float64
 		}{"turboretry_xdp_packets_total", []string{"reason", "pass_mac"}, 1})
 	}
+	// Counters move after what they count (the announce listener's after
+	// the insert that lets the client's packets through): wait for all.
+	var agentMetrics string
+	e2eWait(t, "the agent's counters of both clients", func() bool {
+		agentMetrics = scrape(t, n.dpu, e2eMetrics)
+		if metricSum(agentMetrics, "turboretry_agent_packets_total", "verdict", "send_reply", "reason", "retry") < 2 ||
+			metricSum(agentMetrics, "turboretry_agent_packets_total", "verdict", "forward") < 2 {
+			return false
+		}
+		for _, m := range want {
+			if metricSum(agentMetrics, m.name, m.labels...) < m.min {
+				return false
+			}
+		}
+		return true
+	})
 	for _, m := range want {
 		if v := metricSum(agentMetrics, m.name, m.labels...); v < m.min {
 			t.Errorf("agent metric %s%v = %v; want at least %v", m.name, m.labels, v, m.min)
@@ -333,7 +343,12 @@ func serveSplitWithAgent(t *testing.T, fastpath string) {
 			t.Errorf("agent metric %s%v = %v; want 0", zero.name, zero.labels, v)
 		}
 	}
-	serverMetrics := scrape(t, n.host, e2eMetrics)
+	// The announcer counts a message after writing it.
+	var serverMetrics string
+	e2eWait(t, "the server's announce counter", func() bool {
+		serverMetrics = scrape(t, n.host, e2eMetrics)
+		return fastpath != "bloom" || metricSum(serverMetrics, "turboretry_split_announced_cids_total") >= 1
+	})
 	t.Logf("while the agent ran: agent Retries %v, forwarded Initials %v, announced IDs received %v; server announced %v IDs, sent %v Retries",
 		metricSum(agentMetrics, "turboretry_agent_packets_total", "verdict", "send_reply", "reason", "retry"),
 		metricSum(agentMetrics, "turboretry_split_host_frames_total", "result", "sent"),

@@ -334,7 +334,11 @@ func TestSplitAgentRestart(t *testing.T) {
 	n := len(h.announced())
 	connA := dialEcho(t, e, &quic.Config{}, "A through the first agent")
 	cidsA := h.announced()[n:]
-	s := first.stats(t)
+	// The agent publishes its verdicts at its next flush, which can come
+	// after the echo.
+	s := waitStats(t, "the first agent's Retry count", func() Stats { return first.stats(t) }, func(s Stats) bool {
+		return s.Datapath.Agent.Packets[agent.ReasonRetry] >= 1
+	})
 	if av := h.tr.AddressValidationStats(); av.RetriesSent != 0 || av.TokensAccepted["agent/retry"] != 1 {
 		t.Fatalf("host after A: %d Retries, tokens %v; want only the agent's Retry", av.RetriesSent, av.TokensAccepted)
 	}

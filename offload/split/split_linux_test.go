@@ -92,7 +92,12 @@ func TestSplitEndToEnd(t *testing.T) {
 
 	// (a) and (b): a real client through the agent.
 	c := echo(t, e, "through the split agent")
-	s := a.mustStats(t)
+	// The agent's verdicts are published at its next flush and the frame
+	// counters follow the send to the host: the echo can finish first.
+	s := waitStats(t, "the agent's Retry and forward counts", func() Stats { return a.mustStats(t) }, func(s Stats) bool {
+		p := s.Datapath.Agent.Packets
+		return p[agent.ReasonRetry] >= 1 && p[agent.ReasonRetryTokenForwarded] >= 1 && s.Datapath.Forwarded >= 1 && s.HostSent == s.Datapath.Forwarded
+	})
 	av := h.tr.AddressValidationStats()
 	if s.Datapath.Agent.Packets[agent.ReasonRetry] < 1 || s.Datapath.Agent.Packets[agent.ReasonRetryTokenForwarded] < 1 {
 		t.Errorf("agent verdicts %v; want at least one Retry and one forwarded retry token", s.Datapath.Agent.Packets)
