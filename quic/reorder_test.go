@@ -39,27 +39,19 @@ func reorderDownload(t *testing.T, s *sim, quicGoServer bool, size int) (time.Du
 		if err != nil {
 			t.Fatal(err)
 		}
-		go func() {
-			c, err := ln.Accept(context.Background())
-			if err != nil {
-				return
-			}
-			serveDownload(func(ctx context.Context) (io.ReadWriteCloser, error) { return c.AcceptStream(ctx) }, payload)
-		}()
+		go serveOneDownload(ln.Accept, func(c *quicgo.Conn) acceptFunc {
+			return func(ctx context.Context) (io.ReadWriteCloser, error) { return c.AcceptStream(ctx) }
+		}, payload)
 		close(conns)
 	} else {
 		ln, err := s.transport(simServerAddr).Listen(serverTLS(t), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		go func() {
-			c, err := ln.Accept(context.Background())
-			if err != nil {
-				return
-			}
+		go serveOneDownload(ln.Accept, func(c *Conn) acceptFunc {
 			conns <- c
-			serveDownload(func(ctx context.Context) (io.ReadWriteCloser, error) { return c.AcceptStream(ctx) }, payload)
-		}()
+			return func(ctx context.Context) (io.ReadWriteCloser, error) { return c.AcceptStream(ctx) }
+		}, payload)
 	}
 	_, c := s.dialQuicGo(simClientAddr(1), net.UDPAddrFromAddrPort(simServerAddr))
 	st, err := c.OpenStreamSync(s.ctx())
@@ -76,6 +68,19 @@ func reorderDownload(t *testing.T, s *sim, quicGoServer bool, size int) (time.Du
 		t.Fatalf("downloaded %d of %d bytes: %v", n, size, err)
 	}
 	return time.Since(start), <-conns
+}
+
+type acceptFunc = func(context.Context) (io.ReadWriteCloser, error)
+
+// serveOneDownload accepts one connection (ours or quic-go's) and serves
+// payload on its streams (serveDownload); streams turns the connection
+// into its stream acceptor.
+func serveOneDownload[C any](accept func(context.Context) (C, error), streams func(C) acceptFunc, payload []byte) {
+	c, err := accept(context.Background())
+	if err != nil {
+		return
+	}
+	serveDownload(streams(c), payload)
 }
 
 // reorderingOf returns what our connection's loss detector learned.
