@@ -11,7 +11,7 @@ import (
 )
 
 // testTokenSecret is the root secret of the address-validation tests (the
-// DESIGN.md test vector secret 000102...1f).
+// docs/design.md test vector secret 000102...1f).
 var testTokenSecret = func() []byte {
 	b := make([]byte, 32)
 	for i := range b {

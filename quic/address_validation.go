@@ -23,7 +23,7 @@ const DefaultUnvalidatedBudget = 8 << 20
 
 // AddressValidationConfig turns on server-side address validation for a
 // Transport (RFC 9000 section 8.1) with TurboRetry universal tokens
-// (DESIGN.md "Universal token"): Retries with host-issued tokens, acceptance
+// (docs/design.md "Universal token"): Retries with host-issued tokens, acceptance
 // of retry tokens that an offload agent issued (the host cooperator), and
 // NEW_TOKEN tokens for later connections.
 type AddressValidationConfig struct {

@@ -192,7 +192,7 @@ func TestGeneratorPlugsIntoQUIC(t *testing.T) {
 }
 
 // TestKeyFromRing pins the derivation: HKDF-Expand-Label(root, "quic-lb
-// cid mac", "", 16) for the root secret 00..1f of DESIGN.md's vectors.
+// cid mac", "", 16) for the root secret 00..1f of docs/design.md's vectors.
 func TestKeyFromRing(t *testing.T) {
 	root := make([]byte, token.SecretLen)
 	for i := range root {

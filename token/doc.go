@@ -1,5 +1,5 @@
 // Package token implements the TurboRetry universal address-validation token,
-// version 1, as specified in DESIGN.md ("Universal token, version 1").
+// version 1, as specified in docs/design.md ("Universal token, version 1").
 //
 // One 32-byte root secret, shared by the host stack and every offload agent,
 // yields a master key per rotation epoch; each token ID (TID) yields its own

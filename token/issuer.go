@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// tidLifetimeMs bounds how long an Issuer keeps one TID (DESIGN.md: roll
+// tidLifetimeMs bounds how long an Issuer keeps one TID (docs/design.md: roll
 // at least every second).
 const tidLifetimeMs = 1000
 

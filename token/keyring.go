@@ -11,7 +11,7 @@ import (
 	"github.com/turboretry/turboretry/internal/tlskdf"
 )
 
-// DefaultRotation is the default epoch length (DESIGN.md: 86400 s).
+// DefaultRotation is the default epoch length (docs/design.md: 86400 s).
 const DefaultRotation = 24 * time.Hour
 
 // maxRotation keeps rotation in milliseconds far from int64 overflow.
@@ -150,7 +150,7 @@ func deriveEpochKeys(root []byte, epoch uint64) (*epochKeys, error) {
 
 // ExpandRoot returns HKDF-Expand-Label(root, label, "", length) with
 // SHA-256: a key for another component that shares the deployment's root
-// secret (the fast-path cache's SipHash key, DESIGN.md), derived without
+// secret (the fast-path cache's SipHash key, docs/design.md), derived without
 // handing the root secret itself out.
 func (kr *KeyRing) ExpandRoot(label string, length int) []byte {
 	return tlskdf.ExpandLabel(sha256.New, kr.root[:], label, nil, length)

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Defaults for ValidatorConfig (DESIGN.md).
+// Defaults for ValidatorConfig (docs/design.md).
 const (
 	DefaultRetryMaxAge    = 10 * time.Second
 	DefaultNewTokenMaxAge = 24 * time.Hour
@@ -43,7 +43,7 @@ type Result struct {
 	RSCID []byte
 }
 
-// Validator checks tokens in DESIGN.md's order, cheapest check first, and
+// Validator checks tokens in docs/design.md's order, cheapest check first, and
 // counts results by reason. It is not safe for concurrent use: give each
 // goroutine its own (they may share a KeyCache). A validation whose keys
 // are cached does not allocate.

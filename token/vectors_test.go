@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// DESIGN.md "Universal token, version 1" test vectors.
+// docs/design.md "Universal token, version 1" test vectors.
 const (
 	vecEpoch    = 20000
 	vecKpsk     = "59a18ef5c6e6674d0ee51c94d11a2cf9bfee08d81153086dd2e59e6c71d5e557"

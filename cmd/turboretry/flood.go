@@ -36,7 +36,7 @@ and redirects them into IF, about ten times faster: every frame gets random
 8-byte DCID and SCID (not decryptable, the paper's flood), or with --pool N one
 of N complete Initials at random. IF's veth peer needs an XDP program or GRO.
 
-DESIGN.md test network rules: the target must be loopback, or the command must run
+docs/design.md test network rules: the target must be loopback, or the command must run
 inside a network namespace other than the initial one (ip netns exec NAME ...);
 --spoof always needs such a namespace.`
 

@@ -22,7 +22,7 @@ func TestFloodRefusals(t *testing.T) {
 		t.Skip("skipping: this test already runs in a private network namespace")
 	}
 	code, out, errOut := runCLI("flood", "--target", "192.0.2.1:443", "--count", "10", "--duration", "1s")
-	if code != exitFail || out != "" || !strings.Contains(errOut, "DESIGN.md") {
+	if code != exitFail || out != "" || !strings.Contains(errOut, "docs/design.md") {
 		t.Errorf("non-loopback target: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	code, _, errOut = runCLI("flood", "--target", "127.0.0.1:443", "--count", "10", "--duration", "1s", "--iface", "lo", "--spoof")

@@ -1,6 +1,6 @@
 // Command turboretry is the TurboRetry-Go command line: one binary whose
-// subcommands (keygen, token, and later serve, agent, flood, bench) each
-// live in their own file and register themselves with register.
+// subcommands (serve, agent, keygen, token, flood, doctor, interop, eval)
+// each live in their own file and register themselves with register.
 package main
 
 import (

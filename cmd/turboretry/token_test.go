@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// DESIGN.md test vectors. --rotation 88220 puts both times into epoch
+// docs/design.md test vectors. --rotation 88220 puts both times into epoch
 // 20000: floor(1764460800 / 88220) = 20000.
 const (
 	vecRetryTok = "90deadbeef58850fc00000019ad20f280000000007555b5376b44b7712868d12bed1d69b54962b32b5422756010f0f92c1b35ad2d9e84f49286f9b4c08ed"

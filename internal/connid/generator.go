@@ -9,7 +9,7 @@ import (
 )
 
 // DefaultLen is the length of the connection IDs this stack issues unless
-// configured otherwise; the fast-path cache keys on it (DESIGN.md).
+// configured otherwise; the fast-path cache keys on it (docs/design.md).
 const DefaultLen = 8
 
 // randBufferSize is how many random bytes one read from the system source

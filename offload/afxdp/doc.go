@@ -1,6 +1,6 @@
 // Package afxdp implements AF_XDP sockets on golang.org/x/sys/unix: the
 // datapath that carries QUIC Initials from the XDP fast path (package
-// offload/xdp) to the Retry agent and its Retries back out (DESIGN.md,
+// offload/xdp) to the Retry agent and its Retries back out (docs/design.md,
 // "integrated XDP" mode).
 //
 // A Socket owns one UMEM (an mmap'd array of equally sized frames), its fill

@@ -20,7 +20,7 @@ import (
 
 // Test network: namespace A holds tra0 (198.18.0.1), namespace B its veth
 // peer trb0 (198.18.0.2) where the AF_XDP socket lives. 198.18.0.0/15 is the
-// benchmarking range of DESIGN.md; the traffic never leaves the namespaces.
+// benchmarking range of docs/design.md; the traffic never leaves the namespaces.
 var (
 	ipA  = netip.MustParseAddr("198.18.0.1")
 	ipB  = netip.MustParseAddr("198.18.0.2")

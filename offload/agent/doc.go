@@ -1,4 +1,4 @@
-// Package agent is the stateless Retry agent engine of TurboRetry (DESIGN.md,
+// Package agent is the stateless Retry agent engine of TurboRetry (docs/design.md,
 // "Address validation architecture"; the paper's Arm agent, figure 7).
 //
 // The engine sees UDP datagrams from clients, one at a time, and returns a

@@ -7,7 +7,7 @@
 // In the split mode the agent runs in a separate process (on a BlueField-3,
 // the Arm cores) between the wire port and the host. The host's QUIC stack
 // issues most connection IDs inside encrypted NEW_CONNECTION_ID frames the
-// agent cannot read, so learning them from egress traffic (DESIGN.md) would
+// agent cannot read, so learning them from egress traffic (docs/design.md) would
 // miss them and the fast path would drop a client that switches to one. The
 // host therefore announces every connection ID it starts routing
 // (quic.Transport.ConnectionIDAdded -> Announcer.Add) and, every Interval,

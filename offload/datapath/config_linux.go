@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultRotateEvery is the fast-path rotation period used when
-// Config.RotateEvery is zero: T_W of DESIGN.md.
+// Config.RotateEvery is zero: T_W of docs/design.md.
 const DefaultRotateEvery = fastpath.DefaultWindow
 
 // DeliverFunc receives a datagram the agent validated (a Forward verdict):
@@ -63,7 +63,7 @@ type Config struct {
 	// inserts every ID, the agent admits its Retry SCIDs.
 	CacheOnly bool
 	// CacheKey is the fast-path cache's SipHash key. The zero key means the
-	// one DESIGN.md derives from the root secret (fastpath.KeyFromRing), so
+	// one docs/design.md derives from the root secret (fastpath.KeyFromRing), so
 	// every loader of one deployment (XDP, the DPA) hashes alike.
 	CacheKey fastpath.Key
 	// XDPMode is how the program attaches (xdp.ModeAuto: native where the

@@ -1,7 +1,7 @@
 // Package datapath runs the Retry agent of package offload/agent behind the
 // XDP fast path of package offload/xdp, with one AF_XDP socket (package
 // offload/afxdp) per receive queue: the "integrated XDP" deployment of
-// DESIGN.md ("Address validation architecture"), in which
+// docs/design.md ("Address validation architecture"), in which
 // `turboretry serve --offload xdp --iface IF` filters in the server process.
 //
 // Start loads the XDP program, opens and registers one socket per queue,

@@ -1,4 +1,4 @@
-// Package fastpath implements the fast-path connection cache of DESIGN.md
+// Package fastpath implements the fast-path connection cache of docs/design.md
 // ("Fast-path connection cache"): two Bloom filters of 2^23 bits with k = 3,
 // keyed by SipHash-2-4 over the destination connection ID, one ACTIVE and
 // one PASSIVE_AGING, rotated every T_W by the control plane.

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// DefaultWindow is T_W, the rotation period of DESIGN.md.
+// DefaultWindow is T_W, the rotation period of docs/design.md.
 const DefaultWindow = 30 * time.Second
 
 // RunRotation calls Rotate every `every` until ctx is done, then returns

@@ -16,7 +16,7 @@ func (e *WindowError) Error() string {
 		"quiet but live connections would be dropped; use a window of at least %v", e.Window, e.IdleTimeout, e.IdleTimeout)
 }
 
-// CheckWindow is the one check of the rule T_W >= idle timeout (DESIGN.md,
+// CheckWindow is the one check of the rule T_W >= idle timeout (docs/design.md,
 // "Fast-path cache"): a connection ID not seen for a window may be
 // forgotten, so a window tw shorter than the server's QUIC idle timeout
 // could drop a connection that is quiet but alive. Every configuration

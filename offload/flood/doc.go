@@ -8,7 +8,7 @@
 //
 // # Safety
 //
-// The project's test network rules (DESIGN.md) allow flood traffic only to
+// The project's test network rules (docs/design.md) allow flood traffic only to
 // loopback or into network namespaces that the tool or the test created,
 // bounded in count and time, with spoofed sources from 198.18.0.0/15. The
 // package enforces them where sockets are born: NewUDPSender refuses a

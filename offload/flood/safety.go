@@ -10,12 +10,12 @@ import (
 var (
 	// ErrUnsafeTarget: the target is not loopback and the tool is not in a
 	// private network namespace.
-	ErrUnsafeTarget = errors.New("flood: refusing to send: DESIGN.md allows flood traffic only to loopback " +
+	ErrUnsafeTarget = errors.New("flood: refusing to send: docs/design.md allows flood traffic only to loopback " +
 		"(127.0.0.0/8, ::1) or inside a network namespace created for the test; " +
 		"run inside one (e.g. ip netns exec NAME) or target loopback")
 	// ErrNeedNamespace: raw frames are only sent from a private namespace.
 	ErrNeedNamespace = errors.New("flood: refusing raw frames outside a private network namespace " +
-		"(DESIGN.md test network rules); create one and run inside it (ip netns exec NAME)")
+		"(docs/design.md test network rules); create one and run inside it (ip netns exec NAME)")
 	// ErrUnbounded: a run needs both a packet count and a duration.
 	ErrUnbounded = errors.New("flood: refusing an unbounded run: both a positive count and a positive duration are required")
 )

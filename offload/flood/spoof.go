@@ -22,7 +22,7 @@ const FrameLen = frame.EthHeaderLen + frame.IPv4HeaderLen + frame.UDPHeaderLen +
 var ErrFrameAddress = errors.New("flood: frame addresses must be IPv4")
 
 // SpoofRange is the only range spoofed sources may come from: the
-// benchmarking block of RFC 2544 / RFC 5735, as DESIGN.md requires.
+// benchmarking block of RFC 2544 / RFC 5735, as docs/design.md requires.
 var SpoofRange = netip.MustParsePrefix("198.18.0.0/15")
 
 // BroadcastMAC is the default destination MAC of spoofed frames; the
@@ -31,7 +31,7 @@ var SpoofRange = netip.MustParsePrefix("198.18.0.0/15")
 var BroadcastMAC = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 
 // ErrSpoofRange is returned for a spoof prefix outside SpoofRange.
-var ErrSpoofRange = errors.New("flood: spoofed sources must come from 198.18.0.0/15 (DESIGN.md test network rules)")
+var ErrSpoofRange = errors.New("flood: spoofed sources must come from 198.18.0.0/15 (docs/design.md test network rules)")
 
 // CheckSpoofPrefix accepts p only if it is a valid IPv4 prefix inside
 // SpoofRange.

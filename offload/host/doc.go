@@ -1,6 +1,6 @@
 // Package host is the host side of the address-validation offload: it
 // attaches a Retry agent's fast path to a quic.Transport, in one call,
-// Attach, for either deployment mode of DESIGN.md ("Address validation
+// Attach, for either deployment mode of docs/design.md ("Address validation
 // architecture"):
 //
 //   - ModeXDP, the integrated mode: the agent runs in this process on

@@ -1,5 +1,5 @@
 // Package split runs the Retry agent as a process of its own between a wire
-// port and a host port: the "split (DPU)" deployment of DESIGN.md, which on
+// port and a host port: the "split (DPU)" deployment of docs/design.md, which on
 // a BlueField-3 runs on the Arm cores between the uplink p0 and the host
 // representor pf0hpf, and which docs/split.md emulates with network
 // namespaces and a Linux bridge.

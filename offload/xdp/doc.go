@@ -1,4 +1,4 @@
-// Package xdp loads the XDP fast path of DESIGN.md ("Address validation
+// Package xdp loads the XDP fast path of docs/design.md ("Address validation
 // architecture", "Fast-path connection cache") and shares its connection
 // cache with the Go agent.
 //

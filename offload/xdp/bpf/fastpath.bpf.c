@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (MIT OR GPL-2.0-only)
-/* XDP fast path of TurboRetry (DESIGN.md, "Address validation architecture"
+/* XDP fast path of TurboRetry (docs/design.md, "Address validation architecture"
  * and "Fast-path connection cache"; Go loader: offload/xdp).
  *
  * For UDP datagrams to the server port, parsed from Ethernet + IPv4/IPv6:
