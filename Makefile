@@ -9,7 +9,7 @@ LONGFUZZ  ?= 60s
 BENCHTIME ?= 1s
 BENCHOUT  ?= bench.txt
 
-.PHONY: serve demo firmware arm64 all build test unit lint fmt vet staticcheck fuzz fuzz-short bench clean eval interop-runner interop-fast interop-dropin dropin
+.PHONY: serve demo firmware arm64 all build test unit lint fmt vet staticcheck deadcode fuzz fuzz-short bench clean eval interop-runner interop-fast interop-dropin dropin
 
 all: build
 
@@ -65,7 +65,7 @@ unit:
 	$(GO) test -race -count=1 -tags eval $(PKGS)
 	$(GO) test -count=1 -run '^TestEvalUnavailable' ./cmd/turboretry/
 
-lint: fmt vet staticcheck
+lint: fmt vet staticcheck deadcode
 
 fmt:
 	@out="$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'))"; \
@@ -74,6 +74,12 @@ fmt:
 vet:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags eval ./cmd/turboretry/
+
+# deadcode (pinned in go.mod's tool block): no function under internal/ that
+# neither the commands nor any test reaches.
+deadcode:
+	@out="$$($(GO) tool deadcode -test -tags eval $(PKGS) | grep '^internal/' || true)"; \
+	if [ -n "$$out" ]; then echo "dead code under internal/:"; echo "$$out"; exit 1; fi
 
 # staticcheck is pinned in go.mod's tool block.
 staticcheck:
