@@ -403,7 +403,8 @@ func (s *RequestStream) TryWriteAll(p []byte) error {
 // the response can still be read.
 func (s *RequestStream) Close() error { return s.s.Close() }
 
-// CancelRead stops receiving the response (STOP_SENDING with code).
+// CancelRead stops receiving the response (STOP_SENDING with code); the
+// request's content written before or after, and its FIN, still go out.
 func (s *RequestStream) CancelRead(code quic.StreamErrorCode) { s.s.CancelRead(code) }
 
 // CancelWrite resets the send side with code.
@@ -441,10 +442,13 @@ func (s *RequestStream) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 	return s.s.ReceiveDatagram(ctx)
 }
 
-// streamFailed handles an error on a request stream, as on the server.
+// streamFailed handles an error reading a request stream, as on the
+// server; after the application's own CancelRead (RequestStream.CancelRead,
+// or Body.Close during a Read) only the receive side ends.
 func (cc *ClientConn) streamFailed(str *quic.Stream, err error) {
 	var e *Error
 	switch {
+	case isOwnCancelRead(err):
 	case isConnectionError(err):
 		cc.closeWithError(err)
 	case errors.As(err, &e) && !e.Remote:

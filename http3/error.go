@@ -19,8 +19,14 @@ type Error struct {
 
 var _ error = (*Error)(nil)
 
+// Error gives the text quic-go's http3.Error gives: the code's name, or
+// "H3 error (0x...)" for a code without one, then " (local)" for an error
+// this endpoint detected and the message, if any.
 func (e *Error) Error() string {
-	s := e.ErrorCode.String()
+	s := e.ErrorCode.name()
+	if s == "" {
+		s = fmt.Sprintf("H3 error (%#x)", uint64(e.ErrorCode))
+	}
 	if !e.Remote {
 		s += " (local)"
 	}

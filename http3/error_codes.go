@@ -37,41 +37,62 @@ const (
 	ErrCodeQPACKDecoderStreamError  ErrCode = 0x202
 )
 
-var errCodeNames = map[ErrCode]string{
-	ErrCodeNoError:                  "H3_NO_ERROR",
-	ErrCodeGeneralProtocolError:     "H3_GENERAL_PROTOCOL_ERROR",
-	ErrCodeInternalError:            "H3_INTERNAL_ERROR",
-	ErrCodeStreamCreationError:      "H3_STREAM_CREATION_ERROR",
-	ErrCodeClosedCriticalStream:     "H3_CLOSED_CRITICAL_STREAM",
-	ErrCodeFrameUnexpected:          "H3_FRAME_UNEXPECTED",
-	ErrCodeFrameError:               "H3_FRAME_ERROR",
-	ErrCodeExcessiveLoad:            "H3_EXCESSIVE_LOAD",
-	ErrCodeIDError:                  "H3_ID_ERROR",
-	ErrCodeSettingsError:            "H3_SETTINGS_ERROR",
-	ErrCodeMissingSettings:          "H3_MISSING_SETTINGS",
-	ErrCodeRequestRejected:          "H3_REQUEST_REJECTED",
-	ErrCodeRequestCanceled:          "H3_REQUEST_CANCELLED",
-	ErrCodeRequestIncomplete:        "H3_REQUEST_INCOMPLETE",
-	ErrCodeMessageError:             "H3_MESSAGE_ERROR",
-	ErrCodeConnectError:             "H3_CONNECT_ERROR",
-	ErrCodeVersionFallback:          "H3_VERSION_FALLBACK",
-	ErrCodeDatagramError:            "H3_DATAGRAM_ERROR",
-	ErrCodeQPACKDecompressionFailed: "QPACK_DECOMPRESSION_FAILED",
-	ErrCodeQPACKEncoderStreamError:  "QPACK_ENCODER_STREAM_ERROR",
-	ErrCodeQPACKDecoderStreamError:  "QPACK_DECODER_STREAM_ERROR",
-}
-
-// String returns the RFC name of the code, or a hexadecimal description of
-// codes this package does not know (including the reserved 0x1f*N+0x21
-// greasing codes of section 8.1, which carry no meaning).
+// String returns the code's name as quic-go's http3 spells it, so that
+// programs that print or compare it see the same text: the RFC names
+// (except H3_INCOMPLETE_REQUEST for 0x10d), and for any other code,
+// QPACK_ENCODER_STREAM_ERROR and QPACK_DECODER_STREAM_ERROR included,
+// "unknown error code: " with the low 16 bits in hexadecimal.
 func (e ErrCode) String() string {
-	if s, ok := errCodeNames[e]; ok {
+	if s := e.name(); s != "" {
 		return s
 	}
-	if isReservedCodePoint(uint64(e)) {
-		return fmt.Sprintf("reserved H3 error code %#x", uint64(e))
+	return fmt.Sprintf("unknown error code: %#x", uint16(e))
+}
+
+// name returns the name String gives a code quic-go knows, or "" for the
+// others.
+func (e ErrCode) name() string {
+	switch e {
+	case ErrCodeNoError:
+		return "H3_NO_ERROR"
+	case ErrCodeGeneralProtocolError:
+		return "H3_GENERAL_PROTOCOL_ERROR"
+	case ErrCodeInternalError:
+		return "H3_INTERNAL_ERROR"
+	case ErrCodeStreamCreationError:
+		return "H3_STREAM_CREATION_ERROR"
+	case ErrCodeClosedCriticalStream:
+		return "H3_CLOSED_CRITICAL_STREAM"
+	case ErrCodeFrameUnexpected:
+		return "H3_FRAME_UNEXPECTED"
+	case ErrCodeFrameError:
+		return "H3_FRAME_ERROR"
+	case ErrCodeExcessiveLoad:
+		return "H3_EXCESSIVE_LOAD"
+	case ErrCodeIDError:
+		return "H3_ID_ERROR"
+	case ErrCodeSettingsError:
+		return "H3_SETTINGS_ERROR"
+	case ErrCodeMissingSettings:
+		return "H3_MISSING_SETTINGS"
+	case ErrCodeRequestRejected:
+		return "H3_REQUEST_REJECTED"
+	case ErrCodeRequestCanceled:
+		return "H3_REQUEST_CANCELLED"
+	case ErrCodeRequestIncomplete:
+		return "H3_INCOMPLETE_REQUEST" // quic-go's spelling; RFC 9114 says H3_REQUEST_INCOMPLETE
+	case ErrCodeMessageError:
+		return "H3_MESSAGE_ERROR"
+	case ErrCodeConnectError:
+		return "H3_CONNECT_ERROR"
+	case ErrCodeVersionFallback:
+		return "H3_VERSION_FALLBACK"
+	case ErrCodeDatagramError:
+		return "H3_DATAGRAM_ERROR"
+	case ErrCodeQPACKDecompressionFailed:
+		return "QPACK_DECOMPRESSION_FAILED"
 	}
-	return fmt.Sprintf("unknown H3 error code %#x", uint64(e))
+	return ""
 }
 
 // isReservedCodePoint reports whether v has the form 0x1f*N+0x21, the

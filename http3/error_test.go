@@ -5,26 +5,49 @@ import (
 	"fmt"
 	"io"
 	"testing"
+
+	quicgohttp3 "github.com/quic-go/quic-go/http3"
 )
 
-func TestErrCodeStrings(t *testing.T) {
-	// RFC 9114 section 8.1, RFC 9204 section 6, RFC 9297 section 2.1.
-	want := map[ErrCode]string{
-		0x100: "H3_NO_ERROR", 0x101: "H3_GENERAL_PROTOCOL_ERROR", 0x102: "H3_INTERNAL_ERROR",
-		0x103: "H3_STREAM_CREATION_ERROR", 0x104: "H3_CLOSED_CRITICAL_STREAM",
-		0x105: "H3_FRAME_UNEXPECTED", 0x106: "H3_FRAME_ERROR", 0x107: "H3_EXCESSIVE_LOAD",
-		0x108: "H3_ID_ERROR", 0x109: "H3_SETTINGS_ERROR", 0x10a: "H3_MISSING_SETTINGS",
-		0x10b: "H3_REQUEST_REJECTED", 0x10c: "H3_REQUEST_CANCELLED",
-		0x10d: "H3_REQUEST_INCOMPLETE", 0x10e: "H3_MESSAGE_ERROR", 0x10f: "H3_CONNECT_ERROR",
-		0x110: "H3_VERSION_FALLBACK", 0x33: "H3_DATAGRAM_ERROR",
-		0x200: "QPACK_DECOMPRESSION_FAILED", 0x201: "QPACK_ENCODER_STREAM_ERROR",
-		0x202: "QPACK_DECODER_STREAM_ERROR",
-		0x21:  "reserved H3 error code 0x21", 0x21 + 0x1f*3: "reserved H3 error code 0x7e",
-		0x111: "unknown H3 error code 0x111",
+// TestErrCodeStringsMatchQuicGo compares ErrCode.String and Error.Error
+// with quic-go's http3 over every code up to 0x10000 (so the low 16 bits
+// repeat once) and a few large ones: programs ported from quic-go print
+// and compare these texts.
+func TestErrCodeStringsMatchQuicGo(t *testing.T) {
+	codes := []uint64{1 << 16, 1<<16 + 0x100, 1<<16 + 0x21, 1 << 32, 1<<62 - 1}
+	for c := uint64(0); c < 1<<16+0x300; c++ {
+		codes = append(codes, c)
 	}
-	for code, s := range want {
-		if got := code.String(); got != s {
-			t.Errorf("ErrCode(%#x).String() = %q, want %q", uint64(code), got, s)
+	mismatches := 0
+	for _, c := range codes {
+		ours, theirs := ErrCode(c).String(), quicgohttp3.ErrCode(c).String()
+		if ours != theirs && mismatches < 10 {
+			mismatches++
+			t.Errorf("ErrCode(%#x).String() = %q, quic-go says %q", c, ours, theirs)
+		}
+		for _, remote := range []bool{false, true} {
+			for _, msg := range []string{"", "stream reset"} {
+				ours := (&Error{Remote: remote, ErrorCode: ErrCode(c), ErrorMessage: msg}).Error()
+				theirs := (&quicgohttp3.Error{Remote: remote, ErrorCode: quicgohttp3.ErrCode(c), ErrorMessage: msg}).Error()
+				if ours != theirs && mismatches < 10 {
+					mismatches++
+					t.Errorf("Error{Remote: %v, ErrorCode: %#x, ErrorMessage: %q}.Error() = %q, quic-go says %q",
+						remote, c, msg, ours, theirs)
+				}
+			}
+		}
+	}
+}
+
+// TestSentinelErrorTextsMatchQuicGo: programs may compare these texts.
+func TestSentinelErrorTextsMatchQuicGo(t *testing.T) {
+	for _, pair := range [][2]error{
+		{ErrNoCachedConn, quicgohttp3.ErrNoCachedConn},
+		{ErrTransportClosed, quicgohttp3.ErrTransportClosed},
+		{ErrNoAltSvcPort, quicgohttp3.ErrNoAltSvcPort},
+	} {
+		if pair[0].Error() != pair[1].Error() {
+			t.Errorf("%q, quic-go says %q", pair[0], pair[1])
 		}
 	}
 }

@@ -48,6 +48,15 @@ func resetStream(s *quic.Stream, code ErrCode) {
 	s.CancelWrite(quic.StreamErrorCode(code))
 }
 
+// isOwnCancelRead reports whether err is what a read returns after this
+// endpoint's own CancelRead (the application's, or ours for it): only the
+// receive side was stopped, on purpose, so the send side must go on, as
+// in quic-go; the data and FIN written on it still reach the peer.
+func isOwnCancelRead(err error) bool {
+	var se *quic.StreamError
+	return errors.As(err, &se) && !se.Remote
+}
+
 // isStreamReset reports whether err is the peer's reset of a stream.
 func isStreamReset(err error) bool {
 	var se *quic.StreamError

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,16 +35,17 @@ type responseWriter struct {
 	// another goroutine.
 	mu sync.Mutex
 
-	sc     *serverConn
-	str    *quic.Stream
-	sw     streamWriter // under bw: the stall and handler deadlines
-	bw     *bufio.Writer
-	enc    *fieldEncoder
-	header http.Header // the handler's map: trailers are read from it at the end
-	// final is the header of the final response as it was when the
-	// status was chosen: later changes to header have no effect on it,
-	// as in net/http, except through trailers.
-	final     http.Header
+	sc  *serverConn
+	str *quic.Stream
+	sw  streamWriter // under bw: the stall and handler deadlines
+	bw  *bufio.Writer
+	enc *fieldEncoder
+	// header is the handler's map. As in quic-go (not net/http), the
+	// final response's HEADERS frame is built from it when it is sent,
+	// at the first Write past the held-back buffer, Flush or the
+	// handler's return, so fields set after WriteHeader and before then
+	// are sent; trailers are read from it at the end.
+	header    http.Header
 	isHead    bool
 	isConnect bool
 
@@ -127,11 +129,14 @@ func (w *responseWriter) writeHeader(code int) {
 		return
 	}
 	w.status, w.wroteHeader = code, true
-	w.final = w.header.Clone()
 	w.bodyAllowed = bodyAllowedForStatus(code)
-	if cl := w.final.Get("Content-Length"); cl != "" {
+	if cl := w.header.Get("Content-Length"); cl != "" {
 		if v, err := strconv.ParseInt(cl, 10, 64); err == nil && v >= 0 {
 			w.declaredCL = v
+		} else {
+			// As net/http and quic-go: not sent, the length is counted.
+			w.sc.log.Error("http3: invalid Content-Length", "value", cl)
+			w.header.Del("Content-Length")
 		}
 	}
 }
@@ -225,9 +230,10 @@ func (w *responseWriter) writeData(a, b []byte) error {
 	return nil
 }
 
-// writeHeaders writes one HEADERS frame with status and header.
+// writeHeaders writes one HEADERS frame with status and header, less
+// the fields that are trailers.
 func (w *responseWriter) writeHeaders(status int, header http.Header) error {
-	header = withoutTrailerPrefixed(header)
+	header = withoutTrailers(header, w.trailers)
 	var err error
 	w.scratch, err = w.enc.encodeResponse(w.scratch[:0], status, header)
 	if err != nil {
@@ -250,12 +256,13 @@ func (w *responseWriter) writeFieldSection(section []byte) error {
 	return nil
 }
 
-// withoutTrailerPrefixed returns h without the "Trailer:" keys, which
-// name trailers rather than header fields, copying h only when needed.
-func withoutTrailerPrefixed(h http.Header) http.Header {
+// withoutTrailers returns h without the "Trailer:" keys and the declared
+// trailer names, which are sent in the trailer section rather than as
+// header fields, copying h only when needed.
+func withoutTrailers(h http.Header, trailers []string) http.Header {
 	var out http.Header
 	for k := range h {
-		if strings.HasPrefix(k, http.TrailerPrefix) {
+		if strings.HasPrefix(k, http.TrailerPrefix) || slices.Contains(trailers, k) {
 			if out == nil {
 				out = h.Clone()
 			}
@@ -268,15 +275,17 @@ func withoutTrailerPrefixed(h http.Header) http.Header {
 	return out
 }
 
-// sendHeader sends the final response header, with Date and a sniffed
-// Content-Type when the handler set none, as net/http does.
+// sendHeader sends the final response header as the handler's map holds
+// it now, adding Date and a sniffed Content-Type (unless a
+// Content-Encoding is set) when the handler set none, as net/http and
+// quic-go do.
 func (w *responseWriter) sendHeader() error {
 	w.headersSent = true
-	h := w.final
+	h := w.header
 	if _, ok := h["Date"]; !ok {
 		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	}
-	if _, ok := h["Content-Type"]; !ok && w.bodyAllowed && len(w.buf) > 0 {
+	if _, ok := h["Content-Type"]; !ok && w.bodyAllowed && len(w.buf) > 0 && h.Get("Content-Encoding") == "" {
 		h.Set("Content-Type", http.DetectContentType(w.buf))
 	}
 	for _, v := range h["Trailer"] {
@@ -291,7 +300,7 @@ func (w *responseWriter) sendHeader() error {
 
 // hasTrailers reports whether the handler declared or set trailers.
 func (w *responseWriter) hasTrailers() bool {
-	if len(w.final["Trailer"]) > 0 {
+	if len(w.header["Trailer"]) > 0 {
 		return true
 	}
 	for k := range w.header {
@@ -357,8 +366,9 @@ func (w *responseWriter) finish() error {
 		// RFC 9110 section 9.3.6: no Content-Length in a 2xx answer to
 		// CONNECT, whose content is the tunnel.
 		tunnel := w.isConnect && w.status/100 == 2
-		if w.bodyAllowed && w.declaredCL < 0 && !w.hasTrailers() && !tunnel {
-			w.final.Set("Content-Length", strconv.FormatInt(w.written, 10))
+		_, haveCL := w.header["Content-Length"]
+		if w.bodyAllowed && !haveCL && !w.hasTrailers() && !tunnel {
+			w.header.Set("Content-Length", strconv.FormatInt(w.written, 10))
 		}
 		if err := w.flush(); err != nil {
 			return err

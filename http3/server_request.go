@@ -80,6 +80,12 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 	}
 	body.onTrailers = func(t http.Header) { applyTrailers(&req.Trailer, t) }
 	body.onError = func(err error) {
+		if isOwnCancelRead(err) {
+			// The handler stopped reading the request (Stream.CancelRead,
+			// or Body.Close during a Read): STOP_SENDING is out, the
+			// response and the request's context go on.
+			return
+		}
 		if e, ok := err.(*Error); ok && !e.Remote {
 			if !isConnectionError(err) {
 				sc.s.stats.refuse(RefusedStreamError)

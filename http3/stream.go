@@ -152,7 +152,9 @@ func (s *Stream) continueFrame(p []byte) (int, error) {
 func (s *Stream) Close() error { return fromQUICError(s.str.Close()) }
 
 // CancelRead stops receiving: the peer is asked to stop sending
-// (STOP_SENDING with code), and reads and ReceiveDatagram fail.
+// (STOP_SENDING with code), and reads and ReceiveDatagram fail with a
+// local *Error of that code. The send side is not touched: what was
+// written and the FIN of a later Close still reach the peer.
 func (s *Stream) CancelRead(code quic.StreamErrorCode) {
 	s.str.CancelRead(code)
 	s.ends.end(true, &Error{ErrorCode: ErrCode(code),
