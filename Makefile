@@ -9,7 +9,7 @@ LONGFUZZ  ?= 60s
 BENCHTIME ?= 1s
 BENCHOUT  ?= bench.txt
 
-.PHONY: serve demo firmware arm64 all build test unit lint fmt vet staticcheck deadcode fuzz fuzz-short bench clean eval interop-runner interop-fast interop-dropin dropin
+.PHONY: serve demo firmware arm64 all build test unit lint fmt vet staticcheck deadcode fuzz fuzz-short bench bench-serve clean eval interop-runner interop-fast interop-dropin dropin
 
 all: build
 
@@ -108,6 +108,22 @@ dropin:
 ## bench: all benchmarks with allocation counts; output in $(BENCHOUT) for benchstat.
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=1 $(PKGS) | tee $(BENCHOUT)
+
+## bench-serve: serving cost (docs/performance.md, "Serving cost"): `turboretry serve`
+## (defaults, and --workers 1) against quic-go's http3.Server + net/http, 64 MiB and
+## 100 KB files over HTTP/3 and HTTPS/TCP, server CPU and RSS from /proc; the set runs
+## BENCHSERVE_COUNT times (the servers alternate), then benchstat compares. Then the
+## server memory an idle HTTP/3 connection holds (1000 connections).
+BENCHSERVE_COUNT ?= 6
+bench-serve:
+	@mkdir -p out
+	$(GO) test -run '^$$' -bench '^BenchmarkServe$$' -benchtime 2s -count $(BENCHSERVE_COUNT) -timeout 90m \
+		./app/servebench/ | tee out/bench-serve.txt
+	$(GO) tool benchstat -col /server out/bench-serve.txt
+	$(GO) tool benchstat -col /proto out/bench-serve.txt
+	$(GO) test -run '^$$' -bench '^BenchmarkIdleConnMemory$$' -benchtime 1x -count 3 -timeout 30m \
+		./app/servebench/ | tee out/bench-idle.txt
+	$(GO) tool benchstat -col /server out/bench-idle.txt
 
 ## eval: the paper's evaluation (docs/evaluation.md; root, Linux >= 5.18): figures 9-13 as CSV
 ## and plots in $(EVALOUT). EVALFLAGS=--quick for a run of a few minutes. The quic-go server of
