@@ -431,7 +431,11 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 	}
 	payloadEnd := len(b)
 	b = append(b, make([]byte, tagLen)...)
-	sp.nextPN++
+	if early {
+		sp.nextPN++
+	} else {
+		sp.nextPN = sp.skip.Next(pn)
+	}
 	if space == spaceApp && !early && c.keys.first1RTTPN < 0 {
 		c.keys.first1RTTPN = int64(pn)
 	}
