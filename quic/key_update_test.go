@@ -184,3 +184,52 @@ func TestPeerKeyUpdatesFollowed(t *testing.T) {
 		}
 	})
 }
+
+// TestKeyUpdatesAsSoonAsAllowed: both sides update keys whenever RFC 9001
+// allows them (as quic-go does with its update interval lowered to one
+// packet), during a transfer; neither takes the other's updates for ones
+// that came too soon.
+func TestKeyUpdatesAsSoonAsAllowed(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.server(nil, nil)
+		c := s.dial(simClientAddr(1), srv.addr, nil)
+		echoOurs(t, ctx, c, 1000)
+		sc := srv.only(t)
+		done := make(chan struct{})
+		updated := make(chan struct{})
+		defer func() {
+			close(done)
+			<-updated
+		}()
+		go func() {
+			defer close(updated)
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(time.Millisecond):
+				}
+				for _, conn := range []*Conn{c, sc} {
+					conn.mu.Lock()
+					_ = conn.initiateKeyUpdate(time.Now())
+					conn.mu.Unlock()
+					conn.wake()
+				}
+			}
+		}()
+		// An update takes about a round trip (10 ms); 256 KiB echo in
+		// less than that.
+		for i := 0; keyGeneration(c) < 30; i++ {
+			if i == 100 {
+				t.Fatalf("only %d key updates", keyGeneration(c))
+			}
+			echoOurs(t, ctx, c, 256<<10)
+		}
+		for _, conn := range []*Conn{c, sc} {
+			if err := context.Cause(conn.Context()); err != nil {
+				t.Fatalf("connection closed: %v", err)
+			}
+		}
+	})
+}
