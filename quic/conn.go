@@ -52,6 +52,11 @@ type pnSpace struct {
 	discarded bool
 	probes    int // ack-eliciting packets the PTO asked for
 	ranges    []wire.AckRange
+
+	// skip leaves a 1-RTT packet number unused now and then, to catch a
+	// peer that acknowledges packets it never received (RFC 9000
+	// section 21.4); it never skips in the Initial and Handshake spaces.
+	skip recovery.PacketNumberSkipper
 }
 
 // receivedPacket is one datagram handed from the Transport's read loop.
@@ -198,6 +203,7 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 	c.spaces[spaceInitial].tracker.Init(ackgen.SpaceInitial, ackgen.Config{})
 	c.spaces[spaceHandshake].tracker.Init(ackgen.SpaceHandshake, ackgen.Config{})
 	c.spaces[spaceApp].tracker.Init(ackgen.SpaceAppData, ackgen.Config{})
+	c.spaces[spaceApp].skip.Start(nil)
 	c.flow.recv = flowcontrol.NewConnReceiver(flowcontrol.WindowConfig{
 		Initial: conf.InitialConnectionReceiveWindow,
 		Max:     conf.MaxConnectionReceiveWindow,

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/streambuf"
@@ -216,6 +217,10 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 	}
 	payload, pn, keyUpdated, err := c.keys.app.UnprotectPacket(pkt, sh.PNOffset, largest)
 	if err != nil {
+		if errors.Is(err, handshake.ErrKeyUpdateTooSoon) {
+			c.closeWithError(qerr.NewTransportError(qerr.KeyUpdateError, 0, "key updated again before an acknowledgment in the current phase"))
+			return
+		}
 		if mayBeReset && c.isStatelessReset(tail[:]) {
 			c.destroyLocked(&StatelessResetError{})
 			return

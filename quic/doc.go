@@ -33,13 +33,17 @@
 //   - Batched UDP I/O on a *net.UDPConn (internal/udpio): recvmmsg and
 //     sendmmsg, UDP GSO and GRO where the kernel has them, large socket
 //     buffers.
-//   - Loss detection, PTO, NewReno congestion control and pacing
-//     (internal/recovery, internal/congestion); flow control with window
+//   - Loss detection, PTO (backoff capped at 60 s), NewReno congestion
+//     control and pacing (internal/recovery, internal/congestion); 1-RTT
+//     packet numbers skipped at random to catch optimistic ACKs (RFC 9000
+//     section 21.4, PROTOCOL_VIOLATION); flow control with window
 //     auto-tuning and stream limits (internal/flowcontrol).
 //   - Bidirectional and unidirectional streams with FIN, RESET_STREAM,
 //     STOP_SENDING and deadlines; DATAGRAM frames; 1-RTT key updates
 //     (initiated at the AEAD confidentiality limit or on request, accepted
-//     from the peer; Conn.InitiateKeyUpdate); idle timeout and keep-alives;
+//     from the peer unless it updates again before it can have seen our
+//     acknowledgment, KEY_UPDATE_ERROR; Conn.InitiateKeyUpdate); idle
+//     timeout and keep-alives;
 //     stateless resets (sent for unknown
 //     connection IDs when Transport.StatelessResetKey is set, detected
 //     through the peer's tokens);

@@ -2,9 +2,11 @@ package quic
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -94,4 +96,140 @@ func TestKeyUpdateDuringTransfer(t *testing.T) {
 			})
 		})
 	}
+}
+
+// forcePeerKeyUpdate moves c to the next key generation whatever RFC 9001
+// allows, as a misbehaving peer would, and has it send a PING with the new
+// keys. It returns once the PING is on its way.
+func forcePeerKeyUpdate(t *testing.T, c *Conn) {
+	t.Helper()
+	c.mu.Lock()
+	err := c.keys.app.NextGeneration()
+	if err == nil {
+		c.onKeyUpdate(time.Now())
+		c.send.pingPending = true
+	}
+	c.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.wake()
+	synctest.Wait()
+}
+
+// checkKeyUpdateError checks that c was closed with KEY_UPDATE_ERROR, by
+// the peer (remote) or by itself.
+func checkKeyUpdateError(t *testing.T, c *Conn, remote bool) {
+	t.Helper()
+	<-c.Context().Done()
+	var te *TransportError
+	if err := context.Cause(c.Context()); !errors.As(err, &te) || te.ErrorCode != KeyUpdateError || te.Remote != remote {
+		t.Fatalf("closed with %v, want KEY_UPDATE_ERROR (remote %v)", err, remote)
+	}
+}
+
+// TestPeerKeyUpdateTooSoon: a peer that updates keys a second time before
+// it could have received an acknowledgment in the new key phase (RFC 9001
+// section 6.2) is not followed: the connection closes with
+// KEY_UPDATE_ERROR, and the peer learns the code. Both updates reach the
+// client at the same instant, before its delayed ACK of the first.
+func TestPeerKeyUpdateTooSoon(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		srv := s.server(nil, nil)
+		c := s.dial(simClientAddr(1), srv.addr, nil)
+		echoOurs(t, s.ctx(), c, 1000)
+		time.Sleep(time.Second) // every ACK sent; both sides confirmed
+		sc := srv.only(t)
+		forcePeerKeyUpdate(t, sc)
+		forcePeerKeyUpdate(t, sc)
+		checkKeyUpdateError(t, c, false)
+		checkKeyUpdateError(t, sc, true)
+		if g := keyGeneration(c); g != 1 {
+			t.Errorf("the client moved to key generation %d, want 1", g)
+		}
+	})
+}
+
+// TestPeerKeyUpdatesFollowed: a peer that updates keys, waits for an
+// acknowledgment in the new phase, and updates again is followed each
+// time, both when it updates as soon as RFC 9001 allows and when it
+// waits longer.
+func TestPeerKeyUpdatesFollowed(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.server(nil, nil)
+		c := s.dial(simClientAddr(1), srv.addr, nil)
+		echoOurs(t, ctx, c, 1000)
+		sc := srv.only(t)
+		for gen := uint64(1); gen <= 4; gen++ {
+			if gen%2 == 1 {
+				// The server's own updates wait for the acknowledgment
+				// of one of its packets in the current phase.
+				if err := forceKeyUpdate(sc); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				// One round trip plus the client's ACK delay later, the
+				// client has acknowledged the previous update's PING.
+				time.Sleep(100 * time.Millisecond)
+				forcePeerKeyUpdate(t, sc)
+			}
+			echoOurs(t, ctx, c, 1000)
+			if g := keyGeneration(c); g != gen {
+				t.Fatalf("client at key generation %d, want %d", g, gen)
+			}
+		}
+		if err := context.Cause(c.Context()); err != nil {
+			t.Fatalf("connection closed: %v", err)
+		}
+	})
+}
+
+// TestKeyUpdatesAsSoonAsAllowed: both sides update keys whenever RFC 9001
+// allows them (as quic-go does with its update interval lowered to one
+// packet), during a transfer; neither takes the other's updates for ones
+// that came too soon.
+func TestKeyUpdatesAsSoonAsAllowed(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.server(nil, nil)
+		c := s.dial(simClientAddr(1), srv.addr, nil)
+		echoOurs(t, ctx, c, 1000)
+		sc := srv.only(t)
+		done := make(chan struct{})
+		updated := make(chan struct{})
+		defer func() {
+			close(done)
+			<-updated
+		}()
+		go func() {
+			defer close(updated)
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(time.Millisecond):
+				}
+				for _, conn := range []*Conn{c, sc} {
+					conn.mu.Lock()
+					_ = conn.initiateKeyUpdate(time.Now())
+					conn.mu.Unlock()
+					conn.wake()
+				}
+			}
+		}()
+		// An update takes about a round trip (10 ms); 256 KiB echo in
+		// less than that.
+		for i := 0; keyGeneration(c) < 30; i++ {
+			if i == 100 {
+				t.Fatalf("only %d key updates", keyGeneration(c))
+			}
+			echoOurs(t, ctx, c, 256<<10)
+		}
+		for _, conn := range []*Conn{c, sc} {
+			if err := context.Cause(conn.Context()); err != nil {
+				t.Fatalf("connection closed: %v", err)
+			}
+		}
+	})
 }

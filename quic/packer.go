@@ -263,6 +263,9 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 		} else if p.space == spaceApp {
 			p.sp.keyGen = c.keys.app.Generation()
 			_, err = c.keys.app.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
+			if p.sp.ackLargest >= 0 {
+				c.keys.app.OnAckSent(uint64(p.sp.ackLargest))
+			}
 		} else {
 			_, err = c.spaces[p.space].sealer.ProtectPacket(pkt, p.pnOffset-p.start, p.pnLen, p.pn)
 		}
@@ -428,7 +431,11 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 	}
 	payloadEnd := len(b)
 	b = append(b, make([]byte, tagLen)...)
-	sp.nextPN++
+	if early {
+		sp.nextPN++
+	} else {
+		sp.nextPN = sp.skip.Next(pn)
+	}
 	if space == spaceApp && !early && c.keys.first1RTTPN < 0 {
 		c.keys.first1RTTPN = int64(pn)
 	}

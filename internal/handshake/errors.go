@@ -34,6 +34,11 @@ var (
 	// ErrKeysDiscarded reports a packet that needs the previous 1-RTT keys
 	// after AppKeys.DropPreviousKeys discarded them.
 	ErrKeysDiscarded = errors.New("handshake: previous key phase keys discarded")
+	// ErrKeyUpdateTooSoon reports an authentic 1-RTT packet with the next
+	// keys from a peer that updated keys again before it could have seen
+	// an acknowledgment in the current key phase (RFC 9001 section 6.2):
+	// a connection error of type KEY_UPDATE_ERROR.
+	ErrKeyUpdateTooSoon = errors.New("handshake: peer updated keys again before an acknowledgment in the current key phase")
 	// ErrKeysNotReady reports 1-RTT use before the needed traffic secret
 	// was installed.
 	ErrKeysNotReady = errors.New("handshake: 1-RTT keys not installed yet")

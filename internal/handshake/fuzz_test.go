@@ -90,7 +90,7 @@ func FuzzUnprotect(f *testing.F) {
 }
 
 func isSentinel(err error) bool {
-	for _, s := range []error{ErrDecryptionFailed, ErrPacketTooShort, ErrInvalidPacketNumberOffset, ErrKeysDiscarded} {
+	for _, s := range []error{ErrDecryptionFailed, ErrPacketTooShort, ErrInvalidPacketNumberOffset, ErrKeysDiscarded, ErrKeyUpdateTooSoon} {
 		if errors.Is(err, s) {
 			return true
 		}

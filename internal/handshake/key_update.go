@@ -15,7 +15,8 @@ const KeyPhaseBit = 0x04
 //
 // The connection decides timing: when an update is permitted (handshake
 // confirmed, current phase acknowledged), when to drop previous keys
-// (about three PTOs), and what to do at the AEAD limits. AppKeys is not
+// (about three PTOs), and what to do at the AEAD limits. AppKeys refuses
+// a peer's update that comes too soon (see OnAckSent). AppKeys is not
 // safe for concurrent use.
 type AppKeys struct {
 	suite   *suiteParams
@@ -31,6 +32,11 @@ type AppKeys struct {
 	// receive keys, or -1 before any: it separates delayed packets of
 	// the previous phase from packets of the next one (section 6.5).
 	lowestPN int64
+	// ackedPeerPhase: a packet protected with the current keys carried an
+	// ACK of a packet the peer protected with them. The peer may update
+	// only after it received such an ACK (RFC 9001 section 6.1), so an
+	// update before it is a second update without awaiting confirmation.
+	ackedPeerPhase bool
 
 	sendHP, recvHP *headerProtector
 	failures       uint64
@@ -201,7 +207,22 @@ func (k *AppKeys) rotate() error {
 	k.recvSecret = recvSecret
 	k.generation++
 	k.lowestPN = -1
+	k.ackedPeerPhase = false
 	return nil
+}
+
+// OnAckSent records that the packet just protected with the current keys
+// carried an ACK frame whose Largest Acknowledged is largest. Once one
+// acknowledged a packet the peer protected with the current keys, the
+// peer may update keys again; a packet with the next keys before that
+// fails with ErrKeyUpdateTooSoon (RFC 9001 section 6.2).
+func (k *AppKeys) OnAckSent(largest uint64) {
+	if k.lowestPN >= 0 && largest >= uint64(k.lowestPN) {
+		// Packets numbered lowestPN and above opened with the current
+		// keys, so the largest acknowledged is one of the peer's packets
+		// in the current phase.
+		k.ackedPeerPhase = true
+	}
 }
 
 // ProtectPacket sets the Key Phase bit of the short header in packet to
@@ -228,7 +249,10 @@ func (k *AppKeys) ProtectPacket(packet []byte, pnOffset, pnLen int, pn uint64) (
 // packet opens with the next keys, the peer has updated keys: AppKeys
 // moves to the next generation (send keys included, so both secrets must
 // be installed) and reports keyUpdated, so the connection can check the
-// update was allowed. On failure the packet's bytes are unspecified.
+// update was allowed. When the peer could not have seen an ACK in the
+// current phase yet (OnAckSent), the authentic packet is refused with
+// ErrKeyUpdateTooSoon and nothing changes: the connection closes with
+// KEY_UPDATE_ERROR. On failure the packet's bytes are unspecified.
 func (k *AppKeys) UnprotectPacket(packet []byte, pnOffset int, largestPN int64) (payload []byte, pn uint64, keyUpdated bool, err error) {
 	if k.cur == nil {
 		return nil, 0, false, ErrKeysNotReady
@@ -270,6 +294,9 @@ func (k *AppKeys) UnprotectPacket(packet []byte, pnOffset int, largestPN int64) 
 			k.lowestPN = int64(pn)
 		}
 	case k.next:
+		if !k.ackedPeerPhase {
+			return nil, pn, false, ErrKeyUpdateTooSoon
+		}
 		if err := k.rotate(); err != nil {
 			return nil, pn, false, err
 		}

@@ -145,6 +145,7 @@ func TestKeyUpdateExchange(t *testing.T) {
 		if _, _, _, err := receive(client, send(t, server, 0, []byte("s0")), -1); err != nil {
 			t.Fatal(err)
 		}
+		server.OnAckSent(0) // s0 acknowledged c0: the client may update
 		delayed := send(t, client, 1, []byte("c1 delayed"))
 
 		// Client initiates.
@@ -186,7 +187,12 @@ func TestKeyUpdateExchange(t *testing.T) {
 		if _, _, _, err := receive(server, delayed, 2); !errors.Is(err, ErrKeysDiscarded) {
 			t.Fatalf("old packet after drop: err = %v", err)
 		}
-		// Second update, initiated by the server this time.
+		// Second update, initiated by the server this time, once the
+		// client acknowledged s2 in generation 1.
+		if _, _, _, err := receive(server, send(t, client, 3, []byte("c3 acks s2")), 2); err != nil {
+			t.Fatal(err)
+		}
+		client.OnAckSent(2)
 		if err := server.NextGeneration(); err != nil {
 			t.Fatal(err)
 		}
@@ -194,9 +200,75 @@ func TestKeyUpdateExchange(t *testing.T) {
 		if err != nil || !upd || string(p) != "s3" || client.Generation() != 2 || client.KeyPhase() {
 			t.Fatalf("client following second update: %q %v %v gen %d", p, upd, err, client.Generation())
 		}
-		if _, _, _, err := receive(server, send(t, client, 3, []byte("c3")), 2); err != nil {
+		if _, _, _, err := receive(server, send(t, client, 4, []byte("c4")), 3); err != nil {
 			t.Fatalf("server receiving gen 2: %v", err)
 		}
+	}
+}
+
+// A peer may update keys only after it received an ACK, protected with
+// the current keys, of one of its packets of the current phase (RFC 9001
+// section 6.1): an update before that is refused with ErrKeyUpdateTooSoon
+// and changes nothing, and one after it is followed.
+func TestKeyUpdateTooSoon(t *testing.T) {
+	client, server := appKeyPair(t, tls.TLS_AES_128_GCM_SHA256, Version1)
+	// The server updates before the client acknowledged anything.
+	if err := server.NextGeneration(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, upd, err := receive(client, send(t, server, 0, []byte("s0 too soon")), -1); !errors.Is(err, ErrKeyUpdateTooSoon) || upd {
+		t.Fatalf("update before any ACK: upd %v err %v", upd, err)
+	}
+	if client.Generation() != 0 || client.AuthFailures() != 0 {
+		t.Fatalf("refused update: generation %d, failures %d", client.Generation(), client.AuthFailures())
+	}
+
+	client, server = appKeyPair(t, tls.TLS_AES_128_GCM_SHA256, Version1)
+	for pn := range uint64(3) {
+		if _, _, _, err := receive(client, send(t, server, pn, []byte("s gen 0")), int64(pn)-1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The client acknowledged s0 to s2; the server updates.
+	client.OnAckSent(2)
+	if err := server.NextGeneration(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, upd, err := receive(client, send(t, server, 3, []byte("s3 gen 1")), 2); err != nil || !upd || client.Generation() != 1 {
+		t.Fatalf("first update: upd %v err %v generation %d", upd, err, client.Generation())
+	}
+	// An ACK the client sends now still has Largest Acknowledged 2, below
+	// the server's first generation 1 packet: it is no confirmation.
+	client.OnAckSent(2)
+	if err := server.NextGeneration(); err != nil {
+		t.Fatal(err)
+	}
+	tooSoon := send(t, server, 4, []byte("s4 gen 2"))
+	if _, _, upd, err := receive(client, tooSoon, 3); !errors.Is(err, ErrKeyUpdateTooSoon) || upd || client.Generation() != 1 {
+		t.Fatalf("second update without confirmation: upd %v err %v generation %d", upd, err, client.Generation())
+	}
+	// Once the client acknowledged s3, the same update is followed.
+	client.OnAckSent(3)
+	if p, _, upd, err := receive(client, tooSoon, 3); err != nil || !upd || string(p) != "s4 gen 2" || client.Generation() != 2 {
+		t.Fatalf("second update after confirmation: %q upd %v err %v generation %d", p, upd, err, client.Generation())
+	}
+	// An update the client initiates needs a new confirmation too: the
+	// server cannot have seen the client's generation 3 yet.
+	client.OnAckSent(4)
+	if err := client.NextGeneration(); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.NextGeneration(); err != nil { // server to generation 3 (following)
+		t.Fatal(err)
+	}
+	if _, _, upd, err := receive(client, send(t, server, 5, []byte("s5 gen 3")), 4); err != nil || upd {
+		t.Fatalf("packet of the client's new generation: upd %v err %v", upd, err)
+	}
+	if err := server.NextGeneration(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := receive(client, send(t, server, 6, []byte("s6 gen 4")), 5); !errors.Is(err, ErrKeyUpdateTooSoon) {
+		t.Fatalf("update right after the client's own: err %v", err)
 	}
 }
 

@@ -6,6 +6,11 @@ import "time"
 // idle timeout closes a connection long before it is reached.
 const maxPTOBackoff = 16
 
+// maxPTOPeriod caps the PTO period, backoff and max_ack_delay included, as
+// quic-go does: a connection with a long idle timeout still probes at
+// least once a minute, so it notices a path that came back.
+const maxPTOPeriod = time.Minute
+
 // TimeoutKind says what a loss detection timeout asks of the connection.
 type TimeoutKind uint8
 
@@ -102,9 +107,9 @@ func (r *Recovery) lossTimeAndSpace() (time.Time, Space) {
 }
 
 // ptoDuration returns the PTO period with exponential backoff, without
-// max_ack_delay.
+// max_ack_delay, at most maxPTOPeriod.
 func (r *Recovery) ptoDuration() time.Duration {
-	return r.rtt.PTOBase() << min(r.ptoCount, maxPTOBackoff)
+	return min(r.rtt.PTOBase()<<min(r.ptoCount, maxPTOBackoff), maxPTOPeriod)
 }
 
 func (r *Recovery) antiDeadlockSpace() Space {
@@ -136,7 +141,7 @@ func (r *Recovery) ptoTimeAndSpace(now time.Time) (time.Time, Space) {
 			}
 			// The peer may delay ACKs of 1-RTT packets by up to
 			// max_ack_delay.
-			d += r.rtt.MaxAckDelay() << min(r.ptoCount, maxPTOBackoff)
+			d = min(d+r.rtt.MaxAckDelay()<<min(r.ptoCount, maxPTOBackoff), maxPTOPeriod)
 		}
 		if t := s.lastAckElicitingSent.Add(d); earliest.IsZero() || t.Before(earliest) {
 			earliest, space = t, sp

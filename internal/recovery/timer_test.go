@@ -154,12 +154,16 @@ func TestAmplificationLimitedServer(t *testing.T) {
 	}
 }
 
+// The PTO period, max_ack_delay included, backs off to a minute and no
+// further (as quic-go caps it); the exponent never overflows.
 func TestPTOBackoffBounded(t *testing.T) {
 	r := confirmedServer()
+	r.SetMaxAckDelay(ms(25))
 	send(t, r, ApplicationData, 0, t0)
 	for range 100 {
+		// No packet is sent in between: each period counts from t0.
 		at := r.LossDetectionTimeout()
-		if at.IsZero() || at.Before(t0) {
+		if at.IsZero() || at.Before(t0) || at.Sub(t0) > time.Minute {
 			t.Fatalf("timer %v after %d PTOs", at, r.PTOCount())
 		}
 		fire(t, r, at)
@@ -167,4 +171,5 @@ func TestPTOBackoffBounded(t *testing.T) {
 	if r.PTOCount() != 100 {
 		t.Fatalf("pto_count %d", r.PTOCount())
 	}
+	expectTimer(t, r, t0.Add(time.Minute))
 }
