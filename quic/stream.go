@@ -50,9 +50,9 @@ type stream struct {
 	// Receive side.
 	recv         *streambuf.RecvBuffer // nil without a receive side
 	fcRecv       flowcontrol.StreamReceiver
-	recvErr      error // RESET_STREAM or CancelRead
+	recvErr      error      // RESET_STREAM or CancelRead
 	recvCharged  recvCharge // counted in the connection's recvMem
-	eofRead      bool  // Read returned io.EOF
+	eofRead      bool       // Read returned io.EOF
 	resetRecvd   bool
 	stopPending  bool
 	stopAcked    bool

@@ -145,7 +145,7 @@ type Transport struct {
 	recvOutOfOrder atomic.Int64
 	maxRecvMemory  int64
 	recvShedding   atomic.Bool
-	counters     transportCounters
+	counters       transportCounters
 
 	gso bool // the socket takes UDP GSO sends
 	gro bool // reads may return UDP GRO buffers of several datagrams

@@ -168,8 +168,8 @@ type TransportStats struct {
 // Stats returns a snapshot of the Transport's load and shed-load counters.
 func (t *Transport) Stats() TransportStats {
 	st := TransportStats{
-		SendBuffered:     t.sendBudget.used.Load(),
-		SendBufferedPeak: t.sendBudget.peak.Load(),
+		SendBuffered:      t.sendBudget.used.Load(),
+		SendBufferedPeak:  t.sendBudget.peak.Load(),
 		ReceiveBuffered:   t.recvBuffered.Load(),
 		ReceiveOutOfOrder: t.recvOutOfOrder.Load(),
 		SendBudgetWaits:   t.counters.sendBudgetWaits.Load(),
