@@ -113,10 +113,12 @@ func TestSparseStreamHeapPerConnection(t *testing.T) {
 			}
 		}()
 		clients := make([]*Conn, n)
+		clientTransports := make([]*Transport, n)
 		ids := make([]uint64, n)
 		for i := range clients {
 			ctr := &Transport{Conn: s.socket(sparseClientAddr(i))}
 			t.Cleanup(func() { ctr.Close() })
+			clientTransports[i] = ctr
 			c, err := ctr.Dial(s.ctx(), ln.Addr(), clientTLS(t), &Config{MaxIdleTimeout: time.Hour})
 			if err != nil {
 				t.Fatal(err)
@@ -147,16 +149,18 @@ func TestSparseStreamHeapPerConnection(t *testing.T) {
 			}
 		}
 
-		for _, c := range clients {
+		for i, c := range clients {
 			c.CloseWithError(0, "")
+			clientTransports[i].Close()
+			clientTransports[i].Conn.Close() // the simulated socket and its queue
 		}
 		time.Sleep(10 * time.Second) // past the server's draining period
 		synctest.Wait()
-		served, clients = nil, nil
+		served, clients, clientTransports = nil, nil, nil
 		closed := heapInuse()
 
 		perConn := (attacked - idle) / int64(n)
-		t.Logf("%d connections: heap %.1f MiB before, %.1f KiB per idle connection, %.1f KiB more per attacking connection, %.1f MiB after they closed",
+		t.Logf("%d connections: heap %.1f MiB before, %.1f KiB per idle connection (both ends), %.1f KiB more per attacking connection, %.1f MiB after they closed",
 			n, float64(base)/(1<<20), float64(idle-base)/float64(n)/1024, float64(perConn)/1024, float64(closed)/(1<<20))
 		if perConn > 64<<10 {
 			t.Errorf("each attacking connection costs %d KiB of heap, want at most 64 KiB", perConn>>10)
