@@ -36,8 +36,10 @@ type recvMemory struct {
 	heldReported       int64
 	outOfOrderReported atomic.Int64
 	// shed: the Transport picked this connection to close for memory
-	// (Transport.MaxReceiveMemory); its goroutine does it.
+	// (Transport.MaxReceiveMemory); its goroutine does it. gone: torn
+	// down, it never will.
 	shed atomic.Bool
+	gone atomic.Bool
 }
 
 // recvCharge is what a stream's receive buffer is counted for in its
@@ -141,6 +143,7 @@ func (c *Conn) releaseRecvReported() {
 	c.t.recvOutOfOrder.Add(-m.outOfOrderReported.Load())
 	m.heldReported = 0
 	m.outOfOrderReported.Store(0)
+	m.gone.Store(true)
 	if m.shed.Swap(false) {
 		c.t.recvShedding.Store(false) // picked, but gone first
 	}
@@ -170,6 +173,12 @@ func (t *Transport) shedReceiveMemory(self *Conn) {
 		self.shedLocked()
 	default:
 		victim.recvMem.shed.Store(true)
+		// A victim torn down meanwhile never sheds: whichever of us
+		// takes the flag back ends the round.
+		if victim.recvMem.gone.Load() && victim.recvMem.shed.Swap(false) {
+			t.recvShedding.Store(false)
+			return
+		}
 		victim.wake()
 	}
 }

@@ -59,18 +59,21 @@ func sendRawFrames(t testing.TB, c *Conn, frames [][]byte) {
 	c.wake()
 }
 
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
 // sparseClientAddr numbers client addresses beyond simClientAddr's 255.
 func sparseClientAddr(i int) netip.AddrPort {
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 18, byte(2 + i/250), byte(1 + i%250)}), 4000)
 }
 
-// heapInuse returns HeapInuse after two collections.
-func heapInuse() int64 {
+// heapInuse returns HeapInuse after two collections, and HeapAlloc (live
+// objects only: HeapInuse also counts the free room of spans in use).
+func heapInuse() (inuse, alloc int64) {
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapInuse)
+	return int64(ms.HeapInuse), int64(ms.HeapAlloc)
 }
 
 // TestSparseStreamHeapPerConnection measures the server's heap under the
@@ -88,7 +91,7 @@ func TestSparseStreamHeapPerConnection(t *testing.T) {
 		}
 	}
 	simTest(t, simLink, func(t *testing.T, s *sim) {
-		base := heapInuse()
+		base, baseAlloc := heapInuse()
 		tr := s.transport(simServerAddr)
 		ln, err := tr.Listen(serverTLS(t), &Config{
 			InitialStreamReceiveWindow: 1 << 20, InitialConnectionReceiveWindow: 1 << 20,
@@ -113,12 +116,24 @@ func TestSparseStreamHeapPerConnection(t *testing.T) {
 			}
 		}()
 		clients := make([]*Conn, n)
-		clientTransports := make([]*Transport, n)
+		clientTransports := make([]*Transport, 0, n)
+		closeClients := func() {
+			for _, ctr := range clientTransports {
+				ctr.Close()
+				ctr.Conn.Close() // the simulated socket and its queue
+			}
+		}
+		// Not one cleanup per client, which would keep them all alive
+		// until the end: the heap after they closed would count them.
+		t.Cleanup(func() { closeClients() })
 		ids := make([]uint64, n)
 		for i := range clients {
-			ctr := &Transport{Conn: s.socket(sparseClientAddr(i))}
-			t.Cleanup(func() { ctr.Close() })
-			clientTransports[i] = ctr
+			sock, err := s.net.Listen(sparseClientAddr(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctr := &Transport{Conn: simSocket{sock}}
+			clientTransports = append(clientTransports, ctr)
 			c, err := ctr.Dial(s.ctx(), ln.Addr(), clientTLS(t), &Config{MaxIdleTimeout: time.Hour})
 			if err != nil {
 				t.Fatal(err)
@@ -135,33 +150,32 @@ func TestSparseStreamHeapPerConnection(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
-		idle := heapInuse()
+		idle, _ := heapInuse()
 
 		for i, c := range clients {
 			sendRawFrames(t, c, sparseStreamFrames(ids[i], sparseFrames, 1, sparseGap))
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
-		attacked := heapInuse()
+		attacked, _ := heapInuse()
 		for _, c := range served {
 			if err := context.Cause(c.Context()); err != nil {
 				t.Fatalf("a server connection closed under the attack: %v", err)
 			}
 		}
 
-		for i, c := range clients {
+		for _, c := range clients {
 			c.CloseWithError(0, "")
-			clientTransports[i].Close()
-			clientTransports[i].Conn.Close() // the simulated socket and its queue
 		}
+		closeClients()
 		time.Sleep(10 * time.Second) // past the server's draining period
 		synctest.Wait()
 		served, clients, clientTransports = nil, nil, nil
-		closed := heapInuse()
+		closed, closedAlloc := heapInuse()
 
 		perConn := (attacked - idle) / int64(n)
-		t.Logf("%d connections: heap %.1f MiB before, %.1f KiB per idle connection (both ends), %.1f KiB more per attacking connection, %.1f MiB after they closed",
-			n, float64(base)/(1<<20), float64(idle-base)/float64(n)/1024, float64(perConn)/1024, float64(closed)/(1<<20))
+		t.Logf("%d connections: HeapInuse %.1f MiB before, %.1f KiB per idle connection (both ends), %.1f KiB more per attacking connection, %.1f MiB after they closed (HeapAlloc %.1f MiB before, %.1f MiB after)",
+			n, mib(base), float64(idle-base)/float64(n)/1024, float64(perConn)/1024, mib(closed), mib(baseAlloc), mib(closedAlloc))
 		if perConn > 64<<10 {
 			t.Errorf("each attacking connection costs %d KiB of heap, want at most 64 KiB", perConn>>10)
 		}
