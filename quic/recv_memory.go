@@ -19,6 +19,11 @@ import (
 
 const (
 	defaultMaxReceiveFragments = 2048
+	// minShedOutOfOrder: a connection holding less out-of-order data is
+	// not closed for the Transport's memory; closing it would free
+	// little. It is also how much the Transport's out-of-order total must
+	// grow before a look that found no such connection is taken again.
+	minShedOutOfOrder = 64 << 10
 	// recvMemoryHardFactor: Transport.MaxReceiveMemory defaults to this
 	// times MaxReceiveBuffer.
 	recvMemoryHardFactor = 2
@@ -151,14 +156,19 @@ func (c *Conn) releaseRecvReported() {
 
 // shedReceiveMemory is called while the Transport's receive buffers hold
 // more than MaxReceiveMemory: it asks the connection holding the most
-// out-of-order data to close, one at a time. Data in order is left alone:
-// the windows promised it. self is the calling connection (its mu held).
+// out-of-order data (at least minShedOutOfOrder) to close, one at a time.
+// Data in order is left alone: the windows promised it. self is the
+// calling connection (its mu held).
 func (t *Transport) shedReceiveMemory(self *Conn) {
+	ooo := t.recvOutOfOrder.Load()
+	if ooo < t.recvShedRescanAt.Load() {
+		return // the last look found no connection to close, and little grew since
+	}
 	if !t.recvShedding.CompareAndSwap(false, true) {
 		return // a connection picked earlier has not closed yet
 	}
 	var victim *Conn
-	var most int64
+	most := int64(minShedOutOfOrder - 1)
 	t.mu.Lock()
 	for _, c := range t.handlers {
 		if v := c.recvMem.outOfOrderReported.Load(); v > most {
@@ -166,8 +176,10 @@ func (t *Transport) shedReceiveMemory(self *Conn) {
 		}
 	}
 	t.mu.Unlock()
+	t.recvShedRescanAt.Store(0)
 	switch victim {
 	case nil:
+		t.recvShedRescanAt.Store(ooo + minShedOutOfOrder)
 		t.recvShedding.Store(false)
 	case self:
 		self.shedLocked()

@@ -75,11 +75,12 @@ type Transport struct {
 	MaxReceiveBuffer uint64
 	// MaxReceiveMemory is the hard limit on that memory: while it is
 	// exceeded, the connection holding the most out-of-order stream data
-	// is closed with INTERNAL_ERROR, one at a time, and its buffers freed
-	// at once (counted in TransportStats.ClosedByLimit as
-	// "receive_memory"). Connections holding only data in order are left
-	// alone: their windows promised it. Read when the Transport starts.
-	// Default twice MaxReceiveBuffer.
+	// (data beyond a gap, at least 64 KiB of it) is closed with
+	// INTERNAL_ERROR, one at a time, and its buffers freed at once
+	// (counted in TransportStats.ClosedByLimit as "receive_memory").
+	// Connections holding data in order are left alone: their windows
+	// promised it. Read when the Transport starts. Default twice
+	// MaxReceiveBuffer.
 	MaxReceiveMemory uint64
 
 	// VerifySourceAddress, as in quic-go, decides for each client Initial
@@ -145,7 +146,10 @@ type Transport struct {
 	recvOutOfOrder atomic.Int64
 	maxRecvMemory  int64
 	recvShedding   atomic.Bool
-	counters       transportCounters
+	// recvShedRescanAt: the out-of-order total from which the next look
+	// for a connection to shed is worth taking (shedReceiveMemory).
+	recvShedRescanAt atomic.Int64
+	counters         transportCounters
 
 	gso bool // the socket takes UDP GSO sends
 	gro bool // reads may return UDP GRO buffers of several datagrams
