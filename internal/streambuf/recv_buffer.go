@@ -85,15 +85,28 @@ func (b *RecvBuffer) Push(offset uint64, data []byte, fin bool) error {
 	}
 	b.received.add(max(offset, b.readOffset), end)
 	b.data.advanceSplit(b.contiguousEnd())
-	b.data.segs = shrunk(b.data.segs)
-	b.received.s = shrunk(b.received.s)
+	b.shrinkBookkeeping()
 	return nil
 }
 
-// shrunk returns s in a smaller array once a burst of fragments has merged
-// away (len under a quarter of cap), so bookkeeping memory follows the
-// fragments held. A shrink copies len elements after at least 3*len
-// removals, so it costs O(1) amortized.
+// shrinkBookkeeping gives back the segment and range lists' room once a
+// burst of fragments has merged away or been read: when they hold more
+// memory than the data does and are under a quarter full. Lists a bulk
+// transfer grew stay as long as they hold less than its data, so a reader
+// that lags and catches up does not make them shrink and grow again.
+func (b *RecvBuffer) shrinkBookkeeping() {
+	if b.bookkeeping() <= max(b.data.held, keptSlots*(segmentBytes+spanBytes)) {
+		return
+	}
+	b.data.segs = shrunk(b.data.segs)
+	b.received.s = shrunk(b.received.s)
+}
+
+func (b *RecvBuffer) bookkeeping() int { return b.data.bookkeeping() + cap(b.received.s)*spanBytes }
+
+// shrunk returns s in a smaller array when it is under a quarter full. A
+// shrink copies len elements after at least 3*len removals, so it costs
+// O(1) amortized.
 func shrunk[T any](s []T) []T {
 	if cap(s) <= keptSlots || len(s) >= cap(s)/4 {
 		return s
@@ -169,15 +182,12 @@ func (b *RecvBuffer) advance(n uint64) {
 	b.readOffset += n
 	b.received.remove(0, b.readOffset)
 	b.data.releaseBelow(b.readOffset)
-	b.data.segs = shrunk(b.data.segs)
-	b.received.s = shrunk(b.received.s)
+	b.shrinkBookkeeping()
 }
 
 // Footprint returns the bytes of memory the buffer holds for data not read
 // yet: the capacity of its data buffers and of its bookkeeping.
-func (b *RecvBuffer) Footprint() int {
-	return b.data.held + b.data.bookkeeping() + cap(b.received.s)*spanBytes
-}
+func (b *RecvBuffer) Footprint() int { return b.data.held + b.bookkeeping() }
 
 // OutOfOrder returns the part of Footprint's data buffers that holds data
 // beyond the first gap: what a peer makes us keep without the reader being
