@@ -120,6 +120,10 @@ func TestSparseStreamAttackBounded(t *testing.T) {
 
 		benign := s.dial(simClientAddr(100), srv.addr, nil)
 		echoOurs(t, s.ctx(), benign, 1<<20)
+		settle()
+		if st := srv.tr.Stats(); st.ReceiveBuffered != 0 {
+			t.Errorf("after the benign transfer the server holds %d bytes of received data", st.ReceiveBuffered)
+		}
 	})
 }
 
