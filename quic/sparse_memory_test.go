@@ -38,11 +38,23 @@ func sparseStreamFrames(id uint64, n, size int, gap uint64) [][]byte {
 
 // sendRawFrames has our connection c send frames, packed into as few
 // 1-RTT packets as fit: each frame must start with its one-byte type.
-// c's streams and flow control do not know of them.
+// c's streams and flow control do not know of them. It first waits for
+// the handshake to be confirmed (in virtual time): a server that has not
+// completed it yet would drop most of a burst of 1-RTT packets, which
+// nothing sends again.
 func sendRawFrames(t testing.TB, c *Conn, frames [][]byte) {
 	t.Helper()
 	const room = 1000 // payload per packet, leaving room for header and tag
-	c.mu.Lock()
+	for start := time.Now(); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		if c.hs.confirmed {
+			break // still locked
+		}
+		c.mu.Unlock()
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the handshake was never confirmed")
+		}
+	}
 	defer c.mu.Unlock()
 	for len(frames) > 0 {
 		var payload []byte
