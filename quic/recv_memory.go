@@ -54,40 +54,69 @@ type recvCharge struct {
 	fragments        int
 }
 
-// chargeRecv brings the connection's receive totals up to date with what
-// s's receive buffer holds now; call it after anything that changes it.
-func (c *Conn) chargeRecv(s *stream) {
+// charge brings the totals up to date with what s's receive buffer holds
+// now; call it after anything that changes it.
+func (m *recvMemory) charge(s *stream) {
 	if s.recv == nil {
 		return
 	}
 	now := recvCharge{int64(s.recv.Footprint()), int64(s.recv.OutOfOrder()), s.recv.Fragments()}
-	m := &c.recvMem
 	m.held += now.held - s.recvCharged.held
 	m.outOfOrder += now.outOfOrder - s.recvCharged.outOfOrder
 	m.fragments += now.fragments - s.recvCharged.fragments
 	s.recvCharged = now
 }
 
-// releaseRecv frees s's receive buffer and its charge.
-func (c *Conn) releaseRecv(s *stream) {
+// release frees s's receive buffer and its charge.
+func (m *recvMemory) release(s *stream) {
 	if s.recv == nil {
 		return
 	}
 	s.recv.Release()
-	c.chargeRecv(s)
+	m.charge(s)
+}
+
+// overLimit reports whether the out-of-order data is over a per-connection
+// limit of conf, and which.
+func (m *recvMemory) overLimit(conf *Config) (ClosedByLimitReason, bool) {
+	switch {
+	case conf.MaxReceiveFragments >= 0 && m.fragments > conf.MaxReceiveFragments:
+		return ClosedTooManyGaps, true
+	case m.outOfOrder > int64(min(conf.MaxOutOfOrderReceiveBytes, 1<<62)):
+		return ClosedOutOfOrderBudget, true
+	}
+	return 0, false
+}
+
+// report brings the Transport's totals up to date with the connection's.
+func (m *recvMemory) report(t *Transport) {
+	if d := m.held - m.heldReported; d != 0 {
+		m.heldReported = m.held
+		t.recvBuffered.Add(d)
+	}
+	if d := m.outOfOrder - m.outOfOrderReported.Load(); d != 0 {
+		m.outOfOrderReported.Store(m.outOfOrder)
+		t.recvOutOfOrder.Add(d)
+	}
+}
+
+// unreport takes the connection's totals out of the Transport's, at
+// teardown.
+func (m *recvMemory) unreport(t *Transport) {
+	t.recvBuffered.Add(-m.heldReported)
+	t.recvOutOfOrder.Add(-m.outOfOrderReported.Load())
+	m.heldReported = 0
+	m.outOfOrderReported.Store(0)
+	m.gone.Store(true)
+	if m.shed.Swap(false) {
+		t.recvShedding.Store(false) // picked, but gone first
+	}
 }
 
 // checkRecvLimits closes the connection if its out-of-order data is over a
 // per-connection limit, and returns the error it closed with.
 func (c *Conn) checkRecvLimits(frameType uint64) error {
-	m := &c.recvMem
-	reason, over := ClosedByLimitReason(0), false
-	switch {
-	case c.config.MaxReceiveFragments >= 0 && m.fragments > c.config.MaxReceiveFragments:
-		reason, over = ClosedTooManyGaps, true
-	case m.outOfOrder > int64(min(c.config.MaxOutOfOrderReceiveBytes, 1<<62)):
-		reason, over = ClosedOutOfOrderBudget, true
-	}
+	reason, over := c.recvMem.overLimit(c.config)
 	if !over {
 		return nil
 	}
@@ -105,7 +134,7 @@ func (c *Conn) closeForMemory(reason ClosedByLimitReason, err *qerr.TransportErr
 		c.t.counters.closedByLimit[reason].Add(1)
 	}
 	for _, s := range c.streams.all {
-		c.releaseRecv(s)
+		c.recvMem.release(s)
 	}
 }
 
@@ -123,35 +152,8 @@ func (c *Conn) shedIfAsked() {
 func (c *Conn) shedLocked() {
 	c.recvMem.shed.Store(false)
 	c.closeForMemory(ClosedReceiveMemory, qerr.NewTransportError(qerr.InternalError, 0, ClosedReceiveMemory.message()))
-	c.reportRecv()
+	c.recvMem.report(c.t)
 	c.t.recvShedding.Store(false)
-}
-
-// reportRecv reports the connection's receive totals to the Transport.
-func (c *Conn) reportRecv() {
-	m := &c.recvMem
-	if d := m.held - m.heldReported; d != 0 {
-		m.heldReported = m.held
-		c.t.recvBuffered.Add(d)
-	}
-	if d := m.outOfOrder - m.outOfOrderReported.Load(); d != 0 {
-		m.outOfOrderReported.Store(m.outOfOrder)
-		c.t.recvOutOfOrder.Add(d)
-	}
-}
-
-// releaseRecvReported takes the connection's receive totals out of the
-// Transport's, at teardown.
-func (c *Conn) releaseRecvReported() {
-	m := &c.recvMem
-	c.t.recvBuffered.Add(-m.heldReported)
-	c.t.recvOutOfOrder.Add(-m.outOfOrderReported.Load())
-	m.heldReported = 0
-	m.outOfOrderReported.Store(0)
-	m.gone.Store(true)
-	if m.shed.Swap(false) {
-		c.t.recvShedding.Store(false) // picked, but gone first
-	}
 }
 
 // shedReceiveMemory is called while the Transport's receive buffers hold

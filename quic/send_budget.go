@@ -138,7 +138,7 @@ func (c *Conn) syncBudgets() {
 		c.budget.sendReported = c.budget.sendHeld
 		c.t.sendBudget.add(d)
 	}
-	c.reportRecv()
+	c.recvMem.report(c.t)
 	if c.t.recvBuffered.Load() > c.t.maxRecvMemory {
 		c.t.shedReceiveMemory(c)
 	}
@@ -155,7 +155,7 @@ func (c *Conn) releaseBudgets() {
 		c.t.sendBudget.add(-c.budget.sendReported)
 		c.budget.sendReported = 0
 	}
-	c.releaseRecvReported()
+	c.recvMem.unreport(c.t)
 }
 
 // recvGrowthAllowed reports whether receive windows may grow now

@@ -179,7 +179,7 @@ func (c *Conn) maybeRemoveStream(s *stream) {
 	s.removed = true
 	s.send.Reset() // gives the chunks back
 	c.chargeSend(s)
-	c.releaseRecv(s)
+	c.recvMem.release(s)
 	delete(c.streams.all, s.id)
 	if flowcontrol.Initiator(s.id) != c.perspective() {
 		if c.config.RequireStreamCreditRelease && !s.creditReleased {

@@ -23,7 +23,7 @@ func (c *Conn) on0RTTRejected() {
 		s.sendErr, s.recvErr = Err0RTTRejected, Err0RTTRejected
 		s.send.Reset()
 		c.chargeSend(s)
-		c.releaseRecv(s)
+		c.recvMem.release(s)
 		s.removed = true
 		s.sendCancel(Err0RTTRejected)
 		s.signalRead()
