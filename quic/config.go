@@ -154,6 +154,19 @@ type Config struct {
 	// the 15 MiB a peer's connection window may grow to, so the budget
 	// never caps one connection's throughput below flow control).
 	MaxConnectionSendBuffer uint64
+	// MaxReceiveFragments bounds the runs of out-of-order stream data
+	// (received beyond a gap) one connection holds over all its streams;
+	// beyond it the connection is closed with PROTOCOL_VIOLATION. Each
+	// run costs about 64 bytes of bookkeeping besides its data, and an
+	// honest peer leaves about one per lost packet in flight. Default
+	// 2048; negative: no limit (each stream still allows 1024).
+	MaxReceiveFragments int
+	// MaxOutOfOrderReceiveBytes bounds the memory one connection's
+	// receive buffers hold for out-of-order stream data; beyond it the
+	// connection is closed with PROTOCOL_VIOLATION. Default twice
+	// MaxConnectionReceiveWindow: an honest peer, whose data costs about
+	// its size, never reaches it however much it has in flight.
+	MaxOutOfOrderReceiveBytes uint64
 }
 
 const (
@@ -268,6 +281,15 @@ func populateConfig(c *Config) (*Config, error) {
 	}
 	if cc.MaxConnectionSendBuffer == 0 {
 		cc.MaxConnectionSendBuffer = defaultConnSendBuffer
+	}
+	switch {
+	case cc.MaxReceiveFragments == 0:
+		cc.MaxReceiveFragments = defaultMaxReceiveFragments
+	case cc.MaxReceiveFragments < 0:
+		cc.MaxReceiveFragments = -1
+	}
+	if cc.MaxOutOfOrderReceiveBytes == 0 {
+		cc.MaxOutOfOrderReceiveBytes = 2 * min(cc.MaxConnectionReceiveWindow, 1<<61)
 	}
 	return cc, nil
 }

@@ -153,6 +153,7 @@ type Conn struct {
 	streams   streamSet      // conn_streams.go
 	flow      connFlow       // conn_streams.go
 	budget    memoryBudget   // send_budget.go
+	recvMem   recvMemory     // recv_memory.go
 	datagrams datagramQueues // conn_datagram.go
 	send      sendState      // send_batch.go
 	close     closeState     // conn_close.go
@@ -314,6 +315,7 @@ func (c *Conn) run() {
 		c.mu.Lock()
 		now := time.Now()
 		c.guard(func() { c.onTimers(now) })
+		c.shedIfAsked()
 		if c.close.finished {
 			c.teardownLocked()
 			c.mu.Unlock()

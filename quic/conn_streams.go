@@ -103,6 +103,10 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		if err := s.recv.Push(f.Offset, f.Data, f.Fin); err != nil {
 			return bufferError(err, ft)
 		}
+		c.recvMem.charge(s)
+		if err := c.checkRecvLimits(ft); err != nil {
+			return err
+		}
 		s.signalRead()
 		if f.Fin {
 			c.maybeRemoveStream(s) // a bare FIN after everything was read
@@ -119,7 +123,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		if s.recvErr == nil {
 			s.recvErr = &StreamError{StreamID: StreamID(s.id), ErrorCode: StreamErrorCode(f.ErrorCode), Remote: true}
 		}
-		s.recv.Release()
+		c.recvMem.release(s)
 		s.signalRead()
 		c.maybeRemoveStream(s)
 	case wire.FrameTypeStopSending:

@@ -110,8 +110,12 @@
 //     queues only what the peer's flow control allows, a connection
 //     and a Transport hold bounded send data (Config.MaxConnectionSendBuffer,
 //     Transport.MaxSendBuffer), receive windows stop growing past
-//     Transport.MaxReceiveBuffer. Transport.Stats reports the load and every
-//     refusal, drop and recovered panic by reason.
+//     Transport.MaxReceiveBuffer, and received data costs memory in
+//     proportion to its bytes, however scattered, bounded per connection
+//     (Config.MaxReceiveFragments, MaxOutOfOrderReceiveBytes) and per
+//     Transport (MaxReceiveMemory closes the worst offender).
+//     Transport.Stats reports the load and every refusal, drop, closure
+//     for memory and recovered panic by reason.
 //
 // # Not implemented yet
 //

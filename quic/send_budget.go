@@ -12,8 +12,9 @@ import (
 // connection holds at most Config.MaxConnectionSendBuffer of written and
 // unacknowledged data, and all connections of a Transport at most
 // Transport.MaxSendBuffer. Beyond any of them Write waits. On the receive
-// side flow control bounds each connection, and Transport.MaxReceiveBuffer
-// stops windows from growing.
+// side flow control bounds each connection's offsets and recv_memory.go
+// the bytes its buffers hold; Transport.MaxReceiveBuffer stops windows
+// from growing.
 const (
 	// writeTail is the most a stream may hold queued beyond the peer's
 	// flow control credit: a Write whose data, with what is queued, fits
@@ -37,11 +38,10 @@ const (
 // Conn.mu; the Transport's totals are atomics of its own.
 type memoryBudget struct {
 	// sendHeld is the stream data held for sending (written and not
-	// acknowledged); sendReported and recvReported the part of it, and
-	// of the unread received data, counted in the Transport's totals.
+	// acknowledged); sendReported the part of it counted in the
+	// Transport's totals. The receive side is recvMemory's.
 	sendHeld     int64
 	sendReported int64
-	recvReported int64
 	// sig is broadcast for writers waiting for the connection's budget.
 	sig chan struct{}
 }
@@ -129,6 +129,7 @@ func (c *Conn) chargeSend(s *stream) {
 // Transport, once per batch of work rather than per frame. Writes take
 // their bytes from the Transport's budget when they queue them, so only
 // what acknowledgements and resets gave back is left to report here.
+// Over Transport.MaxReceiveMemory it starts shedding.
 func (c *Conn) syncBudgets() {
 	if c.close.finished {
 		return // teardown gives everything back (releaseBudgets)
@@ -137,10 +138,9 @@ func (c *Conn) syncBudgets() {
 		c.budget.sendReported = c.budget.sendHeld
 		c.t.sendBudget.add(d)
 	}
-	held := int64(c.flow.recv.Highest() - c.flow.recv.Consumed())
-	if d := held - c.budget.recvReported; d != 0 {
-		c.budget.recvReported = held
-		c.t.recvBuffered.Add(d)
+	c.recvMem.report(c.t)
+	if c.t.recvBuffered.Load() > c.t.maxRecvMemory {
+		c.t.shedReceiveMemory(c)
 	}
 }
 
@@ -155,14 +155,11 @@ func (c *Conn) releaseBudgets() {
 		c.t.sendBudget.add(-c.budget.sendReported)
 		c.budget.sendReported = 0
 	}
-	if c.budget.recvReported != 0 {
-		c.t.recvBuffered.Add(-c.budget.recvReported)
-		c.budget.recvReported = 0
-	}
+	c.recvMem.unreport(c.t)
 }
 
 // recvGrowthAllowed reports whether receive windows may grow now
-// (Transport.MaxReceiveBuffer).
+// (Transport.MaxReceiveBuffer, against the bytes receive buffers hold).
 func (c *Conn) recvGrowthAllowed() bool { return c.t.recvBuffered.Load() < c.t.maxRecvBuf }
 
 // writeRoom returns how many bytes s's writer may queue now as far as the

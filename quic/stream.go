@@ -50,8 +50,9 @@ type stream struct {
 	// Receive side.
 	recv         *streambuf.RecvBuffer // nil without a receive side
 	fcRecv       flowcontrol.StreamReceiver
-	recvErr      error // RESET_STREAM or CancelRead
-	eofRead      bool  // Read returned io.EOF
+	recvErr      error      // RESET_STREAM or CancelRead
+	recvCharged  recvCharge // counted in the connection's recvMem
+	eofRead      bool       // Read returned io.EOF
 	resetRecvd   bool
 	stopPending  bool
 	stopAcked    bool
@@ -178,9 +179,7 @@ func (c *Conn) maybeRemoveStream(s *stream) {
 	s.removed = true
 	s.send.Reset() // gives the chunks back
 	c.chargeSend(s)
-	if s.recv != nil {
-		s.recv.Release()
-	}
+	c.recvMem.release(s)
 	delete(c.streams.all, s.id)
 	if flowcontrol.Initiator(s.id) != c.perspective() {
 		if c.config.RequireStreamCreditRelease && !s.creditReleased {

@@ -21,6 +21,7 @@ func (s *stream) read(p []byte) (int, error) {
 		}
 		if n, _ := s.recv.Read(p); n > 0 {
 			_ = s.fcRecv.Consume(uint64(n))
+			c.recvMem.charge(s)
 			c.syncBudgets()
 			if s.fcRecv.NeedsUpdate() {
 				c.queueStreamControl(s)
@@ -68,7 +69,7 @@ func (s *stream) cancelRead(code StreamErrorCode) {
 		return
 	}
 	s.recvErr = &StreamError{StreamID: StreamID(s.id), ErrorCode: code}
-	s.recv.Release()
+	c.recvMem.release(s)
 	s.fcRecv.Abandon()
 	if !s.resetRecvd {
 		s.stopPending = true

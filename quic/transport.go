@@ -67,11 +67,21 @@ type Transport struct {
 	// (its first Listen or Dial). See docs/api.md "Limits".
 	MaxSendBuffer uint64
 	// MaxReceiveBuffer bounds how far receive windows grow: while the
-	// stream data received and not yet read by the application, over all
-	// the Transport's connections, exceeds it, no connection's or stream's
+	// memory that stream receive buffers hold (bytes of data received and
+	// not yet read, in order or not, with their bookkeeping), over all the
+	// Transport's connections, exceeds it, no connection's or stream's
 	// window grows beyond its current size (credit for data read is still
 	// given back). Default 256 MiB.
 	MaxReceiveBuffer uint64
+	// MaxReceiveMemory is the hard limit on that memory: while it is
+	// exceeded, the connection holding the most out-of-order stream data
+	// (data beyond a gap, at least 64 KiB of it) is closed with
+	// INTERNAL_ERROR, one at a time, and its buffers freed at once
+	// (counted in TransportStats.ClosedByLimit as "receive_memory").
+	// Connections holding data in order are left alone: their windows
+	// promised it. Read when the Transport starts. Default twice
+	// MaxReceiveBuffer.
+	MaxReceiveMemory uint64
 
 	// VerifySourceAddress, as in quic-go, decides for each client Initial
 	// without a valid token whether the client must first prove its
@@ -128,9 +138,18 @@ type Transport struct {
 
 	sendBatches  sync.Pool    // *sendBatch, shared by the connections' writes
 	sendBudget   sendBudget   // MaxSendBuffer
-	recvBuffered atomic.Int64 // unread stream data of all connections
+	recvBuffered atomic.Int64 // bytes stream receive buffers hold, all connections
 	maxRecvBuf   int64        // MaxReceiveBuffer with the default applied
-	counters     transportCounters
+	// recvOutOfOrder is the part of recvBuffered beyond the streams'
+	// first gaps; recvShedding: a connection was asked to close for
+	// MaxReceiveMemory (maxRecvMemory) and has not yet (recv_memory.go).
+	recvOutOfOrder atomic.Int64
+	maxRecvMemory  int64
+	recvShedding   atomic.Bool
+	// recvShedRescanAt: the out-of-order total from which the next look
+	// for a connection to shed is worth taking (shedReceiveMemory).
+	recvShedRescanAt atomic.Int64
+	counters         transportCounters
 
 	gso bool // the socket takes UDP GSO sends
 	gro bool // reads may return UDP GRO buffers of several datagrams
@@ -178,6 +197,7 @@ func (t *Transport) initWithCIDLen(cidLen int) error {
 		_, _ = rand.Read(t.randomResetKey[:])
 		t.sendBudget.max = budgetOrDefault(t.MaxSendBuffer, defaultTransportSendBuffer)
 		t.maxRecvBuf = budgetOrDefault(t.MaxReceiveBuffer, defaultTransportRecvBuffer)
+		t.maxRecvMemory = budgetOrDefault(t.MaxReceiveMemory, recvMemoryHardFactor*uint64(t.maxRecvBuf))
 		if uc, ok := t.Conn.(*net.UDPConn); ok {
 			// Large buffers, GSO and GRO.
 			if caps, err := udpio.Setup(uc, udpio.Config{}); err == nil {

@@ -107,6 +107,7 @@ type transportCounters struct {
 	dropped         [numDropReasons]atomic.Uint64
 	panics          atomic.Uint64
 	sendBudgetWaits atomic.Uint64
+	closedByLimit   [numClosedByLimitReasons]atomic.Uint64
 }
 
 // TransportStats is a snapshot of a Transport's load, limits and the
@@ -136,10 +137,15 @@ type TransportStats struct {
 	// far.
 	SendBuffered     int64
 	SendBufferedPeak int64
-	// ReceiveBuffered is the stream data received and not yet read by the
-	// application, over all the Transport's connections. Past
-	// Transport.MaxReceiveBuffer receive windows stop growing.
-	ReceiveBuffered int64
+	// ReceiveBuffered is the memory, in bytes, that stream receive buffers
+	// hold for data received and not yet read by the application, over
+	// all the Transport's connections. Past Transport.MaxReceiveBuffer
+	// receive windows stop growing; past Transport.MaxReceiveMemory
+	// connections are closed (ClosedByLimit). ReceiveOutOfOrder is the
+	// part of it holding data beyond a gap, which the application cannot
+	// read yet.
+	ReceiveBuffered   int64
+	ReceiveOutOfOrder int64
 	// SendBudgetWaits counts stream writes that had to wait for the
 	// connection's or the Transport's send budget (not for the peer's flow
 	// control).
@@ -150,6 +156,10 @@ type TransportStats struct {
 	// DatagramsDropped counts received datagrams dropped, by DropReason
 	// label; zero counts are left out.
 	DatagramsDropped map[string]uint64
+	// ClosedByLimit counts connections closed because of the memory
+	// their peer made us hold, by ClosedByLimitReason label; zero counts
+	// are left out.
+	ClosedByLimit map[string]uint64
 	// PanicsRecovered counts panics caught in a connection's goroutine or
 	// the receive loop (each is a bug, logged at ERROR with its stack).
 	PanicsRecovered uint64
@@ -158,13 +168,20 @@ type TransportStats struct {
 // Stats returns a snapshot of the Transport's load and shed-load counters.
 func (t *Transport) Stats() TransportStats {
 	st := TransportStats{
-		SendBuffered:     t.sendBudget.used.Load(),
-		SendBufferedPeak: t.sendBudget.peak.Load(),
-		ReceiveBuffered:  t.recvBuffered.Load(),
-		SendBudgetWaits:  t.counters.sendBudgetWaits.Load(),
-		Refused:          map[string]uint64{},
-		DatagramsDropped: map[string]uint64{},
-		PanicsRecovered:  t.counters.panics.Load(),
+		SendBuffered:      t.sendBudget.used.Load(),
+		SendBufferedPeak:  t.sendBudget.peak.Load(),
+		ReceiveBuffered:   t.recvBuffered.Load(),
+		ReceiveOutOfOrder: t.recvOutOfOrder.Load(),
+		SendBudgetWaits:   t.counters.sendBudgetWaits.Load(),
+		Refused:           map[string]uint64{},
+		DatagramsDropped:  map[string]uint64{},
+		ClosedByLimit:     map[string]uint64{},
+		PanicsRecovered:   t.counters.panics.Load(),
+	}
+	for r := range t.counters.closedByLimit {
+		if v := t.counters.closedByLimit[r].Load(); v > 0 {
+			st.ClosedByLimit[ClosedByLimitReason(r).String()] = v
+		}
 	}
 	for r := range t.counters.refused {
 		if v := t.counters.refused[r].Load(); v > 0 {

@@ -23,9 +23,7 @@ func (c *Conn) on0RTTRejected() {
 		s.sendErr, s.recvErr = Err0RTTRejected, Err0RTTRejected
 		s.send.Reset()
 		c.chargeSend(s)
-		if s.recv != nil {
-			s.recv.Release()
-		}
+		c.recvMem.release(s)
 		s.removed = true
 		s.sendCancel(Err0RTTRejected)
 		s.signalRead()

@@ -94,11 +94,3 @@ func (l *chunkList) read(off uint64, p []byte) {
 		off += uint64(n)
 	}
 }
-
-// view returns the stored bytes from off up to end or the end of off's
-// chunk, whichever comes first.
-func (l *chunkList) view(off, end uint64) []byte {
-	c, i := l.at(off, false)
-	n := min(end-off, uint64(ChunkSize-i))
-	return c[i : i+int(n)]
-}

@@ -6,8 +6,11 @@
 // the peer acknowledges it, packs it into frames and retransmits lost ranges
 // before new data.
 //
-// Both copy data into fixed-size chunks taken from a process-wide sync.Pool,
-// so a stream in steady state allocates nothing and gives its memory back as
+// SendBuffer copies data into fixed-size chunks taken from a process-wide
+// sync.Pool; RecvBuffer uses those chunks for in-order bulk data and buffers
+// sized for what arrived for data out of order (recv_store.go), so a peer
+// scattering small frames over its window makes us hold about what it sent.
+// Streams in steady state allocate nothing and give their memory back as
 // soon as the data is read (receive side) or acknowledged (send side).
 //
 // Flow control is not done here: the connection checks the peer's limits

@@ -98,6 +98,9 @@ func FuzzRecvBuffer(f *testing.F) {
 	f.Add([]byte("\x00\x00\x20\x10\x01\x01\x00\x00\x30\x02\x04\x00\x00\x40\x00\x05\x00\x00\x00\x00"))
 	f.Add([]byte("\x01\x00\x10\x00\x00\x00\x00\x00\x20\x00\x01\x00\x00\x00\x00"))
 	f.Add([]byte("\x03\xff\xff\xff\x00\x06\x00\x00\x00\x00"))
+	// Sparse one-byte frames, then bulk that fills the gaps (issue 23).
+	f.Add([]byte("\xff\x00\x10\x00\x01\x00\x00\x20\x00\x01\x00\x00\x30\x00\x01\x00\x00\x40\x00\x01\x00" +
+		"\xf8\x00\x00\xff\x07\xf8\x00\x10\xff\x07\x04\x00\x00\xff\x00\x05\x00\x00\xff\x00"))
 	f.Fuzz(fuzzRecv)
 }
 
@@ -161,10 +164,13 @@ func fuzzRecv(t *testing.T, in []byte) {
 		if want := m.readable(); b.Readable() != want {
 			t.Fatalf("Readable = %d, model %d", b.Readable(), want)
 		}
+		if err := checkRecvLayout(b); err != nil {
+			t.Fatal(err)
+		}
 	}
 	b.Release()
-	if b.data.count != 0 {
-		t.Fatalf("%d chunks held after Release", b.data.count)
+	if b.Footprint() != 0 || len(b.data.segs) != 0 {
+		t.Fatalf("%d bytes in %d segments held after Release", b.Footprint(), len(b.data.segs))
 	}
 }
 

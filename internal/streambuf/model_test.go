@@ -109,6 +109,9 @@ func runModel(t *testing.T, seed uint64) (frames, retx int) {
 			if err := rcv.Push(f.off, f.data, f.fin); err != nil {
 				t.Fatalf("seed %d: Push(%d, %d, %v): %v", seed, f.off, len(f.data), f.fin, err)
 			}
+			if err := checkRecvLayout(rcv); err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
 			if rng.IntN(4) != 0 { // else it stays for a duplicate delivery
 				network[i] = network[len(network)-1]
 				network = network[:len(network)-1]
@@ -129,8 +132,8 @@ func runModel(t *testing.T, seed uint64) (frames, retx int) {
 	if !bytes.Equal(got, written) {
 		t.Fatalf("seed %d: receiver read %d bytes, differing from the %d written", seed, len(got), total)
 	}
-	if snd.data.count != 0 || rcv.data.count != 0 || snd.Buffered() != 0 {
-		t.Fatalf("seed %d: chunks held: sender %d, receiver %d", seed, snd.data.count, rcv.data.count)
+	if snd.data.count != 0 || len(rcv.data.segs) != 0 || rcv.data.held != 0 || snd.Buffered() != 0 {
+		t.Fatalf("seed %d: chunks held: sender %d, receiver %d segments", seed, snd.data.count, len(rcv.data.segs))
 	}
 	if snd.SentHighWater() != uint64(total) {
 		t.Fatalf("seed %d: SentHighWater %d, want %d", seed, snd.SentHighWater(), total)

@@ -32,6 +32,16 @@ func (r *rangeSet) search(off uint64) int {
 	return lo
 }
 
+// covers reports whether one span holds all of [start, end) (trivially
+// true when the range is empty).
+func (r *rangeSet) covers(start, end uint64) bool {
+	if start >= end {
+		return true
+	}
+	i := r.search(end)
+	return i < len(r.s) && r.s[i].start <= start
+}
+
 // countAfterAdd returns len() after add(start, end), without changing r.
 func (r *rangeSet) countAfterAdd(start, end uint64) int {
 	if start >= end {

@@ -8,8 +8,12 @@ import "github.com/turboretry/turboretry/internal/wire"
 const MaxRecvGaps = 1024
 
 // RecvBuffer reassembles the receive side of a stream or CRYPTO stream.
-// Data is copied out of the caller's packet buffer into pooled chunks and
-// handed out in order by Read, or by Peek and Skip without copying.
+// Data is copied out of the caller's packet buffer into buffers sized for
+// what arrived (pooled chunks for in-order bulk data, see recv_store.go)
+// and handed out in order by Read, or by Peek and Skip without copying.
+// Footprint reports the memory held, in bytes: a peer scattering small
+// frames over the window makes it hold about what it sent, plus a small
+// constant per fragment (Fragments), not a chunk per frame.
 //
 // Overlapping data is kept as first received: bytes already held are never
 // overwritten, so a peer resending different bytes for the same offsets
@@ -25,14 +29,14 @@ type RecvBuffer struct {
 	finKnown   bool
 	released   bool
 	received   rangeSet // data held, all at or above readOffset
-	data       chunkList
+	data       recvStore
 }
 
 // NewRecvBuffer returns a buffer that accepts data up to maxBuffer bytes
 // beyond its read offset. The connection passes its receive window (or, for
 // CRYPTO streams, the amount of handshake data it is willing to buffer).
-// Memory held is at most maxBuffer plus one chunk, and a pointer per
-// ChunkSize bytes of maxBuffer, so maxBuffer must be a real bound.
+// Memory held is at most about twice maxBuffer plus a constant per fragment
+// (at most MaxRecvGaps of them), so maxBuffer must be a real bound.
 func NewRecvBuffer(maxBuffer uint64) *RecvBuffer {
 	return &RecvBuffer{maxBuffer: maxBuffer}
 }
@@ -71,21 +75,51 @@ func (b *RecvBuffer) Push(offset uint64, data []byte, fin bool) error {
 	if start >= end || b.released {
 		return nil
 	}
-	if b.data.count == 0 && b.received.empty() {
-		// Nothing held: start the chunks at the read offset so a stream
-		// that is read as fast as it arrives keeps at most one chunk.
-		b.data.releaseAll(b.readOffset)
-	}
 	for start < end {
 		gs, ge, ok := b.received.firstGap(start, end)
 		if !ok {
 			break
 		}
-		b.data.write(gs, data[gs-offset:ge-offset])
+		b.data.write(gs, data[gs-offset:ge-offset], b.readOffset, &b.received)
 		start = ge
 	}
 	b.received.add(max(offset, b.readOffset), end)
+	b.data.advanceSplit(b.contiguousEnd())
+	b.shrinkBookkeeping()
 	return nil
+}
+
+// shrinkBookkeeping gives back the segment and range lists' room once a
+// burst of fragments has merged away or been read: when they hold more
+// memory than the data does and are under a quarter full. Lists a bulk
+// transfer grew stay as long as they hold less than its data, so a reader
+// that lags and catches up does not make them shrink and grow again.
+func (b *RecvBuffer) shrinkBookkeeping() {
+	if b.bookkeeping() <= max(b.data.held, keptSlots*(segmentBytes+spanBytes)) {
+		return
+	}
+	b.data.segs = shrunk(b.data.segs)
+	b.received.s = shrunk(b.received.s)
+}
+
+func (b *RecvBuffer) bookkeeping() int { return b.data.bookkeeping() + cap(b.received.s)*spanBytes }
+
+// shrunk returns s in a smaller array when it is under a quarter full. A
+// shrink copies len elements after at least 3*len removals, so it costs
+// O(1) amortized.
+func shrunk[T any](s []T) []T {
+	if cap(s) <= keptSlots || len(s) >= cap(s)/4 {
+		return s
+	}
+	return append(make([]T, 0, max(2*len(s), keptSlots)), s...)
+}
+
+// contiguousEnd returns the end of the data readable from the read offset.
+func (b *RecvBuffer) contiguousEnd() uint64 {
+	if b.received.empty() || b.received.first().start > b.readOffset {
+		return b.readOffset
+	}
+	return b.received.first().end
 }
 
 // Readable returns how many contiguous bytes are ready at the read offset.
@@ -115,8 +149,8 @@ func (b *RecvBuffer) Read(p []byte) (n int, fin bool) {
 }
 
 // Peek returns the next contiguous bytes at the read offset without copying,
-// at most up to the end of the chunk holding them; call again after Skip for
-// the rest. The slice stays valid until the next Skip, Read or Release.
+// at most up to the end of the buffer holding them (at most ChunkSize
+// bytes); call again after Skip for the rest. The slice stays valid until the next Skip, Read or Release.
 func (b *RecvBuffer) Peek() []byte {
 	n := b.Readable()
 	if n == 0 {
@@ -147,16 +181,27 @@ func (b *RecvBuffer) Skip(n int) {
 func (b *RecvBuffer) advance(n uint64) {
 	b.readOffset += n
 	b.received.remove(0, b.readOffset)
-	if b.received.empty() {
-		b.data.releaseAll(b.readOffset)
-	} else {
-		b.data.releaseBelow(b.readOffset)
-	}
+	b.data.releaseBelow(b.readOffset)
+	b.shrinkBookkeeping()
 }
 
-// Footprint returns the memory the buffer holds in chunks for data not
-// read yet.
-func (b *RecvBuffer) Footprint() int { return b.data.count * ChunkSize }
+// Footprint returns the bytes of memory the buffer holds for data not read
+// yet: the capacity of its data buffers and of its bookkeeping.
+func (b *RecvBuffer) Footprint() int { return b.data.held + b.bookkeeping() }
+
+// OutOfOrder returns the part of Footprint's data buffers that holds data
+// beyond the first gap: what a peer makes us keep without the reader being
+// able to take it.
+func (b *RecvBuffer) OutOfOrder() int { return b.data.outOfOrder }
+
+// Fragments returns the runs of received data beyond the first gap.
+func (b *RecvBuffer) Fragments() int {
+	n := b.received.len()
+	if n > 0 && b.received.first().start <= b.readOffset {
+		n--
+	}
+	return n
+}
 
 // ReadOffset returns the offset of the next byte Read will return.
 func (b *RecvBuffer) ReadOffset() uint64 { return b.readOffset }
@@ -172,11 +217,11 @@ func (b *RecvBuffer) FinalSize() (size uint64, known bool) { return b.finalSize,
 // been read.
 func (b *RecvBuffer) Done() bool { return b.finKnown && b.readOffset == b.finalSize }
 
-// Release returns every chunk to the pool, for a stream that was reset or
-// closed. Later Pushes still check the final size but store nothing, and
-// Read returns no more data.
+// Release frees all memory held, for a stream that was reset or closed.
+// Later Pushes still check the final size but store nothing, and Read
+// returns no more data.
 func (b *RecvBuffer) Release() {
 	b.released = true
-	b.received.clear()
+	b.received = rangeSet{}
 	b.data.releaseAll(b.readOffset)
 }

@@ -59,8 +59,8 @@ func TestRecvOutOfOrderOverlapping(t *testing.T) {
 	if !b.Done() || b.ReadOffset() != uint64(len(want)) {
 		t.Fatalf("Done = %v, ReadOffset = %d", b.Done(), b.ReadOffset())
 	}
-	if b.data.count != 0 {
-		t.Fatalf("%d chunks still held after reading everything", b.data.count)
+	if len(b.data.segs) != 0 || b.data.held != 0 {
+		t.Fatalf("%d segments (%d bytes) still held after reading everything", len(b.data.segs), b.data.held)
 	}
 }
 
@@ -174,7 +174,7 @@ func TestRecvOffsetNearLimit(t *testing.T) {
 	b := NewRecvBuffer(1 << 20)
 	b.readOffset = limit - 100 // as if that much had been read already
 	b.highest = b.readOffset
-	b.data.base = b.readOffset
+	b.data.split = b.readOffset
 	mustPush(t, b, limit-100, pattern(limit-100, 100), true)
 	if got := readAll(b); !bytes.Equal(got, pattern(limit-100, 100)) || !b.Done() {
 		t.Fatal("data ending at 2^62-1 not delivered")
@@ -224,16 +224,16 @@ func TestRecvRelease(t *testing.T) {
 	b := NewRecvBuffer(1 << 20)
 	mustPush(t, b, 0, pattern(0, 100), false)
 	mustPush(t, b, 2*ChunkSize, pattern(0, 100), false)
-	if b.data.count != 2 {
-		t.Fatalf("%d chunks held, want 2", b.data.count)
+	if len(b.data.segs) != 2 || b.Footprint() > 1024 {
+		t.Fatalf("%d segments, %d bytes held; want 2 small ones", len(b.data.segs), b.Footprint())
 	}
 	b.Release()
-	if b.data.count != 0 || b.Readable() != 0 {
-		t.Fatalf("after Release: %d chunks, Readable %d", b.data.count, b.Readable())
+	if len(b.data.segs) != 0 || b.Footprint() != 0 || b.Readable() != 0 {
+		t.Fatalf("after Release: %d segments, %d bytes, Readable %d", len(b.data.segs), b.Footprint(), b.Readable())
 	}
 	const size = 2*ChunkSize + 300
 	mustPush(t, b, 0, pattern(0, size), true)
-	if b.data.count != 0 || b.Readable() != 0 {
+	if b.Footprint() != 0 || b.Readable() != 0 {
 		t.Fatal("Push after Release stored data")
 	}
 	if err := b.Push(0, pattern(0, size+1), false); !errors.Is(err, ErrFinalSize) {
@@ -271,5 +271,101 @@ func TestRecvSteadyStateNoAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocs per Push+Read, want 0", allocs)
+	}
+}
+
+// TestRecvSparseFramesHoldLittle is issue 23's attack on one stream: one-byte
+// frames 16 KiB apart, offset 0 never sent. Each used to pin a 16 KiB chunk;
+// now the buffer holds about what arrived plus a little per fragment, and
+// gives it all back on Release.
+func TestRecvSparseFramesHoldLittle(t *testing.T) {
+	const frames = 49
+	b := NewRecvBuffer(1 << 20)
+	for i := range frames {
+		mustPush(t, b, uint64(i+1)*ChunkSize, []byte{byte(i)}, false)
+	}
+	if err := checkRecvLayout(b); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Fragments(); got != frames {
+		t.Fatalf("Fragments = %d, want %d", got, frames)
+	}
+	if fp := b.Footprint(); fp > 4<<10 {
+		t.Fatalf("%d one-byte frames hold %d bytes, want < 4 KiB", frames, fp)
+	}
+	if b.OutOfOrder() != frames*minSegmentCap {
+		t.Fatalf("OutOfOrder = %d, want %d", b.OutOfOrder(), frames*minSegmentCap)
+	}
+	b.Release()
+	if b.Footprint() != 0 || b.OutOfOrder() != 0 || b.Fragments() != 0 {
+		t.Fatalf("after Release: Footprint %d, OutOfOrder %d, Fragments %d", b.Footprint(), b.OutOfOrder(), b.Fragments())
+	}
+}
+
+// TestRecvHeldBytesTrackData: out-of-order data costs about its size however
+// it arrives (one-byte frames backwards, every other byte then the rest),
+// becomes in-order data when the gap before it fills, and reading gives the
+// memory back.
+func TestRecvHeldBytesTrackData(t *testing.T) {
+	const base, n = 5000, 2000 // n/2 fragments stay within MaxRecvGaps
+	want := pattern(base, n)
+	for _, tc := range []struct {
+		name  string
+		order func(push func(i int))
+	}{
+		{"backwards", func(push func(int)) {
+			for i := n - 1; i >= 0; i-- {
+				push(i)
+			}
+		}},
+		{"odd then even", func(push func(int)) {
+			for i := 1; i < n; i += 2 {
+				push(i)
+			}
+			for i := 0; i < n; i += 2 {
+				push(i)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewRecvBuffer(1 << 20)
+			tc.order(func(i int) {
+				mustPush(t, b, base+uint64(i), want[i:i+1], false)
+				if err := checkRecvLayout(b); err != nil {
+					t.Fatalf("after byte %d: %v", i, err)
+				}
+			})
+			if b.Fragments() != 1 || b.OutOfOrder() > 2*n || b.Footprint() > 2*n+1024 {
+				t.Fatalf("%d bytes in one run: Fragments %d, OutOfOrder %d, Footprint %d", n, b.Fragments(), b.OutOfOrder(), b.Footprint())
+			}
+			mustPush(t, b, 0, pattern(0, base), false)
+			if b.Fragments() != 0 || b.OutOfOrder() != 0 {
+				t.Fatalf("gap filled: Fragments %d, OutOfOrder %d", b.Fragments(), b.OutOfOrder())
+			}
+			if got := readAll(b); !bytes.Equal(got[base:], want) {
+				t.Fatal("data differs")
+			}
+			if b.data.held != 0 {
+				t.Fatalf("%d bytes held after reading everything", b.data.held)
+			}
+		})
+	}
+}
+
+// TestRecvBulkUsesChunks: in-order bulk data goes into whole chunks (no
+// copying through growing buffers), also when the reader lags.
+func TestRecvBulkUsesChunks(t *testing.T) {
+	b := NewRecvBuffer(1 << 20)
+	const total = 10 * ChunkSize
+	for off := 0; off < total; off += 1200 {
+		mustPush(t, b, uint64(off), pattern(uint64(off), min(1200, total-off)), false)
+	}
+	for i, s := range b.data.segs {
+		if !s.isChunk() {
+			t.Fatalf("segment %d at %d has capacity %d, want a chunk", i, s.off, cap(s.buf))
+		}
+	}
+	if len(b.data.segs) != 10 {
+		t.Fatalf("%d segments for 10 chunks of data", len(b.data.segs))
 	}
 }
