@@ -289,8 +289,9 @@ func TestRetryRoundTripPolicy(t *testing.T) {
 func TestTransportCollector(t *testing.T) {
 	st := quic.TransportStats{
 		Connections: 5, Handshaking: 2, UnvalidatedBytes: 4096, AcceptQueue: 1,
-		SendBuffered: 100, SendBufferedPeak: 300, ReceiveBuffered: 50, SendBudgetWaits: 7,
+		SendBuffered: 100, SendBufferedPeak: 300, ReceiveBuffered: 50, ReceiveOutOfOrder: 20, SendBudgetWaits: 7,
 		Refused:          map[string]uint64{quic.RefusedHandshakeSlots.String(): 3},
+		ClosedByLimit:    map[string]uint64{quic.ClosedTooManyGaps.String(): 4},
 		DatagramsDropped: map[string]uint64{quic.DropMalformed.String(): 9, "a_future_reason": 1},
 		PanicsRecovered:  1,
 	}
@@ -310,6 +311,9 @@ func TestTransportCollector(t *testing.T) {
 		{"turboretry_quic_send_buffered_bytes", nil, 100},
 		{"turboretry_quic_send_buffered_peak_bytes", nil, 300},
 		{"turboretry_quic_receive_buffered_bytes", nil, 50},
+		{"turboretry_quic_receive_out_of_order_bytes", nil, 20},
+		{"turboretry_quic_closed_by_limit_total", []string{"limit", "too_many_gaps"}, 4},
+		{"turboretry_quic_closed_by_limit_total", []string{"limit", "receive_memory"}, 0},
 		{"turboretry_quic_send_budget_waits_total", nil, 7},
 		{"turboretry_quic_refused_total", []string{"reason", "handshake_slots_full"}, 3},
 		{"turboretry_quic_refused_total", []string{"reason", "connection_cap"}, 0},

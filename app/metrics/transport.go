@@ -12,7 +12,9 @@ var (
 	trAcceptQueue     = desc("turboretry_quic_accept_queue", "Connections ready and waiting for Accept.")
 	trSendBuffered    = desc("turboretry_quic_send_buffered_bytes", "Stream data written and not yet acknowledged, over all connections.")
 	trSendPeak        = desc("turboretry_quic_send_buffered_peak_bytes", "The highest value of turboretry_quic_send_buffered_bytes so far.")
-	trRecvBuffered    = desc("turboretry_quic_receive_buffered_bytes", "Stream data received and not yet read, over all connections.")
+	trRecvBuffered    = desc("turboretry_quic_receive_buffered_bytes", "Memory stream receive buffers hold for data received and not yet read, over all connections.")
+	trRecvOutOfOrder  = desc("turboretry_quic_receive_out_of_order_bytes", "The part of turboretry_quic_receive_buffered_bytes holding data beyond a gap, which the application cannot read yet.")
+	trClosedByLimit   = desc("turboretry_quic_closed_by_limit_total", "Connections closed because of the receive memory their peer made the server hold, by limit.", "limit")
 	trSendWaits       = desc("turboretry_quic_send_budget_waits_total", "Stream writes that waited for a connection's or the Transport's send budget.")
 	trRefused         = desc("turboretry_quic_refused_total", "Connection attempts refused or dropped before the application got them, by reason.", "reason")
 	trDropped         = desc("turboretry_quic_datagrams_dropped_total", "Received datagrams dropped, by reason.", "reason")
@@ -36,6 +38,7 @@ func labelsOf(name func(int) string) []string {
 var (
 	refusalLabels = labelsOf(func(i int) string { return quic.RefusalReason(i).String() })
 	dropLabels    = labelsOf(func(i int) string { return quic.DropReason(i).String() })
+	limitLabels   = labelsOf(func(i int) string { return quic.ClosedByLimitReason(i).String() })
 )
 
 // transportCollector exports a Transport's load and shed-load snapshot.
@@ -46,7 +49,8 @@ type transportCollector struct {
 // NewTransportCollector exports what stats returns (typically
 // quic.Transport.Stats, or zeros while no Transport runs): the listener's
 // load against its limits, the Transport's buffers, and the refusals and
-// drops by reason (every reason from the start). The unvalidated count is
+// drops by reason, and the connections closed for receive memory by limit (every
+// reason from the start). The unvalidated count is
 // turboretry_quic_handshakes_in_flight (NewAddressValidationCollector).
 func NewTransportCollector(stats func() quic.TransportStats) prometheus.Collector {
 	return transportCollector{stats}
@@ -54,7 +58,7 @@ func NewTransportCollector(stats func() quic.TransportStats) prometheus.Collecto
 
 func (c transportCollector) Describe(ch chan<- *prometheus.Desc) {
 	describe(ch, trConnections, trHandshaking, trUnvalidatedSize, trAcceptQueue, trSendBuffered, trSendPeak,
-		trRecvBuffered, trSendWaits, trRefused, trDropped, trPanics)
+		trRecvBuffered, trRecvOutOfOrder, trSendWaits, trRefused, trDropped, trClosedByLimit, trPanics)
 }
 
 func (c transportCollector) Collect(ch chan<- prometheus.Metric) {
@@ -66,9 +70,11 @@ func (c transportCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- gaugeOf(trSendBuffered, float64(st.SendBuffered))
 	ch <- gaugeOf(trSendPeak, float64(st.SendBufferedPeak))
 	ch <- gaugeOf(trRecvBuffered, float64(st.ReceiveBuffered))
+	ch <- gaugeOf(trRecvOutOfOrder, float64(st.ReceiveOutOfOrder))
 	ch <- counterOf(trSendWaits, st.SendBudgetWaits)
 	collectByLabel(ch, trRefused, st.Refused, refusalLabels)
 	collectByLabel(ch, trDropped, st.DatagramsDropped, dropLabels)
+	collectByLabel(ch, trClosedByLimit, st.ClosedByLimit, limitLabels)
 	ch <- counterOf(trPanics, st.PanicsRecovered)
 }
 
