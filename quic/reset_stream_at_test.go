@@ -468,3 +468,154 @@ func mustWrite(t *testing.T, st *SendStream, n int) {
 		t.Fatal(err)
 	}
 }
+
+// packOffline builds what an offline connection would put into one packet
+// of stream control and stream frames, and records it as sent.
+func packOffline(t *testing.T, c *Conn) ([]wire.Frame, uint64) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := &sentPacket{space: spaceApp, ackLargest: -1}
+	b := c.appendControlFrames(nil, 1200, time.Now(), p)
+	b = c.appendStreamFrames(b, 1200, p)
+	var frames []wire.Frame
+	for len(b) > 0 {
+		var f wire.Frame
+		n, err := wire.ParseFrame(b, &f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, f)
+		b = b[n:]
+	}
+	c.loss.nextHandle++
+	c.loss.sent[c.loss.nextHandle] = p
+	return frames, c.loss.nextHandle
+}
+
+// streamFrames sums up the frames of stream id: the highest data end, and
+// the resets.
+func streamFrames(frames []wire.Frame, id uint64) (end uint64, resets []wire.Frame) {
+	for _, f := range frames {
+		switch {
+		case f.Type == wire.FrameTypeStream && f.StreamID == id:
+			end = max(end, f.Offset+uint64(len(f.Data)))
+		case (f.Type == wire.FrameTypeResetStream || f.Type == wire.FrameTypeResetStreamAt) && f.StreamID == id:
+			resets = append(resets, f)
+		}
+	}
+	return end, resets
+}
+
+// offlineSender returns an offline connection whose peer advertised
+// reset_stream_at, and a stream of it (ID 3) with 3000 bytes written
+// below the reliable boundary and 2000 after, reset with CancelWrite.
+func offlineSender(t *testing.T) (*Conn, *SendStream) {
+	t.Helper()
+	c := newOfflineConn(t)
+	c.hs.peerParams.ResetStreamAt = true
+	st, err := c.OpenUniStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, st, 3000)
+	st.SetReliableBoundary()
+	mustWrite(t, st, 2000)
+	st.CancelWrite(rsaCode)
+	return c, st
+}
+
+// TestResetStreamAtSenderFrames: the data below the boundary goes out
+// (none beyond it), then RESET_STREAM_AT; lost, both are sent again; a
+// STOP_SENDING replaces the reset with RESET_STREAM of the same final
+// size; the stream is forgotten once everything is acknowledged.
+func TestResetStreamAtSenderFrames(t *testing.T) {
+	const id = 3
+	t.Run("sent, lost, resent, acknowledged", func(t *testing.T) {
+		c, _ := offlineSender(t)
+		var handles []uint64
+		var end uint64
+		var resets []wire.Frame
+		for range 5 {
+			frames, h := packOffline(t, c)
+			handles = append(handles, h)
+			e, r := streamFrames(frames, id)
+			if len(resets) > 0 && e > 0 {
+				t.Fatal("STREAM frame after the RESET_STREAM_AT")
+			}
+			end, resets = max(end, e), append(resets, r...)
+		}
+		if end != 3000 || len(resets) != 1 || resets[0].Type != wire.FrameTypeResetStreamAt ||
+			resets[0].ReliableSize != 3000 || resets[0].FinalSize != 3000 {
+			t.Fatalf("sent data up to %d and resets %+v", end, resets)
+		}
+		c.mu.Lock()
+		for _, h := range handles {
+			c.onPacketLost(h, time.Now())
+		}
+		c.mu.Unlock()
+		end, resets = 0, nil
+		handles = handles[:0]
+		var resetHandle uint64
+		for range 5 {
+			frames, h := packOffline(t, c)
+			e, r := streamFrames(frames, id)
+			if len(r) > 0 {
+				resetHandle = h
+			} else {
+				handles = append(handles, h)
+			}
+			end, resets = max(end, e), append(resets, r...)
+		}
+		if end != 3000 || len(resets) != 1 || resets[0].ReliableSize != 3000 {
+			t.Fatalf("after the loss: data up to %d and resets %+v", end, resets)
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, h := range handles {
+			c.onPacketAcked(h)
+		}
+		if c.streams.all[id] == nil {
+			t.Fatal("stream forgotten before its RESET_STREAM_AT was acknowledged")
+		}
+		c.onPacketAcked(resetHandle)
+		if c.streams.all[id] != nil {
+			t.Fatal("stream still held after its data and reset were acknowledged")
+		}
+	})
+	t.Run("STOP_SENDING after RESET_STREAM_AT", func(t *testing.T) {
+		c, _ := offlineSender(t)
+		for range 5 {
+			packOffline(t, c)
+		}
+		feed(t, c, wire.AppendFrame(nil, &wire.Frame{Type: wire.FrameTypeStopSending, StreamID: id, ErrorCode: 9}))
+		frames, _ := packOffline(t, c)
+		end, resets := streamFrames(frames, id)
+		if end != 0 || len(resets) != 1 || resets[0].Type != wire.FrameTypeResetStream || resets[0].FinalSize != 3000 || resets[0].ErrorCode != rsaCode {
+			t.Fatalf("after STOP_SENDING: data up to %d, resets %+v", end, resets)
+		}
+	})
+	t.Run("STOP_SENDING before anything was sent", func(t *testing.T) {
+		c, _ := offlineSender(t)
+		feed(t, c, wire.AppendFrame(nil, &wire.Frame{Type: wire.FrameTypeStopSending, StreamID: id, ErrorCode: 9}))
+		frames, _ := packOffline(t, c)
+		end, resets := streamFrames(frames, id)
+		if end != 0 || len(resets) != 1 || resets[0].Type != wire.FrameTypeResetStream || resets[0].FinalSize != 0 {
+			t.Fatalf("after STOP_SENDING: data up to %d, resets %+v", end, resets)
+		}
+	})
+	t.Run("peer without the extension", func(t *testing.T) {
+		c := newOfflineConn(t)
+		st, err := c.OpenUniStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustWrite(t, st, 3000)
+		st.SetReliableBoundary()
+		st.CancelWrite(rsaCode)
+		frames, _ := packOffline(t, c)
+		if end, resets := streamFrames(frames, id); end != 0 || len(resets) != 1 || resets[0].Type != wire.FrameTypeResetStream {
+			t.Fatalf("data up to %d, resets %+v", end, resets)
+		}
+	})
+}

@@ -208,7 +208,12 @@ func (s *stream) onStopSending(code uint64) {
 	case s.sendErr == nil && !s.send.AllAcked():
 		s.resetLocked(code, &StreamError{StreamID: StreamID(s.id), ErrorCode: StreamErrorCode(code), Remote: true}, 0)
 	case s.sendErr != nil && s.resetReliable > 0 && !s.sendFinished():
-		s.send.Reset()
+		sent := s.send.Reset()
+		if !s.resetSent && s.resetFinal == s.resetReliable {
+			// The RESET_STREAM_AT never went out, and its final size
+			// counted data not sent yet, maybe beyond the peer's limits.
+			s.resetFinal = sent
+		}
 		s.c.chargeSend(s)
 		s.resetReliable = 0
 		s.resetPending, s.resetAcked = true, false
