@@ -37,7 +37,10 @@
 //     (internal/recovery, internal/congestion); flow control with window
 //     auto-tuning and stream limits (internal/flowcontrol).
 //   - Bidirectional and unidirectional streams with FIN, RESET_STREAM,
-//     STOP_SENDING and deadlines; DATAGRAM frames; 1-RTT key updates
+//     STOP_SENDING and deadlines; resets with partial delivery
+//     (RESET_STREAM_AT, draft-ietf-quic-reliable-stream-reset:
+//     Config.EnableStreamResetPartialDelivery, SetReliableBoundary);
+//     DATAGRAM frames; 1-RTT key updates
 //     (initiated at the AEAD confidentiality limit or on request, accepted
 //     from the peer; Conn.InitiateKeyUpdate); idle timeout and keep-alives;
 //     stateless resets (sent for unknown
