@@ -5,12 +5,14 @@ import (
 	"errors"
 	"io"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/simnet"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/qlog"
 )
 
 // RESET_STREAM_AT (draft-ietf-quic-reliable-stream-reset) with quic-go as
@@ -618,4 +620,21 @@ func TestResetStreamAtSenderFrames(t *testing.T) {
 			t.Fatalf("data up to %d, resets %+v", end, resets)
 		}
 	})
+}
+
+// TestResetStreamAtLogged: both frame loggers name RESET_STREAM_AT and
+// its reliable size.
+func TestResetStreamAtLogged(t *testing.T) {
+	f := wire.Frame{Type: wire.FrameTypeResetStreamAt, StreamID: 4, ErrorCode: 7, FinalSize: 100, ReliableSize: 60}
+	q := &qlogger{}
+	b := string(q.appendFrames([]byte("{"), wire.AppendFrame(nil, &f), 3))
+	for _, want := range []string{`"frame_type":"reset_stream_at"`, `"stream_id":4`, `"error_code":7`, `"final_size":100`, `"reliable_size":60`} {
+		if !strings.Contains(b, want) {
+			t.Errorf("qlog %s lacks %s", b, want)
+		}
+	}
+	rs, ok := traceFrame(&f, 3).(*qlog.ResetStreamFrame)
+	if !ok || rs.ReliableSize != 60 || rs.FinalSize != 100 || rs.StreamID != 4 || rs.ErrorCode != 7 {
+		t.Errorf("tracer frame %#v", traceFrame(&f, 3))
+	}
 }
