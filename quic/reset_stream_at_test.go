@@ -53,6 +53,10 @@ func writeAndResetAt(t *testing.T, s *sim, from, to netip.Addr, link simnet.Link
 	if _, err := st.Write(rsaPayload[:rsaBoundary-rsaLate]); err != nil {
 		t.Fatal(err)
 	}
+	// Let that data go out and the congestion window open, so that the
+	// rest is sent into the black hole at once and the reset follows
+	// while it lasts.
+	time.Sleep(200 * time.Millisecond)
 	lost := s.net.Stats().Lost
 	s.net.SetLink(from, to, simnet.LinkConfig{Delay: link.Delay, Loss: 1})
 	t.Cleanup(func() {
