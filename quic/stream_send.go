@@ -201,8 +201,8 @@ func (s *stream) resetDue() bool {
 }
 
 // onStopSending answers STOP_SENDING: the send side is reset with its
-// code; a RESET_STREAM_AT already sent is replaced by a RESET_STREAM, as
-// the peer reads nothing more (draft section 5.4). The final size stays.
+// code; a RESET_STREAM_AT is replaced by a RESET_STREAM with the same code
+// and final size, as the peer reads nothing more (draft section 5.4).
 func (s *stream) onStopSending(code uint64) {
 	switch {
 	case s.sendErr == nil && !s.send.AllAcked():
