@@ -2,9 +2,11 @@ package quic
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -640,5 +642,30 @@ func TestResetStreamAtLogged(t *testing.T) {
 	rs, ok := traceFrame(&f, 3).(*qlog.ResetStreamFrame)
 	if !ok || rs.ReliableSize != 60 || rs.FinalSize != 100 || rs.StreamID != 4 || rs.ErrorCode != 7 {
 		t.Errorf("tracer frame %#v", traceFrame(&f, 3))
+	}
+}
+
+// TestResetStreamAtRememberedFor0RTT: a ticket remembers reset_stream_at
+// on both sides (draft section 3): the client uses the server's value in
+// 0-RTT, and a server that turned the extension off since refuses the
+// early data.
+func TestResetStreamAtRememberedFor0RTT(t *testing.T) {
+	p := wire.DefaultTransportParameters()
+	p.ResetStreamAt = true
+	ticket := &tls.SessionState{Extra: [][]byte{append(slices.Clone(rememberedTag), earlyLimits(&p)...)}}
+	if got := rememberedParams(ticket); got == nil || !got.ResetStreamAt {
+		t.Fatalf("remembered %+v", got)
+	}
+	c := newOfflineConn(t)
+	c.config.Allow0RTT = true
+	c.config.EnableStreamResetPartialDelivery = true
+	issued := c.ticketOptions().Extra
+	for _, on := range []bool{true, false} {
+		c.config.EnableStreamResetPartialDelivery = on
+		s := &tls.SessionState{EarlyData: true, Extra: issued}
+		c.onResumeSession(s)
+		if s.EarlyData != on {
+			t.Errorf("extension now %v: early data accepted %v", on, s.EarlyData)
+		}
 	}
 }
