@@ -87,6 +87,13 @@ type Config struct {
 	Allow0RTT bool
 	// EnableDatagrams enables DATAGRAM frames (RFC 9221).
 	EnableDatagrams bool
+	// EnableStreamResetPartialDelivery advertises the reset_stream_at
+	// transport parameter (draft-ietf-quic-reliable-stream-reset): the
+	// peer may then reset streams with RESET_STREAM_AT, whose reader still
+	// gets the data up to the frame's reliable size before the reset
+	// error. Our own resets use RESET_STREAM_AT (SetReliableBoundary)
+	// whenever the peer advertised it, as in quic-go.
+	EnableStreamResetPartialDelivery bool
 	// TokenStore, on a client, keeps the tokens servers send in NEW_TOKEN
 	// frames and puts one into the first Initial of the next connection to
 	// the same server, which then may skip the Retry round trip. Nil

@@ -653,6 +653,8 @@ func (c *Conn) ConnectionState() ConnectionState {
 	s.SupportsDatagrams.Local = c.config.EnableDatagrams
 	// As quic-go: what the peer advertised, even with ours off.
 	s.SupportsDatagrams.Remote = c.datagrams.peerSupports
+	s.SupportsStreamResetPartialDelivery.Local = c.config.EnableStreamResetPartialDelivery
+	s.SupportsStreamResetPartialDelivery.Remote = c.peerAcceptsResetStreamAt()
 	s.GSO = c.t.gso
 	s.Used0RTT = c.early.used
 	s.RequireStreamCreditRelease = c.config.RequireStreamCreditRelease

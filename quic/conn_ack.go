@@ -52,7 +52,7 @@ func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
 				c.maybeRemoveStream(s)
 			}
 		case sfResetStream:
-			if s := c.streams.all[f.id]; s != nil {
+			if s := c.streams.all[f.id]; s != nil && f.off == s.resetReliable {
 				s.resetAcked = true
 				c.maybeRemoveStream(s)
 			}
@@ -91,12 +91,12 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 		case sfCrypto:
 			c.spaces[p.space].crypto.OnLost(f.off, int(f.n), false)
 		case sfStream:
-			if s := c.streams.all[f.id]; s != nil && s.sendErr == nil {
+			if s := c.streams.all[f.id]; s != nil && (s.sendErr == nil || s.resetReliable > 0) {
 				s.send.OnLost(f.off, int(f.n), f.fin)
 				c.queueStreamSend(s)
 			}
 		case sfResetStream:
-			if s := c.streams.all[f.id]; s != nil && !s.resetAcked {
+			if s := c.streams.all[f.id]; s != nil && !s.resetAcked && f.off == s.resetReliable {
 				s.resetPending = true
 				c.queueStreamControl(s)
 			}

@@ -41,24 +41,36 @@ type earlyData struct {
 	dial bool
 }
 
-// earlyLimitsLen is the size of the limits a ticket remembers: seven
-// uint64, the flow-control and stream limits and max_datagram_frame_size.
-const earlyLimitsLen = 7 * 8
+// earlyLimitsLen is the size of the limits a ticket remembers: eight
+// uint64, the flow-control and stream limits, max_datagram_frame_size and
+// reset_stream_at (1 when advertised), which both ends must remember for
+// 0-RTT (draft-ietf-quic-reliable-stream-reset section 3).
+const earlyLimitsLen = 8 * 8
 
 // earlyLimits encodes the limits a 0-RTT client may use from our params.
 func earlyLimits(p *wire.TransportParameters) []byte {
 	b := make([]byte, 0, earlyLimitsLen)
 	for _, v := range []uint64{p.InitialMaxData, p.InitialMaxStreamDataBidiLocal, p.InitialMaxStreamDataBidiRemote,
-		p.InitialMaxStreamDataUni, p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni, p.MaxDatagramFrameSize} {
+		p.InitialMaxStreamDataUni, p.InitialMaxStreamsBidi, p.InitialMaxStreamsUni, p.MaxDatagramFrameSize, boolLimit(p.ResetStreamAt)} {
 		b = binary.BigEndian.AppendUint64(b, v)
 	}
 	return b
 }
 
+// boolLimit encodes a flag among the remembered limits: a server that
+// turned it off since the ticket then has a smaller value, and refuses the
+// early data.
+func boolLimit(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // ticketLimitsTag marks our entry in a server SessionState's Extra: the
 // application's WrapSession may add entries of its own (quic-go's tests
 // add one of 5000 bytes), which must not be taken for ours.
-var ticketLimitsTag = []byte("turboretry limits v2")
+var ticketLimitsTag = []byte("turboretry limits v3")
 
 // ticketOptions are the options of the session tickets a server sends.
 func (c *Conn) ticketOptions() tls.QUICSessionTicketOptions {
@@ -160,7 +172,7 @@ func (c *Conn) handle0RTTPacket(pkt []byte, hdr *wire.LongHeader, p receivedPack
 // data.
 
 // rememberedTag marks our entry in a client SessionState's Extra.
-var rememberedTag = []byte("turboretry 0rtt v2")
+var rememberedTag = []byte("turboretry 0rtt v3")
 
 // rememberParams appends the server's limits to a ticket to be stored.
 func (c *Conn) rememberParams(s *tls.SessionState) {
@@ -187,6 +199,7 @@ func rememberedParams(s *tls.SessionState) *wire.TransportParameters {
 		p.InitialMaxStreamsBidi = u(4)
 		p.InitialMaxStreamsUni = u(5)
 		p.MaxDatagramFrameSize = u(6)
+		p.ResetStreamAt = u(7) != 0
 		return &p
 	}
 	return nil

@@ -71,7 +71,13 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		c.stats.blockedRecv++
 		return nil
 	}
-	peerSends := f.Type == wire.FrameTypeStream || f.Type == wire.FrameTypeResetStream || f.Type == wire.FrameTypeStreamDataBlocked
+	if f.Type == wire.FrameTypeResetStreamAt && !c.config.EnableStreamResetPartialDelivery {
+		// Not advertised, so an unknown frame type to us (RFC 9000
+		// section 12.4), as quic-go treats it.
+		return qerr.NewFrameEncodingError(ft, "RESET_STREAM_AT without reset_stream_at")
+	}
+	peerSends := f.Type == wire.FrameTypeStream || f.Type == wire.FrameTypeResetStream ||
+		f.Type == wire.FrameTypeResetStreamAt || f.Type == wire.FrameTypeStreamDataBlocked
 	first, n, err := c.streams.counts.OnPeerFrame(f.StreamID, peerSends)
 	if err != nil {
 		return withType(err)
@@ -100,7 +106,13 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 			}
 			return nil
 		}
-		if err := s.recv.Push(f.Offset, f.Data, f.Fin); err != nil {
+		data, fin := f.Data, f.Fin
+		if s.peerReset != nil {
+			// After RESET_STREAM_AT only the bytes below its reliable
+			// size are read: later ones are not kept.
+			data, fin = data[:min(uint64(len(data)), s.peerReliable-min(f.Offset, s.peerReliable))], false
+		}
+		if err := s.recv.Push(f.Offset, data, fin); err != nil {
 			return bufferError(err, ft)
 		}
 		c.recvMem.charge(s)
@@ -111,26 +123,12 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		if f.Fin {
 			c.maybeRemoveStream(s) // a bare FIN after everything was read
 		}
-	case wire.FrameTypeResetStream:
-		if err := s.fcRecv.OnResetStream(f.FinalSize); err != nil {
+	case wire.FrameTypeResetStream, wire.FrameTypeResetStreamAt:
+		if err := s.onPeerReset(f); err != nil {
 			return withType(err)
 		}
-		s.noteFinalSize()
-		if s.resetRecvd || s.eofRead {
-			return nil
-		}
-		s.resetRecvd = true
-		if s.recvErr == nil {
-			s.recvErr = &StreamError{StreamID: StreamID(s.id), ErrorCode: StreamErrorCode(f.ErrorCode), Remote: true}
-		}
-		c.recvMem.release(s)
-		s.signalRead()
-		c.maybeRemoveStream(s)
 	case wire.FrameTypeStopSending:
-		if s.sendErr == nil && !s.send.AllAcked() {
-			code := StreamErrorCode(f.ErrorCode)
-			s.resetLocked(f.ErrorCode, &StreamError{StreamID: StreamID(s.id), ErrorCode: code, Remote: true})
-		}
+		s.onStopSending(f.ErrorCode)
 	case wire.FrameTypeMaxStreamData:
 		if s.fcSend.OnMaxStreamData(f.Limit) {
 			s.signalWrite() // the writer may queue more (writeRoom)

@@ -89,6 +89,7 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 	if cfg.EnableDatagrams {
 		p.MaxDatagramFrameSize = 65535
 	}
+	p.ResetStreamAt = cfg.EnableStreamResetPartialDelivery
 	if !c.isClient {
 		p.OriginalDestinationConnectionID = c.cids.origDest
 		p.HasOriginalDestinationConnectionID = true

@@ -39,7 +39,10 @@
 //     section 21.4, PROTOCOL_VIOLATION); flow control with window
 //     auto-tuning and stream limits (internal/flowcontrol).
 //   - Bidirectional and unidirectional streams with FIN, RESET_STREAM,
-//     STOP_SENDING and deadlines; DATAGRAM frames; 1-RTT key updates
+//     STOP_SENDING and deadlines; resets with partial delivery
+//     (RESET_STREAM_AT, draft-ietf-quic-reliable-stream-reset:
+//     Config.EnableStreamResetPartialDelivery, SetReliableBoundary);
+//     DATAGRAM frames; 1-RTT key updates
 //     (initiated at the AEAD confidentiality limit or on request, accepted
 //     from the peer unless it updates again before it can have seen our
 //     acknowledgment, KEY_UPDATE_ERROR; Conn.InitiateKeyUpdate); idle

@@ -104,6 +104,9 @@ func (c *Conn) qlogParams(owner string, p *wire.TransportParameters) {
 	if p.MaxDatagramFrameSize > 0 {
 		b = fieldUint(b, "max_datagram_frame_size", p.MaxDatagramFrameSize)
 	}
+	if p.ResetStreamAt {
+		b = fieldBool(b, "reset_stream_at", true)
+	}
 	q.end(b)
 }
 
@@ -370,6 +373,12 @@ func appendQlogFrame(b []byte, f *wire.Frame, ackExp uint8) []byte {
 		b = fieldUint(b, "stream_id", f.StreamID)
 		b = fieldUint(b, "error_code", f.ErrorCode)
 		b = fieldUint(b, "final_size", f.FinalSize)
+	case wire.FrameTypeResetStreamAt:
+		b = fieldRaw(b, "frame_type", "reset_stream_at")
+		b = fieldUint(b, "stream_id", f.StreamID)
+		b = fieldUint(b, "error_code", f.ErrorCode)
+		b = fieldUint(b, "final_size", f.FinalSize)
+		b = fieldUint(b, "reliable_size", f.ReliableSize)
 	case wire.FrameTypeStopSending:
 		b = fieldRaw(b, "frame_type", "stop_sending")
 		b = fieldUint(b, "stream_id", f.StreamID)

@@ -46,6 +46,11 @@ type stream struct {
 	limited       *limitedWrite // a WriteWithLimit waiting for its limiter
 	urgency       int8          // SetPriority (RFC 9218); default 3
 	nonIncr       bool          // not incremental: served whole, in ID order
+	// reliableSize is what SetReliableBoundary marked; resetReliable the
+	// Reliable Size of the reset being sent: RESET_STREAM_AT when above
+	// 0, and the data below it is still delivered (resetDue).
+	reliableSize  uint64
+	resetReliable uint64
 
 	// Receive side.
 	recv         *streambuf.RecvBuffer // nil without a receive side
@@ -69,6 +74,14 @@ type stream struct {
 	creditReleased bool
 	finalSizeCB    func(int64) // SetReceiveFinalSizeCallback
 	finalSizeTold  bool        // finalSizeCB was called
+	// peerReset is the error of a RESET_STREAM_AT the reader does not see
+	// yet: first it reads up to peerReliable (finishPeerReset).
+	// peerResetCode is the code of any reset received (peerResetKnown),
+	// which the peer must not change.
+	peerReset      *StreamError
+	peerReliable   uint64
+	peerResetCode  uint64
+	peerResetKnown bool
 }
 
 func (c *Conn) newStream(id uint64) *stream {
@@ -149,7 +162,9 @@ func (s *stream) sendFinished() bool {
 		return true
 	}
 	if s.sendErr != nil {
-		return s.resetAcked
+		// After RESET_STREAM_AT the bytes below its reliable size must be
+		// acknowledged too.
+		return s.resetAcked && (s.send.IsReset() || s.send.AllAcked())
 	}
 	return s.send.AllAcked()
 }
@@ -217,7 +232,7 @@ func (c *Conn) queueStreamControl(s *stream) {
 }
 
 func (s *stream) hasControlFrames() bool {
-	return s.resetPending || s.stopPending || s.maxDataLost || (s.hasRecv && s.recvErr == nil && !s.eofRead && s.fcRecv.NeedsUpdate()) ||
+	return (s.resetPending && s.resetDue()) || s.stopPending || s.maxDataLost || (s.hasRecv && s.recvErr == nil && !s.eofRead && s.fcRecv.NeedsUpdate()) ||
 		s.blockedWriterDue()
 }
 
@@ -233,12 +248,17 @@ func (s *stream) appendControlFrames(b []byte, maxEnd int, now time.Time, srtt t
 	if s.blockedWriterDue() {
 		b = s.appendBlocked(b, maxEnd, p, 0)
 	}
-	if s.resetPending {
+	if s.resetPending && s.resetDue() {
 		f := wire.Frame{Type: wire.FrameTypeResetStream, StreamID: s.id, ErrorCode: s.resetCode, FinalSize: s.resetFinal}
+		if s.resetReliable > 0 {
+			f.Type, f.ReliableSize = wire.FrameTypeResetStreamAt, s.resetReliable
+		}
 		if b, ok = appendIfFits(b, maxEnd, &f); ok {
 			s.resetPending = false
 			s.resetSent = true
-			p.frames = append(p.frames, sentFrame{kind: sfResetStream, id: s.id})
+			// off: the Reliable Size, so that the ack or loss of a
+			// RESET_STREAM_AT replaced by a RESET_STREAM is told apart.
+			p.frames = append(p.frames, sentFrame{kind: sfResetStream, id: s.id, off: s.resetReliable})
 		}
 	}
 	if s.stopPending {
@@ -270,12 +290,12 @@ func (s *stream) appendControlFrames(b []byte, maxEnd int, now time.Time, srtt t
 // fits and flow control allows it. Lost data goes first and needs no new
 // credit; new data is bounded by the peer's limits.
 func (s *stream) appendStreamFrame(b []byte, maxEnd int, p *sentPacket) ([]byte, bool) {
-	if s.sendErr != nil {
+	if s.sendErr != nil && s.resetReliable == 0 {
 		return b, false
 	}
 	left := maxEnd - len(b)
 	maxLen := max(wire.MaxStreamDataLen(s.id, s.send.NextOffset(), left, true), 0)
-	if lw := s.limited; lw != nil {
+	if lw := s.limited; lw != nil && s.sendErr == nil {
 		s.appendLimited(maxLen)
 		if !lw.done && s.send.Unsent() == 0 && s.fcSend.Available() == 0 {
 			b = s.appendBlocked(b, maxEnd, p, 0) // the limited write waits for credit
@@ -312,6 +332,9 @@ func (s *stream) appendStreamFrame(b []byte, maxEnd int, p *sentPacket) ([]byte,
 		}
 	}
 	p.frames = append(p.frames, sentFrame{kind: sfStream, id: s.id, off: off, n: uint64(n), fin: fin})
+	if s.resetPending && s.resetDue() {
+		s.c.queueStreamControl(s) // the RESET_STREAM_AT waited for this data
+	}
 	return b, true
 }
 

@@ -35,8 +35,20 @@ func (s *Stream) Write(p []byte) (int, error) { return s.s.write(p) }
 // side stays open.
 func (s *Stream) Close() error { return s.s.closeSend() }
 
-// CancelWrite abandons the send side with RESET_STREAM carrying code.
+// CancelWrite abandons the send side with RESET_STREAM carrying code, or
+// RESET_STREAM_AT after SetReliableBoundary (see there).
 func (s *Stream) CancelWrite(code StreamErrorCode) { s.s.cancelWrite(code) }
+
+// SetReliableBoundary marks the data written so far as reliable: a later
+// CancelWrite sends RESET_STREAM_AT (draft-ietf-quic-reliable-stream-reset)
+// and keeps sending and resending the data up to this point until the peer
+// acknowledged it, so its reader gets that data before the reset error.
+// Calling it again moves the boundary up to the data written by then. It
+// has no effect when the peer did not advertise support (see
+// ConnectionState.SupportsStreamResetPartialDelivery.Remote): CancelWrite
+// then sends RESET_STREAM, as in quic-go. A STOP_SENDING from the peer
+// still ends the delivery.
+func (s *Stream) SetReliableBoundary() { s.s.setReliableBoundary() }
 
 // CancelRead asks the peer to stop sending with STOP_SENDING carrying code.
 func (s *Stream) CancelRead(code StreamErrorCode) { s.s.cancelRead(code) }
@@ -67,8 +79,13 @@ func (s *SendStream) Write(p []byte) (int, error) { return s.s.write(p) }
 // Close closes the stream: a FIN follows the written data.
 func (s *SendStream) Close() error { return s.s.closeSend() }
 
-// CancelWrite abandons the stream with RESET_STREAM carrying code.
+// CancelWrite abandons the stream with RESET_STREAM carrying code, or
+// RESET_STREAM_AT after SetReliableBoundary.
 func (s *SendStream) CancelWrite(code StreamErrorCode) { s.s.cancelWrite(code) }
+
+// SetReliableBoundary marks the data written so far as reliable; see
+// Stream.SetReliableBoundary.
+func (s *SendStream) SetReliableBoundary() { s.s.setReliableBoundary() }
 
 // Context is canceled once the stream is closed, reset or the connection
 // closes.

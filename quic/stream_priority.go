@@ -29,7 +29,7 @@ func (s *stream) setPriority(urgency int8, incremental bool) {
 // wantsToSend reports whether the stream still belongs in the send list.
 func (s *stream) wantsToSend() bool {
 	if s.sendErr != nil {
-		return false
+		return s.resetReliable > 0 && s.send.HasData() // RESET_STREAM_AT's reliable data
 	}
 	return s.send.HasData() || (s.limited != nil && !s.limited.done)
 }

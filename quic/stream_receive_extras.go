@@ -22,6 +22,13 @@ func (s *stream) peek(p []byte) (int, error) {
 		if len(p) == 0 {
 			return 0, nil
 		}
+		if s.peerReset != nil {
+			// Only the bytes below a RESET_STREAM_AT's reliable size, then
+			// its error.
+			if left := s.peerReliable - s.recv.ReadOffset(); uint64(len(p)) > left && uint64(s.recv.Readable()) >= left {
+				return s.recv.CopyAt(p[:left]), s.peerReset
+			}
+		}
 		if s.recv.Readable() >= len(p) {
 			return s.recv.CopyAt(p), nil
 		}

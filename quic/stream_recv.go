@@ -3,6 +3,9 @@ package quic
 import (
 	"io"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/qerr"
+	"github.com/turboretry/turboretry/internal/wire"
 )
 
 func (s *stream) read(p []byte) (int, error) {
@@ -19,7 +22,11 @@ func (s *stream) read(p []byte) (int, error) {
 		if len(p) == 0 {
 			return 0, nil
 		}
-		if n, _ := s.recv.Read(p); n > 0 {
+		q := p
+		if s.peerReset != nil {
+			q = p[:min(uint64(len(p)), s.peerReliable-s.recv.ReadOffset())]
+		}
+		if n, _ := s.recv.Read(q); n > 0 {
 			_ = s.fcRecv.Consume(uint64(n))
 			c.recvMem.charge(s)
 			c.syncBudgets()
@@ -28,6 +35,11 @@ func (s *stream) read(p []byte) (int, error) {
 			}
 			if c.flow.recv.NeedsUpdate() {
 				c.wake()
+			}
+			// As with io.EOF below, the read that reaches a
+			// RESET_STREAM_AT's reliable size reports the reset.
+			if s.finishPeerReset() {
+				return n, s.recvErr
 			}
 			// Like quic-go, the read that reaches the final size reports
 			// io.EOF with the last bytes, so a reader that stops once it has
@@ -68,6 +80,13 @@ func (s *stream) cancelRead(code StreamErrorCode) {
 	if s.recvErr != nil || s.eofRead || c.close.err != nil {
 		return
 	}
+	if s.peerReset != nil {
+		// The peer's RESET_STREAM_AT is here: nothing to ask of it, and
+		// the reader gets its error, as in quic-go.
+		s.peerReliable = 0
+		s.finishPeerReset()
+		return
+	}
 	s.recvErr = &StreamError{StreamID: StreamID(s.id), ErrorCode: code}
 	c.recvMem.release(s)
 	s.fcRecv.Abandon()
@@ -85,4 +104,61 @@ func (s *stream) setReadDeadline(t time.Time) {
 	s.readDeadline = t
 	s.signalRead()
 	s.c.mu.Unlock()
+}
+
+// onPeerReset handles RESET_STREAM and RESET_STREAM_AT (a reliable size of
+// 0 is RESET_STREAM). The reader first gets the data below the smallest
+// reliable size received (a larger one, reordered, is ignored: draft
+// section 5.2), then the reset error; RESET_STREAM makes that at once.
+func (s *stream) onPeerReset(f *wire.Frame) error {
+	if err := s.fcRecv.OnResetStreamAt(f.FinalSize); err != nil {
+		return err
+	}
+	if s.peerResetKnown && f.ErrorCode != s.peerResetCode && s.c.config.EnableStreamResetPartialDelivery {
+		return qerr.NewTransportError(qerr.StreamStateError, 0, "reset error code changed")
+	}
+	s.peerResetKnown, s.peerResetCode = true, f.ErrorCode
+	s.noteFinalSize()
+	reliable := f.ReliableSize
+	if f.Type == wire.FrameTypeResetStream {
+		reliable = 0
+	}
+	if s.resetRecvd || s.eofRead || s.recvErr != nil {
+		// Already reset, read to the end or stopped by CancelRead: no
+		// data is owed to the reader.
+		s.fcRecv.Abandon()
+		if !s.resetRecvd && !s.eofRead {
+			s.resetRecvd = true
+			s.c.recvMem.release(s)
+			s.signalRead()
+			s.c.maybeRemoveStream(s)
+		}
+		return nil
+	}
+	if s.peerReset == nil {
+		s.peerReset = &StreamError{StreamID: StreamID(s.id), ErrorCode: StreamErrorCode(f.ErrorCode), Remote: true}
+		s.peerReliable = reliable
+	}
+	s.peerReliable = min(s.peerReliable, reliable)
+	s.signalRead()
+	s.finishPeerReset()
+	return nil
+}
+
+// finishPeerReset makes a pending RESET_STREAM_AT the reader's error once
+// it read every byte below the reliable size, and reports whether it did.
+func (s *stream) finishPeerReset() bool {
+	if s.peerReset == nil || s.recv.ReadOffset() < s.peerReliable {
+		return false
+	}
+	s.resetRecvd = true
+	if s.recvErr == nil {
+		s.recvErr = s.peerReset
+	}
+	s.peerReset = nil
+	s.c.recvMem.release(s)
+	s.fcRecv.Abandon()
+	s.signalRead()
+	s.c.maybeRemoveStream(s)
+	return true
 }

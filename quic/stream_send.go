@@ -148,20 +148,77 @@ func (s *stream) cancelWrite(code StreamErrorCode) {
 	if s.sendErr != nil || s.send.AllAcked() || c.close.err != nil {
 		return
 	}
-	s.resetLocked(uint64(code), &StreamError{StreamID: StreamID(s.id), ErrorCode: code})
+	var reliable uint64
+	if c.peerAcceptsResetStreamAt() {
+		reliable = s.reliableSize
+	}
+	s.resetLocked(uint64(code), &StreamError{StreamID: StreamID(s.id), ErrorCode: code}, reliable)
 	c.syncBudgets()
 }
 
-// resetLocked abandons the send side and queues RESET_STREAM.
-func (s *stream) resetLocked(code uint64, err error) {
+// peerAcceptsResetStreamAt reports whether the peer advertised
+// reset_stream_at (remembered from the ticket in 0-RTT).
+func (c *Conn) peerAcceptsResetStreamAt() bool {
+	return c.hs.peerParams != nil && c.hs.peerParams.ResetStreamAt
+}
+
+// setReliableBoundary marks the data written so far as reliable: a later
+// CancelWrite still delivers it, if the peer accepts RESET_STREAM_AT.
+func (s *stream) setReliableBoundary() {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	if s.sendErr == nil {
+		s.reliableSize = max(s.reliableSize, s.send.WriteOffset())
+	}
+}
+
+// resetLocked abandons the send side and queues RESET_STREAM, or with a
+// reliable size RESET_STREAM_AT, whose data below that size still goes
+// out and is resent until acknowledged.
+func (s *stream) resetLocked(code uint64, err error, reliable uint64) {
 	s.sendErr = err
 	s.resetPending = true
 	s.resetCode = code
-	s.resetFinal = s.send.Reset()
+	s.resetReliable = reliable
+	if reliable > 0 {
+		s.resetFinal = s.send.ResetAt(reliable)
+		s.c.queueStreamSend(s)
+	} else {
+		s.resetFinal = s.send.Reset()
+	}
 	s.c.chargeSend(s)
 	s.sendCancel(err)
 	s.signalWrite()
 	s.c.queueStreamControl(s)
+}
+
+// resetDue reports whether the pending reset may go out. A RESET_STREAM_AT
+// waits until the data below its reliable size was sent once: its final
+// size is then within the peer's flow control limits (draft section 4),
+// and the data reaches the peer before the reset, as far as order goes.
+func (s *stream) resetDue() bool {
+	return s.resetReliable == 0 || s.send.IsReset() || s.send.SentHighWater() >= s.resetReliable
+}
+
+// onStopSending answers STOP_SENDING: the send side is reset with its
+// code; a RESET_STREAM_AT is replaced by a RESET_STREAM with the same code
+// and final size, as the peer reads nothing more (draft section 5.4).
+func (s *stream) onStopSending(code uint64) {
+	switch {
+	case s.sendErr == nil && !s.send.AllAcked():
+		s.resetLocked(code, &StreamError{StreamID: StreamID(s.id), ErrorCode: StreamErrorCode(code), Remote: true}, 0)
+	case s.sendErr != nil && s.resetReliable > 0 && !s.sendFinished():
+		sent := s.send.Reset()
+		if !s.resetSent && s.resetFinal == s.resetReliable {
+			// The RESET_STREAM_AT never went out, and its final size
+			// counted data not sent yet, maybe beyond the peer's limits.
+			s.resetFinal = sent
+		}
+		s.c.chargeSend(s)
+		s.resetReliable = 0
+		s.resetPending, s.resetAcked = true, false
+		s.c.queueStreamControl(s)
+	}
 }
 
 func (s *stream) setWriteDeadline(t time.Time) {

@@ -331,6 +331,11 @@ func traceFrame(f *wire.Frame, ackExp uint8) any {
 		return a
 	case wire.FrameTypeResetStream:
 		return &qlog.ResetStreamFrame{StreamID: StreamID(f.StreamID), ErrorCode: StreamErrorCode(f.ErrorCode), FinalSize: qlog.ByteCount(f.FinalSize)}
+	case wire.FrameTypeResetStreamAt:
+		// qlog tells RESET_STREAM_AT by a non-zero ReliableSize, as
+		// quic-go's; one with a reliable size of 0 shows as reset_stream.
+		return &qlog.ResetStreamFrame{StreamID: StreamID(f.StreamID), ErrorCode: StreamErrorCode(f.ErrorCode),
+			FinalSize: qlog.ByteCount(f.FinalSize), ReliableSize: qlog.ByteCount(f.ReliableSize)}
 	case wire.FrameTypeStopSending:
 		return &qlog.StopSendingFrame{StreamID: StreamID(f.StreamID), ErrorCode: StreamErrorCode(f.ErrorCode)}
 	case wire.FrameTypeCrypto:
@@ -479,6 +484,7 @@ func (c *Conn) traceParams(local bool, p *wire.TransportParameters) {
 	if p.MaxDatagramFrameSize > 0 {
 		ev.MaxDatagramFrameSize = qlog.ByteCount(p.MaxDatagramFrameSize)
 	}
+	ev.EnableResetStreamAt = p.ResetStreamAt
 	c.trace.r.RecordEvent(ev)
 }
 

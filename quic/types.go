@@ -34,6 +34,12 @@ type ConnectionState struct {
 	SupportsDatagrams struct {
 		Remote, Local bool
 	}
+	// SupportsStreamResetPartialDelivery tells whether RESET_STREAM_AT
+	// (draft-ietf-quic-reliable-stream-reset) was enabled locally
+	// (Config.EnableStreamResetPartialDelivery) and advertised by the peer.
+	SupportsStreamResetPartialDelivery struct {
+		Remote, Local bool
+	}
 	// Used0RTT reports that 0-RTT data was accepted: on a server, that it
 	// accepted the client's early data; on a client, once the handshake
 	// completed, that the server did not reject it.

@@ -83,6 +83,17 @@ func (s *StreamReceiver) NoteArrival(now time.Time) {
 // carries counts against both windows, and since the application will never
 // read the rest, all of it is released to the connection window.
 func (s *StreamReceiver) OnResetStream(finalSize uint64) error {
+	if err := s.OnResetStreamAt(finalSize); err != nil {
+		return err
+	}
+	s.Abandon()
+	return nil
+}
+
+// OnResetStreamAt accounts for a RESET_STREAM_AT frame: its final size is
+// checked and counted as RESET_STREAM's, but the application still reads
+// up to the reliable size, so nothing is released before Abandon.
+func (s *StreamReceiver) OnResetStreamAt(finalSize uint64) error {
 	if finalSize > MaxOffset {
 		return newError(FlowControlError, "stream %d: final size beyond 2^62-1", s.id)
 	}
@@ -96,7 +107,6 @@ func (s *StreamReceiver) OnResetStream(finalSize uint64) error {
 		return err
 	}
 	s.finalKnown, s.finalSize = true, finalSize
-	s.Abandon()
 	return nil
 }
 

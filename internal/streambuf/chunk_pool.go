@@ -75,6 +75,25 @@ func (l *chunkList) releaseAll(base uint64) {
 	l.base = base
 }
 
+// releaseFrom returns the chunks that lie entirely at or above off to the
+// pool.
+func (l *chunkList) releaseFrom(off uint64) {
+	keep := len(l.chunks)
+	if off >= l.base {
+		keep = int(min((off-l.base+ChunkSize-1)/ChunkSize, uint64(keep)))
+	} else {
+		keep = 0
+	}
+	for i := keep; i < len(l.chunks); i++ {
+		if l.chunks[i] != nil {
+			putChunk(l.chunks[i])
+			l.chunks[i] = nil
+			l.count--
+		}
+	}
+	l.chunks = l.chunks[:keep]
+}
+
 // write copies p to offset off, which must be >= base.
 func (l *chunkList) write(off uint64, p []byte) {
 	for len(p) > 0 {

@@ -280,5 +280,31 @@ func (b *SendBuffer) Reset() (finalSize uint64) {
 	return b.nextOffset
 }
 
+// ResetAt abandons the stream except for its first reliable bytes
+// (RESET_STREAM_AT, draft-ietf-quic-reliable-stream-reset): those are
+// still sent and resent until acknowledged, later bytes and the FIN never
+// again, and their chunks go back to the pool. AllAcked then reports when
+// the reliable bytes are all acknowledged. With nothing left to deliver
+// (reliable bytes all acknowledged) it is Reset. It returns the final size
+// for the frame: the larger of reliable and SentHighWater.
+func (b *SendBuffer) ResetAt(reliable uint64) (finalSize uint64) {
+	reliable = min(reliable, b.writeEnd)
+	finalSize = max(reliable, b.nextOffset)
+	if reliable <= b.ackedUpTo || b.reset {
+		b.Reset()
+		return finalSize
+	}
+	// The stream now ends at reliable, without a FIN: as if closed there
+	// with the FIN already acknowledged. Bytes beyond it were never sent
+	// or need not be again.
+	b.writeEnd = reliable
+	b.nextOffset = min(b.nextOffset, reliable)
+	b.closed, b.finPending, b.finAcked = true, false, true
+	b.acked.remove(reliable, wire.MaxVarint+1)
+	b.lost.remove(reliable, wire.MaxVarint+1)
+	b.data.releaseFrom(reliable)
+	return finalSize
+}
+
 // IsReset reports whether Reset was called.
 func (b *SendBuffer) IsReset() bool { return b.reset }

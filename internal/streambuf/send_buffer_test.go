@@ -190,6 +190,82 @@ func TestSendReset(t *testing.T) {
 	b.OnAcked(0, 1000, false) // late acks are harmless
 }
 
+// TestSendResetAt: after ResetAt the bytes below the reliable size still go
+// out (lost ones again, unsent ones for the first time), nothing beyond it
+// or a FIN does, and AllAcked waits for exactly the reliable bytes.
+func TestSendResetAt(t *testing.T) {
+	written := pattern(0, 40000)
+	t.Run("unsent below reliable", func(t *testing.T) {
+		var b SendBuffer
+		b.Write(written)
+		b.Close()
+		f1, _ := nextFrame(t, &b, 10000, written)
+		f2, _ := nextFrame(t, &b, 10000, written)
+		b.OnLost(f1.off, len(f1.data), false)
+		if got := b.ResetAt(25000); got != 25000 {
+			t.Fatalf("final size %d, want 25000", got)
+		}
+		if b.data.count != 2 || b.Buffered() != 25000 || b.Write([]byte("x")) != 0 {
+			t.Fatalf("after ResetAt: %d chunks, %d buffered", b.data.count, b.Buffered())
+		}
+		r, _ := nextFrame(t, &b, 10000, written)
+		n, _ := nextFrame(t, &b, 10000, written)
+		if !r.retx || r.off != 0 || len(r.data) != 10000 || n.retx || n.off != 20000 || len(n.data) != 5000 || n.fin {
+			t.Fatalf("frames after ResetAt: %+v %+v", r, n)
+		}
+		if f, ok := nextFrame(t, &b, 10000, written); ok {
+			t.Fatalf("frame beyond the reliable size: %+v", f)
+		}
+		b.OnLost(n.off, len(n.data), true) // a lost FIN is not resent either
+		if n2, _ := nextFrame(t, &b, 10000, written); n2.off != 20000 || len(n2.data) != 5000 || n2.fin {
+			t.Fatalf("resent %+v", n2)
+		}
+		b.OnAcked(f2.off, len(f2.data), false)
+		b.OnAcked(n.off, len(n.data), false)
+		if b.AllAcked() {
+			t.Fatal("AllAcked with [0,10000) unacknowledged")
+		}
+		b.OnAcked(r.off, len(r.data), false)
+		if !b.AllAcked() || b.data.count != 0 {
+			t.Fatalf("AllAcked %v, %d chunks", b.AllAcked(), b.data.count)
+		}
+	})
+	t.Run("sent beyond reliable", func(t *testing.T) {
+		var b SendBuffer
+		b.Write(written)
+		var fs []sentFrame
+		for range 3 {
+			f, _ := nextFrame(t, &b, 10000, written)
+			fs = append(fs, f)
+		}
+		b.OnLost(fs[2].off, len(fs[2].data), false)
+		if got := b.ResetAt(15000); got != 30000 {
+			t.Fatalf("final size %d, want 30000 (sent)", got)
+		}
+		if f, ok := nextFrame(t, &b, 10000, written); ok {
+			t.Fatalf("frame after ResetAt with everything below sent: %+v", f)
+		}
+		b.OnLost(fs[1].off, len(fs[1].data), false)
+		if f, _ := nextFrame(t, &b, 10000, written); f.off != 10000 || len(f.data) != 5000 || !f.retx {
+			t.Fatalf("resent %+v, want [10000,15000)", f)
+		}
+		b.OnAcked(fs[0].off, len(fs[0].data), false)
+		b.OnAcked(fs[1].off, len(fs[1].data), false)
+		if !b.AllAcked() || b.IsReset() {
+			t.Fatalf("AllAcked %v, IsReset %v", b.AllAcked(), b.IsReset())
+		}
+	})
+	t.Run("all acknowledged", func(t *testing.T) {
+		var b SendBuffer
+		b.Write(written)
+		f, _ := nextFrame(t, &b, 10000, written)
+		b.OnAcked(f.off, len(f.data), false)
+		if got := b.ResetAt(5000); got != 10000 || !b.IsReset() || b.HasData() {
+			t.Fatalf("final size %d, IsReset %v", got, b.IsReset())
+		}
+	})
+}
+
 func TestSendWriteLimit(t *testing.T) {
 	var b SendBuffer
 	b.writeEnd = wire.MaxVarint - 3

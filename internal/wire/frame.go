@@ -25,8 +25,8 @@ type Frame struct {
 	// ECT0, ECT1 and ECNCE are the ECN counts of an ACK_ECN frame.
 	ECT0, ECT1, ECNCE uint64
 
-	// StreamID is set for RESET_STREAM, STOP_SENDING, STREAM,
-	// MAX_STREAM_DATA and STREAM_DATA_BLOCKED.
+	// StreamID is set for RESET_STREAM, RESET_STREAM_AT, STOP_SENDING,
+	// STREAM, MAX_STREAM_DATA and STREAM_DATA_BLOCKED.
 	StreamID uint64
 	// Offset is the data offset of STREAM and CRYPTO frames.
 	Offset uint64
@@ -38,10 +38,15 @@ type Frame struct {
 	// field; without it the data runs to the end of the packet.
 	HasLength bool
 
-	// ErrorCode is set for RESET_STREAM, STOP_SENDING and CONNECTION_CLOSE.
+	// ErrorCode is set for RESET_STREAM, RESET_STREAM_AT, STOP_SENDING and
+	// CONNECTION_CLOSE.
 	ErrorCode uint64
-	// FinalSize is the final size of a RESET_STREAM frame.
+	// FinalSize is the final size of a RESET_STREAM or RESET_STREAM_AT
+	// frame.
 	FinalSize uint64
+	// ReliableSize is the Reliable Size of a RESET_STREAM_AT frame: the
+	// bytes still delivered despite the reset (at most FinalSize).
+	ReliableSize uint64
 	// Limit is the maximum of MAX_DATA, MAX_STREAM_DATA and MAX_STREAMS
 	// frames, or the limit at which a *_BLOCKED frame's sender was blocked.
 	Limit uint64

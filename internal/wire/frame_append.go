@@ -21,6 +21,12 @@ func AppendFrame(b []byte, f *Frame) []byte {
 		b = AppendVarint(b, f.StreamID)
 		b = AppendVarint(b, f.ErrorCode)
 		return AppendVarint(b, f.FinalSize)
+	case FrameTypeResetStreamAt:
+		b = append(b, byte(t))
+		b = AppendVarint(b, f.StreamID)
+		b = AppendVarint(b, f.ErrorCode)
+		b = AppendVarint(b, f.FinalSize)
+		return AppendVarint(b, f.ReliableSize)
 	case FrameTypeStopSending:
 		b = append(b, byte(t))
 		b = AppendVarint(b, f.StreamID)

@@ -16,6 +16,8 @@ func FrameLen(f *Frame) int {
 		return n
 	case FrameTypeResetStream:
 		return 1 + VarintLen(f.StreamID) + VarintLen(f.ErrorCode) + VarintLen(f.FinalSize)
+	case FrameTypeResetStreamAt:
+		return 1 + VarintLen(f.StreamID) + VarintLen(f.ErrorCode) + VarintLen(f.FinalSize) + VarintLen(f.ReliableSize)
 	case FrameTypeStopSending:
 		return 1 + VarintLen(f.StreamID) + VarintLen(f.ErrorCode)
 	case FrameTypeCrypto:

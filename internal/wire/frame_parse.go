@@ -117,6 +117,14 @@ func ParseFrame(b []byte, f *Frame) (int, error) {
 		f.StreamID = r.varint()
 		f.ErrorCode = r.varint()
 		f.FinalSize = r.varint()
+	case t == FrameTypeResetStreamAt:
+		f.StreamID = r.varint()
+		f.ErrorCode = r.varint()
+		f.FinalSize = r.varint()
+		f.ReliableSize = r.varint()
+		if !r.bad && f.ReliableSize > f.FinalSize {
+			return 0, frameError(t, "RESET_STREAM_AT reliable size above final size")
+		}
 	case t == FrameTypeStopSending:
 		f.StreamID = r.varint()
 		f.ErrorCode = r.varint()

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"reflect"
 	"testing"
@@ -34,6 +35,9 @@ var testFrames = []Frame{
 	{Type: FrameTypeAck, AckDelay: 1 << 20, AckRanges: []AckRange{{100, 200}, {50, 98}, {10, 10}, {0, 8}}},
 	{Type: FrameTypeAckECN, AckDelay: 3, AckRanges: []AckRange{{1 << 40, 1<<40 + 5}}, ECT0: 10, ECT1: 1 << 33, ECNCE: 2},
 	{Type: FrameTypeResetStream, StreamID: 4, ErrorCode: 0x10c, FinalSize: 1 << 50},
+	{Type: FrameTypeResetStreamAt, StreamID: 4, ErrorCode: 0x10c, FinalSize: 1 << 50, ReliableSize: 3},
+	{Type: FrameTypeResetStreamAt, StreamID: 1<<62 - 1, ErrorCode: 0, FinalSize: 70000, ReliableSize: 70000},
+	{Type: FrameTypeResetStreamAt, StreamID: 2, ErrorCode: 1, FinalSize: 9, ReliableSize: 0},
 	{Type: FrameTypeStopSending, StreamID: 1<<62 - 1, ErrorCode: 7},
 	{Type: FrameTypeCrypto, Offset: 0, Data: []byte("client hello")},
 	{Type: FrameTypeCrypto, Offset: 16384, Data: nil},
@@ -210,6 +214,9 @@ func TestFrameErrors(t *testing.T) {
 		{"ACK huge range count", "020a00ff00", qerr.FrameEncodingError, 2},
 		{"ACK_ECN missing counts", "030a00000001", qerr.FrameEncodingError, 3},
 		{"RESET_STREAM truncated", "040102", qerr.FrameEncodingError, 4},
+		{"RESET_STREAM_AT truncated", "24010203", qerr.FrameEncodingError, 0x24},
+		{"RESET_STREAM_AT reliable above final", "2401020304", qerr.FrameEncodingError, 0x24},
+		{"non-minimal RESET_STREAM_AT", "402401020302", qerr.ProtocolViolation, 0x24},
 		{"STOP_SENDING truncated", "0501", qerr.FrameEncodingError, 5},
 		{"CRYPTO beyond 2^62-1", "06ffffffffffffffff01aa", qerr.FrameEncodingError, 6},
 		{"CRYPTO data truncated", "060005aabb", qerr.FrameEncodingError, 6},
@@ -241,6 +248,27 @@ func TestFrameErrors(t *testing.T) {
 		if te.Code != tt.code || te.FrameType != tt.typ {
 			t.Errorf("%s: got %v, want %s for frame %#x", tt.name, err, tt.code, tt.typ)
 		}
+	}
+}
+
+// TestResetStreamAtEncoding checks the draft's layout field by field: type
+// 0x24, then stream ID, error code, final size and reliable size, each a
+// varint, and that a reliable size equal to the final size is accepted.
+func TestResetStreamAtEncoding(t *testing.T) {
+	f := Frame{Type: FrameTypeResetStreamAt, StreamID: 4, ErrorCode: 0x10c, FinalSize: 100, ReliableSize: 100}
+	b := AppendFrame(nil, &f)
+	if want := "2404410c40644064"; hex.EncodeToString(b) != want {
+		t.Fatalf("encoded %x, want %s", b, want)
+	}
+	var got Frame
+	if n, err := ParseFrame(b, &got); err != nil || n != len(b) || !frameEqual(&got, &f) {
+		t.Fatalf("parsed %d bytes, %v: %+v", n, err, got)
+	}
+	if FrameTypeResetStreamAt.String() != "RESET_STREAM_AT" || !FrameTypeResetStreamAt.IsAckEliciting() {
+		t.Error("RESET_STREAM_AT name or ack-eliciting wrong")
+	}
+	if FrameType(0x23).String() != "0x23" || FrameType(0x23).IsKnown() {
+		t.Error("types next to RESET_STREAM_AT became known")
 	}
 }
 

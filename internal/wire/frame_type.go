@@ -2,7 +2,8 @@ package wire
 
 import "strconv"
 
-// FrameType is a QUIC frame type (RFC 9000 section 12.4, RFC 9221).
+// FrameType is a QUIC frame type (RFC 9000 section 12.4, RFC 9221,
+// draft-ietf-quic-reliable-stream-reset).
 type FrameType uint64
 
 // Frame types. STREAM frames use 0x08-0x0f, with the low three bits as
@@ -33,6 +34,7 @@ const (
 	FrameTypeConnectionClose    FrameType = 0x1c // transport error
 	FrameTypeConnectionCloseApp FrameType = 0x1d // application error
 	FrameTypeHandshakeDone      FrameType = 0x1e
+	FrameTypeResetStreamAt      FrameType = 0x24 // draft-ietf-quic-reliable-stream-reset
 	FrameTypeDatagram           FrameType = 0x30 // RFC 9221, no Length field
 	FrameTypeDatagramWithLen    FrameType = 0x31 // RFC 9221, with Length field
 )
@@ -61,7 +63,7 @@ func (t FrameType) canonical() FrameType {
 
 // IsKnown reports whether t is a frame type this package parses.
 func (t FrameType) IsKnown() bool {
-	return t <= FrameTypeHandshakeDone || t == FrameTypeDatagram || t == FrameTypeDatagramWithLen
+	return t <= FrameTypeHandshakeDone || t == FrameTypeResetStreamAt || t == FrameTypeDatagram || t == FrameTypeDatagramWithLen
 }
 
 // IsAckEliciting reports whether a packet containing this frame must be
@@ -150,6 +152,9 @@ var frameTypeNames = [...]string{
 func (t FrameType) String() string {
 	if t < FrameType(len(frameTypeNames)) {
 		return frameTypeNames[t]
+	}
+	if t == FrameTypeResetStreamAt {
+		return "RESET_STREAM_AT"
 	}
 	if t.canonical() == FrameTypeDatagram {
 		return "DATAGRAM"

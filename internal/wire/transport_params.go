@@ -26,7 +26,7 @@ func (r Role) String() string {
 }
 
 // Transport parameter IDs (RFC 9000 section 18.2, RFC 9221 section 3,
-// RFC 9368 section 10.1).
+// RFC 9368 section 10.1, draft-ietf-quic-reliable-stream-reset section 3).
 const (
 	tpOriginalDestinationConnectionID uint64 = 0x00
 	tpMaxIdleTimeout                  uint64 = 0x01
@@ -46,6 +46,7 @@ const (
 	tpInitialSourceConnectionID       uint64 = 0x0f
 	tpRetrySourceConnectionID         uint64 = 0x10
 	tpVersionInformation              uint64 = 0x11
+	tpResetStreamAt                   uint64 = 0x1d
 	tpMaxDatagramFrameSize            uint64 = 0x20
 )
 
@@ -68,6 +69,7 @@ var tpNames = map[uint64]string{
 	tpInitialSourceConnectionID:       "initial_source_connection_id",
 	tpRetrySourceConnectionID:         "retry_source_connection_id",
 	tpVersionInformation:              "version_information",
+	tpResetStreamAt:                   "reset_stream_at",
 	tpMaxDatagramFrameSize:            "max_datagram_frame_size",
 }
 
@@ -141,6 +143,9 @@ type TransportParameters struct {
 	// (RFC 9221 section 3).
 	MaxDatagramFrameSize uint64
 	VersionInformation   *VersionInformation
+	// ResetStreamAt (reset_stream_at, an empty value): the endpoint
+	// accepts RESET_STREAM_AT frames (draft-ietf-quic-reliable-stream-reset).
+	ResetStreamAt bool
 }
 
 // DefaultTransportParameters returns the values an endpoint assumes for

@@ -91,6 +91,9 @@ func (p *TransportParameters) Marshal(b []byte, sender Role) ([]byte, error) {
 	if p.MaxDatagramFrameSize != 0 {
 		b = appendTPVarint(b, tpMaxDatagramFrameSize, p.MaxDatagramFrameSize)
 	}
+	if p.ResetStreamAt {
+		b = appendTPBytes(b, tpResetStreamAt, nil)
+	}
 	return b, nil
 }
 

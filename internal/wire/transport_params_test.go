@@ -37,6 +37,7 @@ func fullServerParams() TransportParameters {
 	p.RetrySourceConnectionID, p.HasRetrySourceConnectionID = nil, true // present but empty
 	p.MaxDatagramFrameSize = 65535
 	p.VersionInformation = &VersionInformation{ChosenVersion: Version1, AvailableVersions: []Version{Version2, Version1}}
+	p.ResetStreamAt = true
 	return p
 }
 
@@ -87,6 +88,16 @@ func TestTransportParametersDefaultsAndPresence(t *testing.T) {
 	}
 	if !p.HasRetrySourceConnectionID || len(p.RetrySourceConnectionID) != 0 {
 		t.Errorf("retry_source_connection_id presence lost: %+v", p)
+	}
+	if p.ResetStreamAt {
+		t.Error("reset_stream_at set without the parameter")
+	}
+	// reset_stream_at is 0x1d with an empty value (draft section 3), from
+	// either side.
+	for _, role := range []Role{RoleClient, RoleServer} {
+		if err := p.Unmarshal(tpRaw(0x1d, nil), role); err != nil || !p.ResetStreamAt {
+			t.Errorf("%s reset_stream_at: %v, %v", role, p.ResetStreamAt, err)
+		}
 	}
 	// Byte fields are copies, not views of the input.
 	b = tpRaw(0x0f, []byte{1, 2, 3})
@@ -141,6 +152,8 @@ func TestTransportParametersErrors(t *testing.T) {
 		{"original_destination_connection_id 21 bytes", tpRaw(0x00, make([]byte, 21)), RoleServer, "original_destination_connection_id longer than 20"},
 		{"reset token 15 bytes", tpRaw(0x02, make([]byte, 15)), RoleServer, "stateless_reset_token not 16 bytes"},
 		{"disable_active_migration with value", tpRaw(0x0c, []byte{1}), RoleClient, "disable_active_migration not empty"},
+		{"reset_stream_at with value", tpRaw(0x1d, []byte{0}), RoleServer, "reset_stream_at not empty"},
+		{"duplicate reset_stream_at", append(tpRaw(0x1d, nil), tpRaw(0x1d, nil)...), RoleClient, "duplicate reset_stream_at"},
 		{"client sends original_destination_connection_id", tpRaw(0x00, []byte{1}), RoleClient, "original_destination_connection_id sent by a client"},
 		{"client sends stateless_reset_token", tpRaw(0x02, make([]byte, 16)), RoleClient, "stateless_reset_token sent by a client"},
 		{"client sends preferred_address", tpRaw(0x0d, prefAddr(4, 0)), RoleClient, "preferred_address sent by a client"},

@@ -79,6 +79,11 @@ func (p *TransportParameters) parseParam(id uint64, val []byte) error {
 			return errTPValue(id, "not empty")
 		}
 		p.DisableActiveMigration = true
+	case tpResetStreamAt:
+		if len(val) != 0 {
+			return errTPValue(id, "not empty")
+		}
+		p.ResetStreamAt = true
 	case tpPreferredAddress:
 		pa, err := parsePreferredAddress(val)
 		if err != nil {
