@@ -68,8 +68,11 @@ type Config struct {
 	RequireStreamCreditRelease bool
 	// AllowConnectionWindowIncrease, when set, is asked before the
 	// connection's receive window grows by delta bytes (auto-tuning); false
-	// keeps it at its size. It runs on the connection's goroutine with the
-	// connection locked: it must not call into the connection.
+	// keeps it at its size. It runs on a goroutine of its own with no lock
+	// of ours held, one call at a time per connection, and not for a
+	// connection already closed: it may call any method of conn (unlike quic-go's,
+	// where that is not allowed). The window keeps its size until it
+	// returns; a MAX_DATA frame sent meanwhile advertises the old size.
 	AllowConnectionWindowIncrease func(conn *Conn, delta uint64) bool
 	// InitialPacketSize is the datagram size a connection starts with and
 	// never goes below (path MTU discovery raises it). Default 1200, the

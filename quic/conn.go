@@ -202,8 +202,9 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 		Initial: conf.InitialConnectionReceiveWindow,
 		Max:     conf.MaxConnectionReceiveWindow,
 	})
-	if allow := conf.AllowConnectionWindowIncrease; allow != nil {
-		c.flow.recv.SetAllowGrowth(func(delta uint64) bool { return allow(c, delta) })
+	if conf.AllowConnectionWindowIncrease != nil {
+		// Asked by askGrowth, without mu (flowcontrol's requests).
+		c.flow.recv.AskBeforeGrowth()
 	}
 	persp := flowcontrol.Server
 	if isClient {
@@ -323,7 +324,11 @@ func (c *Conn) run() {
 		notifyClose := c.close.closing && !c.close.notified
 		c.close.notified = c.close.notified || notifyClose
 		closing, closeAt := c.close.closing || c.close.draining, c.close.deadline
+		growth, askGrowth := c.flow.takeGrowthRequest(c.close.err != nil)
 		c.mu.Unlock()
+		if askGrowth {
+			go c.askGrowth(growth)
+		}
 		if err := c.writeDatagrams(writes, sendT); err != nil {
 			c.mu.Lock()
 			c.destroyLocked(&sendError{err})
@@ -387,6 +392,21 @@ func (c *Conn) run() {
 			default:
 			}
 		}
+	}
+}
+
+// askGrowth asks Config.AllowConnectionWindowIncrease whether the
+// connection window may grow by delta and applies the answer. It runs on a
+// goroutine of its own, without mu, so the callback may call any method of
+// the connection, even those that wait for run (CloseWithError).
+func (c *Conn) askGrowth(delta uint64) {
+	allowed := c.config.AllowConnectionWindowIncrease(c, delta)
+	c.mu.Lock()
+	allowed = allowed && c.close.err == nil
+	c.flow.growthAnswered(delta, allowed)
+	c.mu.Unlock()
+	if allowed {
+		c.wake() // the grown window goes out in a MAX_DATA frame
 	}
 }
 
