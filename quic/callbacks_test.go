@@ -121,3 +121,51 @@ func TestAllowWindowIncreaseClosesConn(t *testing.T) {
 		}
 	})
 }
+
+// blockingTokenStore's Put reports each call and waits until the test lets
+// it go; Pop has nothing.
+type blockingTokenStore struct {
+	put     chan struct{}
+	release chan struct{}
+	stored  atomic.Int64
+}
+
+func (*blockingTokenStore) Pop(string) *ClientToken { return nil }
+
+func (s *blockingTokenStore) Put(_ string, tok *ClientToken) {
+	if tok == nil || len(tok.data) == 0 {
+		panic("Put without a token")
+	}
+	s.stored.Add(1)
+	select {
+	case s.put <- struct{}{}:
+	default:
+	}
+	<-s.release
+}
+
+// TestTokenStoreOutsideLock: the client gives NEW_TOKEN tokens to its
+// TokenStore without holding the connection's lock, so the connection's
+// methods work while Put runs (with Put under the lock, ConnectionState
+// waited for it forever here).
+func TestTokenStoreOutsideLock(t *testing.T) {
+	simTest(t, callbackLink, func(t *testing.T, s *sim) {
+		srv := s.server(nil, nil)
+		store := &blockingTokenStore{put: make(chan struct{}, 1), release: make(chan struct{})}
+		c := s.dial(simClientAddr(1), srv.addr, &Config{TokenStore: store})
+		select {
+		case <-store.put:
+		case <-s.ctx().Done():
+			t.Fatal("no NEW_TOKEN token was stored")
+		}
+		if st := c.ConnectionState(); !st.TLS.HandshakeComplete {
+			t.Fatal("ConnectionState during Put: handshake not complete")
+		}
+		_ = c.ConnectionStats()
+		close(store.release)
+		echoOurs(t, s.ctx(), c, 64<<10)
+		if store.stored.Load() == 0 {
+			t.Fatal("no token stored")
+		}
+	})
+}

@@ -377,8 +377,12 @@ func (c *Conn) run() {
 					}
 				})
 				c.afterReceived()
+				tokens := c.tokens.takeToStore()
 				c.mu.Unlock()
 				c.doneReceived(q)
+				for _, tok := range tokens {
+					c.config.TokenStore.Put(c.tokens.storeKey, tok)
+				}
 			}
 		case <-c.t.closedCh:
 			err := c.t.closedErr()

@@ -3,6 +3,7 @@ package quic
 import (
 	"bytes"
 	"errors"
+	"slices"
 
 	"github.com/turboretry/turboretry/internal/connid"
 	"github.com/turboretry/turboretry/internal/qerr"
@@ -49,11 +50,35 @@ type cidState struct {
 // 9000 section 8.1.3). Guarded by Conn.mu.
 type tokenState struct {
 	initial  []byte // client: the token of our Initials (Retry or NEW_TOKEN)
-	storeKey string // client: where NEW_TOKEN tokens are stored
+	storeKey string // client: where NEW_TOKEN tokens are stored (set before run starts, read by run without mu)
 	// issued (server) is the NEW_TOKEN token to send once the handshake
 	// is confirmed; sendIssued while it is unsent or lost.
 	issued     []byte
 	sendIssued bool
+	// toStore (client) holds NEW_TOKEN tokens received and not yet given
+	// to Config.TokenStore, which run does without mu (takeToStore); at
+	// most maxTokensToStore, the newest.
+	toStore []*ClientToken
+}
+
+// maxTokensToStore bounds the NEW_TOKEN tokens waiting for the TokenStore:
+// a server sending many in one flight gets its newest stored.
+const maxTokensToStore = 4
+
+// received queues a NEW_TOKEN token for the TokenStore.
+func (s *tokenState) received(token []byte) {
+	if len(s.toStore) == maxTokensToStore {
+		s.toStore = append(s.toStore[:0], s.toStore[1:]...)
+	}
+	s.toStore = append(s.toStore, &ClientToken{data: slices.Clone(token)})
+}
+
+// takeToStore returns the tokens to give to the TokenStore, and forgets
+// them.
+func (s *tokenState) takeToStore() []*ClientToken {
+	t := s.toStore
+	s.toStore = nil
+	return t
 }
 
 // initLocalCIDs issues our handshake connection ID (sequence 0), routes it
