@@ -1,13 +1,18 @@
 package quic
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"io"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/simnet"
+	"github.com/turboretry/turboretry/qlogwriter"
 )
 
 // callbackLink is a link with enough round trip for receive windows to
@@ -166,6 +171,129 @@ func TestTokenStoreOutsideLock(t *testing.T) {
 		echoOurs(t, s.ctx(), c, 64<<10)
 		if store.stored.Load() == 0 {
 			t.Fatal("no token stored")
+		}
+	})
+}
+
+// pauseOnce makes the first call after arm wait until the test, told by
+// hit, calls into the connection and releases it.
+type pauseOnce struct {
+	armed   atomic.Bool
+	hit     chan struct{}
+	release chan struct{}
+}
+
+func newPauseOnce() *pauseOnce {
+	return &pauseOnce{hit: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (p *pauseOnce) maybePause() {
+	if p.armed.CompareAndSwap(true, false) {
+		close(p.hit)
+		<-p.release
+	}
+}
+
+// callWhilePaused arms p, runs a transfer on c until p paused a callback,
+// calls into c meanwhile, and lets the callback and the transfer finish.
+func callWhilePaused(t *testing.T, s *sim, c *Conn, p *pauseOnce) {
+	p.armed.Store(true)
+	done := make(chan error, 1)
+	go func() { done <- echoErr(s.ctx(), c, c.OpenStreamSync, 256<<10) }()
+	select {
+	case <-p.hit:
+	case <-s.ctx().Done():
+		t.Fatal("the callback was never called during the transfer")
+	}
+	callIntoConn(t, c)
+	close(p.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pausingTrace is a Config.Tracer trace whose recorder pauses once.
+type pausingTrace struct {
+	p      *pauseOnce
+	events atomic.Int64
+	closed atomic.Bool
+}
+
+func (tr *pausingTrace) AddProducer() qlogwriter.Recorder { return tr }
+
+func (tr *pausingTrace) RecordEvent(qlogwriter.Event) {
+	if tr.closed.Load() {
+		panic("event after Close")
+	}
+	tr.events.Add(1)
+	tr.p.maybePause()
+}
+
+func (tr *pausingTrace) Close() error {
+	tr.closed.Store(true)
+	return nil
+}
+
+// TestTracerOutsideLock: the connection's Tracer recorder gets its events
+// without the connection's lock held, so the connection's methods work
+// while it runs (they waited for it forever when events were recorded
+// under the lock), and it is closed when CloseWithError returns.
+func TestTracerOutsideLock(t *testing.T) {
+	simTest(t, callbackLink, func(t *testing.T, s *sim) {
+		srv := s.server(nil, nil)
+		trace := &pausingTrace{p: newPauseOnce()}
+		c := s.dial(simClientAddr(1), srv.addr, &Config{
+			Tracer: func(context.Context, bool, ConnectionID) qlogwriter.Trace { return trace },
+		})
+		callWhilePaused(t, s, c, trace.p)
+		_ = c.CloseWithError(0, "")
+		if !trace.closed.Load() || trace.events.Load() == 0 {
+			t.Fatalf("after CloseWithError: recorder closed %v, %d events", trace.closed.Load(), trace.events.Load())
+		}
+	})
+}
+
+// pausingWriter is a Config.Qlog writer whose Write pauses once.
+type pausingWriter struct {
+	p      *pauseOnce
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	closed chan struct{}
+}
+
+func (w *pausingWriter) Write(b []byte) (int, error) {
+	w.p.maybePause()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(b)
+}
+
+func (w *pausingWriter) Close() error {
+	close(w.closed)
+	return nil
+}
+
+// TestQlogWriterOutsideLock: Config.Qlog's writer is written to without
+// the connection's lock held, so the connection's methods work while a
+// Write runs; the qlog is complete once the connection ends.
+func TestQlogWriterOutsideLock(t *testing.T) {
+	simTest(t, callbackLink, func(t *testing.T, s *sim) {
+		srv := s.server(nil, nil)
+		w := &pausingWriter{p: newPauseOnce(), closed: make(chan struct{})}
+		c := s.dial(simClientAddr(1), srv.addr, &Config{
+			Qlog: func(Perspective, []byte) io.WriteCloser { return w },
+		})
+		callWhilePaused(t, s, c, w.p)
+		_ = c.CloseWithError(0, "")
+		select {
+		case <-w.closed:
+		case <-s.ctx().Done():
+			t.Fatal("the qlog writer was never closed")
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if !bytes.Contains(w.buf.Bytes(), []byte("transport:connection_closed")) {
+			t.Fatal("the qlog ends without connection_closed")
 		}
 	})
 }

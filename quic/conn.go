@@ -91,7 +91,8 @@ type receivedPacket struct {
 //     comment says so), and the streams' state (stream). Broadcast channels
 //     in them (streamSet.sig, datagramQueues.sendSig, ...) are created
 //     and closed under mu; waiters take them under mu and wait without it.
-//   - Two exceptions, both run's alone: sendState.spare, and reading
+//   - Three exceptions, all run's alone: sendState.spare, Conn.outSpare,
+//     and reading
 //     pathState.remote and connExtensions.local without mu in
 //     writeDatagrams, which is safe because only run writes them (with mu
 //     held).
@@ -162,6 +163,11 @@ type Conn struct {
 	// qlogTrace is the trace Config.Tracer returned (QlogTrace), kept
 	// after the connection's own recorder closed.
 	qlogTrace qlogwriter.Trace
+	// out holds the calls into the qlog and Tracer callbacks made under
+	// mu, for run to make without it (callbacks.go); outSpare, run's
+	// alone, is the events slice it delivered last.
+	out      callbackOutbox
+	outSpare []qlogwriter.Event
 }
 
 func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
@@ -311,7 +317,9 @@ func (c *Conn) run() {
 		c.guard(func() { c.onTimers(now) })
 		if c.close.finished {
 			c.teardownLocked()
+			out := c.takeOutboxLocked()
 			c.mu.Unlock()
+			c.deliverOutbox(out)
 			c.t.connDone(c)
 			return
 		}
@@ -325,14 +333,20 @@ func (c *Conn) run() {
 		c.close.notified = c.close.notified || notifyClose
 		closing, closeAt := c.close.closing || c.close.draining, c.close.deadline
 		growth, askGrowth := c.flow.takeGrowthRequest(c.close.err != nil)
+		out := c.takeOutboxLocked()
 		c.mu.Unlock()
+		// Before the datagrams: a recorder closed with our
+		// CONNECTION_CLOSE is closed when CloseWithError returns.
+		c.deliverOutbox(out)
 		if askGrowth {
 			go c.askGrowth(growth)
 		}
 		if err := c.writeDatagrams(writes, sendT); err != nil {
 			c.mu.Lock()
 			c.destroyLocked(&sendError{err})
+			out := c.takeOutboxLocked()
 			c.mu.Unlock()
+			c.deliverOutbox(out)
 		}
 		if cap(writes) <= maxDatagramsPerRun {
 			clear(writes)
@@ -378,7 +392,9 @@ func (c *Conn) run() {
 				})
 				c.afterReceived()
 				tokens := c.tokens.takeToStore()
+				out := c.takeOutboxLocked()
 				c.mu.Unlock()
+				c.deliverOutbox(out)
 				c.doneReceived(q)
 				for _, tok := range tokens {
 					c.config.TokenStore.Put(c.tokens.storeKey, tok)
@@ -388,7 +404,9 @@ func (c *Conn) run() {
 			err := c.t.closedErr()
 			c.mu.Lock()
 			c.destroyLocked(err)
+			out := c.takeOutboxLocked()
 			c.mu.Unlock()
+			c.deliverOutbox(out)
 		}
 		if !timer.Stop() {
 			select {
@@ -421,7 +439,9 @@ func (c *Conn) endUnstarted(err error) {
 	c.mu.Lock()
 	c.destroyLocked(err)
 	c.teardownLocked()
+	out := c.takeOutboxLocked()
 	c.mu.Unlock()
+	c.deliverOutbox(out)
 	c.t.connDone(c)
 }
 

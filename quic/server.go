@@ -534,6 +534,7 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 		}
 		c.close.err = err
 		c.endTracer()
+		c.flushOutbox()
 		t.removeHandlers(c)
 		c.releaseServerSlots()
 		if c.hs.tls != nil {
@@ -541,6 +542,7 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 		}
 		return nil, err
 	}
+	c.flushOutbox() // run is not going yet
 	t.startConn(c)
 	return c, nil
 }
