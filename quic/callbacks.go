@@ -7,8 +7,9 @@ import (
 )
 
 // callbackOutbox holds the calls into user code that the connection made
-// while it held mu: the events for Config.Tracer's Recorder and the qlog
-// records for Config.Qlog's writer. No user callback runs under a lock of
+// while it held mu: the events for Config.Tracer's Recorder, the qlog
+// records for Config.Qlog's writer, and the IDs for
+// Transport.ConnectionIDAdded. No user callback runs under a lock of
 // ours, so run takes the outbox under mu (take) and makes the calls once it
 // released mu (Conn.deliverOutbox), in the order the events happened.
 // Guarded by mu.
@@ -23,6 +24,23 @@ type callbackOutbox struct {
 	qlog      *qlogger
 	qlogChunk []byte
 	qlogEnded *qlogger
+	// newRoutes are connection IDs a Transport started routing to us, for
+	// its ConnectionIDAdded; run calls it before writing the datagrams
+	// that announce them.
+	newRoutes []newRoute
+}
+
+// newRoute is a connection ID t routes to the connection.
+type newRoute struct {
+	t   *Transport
+	cid []byte
+}
+
+// routed queues the ConnectionIDAdded call for cid on t, if t has one.
+func (o *callbackOutbox) routed(t *Transport, cid []byte) {
+	if t.ConnectionIDAdded != nil && len(cid) > 0 {
+		o.newRoutes = append(o.newRoutes, newRoute{t, cid})
+	}
 }
 
 // record queues ev for the recorder.
@@ -34,6 +52,7 @@ func (o *callbackOutbox) take(spare []qlogwriter.Event) callbackOutbox {
 	out := *o
 	o.events = spare[:0]
 	o.closeRecorder, o.qlog, o.qlogChunk, o.qlogEnded = false, nil, nil, nil
+	o.newRoutes = nil
 	if out.closeRecorder {
 		o.recorder = nil
 	}
@@ -54,6 +73,9 @@ func (c *Conn) takeOutboxLocked() callbackOutbox {
 // deliverOutbox makes the calls taken by takeOutboxLocked, without mu; only
 // one goroutine at a time (run, or the one starting the connection).
 func (c *Conn) deliverOutbox(out callbackOutbox) {
+	for _, r := range out.newRoutes {
+		r.t.notifyConnectionID(r.cid)
+	}
 	for _, ev := range out.events {
 		out.recorder.RecordEvent(ev)
 	}

@@ -297,3 +297,40 @@ func TestQlogWriterOutsideLock(t *testing.T) {
 		}
 	})
 }
+
+// TestConnectionIDAddedOutsideLock: Transport.ConnectionIDAdded is called
+// without the connection's lock held, here for the IDs a new path's
+// Transport routes (before, AddPath called it with the lock held).
+func TestConnectionIDAddedOutsideLock(t *testing.T) {
+	simTest(t, callbackLink, func(t *testing.T, s *sim) {
+		srv := s.server(nil, nil)
+		c := s.dial(simClientAddr(1), srv.addr, nil)
+		p := newPauseOnce()
+		var added atomic.Int64
+		tr2 := &Transport{Conn: s.socket(simClientAddr(2)), ConnectionIDAdded: func(cid []byte) {
+			added.Add(1)
+			p.maybePause()
+		}}
+		t.Cleanup(func() { tr2.Close() })
+		p.armed.Store(true)
+		path, err := c.AddPath(tr2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		probed := make(chan error, 1)
+		go func() { probed <- path.Probe(s.ctx()) }()
+		select {
+		case <-p.hit:
+		case <-s.ctx().Done():
+			t.Fatal("ConnectionIDAdded was never called for the new path")
+		}
+		callIntoConn(t, c)
+		close(p.release)
+		if err := <-probed; err != nil {
+			t.Fatal(err)
+		}
+		if added.Load() == 0 {
+			t.Fatal("no ID added")
+		}
+	})
+}

@@ -96,11 +96,14 @@ func (c *Conn) initLocalCIDs() error {
 			if !t.addHandler(b, c) {
 				return false
 			}
+			c.out.routed(t, b)
 			c.cids.own[string(b)] = struct{}{}
 			// A client's other paths route it too; a collision there
 			// only costs that path this ID.
 			for _, p := range c.path.extra {
-				_ = p.t.addHandler(b, c)
+				if p.t.addHandler(b, c) {
+					c.out.routed(p.t, b)
+				}
 			}
 			return true
 		},

@@ -517,6 +517,7 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 		t.countRefused(RefusedCIDInUse)
 		return nil, errors.New("quic: connection ID in use")
 	}
+	c.out.routed(t, c.cids.clientDest)
 	s.admit(c, dec.validated)
 	if err := c.initLocalCIDs(); err != nil {
 		t.countRefused(RefusedStartFailed)

@@ -396,7 +396,8 @@ func (t *Transport) newConnID() []byte {
 }
 
 // addHandler routes datagrams for cid to c; false if the Transport closed
-// or the ID is taken.
+// or the ID is taken. The caller queues the ConnectionIDAdded call
+// (callbackOutbox.routed).
 func (t *Transport) addHandler(cid []byte, c *Conn) bool {
 	t.mu.Lock()
 	if t.closed {
@@ -409,7 +410,8 @@ func (t *Transport) addHandler(cid []byte, c *Conn) bool {
 	}
 	t.handlers[string(cid)] = c
 	t.mu.Unlock()
-	t.notifyConnectionID(cid)
+	// ConnectionIDAdded is the connection's to call, without its lock
+	// (callbackOutbox.routed).
 	return true
 }
 
