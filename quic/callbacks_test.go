@@ -334,3 +334,28 @@ func TestConnectionIDAddedOutsideLock(t *testing.T) {
 		}
 	})
 }
+
+// TestAddressPolicyOutsideLock: the AddressPolicy runs without the address
+// validator's lock, so it may use the Transport's address-validation
+// methods (SetTokenSecret took that lock: the receive goroutine hung).
+func TestAddressPolicyOutsideLock(t *testing.T) {
+	simTest(t, callbackLink, func(t *testing.T, s *sim) {
+		tr := &Transport{}
+		var asked atomic.Int64
+		tr.AddressValidation = &AddressValidationConfig{Policy: func(in *InitialInfo) AddressDecision {
+			asked.Add(1)
+			_ = tr.AddressValidationStats()
+			// The same secret each time: the Retry token stays valid.
+			if err := tr.SetTokenSecret(bytes.Repeat([]byte{7}, 32)); err != nil {
+				t.Errorf("SetTokenSecret from the policy: %v", err)
+			}
+			return AddressRetry
+		}}
+		srv := s.server(tr, nil)
+		c := s.dial(simClientAddr(1), srv.addr, nil)
+		echoOurs(t, s.ctx(), c, 16<<10)
+		if asked.Load() == 0 {
+			t.Fatal("the policy was never asked")
+		}
+	})
+}
