@@ -8,8 +8,8 @@ import (
 
 // callbackOutbox holds the calls into user code that the connection made
 // while it held mu: the events for Config.Tracer's Recorder, the qlog
-// records for Config.Qlog's writer, and the IDs for
-// Transport.ConnectionIDAdded. No user callback runs under a lock of
+// records for Config.Qlog's writer, the IDs for
+// Transport.ConnectionIDAdded and the streams' final sizes. No user callback runs under a lock of
 // ours, so run takes the outbox under mu (take) and makes the calls once it
 // released mu (Conn.deliverOutbox), in the order the events happened.
 // Guarded by mu.
@@ -28,6 +28,15 @@ type callbackOutbox struct {
 	// its ConnectionIDAdded; run calls it before writing the datagrams
 	// that announce them.
 	newRoutes []newRoute
+	// finalSizes are the streams' final-size callbacks to call
+	// (SetReceiveFinalSizeCallback).
+	finalSizes []finalSizeCall
+}
+
+// finalSizeCall is a final-size callback with its argument.
+type finalSizeCall struct {
+	cb   func(int64)
+	size int64
 }
 
 // newRoute is a connection ID t routes to the connection.
@@ -52,7 +61,7 @@ func (o *callbackOutbox) take(spare []qlogwriter.Event) callbackOutbox {
 	out := *o
 	o.events = spare[:0]
 	o.closeRecorder, o.qlog, o.qlogChunk, o.qlogEnded = false, nil, nil, nil
-	o.newRoutes = nil
+	o.newRoutes, o.finalSizes = nil, nil
 	if out.closeRecorder {
 		o.recorder = nil
 	}
@@ -91,6 +100,9 @@ func (c *Conn) deliverOutbox(out callbackOutbox) {
 	}
 	if q := out.qlogEnded; q != nil {
 		q.close()
+	}
+	for _, f := range out.finalSizes {
+		f.cb(f.size)
 	}
 }
 

@@ -359,3 +359,39 @@ func TestAddressPolicyOutsideLock(t *testing.T) {
 		}
 	})
 }
+
+// TestFinalSizeCallbackOutsideLock: a stream's final-size callback runs
+// without the connection's lock, so it may call into the connection and
+// the stream (it was called with the lock held: ConnectionState hung).
+func TestFinalSizeCallbackOutsideLock(t *testing.T) {
+	simTest(t, callbackLink, func(t *testing.T, s *sim) {
+		srv := s.server(nil, nil)
+		c := s.dial(simClientAddr(1), srv.addr, nil)
+		st, err := c.OpenStreamSync(s.ctx())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes := make(chan int64, 1)
+		st.SetReceiveFinalSizeCallback(func(n int64) {
+			callIntoConn(t, c)
+			st.SetPriority(1, true)
+			sizes <- n
+		})
+		data := make([]byte, 10000)
+		if _, err := st.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		_ = st.Close()
+		select {
+		case n := <-sizes:
+			if n != int64(len(data)) {
+				t.Fatalf("final size %d, want %d", n, len(data))
+			}
+		case <-s.ctx().Done():
+			t.Fatal("the final-size callback was never called")
+		}
+		if got, err := io.ReadAll(st); err != nil || len(got) != len(data) {
+			t.Fatalf("read %d bytes, %v", len(got), err)
+		}
+	})
+}

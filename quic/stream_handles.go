@@ -125,8 +125,9 @@ func (s *Stream) ReleaseStreamCredit() { s.s.releaseCredit() }
 
 // SetReceiveFinalSizeCallback sets a function called once with the final
 // size of the receive side, learned from a FIN or RESET_STREAM: at once if
-// it is known already, else later on the connection's goroutine (it must
-// not block or call into the connection). It is not called if the
+// it is known already, else later on the connection's goroutine. It runs
+// without any lock of ours held, so it may call into the stream and the
+// connection; blocking delays the connection. It is not called if the
 // connection closes first. A nil callback removes it.
 func (s *Stream) SetReceiveFinalSizeCallback(cb func(int64)) { s.s.setFinalSizeCallback(cb) }
 
