@@ -118,8 +118,9 @@ type Config struct {
 	// (package qlog) into the Trace it returns, through one Recorder that
 	// it closes when the connection closes. qlog.DefaultConnectionTracer
 	// writes them to $QLOGDIR. A nil Trace skips the connection. Events
-	// are recorded on the connection's goroutine with its lock held: a
-	// Recorder must not block for long or call into the connection.
+	// are recorded on the connection's goroutine without any lock of ours
+	// held (they are queued and handed over after each of its turns): a
+	// Recorder may call the connection, and should not block for long.
 	Tracer func(ctx context.Context, isClient bool, connID ConnectionID) qlogwriter.Trace
 	// PreferredAddress, on a server, is advertised to clients in the
 	// preferred_address transport parameter (RFC 9000 section 9.6) with a

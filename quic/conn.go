@@ -92,13 +92,19 @@ type receivedPacket struct {
 //     in them (streamSet.sig, datagramQueues.sendSig, ...) are created
 //     and closed under mu; waiters take them under mu and wait without it.
 //   - Three exceptions, all run's alone: sendState.spare, Conn.outSpare,
-//     and reading
-//     pathState.remote and connExtensions.local without mu in
-//     writeDatagrams, which is safe because only run writes them (with mu
-//     held).
+//     and reading pathState.remote and connExtensions.local without mu
+//     in writeDatagrams, which is safe because only run writes them (with
+//     mu held).
 //
 // Counters shared with the Transport or the listener are theirs:
 // serverLoad under baseServer.mu, the Transport's budgets atomics.
+//
+// No application callback runs under mu (nor under any other lock of
+// ours): what state changes under mu ask of one is queued (callbackOutbox,
+// tokenState.toStore, connFlow's growth request) and run makes the calls
+// after it released mu. The exceptions, listed in docs/api.md
+// "Callbacks", are crypto/tls's callbacks, the ConnectionIDGenerator for
+// IDs issued after the handshake and WriteWithLimit's limiter.
 
 // Conn is a QUIC connection. All its state is guarded by mu and driven by
 // one goroutine (run) that processes received packets and timers and sends;
