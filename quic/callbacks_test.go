@@ -395,3 +395,48 @@ func TestFinalSizeCallbackOutsideLock(t *testing.T) {
 		}
 	})
 }
+
+// callingGenerator is a ConnectionIDGenerator that, once conn is set,
+// calls into it from GenerateConnectionID and reports that on called.
+type callingGenerator struct {
+	countingGenerator
+	t      *testing.T
+	conn   atomic.Pointer[Conn]
+	called chan struct{}
+	once   sync.Once
+}
+
+func (g *callingGenerator) GenerateConnectionID() (ConnectionID, error) {
+	if c := g.conn.Load(); c != nil {
+		callIntoConn(g.t, c)
+		g.once.Do(func() { close(g.called) })
+	}
+	return g.countingGenerator.GenerateConnectionID()
+}
+
+// TestConnectionIDGeneratorOutsideLock: the IDs a connection issues after
+// the handshake (here the replacement of one the server retires when our
+// client migrates) are made by the application's generator without the
+// connection's lock (it ran under it: ConnectionState hung).
+func TestConnectionIDGeneratorOutsideLock(t *testing.T) {
+	simTest(t, callbackLink, func(t *testing.T, s *sim) {
+		srv := s.server(nil, nil)
+		gen := &callingGenerator{countingGenerator: countingGenerator{n: 8, tag: 0xcd}, t: t, called: make(chan struct{})}
+		tr := &Transport{Conn: s.socket(simClientAddr(1)), ConnectionIDGenerator: gen}
+		t.Cleanup(func() { tr.Close() })
+		c, err := tr.Dial(s.ctx(), srv.addr, clientTLS(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.CloseWithError(0, "") })
+		echoOurs(t, s.ctx(), c, 16<<10)
+		gen.conn.Store(c)
+		migrateOurClient(t, s.ctx(), c, s.socket(simClientAddr(2)))
+		echoOurs(t, s.ctx(), c, 16<<10)
+		select {
+		case <-gen.called:
+		case <-s.ctx().Done():
+			t.Fatal("no ID was made after the migration")
+		}
+	})
+}

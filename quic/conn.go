@@ -11,6 +11,7 @@ import (
 
 	"github.com/turboretry/turboretry/internal/ackgen"
 	"github.com/turboretry/turboretry/internal/congestion"
+	"github.com/turboretry/turboretry/internal/connid"
 	"github.com/turboretry/turboretry/internal/flowcontrol"
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/qerr"
@@ -102,9 +103,10 @@ type receivedPacket struct {
 // No application callback runs under mu (nor under any other lock of
 // ours): what state changes under mu ask of one is queued (callbackOutbox,
 // tokenState.toStore, connFlow's growth request) and run makes the calls
-// after it released mu. The exceptions, listed in docs/api.md
-// "Callbacks", are crypto/tls's callbacks, the ConnectionIDGenerator for
-// IDs issued after the handshake and WriteWithLimit's limiter.
+// after it released mu; the application's ConnectionIDGenerator fills a
+// stock of IDs (cidState.spare) without mu. The exceptions, listed in
+// docs/api.md "Callbacks", are crypto/tls's callbacks and WriteWithLimit's
+// limiter.
 
 // Conn is a QUIC connection. All its state is guarded by mu and driven by
 // one goroutine (run) that processes received packets and timers and sends;
@@ -339,11 +341,15 @@ func (c *Conn) run() {
 		c.close.notified = c.close.notified || notifyClose
 		closing, closeAt := c.close.closing || c.close.draining, c.close.deadline
 		growth, askGrowth := c.flow.takeGrowthRequest(c.close.err != nil)
+		spareShort := c.cids.spareShort(c.close.err != nil)
 		out := c.takeOutboxLocked()
 		c.mu.Unlock()
 		// Before the datagrams: a recorder closed with our
 		// CONNECTION_CLOSE is closed when CloseWithError returns.
 		c.deliverOutbox(out)
+		if spareShort > 0 {
+			c.topUpSpareIDs(spareShort)
+		}
 		if askGrowth {
 			go c.askGrowth(growth)
 		}
@@ -420,6 +426,33 @@ func (c *Conn) run() {
 			default:
 			}
 		}
+	}
+}
+
+// topUpSpareIDs makes n IDs with the application's ConnectionIDGenerator
+// without mu, and issues those the peer is owed (their NEW_CONNECTION_ID
+// frames go out in the next turn).
+func (c *Conn) topUpSpareIDs(n int) {
+	ids := make([]connid.ConnectionID, 0, n)
+	failed := false
+	for range n {
+		id, err := c.t.cidGen.New()
+		if err != nil {
+			failed = true
+			break
+		}
+		ids = append(ids, id)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cids.spareFailed = failed
+	if c.close.err != nil || c.cids.local == nil {
+		return
+	}
+	c.cids.spare = append(c.cids.spare, ids...)
+	_ = c.cids.local.Replenish() // a route collision only leaves the peer fewer IDs
+	if c.cids.local.HasPendingNewConnectionID() {
+		c.wake()
 	}
 }
 

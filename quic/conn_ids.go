@@ -44,6 +44,50 @@ type cidState struct {
 	// rxDCID is the Destination Connection ID of the packet whose frames
 	// are being processed: a RETIRE_CONNECTION_ID may not retire it.
 	rxDCID []byte
+	// With the application's ConnectionIDGenerator (pooled), local issues
+	// IDs from spare, which run fills without mu (Conn.topUpSpareIDs), so
+	// the generator never runs under mu; spareFailed: it returned an
+	// error, stop asking.
+	pooled      bool
+	spare       []connid.ConnectionID
+	spareFailed bool
+}
+
+// fillSpare makes IDs with gen until spare holds n; an error is returned
+// only when none could be made.
+func (s *cidState) fillSpare(gen *connid.Generator, n int) error {
+	for len(s.spare) < n {
+		id, err := gen.New()
+		if err != nil {
+			if len(s.spare) == 0 {
+				return err
+			}
+			s.spareFailed = true
+			return nil
+		}
+		s.spare = append(s.spare, id)
+	}
+	return nil
+}
+
+// popSpare is the fill of local's generator when pooled: a spare ID, or
+// connid.ErrNoIDNow (local issues it once run topped spare up).
+func (s *cidState) popSpare(dst []byte) error {
+	n := len(s.spare)
+	if n == 0 {
+		return connid.ErrNoIDNow
+	}
+	copy(dst, s.spare[n-1].Bytes())
+	s.spare = s.spare[:n-1]
+	return nil
+}
+
+// spareShort returns how many IDs run should make for spare.
+func (s *cidState) spareShort(closed bool) int {
+	if !s.pooled || s.spareFailed || closed {
+		return 0
+	}
+	return max(maxIssuedCIDs-len(s.spare), 0)
 }
 
 // tokenState is the address validation tokens a connection carries (RFC
@@ -87,8 +131,22 @@ func (s *tokenState) takeToStore() []*ClientToken {
 func (c *Conn) initLocalCIDs() error {
 	t := c.t
 	c.cids.own = make(map[string]struct{})
+	gen := t.cidGen
+	if t.ConnectionIDGenerator != nil && gen.Len() > 0 {
+		// The application's generator: made here, before the connection
+		// runs (no lock), for the handshake ID and those issued with
+		// the peer's limit; later ones by run without mu.
+		if err := c.cids.fillSpare(t.cidGen, maxIssuedCIDs+1); err != nil {
+			return err
+		}
+		var err error
+		if gen, err = connid.NewGeneratorFunc(gen.Len(), c.cids.popSpare); err != nil {
+			return err
+		}
+		c.cids.pooled = true
+	}
 	l, err := connid.NewLocalCIDs(connid.LocalConfig{
-		Generator: t.cidGen,
+		Generator: gen,
 		ResetKey:  t.localResetKey(),
 		MaxActive: maxIssuedCIDs,
 		AddRoute: func(cid connid.ConnectionID) bool {

@@ -20,12 +20,12 @@
 // Callbacks that state changes under a connection's lock call for
 // (AllowConnectionWindowIncrease, TokenStore.Put, Tracer recorders, Qlog
 // writers, ConnectionIDAdded, final-size callbacks) are queued and made by
-// the connection's goroutine once it released the lock; the
+// the connection's goroutine once it released the lock, and the IDs of a
+// ConnectionIDGenerator are made ahead without it; the
 // AllowConnectionWindowIncrease question goes to a goroutine of its own,
 // so the callback may even close the connection. The exceptions, run under
-// the connection's lock, are crypto/tls's callbacks during the handshake,
-// the ConnectionIDGenerator for IDs issued after the handshake and
-// Stream.WriteWithLimit's limiter: they must not call the connection.
+// the connection's lock, are crypto/tls's callbacks during the handshake
+// and Stream.WriteWithLimit's limiter: they must not call the connection.
 // docs/api.md "Callbacks" lists every hook with where it runs.
 //
 // # Implemented
