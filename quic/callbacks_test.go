@@ -440,3 +440,68 @@ func TestConnectionIDGeneratorOutsideLock(t *testing.T) {
 		}
 	})
 }
+
+// TestWriteWithLimitLimiterOutsideLock: WriteWithLimit's limiter runs
+// without the connection's lock, so it may call into the connection and
+// the stream (it ran under the lock while packets were built:
+// ConnectionState hung). quic-go's server reads exactly the granted bytes.
+func TestWriteWithLimitLimiterOutsideLock(t *testing.T) {
+	simTest(t, callbackLink, func(t *testing.T, s *sim) {
+		addr := s.quicGoServer(&quicgo.Config{})
+		c := s.dial(simClientAddr(1), addr, nil)
+		st, err := c.OpenStreamSync(s.ctx())
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := testData(20000, 9)
+		var offered atomic.Int64
+		n, err := st.WriteWithLimit(data, func(max int) int {
+			callIntoConn(t, c)
+			st.SetPriority(2, true)
+			if offered.Add(int64(max)) > 10000 {
+				return min(max, 100) // the budget runs out
+			}
+			return max
+		})
+		if !errors.Is(err, ErrWriteLimitReached) || n <= 10000-1500 || n >= len(data) {
+			t.Fatalf("WriteWithLimit: %d, %v", n, err)
+		}
+		m, err := st.WriteWithLimit(data[n:], func(max int) int { _ = c.ConnectionStats(); return max })
+		if err != nil || n+m != len(data) {
+			t.Fatalf("second WriteWithLimit: %d, %v", m, err)
+		}
+		_ = st.Close()
+		got, err := io.ReadAll(st) // the echo
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("echo: %d bytes, %v", len(got), err)
+		}
+	})
+}
+
+// TestWriteWithLimitFlowControlQuicGo is quic-go's
+// TestWriteWithLimitStreamFlowControl in virtual time: with a 100-byte
+// stream window the limiter is offered what flow control allows, and a
+// later write finishes once quic-go extends the window.
+func TestWriteWithLimitFlowControlQuicGo(t *testing.T) {
+	simTest(t, callbackLink, func(t *testing.T, s *sim) {
+		addr := s.quicGoServer(&quicgo.Config{InitialStreamReceiveWindow: 100, InitialConnectionReceiveWindow: 1 << 20})
+		c := s.dial(simClientAddr(1), addr, nil)
+		st, err := c.OpenStreamSync(s.ctx())
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := testData(101, 4)
+		var offers []int
+		n, err := st.WriteWithLimit(data, func(max int) int { offers = append(offers, max); return min(max, 25) })
+		if n != 25 || !errors.Is(err, ErrWriteLimitReached) || len(offers) != 1 || offers[0] != 100 {
+			t.Fatalf("WriteWithLimit: %d, %v, offers %v", n, err, offers)
+		}
+		if m, err := st.WriteWithLimit(data[n:], func(max int) int { return max }); err != nil || m != len(data)-n {
+			t.Fatalf("second WriteWithLimit: %d, %v", m, err)
+		}
+		_ = st.Close()
+		if got, err := io.ReadAll(st); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("echo: %d bytes, %v", len(got), err)
+		}
+	})
+}

@@ -104,9 +104,9 @@ type receivedPacket struct {
 // ours): what state changes under mu ask of one is queued (callbackOutbox,
 // tokenState.toStore, connFlow's growth request) and run makes the calls
 // after it released mu; the application's ConnectionIDGenerator fills a
-// stock of IDs (cidState.spare) without mu. The exceptions, listed in
-// docs/api.md "Callbacks", are crypto/tls's callbacks and WriteWithLimit's
-// limiter.
+// stock of IDs (cidState.spare) without mu, and WriteWithLimit's limiter is
+// asked by the writer (limitedWrite.offer). The exception, listed in
+// docs/api.md "Callbacks", is crypto/tls's callbacks during the handshake.
 
 // Conn is a QUIC connection. All its state is guarded by mu and driven by
 // one goroutine (run) that processes received packets and timers and sends;

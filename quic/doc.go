@@ -21,11 +21,12 @@
 // (AllowConnectionWindowIncrease, TokenStore.Put, Tracer recorders, Qlog
 // writers, ConnectionIDAdded, final-size callbacks) are queued and made by
 // the connection's goroutine once it released the lock, and the IDs of a
-// ConnectionIDGenerator are made ahead without it; the
-// AllowConnectionWindowIncrease question goes to a goroutine of its own,
-// so the callback may even close the connection. The exceptions, run under
-// the connection's lock, are crypto/tls's callbacks during the handshake
-// and Stream.WriteWithLimit's limiter: they must not call the connection.
+// ConnectionIDGenerator are made ahead without it; WriteWithLimit's limiter
+// runs on the writing goroutine; the AllowConnectionWindowIncrease question
+// goes to a goroutine of its own, so the callback may even close the
+// connection. The exception, run under the connection's lock, is
+// crypto/tls's callbacks during the handshake (GetCertificate,
+// VerifyPeerCertificate, ...): they must not call the connection.
 // docs/api.md "Callbacks" lists every hook with where it runs.
 //
 // # Implemented

@@ -105,9 +105,10 @@ func (s *Stream) TryWriteAll(p []byte) error { return s.s.tryWriteAll(p) }
 // (after flow control) and returns how many it grants (clamped to
 // [0, maxBytes]); retransmissions do not ask it again. When it grants less
 // than offered, WriteWithLimit returns the bytes accepted so far and
-// ErrWriteLimitReached. limiter runs on the connection's goroutine with
-// the connection locked: it must not block or call into the connection.
-// A nil limiter makes it Write.
+// ErrWriteLimitReached. limiter runs on the goroutine calling
+// WriteWithLimit, one call at a time, without any lock of ours held: it
+// may call into the stream and the connection (quic-go's runs with its
+// flow control locked and must not). A nil limiter makes it Write.
 func (s *Stream) WriteWithLimit(p []byte, limiter func(maxBytes int) int) (int, error) {
 	return s.s.writeWithLimit(p, limiter)
 }
