@@ -704,8 +704,9 @@ func (c *Conn) HandshakeComplete() <-chan struct{} { return c.handshakeDoneCh }
 // LocalAddr returns the local address: that of the path in use.
 func (c *Conn) LocalAddr() net.Addr {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.path.sendT.Conn.LocalAddr()
+	t := c.path.sendT
+	c.mu.Unlock()
+	return t.Conn.LocalAddr() // the application's PacketConn: without mu
 }
 
 // RemoteAddr returns the peer's address; it changes when a client migrates
