@@ -78,12 +78,19 @@ func (p *qlogProducer) release() {
 	}
 }
 
+// record records ev. The recorder is the application's: it is called
+// without p.mu, holding the producer open meanwhile instead.
 func (p *qlogProducer) record(ev qlogwriter.Event) {
 	p.mu.Lock()
-	if p.r != nil {
-		p.r.RecordEvent(ev)
+	r := p.r
+	if r == nil {
+		p.mu.Unlock()
+		return
 	}
+	p.holds++
 	p.mu.Unlock()
+	r.RecordEvent(ev)
+	p.release()
 }
 
 // frameRaw returns the lengths of a frame of type t with a payload of n

@@ -134,7 +134,8 @@ type Server struct {
 	// ConnContext, when set, derives the base context of each
 	// connection's requests from ctx, which has ServerContextKey,
 	// http.LocalAddrContextKey and RemoteAddrContextKey values. It must
-	// not return nil.
+	// not return nil. It runs without any lock of the Server's or the
+	// connection's held, so it may call their methods.
 	ConnContext func(ctx context.Context, c *quic.Conn) context.Context
 	// Logger receives errors: handler panics, protocol violations. nil
 	// means slog.Default().
@@ -487,6 +488,13 @@ func (s *Server) SetQUICHeaders(hdr http.Header) error {
 // newConn registers a connection, or returns nil when the server is
 // closing.
 func (s *Server) newConn(qc *quic.Conn) *serverConn {
+	if s.closing() {
+		return nil
+	}
+	other, _ := s.additionalSettings() // the Serve methods checked them
+	// Without s.mu: ConnContext and the qlog Trace are the application's
+	// code, which may call into the Server.
+	sc := newServerConn(s, qc, other)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.shutdown {
@@ -495,8 +503,6 @@ func (s *Server) newConn(qc *quic.Conn) *serverConn {
 	if s.conns == nil {
 		s.conns = make(map[*serverConn]struct{})
 	}
-	other, _ := s.additionalSettings() // the Serve methods checked them
-	sc := newServerConn(s, qc, other)
 	s.conns[sc] = struct{}{}
 	s.connWG.Add(1)
 	s.stats.connsAccepted.Add(1)

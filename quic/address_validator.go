@@ -122,12 +122,14 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 		HandshakesInFlight: unvalidated,
 		UnvalidatedBytes:   unvalidatedBytes,
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	now := time.Now()
 	if len(hdr.Token) > 0 {
+		v.mu.Lock()
 		v.checkToken(hdr, from, now, &info.Token)
+		v.mu.Unlock()
 	}
+	// The policy is the application's: it runs without our lock (it may
+	// call SetTokenSecret, say).
 	d := v.policy(&info)
 	tk := &info.Token
 	switch {
@@ -160,11 +162,13 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 	if !from.IsValid() || len(hdr.DestConnID) > token.MaxCIDLen {
 		return initialDecision{action: initialDrop}
 	}
-	scid := v.s.t.newConnID()
+	scid := v.s.t.newConnID() // the ConnectionIDGenerator's: without our lock
 	if len(scid) == 0 {
 		scid = make([]byte, defaultConnIDLength)
 		_, _ = rand.Read(scid)
 	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	tok, err := v.retryIssuer.AppendRetry(v.tok[:0], from, hdr.DestConnID, scid, now)
 	if err != nil {
 		return initialDecision{action: initialDrop}

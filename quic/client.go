@@ -135,7 +135,10 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	if err := c.initLocalCIDs(); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
+	// No lock: nothing else reaches c before startConn (its datagrams
+	// only queue, deliver), and the callbacks in here (Config.Qlog,
+	// Config.Tracer, the tls.Config's ClientSessionCache) must run
+	// without one of ours.
 	c.startQlog()
 	c.startTracer()
 	err = publicError(c.startTLS())
@@ -148,7 +151,7 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 		c.close.err = err
 		c.endTracer()
 	}
-	c.mu.Unlock()
+	c.flushOutbox() // run is not going yet
 	if err != nil {
 		t.removeHandlers(c)
 		if c.hs.tls != nil {

@@ -68,8 +68,11 @@ type Config struct {
 	RequireStreamCreditRelease bool
 	// AllowConnectionWindowIncrease, when set, is asked before the
 	// connection's receive window grows by delta bytes (auto-tuning); false
-	// keeps it at its size. It runs on the connection's goroutine with the
-	// connection locked: it must not call into the connection.
+	// keeps it at its size. It runs on a goroutine of its own with no lock
+	// of ours held, one call at a time per connection, and not for a
+	// connection already closed: it may call any method of conn (unlike quic-go's,
+	// where that is not allowed). The window keeps its size until it
+	// returns; a MAX_DATA frame sent meanwhile advertises the old size.
 	AllowConnectionWindowIncrease func(conn *Conn, delta uint64) bool
 	// InitialPacketSize is the datagram size a connection starts with and
 	// never goes below (path MTU discovery raises it). Default 1200, the
@@ -122,8 +125,9 @@ type Config struct {
 	// (package qlog) into the Trace it returns, through one Recorder that
 	// it closes when the connection closes. qlog.DefaultConnectionTracer
 	// writes them to $QLOGDIR. A nil Trace skips the connection. Events
-	// are recorded on the connection's goroutine with its lock held: a
-	// Recorder must not block for long or call into the connection.
+	// are recorded on the connection's goroutine without any lock of ours
+	// held (they are queued and handed over after each of its turns): a
+	// Recorder may call the connection, and should not block for long.
 	Tracer func(ctx context.Context, isClient bool, connID ConnectionID) qlogwriter.Trace
 	// PreferredAddress, on a server, is advertised to clients in the
 	// preferred_address transport parameter (RFC 9000 section 9.6) with a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/turboretry/turboretry/internal/ackgen"
 	"github.com/turboretry/turboretry/internal/congestion"
+	"github.com/turboretry/turboretry/internal/connid"
 	"github.com/turboretry/turboretry/internal/flowcontrol"
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/qerr"
@@ -96,13 +97,21 @@ type receivedPacket struct {
 //     comment says so), and the streams' state (stream). Broadcast channels
 //     in them (streamSet.sig, datagramQueues.sendSig, ...) are created
 //     and closed under mu; waiters take them under mu and wait without it.
-//   - Two exceptions, both run's alone: sendState.spare, and reading
-//     pathState.remote and connExtensions.local without mu in
-//     writeDatagrams, which is safe because only run writes them (with mu
-//     held).
+//   - Three exceptions, all run's alone: sendState.spare, Conn.outSpare,
+//     and reading pathState.remote and connExtensions.local without mu
+//     in writeDatagrams, which is safe because only run writes them (with
+//     mu held).
 //
 // Counters shared with the Transport or the listener are theirs:
 // serverLoad under baseServer.mu, the Transport's budgets atomics.
+//
+// No application callback runs under mu (nor under any other lock of
+// ours): what state changes under mu ask of one is queued (callbackOutbox,
+// tokenState.toStore, connFlow's growth request) and run makes the calls
+// after it released mu; the application's ConnectionIDGenerator fills a
+// stock of IDs (cidState.spare) without mu, and WriteWithLimit's limiter is
+// asked by the writer (limitedWrite.offer). The exception, listed in
+// docs/api.md "Callbacks", is crypto/tls's callbacks during the handshake.
 
 // Conn is a QUIC connection. All its state is guarded by mu and driven by
 // one goroutine (run) that processes received packets and timers and sends;
@@ -168,6 +177,11 @@ type Conn struct {
 	// qlogTrace is the trace Config.Tracer returned (QlogTrace), kept
 	// after the connection's own recorder closed.
 	qlogTrace qlogwriter.Trace
+	// out holds the calls into the qlog and Tracer callbacks made under
+	// mu, for run to make without it (callbacks.go); outSpare, run's
+	// alone, is the events slice it delivered last.
+	out      callbackOutbox
+	outSpare []qlogwriter.Event
 }
 
 func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
@@ -209,8 +223,9 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 		Initial: conf.InitialConnectionReceiveWindow,
 		Max:     conf.MaxConnectionReceiveWindow,
 	})
-	if allow := conf.AllowConnectionWindowIncrease; allow != nil {
-		c.flow.recv.SetAllowGrowth(func(delta uint64) bool { return allow(c, delta) })
+	if conf.AllowConnectionWindowIncrease != nil {
+		// Asked by askGrowth, without mu (flowcontrol's requests).
+		c.flow.recv.AskBeforeGrowth()
 	}
 	persp := flowcontrol.Server
 	if isClient {
@@ -318,7 +333,9 @@ func (c *Conn) run() {
 		c.shedIfAsked()
 		if c.close.finished {
 			c.teardownLocked()
+			out := c.takeOutboxLocked()
 			c.mu.Unlock()
+			c.deliverOutbox(out)
 			c.t.connDone(c)
 			return
 		}
@@ -331,11 +348,25 @@ func (c *Conn) run() {
 		notifyClose := c.close.closing && !c.close.notified
 		c.close.notified = c.close.notified || notifyClose
 		closing, closeAt := c.close.closing || c.close.draining, c.close.deadline
+		growth, askGrowth := c.flow.takeGrowthRequest(c.close.err != nil)
+		spareShort := c.cids.spareShort(c.close.err != nil)
+		out := c.takeOutboxLocked()
 		c.mu.Unlock()
+		// Before the datagrams: a recorder closed with our
+		// CONNECTION_CLOSE is closed when CloseWithError returns.
+		c.deliverOutbox(out)
+		if spareShort > 0 {
+			c.topUpSpareIDs(spareShort)
+		}
+		if askGrowth {
+			go c.askGrowth(growth)
+		}
 		if err := c.writeDatagrams(writes, sendT); err != nil {
 			c.mu.Lock()
 			c.destroyLocked(&sendError{err})
+			out := c.takeOutboxLocked()
 			c.mu.Unlock()
+			c.deliverOutbox(out)
 		}
 		if cap(writes) <= maxDatagramsPerRun {
 			clear(writes)
@@ -380,14 +411,22 @@ func (c *Conn) run() {
 					}
 				})
 				c.afterReceived()
+				tokens := c.tokens.takeToStore()
+				out := c.takeOutboxLocked()
 				c.mu.Unlock()
+				c.deliverOutbox(out)
 				c.doneReceived(q)
+				for _, tok := range tokens {
+					c.config.TokenStore.Put(c.tokens.storeKey, tok)
+				}
 			}
 		case <-c.t.closedCh:
 			err := c.t.closedErr()
 			c.mu.Lock()
 			c.destroyLocked(err)
+			out := c.takeOutboxLocked()
 			c.mu.Unlock()
+			c.deliverOutbox(out)
 		}
 		if !timer.Stop() {
 			select {
@@ -398,6 +437,48 @@ func (c *Conn) run() {
 	}
 }
 
+// topUpSpareIDs makes n IDs with the application's ConnectionIDGenerator
+// without mu, and issues those the peer is owed (their NEW_CONNECTION_ID
+// frames go out in the next turn).
+func (c *Conn) topUpSpareIDs(n int) {
+	ids := make([]connid.ConnectionID, 0, n)
+	failed := false
+	for range n {
+		id, err := c.t.cidGen.New()
+		if err != nil {
+			failed = true
+			break
+		}
+		ids = append(ids, id)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cids.spareFailed = failed
+	if c.close.err != nil || c.cids.local == nil {
+		return
+	}
+	c.cids.spare = append(c.cids.spare, ids...)
+	_ = c.cids.local.Replenish() // a route collision only leaves the peer fewer IDs
+	if c.cids.local.HasPendingNewConnectionID() {
+		c.wake()
+	}
+}
+
+// askGrowth asks Config.AllowConnectionWindowIncrease whether the
+// connection window may grow by delta and applies the answer. It runs on a
+// goroutine of its own, without mu, so the callback may call any method of
+// the connection, even those that wait for run (CloseWithError).
+func (c *Conn) askGrowth(delta uint64) {
+	allowed := c.config.AllowConnectionWindowIncrease(c, delta)
+	c.mu.Lock()
+	allowed = allowed && c.close.err == nil
+	c.flow.growthAnswered(delta, allowed)
+	c.mu.Unlock()
+	if allowed {
+		c.wake() // the grown window goes out in a MAX_DATA frame
+	}
+}
+
 // endUnstarted ends a connection whose goroutine never ran, as run would
 // end it on a closed Transport.
 func (c *Conn) endUnstarted(err error) {
@@ -405,7 +486,9 @@ func (c *Conn) endUnstarted(err error) {
 	c.mu.Lock()
 	c.destroyLocked(err)
 	c.teardownLocked()
+	out := c.takeOutboxLocked()
 	c.mu.Unlock()
+	c.deliverOutbox(out)
 	c.t.connDone(c)
 }
 
@@ -629,8 +712,9 @@ func (c *Conn) HandshakeComplete() <-chan struct{} { return c.handshakeDoneCh }
 // LocalAddr returns the local address: that of the path in use.
 func (c *Conn) LocalAddr() net.Addr {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.path.sendT.Conn.LocalAddr()
+	t := c.path.sendT
+	c.mu.Unlock()
+	return t.Conn.LocalAddr() // the application's PacketConn: without mu
 }
 
 // RemoteAddr returns the peer's address; it changes when a client migrates

@@ -3,6 +3,7 @@ package quic
 import (
 	"bytes"
 	"errors"
+	"slices"
 
 	"github.com/turboretry/turboretry/internal/connid"
 	"github.com/turboretry/turboretry/internal/qerr"
@@ -43,17 +44,85 @@ type cidState struct {
 	// rxDCID is the Destination Connection ID of the packet whose frames
 	// are being processed: a RETIRE_CONNECTION_ID may not retire it.
 	rxDCID []byte
+	// With the application's ConnectionIDGenerator (pooled), local issues
+	// IDs from spare, which run fills without mu (Conn.topUpSpareIDs), so
+	// the generator never runs under mu; spareFailed: it returned an
+	// error, stop asking.
+	pooled      bool
+	spare       []connid.ConnectionID
+	spareFailed bool
+}
+
+// fillSpare makes IDs with gen until spare holds n; an error is returned
+// only when none could be made.
+func (s *cidState) fillSpare(gen *connid.Generator, n int) error {
+	for len(s.spare) < n {
+		id, err := gen.New()
+		if err != nil {
+			if len(s.spare) == 0 {
+				return err
+			}
+			s.spareFailed = true
+			return nil
+		}
+		s.spare = append(s.spare, id)
+	}
+	return nil
+}
+
+// popSpare is the fill of local's generator when pooled: a spare ID, or
+// connid.ErrNoIDNow (local issues it once run topped spare up).
+func (s *cidState) popSpare(dst []byte) error {
+	n := len(s.spare)
+	if n == 0 {
+		return connid.ErrNoIDNow
+	}
+	copy(dst, s.spare[n-1].Bytes())
+	s.spare = s.spare[:n-1]
+	return nil
+}
+
+// spareShort returns how many IDs run should make for spare.
+func (s *cidState) spareShort(closed bool) int {
+	if !s.pooled || s.spareFailed || closed {
+		return 0
+	}
+	return max(maxIssuedCIDs-len(s.spare), 0)
 }
 
 // tokenState is the address validation tokens a connection carries (RFC
 // 9000 section 8.1.3). Guarded by Conn.mu.
 type tokenState struct {
 	initial  []byte // client: the token of our Initials (Retry or NEW_TOKEN)
-	storeKey string // client: where NEW_TOKEN tokens are stored
+	storeKey string // client: where NEW_TOKEN tokens are stored (set before run starts, read by run without mu)
 	// issued (server) is the NEW_TOKEN token to send once the handshake
 	// is confirmed; sendIssued while it is unsent or lost.
 	issued     []byte
 	sendIssued bool
+	// toStore (client) holds NEW_TOKEN tokens received and not yet given
+	// to Config.TokenStore, which run does without mu (takeToStore); at
+	// most maxTokensToStore, the newest.
+	toStore []*ClientToken
+}
+
+// maxTokensToStore bounds the NEW_TOKEN tokens waiting for the TokenStore:
+// a server sending many in one flight gets its newest stored.
+const maxTokensToStore = 4
+
+// received queues a NEW_TOKEN token for the TokenStore.
+func (s *tokenState) received(token []byte) {
+	if len(s.toStore) == maxTokensToStore {
+		s.toStore = append(s.toStore[:0], s.toStore[1:]...)
+	}
+	s.toStore = append(s.toStore, &ClientToken{data: slices.Clone(token)})
+}
+
+// takeToStore returns the tokens to give to the TokenStore, and forgets
+// them.
+func (s *tokenState) takeToStore() []*ClientToken {
+	t := s.toStore
+	s.toStore = nil
+	return t
 }
 
 // initLocalCIDs issues our handshake connection ID (sequence 0), routes it
@@ -62,8 +131,22 @@ type tokenState struct {
 func (c *Conn) initLocalCIDs() error {
 	t := c.t
 	c.cids.own = make(map[string]struct{})
+	gen := t.cidGen
+	if t.ConnectionIDGenerator != nil && gen.Len() > 0 {
+		// The application's generator: made here, before the connection
+		// runs (no lock), for the handshake ID and those issued with
+		// the peer's limit; later ones by run without mu.
+		if err := c.cids.fillSpare(t.cidGen, maxIssuedCIDs+1); err != nil {
+			return err
+		}
+		var err error
+		if gen, err = connid.NewGeneratorFunc(gen.Len(), c.cids.popSpare); err != nil {
+			return err
+		}
+		c.cids.pooled = true
+	}
 	l, err := connid.NewLocalCIDs(connid.LocalConfig{
-		Generator: t.cidGen,
+		Generator: gen,
 		ResetKey:  t.localResetKey(),
 		MaxActive: maxIssuedCIDs,
 		AddRoute: func(cid connid.ConnectionID) bool {
@@ -71,11 +154,14 @@ func (c *Conn) initLocalCIDs() error {
 			if !t.addHandler(b, c) {
 				return false
 			}
+			c.out.routed(t, b)
 			c.cids.own[string(b)] = struct{}{}
 			// A client's other paths route it too; a collision there
 			// only costs that path this ID.
 			for _, p := range c.path.extra {
-				_ = p.t.addHandler(b, c)
+				if p.t.addHandler(b, c) {
+					c.out.routed(p.t, b)
+				}
 			}
 			return true
 		},

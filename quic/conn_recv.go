@@ -319,7 +319,7 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 			return qerr.NewProtocolViolation(uint64(f.Type), "NEW_TOKEN sent by client")
 		}
 		if c.config.TokenStore != nil && len(f.Token) > 0 {
-			c.config.TokenStore.Put(c.tokens.storeKey, &ClientToken{data: slices.Clone(f.Token)})
+			c.tokens.received(f.Token) // stored by run, without mu
 		}
 	case wire.FrameTypeNewConnectionID:
 		return c.handleNewConnectionID(f)

@@ -36,6 +36,30 @@ type connFlow struct {
 	recv        *flowcontrol.ConnReceiver // what we let the peer send
 	send        flowcontrol.SendCredit    // what the peer lets us send
 	maxDataLost bool                      // a MAX_DATA frame is to be sent again
+	// askingGrowth: Config.AllowConnectionWindowIncrease is being asked
+	// about a growth of recv (Conn.askGrowth); one question at a time.
+	askingGrowth bool
+}
+
+// takeGrowthRequest returns by how much recv asks to grow, for
+// Config.AllowConnectionWindowIncrease, unless a question is out already or
+// the connection is closed (then the request is dropped).
+func (f *connFlow) takeGrowthRequest(closed bool) (uint64, bool) {
+	if f.askingGrowth {
+		return 0, false
+	}
+	delta, ok := f.recv.TakeGrowthRequest()
+	f.askingGrowth = ok && !closed
+	return delta, f.askingGrowth
+}
+
+// growthAnswered applies the answer to the question takeGrowthRequest
+// returned.
+func (f *connFlow) growthAnswered(delta uint64, allowed bool) {
+	f.askingGrowth = false
+	if allowed {
+		f.recv.Grow(delta)
+	}
 }
 
 // handleStreamFrame handles the stream and flow control frames.

@@ -28,6 +28,8 @@ func ConnectionIDFromBytes(b []byte) ConnectionID { return quictype.ConnectionID
 // information in them lets a load balancer or an sk_reuseport program send
 // a connection's packets to the server, or the worker, that holds it
 // (package quiclb makes QUIC-LB IDs). It must be safe for concurrent use.
+// It is called without any lock of ours held: a connection keeps a few IDs
+// made ahead (up to 4 more than it issued) and issues from them.
 type ConnectionIDGenerator interface {
 	// GenerateConnectionID returns a new connection ID of exactly
 	// ConnectionIDLen bytes. IDs must be unique, and an observer must not

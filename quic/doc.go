@@ -12,6 +12,23 @@
 // timeouts, pacing, key discard) and sends; streams block on their own
 // condition signals with deadlines.
 //
+// # Locking
+//
+// No callback into application code runs while a lock of this package is
+// held (a connection's, its streams', a Transport's, a listener's): each
+// may call any method of its connection, Transport or listener.
+// Callbacks that state changes under a connection's lock call for
+// (AllowConnectionWindowIncrease, TokenStore.Put, Tracer recorders, Qlog
+// writers, ConnectionIDAdded, final-size callbacks) are queued and made by
+// the connection's goroutine once it released the lock, and the IDs of a
+// ConnectionIDGenerator are made ahead without it; WriteWithLimit's limiter
+// runs on the writing goroutine; the AllowConnectionWindowIncrease question
+// goes to a goroutine of its own, so the callback may even close the
+// connection. The exception, run under the connection's lock, is
+// crypto/tls's callbacks during the handshake (GetCertificate,
+// VerifyPeerCertificate, ...): they must not call the connection.
+// docs/api.md "Callbacks" lists every hook with where it runs.
+//
 // # Implemented
 //
 //   - TLS 1.3 through crypto/tls's QUIC API; a server must offer ALPN

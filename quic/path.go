@@ -130,6 +130,9 @@ func (c *Conn) addPath(t *Transport, remote net.Addr) (*Path, error) {
 			return nil, errors.New("quic: the path's Transport already routes one of the connection's IDs")
 		}
 	}
+	for _, id := range ids {
+		c.out.routed(t, id)
+	}
 	c.path.added++
 	p := &Path{c: c, t: t, remote: remote, tupleID: strconv.Itoa(c.path.added), validatedCh: make(chan struct{}), closedCh: make(chan struct{})}
 	p.remoteAP, _ = addrPort(remote)

@@ -59,7 +59,7 @@ func (c *Conn) traceRxTuple() {
 func (c *Conn) tracePathTuple(p *Path) {
 	if !p.tupleLogged {
 		p.tupleLogged = true
-		c.trace.r.RecordEvent(qlog.TupleAssigned{TupleID: p.tupleID, Local: tupleEndpoint(p.t.Conn.LocalAddr()), Remote: tupleEndpoint(c.path.remote)})
+		c.trace.record(qlog.TupleAssigned{TupleID: p.tupleID, Local: tupleEndpoint(p.t.Conn.LocalAddr()), Remote: tupleEndpoint(c.path.remote)})
 	}
 	c.trace.txTuple = p.tupleID
 }
@@ -67,8 +67,8 @@ func (c *Conn) tracePathTuple(p *Path) {
 // traceSwitch records a client's Switch to p: the path left gets its own
 // ID, and "" is p's from now on.
 func (c *Conn) traceSwitch(p *Path) {
-	c.trace.r.RecordEvent(qlog.TupleAssigned{TupleID: c.prevTupleID(), Local: tupleEndpoint(c.path.sendT.Conn.LocalAddr()), Remote: tupleEndpoint(c.path.remote)})
-	c.trace.r.RecordEvent(qlog.TupleAssigned{Local: tupleEndpoint(p.t.Conn.LocalAddr()), Remote: tupleEndpoint(c.path.remote)})
+	c.trace.record(qlog.TupleAssigned{TupleID: c.prevTupleID(), Local: tupleEndpoint(c.path.sendT.Conn.LocalAddr()), Remote: tupleEndpoint(c.path.remote)})
+	c.trace.record(qlog.TupleAssigned{Local: tupleEndpoint(p.t.Conn.LocalAddr()), Remote: tupleEndpoint(c.path.remote)})
 }
 
 // prevTupleID is the ID of the client path in use (before a Switch).
@@ -94,12 +94,12 @@ func (c *Conn) serverTuple(ap netip.AddrPort) string {
 	id := strconv.Itoa(t.tuplesNext)
 	t.tuplesNext++
 	t.tuples[ap] = id
-	t.r.RecordEvent(qlog.TupleAssigned{TupleID: id, Local: tupleEndpoint(c.t.Conn.LocalAddr()), Remote: tupleEndpointAP(ap)})
+	t.record(qlog.TupleAssigned{TupleID: id, Local: tupleEndpoint(c.t.Conn.LocalAddr()), Remote: tupleEndpointAP(ap)})
 	return id
 }
 
 // traceServerSwitch records that a server follows its peer to ap.
 func (c *Conn) traceServerSwitch(ap netip.AddrPort) {
 	delete(c.trace.tuples, ap)
-	c.trace.r.RecordEvent(qlog.TupleAssigned{Local: tupleEndpoint(c.t.Conn.LocalAddr()), Remote: tupleEndpointAP(ap)})
+	c.trace.record(qlog.TupleAssigned{Local: tupleEndpoint(c.t.Conn.LocalAddr()), Remote: tupleEndpointAP(ap)})
 }

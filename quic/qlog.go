@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/turboretry/turboretry/internal/wire"
@@ -49,15 +50,20 @@ func QlogDir(dir string) func(Perspective, []byte) io.WriteCloser {
 const qlogFlushSize = 32 << 10
 
 // qlogger writes one connection's qlog (draft-ietf-quic-qlog-main-schema
-// 0.3, JSON-SEQ): events are appended to buf by the connection goroutine,
-// under the connection lock, and written out in chunks. A write error
-// turns it off for good (failed), never the connection.
+// 0.3, JSON-SEQ): events are appended to buf under the connection lock; run
+// takes full buffers (takeChunk) and writes them out without the lock
+// (write), as it closes the writer (close). A write error turns it off for
+// good (writeFailed, then failed), never the connection.
 type qlogger struct {
-	w      io.WriteCloser
+	w      io.WriteCloser // written by run only, without mu
 	buf    []byte
 	start  time.Time
 	failed bool
 	frame  wire.Frame // scratch for parsing the frames of a packet
+	// writeFailed is set by write; the recording side sees it in
+	// takeChunk. spare is the buffer written last, to record into next.
+	writeFailed atomic.Bool
+	spare       []byte
 
 	// Last recovery metrics written, so metrics_updated carries changes
 	// only; haveMetrics is false before the first event.
@@ -115,45 +121,59 @@ func (q *qlogger) event(name string) []byte {
 	return b
 }
 
-// end closes the record started by event and writes the buffer out once
-// it is large enough.
+// end closes the record started by event; run writes the buffer out once
+// it is large enough (takeChunk).
 func (q *qlogger) end(b []byte) {
-	b = append(b, "}}\n"...)
-	q.buf = b
-	if len(b) >= qlogFlushSize {
-		q.flush()
-	}
+	q.buf = append(b, "}}\n"...)
 }
 
-// flush writes the buffered records.
-func (q *qlogger) flush() {
-	if q.failed || len(q.buf) == 0 {
-		q.buf = q.buf[:0]
+// takeChunk (mu held) hands a full buffer to o for writing and records into
+// the spare one; after a write error it stops recording.
+func (q *qlogger) takeChunk(o *callbackOutbox) {
+	if q.failed {
 		return
 	}
-	_, err := q.w.Write(q.buf)
-	q.buf = q.buf[:0]
-	if err != nil {
-		q.fail(err)
+	if q.writeFailed.Load() {
+		q.failed = true
+		q.buf = nil
+		return
+	}
+	if len(q.buf) < qlogFlushSize {
+		return
+	}
+	o.qlog, o.qlogChunk = q, q.buf
+	q.buf, q.spare = q.spare, nil
+	if q.buf == nil {
+		q.buf = make([]byte, 0, qlogFlushSize+4096)
 	}
 }
 
-// fail logs err once and drops the rest of this connection's qlog.
-func (q *qlogger) fail(err error) {
-	slog.Warn("quic: qlog write failed; no more qlog for this connection", "err", err)
-	q.failed = true
-	q.buf = nil
-	_ = q.w.Close()
+// write writes a chunk of records, without mu; it keeps the chunk as the
+// next spare buffer.
+func (q *qlogger) write(chunk []byte) {
+	if q.writeFailed.Load() {
+		return
+	}
+	if _, err := q.w.Write(chunk); err != nil {
+		logQlogError(err)
+		q.writeFailed.Store(true)
+		_ = q.w.Close()
+		return
+	}
+	q.spare = chunk[:0]
 }
 
-// close writes what is buffered and closes the writer.
+// close writes what is buffered and closes the writer, without mu, once
+// the connection dropped q (qlogClosed).
 func (q *qlogger) close() {
-	if q.failed {
+	if q.failed || q.writeFailed.Load() {
 		return
 	}
-	q.flush()
-	if q.failed {
-		return
+	if len(q.buf) > 0 {
+		q.write(q.buf)
+		if q.writeFailed.Load() {
+			return
+		}
 	}
 	q.failed = true // nothing more may be written
 	if err := q.w.Close(); err != nil {

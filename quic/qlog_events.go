@@ -245,8 +245,8 @@ func (c *Conn) qlogPath(state string) {
 	q.end(b)
 }
 
-// qlogClosed writes transport:connection_closed for c.close.err and closes
-// the qlog; it runs at teardown.
+// qlogClosed records transport:connection_closed for c.close.err and hands
+// the qlog over to be closed (callbackOutbox); it runs at teardown.
 func (c *Conn) qlogClosed() {
 	q := c.qlog
 	c.qlog = nil
@@ -255,7 +255,7 @@ func (c *Conn) qlogClosed() {
 		b = appendCloseFields(b, c.close.err)
 		q.end(b)
 	}
-	q.close()
+	c.out.qlogEnded = q // written out and closed without mu
 }
 
 func appendCloseFields(b []byte, err error) []byte {

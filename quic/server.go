@@ -517,6 +517,7 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 		t.countRefused(RefusedCIDInUse)
 		return nil, errors.New("quic: connection ID in use")
 	}
+	c.out.routed(t, c.cids.clientDest)
 	s.admit(c, dec.validated)
 	if err := c.initLocalCIDs(); err != nil {
 		t.countRefused(RefusedStartFailed)
@@ -534,6 +535,7 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 		}
 		c.close.err = err
 		c.endTracer()
+		c.flushOutbox()
 		t.removeHandlers(c)
 		c.releaseServerSlots()
 		if c.hs.tls != nil {
@@ -541,6 +543,7 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 		}
 		return nil, err
 	}
+	c.flushOutbox() // run is not going yet
 	t.startConn(c)
 	return c, nil
 }

@@ -122,9 +122,10 @@ func (s *Stream) TryWriteAll(p []byte) error { return s.s.tryWriteAll(p) }
 // (after flow control) and returns how many it grants (clamped to
 // [0, maxBytes]); retransmissions do not ask it again. When it grants less
 // than offered, WriteWithLimit returns the bytes accepted so far and
-// ErrWriteLimitReached. limiter runs on the connection's goroutine with
-// the connection locked: it must not block or call into the connection.
-// A nil limiter makes it Write.
+// ErrWriteLimitReached. limiter runs on the goroutine calling
+// WriteWithLimit, one call at a time, without any lock of ours held: it
+// may call into the stream and the connection (quic-go's runs with its
+// flow control locked and must not). A nil limiter makes it Write.
 func (s *Stream) WriteWithLimit(p []byte, limiter func(maxBytes int) int) (int, error) {
 	return s.s.writeWithLimit(p, limiter)
 }
@@ -142,8 +143,9 @@ func (s *Stream) ReleaseStreamCredit() { s.s.releaseCredit() }
 
 // SetReceiveFinalSizeCallback sets a function called once with the final
 // size of the receive side, learned from a FIN or RESET_STREAM: at once if
-// it is known already, else later on the connection's goroutine (it must
-// not block or call into the connection). It is not called if the
+// it is known already, else later on the connection's goroutine. It runs
+// without any lock of ours held, so it may call into the stream and the
+// connection; blocking delays the connection. It is not called if the
 // connection closes first. A nil callback removes it.
 func (s *Stream) SetReceiveFinalSizeCallback(cb func(int64)) { s.s.setFinalSizeCallback(cb) }
 

@@ -82,15 +82,15 @@ func (s *stream) setFinalSizeCallback(cb func(int64)) {
 	}
 }
 
-// noteFinalSize calls the final-size callback once the size is known; it
-// runs on the connection's goroutine, with the lock held.
+// noteFinalSize queues the final-size callback once the size is known; it
+// runs on the connection's goroutine, with the lock held, and run makes the
+// call once it released the lock (callbackOutbox).
 func (s *stream) noteFinalSize() {
 	if s.finalSizeCB == nil || s.finalSizeTold {
 		return
 	}
 	if fs, ok := s.fcRecv.FinalSize(); ok {
-		cb := s.finalSizeCB
+		s.c.out.finalSizes = append(s.c.out.finalSizes, finalSizeCall{s.finalSizeCB, int64(fs)})
 		s.finalSizeTold, s.finalSizeCB = true, nil
-		cb(int64(fs))
 	}
 }

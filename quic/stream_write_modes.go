@@ -7,14 +7,18 @@ import (
 )
 
 // limitedWrite is a WriteWithLimit in progress: its data enters the send
-// buffer only as packetization asks its limiter (appendLimited), so every
-// byte queued was granted by the limiter.
+// buffer only as its limiter grants it, so every byte queued was granted.
+// Packetization offers the bytes the next STREAM frame may carry
+// (appendLimited, under mu); the writing goroutine asks the limiter about
+// the offer without mu, as no application code runs under our locks, and
+// queues the grant (writeGranted).
 type limitedWrite struct {
 	p       []byte
 	limiter func(maxBytes int) int
 	n       int   // bytes accepted so far
 	err     error // set when the write is done: nil or ErrWriteLimitReached
 	done    bool
+	offer   int // bytes offered and not yet asked about; 0: none
 }
 
 var errConcurrentLimitedWrite = errors.New("quic: concurrent WriteWithLimit on a stream")
@@ -88,18 +92,29 @@ func (s *stream) writeWithLimit(p []byte, limiter func(maxBytes int) int) (int, 
 		if err := s.writeErrLocked(); err != nil {
 			return lw.n, err
 		}
+		if offer := lw.offer; offer > 0 {
+			c.mu.Unlock()
+			granted := limiter(offer)
+			c.mu.Lock()
+			lw.offer = 0
+			if err := s.writeErrLocked(); err != nil {
+				return lw.n, err
+			}
+			s.writeGranted(int64(offer), int64(granted))
+			continue
+		}
 		c.waitLocked(waitChan(&s.writeSig), c.t.sendBudget.waitChan(), s.writeDeadline)
 	}
 	return lw.n, lw.err
 }
 
-// appendLimited moves the part of a limited write that the limiter grants
-// for a frame of at most room data bytes into the send buffer. It runs
-// during packetization, when the buffer has nothing unsent.
+// appendLimited offers the limiter of a limited write the bytes a frame of
+// at most room data bytes may carry now; the writer asks it. It runs during
+// packetization, when the buffer has nothing unsent.
 func (s *stream) appendLimited(room int) {
 	lw := s.limited
 	c := s.c
-	if lw == nil || lw.done || room <= 0 || s.send.Unsent() > 0 {
+	if lw == nil || lw.done || lw.offer > 0 || room <= 0 || s.send.Unsent() > 0 {
 		return
 	}
 	// Offer only what flow control and the send budgets allow now, so the
@@ -111,7 +126,16 @@ func (s *stream) appendLimited(room int) {
 	if offer <= 0 {
 		return
 	}
-	granted := min(max(int64(lw.limiter(int(offer))), 0), offer)
+	lw.offer = int(offer)
+	s.signalWrite()
+}
+
+// writeGranted queues the part of a limited write the limiter granted out
+// of offer, clamped to [0, offer]; the send loop takes it from there.
+func (s *stream) writeGranted(offer, granted int64) {
+	lw := s.limited
+	c := s.c
+	granted = min(max(granted, 0), offer)
 	// Another connection may take budget in between: then fewer bytes go
 	// now and the limiter is asked again for the rest.
 	k := int(c.t.sendBudget.take(granted))
@@ -129,5 +153,5 @@ func (s *stream) appendLimited(room int) {
 	case granted < offer:
 		lw.done, lw.err = true, ErrWriteLimitReached
 	}
-	s.signalWrite()
+	c.queueStreamSend(s)
 }

@@ -13,11 +13,13 @@ import (
 )
 
 // connTracer is a connection's qlog recorder from Config.Tracer
-// (quic-go's event model, package qlog). Its hooks run on the connection's
-// goroutine with the lock held, each behind `if c.trace != nil`, so a
-// connection without a Tracer builds nothing.
+// (quic-go's event model, package qlog). Its hooks run with the lock held,
+// each behind `if c.trace != nil`, so a connection without a Tracer builds
+// nothing; they queue the events, which run records without the lock.
 type connTracer struct {
-	r     qlogwriter.Recorder
+	// out queues the events for Config.Tracer's Recorder, which run
+	// hands them to without mu (callbackOutbox).
+	out   *callbackOutbox
 	state int // index of the last ConnectionState recorded in connStates
 	// checksum is that of the datagram being processed.
 	checksum qlog.DatagramPayloadChecksum
@@ -58,8 +60,9 @@ func (c *Conn) startTracer() {
 	if r == nil {
 		return
 	}
-	c.trace = &connTracer{r: r, mtu: c.send.maxDatagram}
-	r.RecordEvent(qlog.StartedConnection{
+	c.out.recorder = r
+	c.trace = &connTracer{out: &c.out, mtu: c.send.maxDatagram}
+	c.trace.record(qlog.StartedConnection{
 		Local:  tupleEndpoint(c.t.Conn.LocalAddr()),
 		Remote: tupleEndpoint(c.path.remote),
 	})
@@ -100,7 +103,7 @@ func (c *Conn) traceState(s qlog.ConnectionState) {
 	for i := t.state + 1; i < len(connStates); i++ {
 		if connStates[i] == s {
 			t.state = i
-			t.r.RecordEvent(qlog.ConnectionStateUpdated{State: s})
+			t.record(qlog.ConnectionStateUpdated{State: s})
 			return
 		}
 	}
@@ -136,7 +139,7 @@ func (c *Conn) traceClosed(err error) {
 	default:
 		ev = qlog.ConnectionClosed{Initiator: qlog.InitiatorLocal}
 	}
-	t.r.RecordEvent(ev)
+	t.record(ev)
 	c.traceState(qlog.ConnectionStateClosed)
 }
 
@@ -150,8 +153,11 @@ func (c *Conn) endTracer() {
 		c.traceClosed(c.close.err)
 	}
 	c.trace = nil
-	_ = t.r.Close()
+	c.out.closeRecorder = true // after the events queued (callbackOutbox)
 }
+
+// record queues ev for the recorder.
+func (t *connTracer) record(ev qlogwriter.Event) { t.out.record(ev) }
 
 func tracePacketType(pt wire.PacketType) qlog.PacketType {
 	switch pt {
@@ -216,7 +222,7 @@ func (c *Conn) tracePacketSent(buf []byte, p *packetInfo) {
 	if c.t.ecn {
 		ecn = traceECN(c.send.ecn)
 	}
-	t.r.RecordEvent(qlog.PacketSent{
+	t.record(qlog.PacketSent{
 		Header:           hdr,
 		Raw:              qlog.RawInfo{Length: p.payloadEnd + tagLen - p.start, PayloadLength: len(payload)},
 		Frames:           t.frames(payload, wire.DefaultAckDelayExponent, hdr.PacketType),
@@ -257,7 +263,7 @@ func (c *Conn) tracePacketReceived(pt wire.PacketType, pn uint64, lh *wire.LongH
 	if pt == wire.PacketType1RTT {
 		exp = c.hs.peerAckDelayExp
 	}
-	t.r.RecordEvent(qlog.PacketReceived{
+	t.record(qlog.PacketReceived{
 		Header:                  hdr,
 		Raw:                     qlog.RawInfo{Length: len(pkt), PayloadLength: len(payload)},
 		DatagramPayloadChecksum: t.checksum,
@@ -280,7 +286,7 @@ func (c *Conn) traceBuffered(pkt []byte) {
 			hdr.DestConnectionID = ConnectionIDFromBytes(lh.DestConnID)
 		}
 	}
-	t.r.RecordEvent(qlog.PacketBuffered{
+	t.record(qlog.PacketBuffered{
 		Header:                  hdr,
 		Raw:                     qlog.RawInfo{Length: len(pkt), PayloadLength: qlog.OmitLength},
 		DatagramPayloadChecksum: t.checksum,
@@ -402,7 +408,7 @@ func (c *Conn) traceLost() {
 				mtuProbe = mtuProbe || f.kind == sfMTUProbe
 			}
 		}
-		t.r.RecordEvent(qlog.PacketLost{
+		t.record(qlog.PacketLost{
 			Header:           qlog.PacketHeader{PacketType: pt, PacketNumber: qlog.PacketNumber(lp.Number)},
 			IsMTUProbePacket: mtuProbe,
 		})
@@ -439,7 +445,7 @@ func (c *Conn) traceMetrics() {
 	if ev.RTTVariance == old.RTTVariance {
 		ev.RTTVariance = 0
 	}
-	t.r.RecordEvent(ev)
+	t.record(ev)
 }
 
 // traceParams records transport:parameters_set for our parameters (local)
@@ -485,7 +491,7 @@ func (c *Conn) traceParams(local bool, p *wire.TransportParameters) {
 		ev.MaxDatagramFrameSize = qlog.ByteCount(p.MaxDatagramFrameSize)
 	}
 	ev.EnableResetStreamAt = p.ResetStreamAt
-	c.trace.r.RecordEvent(ev)
+	c.trace.record(ev)
 }
 
 // traceMTU records recovery:mtu_updated when the datagram size grows.
@@ -495,7 +501,7 @@ func (c *Conn) traceMTU(size int, done bool) {
 		return
 	}
 	t.mtu, t.mtuDone = max(t.mtu, size), done
-	t.r.RecordEvent(qlog.MTUUpdated{Value: size, Done: done})
+	t.record(qlog.MTUUpdated{Value: size, Done: done})
 }
 
 // traceKeyUpdate records a 1-RTT key update.
@@ -505,6 +511,6 @@ func (c *Conn) traceKeyUpdate(remote bool, phase uint64) {
 		trigger = qlog.KeyUpdateRemote
 	}
 	for _, kt := range [2]qlog.KeyType{qlog.KeyTypeClient1RTT, qlog.KeyTypeServer1RTT} {
-		c.trace.r.RecordEvent(qlog.KeyUpdated{Trigger: trigger, KeyType: kt, KeyPhase: qlog.KeyPhase(phase)})
+		c.trace.record(qlog.KeyUpdated{Trigger: trigger, KeyType: kt, KeyPhase: qlog.KeyPhase(phase)})
 	}
 }

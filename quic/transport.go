@@ -57,7 +57,9 @@ type Transport struct {
 	// SCIDs and the IDs we issue later, and a client's first DCID while its
 	// Initials may still arrive. An offload fast path admits them (the
 	// integrated XDP mode) so packets to them are never dropped. It runs on
-	// a connection's goroutine: it must not block, and must not keep cid.
+	// a connection's goroutine (for a new connection's first IDs, the one
+	// that creates it) without any lock of ours held, before the ID is
+	// announced to the peer: it must not block, and must not keep cid.
 	ConnectionIDAdded func(cid []byte)
 
 	// MaxSendBuffer bounds the stream data all the Transport's
@@ -109,7 +111,9 @@ type Transport struct {
 
 	// Tracer, when set, records the events that belong to no single
 	// connection (datagrams dropped, Version Negotiation sent), as in
-	// quic-go; Close closes it.
+	// quic-go; Close closes it, after the events being recorded. Its
+	// RecordEvent runs without any lock of ours held; it must not call
+	// Close.
 	Tracer qlogwriter.Recorder
 
 	initOnce sync.Once
@@ -416,7 +420,8 @@ func (t *Transport) newConnID() []byte {
 }
 
 // addHandler routes datagrams for cid to c; false if the Transport closed
-// or the ID is taken.
+// or the ID is taken. The caller queues the ConnectionIDAdded call
+// (callbackOutbox.routed).
 func (t *Transport) addHandler(cid []byte, c *Conn) bool {
 	t.mu.Lock()
 	if t.closed {
@@ -429,7 +434,8 @@ func (t *Transport) addHandler(cid []byte, c *Conn) bool {
 	}
 	t.handlers[string(cid)] = c
 	t.mu.Unlock()
-	t.notifyConnectionID(cid)
+	// ConnectionIDAdded is the connection's to call, without its lock
+	// (callbackOutbox.routed).
 	return true
 }
 

@@ -9,28 +9,55 @@ import (
 )
 
 // transportTracer records the Transport's own events (those of no single
-// connection) into Transport.Tracer, until Close.
+// connection) into Transport.Tracer, until Close. The Recorder is called
+// without mu held (it is the application's code); mu only counts the calls
+// under way, so that Close, which a Recorder must not see concurrently with
+// RecordEvent, waits for them.
 type transportTracer struct {
 	mu     sync.Mutex
 	r      qlogwriter.Recorder
 	closed bool
+	active int        // RecordEvent calls under way
+	idle   *sync.Cond // signaled when active drops to 0 after closed
 }
 
 func (tt *transportTracer) record(ev qlogwriter.Event) {
 	tt.mu.Lock()
-	defer tt.mu.Unlock()
-	if tt.r != nil && !tt.closed {
-		tt.r.RecordEvent(ev)
+	if tt.r == nil || tt.closed {
+		tt.mu.Unlock()
+		return
 	}
+	tt.active++
+	tt.mu.Unlock()
+	tt.r.RecordEvent(ev)
+	tt.mu.Lock()
+	tt.active--
+	if tt.active == 0 && tt.closed {
+		tt.cond().Broadcast()
+	}
+	tt.mu.Unlock()
 }
 
 func (tt *transportTracer) close() {
 	tt.mu.Lock()
-	defer tt.mu.Unlock()
-	if tt.r != nil && !tt.closed {
-		tt.closed = true
-		_ = tt.r.Close()
+	if tt.r == nil || tt.closed {
+		tt.mu.Unlock()
+		return
 	}
+	tt.closed = true
+	for tt.active > 0 {
+		tt.cond().Wait()
+	}
+	tt.mu.Unlock()
+	_ = tt.r.Close()
+}
+
+// cond returns the condition variable close waits on (mu held).
+func (tt *transportTracer) cond() *sync.Cond {
+	if tt.idle == nil {
+		tt.idle = sync.NewCond(&tt.mu)
+	}
+	return tt.idle
 }
 
 // dropTriggers maps our drop reasons to qlog's.

@@ -50,7 +50,8 @@ func NewGeneratorFrom(length int, r io.Reader) (*Generator, error) {
 
 // NewGeneratorFunc returns a Generator of IDs of the given length
 // (0..MaxLen) that fill writes: it must fill all of dst, which is the
-// length long, or return an error. fill runs under the Generator's lock.
+// length long, or return an error. fill may be called concurrently: it
+// runs without a lock of the Generator's.
 func NewGeneratorFunc(length int, fill func(dst []byte) error) (*Generator, error) {
 	if length < 0 || length > MaxLen || fill == nil {
 		return nil, ErrBadLength
@@ -68,15 +69,22 @@ func (g *Generator) New() (ConnectionID, error) {
 	if g.length == 0 {
 		return c, nil
 	}
+	if g.fill != nil {
+		// The application's code, which must be safe for concurrent
+		// use: called without g.mu, into a buffer of its own (which
+		// escapes; IDs are made a few times per connection).
+		buf := make([]byte, g.length)
+		if err := g.fill(buf); err != nil {
+			return ConnectionID{}, err
+		}
+		copy(c.b[:], buf)
+		c.n = uint8(g.length)
+		return c, nil
+	}
 	g.mu.Lock()
 	// Reading into the Generator's own array rather than into c keeps c
 	// on the caller's stack: an io.Reader would make it escape.
-	var err error
-	if g.fill != nil {
-		err = g.fill(g.scratch[:g.length])
-	} else {
-		_, err = io.ReadFull(g.r, g.scratch[:g.length])
-	}
+	_, err := io.ReadFull(g.r, g.scratch[:g.length])
 	copy(c.b[:], g.scratch[:g.length])
 	g.mu.Unlock()
 	if err != nil {

@@ -125,3 +125,30 @@ func TestGeneratorFunc(t *testing.T) {
 		t.Fatalf("nil fill: %v", err)
 	}
 }
+
+// TestGeneratorFuncWithoutLock: the application's fill runs without the
+// Generator's lock, so it may use the Generator itself (with fill under
+// the lock, the nested New never returned).
+func TestGeneratorFuncWithoutLock(t *testing.T) {
+	var g *Generator
+	depth := 0
+	g, err := NewGeneratorFunc(4, func(dst []byte) error {
+		depth++
+		if depth == 1 {
+			inner, err := g.New()
+			if err != nil {
+				return err
+			}
+			copy(dst, inner.Bytes())
+			return nil
+		}
+		copy(dst, "abcd")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := g.New(); err != nil || string(c.Bytes()) != "abcd" {
+		t.Fatalf("got %v, %v", c, err)
+	}
+}

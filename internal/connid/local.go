@@ -1,5 +1,7 @@
 package connid
 
+import "errors"
+
 // DefaultMaxActive is how many of our connection IDs the peer may hold at
 // once unless LocalConfig.MaxActive says otherwise; spare IDs let the peer
 // migrate without waiting for us.
@@ -143,10 +145,32 @@ func (l *LocalCIDs) replenish() error {
 	}
 	for len(l.active) < l.limit() {
 		if _, err := l.issue(true); err != nil {
+			if errors.Is(err, ErrNoIDNow) {
+				return nil // the owner calls Replenish once it has IDs
+			}
 			return err
 		}
 	}
 	return nil
+}
+
+// ErrNoIDNow, returned by a Generator's fill, says that no ID can be made
+// at this moment: LocalCIDs then issues the missing IDs when Replenish is
+// called, instead of failing. A connection whose IDs come from the
+// application's generator hands LocalCIDs IDs it made beforehand, without
+// its lock, this way.
+var ErrNoIDNow = errors.New("connid: no connection ID available now")
+
+// Replenish issues IDs up to the limit, as after SetPeerLimit and a
+// retirement; for a Generator that returned ErrNoIDNow.
+func (l *LocalCIDs) Replenish() error { return l.replenish() }
+
+// Missing returns how many IDs short of the limit the issued ones are.
+func (l *LocalCIDs) Missing() int {
+	if l.gen.Len() == 0 || l.closed {
+		return 0
+	}
+	return max(l.limit()-len(l.active), 0)
 }
 
 // issue draws and routes the next ID; frame says whether it is announced

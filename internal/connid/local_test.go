@@ -276,3 +276,47 @@ func TestLocalNoHooks(t *testing.T) {
 	}
 	l.RemoveAll()
 }
+
+// TestLocalNoIDNow: a generator with no ID at hand (ErrNoIDNow) defers
+// issuing instead of failing; Replenish issues what is missing once it has
+// IDs again.
+func TestLocalNoIDNow(t *testing.T) {
+	stock := 1
+	next := byte(0)
+	g, err := NewGeneratorFunc(4, func(dst []byte) error {
+		if stock == 0 {
+			return ErrNoIDNow
+		}
+		stock--
+		next++
+		for i := range dst {
+			dst[i] = next
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &routes{m: map[ConnectionID]bool{}}
+	l, err := NewLocalCIDs(LocalConfig{Generator: g, MaxActive: 4, AddRoute: r.add, RemoveRoute: r.remove})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetPeerLimit(4); err != nil {
+		t.Fatalf("SetPeerLimit with no IDs at hand: %v", err)
+	}
+	if l.ActiveCount() != 1 || l.Missing() != 3 || l.HasPendingNewConnectionID() {
+		t.Fatalf("active %d, missing %d", l.ActiveCount(), l.Missing())
+	}
+	stock = 2
+	if err := l.Replenish(); err != nil {
+		t.Fatal(err)
+	}
+	if l.ActiveCount() != 3 || l.Missing() != 1 || len(popAll(l)) != 2 {
+		t.Fatalf("after 2 more IDs: active %d, missing %d", l.ActiveCount(), l.Missing())
+	}
+	stock = 5
+	if err := l.Replenish(); err != nil || l.Missing() != 0 || stock != 4 {
+		t.Fatalf("Replenish: %v, missing %d, took %d", err, l.Missing(), 5-stock)
+	}
+}

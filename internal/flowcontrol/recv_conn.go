@@ -11,28 +11,46 @@ type ConnReceiver struct {
 	// holdGrowth keeps the connection's and its streams' windows at
 	// their current sizes (HoldGrowth).
 	holdGrowth bool
-	// allowGrowth, when set, is asked before the connection window grows
-	// (SetAllowGrowth); a pointer keeps ConnReceiver comparable.
-	allowGrowth *func(delta uint64) bool
+	// askGrowth makes growth a request that waits for approval
+	// (AskBeforeGrowth); wantWindow is the largest window requested and
+	// not yet taken by TakeGrowthRequest (0: none).
+	askGrowth  bool
+	wantWindow uint64
 }
 
-// SetAllowGrowth installs a hook asked before the connection's window
-// grows by delta bytes, by its own auto-tuning or to stay ahead of a
-// stream's; false keeps the window as it is.
-func (c *ConnReceiver) SetAllowGrowth(allow func(delta uint64) bool) {
-	c.allowGrowth = nil
-	if allow != nil {
-		c.allowGrowth = &allow
+// AskBeforeGrowth makes every growth of the connection's window, by its own
+// auto-tuning or to stay ahead of a stream's, a request instead: the window
+// keeps its size until the owner takes the request (TakeGrowthRequest),
+// asks whoever approves growth, and applies the answer (Grow). The owner can
+// so ask a user callback without holding its lock.
+func (c *ConnReceiver) AskBeforeGrowth() { c.askGrowth = true }
+
+// TakeGrowthRequest returns by how many bytes the window was asked to grow
+// since the last call, and clears the request. While growth is held
+// (HoldGrowth) there is none: an approval would have nothing to grow.
+func (c *ConnReceiver) TakeGrowthRequest() (delta uint64, ok bool) {
+	want := c.wantWindow
+	c.wantWindow = 0
+	if want <= c.w.window || c.holdGrowth {
+		return 0, false
 	}
+	return want - c.w.window, true
 }
 
-// grow raises the connection window to n if the hook allows it.
+// Grow raises the window by delta bytes (up to its maximum): a growth
+// request was approved. The next update advertises it.
+func (c *ConnReceiver) Grow(delta uint64) {
+	c.w.window = min(c.w.window+min(delta, c.w.maxWindow), c.w.maxWindow)
+}
+
+// grow raises the connection window to n, or requests it (AskBeforeGrowth).
 func (c *ConnReceiver) grow(n uint64) {
 	n = min(n, c.w.maxWindow)
 	if n <= c.w.window {
 		return
 	}
-	if c.allowGrowth != nil && !(*c.allowGrowth)(n-c.w.window) {
+	if c.askGrowth {
+		c.wantWindow = max(c.wantWindow, n)
 		return
 	}
 	c.w.window = n
@@ -79,7 +97,7 @@ func (c *ConnReceiver) MaybeUpdate(now time.Time, srtt time.Duration) (uint64, b
 		return c.w.limit, false
 	}
 	old := c.w.window
-	if c.w.autoTune(now, srtt, c.holdGrowth) && c.allowGrowth != nil {
+	if c.w.autoTune(now, srtt, c.holdGrowth) && c.askGrowth {
 		grown := c.w.window
 		c.w.window = old
 		c.grow(grown)

@@ -309,21 +309,34 @@ func TestHoldGrowth(t *testing.T) {
 	}
 }
 
-func TestAllowGrowthHook(t *testing.T) {
+// answerGrowth plays the connection: it takes c's growth request, if any,
+// asks allow and applies a yes.
+func answerGrowth(c *ConnReceiver, allow func(uint64) bool) {
+	if delta, ok := c.TakeGrowthRequest(); ok && allow(delta) {
+		c.Grow(delta)
+	}
+}
+
+func TestGrowthRequests(t *testing.T) {
 	grow := func(allow func(uint64) bool) (*ConnReceiver, []uint64) {
 		c := NewConnReceiver(WindowConfig{Initial: 1000, Max: 4000})
+		c.AskBeforeGrowth()
 		var asked []uint64
-		c.SetAllowGrowth(func(delta uint64) bool {
-			asked = append(asked, delta)
-			return allow(delta)
-		})
 		s := NewStreamReceiver(0, c, WindowConfig{Initial: 1 << 30})
 		now := t0
 		for i := 0; i < 12; i++ {
 			mustNil(t, s.OnStreamFrame(s.Highest(), c.Limit()-c.Highest(), false))
 			mustNil(t, s.Consume(s.Highest()-s.Consumed()))
 			now = now.Add(10 * time.Millisecond)
+			window := c.Window()
 			c.MaybeUpdate(now, 100*time.Millisecond)
+			if c.Window() != window {
+				t.Fatalf("window grew from %d to %d without approval", window, c.Window())
+			}
+			answerGrowth(c, func(delta uint64) bool {
+				asked = append(asked, delta)
+				return allow(delta)
+			})
 		}
 		return c, asked
 	}
@@ -335,13 +348,34 @@ func TestAllowGrowthHook(t *testing.T) {
 	if c.Window() != 2000 {
 		t.Fatalf("growth by 1000 allowed once: window %d, asked %v", c.Window(), asked)
 	}
-	// A stream window growing past the connection's asks the hook too.
+	c, _ = grow(func(uint64) bool { return true })
+	if c.Window() != 4000 {
+		t.Fatalf("growth always allowed: window %d, want the maximum 4000", c.Window())
+	}
+	if _, ok := c.TakeGrowthRequest(); ok {
+		t.Fatal("a request was left after it was taken")
+	}
+
+	// A stream window growing past the connection's requests growth too.
 	s, c2 := newPair(WindowConfig{Initial: 1000, Max: 8000}, WindowConfig{Initial: 1000, Max: 1 << 20})
-	refused := 0
-	c2.SetAllowGrowth(func(uint64) bool { refused++; return false })
+	c2.AskBeforeGrowth()
 	drain(t, s, 500, 50*time.Millisecond, 100*time.Millisecond, 3)
-	if s.Window() != 2000 || c2.Window() != 1000 || refused == 0 {
-		t.Fatalf("stream %d conn %d refused %d", s.Window(), c2.Window(), refused)
+	delta, ok := c2.TakeGrowthRequest()
+	if s.Window() != 2000 || c2.Window() != 1000 || !ok || delta != 2000 {
+		t.Fatalf("stream %d conn %d request %d %v, want a request for 3000 (1.5 stream windows)", s.Window(), c2.Window(), delta, ok)
+	}
+	c2.Grow(delta)
+	if c2.Window() != 3000 {
+		t.Fatalf("approved growth by %d: window %d", delta, c2.Window())
+	}
+
+	// While growth is held no request comes out.
+	c3 := NewConnReceiver(WindowConfig{Initial: 1000, Max: 4000})
+	c3.AskBeforeGrowth()
+	c3.grow(2000)
+	c3.HoldGrowth(true)
+	if _, ok := c3.TakeGrowthRequest(); ok {
+		t.Fatal("a request came out while growth was held")
 	}
 }
 
