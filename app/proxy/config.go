@@ -151,3 +151,9 @@ func parseTarget(s string) (target, error) {
 	}
 	return target{url: u}, nil
 }
+
+// CheckUpstream reports whether s is an upstream URL New accepts.
+func CheckUpstream(s string) error {
+	_, err := parseTarget(s)
+	return err
+}

@@ -277,7 +277,7 @@ func (pp *poolProxy) RoundTrip(out *http.Request) (*http.Response, error) {
 		u.m.inFlight.Inc()
 		resp, err := u.transport.RoundTrip(out)
 		if err == nil {
-			ex.elapsed, ex.status = time.Since(now), resp.StatusCode
+			ex.elapsed, ex.status, ex.kind = time.Since(now), resp.StatusCode, ""
 			u.markUp()
 			u.m.latency.Observe(ex.elapsed.Seconds())
 			u.m.requests.WithLabelValues(statusText(resp.StatusCode)).Inc()
