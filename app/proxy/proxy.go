@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turboretry/turboretry/app/fileserver"
@@ -275,7 +277,7 @@ func (pp *poolProxy) RoundTrip(out *http.Request) (*http.Response, error) {
 		ex.up, ex.start = u, now
 		out.URL = joinURL(&base, u.target.url)
 		u.m.inFlight.Inc()
-		resp, err := u.transport.RoundTrip(out)
+		resp, err := u.transport.RoundTrip(attemptRequest(out))
 		if err == nil {
 			ex.elapsed, ex.status, ex.kind = time.Since(now), resp.StatusCode, ""
 			u.markUp()
@@ -304,6 +306,36 @@ func (pp *poolProxy) RoundTrip(out *http.Request) (*http.Response, error) {
 		}
 	}
 	return nil, lastErr
+}
+
+// attemptRequest returns out for one attempt: http.Transport closes the
+// body of a request it could not send, so each attempt gets its own
+// closable view of the one body.
+func attemptRequest(out *http.Request) *http.Request {
+	if out.Body == nil || out.Body == http.NoBody {
+		return out
+	}
+	a := out.WithContext(out.Context())
+	a.Body = &attemptBody{rc: out.Body}
+	return a
+}
+
+// attemptBody reads the request body until its attempt closes it.
+type attemptBody struct {
+	rc     io.ReadCloser
+	closed atomic.Bool
+}
+
+func (b *attemptBody) Read(p []byte) (int, error) {
+	if b.closed.Load() {
+		return 0, errors.New("proxy: request body read after its attempt ended")
+	}
+	return b.rc.Read(p)
+}
+
+func (b *attemptBody) Close() error {
+	b.closed.Store(true)
+	return nil
 }
 
 // joinURL returns the URL of a request for base (the client's path and

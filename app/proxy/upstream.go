@@ -130,16 +130,31 @@ type pool struct {
 }
 
 // pick returns the next upstream in round-robin order that is not in
-// tried (a bit per index) and is healthy. When none is healthy, the first
-// attempt takes the next untried one anyway, so that a request is never
-// refused without trying (and an upstream that came back is found);
-// later attempts give up, returning -1.
+// tried (a bit per index) and is healthy, and moves the round robin past
+// it, so that skipping an unhealthy upstream does not give its turn to
+// the one after it twice. When none is healthy, the first attempt takes
+// the next untried one anyway, so that a request is never refused
+// without trying (and an upstream that came back is found); later
+// attempts give up, returning -1.
 func (p *pool) pick(now int64, tried uint64, first bool) int {
+	n := uint32(len(p.ups))
+	for {
+		cur := p.next.Load()
+		j := p.find(cur%n, now, tried, first)
+		if j < 0 {
+			return -1
+		}
+		if p.next.CompareAndSwap(cur, uint32(j)+1) {
+			return j
+		}
+	}
+}
+
+func (p *pool) find(start uint32, now int64, tried uint64, first bool) int {
 	n := len(p.ups)
-	start := int(p.next.Add(1)-1) % n
 	fallback := -1
 	for i := range n {
-		j := (start + i) % n
+		j := (int(start) + i) % n
 		if j < 64 && tried&(1<<j) != 0 {
 			continue
 		}
