@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // patternReader is n deterministic pseudo-random bytes.
@@ -164,7 +166,12 @@ func TestProxyServerSentEvents(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			c := f.client(t, kind)
 			defer closeClient(c)
-			resp, err := c.Get(f.URL() + "events")
+			// A bound, not a speed check: a proxy that holds the events
+			// back would otherwise wait for them forever.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "GET", f.URL()+"events", nil)
+			resp, err := c.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
