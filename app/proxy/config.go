@@ -143,7 +143,7 @@ func parseTarget(s string) (target, error) {
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return target{}, fmt.Errorf("upstream %q: want http://, https:// or unix:", s)
+		return target{}, fmt.Errorf("upstream %q: want an http://, https:// or unix: URL", s)
 	case u.Host == "":
 		return target{}, fmt.Errorf("upstream %q: no host", s)
 	case u.User != nil || u.RawQuery != "" || u.Fragment != "":

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -146,14 +145,35 @@ type poolProxy struct {
 	rp   *httputil.ReverseProxy
 }
 
-// copyBuffers are ReverseProxy's response copy buffers, as big as the
-// reads from an upstream connection usually are.
-var copyBuffers = sync.Pool{New: func() any { return make([]byte, 32<<10) }}
+// copyBufferSize is the size of ReverseProxy's response copy buffers, as
+// big as the reads from an upstream connection usually are.
+const copyBufferSize = 32 << 10
 
-type bufferPool struct{}
+// bufferPool recycles the copy buffers through a channel rather than a
+// sync.Pool, which would allocate to hold each slice; it keeps at most
+// cap(free) idle buffers (8 MiB).
+type bufferPool struct{ free chan []byte }
 
-func (bufferPool) Get() []byte  { return copyBuffers.Get().([]byte) }
-func (bufferPool) Put(b []byte) { copyBuffers.Put(b) } //nolint:staticcheck // a slice header per Put, as ReverseProxy's interface wants
+func (p bufferPool) Get() []byte {
+	select {
+	case b := <-p.free:
+		return b
+	default:
+		return make([]byte, copyBufferSize)
+	}
+}
+
+func (p bufferPool) Put(b []byte) {
+	if cap(b) != copyBufferSize {
+		return
+	}
+	select {
+	case p.free <- b[:copyBufferSize]:
+	default:
+	}
+}
+
+var copyBuffers = bufferPool{free: make(chan []byte, 256)}
 
 func (h *Handler) newPoolProxy(p *pool) *poolProxy {
 	pp := &poolProxy{h: h, pool: p}
@@ -165,7 +185,7 @@ func (h *Handler) newPoolProxy(p *pool) *poolProxy {
 		// server-sent events and long polls pass at once, and a slow
 		// client slows the reads from the upstream (backpressure).
 		FlushInterval:  -1,
-		BufferPool:     bufferPool{},
+		BufferPool:     copyBuffers,
 		ModifyResponse: pp.modifyResponse,
 		ErrorHandler:   pp.fail,
 		ErrorLog:       slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
