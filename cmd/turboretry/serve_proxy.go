@@ -27,7 +27,7 @@ func (l *stringList) Set(s string) error {
 func proxyFlags(fs *flag.FlagSet) func() (*proxy.Config, error) {
 	var upstreams, routes, trust stringList
 	fs.Var(&upstreams, "upstream", "forward requests to `URL` (http://host:port, https://host:port or unix:/path); repeat to balance round robin")
-	fs.Var(&routes, "route", "forward the paths under `/PREFIX=URL` to URL; repeat for more (same prefix: balanced); the rest go to --upstream or the files")
+	fs.Var(&routes, "route", "`/PREFIX=URL`: forward the paths under PREFIX to URL; repeat for more (same prefix: balanced); the rest go to --upstream or the files")
 	caFile := fs.String("upstream-ca", "", "PEM `FILE` of the CA certificates that https upstreams must chain to (default: the system's)")
 	insecure := fs.Bool("upstream-insecure", false, "do not verify https upstreams' certificates")
 	connectTimeout := fs.Duration("upstream-connect-timeout", proxy.DefaultConnectTimeout, "time to connect to an upstream (TCP and TLS); past it the request gets 502")
