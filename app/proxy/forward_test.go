@@ -267,3 +267,38 @@ func TestProxyUpstreamBrokenMidway(t *testing.T) {
 		t.Errorf("aborted responses counted: %v, want 3", n)
 	}
 }
+
+// TestProxyInterimAndHead: a 103 from the upstream does not end the
+// response, and HEAD answers carry the upstream's length without a body.
+func TestProxyInterimAndHead(t *testing.T) {
+	checkNoLeak(t)
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Set("Content-Length", "5")
+		w.WriteHeader(200)
+		io.WriteString(w, "hello")
+	})
+	up := startUpstream(t, app)
+	f := startFront(t, Config{Upstreams: []string{up}}, nil)
+	for _, kind := range allClients {
+		c := f.client(t, kind)
+		for _, method := range []string{"GET", "HEAD"} {
+			req, _ := http.NewRequest(method, f.URL(), nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want := "hello"
+			if method == "HEAD" {
+				want = ""
+			}
+			if err != nil || resp.StatusCode != 200 || string(body) != want || resp.ContentLength != 5 {
+				t.Errorf("%s %s: %d, length %d, body %q, %v", kind, method, resp.StatusCode, resp.ContentLength, body, err)
+			}
+		}
+		closeClient(c)
+	}
+}
