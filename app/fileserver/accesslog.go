@@ -26,7 +26,7 @@ func withAccessLog(next http.Handler, log *slog.Logger, m *serverMetrics) http.H
 			m.respBytes.WithLabelValues(proto).Add(float64(sw.bytes))
 			m.duration.WithLabelValues(proto).Observe(elapsed.Seconds())
 			ci := ConnInfoFromContext(r.Context())
-			log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			attrs := [...]slog.Attr{
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.Path),
 				slog.Int("status", status),
@@ -37,7 +37,12 @@ func withAccessLog(next http.Handler, log *slog.Logger, m *serverMetrics) http.H
 				slog.Bool("retry_validated", ci.RetryValidated),
 				slog.Bool("token_validated", ci.TokenValidated),
 				slog.Bool("zero_rtt", ci.ZeroRTT),
-			)
+			}
+			if len(sw.extra) == 0 {
+				log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs[:]...)
+			} else {
+				log.LogAttrs(r.Context(), slog.LevelInfo, "request", append(attrs[:], sw.extra...)...)
+			}
 		}()
 		next.ServeHTTP(sw, r)
 	})
@@ -48,6 +53,28 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	extra  []slog.Attr // AddAccessLogAttrs's
+}
+
+// AddAccessLogAttrs adds attrs to the access log line of the request
+// that w answers (the proxy's upstream, upstream_status, upstream_time).
+// w is the ResponseWriter a Config.Handler's handler was given, or one
+// that wraps it with an Unwrap method (as http.ResponseController
+// expects). It reports false, and logs nothing, when w does not lead to
+// the access log. Call it from the handler's goroutine, before the
+// handler returns.
+func AddAccessLogAttrs(w http.ResponseWriter, attrs ...slog.Attr) bool {
+	for {
+		if sw, ok := w.(*statusWriter); ok {
+			sw.extra = append(sw.extra, attrs...)
+			return true
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return false
+		}
+		w = u.Unwrap()
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {

@@ -3,8 +3,11 @@ package fileserver
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/offload/reuseport"
@@ -69,6 +72,17 @@ func (l IDLayout) codec(kr *token.KeyRing) (*quiclb.Codec, error) {
 	return quiclb.NewCodec(quiclb.Config{ConfigID: l.ConfigID, HostID: l.HostID, NonceLen: l.NonceLen, MACKey: &key})
 }
 
+// Site is what Config.Handler builds its handler from.
+type Site struct {
+	// Files serves Root (or the demo site): GET and HEAD only, as the
+	// file server answers.
+	Files http.Handler
+	// Metrics is the registry /metrics serves.
+	Metrics prometheus.Registerer
+	// Logger is the server's logger.
+	Logger *slog.Logger
+}
+
 // Config configures a Server. Only StateDir is needed when the certificate
 // or the secret is generated; everything else has a default.
 type Config struct {
@@ -77,6 +91,14 @@ type Config struct {
 	Addr string
 	// Root is the directory to serve; empty serves the embedded demo site.
 	Root string
+	// Handler, when set, builds the handler that answers requests in
+	// place of the file server alone (serve --upstream and --route:
+	// app/proxy). New calls it once with the file handler, to which it
+	// may hand the paths it does not answer itself. The listeners,
+	// Retry policy, limits, Alt-Svc, access log, request metrics and
+	// graceful shutdown stay the server's. A handler that is an
+	// io.Closer is closed when the server stops.
+	Handler func(Site) (http.Handler, error)
 	// Dotfiles serves, and lists, names starting with a dot (.git, .env,
 	// .htpasswd). Off by default: such files are 404, except under
 	// /.well-known (RFC 8615).

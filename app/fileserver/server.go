@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -43,6 +44,7 @@ type Server struct {
 	keyRing atomic.Pointer[token.KeyRing]
 	secret  string // the secret file in use
 	handler http.Handler
+	front   http.Handler // Config.Handler's, or nil
 	tlsConf *tls.Config
 	root    *os.Root // nil when serving the embedded site
 
@@ -113,7 +115,14 @@ func New(cfg Config) (_ *Server, err error) {
 	s.keyRing.Store(kr)
 
 	port := s.ln.Addr().(*net.TCPAddr).Port
-	s.handler = withAccessLog(withCommonHeaders(newContentHandler(content, cfg.Root == "", fileOptions{dotfiles: cfg.Dotfiles, listDirs: cfg.ListDirs}), port), s.log, s.m)
+	site := newContentHandler(content, cfg.Root == "", fileOptions{dotfiles: cfg.Dotfiles, listDirs: cfg.ListDirs})
+	if cfg.Handler != nil {
+		if s.front, err = cfg.Handler(Site{Files: site, Metrics: s.reg, Logger: s.log}); err != nil {
+			return nil, err
+		}
+		site = s.front
+	}
+	s.handler = withAccessLog(withCommonHeaders(site, port), s.log, s.m)
 
 	s.tlsConf = &tls.Config{
 		MinVersion:     tls.VersionTLS12,
@@ -177,8 +186,8 @@ func (s *Server) trackConn(_ net.Conn, st http.ConnState) {
 	}
 }
 
-// Handler returns the complete handler: files, whoami, Alt-Svc, access log
-// and request metrics. The HTTP/3 listener serves it unchanged.
+// Handler returns the complete handler: files, whoami (or Config.Handler's
+// handler), Alt-Svc, access log and request metrics. The HTTP/3 listener serves it unchanged.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // TLSConfig returns a copy of the TLS configuration, whose GetCertificate
@@ -460,5 +469,8 @@ func (s *Server) closeResources() {
 	}
 	if s.root != nil {
 		s.root.Close()
+	}
+	if c, ok := s.front.(io.Closer); ok {
+		c.Close()
 	}
 }

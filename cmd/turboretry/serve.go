@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/turboretry/turboretry/app/doctor"
 	"github.com/turboretry/turboretry/app/fileserver"
+	"github.com/turboretry/turboretry/app/proxy"
 	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/offload/reuseport"
 )
@@ -19,7 +22,7 @@ import (
 func init() {
 	register(&command{
 		name:    "serve",
-		summary: "serve files over HTTP/3 and HTTPS (HTTP/1.1, HTTP/2)",
+		summary: "serve files, or proxy to an application, over HTTP/3 and HTTPS (HTTP/1.1, HTTP/2)",
 		run:     runServe,
 	})
 }
@@ -27,7 +30,9 @@ func init() {
 const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE --key FILE] [--retry auto|always|never]\n" +
 	"         [--dotfiles] [--list-dirs] [--secret FILE] [--metrics ADDR] [--state-dir DIR] [--qlog-dir DIR]\n" +
 	"         [--workers N] [--cid-host-id HEX] [--cid-config-id N] [--cid-nonce-len N] [--fastpath mac|bloom]\n" +
-	"         [--offload none | xdp --iface IF | split --agent-control ADDR] [limits: --max-conns N ...]\n\n" +
+	"         [--offload none | xdp --iface IF | split --agent-control ADDR] [limits: --max-conns N ...]\n" +
+	"         [--upstream URL ... | --route /PREFIX=URL ...] [--upstream-ca FILE | --upstream-insecure]\n" +
+	"         [--upstream-connect-timeout D] [--upstream-timeout D] [--max-body-bytes SIZE] [--trust-forwarded CIDR ...]\n\n" +
 	"Serves DIR (default: a built-in demo site) over HTTP/3 (UDP) and over HTTPS with\n" +
 	"HTTP/1.1 and HTTP/2 (TCP) on the same port, advertising HTTP/3 with Alt-Svc. It answers\n" +
 	"GET and HEAD only; names starting with a dot (except /.well-known) are 404 unless\n" +
@@ -53,7 +58,17 @@ const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE 
 	"The default address, 127.0.0.1:4433, is\n" +
 	"reachable from this machine only; use --addr :443 to serve the network. The limits (--max-conns\n" +
 	"to --write-stall-timeout) bound what clients can make the server hold, per worker; their\n" +
-	"defaults and why are in docs/fileserver.md. SIZE is bytes, or a number with KiB, MiB or GiB."
+	"defaults and why are in docs/fileserver.md. SIZE is bytes, or a number with KiB, MiB or GiB.\n\n" +
+	"With --upstream URL serve is a reverse proxy instead (docs/proxy.md): every request, any\n" +
+	"method, goes to URL (http://, https:// or unix:/path; repeat it to balance round robin,\n" +
+	"skipping for --upstream-fail-timeout an upstream that could not be connected to), with\n" +
+	"the same listeners, Retry policy, limits, access log and metrics in front. --route\n" +
+	"/PREFIX=URL sends the paths under PREFIX to URL and the rest to --upstream, or without\n" +
+	"it to the files (--root or the demo site). Bodies stream both ways and responses are\n" +
+	"flushed as the upstream sends them; X-Forwarded-For, -Host, -Proto and Forwarded name the\n" +
+	"client and replace what it sent unless it is in --trust-forwarded. An upstream that\n" +
+	"cannot be connected to within --upstream-connect-timeout gives 502, one that sends no\n" +
+	"response header within --upstream-timeout 504, a body over --max-body-bytes 413."
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags := newFlagSet("serve", serveSynopsis, stderr)
@@ -71,6 +86,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	agentControl := flags.String("agent-control", "", "the split-mode agent's control address `HOST:PORT` (with --offload split)")
 	qlogDir := flags.String("qlog-dir", "", "write a qlog file per QUIC connection into `DIR` (debugging; one file per connection)")
 	limits := limitFlags(flags)
+	proxyConfig := proxyFlags(flags)
 	stateDir := flags.String("state-dir", "", "keep the generated certificate, key and secret in `DIR` (default $XDG_STATE_HOME/turboretry or ~/.local/state/turboretry)")
 	workers := flags.Int("workers", 0, "spread HTTP/3 over `N` sockets and receive loops (default: the number of CPUs)")
 	cids := addCIDFlags(flags)
@@ -84,6 +100,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	lim, err := limits()
 	if err != nil {
 		return usageError(flags, "%v", err)
+	}
+	pcfg, err := proxyConfig()
+	if err != nil {
+		return usageError(flags, "%v", err)
+	}
+	if pcfg != nil && len(pcfg.Upstreams) > 0 && *root != "" {
+		return usageError(flags, "--root and --upstream: the paths no --route claims go to the upstream; give one or the other")
 	}
 	mode, err := fileserver.ParseRetryMode(*retry)
 	if err != nil {
@@ -123,7 +146,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	var handler func(fileserver.Site) (http.Handler, error)
+	if pcfg != nil {
+		handler = proxy.NewForSite(*pcfg)
+		log.Info("reverse proxy", "upstreams", strings.Join(pcfg.Upstreams, " "), "routes", len(pcfg.Routes))
+	}
 	srv, err := fileserver.New(fileserver.Config{
+		Handler:       handler,
 		Addr:          *addr,
 		Root:          *root,
 		Dotfiles:      *dotfiles,

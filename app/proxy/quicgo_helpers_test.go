@@ -1,0 +1,16 @@
+package proxy
+
+import (
+	"crypto/tls"
+	"net/http"
+	"testing"
+
+	quicgohttp3 "github.com/quic-go/quic-go/http3"
+)
+
+// quicGoTransport is quic-go's HTTP/3 client, closed when the test ends.
+func quicGoTransport(t *testing.T, tlsConf *tls.Config) http.RoundTripper {
+	tr := &quicgohttp3.Transport{TLSClientConfig: tlsConf, DisableCompression: true}
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
