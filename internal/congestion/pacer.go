@@ -12,8 +12,10 @@ const (
 	PacingGainNumerator   = 5
 	PacingGainDenominator = 4
 	// DefaultBurstPackets is the burst the pacer allows, in datagrams:
-	// the initial window (RFC 9002 section 7.7 limits bursts to it).
-	DefaultBurstPackets = 10
+	// the initial window (RFC 9002 section 7.7 limits bursts to it), so
+	// that a first flight, 0-RTT data included, leaves at once as with
+	// quic-go, which paces nothing before its first RTT sample.
+	DefaultBurstPackets = initialWindowPackets
 )
 
 // Pacer spreads packets over the round trip with a token bucket that fills
