@@ -13,8 +13,8 @@ const (
 	PacingGainDenominator = 4
 	// DefaultBurstPackets is the burst the pacer allows, in datagrams:
 	// the initial window (RFC 9002 section 7.7 limits bursts to it), so
-	// that a first flight, 0-RTT data included, leaves at once as with
-	// quic-go, which paces nothing before its first RTT sample.
+	// that a first flight, 0-RTT data included, leaves at once, as
+	// quic-go's does: it paces nothing before its first RTT sample.
 	DefaultBurstPackets = initialWindowPackets
 )
 
