@@ -7,12 +7,14 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/simnet"
+	"github.com/turboretry/turboretry/internal/wire"
 )
 
 // ccDownload has a server send size bytes on one stream to quic-go's
@@ -73,8 +75,8 @@ func hystartLink(queueDelay time.Duration) simnet.LinkConfig {
 // Queue drops, with either controller unless told (docs/performance.md):
 //
 //	queue  before (NewReno, IW 10)  IW 32 without HyStart++   now
-//	20 ms  421                      708 CUBIC, 500 NewReno    about 206
-//	50 ms  510                      632 CUBIC, 520 NewReno    about 36
+//	20 ms  421                      708 CUBIC, 494 NewReno    191
+//	50 ms  510                      603 CUBIC, 479 NewReno    26
 func TestHyStartAvoidsQueueOverflow(t *testing.T) {
 	for _, tc := range []struct {
 		queue    time.Duration
@@ -96,6 +98,84 @@ func TestHyStartAvoidsQueueOverflow(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestZeroRTTFirstFlightFillsInitialWindow: a resuming client's 0-RTT data
+// leaves in one flight as large as the initial window (32 datagrams):
+// nothing is paced before the first RTT sample, as in quic-go, whose
+// Test0RTTTransfer wants more than 20 0-RTT packets. With the pacer's
+// 10-datagram burst applied from the start, the flight was 9 datagrams.
+func TestZeroRTTFirstFlightFillsInitialWindow(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		stls := serverTLS(t)
+		stls.SetSessionTicketKeys([][32]byte{{7, 8, 9}})
+		tr := s.serverTransport(nil)
+		_, res := earlyEchoServer(t, ctx, tr, &Config{Allow0RTT: true}, stls)
+		ctls, cache := resumingClientTLS(t)
+		ctr := s.transport(simClientAddr(1))
+		c, err := ctr.Dial(ctx, tr.Conn.LocalAddr(), ctls, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		echoOnNewStream(t, c.OpenStream, []byte("for a session ticket"))
+		recvResult(t, ctx, res)
+		waitSignal(t, ctx, cache.put, "session ticket")
+		_ = c.CloseWithError(0, "")
+
+		// The datagrams with 0-RTT packets that leave the client at the
+		// instant of the first: its first flight.
+		var mu sync.Mutex
+		var first time.Time
+		flight := 0
+		s.tap(func(p *simnet.Packet) bool {
+			if p.From != simClientAddr(1) || !has0RTTPacket(p.Data) {
+				return true
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if first.IsZero() {
+				first = time.Now()
+			}
+			if time.Now().Equal(first) {
+				flight++
+			}
+			return true
+		})
+		c, err = ctr.DialEarly(ctx, tr.Conn.LocalAddr(), ctls, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseWithError(0, "")
+		msg := make([]byte, 100<<10)
+		st := writeOnNewStream(t, c.OpenStream, msg)
+		if r := recvResult(t, ctx, res); !r.used0RTT || len(r.data) != len(msg) {
+			t.Fatalf("server: Used0RTT %v, %d bytes", r.used0RTT, len(r.data))
+		}
+		if got, err := io.ReadAll(st); err != nil || len(got) != len(msg) {
+			t.Fatalf("echo: %d bytes, %v", len(got), err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("first flight: %d datagrams with 0-RTT packets", flight)
+		if flight < 30 {
+			t.Fatalf("first flight carried 0-RTT data in %d datagrams, want at least 30", flight)
+		}
+	})
+}
+
+// has0RTTPacket reports whether a datagram holds a 0-RTT packet.
+func has0RTTPacket(d []byte) bool {
+	for pkt, err := range wire.CoalescedPackets(d) {
+		if err != nil {
+			return false
+		}
+		var hdr wire.LongHeader
+		if wire.ParseLongHeader(pkt, &hdr) == nil && hdr.Type == wire.PacketType0RTT {
+			return true
+		}
+	}
+	return false
 }
 
 func TestCongestionControlConfig(t *testing.T) {
