@@ -1,6 +1,6 @@
 // Package congestion implements QUIC congestion control: NewReno (RFC 9002
-// section 7 and appendix B), CUBIC (RFC 9438) and a pacer (RFC 9002
-// section 7.7).
+// section 7 and appendix B), CUBIC (RFC 9438), HyStart++ (RFC 9406) for
+// the first slow start of both, and a pacer (RFC 9002 section 7.7).
 //
 // Controllers count bytes, not packets. They do not track bytes in flight:
 // the loss detector (internal/recovery) owns that number and passes it in,

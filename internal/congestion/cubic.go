@@ -16,7 +16,8 @@ const (
 )
 
 // Cubic is the CUBIC congestion controller of RFC 9438 with fast
-// convergence, the Reno-friendly region, and byte counting. Windows are kept
+// convergence, the Reno-friendly region, byte counting, and HyStart++ in
+// its first slow start. Windows are kept
 // as float64 bytes internally so that small per-ACK increments accumulate.
 type Cubic struct {
 	rtt             RTTSource
