@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/congestion"
+	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/qlogwriter"
 )
@@ -178,6 +180,48 @@ type Config struct {
 	// MaxConnectionReceiveWindow: an honest peer, whose data costs about
 	// its size, never reaches it however much it has in flight.
 	MaxOutOfOrderReceiveBytes uint64
+	// CongestionControl selects the congestion controller of the
+	// connection's sending side (our extension: quic-go has no such
+	// field). The zero value is CongestionCubic; both controllers end the
+	// first slow start with HyStart++ (RFC 9406) and start with a window
+	// of 32 datagrams.
+	CongestionControl CongestionControl
+}
+
+// CongestionControl names a congestion controller for
+// Config.CongestionControl.
+type CongestionControl uint8
+
+const (
+	// CongestionCubic is CUBIC (RFC 9438), the default.
+	CongestionCubic CongestionControl = iota
+	// CongestionNewReno is NewReno (RFC 9002 section 7).
+	CongestionNewReno
+)
+
+// String returns the controller's name.
+func (cc CongestionControl) String() string {
+	switch cc {
+	case CongestionCubic:
+		return "cubic"
+	case CongestionNewReno:
+		return "newreno"
+	}
+	return fmt.Sprintf("CongestionControl(%d)", uint8(cc))
+}
+
+// newController builds the controller cc names for a new path; it is
+// recovery.Config's NewController.
+func (cc CongestionControl) newController(rtt congestion.RTTSource, maxDatagramSize int) congestion.Controller {
+	if cc == CongestionNewReno {
+		return congestion.NewNewReno(rtt, maxDatagramSize)
+	}
+	return congestion.NewCubic(rtt, maxDatagramSize)
+}
+
+// recoveryConfig is the loss detector configuration for a connection.
+func (c *Config) recoveryConfig(isServer bool) recovery.Config {
+	return recovery.Config{IsServer: isServer, NewController: c.CongestionControl.newController}
 }
 
 const (
@@ -289,6 +333,9 @@ func populateConfig(c *Config) (*Config, error) {
 		return nil, fmt.Errorf("quic: InitialPacketSize %d below %d", cc.InitialPacketSize, maxPacketSize)
 	case cc.InitialPacketSize > maxProbeSize:
 		cc.InitialPacketSize = maxProbeSize
+	}
+	if cc.CongestionControl > CongestionNewReno {
+		return nil, fmt.Errorf("quic: unknown %v", cc.CongestionControl)
 	}
 	if cc.MaxConnectionSendBuffer == 0 {
 		cc.MaxConnectionSendBuffer = defaultConnSendBuffer

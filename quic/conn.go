@@ -210,7 +210,7 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 	c.baseDatagram = int(conf.InitialPacketSize)
 	c.send.maxDatagram = c.baseDatagram
 	c.ctx, c.cancelCtx = context.WithCancelCause(ctx)
-	c.loss.rec = recovery.New(recovery.Config{IsServer: !isClient})
+	c.loss.rec = recovery.New(conf.recoveryConfig(!isClient))
 	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 	if c.baseDatagram != maxPacketSize {
 		c.setMaxDatagram(c.baseDatagram)

@@ -21,6 +21,16 @@ type lossState struct {
 	nextHandle uint64
 }
 
+// pacingRTT is the RTT the pacer spreads a window over: none (no pacing)
+// before the first sample, as in quic-go, so that the first flight, 0-RTT
+// data included, is limited by the initial window alone.
+func (l *lossState) pacingRTT() time.Duration {
+	if !l.rec.RTT().HasSample() {
+		return 0
+	}
+	return l.rec.RTT().SmoothedRTT()
+}
+
 // onPacketAcked releases what an acknowledged packet carried and reports
 // whether it was sent marked ECT(0).
 func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {

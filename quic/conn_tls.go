@@ -428,7 +428,7 @@ func (c *Conn) handleRetry(pkt []byte, hdr *wire.LongHeader) {
 		delete(c.loss.sent, h)
 		c.putSentPacket(p)
 	}
-	c.loss.rec = recovery.New(recovery.Config{IsServer: false})
+	c.loss.rec = recovery.New(c.config.recoveryConfig(false))
 	c.loss.rec.SetMaxDatagramSize(c.send.maxDatagram)
 	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 	c.loss.pacer.SetMaxDatagramSize(c.send.maxDatagram)
@@ -478,7 +478,7 @@ func (c *Conn) restartWithVersion(v wire.Version) error {
 	c.spaces[spaceInitial].tracker.Init(ackgen.SpaceInitial, ackgen.Config{})
 	c.spaces[spaceHandshake].tracker.Init(ackgen.SpaceHandshake, ackgen.Config{})
 	c.spaces[spaceApp].tracker.Init(ackgen.SpaceAppData, ackgen.Config{})
-	c.loss.rec = recovery.New(recovery.Config{IsServer: false})
+	c.loss.rec = recovery.New(c.config.recoveryConfig(false))
 	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 	clear(c.loss.sent)
 	c.keys.app = nil

@@ -50,8 +50,10 @@
 //   - Batched UDP I/O on a *net.UDPConn (internal/udpio): recvmmsg and
 //     sendmmsg, UDP GSO and GRO where the kernel has them, large socket
 //     buffers.
-//   - Loss detection, PTO (backoff capped at 60 s), NewReno congestion
-//     control and pacing (internal/recovery, internal/congestion); 1-RTT
+//   - Loss detection, PTO (backoff capped at 60 s), congestion control
+//     (CUBIC by default, NewReno through Config.CongestionControl; both
+//     end the first slow start with HyStart++ and start with a window of
+//     32 datagrams) and pacing (internal/recovery, internal/congestion); 1-RTT
 //     packet numbers skipped at random to catch optimistic ACKs (RFC 9000
 //     section 21.4, PROTOCOL_VIOLATION); flow control with window
 //     auto-tuning and stream limits (internal/flowcontrol).
@@ -140,5 +142,5 @@
 // # Not implemented yet
 //
 //   - Switching a client back to its original socket; a preferred address
-//     on another socket or port than the listener's; CUBIC selection.
+//     on another socket or port than the listener's.
 package quic

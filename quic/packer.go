@@ -150,9 +150,8 @@ func (c *Conn) sendLocked(now time.Time) bool {
 			mayElicit, c.send.handshakeOnly = true, true
 		}
 		if mayElicit && !probing && !c.send.handshakeOnly {
-			rtt := c.loss.rec.RTT().SmoothedRTT()
 			cwnd := c.loss.rec.Controller().CongestionWindow()
-			if next := c.loss.pacer.NextSendTime(now, cwnd, rtt); next.After(now) {
+			if next := c.loss.pacer.NextSendTime(now, cwnd, c.loss.pacingRTT()); next.After(now) {
 				mayElicit = false
 				c.send.pacingDeadline = next
 			}
@@ -298,7 +297,7 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 			c.putSentPacket(p.sp)
 		}
 		if inFlight {
-			c.loss.pacer.OnPacketSent(now, size, c.loss.rec.Controller().CongestionWindow(), c.loss.rec.RTT().SmoothedRTT())
+			c.loss.pacer.OnPacketSent(now, size, c.loss.rec.Controller().CongestionWindow(), c.loss.pacingRTT())
 		}
 	}
 	if c.qlog != nil {

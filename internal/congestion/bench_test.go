@@ -6,7 +6,7 @@ import (
 )
 
 func BenchmarkCubicOnPacketAcked(b *testing.B) {
-	c := NewCubic(fixedRTT(ms(50)), 1200)
+	c := newTestCubic(fixedRTT(ms(50)))
 	loss := growCubicTo(c, 100)
 	now := loss
 	b.ReportAllocs()
@@ -17,7 +17,7 @@ func BenchmarkCubicOnPacketAcked(b *testing.B) {
 }
 
 func BenchmarkNewRenoOnPacketAcked(b *testing.B) {
-	c := NewNewReno(1200)
+	c := newTestReno()
 	now := t0
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,6 +1,6 @@
 // Package congestion implements QUIC congestion control: NewReno (RFC 9002
-// section 7 and appendix B), CUBIC (RFC 9438) and a pacer (RFC 9002
-// section 7.7).
+// section 7 and appendix B), CUBIC (RFC 9438), HyStart++ (RFC 9406) for
+// the first slow start of both, and a pacer (RFC 9002 section 7.7).
 //
 // Controllers count bytes, not packets. They do not track bytes in flight:
 // the loss detector (internal/recovery) owns that number and passes it in,
@@ -21,6 +21,9 @@ type RTTSource interface {
 	SmoothedRTT() time.Duration
 	// MinRTT returns min_rtt, or 0 before any sample.
 	MinRTT() time.Duration
+	// LatestRTT returns latest_rtt, or 0 before any sample. HyStart++
+	// watches it for a delay increase in slow start.
+	LatestRTT() time.Duration
 }
 
 // Controller is a congestion controller driven by the loss detector and
@@ -68,10 +71,23 @@ type Controller interface {
 	SetMaxDatagramSize(size int)
 }
 
+// initialWindowPackets is the initial congestion window in datagrams. It
+// is quic-go's, larger than the ten RFC 9002 section 7.2 suggests: a 0-RTT
+// or first flight that fits in one window saves a round trip, and HyStart++
+// ends slow start before a larger start can overflow a queue.
+const initialWindowPackets = 32
+
+// initialWindowDatagramSize is the smallest datagram size the initial
+// window is counted in: quic-go counts it in its default initial packet
+// size, 1280 bytes, so a connection starting at 1200-byte datagrams gets
+// the same 40960 bytes.
+const initialWindowDatagramSize = 1280
+
 // InitialWindow returns the initial congestion window for a datagram size:
-// min(10*size, max(14720, 2*size)) (RFC 9002 section 7.2).
+// initialWindowPackets datagrams of at least initialWindowDatagramSize
+// bytes.
 func InitialWindow(maxDatagramSize int) int {
-	return min(10*maxDatagramSize, max(14720, 2*maxDatagramSize))
+	return initialWindowPackets * max(maxDatagramSize, initialWindowDatagramSize)
 }
 
 // MinimumWindow returns the smallest congestion window, two datagrams

@@ -16,10 +16,12 @@ const (
 )
 
 // Cubic is the CUBIC congestion controller of RFC 9438 with fast
-// convergence, the Reno-friendly region, and byte counting. Windows are kept
+// convergence, the Reno-friendly region, byte counting, and HyStart++ in
+// its first slow start. Windows are kept
 // as float64 bytes internally so that small per-ACK increments accumulate.
 type Cubic struct {
 	rtt             RTTSource
+	hystart         hystart
 	maxDatagramSize int
 	cwnd            float64
 	ssthresh        float64
@@ -54,6 +56,7 @@ func NewCubic(rtt RTTSource, maxDatagramSize int) *Cubic {
 	maxDatagramSize = max(maxDatagramSize, DefaultMaxDatagramSize)
 	return &Cubic{
 		rtt:             rtt,
+		hystart:         newHystart(),
 		maxDatagramSize: maxDatagramSize,
 		cwnd:            float64(InitialWindow(maxDatagramSize)),
 		ssthresh:        math.Inf(1),
@@ -69,6 +72,21 @@ func (c *Cubic) OnPacketAcked(now, sentTime time.Time, bytes, priorInFlight int)
 	if c.recovery.covers(sentTime) {
 		return
 	}
+	divisor, exit := 1, false
+	if math.IsInf(c.ssthresh, 1) {
+		divisor, exit = c.hystart.onAck(now, sentTime, c.rtt.LatestRTT())
+	}
+	c.grow(now, bytes, priorInFlight, divisor)
+	if exit {
+		// Congestion avoidance starts with the next ACK, the curve's
+		// plateau at the window HyStart++ stopped at.
+		c.ssthresh = c.cwnd
+	}
+}
+
+// grow applies an ACK of bytes to the window; divisor slows slow start
+// down in HyStart++'s Conservative Slow Start.
+func (c *Cubic) grow(now time.Time, bytes, priorInFlight, divisor int) {
 	if !cwndLimited(int(c.cwnd), priorInFlight, c.maxDatagramSize, c.InSlowStart()) {
 		// RFC 9438 section 5.8: the time the sender was application
 		// limited must not count in t, so the epoch slides forward.
@@ -80,7 +98,7 @@ func (c *Cubic) OnPacketAcked(now, sentTime time.Time, bytes, priorInFlight int)
 	}
 	c.lastAck = now
 	if c.InSlowStart() {
-		c.cwnd += float64(bytes)
+		c.cwnd += float64(bytes) / float64(divisor)
 		return
 	}
 	c.congestionAvoidance(now, float64(bytes))

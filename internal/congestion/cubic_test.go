@@ -18,6 +18,7 @@ type fixedRTT time.Duration
 
 func (f fixedRTT) SmoothedRTT() time.Duration { return time.Duration(f) }
 func (f fixedRTT) MinRTT() time.Duration      { return time.Duration(f) }
+func (f fixedRTT) LatestRTT() time.Duration   { return time.Duration(f) }
 
 // growCubicTo takes a fresh CUBIC controller through slow start to about
 // segments datagrams and then a loss, returning the loss time.
@@ -49,7 +50,7 @@ func ackRounds(c *Cubic, start time.Time, rtt time.Duration, rounds int, check f
 }
 
 func TestCubicMultiplicativeDecrease(t *testing.T) {
-	c := NewCubic(fixedRTT(ms(100)), 1200)
+	c := newTestCubic(fixedRTT(ms(100)))
 	growCubicTo(c, 100)
 	if got, want := c.CongestionWindow(), 84000; got != want {
 		t.Fatalf("cwnd after loss %d, want %d (0.7 * 120000)", got, want)
@@ -63,7 +64,7 @@ func TestCubicMultiplicativeDecrease(t *testing.T) {
 }
 
 func TestCubicFastConvergence(t *testing.T) {
-	c := NewCubic(fixedRTT(ms(100)), 1200)
+	c := newTestCubic(fixedRTT(ms(100)))
 	loss := growCubicTo(c, 100) // W_max 120000, cwnd 84000
 	// A second loss, in a new recovery period, below W_max.
 	c.OnPacketsLost(loss.Add(ms(500)), loss.Add(ms(1)), 1200)
@@ -80,7 +81,7 @@ func TestCubicFastConvergence(t *testing.T) {
 // Reno-friendly estimate stays below the curve.
 func TestCubicCurve(t *testing.T) {
 	const rtt = 200 * time.Millisecond
-	c := NewCubic(fixedRTT(rtt), 1200)
+	c := newTestCubic(fixedRTT(rtt))
 	loss := growCubicTo(c, 100)
 	wMaxSeg := 100.0
 	k := math.Cbrt(wMaxSeg * (1 - rfcBeta) / rfcC) // cbrt(75) = 4.217 s
@@ -124,7 +125,7 @@ func TestCubicCurve(t *testing.T) {
 // before the loss and by one segment per RTT afterwards.
 func TestCubicRenoFriendly(t *testing.T) {
 	const rtt = 10 * time.Millisecond
-	c := NewCubic(fixedRTT(rtt), 1200)
+	c := newTestCubic(fixedRTT(rtt))
 	loss := growCubicTo(c, 20) // W_max = 24000 (20 segments), cwnd 14 segments
 	want := 14.0
 	ackRounds(c, loss, rtt, 60, func(round int, now time.Time) {
@@ -149,7 +150,7 @@ func TestCubicRenoFriendly(t *testing.T) {
 
 func TestCubicAppLimited(t *testing.T) {
 	const rtt = 100 * time.Millisecond
-	c := NewCubic(fixedRTT(rtt), 1200)
+	c := newTestCubic(fixedRTT(rtt))
 	loss := growCubicTo(c, 100)
 	ackRounds(c, loss, rtt, 5, func(int, time.Time) {})
 	before := c.CongestionWindow()
@@ -169,7 +170,7 @@ func TestCubicAppLimited(t *testing.T) {
 }
 
 func TestCubicPersistentCongestion(t *testing.T) {
-	c := NewCubic(fixedRTT(ms(100)), 1200)
+	c := newTestCubic(fixedRTT(ms(100)))
 	loss := growCubicTo(c, 50)
 	c.OnPersistentCongestion(loss)
 	if c.CongestionWindow() != 2400 || c.InRecovery() {

@@ -11,6 +11,8 @@ const renoLossReductionDivisor = 2
 
 // NewReno is the congestion controller of RFC 9002 section 7 and appendix B.
 type NewReno struct {
+	rtt             RTTSource // nil: no HyStart++
+	hystart         hystart
 	maxDatagramSize int
 	cwnd            int
 	ssthresh        int
@@ -35,9 +37,13 @@ var _ Controller = (*NewReno)(nil)
 
 // NewNewReno returns a NewReno controller in slow start with the initial
 // window for maxDatagramSize (DefaultMaxDatagramSize when it is smaller).
-func NewNewReno(maxDatagramSize int) *NewReno {
+// rtt supplies the RTT samples HyStart++ ends the first slow start with;
+// nil leaves slow start to end at the first loss.
+func NewNewReno(rtt RTTSource, maxDatagramSize int) *NewReno {
 	maxDatagramSize = max(maxDatagramSize, DefaultMaxDatagramSize)
 	return &NewReno{
+		rtt:             rtt,
+		hystart:         newHystart(),
 		maxDatagramSize: maxDatagramSize,
 		cwnd:            InitialWindow(maxDatagramSize),
 		ssthresh:        math.MaxInt,
@@ -48,16 +54,26 @@ func NewNewReno(maxDatagramSize int) *NewReno {
 func (c *NewReno) OnPacketSent(time.Time, int, int) {}
 
 // OnPacketAcked implements Controller.
-func (c *NewReno) OnPacketAcked(_, sentTime time.Time, bytes, priorInFlight int) {
+func (c *NewReno) OnPacketAcked(now, sentTime time.Time, bytes, priorInFlight int) {
 	c.recovery.onAck(sentTime)
 	if c.recovery.covers(sentTime) {
 		return
 	}
-	if !cwndLimited(c.cwnd, priorInFlight, c.maxDatagramSize, c.InSlowStart()) {
+	divisor, exit := 1, false
+	if c.rtt != nil && c.ssthresh == math.MaxInt {
+		divisor, exit = c.hystart.onAck(now, sentTime, c.rtt.LatestRTT())
+	}
+	limited := cwndLimited(c.cwnd, priorInFlight, c.maxDatagramSize, c.InSlowStart())
+	if c.InSlowStart() {
+		if limited {
+			c.cwnd += bytes / divisor
+		}
+		if exit {
+			c.ssthresh = c.cwnd
+		}
 		return
 	}
-	if c.InSlowStart() {
-		c.cwnd += bytes
+	if !limited {
 		return
 	}
 	c.ackedInAvoidance += bytes

@@ -10,11 +10,13 @@ var t0 = time.Unix(1_700_000_000, 0)
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
 func TestInitialAndMinimumWindow(t *testing.T) {
+	// 32 datagrams, as quic-go, counted in 1280-byte units at least.
 	for _, tc := range []struct{ mds, initial, minimum int }{
-		{1200, 12000, 2400},
-		{1472, 14720, 2944},
-		{1500, 14720, 3000},
-		{9000, 18000, 18000},
+		{1200, 40960, 2400},
+		{1280, 40960, 2560},
+		{1472, 47104, 2944},
+		{1500, 48000, 3000},
+		{9000, 288000, 18000},
 	} {
 		if got := InitialWindow(tc.mds); got != tc.initial {
 			t.Errorf("InitialWindow(%d) = %d, want %d", tc.mds, got, tc.initial)
@@ -25,8 +27,24 @@ func TestInitialAndMinimumWindow(t *testing.T) {
 	}
 }
 
+// newTestReno returns a NewReno controller whose window starts at ten
+// 1200-byte datagrams, the RFC 9002 initial window the arithmetic of these
+// tests is written around.
+func newTestReno() *NewReno {
+	c := NewNewReno(nil, 1200)
+	c.cwnd = 12000
+	return c
+}
+
+// newTestCubic is newTestReno for CUBIC.
+func newTestCubic(rtt RTTSource) *Cubic {
+	c := NewCubic(rtt, 1200)
+	c.cwnd = 12000
+	return c
+}
+
 func TestNewRenoSlowStart(t *testing.T) {
-	c := NewNewReno(1200)
+	c := newTestReno()
 	if !c.InSlowStart() || c.CongestionWindow() != 12000 {
 		t.Fatalf("start: slow start %v cwnd %d", c.InSlowStart(), c.CongestionWindow())
 	}
@@ -43,7 +61,7 @@ func TestNewRenoSlowStart(t *testing.T) {
 }
 
 func TestNewRenoAppLimitedDoesNotGrow(t *testing.T) {
-	c := NewNewReno(1200)
+	c := newTestReno()
 	for range 10 {
 		c.OnPacketAcked(t0.Add(ms(100)), t0, 1200, 2400) // far below cwnd/2
 	}
@@ -53,7 +71,7 @@ func TestNewRenoAppLimitedDoesNotGrow(t *testing.T) {
 }
 
 func TestNewRenoCongestionAvoidanceOneDatagramPerRTT(t *testing.T) {
-	c := NewNewReno(1200)
+	c := newTestReno()
 	// Grow to 48000, then lose: ssthresh = cwnd = 24000.
 	for range 30 {
 		c.OnPacketAcked(t0, t0, 1200, c.CongestionWindow())
@@ -81,7 +99,7 @@ func TestNewRenoCongestionAvoidanceOneDatagramPerRTT(t *testing.T) {
 }
 
 func TestNewRenoOneReductionPerRecoveryPeriod(t *testing.T) {
-	c := NewNewReno(1200)
+	c := newTestReno()
 	sent := t0
 	loss1 := t0.Add(ms(100))
 	c.OnPacketsLost(loss1, sent, 1200)
@@ -113,7 +131,7 @@ func TestNewRenoOneReductionPerRecoveryPeriod(t *testing.T) {
 }
 
 func TestNewRenoMinimumWindow(t *testing.T) {
-	c := NewNewReno(1200)
+	c := newTestReno()
 	now := t0
 	for range 10 {
 		now = now.Add(ms(100))
@@ -126,7 +144,7 @@ func TestNewRenoMinimumWindow(t *testing.T) {
 		t.Fatalf("cwnd %d, want the minimum 2400", c.CongestionWindow())
 	}
 	// Persistent congestion drops to the minimum and leaves recovery.
-	c = NewNewReno(1200)
+	c = newTestReno()
 	c.OnPacketsLost(now, now.Add(-ms(1)), 1200)
 	c.OnPersistentCongestion(now)
 	if c.CongestionWindow() != 2400 || c.InRecovery() {
@@ -140,13 +158,13 @@ func TestNewRenoMinimumWindow(t *testing.T) {
 }
 
 func TestNewRenoSetMaxDatagramSize(t *testing.T) {
-	c := NewNewReno(1200)
+	c := NewNewReno(nil, 1200)
 	c.SetMaxDatagramSize(1000) // below the QUIC minimum: ignored
-	if c.CongestionWindow() != 12000 {
+	if c.CongestionWindow() != 40960 {
 		t.Fatalf("cwnd %d", c.CongestionWindow())
 	}
 	c.SetMaxDatagramSize(1500)
-	if c.CongestionWindow() != 14720 {
+	if c.CongestionWindow() != 48000 {
 		t.Fatalf("initial window not recomputed: %d", c.CongestionWindow())
 	}
 	c.OnPacketsLost(t0.Add(ms(1)), t0, 1500)

@@ -11,8 +11,10 @@ const (
 	// from being the bottleneck when the window is right.
 	PacingGainNumerator   = 5
 	PacingGainDenominator = 4
-	// DefaultBurstPackets is the burst the pacer allows, in datagrams:
-	// the initial window (RFC 9002 section 7.7 limits bursts to it).
+	// DefaultBurstPackets is the burst the pacer allows, in datagrams, as
+	// quic-go's (RFC 9002 section 7.7 allows up to the initial window).
+	// Connections do not pace before their first RTT sample, so that a
+	// first flight, 0-RTT data included, leaves whole.
 	DefaultBurstPackets = 10
 )
 

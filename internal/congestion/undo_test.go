@@ -10,7 +10,7 @@ import (
 // bytes in slow start.
 func growReno(t *testing.T, cwnd int) *NewReno {
 	t.Helper()
-	c := NewNewReno(1200)
+	c := newTestReno()
 	for c.CongestionWindow() < cwnd {
 		c.OnPacketAcked(t0, t0, 1200, c.CongestionWindow())
 	}
@@ -118,7 +118,7 @@ func TestNewRenoUndoOnlyTheLatestReduction(t *testing.T) {
 }
 
 func TestCubicSpuriousLossUndoesReduction(t *testing.T) {
-	c := NewCubic(fixedRTT(100*time.Millisecond), 1200)
+	c := newTestCubic(fixedRTT(100 * time.Millisecond))
 	for c.CongestionWindow() < 48000 {
 		c.OnPacketAcked(t0, t0, 1200, c.CongestionWindow())
 	}
@@ -149,7 +149,7 @@ func TestCubicSpuriousLossUndoesReduction(t *testing.T) {
 }
 
 func TestCubicUndoRefusedAfterECN(t *testing.T) {
-	c := NewCubic(fixedRTT(100*time.Millisecond), 1200)
+	c := newTestCubic(fixedRTT(100 * time.Millisecond))
 	c.OnPacketsLost(t0.Add(ms(100)), t0.Add(ms(50)), 1200)
 	c.OnCongestionEvent(t0.Add(ms(110)), t0.Add(ms(50)))
 	cwnd := c.CongestionWindow()

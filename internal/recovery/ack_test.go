@@ -10,6 +10,9 @@ import (
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
+// initialCwnd is the initial window of the controllers under test.
+var initialCwnd = congestion.InitialWindow(congestion.DefaultMaxDatagramSize)
+
 func TestAckSimplePathNoLoss(t *testing.T) {
 	r := confirmedServer()
 	now := t0
@@ -31,9 +34,14 @@ func TestAckSimplePathNoLoss(t *testing.T) {
 			t.Fatalf("round %d: %d bytes in flight, timer %v", round, r.BytesInFlight(), r.LossDetectionTimeout())
 		}
 	}
-	// Slow start doubled the window each round: 12000 -> 384000.
-	if got := r.Controller().CongestionWindow(); got != 12000<<5 {
-		t.Fatalf("cwnd %d, want %d", got, 12000<<5)
+	// Slow start grew the window by every datagram acked: each round sent
+	// whole datagrams until the window was full.
+	want := initialCwnd
+	for range 5 {
+		want += (want + 1199) / 1200 * 1200
+	}
+	if got := r.Controller().CongestionWindow(); got != want {
+		t.Fatalf("cwnd %d, want %d", got, want)
 	}
 	if r.RTT().SmoothedRTT() != ms(50) {
 		t.Fatalf("smoothed RTT %v", r.RTT().SmoothedRTT())

@@ -63,9 +63,9 @@ func TestLossByTimeThresholdOnAck(t *testing.T) {
 		t.Fatalf("lost %v, want 1", numbers(ev.Lost))
 	}
 	// The ACK of 0 came while application limited (1200 bytes in
-	// flight), so the initial 12000 was halved.
-	if got := r.Controller().CongestionWindow(); got != 6000 {
-		t.Fatalf("cwnd %d, want 6000", got)
+	// flight), so the initial window was halved.
+	if got := r.Controller().CongestionWindow(); got != initialCwnd/2 {
+		t.Fatalf("cwnd %d, want %d", got, initialCwnd/2)
 	}
 }
 
@@ -131,8 +131,8 @@ func TestPersistentCongestion(t *testing.T) {
 	r = confirmedServer()
 	now = persistentScenario(t, r, ms(100), true)
 	ack(t, r, ApplicationData, now, 0, rng(9, 9))
-	if got := r.Controller().CongestionWindow(); got != 12000/2 {
-		t.Fatalf("cwnd %d, want 6000", got)
+	if got := r.Controller().CongestionWindow(); got != initialCwnd/2 {
+		t.Fatalf("cwnd %d, want %d", got, initialCwnd/2)
 	}
 
 	// Packet 5 acknowledged: the runs 1..4 and 6..8 are each shorter.
@@ -144,8 +144,8 @@ func TestPersistentCongestion(t *testing.T) {
 	}
 	// An ordinary loss halves the initial window (the ACK of 0 was
 	// application limited; 5 and 9 were sent before the recovery period).
-	if got := r.Controller().CongestionWindow(); got != 6000 {
-		t.Fatalf("persistent congestion across an acknowledged packet: cwnd %d, want 6000", got)
+	if got := r.Controller().CongestionWindow(); got != initialCwnd/2 {
+		t.Fatalf("persistent congestion across an acknowledged packet: cwnd %d, want %d", got, initialCwnd/2)
 	}
 
 	// No RTT sample before the packets were sent: not persistent.
@@ -155,7 +155,7 @@ func TestPersistentCongestion(t *testing.T) {
 	if len(ev.Lost) != 8 {
 		t.Fatalf("lost %v", numbers(ev.Lost))
 	}
-	if got := r.Controller().CongestionWindow(); got != 6000 {
-		t.Fatalf("persistent congestion without a prior RTT sample: cwnd %d, want 6000", got)
+	if got := r.Controller().CongestionWindow(); got != initialCwnd/2 {
+		t.Fatalf("persistent congestion without a prior RTT sample: cwnd %d, want %d", got, initialCwnd/2)
 	}
 }

@@ -77,7 +77,7 @@ func New(cfg Config) *Recovery {
 				return cc
 			}
 		}
-		return congestion.NewNewReno(mds)
+		return congestion.NewNewReno(&r.rtt, mds)
 	}
 	r.cc = r.newCC()
 	return r

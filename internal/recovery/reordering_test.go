@@ -16,8 +16,8 @@ func loseTwoOfSix(t *testing.T) *Recovery {
 		send(t, r, ApplicationData, pn, t0)
 	}
 	ev := ack(t, r, ApplicationData, t0.Add(ms(40)), 0, rng(2, 5))
-	if !equalNumbers(ev.Lost, 0, 1) || r.Controller().CongestionWindow() != 6000 {
-		t.Fatalf("lost %v, cwnd %d; want 0 1 and 6000", numbers(ev.Lost), r.Controller().CongestionWindow())
+	if !equalNumbers(ev.Lost, 0, 1) || r.Controller().CongestionWindow() != initialCwnd/2 {
+		t.Fatalf("lost %v, cwnd %d; want 0 1 and %d", numbers(ev.Lost), r.Controller().CongestionWindow(), initialCwnd/2)
 	}
 	return r
 }
@@ -40,8 +40,8 @@ func TestSpuriousLossAdaptsThresholdsAndUndoes(t *testing.T) {
 	if st := r.Reordering(); st != want {
 		t.Fatalf("after: %+v, want %+v", st, want)
 	}
-	if cwnd := r.Controller().CongestionWindow(); cwnd != 12000 {
-		t.Fatalf("cwnd %d after every loss proved spurious, want 12000", cwnd)
+	if cwnd := r.Controller().CongestionWindow(); cwnd != initialCwnd {
+		t.Fatalf("cwnd %d after every loss proved spurious, want %d", cwnd, initialCwnd)
 	}
 	// A second report of the same packets changes nothing.
 	ack(t, r, ApplicationData, t0.Add(ms(46)), 0, rng(0, 5))
@@ -69,7 +69,7 @@ func TestSpuriousLossPartlyRealKeepsReduction(t *testing.T) {
 	if st := r.Reordering(); st.SpuriousLosses != 1 || st.Undos != 0 {
 		t.Fatalf("stats %+v", st)
 	}
-	if cwnd := r.Controller().CongestionWindow(); cwnd != 6000 {
+	if cwnd := r.Controller().CongestionWindow(); cwnd != initialCwnd/2 {
 		t.Fatalf("cwnd %d: a reduction with a real loss behind it was undone", cwnd)
 	}
 }
