@@ -339,3 +339,41 @@ func TestAdmissionPrefixSpray(t *testing.T) {
 		}
 	})
 }
+
+// TestAdmissionHandshakeShare: one /24 keeps starting handshakes it never
+// finishes (complete ClientHellos from 64 addresses, the server's answers
+// lost), each holding a handshake slot until the handshake timeout. Its
+// prefix gets half of MaxHandshakes, and clients from other prefixes
+// complete theirs meanwhile; with the global limit only, the attacker's
+// stalled handshakes take every slot and they are refused.
+func TestAdmissionHandshakeShare(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		conf := &Config{MaxHandshakes: 64, MaxIdleTimeout: 5 * time.Minute, Admission: &AdmissionConfig{}}
+		tr, addr := s.admissionServer(&AddressValidationConfig{Policy: NeverRetry()}, conf)
+		pkts, _ := floodInitials(t, 300)
+		for i, pkt := range pkts {
+			s.net.Inject(simnet.Packet{From: simPrefixAddr(1, 1+i%64), To: simServerAddr, Data: pkt}, time.Duration(i)*time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond)
+		st := tr.Stats()
+		if st.Handshaking != conf.MaxHandshakes/2 {
+			t.Fatalf("the attacker's prefix holds %d handshakes, want its share %d", st.Handshaking, conf.MaxHandshakes/2)
+		}
+		const benign = 40
+		ok := visits(benign, 8, func(i int) bool {
+			err := fetch(t, s.transport(simPrefixAddr(100+i, 1)), addr, nil)
+			if err != nil && !isRefused(err) {
+				t.Errorf("benign visit %d: %v", i, err)
+			}
+			return err == nil
+		})
+		st = tr.Stats()
+		t.Logf("stalled handshakes held: %d of %d; benign %d/%d; refusals %v", conf.MaxHandshakes/2, conf.MaxHandshakes, ok, benign, st.Refused)
+		if ok != benign {
+			t.Errorf("benign success %d/%d", ok, benign)
+		}
+		if st.Refused[RefusedPrefixHandshakes.String()] == 0 {
+			t.Errorf("no prefix_handshakes refusal: %v", st.Refused)
+		}
+	})
+}
