@@ -56,7 +56,7 @@ type AdmissionConfig struct {
 	// so a prefix farming tokens gains no more than its share. 0 means
 	// 1/8; a negative value reserves nothing.
 	ReturningReserve float64
-	// MaxPrefixes bounds the prefixes tracked at once (about 100 bytes
+	// MaxPrefixes bounds the prefixes tracked at once (about 140 bytes
 	// each). When it is reached, the least recently seen prefix that holds
 	// nothing is forgotten; when every tracked prefix holds something, the
 	// prefixes not tracked share one entry (one fair share together).
