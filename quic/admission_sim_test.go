@@ -255,6 +255,7 @@ func TestAdmissionSpreadAttack(t *testing.T) {
 			}
 			return err == nil
 		})
+		var slowestMu sync.Mutex
 		var slowest time.Duration
 		refused := visits(fresh, 4, func(i int) bool {
 			start := time.Now()
@@ -268,7 +269,9 @@ func TestAdmissionSpreadAttack(t *testing.T) {
 			if took > 2*simLink.Delay {
 				t.Errorf("fresh client %d refused after %v, want one round trip (%v)", i, took, 2*simLink.Delay)
 			}
+			slowestMu.Lock()
 			slowest = max(slowest, took)
+			slowestMu.Unlock()
 			return true
 		})
 		atk.end()
