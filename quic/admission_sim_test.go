@@ -316,26 +316,35 @@ func TestAdmissionPrefixRate(t *testing.T) {
 	})
 }
 
-// TestAdmissionPrefixSpray: Initials from 5000 /24s (as a spoofing or
-// botnet spray would send) leave at most MaxPrefixes tracked, and the
-// bytes counted for them bounded; a real client still connects.
+// TestAdmissionPrefixSpray: clients from 1000 /24s, 100 at a time, each
+// start a handshake that times out (their answers are lost): at most
+// MaxPrefixes are tracked, the bytes counted for them stay bounded, and
+// a real client still connects.
 func TestAdmissionPrefixSpray(t *testing.T) {
 	simTest(t, simLink, func(t *testing.T, s *sim) {
-		const maxPrefixes = 256
-		tr, addr := s.admissionServer(&AddressValidationConfig{Policy: AlwaysRetry()},
-			&Config{Admission: &AdmissionConfig{MaxPrefixes: maxPrefixes, NewConnectionRate: 10}})
-		pkt := completeInitial(t, []byte{1, 2, 3, 4, 5, 6, 7, 8}, []byte{9, 9, 9, 9})
-		for i := range 5000 {
+		const maxPrefixes, sprayed = 128, 1000
+		tr, addr := s.admissionServer(&AddressValidationConfig{Policy: NeverRetry()},
+			&Config{HandshakeIdleTimeout: time.Second, Admission: &AdmissionConfig{MaxPrefixes: maxPrefixes}})
+		pkts, _ := floodInitials(t, sprayed)
+		most, made := 0, 0
+		for i, pkt := range pkts {
 			s.net.Inject(simnet.Packet{From: simPrefixAddr(i, 7), To: simServerAddr, Data: pkt}, 0)
 			if i%100 == 99 {
 				synctest.Wait()
+				st := tr.Stats()
+				most = max(most, st.Prefixes)
+				made += st.Handshaking
+				time.Sleep(2 * time.Second) // the handshakes time out
 			}
 		}
-		synctest.Wait()
 		st := tr.Stats()
-		t.Logf("after 5000 prefixes: %d tracked, %d bytes; %v", st.Prefixes, st.PrefixTableBytes, st.Refused)
-		if st.Prefixes != maxPrefixes || st.PrefixTableBytes > maxPrefixes*200 {
-			t.Fatalf("%d prefixes tracked in %d bytes, want %d in at most %d", st.Prefixes, st.PrefixTableBytes, maxPrefixes, maxPrefixes*200)
+		t.Logf("after %d prefixes (%d handshakes): at most %d tracked, now %d in %d bytes", sprayed, made, most, st.Prefixes, st.PrefixTableBytes)
+		if made != sprayed {
+			t.Fatalf("%d handshakes started, want %d", made, sprayed)
+		}
+		if most > maxPrefixes || st.Prefixes != maxPrefixes || st.PrefixTableBytes > maxPrefixes*200 {
+			t.Fatalf("%d prefixes tracked (at most %d) in %d bytes, want at most %d in at most %d bytes",
+				st.Prefixes, most, st.PrefixTableBytes, maxPrefixes, maxPrefixes*200)
 		}
 		if err := fetch(t, s.transport(simPrefixAddr(9000, 1)), addr, nil); err != nil {
 			t.Fatal(err)

@@ -201,16 +201,25 @@ func underPressure(used, limit int) bool {
 	return used >= limit-limit/2
 }
 
+// find returns p's entry, nil if p is not tracked. Seeing an idle entry
+// makes it the most recent.
+func (a *prefixAdmission) find(p netip.Prefix) *prefixEntry {
+	e := a.entries[p]
+	if e != nil && e.prev != nil {
+		a.unlinkIdle(e)
+		a.pushIdle(e)
+	}
+	return e
+}
+
 // lookup returns p's entry, making one if p is new: in a free place, in
 // the place of the least recently seen idle entry when the table is
-// full, or the shared overflow entry when every entry is busy. Seeing an
-// idle entry makes it the most recent.
+// full, or the shared overflow entry when every entry is busy. Only an
+// admitted connection makes an entry: Initials that are refused, or
+// answered with a Retry (spoofed ones among them), cannot churn the
+// table and reset a tracked prefix's rate bucket.
 func (a *prefixAdmission) lookup(p netip.Prefix) *prefixEntry {
-	if e := a.entries[p]; e != nil {
-		if e.prev != nil {
-			a.unlinkIdle(e)
-			a.pushIdle(e)
-		}
+	if e := a.find(p); e != nil {
 		return e
 	}
 	var e *prefixEntry
@@ -259,7 +268,12 @@ func (a *prefixAdmission) refill(e *prefixEntry, now time.Time) {
 // already; a returning client's prefix share is the same as anyone's). It
 // consumes nothing.
 func (a *prefixAdmission) check(p netip.Prefix, load *serverLoad, conf *Config, now time.Time) (RefusalReason, bool) {
-	e := a.lookup(p)
+	e := a.find(p)
+	if e == nil {
+		// A prefix that holds nothing, with a full rate bucket: any share
+		// is at least 1.
+		return 0, false
+	}
 	if a.rate > 0 {
 		a.refill(e, now)
 		if e.tokens < 1 {
@@ -335,13 +349,17 @@ func (a *prefixAdmission) maybeIdle(e *prefixEntry) {
 
 // countRefusal counts a refusal of a client from p in the top prefixes.
 // The list is kept as a "space saving" top-k: a prefix in it counts
-// every refusal; one outside replaces the least refused member once its
-// own count (since its entry was made) passes that member's.
+// every refusal; one outside enters in the place of the least refused
+// member once its own count (since its entry was made; 1 for a prefix
+// not tracked) passes that member's.
 func (a *prefixAdmission) countRefusal(p netip.Prefix) {
-	e := a.lookup(p)
-	e.refused++
+	n := uint64(1)
+	if e := a.find(p); e != nil {
+		e.refused++
+		n = e.refused
+	}
 	for i := range a.topLen {
-		if a.top[i].Prefix == e.prefix {
+		if a.top[i].Prefix == p {
 			a.top[i].Refused++
 			a.bubbleUp(i)
 			return
@@ -349,10 +367,10 @@ func (a *prefixAdmission) countRefusal(p netip.Prefix) {
 	}
 	switch {
 	case a.topLen < len(a.top):
-		a.top[a.topLen] = PrefixRefusals{Prefix: e.prefix, Refused: e.refused}
+		a.top[a.topLen] = PrefixRefusals{Prefix: p, Refused: n}
 		a.topLen++
-	case e.refused > a.top[a.topLen-1].Refused:
-		a.top[a.topLen-1] = PrefixRefusals{Prefix: e.prefix, Refused: e.refused}
+	case n > a.top[a.topLen-1].Refused:
+		a.top[a.topLen-1] = PrefixRefusals{Prefix: p, Refused: n}
 	default:
 		return
 	}

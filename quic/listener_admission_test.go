@@ -162,6 +162,10 @@ func TestPrefixTableBounded(t *testing.T) {
 		busy = append(busy, a.admit(prefix(i), a.epoch))
 	}
 	for i := 10; i < 10000; i++ {
+		// A connection from each, which ends.
+		e := a.admit(prefix(i), a.epoch)
+		a.handshakeDone(e)
+		a.connDone(e)
 		a.check(prefix(i), &load, conf, a.epoch)
 		a.countRefusal(prefix(i))
 		if len(a.entries) > maxPrefixes {
@@ -179,6 +183,16 @@ func TestPrefixTableBounded(t *testing.T) {
 	// The most recent idle prefixes are the ones kept.
 	if a.entries[prefix(9999)] == nil || a.entries[prefix(100)] != nil {
 		t.Fatal("the table kept old idle prefixes and dropped recent ones")
+	}
+	// Initials that only get checked or refused (spoofed ones answered
+	// with a Retry, say) make no entry: they cannot push tracked
+	// prefixes out.
+	for i := 10000; i < 20000; i++ {
+		a.check(prefix(i), &load, conf, a.epoch)
+		a.countRefusal(prefix(i))
+	}
+	if a.entries[prefix(9999)] == nil || a.entries[prefix(10000)] != nil {
+		t.Fatal("checks and refusals of untracked prefixes changed the table")
 	}
 	// Every entry busy: new prefixes share the overflow entry.
 	for i := 20000; i < 20000+maxPrefixes; i++ {
@@ -202,6 +216,10 @@ func TestPrefixTableBounded(t *testing.T) {
 func TestTopRefusedPrefixes(t *testing.T) {
 	a := newPrefixAdmission(&AdmissionConfig{})
 	prefix := func(i int) netip.Prefix { p, _ := simPrefixAddr(i, 0).Addr().Prefix(24); return p }
+	// Prefixes the table tracks (they held a connection).
+	for i := 1; i <= 20; i++ {
+		a.admit(prefix(i), a.epoch)
+	}
 	// Prefix i is refused i times, for 1..20, interleaved.
 	for round := 1; round <= 20; round++ {
 		for i := round; i <= 20; i++ {
@@ -215,5 +233,12 @@ func TestTopRefusedPrefixes(t *testing.T) {
 		if want := 20 - k; a.top[k].Prefix != prefix(want) || a.top[k].Refused != uint64(want) {
 			t.Errorf("top %d: %v, want %v refused %d times", k, a.top[k], prefix(want), want)
 		}
+	}
+	// An untracked prefix counts 1 a refusal: it does not displace them.
+	for range 100 {
+		a.countRefusal(prefix(1000))
+	}
+	if a.top[topRefusedPrefixes-1].Prefix != prefix(13) {
+		t.Errorf("an untracked prefix entered the full top list: %v", a.top)
 	}
 }
