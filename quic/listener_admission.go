@@ -157,6 +157,7 @@ func newPrefixAdmission(cfg *AdmissionConfig) *prefixAdmission {
 		}
 	}
 	a.idle.next, a.idle.prev = &a.idle, &a.idle
+	a.overflow.tokens = a.burst
 	return a
 }
 
@@ -270,9 +271,12 @@ func (a *prefixAdmission) refill(e *prefixEntry, now time.Time) {
 func (a *prefixAdmission) check(p netip.Prefix, load *serverLoad, conf *Config, now time.Time) (RefusalReason, bool) {
 	e := a.find(p)
 	if e == nil {
-		// A prefix that holds nothing, with a full rate bucket: any share
-		// is at least 1.
-		return 0, false
+		if len(a.entries) < a.maxPrefixes || a.idle.prev != &a.idle {
+			// A prefix that holds nothing, with a full rate bucket: any
+			// share is at least 1.
+			return 0, false
+		}
+		e = &a.overflow // where admit would count it
 	}
 	if a.rate > 0 {
 		a.refill(e, now)

@@ -205,6 +205,13 @@ func TestPrefixTableBounded(t *testing.T) {
 	if e := a.admit(prefix(30001), a.epoch); e != &a.overflow || a.overflow.conns != shared+1 {
 		t.Fatal("the overflow entry is not shared")
 	}
+	// The untracked prefixes are checked as one: under pressure the
+	// overflow entry holds its share (2 among 65 prefixes) already.
+	pressed := &Config{MaxConnections: 100, MaxHandshakes: math.MaxInt}
+	full := serverLoad{conns: 90}
+	if r, refused := a.check(prefix(40000), &full, pressed, a.epoch.Add(time.Hour)); !refused || r != RefusedPrefixConnections {
+		t.Fatalf("an untracked prefix with the overflow entry over its share: %v %v, want prefix_connections", r, refused)
+	}
 	a.connDone(&a.overflow)
 	a.handshakeDone(&a.overflow)
 	if a.overflow.prev != nil {
@@ -240,5 +247,23 @@ func TestTopRefusedPrefixes(t *testing.T) {
 	}
 	if a.top[topRefusedPrefixes-1].Prefix != prefix(13) {
 		t.Errorf("an untracked prefix entered the full top list: %v", a.top)
+	}
+}
+
+// TestAdmissionCheckAllocs: checking a client Initial against the global
+// and prefix limits, and counting its refusal, allocate nothing.
+func TestAdmissionCheckAllocs(t *testing.T) {
+	conf := &Config{MaxConnections: 10, MaxHandshakes: 10, AcceptBacklog: 10}
+	s := &baseServer{config: conf, acceptCh: make(chan *Conn, 1), prefixes: newPrefixAdmission(&AdmissionConfig{NewConnectionRate: 5})}
+	remote := net.UDPAddrFromAddrPort(simPrefixAddr(1, 1))
+	s.prefixes.admit(s.prefixes.prefixOf(remote), time.Now())
+	s.load.conns, s.load.handshaking = 6, 6
+	if n := testing.AllocsPerRun(100, func() {
+		if r, refused := s.checkAdmission(remote, false); refused {
+			s.prefixes.countRefusal(s.prefixes.prefixOf(remote))
+			_ = r
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per check", n)
 	}
 }
