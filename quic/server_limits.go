@@ -18,7 +18,8 @@ import (
 // Handshake packet from the client decrypts: that count and its estimated
 // memory are the load an AddressPolicy sees, for Listener and
 // EarlyListener alike (an EarlyListener hands connections out at 0.5-RTT,
-// long before the client proved anything).
+// long before the client proved anything). With Config.Admission the
+// slots are counted per source prefix too (listener_admission.go).
 
 // admission is a connection's client address validation and what it
 // holds of its listener's limits. Guarded by Conn.mu (newConn and admit
