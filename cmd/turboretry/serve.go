@@ -53,7 +53,11 @@ const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE 
 	"The default address, 127.0.0.1:4433, is\n" +
 	"reachable from this machine only; use --addr :443 to serve the network. The limits (--max-conns\n" +
 	"to --write-stall-timeout) bound what clients can make the server hold, per worker; their\n" +
-	"defaults and why are in docs/fileserver.md. SIZE is bytes, or a number with KiB, MiB or GiB."
+	"defaults and why are in docs/fileserver.md. SIZE is bytes, or a number with KiB, MiB or GiB.\n" +
+	"--prefix-admission (on by default) shares the QUIC limits fairly between client source\n" +
+	"prefixes under pressure, rate limits new connections per prefix and keeps part of the\n" +
+	"limits for returning clients (--prefix-len4/6, --prefix-rate, --prefix-burst,\n" +
+	"--returning-reserve, --max-prefixes; docs/abuse.md)."
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags := newFlagSet("serve", serveSynopsis, stderr)
