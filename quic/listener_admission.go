@@ -97,9 +97,11 @@ type prefixEntry struct {
 	prev, next *prefixEntry
 }
 
-// prefixEntryCost is the memory one tracked prefix holds: the entry and
-// its map slot (key, pointer and the map's per-slot overhead).
-const prefixEntryCost = int64(unsafe.Sizeof(prefixEntry{}) + unsafe.Sizeof(netip.Prefix{}) + 16)
+// prefixEntryCost is the memory one tracked prefix holds: the entry,
+// rounded up to its allocation size class (a multiple of 16 at this
+// size), and its map slot (key and pointer, a control byte, at the map's
+// 7/8 load).
+const prefixEntryCost = int64(unsafe.Sizeof(prefixEntry{})+15)&^15 + int64(unsafe.Sizeof(netip.Prefix{})+8)*8/7 + 1
 
 // prefixAdmission is a listener's admission state; guarded by
 // baseServer.mu, with the serverLoad it shares out.
