@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/simnet"
 )
 
@@ -58,10 +59,25 @@ func fetch(t *testing.T, tr *Transport, to net.Addr, conf *Config) error {
 	return echoErr(ctx, c, c.OpenStreamSync, 2<<10)
 }
 
-// isRefused reports whether err is the server's CONNECTION_REFUSED.
+// fetchQuicGo is fetch with quic-go's client on tr.
+func fetchQuicGo(t *testing.T, tr *quicgo.Transport, to net.Addr, conf *quicgo.Config) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := tr.Dial(ctx, to, clientTLS(t), conf)
+	if err != nil {
+		return err
+	}
+	defer c.CloseWithError(0, "")
+	return echoErr(ctx, c, c.OpenStreamSync, 2<<10)
+}
+
+// isRefused reports whether err is the server's CONNECTION_REFUSED, as
+// our client or quic-go's reports it.
 func isRefused(err error) bool {
-	var te *TransportError
-	return errors.As(err, &te) && te.Remote && te.ErrorCode == ConnectionRefused
+	var ours *TransportError
+	var theirs *quicgo.TransportError
+	return errors.As(err, &ours) && ours.Remote && ours.ErrorCode == ConnectionRefused ||
+		errors.As(err, &theirs) && theirs.Remote && theirs.ErrorCode == quicgo.ConnectionRefused
 }
 
 // attackers are hosts that own their addresses: each keeps opening
@@ -231,31 +247,41 @@ func TestAdmissionOnePrefixAttack(t *testing.T) {
 
 // TestAdmissionSpreadAttack: attackers over 64 /24s (2 addresses each)
 // hold every connection slot open to clients without a token. Returning
-// clients, with the NEW_TOKEN token of an earlier visit, arriving at 10
-// per second, still get in (the reserve for them); fresh clients are
-// refused with CONNECTION_REFUSED in one round trip, never left hanging. With the global limits only, the
+// clients (ours and quic-go's), with the NEW_TOKEN token of an earlier
+// visit, arriving at 10 per second, still get in (the reserve for them);
+// fresh clients (ours and quic-go's) are refused with CONNECTION_REFUSED
+// in one round trip, never left hanging. With the global limits only, the
 // returning clients are refused too.
 func TestAdmissionSpreadAttack(t *testing.T) {
 	simTest(t, simLink, func(t *testing.T, s *sim) {
 		conf := admissionLimits(&AdmissionConfig{})
 		tr, addr := s.admissionServer(&AddressValidationConfig{Policy: AlwaysRetry()}, conf)
 		// Returning clients visit once before the attack and keep the
-		// server's token.
+		// server's token; every fourth is quic-go's.
 		const returning, fresh = 32, 32
 		type client struct {
-			tr    *Transport
-			conf  *Config
-			store *notifyingStore
+			visit func() error
+			put   <-chan struct{}
 		}
 		clients := make([]client, returning)
 		for i := range clients {
-			st := newNotifyingStore()
-			c := client{tr: s.transport(simPrefixAddr(500+i, 1)), store: st, conf: &Config{MaxIdleTimeout: 5 * time.Minute, TokenStore: st}}
-			if err := fetch(t, c.tr, addr, c.conf); err != nil {
+			from := simPrefixAddr(500+i, 1)
+			if i%4 == 0 {
+				store := &notifyingQuicGoStore{TokenStore: quicgo.NewLRUTokenStore(4, 4), put: make(chan struct{}, 16)}
+				qtr := &quicgo.Transport{Conn: s.socket(from).Conn}
+				t.Cleanup(func() { qtr.Close() })
+				qconf := &quicgo.Config{MaxIdleTimeout: 5 * time.Minute, TokenStore: store}
+				clients[i] = client{visit: func() error { return fetchQuicGo(t, qtr, addr, qconf) }, put: store.put}
+			} else {
+				store := newNotifyingStore()
+				ctr := s.transport(from)
+				cconf := &Config{MaxIdleTimeout: 5 * time.Minute, TokenStore: store}
+				clients[i] = client{visit: func() error { return fetch(t, ctr, addr, cconf) }, put: store.put}
+			}
+			if err := clients[i].visit(); err != nil {
 				t.Fatalf("returning client %d, first visit: %v", i, err)
 			}
-			waitPut(t, s.ctx(), st)
-			clients[i] = c
+			waitSignal(t, s.ctx(), clients[i].put, "NEW_TOKEN token")
 		}
 
 		prefixes := make([]int, 64)
@@ -271,7 +297,7 @@ func TestAdmissionSpreadAttack(t *testing.T) {
 		}
 
 		back := visits(returning, 4, func(i int) bool {
-			err := fetch(t, clients[i].tr, addr, clients[i].conf)
+			err := clients[i].visit()
 			// Arrivals at 10 per second: a closed connection holds its
 			// slot while it drains.
 			time.Sleep(400 * time.Millisecond)
@@ -284,7 +310,14 @@ func TestAdmissionSpreadAttack(t *testing.T) {
 		var slowest time.Duration
 		refused := visits(fresh, 4, func(i int) bool {
 			start := time.Now()
-			_, err := tryDial(t, s.transport(simPrefixAddr(600+i, 1)), addr, nil)
+			var err error
+			if from := simPrefixAddr(600+i, 1); i%4 == 0 {
+				qtr := &quicgo.Transport{Conn: s.socket(from).Conn}
+				defer qtr.Close()
+				err = fetchQuicGo(t, qtr, addr, &quicgo.Config{})
+			} else {
+				_, err = tryDial(t, s.transport(from), addr, nil)
+			}
 			took := time.Since(start)
 			if !isRefused(err) {
 				t.Errorf("fresh client %d: %v, want CONNECTION_REFUSED", i, err)
