@@ -8,13 +8,6 @@ import (
 	"time"
 )
 
-// simPrefixAddr is a client address of the harness in source prefix
-// number prefix (a /24 of 100.64.0.0/10, prefix < 16384), host number
-// host within it; simClientAddr's are all in one /24.
-func simPrefixAddr(prefix, host int) netip.AddrPort {
-	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{100, 64 + byte(prefix>>8), byte(prefix), byte(host)}), 4000)
-}
-
 // TestFairShareFormula: a lone prefix gets half a limit, n prefixes
 // 1/(n+1) each, never less than the floor.
 func TestFairShareFormula(t *testing.T) {
