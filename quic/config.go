@@ -160,6 +160,15 @@ type Config struct {
 	// CONNECTION_REFUSED, so no handshake is paid for a connection that
 	// would be refused afterwards. Default 128.
 	AcceptBacklog int
+	// Admission (server), when set, turns on admission by client source
+	// prefix (IPv4 /24, IPv6 /56 by default): under pressure each prefix
+	// is held to a fair share of MaxHandshakes and MaxConnections, new
+	// connections per prefix may be rate limited, and part of the limits
+	// is kept for returning clients (a valid NEW_TOKEN token). A client
+	// refused gets a stateless CONNECTION_REFUSED at once. Nil: the
+	// limits are global only, as in quic-go. See AdmissionConfig and
+	// docs/abuse.md.
+	Admission *AdmissionConfig
 	// MaxConnectionSendBuffer bounds the stream data one connection holds
 	// for sending (written, not yet acknowledged) over all its streams; a
 	// Write beyond it waits. Each stream also waits once it queued what
@@ -245,6 +254,10 @@ func (c *Config) Clone() *Config {
 	if c.PreferredAddress != nil {
 		pa := *c.PreferredAddress
 		cc.PreferredAddress = &pa
+	}
+	if c.Admission != nil {
+		ac := *c.Admission
+		cc.Admission = &ac
 	}
 	return &cc
 }

@@ -128,7 +128,11 @@
 //   - Limits and memory budgets (docs/api.md "Limits"): a listener's
 //     connections, handshakes and accept backlog are capped
 //     (Config.MaxConnections, MaxHandshakes, AcceptBacklog), a client beyond
-//     them refused statelessly before any state exists; a stream's writer
+//     them refused statelessly before any state exists; with
+//     Config.Admission each client source prefix is held to a fair share
+//     of them under pressure and to a rate of new connections, and part
+//     of them is kept for returning clients (a valid NEW_TOKEN token),
+//     against botnets whose real addresses pass Retry; a stream's writer
 //     queues only what the peer's flow control allows, a connection
 //     and a Transport hold bounded send data (Config.MaxConnectionSendBuffer,
 //     Transport.MaxSendBuffer), receive windows stop growing past

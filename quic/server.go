@@ -29,6 +29,9 @@ type baseServer struct {
 
 	mu   sync.Mutex
 	load serverLoad // the listener's limits in use (server_limits.go)
+	// prefixes is the admission by source prefix (Config.Admission, nil
+	// when off; listener_admission.go), guarded by mu.
+	prefixes *prefixAdmission
 	// pending are the connections not handed to Accept yet: Close refuses
 	// them.
 	pending map[*Conn]struct{}
@@ -215,6 +218,7 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 		acceptCh:  make(chan *Conn, acceptQueueCap(conf)),
 		closed:    make(chan struct{}),
 		responder: responder,
+		prefixes:  newPrefixAdmission(conf.Admission),
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -444,13 +448,26 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 		return
 	}
 	// The listener's limits come first: a client that would be refused
-	// anyway learns it at once, not after a Retry round trip.
-	if r, full := s.overLimit(); full {
-		s.t.countRefused(r)
-		s.sendStatelessClose(&hdr, p.remote, ConnectionRefused, (*out)[:0])
+	// anyway learns it at once, not after a Retry round trip. Only one
+	// with a token may still be a returning client, for which the part
+	// of the limits reserved for them counts (Config.Admission): its
+	// token is checked first.
+	r, full := s.checkAdmission(p.remote, false)
+	if full && (len(hdr.Token) == 0 || s.prefixes == nil) {
+		s.refuseInitial(r, &hdr, p.remote, (*out)[:0])
 		return
 	}
 	dec := s.decideInitial(&hdr, p.remote)
+	if full {
+		if dec.action != initialAccept || dec.validatedBy != TokenNewToken {
+			s.refuseInitial(r, &hdr, p.remote, (*out)[:0])
+			return
+		}
+		if r, full := s.checkAdmission(p.remote, true); full {
+			s.refuseInitial(r, &hdr, p.remote, (*out)[:0])
+			return
+		}
+	}
 	switch dec.action {
 	case initialAccept:
 	case initialRetry:
@@ -518,7 +535,7 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 		return nil, errors.New("quic: connection ID in use")
 	}
 	c.out.routed(t, c.cids.clientDest)
-	s.admit(c, dec.validated)
+	s.admit(c, remote, dec.validated)
 	if err := c.initLocalCIDs(); err != nil {
 		t.countRefused(RefusedStartFailed)
 		t.removeHandlers(c)

@@ -2,6 +2,7 @@ package quic
 
 import (
 	"net"
+	"time"
 
 	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/wire"
@@ -17,7 +18,8 @@ import (
 // Handshake packet from the client decrypts: that count and its estimated
 // memory are the load an AddressPolicy sees, for Listener and
 // EarlyListener alike (an EarlyListener hands connections out at 0.5-RTT,
-// long before the client proved anything).
+// long before the client proved anything). With Config.Admission the
+// slots are counted per source prefix too (listener_admission.go).
 
 // admission is a connection's client address validation and what it
 // holds of its listener's limits. Guarded by Conn.mu (newConn and admit
@@ -39,6 +41,9 @@ type admission struct {
 	holdsHandshakeSlot bool
 	holdsUnvalidated   bool
 	unvalidatedCost    int64
+	// prefix is the entry of the client's source prefix that the slots
+	// are counted in too (Config.Admission), nil without.
+	prefix *prefixEntry
 }
 
 // serverLoad is what a listener's connections hold of its limits; guarded
@@ -67,25 +72,14 @@ func acceptQueueCap(conf *Config) int {
 	return conf.AcceptBacklog + min(conf.MaxHandshakes, 4096)
 }
 
-// overLimit reports whether a new connection would exceed one of the
-// listener's limits, and which.
-func (s *baseServer) overLimit() (RefusalReason, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.load.conns >= s.config.MaxConnections:
-		return RefusedConnectionCap, true
-	case s.load.handshaking >= s.config.MaxHandshakes:
-		return RefusedHandshakeSlots, true
-	case len(s.acceptCh) >= s.config.AcceptBacklog:
-		return RefusedBacklogFull, true
-	}
-	return 0, false
-}
-
 // admit gives c, before its goroutine starts, a connection slot, a
-// handshake slot and, unless validated, a place among the unvalidated.
-func (s *baseServer) admit(c *Conn, validated bool) {
+// handshake slot and, unless validated, a place among the unvalidated;
+// with Config.Admission, in the share of remote's prefix too.
+func (s *baseServer) admit(c *Conn, remote net.Addr, validated bool) {
+	var now time.Time
+	if s.prefixes != nil {
+		now = time.Now()
+	}
 	s.mu.Lock()
 	if s.pending == nil {
 		s.pending = make(map[*Conn]struct{})
@@ -94,6 +88,9 @@ func (s *baseServer) admit(c *Conn, validated bool) {
 	s.load.conns++
 	s.load.handshaking++
 	c.admit.holdsConnSlot, c.admit.holdsHandshakeSlot = true, true
+	if a := s.prefixes; a != nil {
+		c.admit.prefix = a.admit(a.prefixOf(remote), now)
+	}
 	if !validated {
 		c.admit.holdsUnvalidated = true
 		c.admit.unvalidatedCost = unvalidatedBaseCost
@@ -123,6 +120,9 @@ func (c *Conn) handshakeSlotDone() {
 	s := c.server
 	s.mu.Lock()
 	s.load.handshaking--
+	if e := c.admit.prefix; e != nil {
+		s.prefixes.handshakeDone(e)
+	}
 	s.mu.Unlock()
 }
 
@@ -163,6 +163,10 @@ func (c *Conn) releaseServerSlots() {
 		c.admit.holdsConnSlot = false
 		c.server.mu.Lock()
 		c.server.load.conns--
+		if e := c.admit.prefix; e != nil {
+			c.server.prefixes.connDone(e)
+			c.admit.prefix = nil
+		}
 		c.server.mu.Unlock()
 	}
 }

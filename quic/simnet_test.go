@@ -31,6 +31,14 @@ func simClientAddr(i int) netip.AddrPort {
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 18, 1, byte(i)}), 4000)
 }
 
+// simPrefixAddr is a client address in source prefix number prefix (a
+// /24 of 100.64.0.0/10, prefix < 16384), host number host within it:
+// simClientAddr's are all in one /24, which admission by source prefix
+// counts as one.
+func simPrefixAddr(prefix, host int) netip.AddrPort {
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{100, 64 + byte(prefix>>8), byte(prefix), byte(host)}), 4000)
+}
+
 // sim is one harness test's network.
 type sim struct {
 	t   *testing.T

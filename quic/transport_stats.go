@@ -41,6 +41,18 @@ const (
 	// Config.GetConfigForClient returned an error. Answered with a
 	// stateless CONNECTION_REFUSED.
 	RefusedByApplication
+	// RefusedPrefixHandshakes: the client's source prefix holds its fair
+	// share of MaxHandshakes while the listener is under pressure
+	// (Config.Admission). Answered with a stateless CONNECTION_REFUSED.
+	RefusedPrefixHandshakes
+	// RefusedPrefixConnections: the client's source prefix holds its
+	// fair share of MaxConnections while the listener is under pressure
+	// (Config.Admission). Answered with a stateless CONNECTION_REFUSED.
+	RefusedPrefixConnections
+	// RefusedPrefixRate: the client's source prefix opened new
+	// connections faster than AdmissionConfig.NewConnectionRate. Answered
+	// with a stateless CONNECTION_REFUSED.
+	RefusedPrefixRate
 
 	numRefusalReasons
 )
@@ -48,6 +60,7 @@ const (
 var refusalLabels = [numRefusalReasons]string{
 	"connection_cap", "handshake_slots_full", "accept_backlog_full", "accept_queue_full",
 	"server_closed", "undecryptable_initial", "cid_in_use", "start_failed", "application",
+	"prefix_handshakes", "prefix_connections", "prefix_rate",
 }
 
 // String returns the reason's label, as in TransportStats.Refused.
@@ -163,6 +176,14 @@ type TransportStats struct {
 	// PanicsRecovered counts panics caught in a connection's goroutine or
 	// the receive loop (each is a bug, logged at ERROR with its stack).
 	PanicsRecovered uint64
+	// Prefixes is the client source prefixes the listener's admission
+	// tracks (Config.Admission), bounded by AdmissionConfig.MaxPrefixes;
+	// PrefixTableBytes estimates the memory they hold.
+	Prefixes         int
+	PrefixTableBytes int64
+	// TopRefusedPrefixes is Transport.TopRefusedPrefixes: the prefixes
+	// refused most, most first (at most 8).
+	TopRefusedPrefixes []PrefixRefusals
 }
 
 // Stats returns a snapshot of the Transport's load and shed-load counters.
@@ -202,6 +223,10 @@ func (t *Transport) Stats() TransportStats {
 		st.Handshaking = s.load.handshaking
 		st.Unvalidated = s.load.unvalidated
 		st.UnvalidatedBytes = s.load.unvalidatedBytes
+		if a := s.prefixes; a != nil {
+			st.Prefixes, st.PrefixTableBytes = len(a.entries), a.tableBytes()
+			st.TopRefusedPrefixes = append([]PrefixRefusals(nil), a.top[:a.topLen]...)
+		}
 		s.mu.Unlock()
 		st.AcceptQueue = len(s.acceptCh)
 	}

@@ -177,8 +177,13 @@ func startServerWith(t testing.TB, o serveOptions) *server {
 	state := filepath.Join(t.TempDir(), "state")
 	// One worker: the bounds the suite asserts are the server's, and the
 	// QUIC limits hold per worker (docs/fileserver.md), so N workers hold
-	// N times each; a later --workers in args wins.
-	argv := append([]string{bin, "serve", "--addr", "127.0.0.1:0", "--state-dir", state, "--metrics", "127.0.0.1:0", "--workers", "1"}, o.args...)
+	// N times each; a later --workers in args wins. Every client of the
+	// suite is on one loopback /24, so admission by source prefix (on by
+	// default) would hold the attacks to half the global limits and a
+	// rate: the suite measures the global bounds, and turns it off (a
+	// later --prefix-admission in args wins).
+	argv := append([]string{bin, "serve", "--addr", "127.0.0.1:0", "--state-dir", state, "--metrics", "127.0.0.1:0", "--workers", "1",
+		"--prefix-admission=false"}, o.args...)
 	if o.ns != "" {
 		// ip netns exec switches namespaces and execs the binary: the
 		// server keeps the child's PID.

@@ -204,6 +204,9 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 
 	l.s.Logger().Info("serving HTTP/3", "udp", l.addr.String(), "workers", w.Group.Workers(), "steering", w.Group.Mode().String(),
 		"retry", l.s.RetryMode().String(), "offload", offCfg.Mode.String(), "cid_len", w.Transports[0].ConnectionIDGenerator.ConnectionIDLen())
+	if lim.PrefixAdmission {
+		defer logRefusedPrefixes(l.s.Logger(), w.Transports, refusedPrefixLogInterval)()
+	}
 
 	// One server over every worker's listener: requests are handled alike
 	// whichever worker holds the connection.

@@ -3,6 +3,7 @@ package fileserver
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/turboretry/turboretry/http3"
@@ -48,6 +49,19 @@ type Limits struct {
 	// they hold more than UnvalidatedBudget bytes.
 	RetryThreshold    int
 	UnvalidatedBudget int64
+	// Admission by client source prefix (quic.AdmissionConfig): with
+	// PrefixAdmission, under pressure each IPv4 /PrefixLen4 and IPv6
+	// /PrefixLen6 is held to a fair share of MaxConnections and
+	// MaxHandshakes, opens at most PrefixRate new connections per second
+	// (bursts of PrefixBurst; rate 0: no rate limit), ReturningReserve of
+	// the limits is kept for clients with a NEW_TOKEN token, and at most
+	// MaxPrefixes prefixes are tracked.
+	PrefixAdmission        bool
+	PrefixLen4, PrefixLen6 int
+	PrefixRate             float64
+	PrefixBurst            int
+	ReturningReserve       float64
+	MaxPrefixes            int
 
 	// HTTP layer.
 
@@ -82,6 +96,13 @@ func DefaultLimits() Limits {
 		ReceiveBuffer:     256 << 20,
 		RetryThreshold:    quic.DefaultRetryThreshold,
 		UnvalidatedBudget: quic.DefaultUnvalidatedBudget,
+		PrefixAdmission:   true,
+		PrefixLen4:        24,
+		PrefixLen6:        56,
+		PrefixRate:        50,
+		PrefixBurst:       100,
+		ReturningReserve:  0.125,
+		MaxPrefixes:       4096,
 		MaxHeaderBytes:    64 << 10,
 		ConnHeaderBytes:   128 << 10,
 		HeaderTimeout:     10 * time.Second,
@@ -111,6 +132,14 @@ func (l *Limits) Check() error {
 		return errors.New("limits: send and receive buffers must be positive")
 	case l.RetryThreshold < 0 || l.UnvalidatedBudget <= 0:
 		return errors.New("limits: negative retry threshold or non-positive unvalidated budget")
+	case l.PrefixLen4 < 1 || l.PrefixLen4 > 32 || l.PrefixLen6 < 1 || l.PrefixLen6 > 128:
+		return fmt.Errorf("limits: source prefix lengths /%d and /%d: want 1..32 for IPv4, 1..128 for IPv6", l.PrefixLen4, l.PrefixLen6)
+	case l.PrefixRate < 0 || l.PrefixBurst < 0 || math.IsNaN(l.PrefixRate) || math.IsInf(l.PrefixRate, 0):
+		return errors.New("limits: the prefix rate and burst must be finite and not negative (rate 0: no rate limit; burst 0: twice the rate)")
+	case !(l.ReturningReserve >= 0 && l.ReturningReserve < 1):
+		return errors.New("limits: the reserve for returning clients is a fraction of the limits, from 0 to under 1")
+	case l.MaxPrefixes < 1:
+		return errors.New("limits: at least 1 source prefix must be tracked")
 	case l.MaxHeaderBytes <= 0:
 		return errors.New("limits: the header size limit must be positive")
 	case l.ConnHeaderBytes < l.MaxHeaderBytes:
@@ -152,6 +181,12 @@ func (l Limits) perWorker(n int) Limits {
 	l.ReceiveBuffer = share(l.ReceiveBuffer, n)
 	l.RetryThreshold = share(l.RetryThreshold, n)
 	l.UnvalidatedBudget = share(l.UnvalidatedBudget, n)
+	// A prefix's connections hash over the workers like anyone's.
+	if n > 1 {
+		l.PrefixRate /= float64(n)
+	}
+	l.PrefixBurst = share(l.PrefixBurst, n)
+	l.MaxPrefixes = share(l.MaxPrefixes, n)
 	return l
 }
 
@@ -167,6 +202,27 @@ func (l *Limits) quicConfig() *quic.Config {
 		MaxHandshakes:           noneIfZero(l.MaxHandshakes),
 		AcceptBacklog:           l.AcceptBacklog,
 		MaxConnectionSendBuffer: l.ConnSendBuffer,
+		Admission:               l.admission(),
+	}
+}
+
+// admission returns the QUIC listener's admission by source prefix, nil
+// when off.
+func (l *Limits) admission() *quic.AdmissionConfig {
+	if !l.PrefixAdmission {
+		return nil
+	}
+	reserve := l.ReturningReserve
+	if reserve == 0 {
+		reserve = -1 // quic's "none"; its 0 is the default
+	}
+	return &quic.AdmissionConfig{
+		IPv4PrefixLen:      l.PrefixLen4,
+		IPv6PrefixLen:      l.PrefixLen6,
+		NewConnectionRate:  l.PrefixRate,
+		NewConnectionBurst: l.PrefixBurst,
+		ReturningReserve:   reserve,
+		MaxPrefixes:        l.MaxPrefixes,
 	}
 }
 

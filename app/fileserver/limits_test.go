@@ -23,6 +23,7 @@ func oddLimits() Limits {
 		RetryThreshold: 2, UnvalidatedBudget: 1000,
 		MaxHeaderBytes: 2000, ConnHeaderBytes: 5000,
 		HeaderTimeout: 4 * time.Second, UniStreamTimeout: 6 * time.Second, WriteStallTimeout: 7 * time.Second,
+		PrefixAdmission: true, PrefixLen4: 20, PrefixLen6: 48, PrefixRate: 3, PrefixBurst: 9, ReturningReserve: 0.25, MaxPrefixes: 10,
 	}
 }
 
@@ -35,6 +36,10 @@ func TestLimitsReachTheLibraries(t *testing.T) {
 	if q.MaxConnections != 7 || q.MaxHandshakes != 5 || q.AcceptBacklog != 3 || q.MaxIncomingStreams != 11 || q.MaxIncomingUniStreams != 4 ||
 		q.HandshakeIdleTimeout != 3*time.Second || q.MaxConnectionSendBuffer != 1<<20 || q.MaxIdleTimeout != QUICIdleTimeout || !q.Allow0RTT {
 		t.Errorf("quic.Config %+v", q)
+	}
+	if a := q.Admission; a == nil || *a != (quic.AdmissionConfig{IPv4PrefixLen: 20, IPv6PrefixLen: 48, NewConnectionRate: 3,
+		NewConnectionBurst: 9, ReturningReserve: 0.25, MaxPrefixes: 10}) {
+		t.Errorf("quic.AdmissionConfig %+v", a)
 	}
 	var tr quic.Transport
 	l.applyTransport(&tr)
@@ -53,6 +58,15 @@ func TestLimitsReachTheLibraries(t *testing.T) {
 	l.applyHTTP3(&srv)
 	if q.MaxConnections >= 0 || q.MaxHandshakes >= 0 || srv.ReadHeaderTimeout >= 0 || srv.UniStreamTimeout >= 0 || srv.WriteStallTimeout >= 0 {
 		t.Errorf("0 (none) not passed as negative: %+v %v %v %v", q, srv.ReadHeaderTimeout, srv.UniStreamTimeout, srv.WriteStallTimeout)
+	}
+
+	l.ReturningReserve = 0
+	if q := l.quicConfig(); q.Admission.ReturningReserve >= 0 {
+		t.Errorf("no reserve (0) passed as %v, not negative", q.Admission.ReturningReserve)
+	}
+	l.PrefixAdmission = false
+	if q := l.quicConfig(); q.Admission != nil {
+		t.Errorf("admission off passed as %+v", q.Admission)
 	}
 
 	// --retry auto: Retries past the threshold or the budget.
@@ -85,6 +99,11 @@ func TestLimitsChecked(t *testing.T) {
 		"no header bytes":       func(l *Limits) { l.MaxHeaderBytes = 0 },
 		"budget below a header": func(l *Limits) { l.ConnHeaderBytes = l.MaxHeaderBytes - 1 },
 		"negative timeout":      func(l *Limits) { l.WriteStallTimeout = -time.Second },
+		"prefix /0":             func(l *Limits) { l.PrefixLen4 = 0 },
+		"IPv6 prefix /129":      func(l *Limits) { l.PrefixLen6 = 129 },
+		"negative prefix rate":  func(l *Limits) { l.PrefixRate = -1 },
+		"reserve all":           func(l *Limits) { l.ReturningReserve = 1 },
+		"no prefixes":           func(l *Limits) { l.MaxPrefixes = 0 },
 	} {
 		l := DefaultLimits()
 		mod(&l)
@@ -184,7 +203,8 @@ func TestLimitsPerWorker(t *testing.T) {
 	}
 	w := l.perWorker(3)
 	if w.MaxConnections != 1366 || w.MaxHandshakes != 86 || w.AcceptBacklog != 43 || w.RetryThreshold != 22 ||
-		w.SendBuffer != (256<<20+2)/3 || w.ReceiveBuffer != (256<<20+2)/3 || w.UnvalidatedBudget != (8<<20+2)/3 {
+		w.SendBuffer != (256<<20+2)/3 || w.ReceiveBuffer != (256<<20+2)/3 || w.UnvalidatedBudget != (8<<20+2)/3 ||
+		w.PrefixRate != l.PrefixRate/3 || w.PrefixBurst != (l.PrefixBurst+2)/3 || w.MaxPrefixes != (l.MaxPrefixes+2)/3 {
 		t.Errorf("per-worker QUIC limits: %+v", w)
 	}
 	if w.MaxHeaderBytes != l.MaxHeaderBytes || w.ConnHeaderBytes != l.ConnHeaderBytes || w.MaxStreams != l.MaxStreams ||

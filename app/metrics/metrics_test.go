@@ -294,6 +294,7 @@ func TestTransportCollector(t *testing.T) {
 		ClosedByLimit:    map[string]uint64{quic.ClosedTooManyGaps.String(): 4},
 		DatagramsDropped: map[string]uint64{quic.DropMalformed.String(): 9, "a_future_reason": 1},
 		PanicsRecovered:  1,
+		Prefixes:         12, PrefixTableBytes: 1680,
 	}
 	fams, err := gather(t, NewTransportCollector(func() quic.TransportStats { return st }))
 	if err != nil {
@@ -321,6 +322,9 @@ func TestTransportCollector(t *testing.T) {
 		{"turboretry_quic_datagrams_dropped_total", []string{"reason", "initial_too_small"}, 0},
 		{"turboretry_quic_datagrams_dropped_total", []string{"reason", "a_future_reason"}, 1},
 		{"turboretry_quic_panics_recovered_total", nil, 1},
+		{"turboretry_quic_admission_prefixes", nil, 12},
+		{"turboretry_quic_admission_prefix_table_bytes", nil, 1680},
+		{"turboretry_quic_refused_total", []string{"reason", "prefix_rate"}, 0},
 	} {
 		if v, ok := sample(fams, c.name, c.labels...); !ok || v != c.want {
 			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, v, ok, c.want)

@@ -18,6 +18,8 @@ var (
 	trSendWaits       = desc("turboretry_quic_send_budget_waits_total", "Stream writes that waited for a connection's or the Transport's send budget.")
 	trRefused         = desc("turboretry_quic_refused_total", "Connection attempts refused or dropped before the application got them, by reason.", "reason")
 	trDropped         = desc("turboretry_quic_datagrams_dropped_total", "Received datagrams dropped, by reason.", "reason")
+	trPrefixes        = desc("turboretry_quic_admission_prefixes", "Client source prefixes the listener's admission tracks (bounded by --max-prefixes).")
+	trPrefixBytes     = desc("turboretry_quic_admission_prefix_table_bytes", "Estimated memory of the tracked client source prefixes.")
 	trPanics          = desc("turboretry_quic_panics_recovered_total", "Panics recovered in the QUIC stack (each a bug, logged at ERROR).")
 )
 
@@ -49,8 +51,9 @@ type transportCollector struct {
 // NewTransportCollector exports what stats returns (typically
 // quic.Transport.Stats, or zeros while no Transport runs): the listener's
 // load against its limits, the Transport's buffers, and the refusals and
-// drops by reason, and the connections closed for receive memory by limit (every
-// reason from the start). The unvalidated count is
+// drops by reason (the prefix_* reasons are admission by source prefix),
+// the connections closed for receive memory by limit (every reason from
+// the start), and the size of the admission's prefix table. The unvalidated count is
 // turboretry_quic_handshakes_in_flight (NewAddressValidationCollector).
 func NewTransportCollector(stats func() quic.TransportStats) prometheus.Collector {
 	return transportCollector{stats}
@@ -58,7 +61,7 @@ func NewTransportCollector(stats func() quic.TransportStats) prometheus.Collecto
 
 func (c transportCollector) Describe(ch chan<- *prometheus.Desc) {
 	describe(ch, trConnections, trHandshaking, trUnvalidatedSize, trAcceptQueue, trSendBuffered, trSendPeak,
-		trRecvBuffered, trRecvOutOfOrder, trSendWaits, trRefused, trDropped, trClosedByLimit, trPanics)
+		trRecvBuffered, trRecvOutOfOrder, trSendWaits, trRefused, trDropped, trClosedByLimit, trPrefixes, trPrefixBytes, trPanics)
 }
 
 func (c transportCollector) Collect(ch chan<- prometheus.Metric) {
@@ -75,6 +78,8 @@ func (c transportCollector) Collect(ch chan<- prometheus.Metric) {
 	collectByLabel(ch, trRefused, st.Refused, refusalLabels)
 	collectByLabel(ch, trDropped, st.DatagramsDropped, dropLabels)
 	collectByLabel(ch, trClosedByLimit, st.ClosedByLimit, limitLabels)
+	ch <- gaugeOf(trPrefixes, float64(st.Prefixes))
+	ch <- gaugeOf(trPrefixBytes, float64(st.PrefixTableBytes))
 	ch <- counterOf(trPanics, st.PanicsRecovered)
 }
 

@@ -82,6 +82,13 @@ func limitFlags(fs *flag.FlagSet) func() (fileserver.Limits, error) {
 	recv := sizeFlag(fs, "recv-buffer", d.ReceiveBuffer, "while the QUIC connections hold more than `SIZE` of received, unread request data, no receive window grows")
 	retryThreshold := fs.Int("retry-threshold", d.RetryThreshold, "--retry auto sends Retries while more connections than this are not address-validated")
 	retryBudget := sizeFlag(fs, "retry-budget", uint64(d.UnvalidatedBudget), "--retry auto also sends Retries while connections not address-validated hold more than `SIZE` of memory")
+	prefixAdmission := fs.Bool("prefix-admission", d.PrefixAdmission, "share the QUIC limits fairly between client source prefixes under pressure, rate limit new connections per prefix and keep part of the limits for returning clients (docs/abuse.md)")
+	prefixLen4 := fs.Int("prefix-len4", d.PrefixLen4, "group IPv4 clients by this prefix length for --prefix-admission")
+	prefixLen6 := fs.Int("prefix-len6", d.PrefixLen6, "group IPv6 clients by this prefix length for --prefix-admission")
+	prefixRate := fs.Float64("prefix-rate", d.PrefixRate, "new QUIC connections per second one source prefix may open; past it they are refused (CONNECTION_REFUSED); 0: no limit")
+	prefixBurst := fs.Int("prefix-burst", d.PrefixBurst, "new QUIC connections one source prefix may open at once before --prefix-rate applies; 0: twice the rate")
+	returningReserve := fs.Float64("returning-reserve", d.ReturningReserve, "fraction of --max-conns and --max-handshakes kept for returning clients (a valid NEW_TOKEN token); 0: none")
+	maxPrefixes := fs.Int("max-prefixes", d.MaxPrefixes, "most source prefixes --prefix-admission tracks at once (about 140 bytes each)")
 	headerBytes := sizeFlag(fs, "max-header-bytes", uint64(d.MaxHeaderBytes), "largest request header section in `SIZE`, HTTP/3 and HTTPS; larger ones get 431")
 	connHeader := sizeFlag(fs, "conn-header-bytes", uint64(d.ConnHeaderBytes), "header sections being read on one HTTP/3 connection hold at most `SIZE` at once; at least --max-header-bytes")
 	headerTimeout := fs.Duration("header-timeout", d.HeaderTimeout, "time a client has to send a request's headers, HTTP/3 and HTTPS; 0: no limit")
@@ -100,6 +107,13 @@ func limitFlags(fs *flag.FlagSet) func() (fileserver.Limits, error) {
 			ReceiveBuffer:     uint64(*recv),
 			RetryThreshold:    *retryThreshold,
 			UnvalidatedBudget: int64(min(uint64(*retryBudget), math.MaxInt64)),
+			PrefixAdmission:   *prefixAdmission,
+			PrefixLen4:        *prefixLen4,
+			PrefixLen6:        *prefixLen6,
+			PrefixRate:        *prefixRate,
+			PrefixBurst:       *prefixBurst,
+			ReturningReserve:  *returningReserve,
+			MaxPrefixes:       *maxPrefixes,
 			MaxHeaderBytes:    int(min(uint64(*headerBytes), math.MaxInt32)),
 			ConnHeaderBytes:   int(min(uint64(*connHeader), math.MaxInt32)),
 			HeaderTimeout:     *headerTimeout,

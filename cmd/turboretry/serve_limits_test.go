@@ -14,6 +14,7 @@ import (
 // limitNames are serve's limit flags; help must list each with its default.
 var limitNames = []string{"max-conns", "max-handshakes", "accept-backlog", "max-streams", "max-uni-streams",
 	"handshake-timeout", "conn-send-buffer", "send-buffer", "recv-buffer", "retry-threshold", "retry-budget",
+	"prefix-admission", "prefix-len4", "prefix-len6", "prefix-rate", "prefix-burst", "returning-reserve", "max-prefixes",
 	"max-header-bytes", "conn-header-bytes", "header-timeout", "uni-stream-timeout", "write-stall-timeout"}
 
 func parseLimits(t *testing.T, args ...string) (fileserver.Limits, error) {
@@ -35,11 +36,14 @@ func TestServeLimitFlags(t *testing.T) {
 	l, err = parseLimits(t, "--max-conns", "0", "--max-handshakes", "9", "--accept-backlog", "8", "--max-streams", "7",
 		"--max-uni-streams", "6", "--handshake-timeout", "3s", "--conn-send-buffer", "2MiB", "--send-buffer", "1GiB",
 		"--recv-buffer", "65536", "--retry-threshold", "0", "--retry-budget", "1MiB", "--max-header-bytes", "16KiB",
-		"--conn-header-bytes", "32KiB", "--header-timeout", "0", "--uni-stream-timeout", "2s", "--write-stall-timeout", "30s")
+		"--conn-header-bytes", "32KiB", "--header-timeout", "0", "--uni-stream-timeout", "2s", "--write-stall-timeout", "30s",
+		"--prefix-admission=false", "--prefix-len4", "20", "--prefix-len6", "48", "--prefix-rate", "2.5", "--prefix-burst", "0",
+		"--returning-reserve", "0.25", "--max-prefixes", "100")
 	want := fileserver.Limits{MaxConnections: 0, MaxHandshakes: 9, AcceptBacklog: 8, MaxStreams: 7, MaxUniStreams: 6,
 		HandshakeTimeout: 3 * time.Second, ConnSendBuffer: 2 << 20, SendBuffer: 1 << 30, ReceiveBuffer: 65536,
 		RetryThreshold: 0, UnvalidatedBudget: 1 << 20, MaxHeaderBytes: 16 << 10, ConnHeaderBytes: 32 << 10,
-		HeaderTimeout: 0, UniStreamTimeout: 2 * time.Second, WriteStallTimeout: 30 * time.Second}
+		HeaderTimeout: 0, UniStreamTimeout: 2 * time.Second, WriteStallTimeout: 30 * time.Second,
+		PrefixAdmission: false, PrefixLen4: 20, PrefixLen6: 48, PrefixRate: 2.5, PrefixBurst: 0, ReturningReserve: 0.25, MaxPrefixes: 100}
 	if err != nil || l != want {
 		t.Fatalf("flags: %+v, %v\nwant %+v", l, err, want)
 	}
@@ -56,6 +60,10 @@ func TestServeLimitFlags(t *testing.T) {
 		{[]string{"--accept-backlog", "0"}, "at least 1"},
 		{[]string{"--send-buffer", "0"}, "must be positive"},
 		{[]string{"--max-header-bytes", "4GiB", "--conn-header-bytes", "4GiB"}, "above 2 GiB"},
+		{[]string{"--prefix-len4", "33"}, "source prefix lengths"},
+		{[]string{"--prefix-rate", "-1"}, "prefix rate and burst"},
+		{[]string{"--returning-reserve", "1"}, "reserve for returning clients"},
+		{[]string{"--max-prefixes", "0"}, "at least 1 source prefix"},
 	} {
 		code, _, errOut := runCLI(append([]string{"serve", "--state-dir", state}, tc.args...)...)
 		if code != exitUsage || !strings.Contains(errOut, tc.msg) {

@@ -118,6 +118,12 @@ func serveVariant(v variant, dir string) error {
 	// worker benchmarks (workers_linux_test.go) vary it.
 	cfg := fileserver.Config{Addr: addr, CertFile: certFile, KeyFile: keyFile, StateDir: dir, Retry: fileserver.RetryAlways,
 		MetricsAddr: netip.AddrPortFrom(ipServer, metricsPort).String(), Workers: 1}
+	// Without admission by source prefix: the floods come from a few
+	// addresses, and the figures measure the host's cost per Initial, not
+	// the per-prefix rate limit (docs/abuse.md).
+	lim := fileserver.DefaultLimits()
+	lim.PrefixAdmission = false
+	cfg.Limits = &lim
 	switch v {
 	case hostRetry:
 	case hostNoRetry:
