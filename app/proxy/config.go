@@ -83,6 +83,10 @@ type Config struct {
 	// -Proto and Forwarded fields are kept and appended to; everyone
 	// else's are replaced.
 	TrustForwarded []netip.Prefix
+	// EarlyData is what becomes of non-idempotent requests that arrived
+	// in 0-RTT: answered 425 (the default) or held until the handshake
+	// completes.
+	EarlyData EarlyDataPolicy
 	// MaxIdleConnsPerUpstream bounds the idle connections kept per
 	// upstream; zero means 256.
 	MaxIdleConnsPerUpstream int

@@ -34,13 +34,14 @@ func proxyFlags(fs *flag.FlagSet) func() (*proxy.Config, error) {
 	responseTimeout := fs.Duration("upstream-timeout", proxy.DefaultResponseTimeout, "time an upstream has to send its response header once the request is sent; past it the request gets 504; 0: no limit")
 	failTimeout := fs.Duration("upstream-fail-timeout", proxy.DefaultFailTimeout, "how long an upstream that could not be connected to is skipped")
 	maxBody := sizeFlag(fs, "max-body-bytes", 0, "largest proxied request body in `SIZE`; larger ones get 413; 0: no limit")
+	earlyData := fs.String("early-data", "reject", "what becomes of a non-idempotent request that arrived in 0-RTT (RFC 8470): reject (425 Too Early) or hold (until the handshake completes)")
 	fs.Var(&trust, "trust-forwarded", "keep and append to the X-Forwarded-* and Forwarded fields of clients in `CIDR` (a proxy in front); repeatable")
 	return func() (*proxy.Config, error) {
 		if len(upstreams) == 0 && len(routes) == 0 {
 			set := false
 			fs.Visit(func(f *flag.Flag) {
 				switch f.Name {
-				case "upstream-ca", "upstream-insecure", "upstream-connect-timeout", "upstream-timeout", "upstream-fail-timeout", "max-body-bytes", "trust-forwarded":
+				case "upstream-ca", "upstream-insecure", "upstream-connect-timeout", "upstream-timeout", "upstream-fail-timeout", "max-body-bytes", "trust-forwarded", "early-data":
 					set = true
 				}
 			})
@@ -57,6 +58,11 @@ func proxyFlags(fs *flag.FlagSet) func() (*proxy.Config, error) {
 			FailTimeout:    *failTimeout,
 			MaxBodyBytes:   int64(min(uint64(*maxBody), math.MaxInt64)),
 		}
+		policy, err := proxy.ParseEarlyDataPolicy(*earlyData)
+		if err != nil {
+			return nil, fmt.Errorf("--early-data: %w", err)
+		}
+		cfg.EarlyData = policy
 		for _, u := range upstreams {
 			if err := proxy.CheckUpstream(u); err != nil {
 				return nil, fmt.Errorf("--upstream: %w", err)
