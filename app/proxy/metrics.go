@@ -24,13 +24,14 @@ const (
 // metrics are the proxy's Prometheus metrics, labelled by upstream (as
 // configured, so the label set is bounded by the configuration).
 type metrics struct {
-	requests  *prometheus.CounterVec   // upstream, code
-	errors    *prometheus.CounterVec   // upstream, kind
-	latency   *prometheus.HistogramVec // upstream
-	inFlight  *prometheus.GaugeVec     // upstream
-	healthy   *prometheus.GaugeVec     // upstream
-	tooLarge  prometheus.Counter
-	earlyData *prometheus.CounterVec // outcome
+	requests   *prometheus.CounterVec   // upstream, code
+	errors     *prometheus.CounterVec   // upstream, kind
+	latency    *prometheus.HistogramVec // upstream
+	inFlight   *prometheus.GaugeVec     // upstream
+	healthy    *prometheus.GaugeVec     // upstream
+	tooLarge   prometheus.Counter
+	earlyData  *prometheus.CounterVec // outcome
+	webSockets prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -64,11 +65,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "turboretry_proxy_early_data_total",
 			Help: "Proxied requests that arrived in 0-RTT, by outcome (forwarded with Early-Data: 1, rejected with 425, held until the handshake completed).",
 		}, []string{"outcome"}),
+		webSockets: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "turboretry_proxy_websockets_open",
+			Help: "WebSockets over HTTP/3 or HTTP/2 (extended CONNECT) bridged to an upstream's HTTP/1.1 WebSocket now.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.errors, m.latency, m.inFlight, m.healthy, m.tooLarge, m.earlyData} {
+	for _, c := range []prometheus.Collector{m.requests, m.errors, m.latency, m.inFlight, m.healthy, m.tooLarge, m.earlyData, m.webSockets} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

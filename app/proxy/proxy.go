@@ -231,6 +231,10 @@ func (pp *poolProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		ex.early = early
 	}
+	if isWebSocketConnect(r) {
+		pp.serveWebSocket(w, r, ex)
+		return
+	}
 	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 		ex.body = &requestBody{rc: r.Body, limit: limit, ex: ex}
 		// In place, as http.MaxBytesReader is used: r stays the
