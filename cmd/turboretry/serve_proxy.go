@@ -26,7 +26,7 @@ func (l *stringList) Set(s string) error {
 // (serve is the file server).
 func proxyFlags(fs *flag.FlagSet) func() (*proxy.Config, error) {
 	var upstreams, routes, trust stringList
-	fs.Var(&upstreams, "upstream", "forward requests to `URL` (http://host:port, https://host:port or unix:/path); repeat to balance round robin")
+	fs.Var(&upstreams, "upstream", "forward requests to `URL` (http://host:port, https://host:port, h2c://host:port for HTTP/2 without TLS, or unix:/path); repeat to balance round robin")
 	fs.Var(&routes, "route", "`/PREFIX=URL`: forward the paths under PREFIX to URL; repeat for more (same prefix: balanced); the rest go to --upstream or the files")
 	caFile := fs.String("upstream-ca", "", "PEM `FILE` of the CA certificates that https upstreams must chain to (default: the system's)")
 	insecure := fs.Bool("upstream-insecure", false, "do not verify https upstreams' certificates")

@@ -17,7 +17,7 @@ func TestServeProxyUsageErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"--upstream", "ftp://example.com"}, "want an http://, https:// or unix: URL"},
+		{[]string{"--upstream", "ftp://example.com"}, "want an http://, https://, h2c:// or unix: URL"},
 		{[]string{"--upstream", "http://"}, "no host"},
 		{[]string{"--route", "api=http://127.0.0.1:1"}, "want /prefix=URL"},
 		{[]string{"--route", "/api=unix:sock"}, "want unix:/path"},
