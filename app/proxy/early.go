@@ -19,7 +19,9 @@ const (
 	// request once its handshake completed.
 	EarlyDataReject EarlyDataPolicy = iota
 	// EarlyDataHold waits for the handshake to complete (which a replay
-	// cannot do) and forwards the request then, as not early.
+	// cannot do) and forwards the request then, as not early. The wait
+	// needs the connection's fileserver.ConnInfo (the file server's
+	// HTTP/3 listener sets it); without it the request gets 425.
 	EarlyDataHold
 )
 

@@ -244,6 +244,12 @@ func TestEarlyData(t *testing.T) {
 					t.Errorf("the upstream answered %v requests, want only the first", got)
 				}
 			}
+			// Closed while the relay still forwards, so the front need
+			// not wait for the connection at shutdown.
+			qc.CloseWithError(0, "")
+			eventually(t, "the front to see the connection closed", func() bool {
+				return f.metric(t, "turboretry_quic_connections_active", nil) == 0
+			})
 		})
 	}
 }
