@@ -41,7 +41,8 @@ func webSocketAccept(key string) string {
 }
 
 // errNoWebSocketUpgrade is the cause of a 502 when the upstream answered
-// 101 without a valid WebSocket handshake.
+// a WebSocket handshake with a 2xx, or with a 101 that is not a valid
+// WebSocket handshake.
 var errNoWebSocketUpgrade = errors.New("proxy: upstream's 101 is not a WebSocket handshake for our key")
 
 // serveWebSocket bridges an extended CONNECT to an HTTP/1.1 Upgrade.
@@ -75,6 +76,15 @@ func (pp *poolProxy) serveWebSocket(w http.ResponseWriter, r *http.Request, ex *
 	resp, err := pp.RoundTrip(out)
 	if err != nil {
 		pp.fail(w, out, err)
+		return
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		// The upstream answered as to a plain GET: passed on, the 2xx
+		// would tell the client that its WebSocket is open.
+		resp.Body.Close()
+		ex.kind = kindBroken
+		ex.up.m.errors.WithLabelValues(kindBroken).Inc()
+		pp.fail(w, out, errNoWebSocketUpgrade)
 		return
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
@@ -117,7 +127,7 @@ func (pp *poolProxy) serveWebSocket(w http.ResponseWriter, r *http.Request, ex *
 		upConn.Close()
 	})
 	buf := copyBuffers.Get()
-	_, _ = io.CopyBuffer(flushWriter{w}, upConn, buf)
+	_, _ = io.CopyBuffer(flushWriter{w, http.NewResponseController(w)}, upConn, buf)
 	copyBuffers.Put(buf)
 	upConn.Close()
 	r.Body.Close()
@@ -136,12 +146,15 @@ func (pp *poolProxy) copyHeader(w http.ResponseWriter, resp *http.Response) {
 }
 
 // flushWriter flushes after every write: WebSocket messages pass at once.
-type flushWriter struct{ w http.ResponseWriter }
+type flushWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
 
 func (f flushWriter) Write(p []byte) (int, error) {
 	n, err := f.w.Write(p)
 	if err == nil {
-		err = http.NewResponseController(f.w).Flush()
+		err = f.rc.Flush()
 	}
 	return n, err
 }

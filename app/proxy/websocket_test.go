@@ -40,6 +40,9 @@ func startWebSocketUpstream(t *testing.T) (string, chan struct{}) {
 			}
 		}
 	})
+	mux.HandleFunc("/plain", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "not a WebSocket")
+	})
 	mux.HandleFunc("/bye", func(w http.ResponseWriter, r *http.Request) {
 		defer func() { ended <- struct{}{} }()
 		c, err := websocket.Accept(w, r, nil)
@@ -197,6 +200,14 @@ func TestWebSocketOverHTTP3(t *testing.T) {
 		rsp, _ := dialH3WebSocket(t, f, "/nowhere", nil)
 		if rsp.StatusCode != http.StatusNotFound {
 			t.Fatalf("status %d, want the upstream's 404", rsp.StatusCode)
+		}
+	})
+
+	t.Run("no upgrade is a bad gateway", func(t *testing.T) {
+		// A 2xx would tell the client its WebSocket is open.
+		rsp, _ := dialH3WebSocket(t, f, "/plain", nil)
+		if rsp.StatusCode != http.StatusBadGateway {
+			t.Fatalf("status %d, want 502 for an upstream that answered 200 without upgrading", rsp.StatusCode)
 		}
 	})
 	eventually(t, "no WebSocket open", func() bool { return f.metric(t, "turboretry_proxy_websockets_open", nil) == 0 })
