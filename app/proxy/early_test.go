@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -266,11 +267,15 @@ func sendEarly(cc *http3.ClientConn, method, url, body string) (*http.Response, 
 	if err := rs.SendRequestHeader(req); err != nil {
 		return nil, err
 	}
-	if _, err := io.Copy(rs, strings.NewReader(body)); err != nil {
-		return nil, err
+	// The front may answer (425) before the body is out and stop it
+	// with H3_NO_ERROR (RFC 9114 section 4.1): the response counts.
+	_, werr := io.Copy(rs, strings.NewReader(body))
+	if werr == nil {
+		werr = rs.Close()
 	}
-	if err := rs.Close(); err != nil {
-		return nil, err
+	rsp, err := rs.ReadResponse()
+	if err != nil {
+		return nil, errors.Join(werr, err)
 	}
-	return rs.ReadResponse()
+	return rsp, nil
 }
