@@ -51,7 +51,9 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 		_ = str.SetReadDeadline(deadline)
 	}
 	req, err := sc.readRequestHeader(fr, check, deadline, str.Context().Done())
-	if !deadline.IsZero() {
+	peeked := err == nil && req.ContentLength <= 0 && br.Buffered() == 0
+	bodyless := peeked && endsAfterHeader(str)
+	if peeked || !deadline.IsZero() {
 		_ = str.SetReadDeadline(time.Time{}) // the body has no deadline
 	}
 	if err != nil {
@@ -102,6 +104,15 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 		req.ContentLength = -1
 	}
 	req.Body = body
+	if bodyless {
+		// The HEADERS frame came with the stream's FIN: as net/http's
+		// servers do for such a request, no body, so a handler (or an
+		// http.Transport forwarding the request) need not probe one.
+		// Reading the end now checks the stream and lets the response
+		// finish without STOP_SENDING.
+		_, _ = body.bodyReader.Read(nil)
+		req.Body, req.ContentLength = http.NoBody, 0
+	}
 	req.RemoteAddr = sc.qc.RemoteAddr().String()
 	cs := sc.qc.ConnectionState().TLS
 	req.TLS = &cs
@@ -151,6 +162,20 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 		str.CancelRead(quic.StreamErrorCode(ErrCodeNoError))
 	}
 }
+
+// endsAfterHeader reports, without waiting, whether the request stream's
+// receive side ended with what was read already (its FIN came with the
+// HEADERS frame). It leaves the stream's read deadline in the past.
+func endsAfterHeader(str *quic.Stream) bool {
+	_ = str.SetReadDeadline(pastDeadline)
+	var b [1]byte
+	n, err := str.Peek(b[:])
+	return n == 0 && err == io.EOF
+}
+
+// pastDeadline is a read deadline that has passed: a Peek under it returns
+// at once.
+var pastDeadline = time.Unix(1, 0)
 
 // readRequestHeader reads the HEADERS frame that starts a request stream
 // and decodes the request. The frame's declared length is reserved from

@@ -9,6 +9,10 @@ type ConnInfo struct {
 	RetryValidated bool // the client's address was proven by a Retry token
 	TokenValidated bool // ... or by a NEW_TOKEN token from an earlier connection
 	ZeroRTT        bool // the request arrived in 0-RTT data
+	// HandshakeComplete, on QUIC connections, is closed once the
+	// connection's handshake completed: a handler may hold a request
+	// that came in 0-RTT until then. Nil on TCP.
+	HandshakeComplete <-chan struct{}
 }
 
 // connInfoKey is the context key for ConnInfo; a private type, so no other

@@ -180,9 +180,10 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 			l.s.m.quic.ObserveHandshake(c)
 			st := c.ConnectionState()
 			return WithConnInfo(ctx, ConnInfo{
-				RetryValidated: st.ValidatedBy == quic.TokenRetry,
-				TokenValidated: st.ValidatedBy == quic.TokenNewToken,
-				ZeroRTT:        st.Used0RTT,
+				RetryValidated:    st.ValidatedBy == quic.TokenRetry,
+				TokenValidated:    st.ValidatedBy == quic.TokenNewToken,
+				ZeroRTT:           st.Used0RTT,
+				HandshakeComplete: c.HandshakeComplete(),
 			})
 		},
 	}

@@ -50,8 +50,9 @@ type Config struct {
 	// Upstreams receive, round robin, the requests that no route
 	// claims; empty sends those to Files. Each is http://host:port,
 	// https://host:port (optionally with a base path that request
-	// paths are appended to) or unix:/path/to/socket (HTTP/1.1 over a
-	// Unix domain socket).
+	// paths are appended to), h2c://host:port (HTTP/2 with prior
+	// knowledge over TCP, as gRPC servers speak without TLS) or
+	// unix:/path/to/socket (HTTP/1.1 over a Unix domain socket).
 	Upstreams []string
 	// Routes send path prefixes to other upstreams; the longest prefix
 	// that matches wins.
@@ -83,6 +84,10 @@ type Config struct {
 	// -Proto and Forwarded fields are kept and appended to; everyone
 	// else's are replaced.
 	TrustForwarded []netip.Prefix
+	// EarlyData is what becomes of non-idempotent requests that arrived
+	// in 0-RTT: answered 425 (the default) or held until the handshake
+	// completes.
+	EarlyData EarlyDataPolicy
 	// MaxIdleConnsPerUpstream bounds the idle connections kept per
 	// upstream; zero means 256.
 	MaxIdleConnsPerUpstream int
@@ -125,6 +130,7 @@ func (c *Config) check() error {
 type target struct {
 	url        *url.URL // scheme, host and base path requests go to
 	unixSocket string   // the socket path of a unix: upstream
+	h2c        bool     // HTTP/2 with prior knowledge over TCP (h2c://)
 }
 
 // parseTarget parses an upstream URL.
@@ -141,15 +147,21 @@ func parseTarget(s string) (target, error) {
 	if err != nil {
 		return target{}, fmt.Errorf("upstream %q: %w", s, err)
 	}
+	h2c := u.Scheme == "h2c"
+	if h2c {
+		// Requests go out as http:// URLs; the Transport speaks
+		// HTTP/2 on them without upgrade (gRPC servers' plaintext).
+		u.Scheme = "http"
+	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return target{}, fmt.Errorf("upstream %q: want an http://, https:// or unix: URL", s)
+		return target{}, fmt.Errorf("upstream %q: want an http://, https://, h2c:// or unix: URL", s)
 	case u.Host == "":
 		return target{}, fmt.Errorf("upstream %q: no host", s)
 	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
 		return target{}, fmt.Errorf("upstream %q: want no user, query or fragment", s)
 	}
-	return target{url: u}, nil
+	return target{url: u, h2c: h2c}, nil
 }
 
 // CheckUpstream reports whether s is an upstream URL New accepts.

@@ -18,17 +18,20 @@ const (
 	kindBodyTooLarge   = "body_too_large"  // the request body passed MaxBodyBytes
 	kindBroken         = "broken"          // the upstream closed or broke the exchange before its response header
 	kindAborted        = "aborted"         // the response body failed midway
+	kindTooEarly       = "too_early"       // answered 425: not idempotent, in early data (access log only)
 )
 
 // metrics are the proxy's Prometheus metrics, labelled by upstream (as
 // configured, so the label set is bounded by the configuration).
 type metrics struct {
-	requests *prometheus.CounterVec   // upstream, code
-	errors   *prometheus.CounterVec   // upstream, kind
-	latency  *prometheus.HistogramVec // upstream
-	inFlight *prometheus.GaugeVec     // upstream
-	healthy  *prometheus.GaugeVec     // upstream
-	tooLarge prometheus.Counter
+	requests   *prometheus.CounterVec   // upstream, code
+	errors     *prometheus.CounterVec   // upstream, kind
+	latency    *prometheus.HistogramVec // upstream
+	inFlight   *prometheus.GaugeVec     // upstream
+	healthy    *prometheus.GaugeVec     // upstream
+	tooLarge   prometheus.Counter
+	earlyData  *prometheus.CounterVec // outcome
+	webSockets prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -58,11 +61,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "turboretry_proxy_body_too_large_total",
 			Help: "Requests answered 413 because their body passed the limit.",
 		}),
+		earlyData: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "turboretry_proxy_early_data_total",
+			Help: "Proxied requests that arrived in 0-RTT, by outcome (forwarded with Early-Data: 1, rejected with 425, held until the handshake completed).",
+		}, []string{"outcome"}),
+		webSockets: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "turboretry_proxy_websockets_open",
+			Help: "WebSockets over HTTP/3 or HTTP/2 (extended CONNECT) bridged to an upstream's HTTP/1.1 WebSocket now.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.errors, m.latency, m.inFlight, m.healthy, m.tooLarge} {
+	for _, c := range []prometheus.Collector{m.requests, m.errors, m.latency, m.inFlight, m.healthy, m.tooLarge, m.earlyData, m.webSockets} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

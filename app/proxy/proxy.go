@@ -205,6 +205,7 @@ type exchange struct {
 	elapsed time.Duration // to the response header
 	status  int           // the upstream's
 	kind    string        // the error kind, if the exchange failed
+	early   bool          // forwarded before the client's handshake completed (RFC 8470)
 }
 
 type exchangeKey struct{}
@@ -223,6 +224,17 @@ func (pp *poolProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ex := &exchange{w: w, in: r}
+	if inEarlyData(r) {
+		proceed, early := pp.h.admitEarly(w, r)
+		if !proceed {
+			return
+		}
+		ex.early = early
+	}
+	if isWebSocketConnect(r) {
+		pp.serveWebSocket(w, r, ex)
+		return
+	}
 	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 		ex.body = &requestBody{rc: r.Body, limit: limit, ex: ex}
 		// In place, as http.MaxBytesReader is used: r stays the
@@ -249,6 +261,11 @@ func (pp *poolProxy) rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.Host = pr.In.Host // the client's authority, as Caddy and HAProxy forward it
 	pp.h.setForwarded(pr)
 	pr.Out.Header.Add("Via", viaValue(pr.In.ProtoMajor, pr.In.ProtoMinor))
+	if ex.early {
+		// RFC 8470 section 5.1: the upstream learns the request may be a
+		// replay, and may answer 425, which is passed on.
+		pr.Out.Header.Set("Early-Data", "1")
+	}
 	if ex.body != nil {
 		// Trailers announced now are copied, values included, when the
 		// body ends (requestBody.Read); so are those that arrive

@@ -77,6 +77,10 @@ func newTransport(t target, cfg *Config, tlsConf *tls.Config) *http.Transport {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
+	if t.h2c {
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	}
 	if t.url.Scheme == "https" {
 		// Our own handshake, so that its failure is known as one (and
 		// bounded by the same connect timeout as the dial).

@@ -26,7 +26,7 @@ func (l *stringList) Set(s string) error {
 // (serve is the file server).
 func proxyFlags(fs *flag.FlagSet) func() (*proxy.Config, error) {
 	var upstreams, routes, trust stringList
-	fs.Var(&upstreams, "upstream", "forward requests to `URL` (http://host:port, https://host:port or unix:/path); repeat to balance round robin")
+	fs.Var(&upstreams, "upstream", "forward requests to `URL` (http://host:port, https://host:port, h2c://host:port for HTTP/2 without TLS, or unix:/path); repeat to balance round robin")
 	fs.Var(&routes, "route", "`/PREFIX=URL`: forward the paths under PREFIX to URL; repeat for more (same prefix: balanced); the rest go to --upstream or the files")
 	caFile := fs.String("upstream-ca", "", "PEM `FILE` of the CA certificates that https upstreams must chain to (default: the system's)")
 	insecure := fs.Bool("upstream-insecure", false, "do not verify https upstreams' certificates")
@@ -34,13 +34,14 @@ func proxyFlags(fs *flag.FlagSet) func() (*proxy.Config, error) {
 	responseTimeout := fs.Duration("upstream-timeout", proxy.DefaultResponseTimeout, "time an upstream has to send its response header once the request is sent; past it the request gets 504; 0: no limit")
 	failTimeout := fs.Duration("upstream-fail-timeout", proxy.DefaultFailTimeout, "how long an upstream that could not be connected to is skipped")
 	maxBody := sizeFlag(fs, "max-body-bytes", 0, "largest proxied request body in `SIZE`; larger ones get 413; 0: no limit")
+	earlyData := fs.String("early-data", "reject", "what becomes of a non-idempotent request that arrived in 0-RTT (RFC 8470): reject (425 Too Early) or hold (until the handshake completes)")
 	fs.Var(&trust, "trust-forwarded", "keep and append to the X-Forwarded-* and Forwarded fields of clients in `CIDR` (a proxy in front); repeatable")
 	return func() (*proxy.Config, error) {
 		if len(upstreams) == 0 && len(routes) == 0 {
 			set := false
 			fs.Visit(func(f *flag.Flag) {
 				switch f.Name {
-				case "upstream-ca", "upstream-insecure", "upstream-connect-timeout", "upstream-timeout", "upstream-fail-timeout", "max-body-bytes", "trust-forwarded":
+				case "upstream-ca", "upstream-insecure", "upstream-connect-timeout", "upstream-timeout", "upstream-fail-timeout", "max-body-bytes", "trust-forwarded", "early-data":
 					set = true
 				}
 			})
@@ -57,6 +58,11 @@ func proxyFlags(fs *flag.FlagSet) func() (*proxy.Config, error) {
 			FailTimeout:    *failTimeout,
 			MaxBodyBytes:   int64(min(uint64(*maxBody), math.MaxInt64)),
 		}
+		policy, err := proxy.ParseEarlyDataPolicy(*earlyData)
+		if err != nil {
+			return nil, fmt.Errorf("--early-data: %w", err)
+		}
+		cfg.EarlyData = policy
 		for _, u := range upstreams {
 			if err := proxy.CheckUpstream(u); err != nil {
 				return nil, fmt.Errorf("--upstream: %w", err)

@@ -17,7 +17,7 @@ func TestServeProxyUsageErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"--upstream", "ftp://example.com"}, "want an http://, https:// or unix: URL"},
+		{[]string{"--upstream", "ftp://example.com"}, "want an http://, https://, h2c:// or unix: URL"},
 		{[]string{"--upstream", "http://"}, "no host"},
 		{[]string{"--route", "api=http://127.0.0.1:1"}, "want /prefix=URL"},
 		{[]string{"--route", "/api=unix:sock"}, "want unix:/path"},
@@ -27,6 +27,8 @@ func TestServeProxyUsageErrors(t *testing.T) {
 		{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-timeout", "-1s"}, "--upstream-timeout"},
 		{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-connect-timeout", "0s"}, "--upstream-connect-timeout"},
 		{[]string{"--upstream", "http://127.0.0.1:1", "--trust-forwarded", "lan"}, `--trust-forwarded "lan"`},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--early-data", "accept"}, "--early-data"},
+		{[]string{"--early-data", "hold"}, "need --upstream or --route"},
 	} {
 		args := append([]string{"serve", "--state-dir", state}, tc.args...)
 		code, _, errOut := runCLI(args...)
@@ -35,7 +37,7 @@ func TestServeProxyUsageErrors(t *testing.T) {
 		}
 	}
 	code, out, _ := runCLI("help", "serve")
-	for _, f := range []string{"-upstream", "-route", "-upstream-ca", "-upstream-insecure", "-upstream-connect-timeout", "-upstream-timeout", "-max-body-bytes", "-trust-forwarded", "reverse proxy"} {
+	for _, f := range []string{"-upstream", "-route", "-upstream-ca", "-upstream-insecure", "-upstream-connect-timeout", "-upstream-timeout", "-max-body-bytes", "-trust-forwarded", "-early-data", "reverse proxy"} {
 		if code != exitOK || !strings.Contains(out, f) {
 			t.Errorf("help serve lacks %q", f)
 		}
