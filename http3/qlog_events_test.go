@@ -230,6 +230,29 @@ func TestQlogFramesMatchQuicGo(t *testing.T) {
 	if _, open, _ := ours.snapshot(); open != 3 {
 		t.Errorf("%d server producers open, want 3 (QUIC, HTTP/3, our control stream)", open)
 	}
+	// Each side reads the other's control stream on a goroutine of its
+	// own, which the response need not wait for: close only once our
+	// server logged the client's control stream and quic-go's client
+	// our SETTINGS.
+	waitFor(t, "our server to log the client's control stream", func() bool {
+		evs, _, _ := ours.snapshot()
+		return slices.ContainsFunc(evs, func(ev qlogwriter.Event) bool {
+			e, ok := ev.(qlog.StreamTypeSet)
+			return ok && e.StreamType == qlog.StreamTypeControl && e.Initiator != qlog.InitiatorLocal
+		})
+	})
+	waitFor(t, "quic-go's client to parse our SETTINGS", func() bool {
+		theirs.mu.Lock()
+		defer theirs.mu.Unlock()
+		return slices.ContainsFunc(theirs.events, func(ev gqlogwriter.Event) bool {
+			fp, ok := ev.(gqlog.FrameParsed)
+			if !ok {
+				return false
+			}
+			_, ok = fp.Frame.Frame.(gqlog.SettingsFrame)
+			return ok
+		})
+	})
 	tr.Close()
 	ours.waitClosed(t, 3)
 
