@@ -724,3 +724,77 @@ func describeFrame(f *wire.Frame) string {
 	}
 	return b.String()
 }
+
+// streamFrame is a STREAM frame carrying data at off.
+func streamFrame(id, off uint64, data string, fin bool) wire.Frame {
+	return wire.Frame{Type: wire.FrameTypeStream, StreamID: id, Offset: off, Data: []byte(data), Fin: fin}
+}
+
+// deadlineReader is a stream that can be read without waiting.
+type deadlineReader interface {
+	Read([]byte) (int, error)
+	SetReadDeadline(time.Time) error
+}
+
+// readNow reads up to n bytes that are there without waiting (a deadline
+// in the past).
+func readNow(t *testing.T, st deadlineReader, n int) (string, error) {
+	t.Helper()
+	_ = st.SetReadDeadline(time.Now().Add(-time.Second))
+	buf := make([]byte, n)
+	k, err := st.Read(buf)
+	return string(buf[:k]), err
+}
+
+// acceptStream returns the next stream the peer opened, failing if there
+// is none.
+func (tc *testConn) acceptStream() *Stream {
+	tc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	st, err := tc.conn.AcceptStream(ctx)
+	if err != nil {
+		tc.t.Fatalf("no stream to accept: %v", err)
+	}
+	return st
+}
+
+// acceptUniStream is acceptStream for unidirectional streams.
+func (tc *testConn) acceptUniStream() *ReceiveStream {
+	tc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	st, err := tc.conn.AcceptUniStream(ctx)
+	if err != nil {
+		tc.t.Fatalf("no stream to accept: %v", err)
+	}
+	return st
+}
+
+// openStream opens a bidirectional stream of the connection.
+func (tc *testConn) openStream() *Stream {
+	tc.t.Helper()
+	st, err := tc.conn.OpenStream()
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	return st
+}
+
+// openUniStream opens a unidirectional stream of the connection.
+func (tc *testConn) openUniStream() *SendStream {
+	tc.t.Helper()
+	st, err := tc.conn.OpenUniStream()
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	return st
+}
+
+// mustWrite writes n zero bytes on st and fails on an error.
+func mustWrite(t *testing.T, st interface{ Write([]byte) (int, error) }, n int) {
+	t.Helper()
+	if _, err := st.Write(make([]byte, n)); err != nil {
+		t.Fatal(err)
+	}
+}
