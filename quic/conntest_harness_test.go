@@ -233,6 +233,9 @@ type testConn struct {
 	lastDatagramAt time.Time
 }
 
+// testRTT is the round-trip time a harness connection measures at start.
+const testRTT = 10 * time.Millisecond
+
 // newTestConn returns a running connection (on side) whose handshake is
 // taken as done, with the test as its peer. Call it inside synctest.Test.
 // Its configuration defaults to small flow-control windows (1000 bytes per
@@ -279,6 +282,8 @@ func newTestConn(t *testing.T, side connSide, opts ...testConnOption) *testConn 
 	tc.tr.startConn(c)
 	synctest.Wait()
 	tc.readFrames()
+	// The acknowledgment gives the connection an RTT sample.
+	tc.advance(testRTT)
 	tc.writeAck(spaceApp)
 	return tc
 }
