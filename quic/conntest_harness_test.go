@@ -206,6 +206,7 @@ type testFrame struct {
 	space int
 	pn    uint64
 	size  int // of the datagram
+	dgram int // which datagram: 1 for the first the connection sent
 	wire.Frame
 }
 
@@ -222,15 +223,14 @@ type testConn struct {
 
 	// keys seal what the test sends and open what it receives; initial
 	// is set for a dialing client (newDialingTestConn) once it spoke.
-	keys           *handshake.AppKeys
-	initialSealer  *handshake.Sealer
-	initialOpener  *handshake.Opener
-	nextPN         [3]uint64
-	received       [3][]uint64 // packet numbers received, per space
-	pending        []testFrame // parsed, not yet read by the test
-	ignored        map[wire.FrameType]bool
-	lastDatagram   []byte // as the connection sent it, sealed
-	lastDatagramAt time.Time
+	keys          *handshake.AppKeys
+	initialSealer *handshake.Sealer
+	initialOpener *handshake.Opener
+	nextPN        [3]uint64
+	received      [3][]uint64 // packet numbers received, per space
+	pending       []testFrame // parsed, not yet read by the test
+	dgrams        int         // datagrams the connection sent
+	ignored       map[wire.FrameType]bool
 }
 
 // testRTT is the round-trip time a harness connection measures at start.
@@ -479,14 +479,16 @@ func (tc *testConn) writeDatagramFrom(d []byte, from net.Addr) {
 	synctest.Wait()
 }
 
-// writeAck acknowledges every packet of space the test received.
-func (tc *testConn) writeAck(space int) {
+// writeAck acknowledges every packet of space the test received, except
+// those numbered in lost.
+func (tc *testConn) writeAck(space int, lost ...uint64) {
 	tc.t.Helper()
 	tc.collect()
-	if len(tc.received[space]) == 0 {
+	pns := slices.DeleteFunc(slices.Clone(tc.received[space]), func(pn uint64) bool { return slices.Contains(lost, pn) })
+	if len(pns) == 0 {
 		return
 	}
-	tc.writeFrames(space, wire.Frame{Type: wire.FrameTypeAck, AckRanges: ackRangesOf(tc.received[space])})
+	tc.writeFrames(space, wire.Frame{Type: wire.FrameTypeAck, AckRanges: ackRangesOf(pns)})
 }
 
 // ackRangesOf returns the ACK ranges, largest first, covering pns.
@@ -510,7 +512,7 @@ func (tc *testConn) collect() {
 	tc.t.Helper()
 	synctest.Wait()
 	for _, d := range tc.sock.takeWritten() {
-		tc.lastDatagram, tc.lastDatagramAt = d, time.Now()
+		tc.dgrams++
 		tc.parseDatagram(slices.Clone(d))
 	}
 }
@@ -548,7 +550,7 @@ func (tc *testConn) parseDatagram(d []byte) {
 			if err != nil {
 				tc.t.Fatalf("the connection sent a malformed frame: %v", err)
 			}
-			tc.pending = append(tc.pending, testFrame{space: space, pn: pn, size: size, Frame: f})
+			tc.pending = append(tc.pending, testFrame{space: space, pn: pn, size: size, dgram: tc.dgrams, Frame: f})
 			payload = payload[n:]
 		}
 	}
