@@ -283,3 +283,38 @@ func TestCloseBeforeHandshakeHidesApplicationError(t *testing.T) {
 		}
 	})
 }
+
+// TestCloseIdleRestartedBySending: the first ack-eliciting packet sent
+// after a receipt restarts the idle timer too (RFC 9000 section 10.1).
+func TestCloseIdleRestartedBySending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc := newTestConn(t, serverSide, func(c *Config, _ *wire.TransportParameters) {
+			c.MaxIdleTimeout = 10 * time.Second
+		})
+		tc.advance(8 * time.Second)
+		mustWrite(t, tc.openUniStream(), 10)
+		tc.advance(10*time.Second - time.Millisecond)
+		tc.wantOpen("10s after the last receipt, but not after our data")
+		tc.advance(time.Millisecond)
+		if tc.closeErr() == nil {
+			t.Fatal("open 10s after our first ack-eliciting packet")
+		}
+	})
+}
+
+// TestClosePeerCloseEndsStreams: when the peer closes, reads fail with
+// its error (RFC 9000 section 10.2: the connection's streams end with
+// it).
+func TestClosePeerCloseEndsStreams(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc := newTestConn(t, serverSide)
+		tc.writeFrames(spaceApp, streamFrame(0, 0, "x", false))
+		st := tc.acceptStream()
+		readNow(t, st, 10)
+		tc.writeFrames(spaceApp, wire.Frame{Type: wire.FrameTypeConnectionCloseApp, ErrorCode: 7})
+		var ae *ApplicationError
+		if _, err := readNow(t, st, 10); !errors.As(err, &ae) || ae.ErrorCode != 7 {
+			t.Fatalf("read after the peer's close: %v, want its application error 7", err)
+		}
+	})
+}

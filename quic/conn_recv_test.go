@@ -472,3 +472,113 @@ func TestRecvRetireOwnDestination(t *testing.T) {
 		tc.wantTransportClose("RETIRE_CONNECTION_ID of the packet's own ID", ProtocolViolation)
 	})
 }
+
+// TestRecvMaxStreamDataOnUnopenedLocalStream: MAX_STREAM_DATA for a
+// locally initiated stream not yet created is a STREAM_STATE_ERROR (RFC
+// 9000 section 19.10).
+func TestRecvMaxStreamDataOnUnopenedLocalStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc := newTestConn(t, serverSide)
+		tc.writeFrames(spaceApp, wire.Frame{Type: wire.FrameTypeMaxStreamData, StreamID: 1, Limit: 5000})
+		tc.wantTransportClose("MAX_STREAM_DATA for a stream we never opened", StreamStateError)
+	})
+}
+
+// TestRecvStreamDataBlockedOnSendOnlyStream: STREAM_DATA_BLOCKED for a
+// stream that only sends is a STREAM_STATE_ERROR (RFC 9000 section
+// 19.13).
+func TestRecvStreamDataBlockedOnSendOnlyStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc := newTestConn(t, serverSide)
+		st := tc.openUniStream()
+		tc.writeFrames(spaceApp, wire.Frame{Type: wire.FrameTypeStreamDataBlocked, StreamID: uint64(st.StreamID()), Limit: 0})
+		tc.wantTransportClose("STREAM_DATA_BLOCKED for our unidirectional stream", StreamStateError)
+	})
+}
+
+// TestRecvNewConnectionIDBadLength: a NEW_CONNECTION_ID with a
+// connection ID of length 0 or above 20 is a FRAME_ENCODING_ERROR (RFC
+// 9000 section 19.15).
+func TestRecvNewConnectionIDBadLength(t *testing.T) {
+	for _, n := range []int{0, 21} {
+		synctest.Test(t, func(t *testing.T) {
+			tc := newTestConn(t, serverSide)
+			p := []byte{byte(wire.FrameTypeNewConnectionID), 1, 0, byte(n)}
+			p = append(p, make([]byte, n+16)...)
+			tc.writePayload(spaceApp, p)
+			tc.wantTransportClose("connection ID length out of range", FrameEncodingError)
+		})
+	}
+}
+
+// TestRecvAckRangeUnderflow: an ACK range reaching below packet 0 is a
+// FRAME_ENCODING_ERROR (RFC 9000 section 19.3.1).
+func TestRecvAckRangeUnderflow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc := newTestConn(t, serverSide)
+		// Largest 1, delay 0, no more ranges, First ACK Range 5.
+		tc.writePayload(spaceApp, []byte{byte(wire.FrameTypeAck), 1, 0, 0, 5})
+		tc.wantTransportClose("ACK of packets 1 down to -4", FrameEncodingError)
+	})
+}
+
+// TestRecvReorderedPacketProcessed: a packet arriving after a later one
+// is processed and acknowledged at once (RFC 9000 sections 12.3 and
+// 13.2.1).
+func TestRecvReorderedPacketProcessed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc := newTestConn(t, serverSide)
+		tc.acceptFrames(wire.FrameTypeAck)
+		pn := tc.nextPN[spaceApp]
+		tc.writePacket(spaceApp, pn+1, wire.AppendStreamFrame(nil, 0, 3, []byte("def"), true, true))
+		tc.readFrames() // the ACK of the gap
+		tc.writePacket(spaceApp, pn, wire.AppendStreamFrame(nil, 0, 0, []byte("abc"), false, true))
+		if f := tc.wantFrameType("a reordered packet", wire.FrameTypeAck); f.AckRanges[0].Smallest > pn {
+			t.Fatalf("ACK %v does not cover %d", f.AckRanges, pn)
+		}
+		if got, _ := readNow(t, tc.acceptStream(), 10); got != "abcdef" {
+			t.Fatalf("read %q, want abcdef", got)
+		}
+	})
+}
+
+// TestRecvPeerKeyUpdate: after the peer updates its keys (the Key Phase
+// bit flips), the connection reads the new phase and answers in it (RFC
+// 9001 section 6.2).
+func TestRecvPeerKeyUpdate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc := newTestConn(t, serverSide)
+		tc.acceptFrames(wire.FrameTypeAck)
+		// An update waits for an ACK of a packet of the current phase.
+		tc.writeFrames(spaceApp, wire.Frame{Type: wire.FrameTypePing})
+		tc.writeFrames(spaceApp, wire.Frame{Type: wire.FrameTypePing})
+		tc.wantFrameType("PINGs in the first key phase", wire.FrameTypeAck)
+		if err := tc.keys.NextGeneration(); err != nil {
+			t.Fatal(err)
+		}
+		tc.writeFrames(spaceApp, wire.Frame{Type: wire.FrameTypePing})
+		tc.writeFrames(spaceApp, wire.Frame{Type: wire.FrameTypePing})
+		tc.wantFrameType("PINGs in the new key phase", wire.FrameTypeAck)
+		tc.conn.mu.Lock()
+		gen := tc.conn.keys.app.Generation()
+		tc.conn.mu.Unlock()
+		if gen != 1 {
+			t.Fatalf("key generation %d after the peer's update, want 1", gen)
+		}
+		tc.wantOpen("a key update")
+	})
+}
+
+// TestRecvPeerKeyUpdateTooSoon: a peer that updates its keys before we
+// acknowledged a packet of the current phase breaks the rules: a
+// KEY_UPDATE_ERROR (RFC 9001 section 6.2).
+func TestRecvPeerKeyUpdateTooSoon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc := newTestConn(t, serverSide)
+		if err := tc.keys.NextGeneration(); err != nil {
+			t.Fatal(err)
+		}
+		tc.writeFrames(spaceApp, wire.Frame{Type: wire.FrameTypePing})
+		tc.wantTransportClose("a key update before any ACK of ours", KeyUpdateError)
+	})
+}

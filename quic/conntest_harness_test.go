@@ -38,7 +38,7 @@ type testSocket struct {
 	stop   sync.Once
 
 	mu  sync.Mutex
-	out [][]byte
+	out []testDatagram // to the address in from
 }
 
 type testDatagram struct {
@@ -63,15 +63,15 @@ func (s *testSocket) ReadFrom(b []byte) (int, net.Addr, error) {
 	}
 }
 
-func (s *testSocket) WriteTo(b []byte, _ net.Addr) (int, error) {
+func (s *testSocket) WriteTo(b []byte, to net.Addr) (int, error) {
 	s.mu.Lock()
-	s.out = append(s.out, slices.Clone(b))
+	s.out = append(s.out, testDatagram{data: slices.Clone(b), from: to})
 	s.mu.Unlock()
 	return len(b), nil
 }
 
 // takeWritten returns the datagrams written since the last call.
-func (s *testSocket) takeWritten() [][]byte {
+func (s *testSocket) takeWritten() []testDatagram {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := s.out
@@ -205,8 +205,9 @@ type testConnOption func(*Config, *wire.TransportParameters)
 type testFrame struct {
 	space int
 	pn    uint64
-	size  int // of the datagram
-	dgram int // which datagram: 1 for the first the connection sent
+	size  int      // of the datagram
+	dgram int      // which datagram: 1 for the first the connection sent
+	to    net.Addr // where the datagram went
 	wire.Frame
 }
 
@@ -513,11 +514,11 @@ func (tc *testConn) collect() {
 	synctest.Wait()
 	for _, d := range tc.sock.takeWritten() {
 		tc.dgrams++
-		tc.parseDatagram(slices.Clone(d))
+		tc.parseDatagram(d.data, d.from)
 	}
 }
 
-func (tc *testConn) parseDatagram(d []byte) {
+func (tc *testConn) parseDatagram(d []byte, to net.Addr) {
 	tc.t.Helper()
 	size := len(d)
 	for pkt, err := range wire.CoalescedPackets(d) {
@@ -550,7 +551,7 @@ func (tc *testConn) parseDatagram(d []byte) {
 			if err != nil {
 				tc.t.Fatalf("the connection sent a malformed frame: %v", err)
 			}
-			tc.pending = append(tc.pending, testFrame{space: space, pn: pn, size: size, dgram: tc.dgrams, Frame: f})
+			tc.pending = append(tc.pending, testFrame{space: space, pn: pn, size: size, dgram: tc.dgrams, to: to, Frame: f})
 			payload = payload[n:]
 		}
 	}

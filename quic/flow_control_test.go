@@ -256,3 +256,32 @@ func TestFlowMaxStreamsSent(t *testing.T) {
 		}
 	})
 }
+
+// TestFlowMaxDataNotDecreasing: a MAX_DATA that does not raise the limit
+// is ignored (RFC 9000 section 4.1).
+func TestFlowMaxDataNotDecreasing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc := newTestConn(t, serverSide, func(_ *Config, p *wire.TransportParameters) {
+			p.InitialMaxData = 100
+		})
+		tc.writeFrames(spaceApp, wire.Frame{Type: wire.FrameTypeMaxData, Limit: 50})
+		mustWrite(t, tc.openStream(), 300)
+		if _, end := sentStreamBytes(tc.readFrames(), 1); end != 100 {
+			t.Fatalf("sent up to %d, want 100 (a lower MAX_DATA is ignored)", end)
+		}
+	})
+}
+
+// TestFlowPeerBlockedFramesAccepted: DATA_BLOCKED and STREAM_DATA_BLOCKED
+// from the peer are informational: no error (RFC 9000 sections 19.12 and
+// 19.13).
+func TestFlowPeerBlockedFramesAccepted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc := newTestConn(t, serverSide)
+		tc.writeFrames(spaceApp, streamFrame(0, 0, "x", false),
+			wire.Frame{Type: wire.FrameTypeStreamDataBlocked, StreamID: 0, Limit: 1000},
+			wire.Frame{Type: wire.FrameTypeDataBlocked, Limit: 5000},
+			wire.Frame{Type: wire.FrameTypeStreamsBlockedBidi, Limit: 10})
+		tc.wantOpen("blocked frames from the peer")
+	})
+}
