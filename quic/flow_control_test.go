@@ -285,3 +285,17 @@ func TestFlowPeerBlockedFramesAccepted(t *testing.T) {
 		tc.wantOpen("blocked frames from the peer")
 	})
 }
+
+// TestFlowMaxStreamsNotDecreasing: a MAX_STREAMS that does not raise the
+// limit is ignored (RFC 9000 section 19.11).
+func TestFlowMaxStreamsNotDecreasing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc := newTestConn(t, serverSide, func(_ *Config, p *wire.TransportParameters) {
+			p.InitialMaxStreamsUni = 2
+		})
+		tc.writeFrames(spaceApp, wire.Frame{Type: wire.FrameTypeMaxStreamsUni, Limit: 1})
+		tc.openUniStream()
+		tc.openUniStream()
+		tc.wantOpen("a lower MAX_STREAMS")
+	})
+}

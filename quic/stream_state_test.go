@@ -1,10 +1,12 @@
 package quic
 
 import (
+	"context"
 	"errors"
 	"io"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/turboretry/turboretry/internal/wire"
 )
@@ -239,5 +241,40 @@ func TestStreamStopSendingAfterAllAcked(t *testing.T) {
 		tc.writeFrames(spaceApp, wire.Frame{Type: wire.FrameTypeStopSending, StreamID: 1, ErrorCode: 9})
 		tc.wantNoFrameOfType("STOP_SENDING for a finished stream", wire.FrameTypeResetStream)
 		tc.wantOpen("STOP_SENDING for a finished stream")
+	})
+}
+
+// TestStreamResetAfterFinSameSize: RESET_STREAM after a FIN, with the
+// same final size, is no error (RFC 9000 section 4.5).
+func TestStreamResetAfterFinSameSize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc := newTestConn(t, serverSide)
+		tc.writeFrames(spaceApp, streamFrame(0, 0, "abc", true))
+		tc.writeFrames(spaceApp, wire.Frame{Type: wire.FrameTypeResetStream, StreamID: 0, ErrorCode: 1, FinalSize: 3})
+		tc.wantOpen("RESET_STREAM at the FIN's final size")
+	})
+}
+
+// TestStreamFrameAfterStreamDone: a retransmitted STREAM frame for a
+// stream already read to its end is ignored: no error and no new stream
+// (RFC 9000 section 3.2, the Data Read state is terminal).
+func TestStreamFrameAfterStreamDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc := newTestConn(t, serverSide)
+		tc.writeFrames(spaceApp, streamFrame(2, 0, "abc", true))
+		st := tc.acceptUniStream()
+		if got, err := readNow(t, st, 10); got != "abc" {
+			t.Fatalf("read %q, %v", got, err)
+		}
+		if _, err := readNow(t, st, 10); err != io.EOF {
+			t.Fatalf("read at the end: %v, want io.EOF", err)
+		}
+		tc.writeFrames(spaceApp, streamFrame(2, 0, "abc", true))
+		tc.wantOpen("STREAM for a finished stream")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		defer cancel()
+		if st, err := tc.conn.AcceptUniStream(ctx); err == nil {
+			t.Fatalf("stream %d accepted again", st.StreamID())
+		}
 	})
 }
