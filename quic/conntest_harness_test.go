@@ -323,9 +323,13 @@ func newDialingTestConn(t *testing.T, opts ...testConnOption) *testConn {
 	tc := newTestConnBase(t, clientSide)
 	ctx, cancel := context.WithCancel(context.Background())
 	dialed := make(chan struct{})
+	tlsConf := clientTLS(t)
+	// A classical key share keeps the ClientHello within one Initial
+	// packet, so that the padding of the first datagram is the packer's.
+	tlsConf.CurvePreferences = []tls.CurveID{tls.X25519}
 	go func() {
 		defer close(dialed)
-		_, _ = tc.tr.Dial(ctx, tc.peer, clientTLS(t), conf)
+		_, _ = tc.tr.Dial(ctx, tc.peer, tlsConf, conf)
 	}()
 	t.Cleanup(func() {
 		cancel()
