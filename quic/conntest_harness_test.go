@@ -356,15 +356,8 @@ func newDialingTestConn(t *testing.T, opts ...testConnOption) *testConn {
 	return tc
 }
 
-// ignoreFrames makes readFrame and wantFrame skip frames of these types.
-func (tc *testConn) ignoreFrames(types ...wire.FrameType) {
-	for _, ft := range types {
-		tc.ignored[ft] = true
-	}
-}
-
-// acceptFrames undoes ignoreFrames (or the default ignoring of PADDING
-// and ACK) for these types.
+// acceptFrames stops ignoring frames of these types (PADDING and ACK are
+// ignored by default).
 func (tc *testConn) acceptFrames(types ...wire.FrameType) {
 	for _, ft := range types {
 		delete(tc.ignored, ft)
