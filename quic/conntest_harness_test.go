@@ -222,15 +222,20 @@ type testConn struct {
 	ourCID  []byte // the connection's: the test's packets go there
 	peerCID []byte // the test's: the connection's packets come to it
 
-	// keys seal what the test sends and open what it receives; initial
-	// is set for a dialing client (newDialingTestConn) once it spoke.
+	// keys seal what the test sends and open what it receives: the 1-RTT
+	// keys, the Initial keys of a dialing client (newDialingTestConn) and,
+	// after serveHandshake, its Handshake and 1-RTT keys.
 	keys          *handshake.AppKeys
 	initialSealer *handshake.Sealer
 	initialOpener *handshake.Opener
+	hsSealer      *handshake.Sealer // set by serveHandshake
+	hsOpener      *handshake.Opener
 	nextPN        [3]uint64
 	received      [3][]uint64 // packet numbers received, per space
 	pending       []testFrame // parsed, not yet read by the test
-	dgrams        int         // datagrams the connection sent
+	all           []testFrame // every frame parsed
+	undecryptable []sentPacketOf
+	dgrams        int // datagrams the connection sent
 	ignored       map[wire.FrameType]bool
 }
 
@@ -431,11 +436,14 @@ func (tc *testConn) sealPacket(b []byte, space int, pn uint64, payload []byte) [
 	switch space {
 	case spaceApp:
 		b = wire.AppendShortHeader(b, tc.ourCID, pnLen, tc.keys.KeyPhase(), false)
-	case spaceInitial:
-		if tc.initialSealer == nil {
-			tc.t.Fatal("no Initial keys: use newDialingTestConn")
-		}
+	case spaceInitial, spaceHandshake:
 		hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: wire.Version1, DestConnID: tc.ourCID, SrcConnID: tc.peerCID}
+		if space == spaceHandshake {
+			hdr.Type = wire.PacketTypeHandshake
+		}
+		if tc.longSealer(space) == nil {
+			tc.t.Fatalf("no keys for space %d: use newDialingTestConn (and serveHandshake)", space)
+		}
 		b = wire.AppendLongHeader(b, &hdr, pnLen, 2)
 		lengthPos = len(b) - 2
 	default:
@@ -444,8 +452,8 @@ func (tc *testConn) sealPacket(b []byte, space int, pn uint64, payload []byte) [
 	pnOffset := len(b)
 	b = wire.AppendPacketNumber(b, pn, pnLen)
 	b = append(b, payload...)
-	if space == spaceInitial && len(b) < minInitialSize-tagLen {
-		b = append(b, make([]byte, minInitialSize-tagLen-len(b))...)
+	if space == spaceInitial && len(b)-start < minInitialSize-tagLen {
+		b = append(b, make([]byte, minInitialSize-tagLen-(len(b)-start))...)
 	}
 	if lengthPos >= 0 {
 		wire.PutVarintWithLen(b[lengthPos:], uint64(len(b)-pnOffset+tagLen), 2)
@@ -456,12 +464,20 @@ func (tc *testConn) sealPacket(b []byte, space int, pn uint64, payload []byte) [
 	if space == spaceApp {
 		_, err = tc.keys.ProtectPacket(b[start:end:end+tagLen], pnOffset-start, pnLen, pn)
 	} else {
-		_, err = tc.initialSealer.ProtectPacket(b[start:end:end+tagLen], pnOffset-start, pnLen, pn)
+		_, err = tc.longSealer(space).ProtectPacket(b[start:end:end+tagLen], pnOffset-start, pnLen, pn)
 	}
 	if err != nil {
 		tc.t.Fatal(err)
 	}
 	return b
+}
+
+// longSealer returns the test's sealer for the Initial or Handshake space.
+func (tc *testConn) longSealer(space int) *handshake.Sealer {
+	if space == spaceHandshake {
+		return tc.hsSealer
+	}
+	return tc.initialSealer
 }
 
 // writeDatagram hands the connection a datagram from the test's address
@@ -517,41 +533,79 @@ func (tc *testConn) collect() {
 
 func (tc *testConn) parseDatagram(d []byte, to net.Addr) {
 	tc.t.Helper()
-	size := len(d)
 	for pkt, err := range wire.CoalescedPackets(d) {
 		if err != nil {
 			tc.t.Fatalf("malformed datagram from the connection: %v", err)
 		}
-		space := spaceApp
-		var payload []byte
-		var pn uint64
-		if wire.IsLongHeader(pkt[0]) {
-			var hdr wire.LongHeader
-			if err := wire.ParseLongHeader(pkt, &hdr); err != nil {
-				tc.t.Fatal(err)
-			}
-			if hdr.Type != wire.PacketTypeInitial || tc.initialOpener == nil {
-				continue // no keys for it: Handshake packets are not followed
-			}
-			space = spaceInitial
-			payload, pn, err = tc.initialOpener.UnprotectPacket(pkt, hdr.PNOffset, tc.largestReceived(space))
-		} else {
-			payload, pn, _, err = tc.keys.UnprotectPacket(pkt, 1+len(tc.peerCID), tc.largestReceived(space))
+		tc.parsePacket(sentPacketOf{pkt: pkt, size: len(d), dgram: tc.dgrams, to: to})
+	}
+}
+
+// sentPacketOf is a packet of a datagram the connection sent.
+type sentPacketOf struct {
+	pkt   []byte
+	size  int // of the datagram
+	dgram int
+	to    net.Addr
+}
+
+func (tc *testConn) parsePacket(p sentPacketOf) {
+	tc.t.Helper()
+	pkt := p.pkt
+	space := spaceApp
+	var payload []byte
+	var pn uint64
+	var err error
+	if wire.IsLongHeader(pkt[0]) {
+		var hdr wire.LongHeader
+		if err := wire.ParseLongHeader(pkt, &hdr); err != nil {
+			tc.t.Fatal(err)
 		}
+		opener := tc.initialOpener
+		space = spaceInitial
+		if hdr.Type == wire.PacketTypeHandshake {
+			opener, space = tc.hsOpener, spaceHandshake
+		}
+		if (hdr.Type != wire.PacketTypeInitial && hdr.Type != wire.PacketTypeHandshake) || opener == nil {
+			return // no keys for it
+		}
+		payload, pn, err = opener.UnprotectPacket(pkt, hdr.PNOffset, tc.largestReceived(space))
+	} else {
+		if tc.keys == nil || !tc.keys.CanReceive() {
+			// The client's first 1-RTT packet, which comes with its
+			// Finished: serveHandshake opens it once TLS read that.
+			tc.undecryptable = append(tc.undecryptable, p)
+			return
+		}
+		payload, pn, _, err = tc.keys.UnprotectPacket(pkt, 1+len(tc.peerCID), tc.largestReceived(space))
+	}
+	if err != nil {
+		tc.t.Fatalf("cannot open a packet of the connection: %v", err)
+	}
+	tc.received[space] = append(tc.received[space], pn)
+	for len(payload) > 0 {
+		var f wire.Frame
+		n, err := wire.ParseFrame(payload, &f)
 		if err != nil {
-			tc.t.Fatalf("cannot open a packet of the connection: %v", err)
+			tc.t.Fatalf("the connection sent a malformed frame: %v", err)
 		}
-		tc.received[space] = append(tc.received[space], pn)
-		for len(payload) > 0 {
-			var f wire.Frame
-			n, err := wire.ParseFrame(payload, &f)
-			if err != nil {
-				tc.t.Fatalf("the connection sent a malformed frame: %v", err)
-			}
-			tc.pending = append(tc.pending, testFrame{space: space, pn: pn, size: size, dgram: tc.dgrams, to: to, Frame: f})
-			payload = payload[n:]
+		tf := testFrame{space: space, pn: pn, size: p.size, dgram: p.dgram, to: p.to, Frame: f}
+		tc.pending = append(tc.pending, tf)
+		tc.all = append(tc.all, tf)
+		payload = payload[n:]
+	}
+}
+
+// framesOfDatagram returns the frames of the n-th datagram the
+// connection sent, read by the test or not.
+func (tc *testConn) framesOfDatagram(n int) []testFrame {
+	var out []testFrame
+	for _, f := range tc.all {
+		if f.dgram == n {
+			out = append(out, f)
 		}
 	}
+	return out
 }
 
 func (tc *testConn) largestReceived(space int) int64 {
@@ -802,4 +856,120 @@ func mustWrite(t *testing.T, st interface{ Write([]byte) (int, error) }, n int) 
 	if _, err := st.Write(make([]byte, n)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// serveHandshake plays the server's side of a dialing client's handshake
+// (newDialingTestConn) with crypto/tls, the test certificate and the
+// transport parameters peer (defaultTestPeerParams when nil): it answers
+// the ClientHello with an Initial and a Handshake packet in one datagram
+// and reads the client's Finished (unless the client closed), leaving
+// every frame the client sent unread for the test. The original and
+// initial source connection IDs are filled in unless peer has them. The client's handshake is then complete, not
+// confirmed: HANDSHAKE_DONE is the test's to send.
+func (tc *testConn) serveHandshake(peer *wire.TransportParameters) {
+	tc.t.Helper()
+	if peer == nil {
+		peer = defaultTestPeerParams()
+	}
+	if !peer.HasOriginalDestinationConnectionID {
+		tc.conn.mu.Lock()
+		peer.OriginalDestinationConnectionID = tc.conn.cids.origDest
+		tc.conn.mu.Unlock()
+		peer.HasOriginalDestinationConnectionID = true
+	}
+	if !peer.HasInitialSourceConnectionID {
+		peer.InitialSourceConnectionID = tc.peerCID
+		peer.HasInitialSourceConnectionID = true
+	}
+	params, err := peer.Marshal(nil, wire.RoleServer)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	conf := serverTLS(tc.t)
+	conf.MinVersion = tls.VersionTLS13
+	srv := tls.QUICServer(&tls.QUICConfig{TLSConfig: conf})
+	tc.t.Cleanup(func() { srv.Close() })
+	if err := srv.Start(context.Background()); err != nil {
+		tc.t.Fatal(err)
+	}
+	var out [3][]byte // CRYPTO data to send, per space
+	v := handshake.Version(wire.Version1)
+	handle := func(level tls.QUICEncryptionLevel, data []byte) {
+		tc.t.Helper()
+		if err := srv.HandleData(level, data); err != nil {
+			tc.t.Fatalf("TLS server: %v", err)
+		}
+		for {
+			ev := srv.NextEvent()
+			switch ev.Kind {
+			case tls.QUICNoEvent:
+				return
+			case tls.QUICTransportParametersRequired:
+				srv.SetTransportParameters(params)
+			case tls.QUICWriteData:
+				space, _ := levelSpace(ev.Level)
+				out[space] = append(out[space], ev.Data...)
+			case tls.QUICSetReadSecret, tls.QUICSetWriteSecret:
+				write := ev.Kind == tls.QUICSetWriteSecret
+				switch ev.Level {
+				case tls.QUICEncryptionLevelHandshake:
+					if write {
+						tc.hsSealer, err = handshake.NewSealer(ev.Suite, ev.Data, v)
+					} else {
+						tc.hsOpener, err = handshake.NewOpener(ev.Suite, ev.Data, v)
+					}
+				case tls.QUICEncryptionLevelApplication:
+					if tc.keys == nil {
+						tc.keys, err = handshake.NewAppKeys(ev.Suite, v)
+					}
+					if err == nil && write {
+						err = tc.keys.SetSendSecret(ev.Data)
+					} else if err == nil {
+						err = tc.keys.SetRecvSecret(ev.Data)
+					}
+				}
+				if err != nil {
+					tc.t.Fatal(err)
+				}
+			}
+		}
+	}
+	hello := tc.cryptoData(spaceInitial)
+	handle(tls.QUICEncryptionLevelInitial, hello)
+	d := tc.sealPacket(nil, spaceInitial, tc.nextPN[spaceInitial],
+		wire.AppendCryptoFrame(wire.AppendAckFrame(nil, ackRangesOf(tc.received[spaceInitial]), 0), 0, out[spaceInitial]))
+	tc.nextPN[spaceInitial]++
+	d = tc.sealPacket(d, spaceHandshake, tc.nextPN[spaceHandshake], wire.AppendCryptoFrame(nil, 0, out[spaceHandshake]))
+	tc.nextPN[spaceHandshake]++
+	tc.writeDatagram(d)
+	if tc.closeErr() != nil {
+		return // the client refused the server's flight
+	}
+	handle(tls.QUICEncryptionLevelHandshake, tc.cryptoData(spaceHandshake))
+	kept := tc.undecryptable
+	tc.undecryptable = nil
+	for _, p := range kept {
+		tc.parsePacket(p)
+	}
+}
+
+// cryptoData returns the CRYPTO data of space among the frames not read
+// yet, which stay unread; it fails unless they are contiguous from 0.
+func (tc *testConn) cryptoData(space int) []byte {
+	tc.t.Helper()
+	tc.collect()
+	var data []byte
+	for _, f := range tc.pending {
+		if f.space != space || f.Type != wire.FrameTypeCrypto || f.Offset+uint64(len(f.Data)) <= uint64(len(data)) {
+			continue
+		}
+		if f.Offset > uint64(len(data)) {
+			tc.t.Fatalf("CRYPTO data of space %d with a gap at %d", space, len(data))
+		}
+		data = append(data, f.Data[uint64(len(data))-f.Offset:]...)
+	}
+	if len(data) == 0 {
+		tc.t.Fatalf("no CRYPTO data in space %d", space)
+	}
+	return data
 }
