@@ -180,9 +180,9 @@ func newOfflineConn(t testing.TB) *Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := serverTLS(t)
-	tc.MinVersion = tls.VersionTLS13
-	c := newConn(context.Background(), tr, false, conf, tc, wire.Version1, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9})
+	tlsConf := serverTLS(t)
+	tlsConf.MinVersion = tls.VersionTLS13
+	c := newConn(context.Background(), tr, false, conf, tlsConf, wire.Version1, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9})
 	peer := defaultTestPeerParams()
 	peer.ActiveConnectionIDLimit = 4
 	establishConn(t, c, peer, []byte{5, 6, 7, 8})
@@ -303,7 +303,7 @@ func newTestConnBase(t *testing.T, side connSide) *testConn {
 		ignored: map[wire.FrameType]bool{wire.FrameTypePadding: true, wire.FrameTypeAck: true, wire.FrameTypeAckECN: true},
 	}
 	tc.tr = &Transport{Conn: tc.sock}
-	if side == serverSide {
+	if side == clientSide { // the test is the server, at 10.0.0.1:443
 		tc.sock.local, tc.peer = tc.peer, tc.sock.local
 	}
 	if err := tc.tr.init(); err != nil {
@@ -317,14 +317,10 @@ func newTestConnBase(t *testing.T, side connSide) *testConn {
 
 // newDialingTestConn starts a client's Dial and returns it once its first
 // Initial left; the test is the server, holding the Initial keys. The
-// handshake does not complete: the test checks what the client sends in
-// the Initial space and how it treats what it receives there.
-func newDialingTestConn(t *testing.T, opts ...testConnOption) *testConn {
+// handshake goes no further unless the test calls serveHandshake.
+func newDialingTestConn(t *testing.T) *testConn {
 	t.Helper()
 	conf := &Config{DisablePathMTUDiscovery: true}
-	for _, o := range opts {
-		o(conf, nil)
-	}
 	tc := newTestConnBase(t, clientSide)
 	ctx, cancel := context.WithCancel(context.Background())
 	dialed := make(chan struct{})
