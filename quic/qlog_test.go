@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -404,23 +403,10 @@ type offlineRound struct {
 func newOfflineRound(t testing.TB) *offlineRound {
 	c := newOfflineConn(t)
 	secret := make([]byte, 32)
-	newKeys := func() *handshake.AppKeys {
-		k, err := handshake.NewAppKeys(tls.TLS_AES_128_GCM_SHA256, handshake.Version(wire.Version1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := k.SetSendSecret(secret); err != nil {
-			t.Fatal(err)
-		}
-		if err := k.SetRecvSecret(secret); err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	c.keys.app = newKeys()
+	c.keys.app = newTestAppKeys(t, secret, secret)
 	// Each round acknowledges every number below nextPN: none may be skipped.
 	c.spaces[spaceApp].skip = recovery.PacketNumberSkipper{}
-	return &offlineRound{c: c, peer: newKeys(), now: time.Now()}
+	return &offlineRound{c: c, peer: newTestAppKeys(t, secret, secret), now: time.Now()}
 }
 
 func (r *offlineRound) run(t testing.TB) {

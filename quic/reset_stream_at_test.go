@@ -279,15 +279,6 @@ func offlineStream(t *testing.T, c *Conn) *ReceiveStream {
 	return &ReceiveStream{c.streams.acceptUni[0]}
 }
 
-// readNow reads what is there without waiting (a deadline in the past).
-func readNow(t *testing.T, st *ReceiveStream, n int) (string, error) {
-	t.Helper()
-	_ = st.SetReadDeadline(time.Now().Add(-time.Second))
-	buf := make([]byte, n)
-	k, err := st.Read(buf)
-	return string(buf[:k]), err
-}
-
 // isReset reports whether err is the peer's reset with rsaCode.
 func isReset(err error) bool {
 	var se *StreamError
@@ -468,13 +459,6 @@ func TestResetStreamAtSent(t *testing.T) {
 			t.Fatalf("resets sent: %+v, want one RESET_STREAM_AT with reliable size 3000", resets)
 		}
 	})
-}
-
-func mustWrite(t *testing.T, st *SendStream, n int) {
-	t.Helper()
-	if _, err := st.Write(make([]byte, n)); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // packOffline builds what an offline connection would put into one packet

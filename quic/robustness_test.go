@@ -1,8 +1,6 @@
 package quic
 
 import (
-	"context"
-	"crypto/tls"
 	"errors"
 	"net"
 	"testing"
@@ -10,44 +8,6 @@ import (
 
 	"github.com/turboretry/turboretry/internal/wire"
 )
-
-// newOfflineConn returns a server connection whose handshake is taken as
-// done, for feeding it frames directly. Nothing runs its event loop.
-func newOfflineConn(t testing.TB) *Conn {
-	t.Helper()
-	tr := &Transport{Conn: listenUDP(t)}
-	if err := tr.init(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tr.Close() })
-	conf, err := populateConfig(&Config{InitialStreamReceiveWindow: 1000, InitialConnectionReceiveWindow: 5000, MaxIncomingStreams: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := serverTLS(t)
-	tc.MinVersion = tls.VersionTLS13
-	c := newConn(context.Background(), tr, false, conf, tc, wire.Version1, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9})
-	if err := c.initLocalCIDs(); err != nil {
-		t.Fatal(err)
-	}
-	c.cids.dest = []byte{5, 6, 7, 8}
-	c.cids.origDest = []byte{9, 9, 9, 9, 9, 9, 9, 9}
-	if err := c.startTLS(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.hs.tls.Close() })
-	c.flow.send.Init(1 << 20)
-	if err := c.streams.counts.SetPeerLimits(100, 100); err != nil {
-		t.Fatal(err)
-	}
-	c.hs.peerParams = &wire.TransportParameters{InitialMaxStreamDataBidiLocal: 1 << 16, InitialMaxStreamDataBidiRemote: 1 << 16, InitialMaxStreamDataUni: 1 << 16, ActiveConnectionIDLimit: 4}
-	if err := c.initRemoteCIDs(c.hs.peerParams); err != nil {
-		t.Fatal(err)
-	}
-	c.hs.complete = true
-	c.hs.confirmed = true
-	return c
-}
 
 func TestMalformedFramesCloseWithRightCode(t *testing.T) {
 	stream := func(id, off uint64, n int) []byte {
