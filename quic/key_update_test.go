@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/testhook"
+	"github.com/turboretry/turboretry/qlog"
 )
 
 // forceKeyUpdate initiates a key update as soon as one is allowed (the
@@ -291,12 +292,15 @@ func TestKeyUpdateKeepsPreviousKeysForSilentPeer(t *testing.T) {
 // TestKeyUpdateIntervalHook: with testhook.SetKeyUpdateInterval(1) (the
 // knob the drop-in suite maps quic-go's handshake.SetKeyUpdateInterval
 // to), our server initiates a key update whenever RFC 9001 allows one
-// during a transfer, and quic-go's client follows each.
+// during a transfer, and quic-go's client follows each. The server's
+// qlog has the key phase of every packet it sent (sealing sets the bit,
+// after the packet is recorded).
 func TestKeyUpdateIntervalHook(t *testing.T) {
 	simTest(t, simLink, func(t *testing.T, s *sim) {
 		t.Cleanup(testhook.SetKeyUpdateInterval(1))
 		ctx := s.ctx()
-		srv := s.server(nil, nil)
+		var log eventLog
+		srv := s.server(nil, &Config{Tracer: log.tracer})
 		_, qc := s.dialQuicGo(simClientAddr(1), srv.addr)
 		echoOver(t, ctx, qc, 1000)
 		sc := srv.only(t)
@@ -308,6 +312,16 @@ func TestKeyUpdateIntervalHook(t *testing.T) {
 		}
 		if err := context.Cause(sc.Context()); err != nil {
 			t.Fatalf("connection closed: %v", err)
+		}
+		changes, phase := 0, qlog.KeyPhaseZero
+		for _, ev := range log.all() {
+			if p, ok := ev.(qlog.PacketSent); ok && p.Header.PacketType == qlog.PacketType1RTT && p.Header.KeyPhaseBit != phase {
+				changes++
+				phase = p.Header.KeyPhaseBit
+			}
+		}
+		if changes < 20 {
+			t.Errorf("the server's qlog shows %d key phase changes in its packets, after %d updates", changes, keyGeneration(sc))
 		}
 	})
 }
