@@ -575,7 +575,7 @@ func (c *Conn) onTimers(now time.Time) {
 	if c.keys.app != nil && c.keys.app.CanSend() {
 		// Update keys well before the confidentiality limit; close if the
 		// peer kept us from updating until the limit (RFC 9001 6.6).
-		if s := c.keys.app.Sealer(); c.keys.app.SealedPackets() >= s.ConfidentialityLimit()/4*3 {
+		if c.keys.app.SealedPackets() >= c.keys.updateAfter() {
 			_ = c.initiateKeyUpdate(now)
 		}
 		c.extensionTimers(now)

@@ -17,6 +17,10 @@ const (
 	maxReceivedDatagrams = 128
 )
 
+// maxDatagramFrameSize is the max_datagram_frame_size we announce with
+// datagrams enabled: no DATAGRAM frame fits a packet anywhere near it.
+const maxDatagramFrameSize = 65535
+
 // datagramQueues is the connection's DATAGRAM frames (RFC 9221) both
 // ways. Guarded by Conn.mu.
 type datagramQueues struct {
@@ -45,8 +49,11 @@ func (c *Conn) onDatagram(data []byte) {
 // size, within the peer's max_datagram_frame_size.
 func (c *Conn) datagramLimit() int {
 	maxLen := wire.MaxDatagramDataLen(c.send.maxDatagram-1-len(c.cids.dest)-4-tagLen, true)
-	if uint64(maxLen) > c.datagrams.peerMax {
-		maxLen = int(c.datagrams.peerMax)
+	// The peer's max_datagram_frame_size counts the whole frame, type and
+	// length included (RFC 9221 section 3). A value above any packet's
+	// size limits nothing more.
+	if c.datagrams.peerMax < maxDatagramFrameSize {
+		maxLen = min(maxLen, wire.MaxDatagramDataLen(int(c.datagrams.peerMax), true))
 	}
 	return maxLen
 }

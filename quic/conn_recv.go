@@ -242,7 +242,9 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 		if c.trace != nil {
 			c.traceKeyUpdate(true, c.keys.app.Generation())
 		}
-		c.onKeyUpdate(now)
+		c.onPeerKeyUpdate(now)
+	} else if (pkt[0]&handshake.KeyPhaseBit != 0) == c.keys.app.KeyPhase() {
+		c.onCurrentPhaseReceived(now)
 	}
 	if sp.tracker.IsDuplicate(pn) {
 		return

@@ -15,6 +15,7 @@ import (
 	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/streambuf"
+	"github.com/turboretry/turboretry/internal/testhook"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/qlog"
 )
@@ -87,7 +88,10 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 	p.VersionInformation = c.versionInformation()
 	p.PreferredAddress = c.preferredAddressParam()
 	if cfg.EnableDatagrams {
-		p.MaxDatagramFrameSize = 65535
+		p.MaxDatagramFrameSize = maxDatagramFrameSize
+		if n := testhook.MaxDatagramFrameSize; n != 0 {
+			p.MaxDatagramFrameSize = n
+		}
 	}
 	p.ResetStreamAt = cfg.EnableStreamResetPartialDelivery
 	if !c.isClient {

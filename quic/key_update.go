@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/testhook"
 )
 
 // keyState is the 1-RTT keys and the packets waiting for keys. Guarded
@@ -16,6 +17,12 @@ type keyState struct {
 	// dropPrevAt is when to drop the previous receive keys.
 	phaseAcked bool
 	dropPrevAt time.Time
+	// awaitingPeerPhase: we updated keys and no packet of the peer's
+	// opened with the new ones yet. Until one does, the peer may still
+	// send only with the previous keys, so they are kept (an endpoint
+	// with nothing to send would otherwise drop them before the peer
+	// ever saw the update, and then read nothing the peer sends).
+	awaitingPeerPhase bool
 	// first1RTTPN is the number of the first application-space packet
 	// sealed with 1-RTT keys (not 0-RTT), or -1 before there is one: only
 	// an ACK of such a packet confirms a client's handshake.
@@ -41,14 +48,44 @@ func (c *Conn) initiateKeyUpdate(now time.Time) error {
 	if c.trace != nil {
 		c.traceKeyUpdate(false, c.keys.app.Generation())
 	}
-	c.onKeyUpdate(now)
+	c.keys.phaseAcked = false
+	c.keys.dropPrevAt = time.Time{}
+	c.keys.awaitingPeerPhase = true
 	return nil
 }
 
-// onKeyUpdate follows a key update by either side.
-func (c *Conn) onKeyUpdate(now time.Time) {
+// updateAfter is how many packets the current send keys may protect
+// before this endpoint initiates a key update: three quarters of the
+// confidentiality limit, or the interval a test set (testhook).
+func (k *keyState) updateAfter() uint64 {
+	n := k.app.Sealer().ConfidentialityLimit() / 4 * 3
+	if every := testhook.KeyUpdateInterval(); every != 0 {
+		n = min(n, every)
+	}
+	return n
+}
+
+// onPeerKeyUpdate follows the peer's key update: a packet just opened
+// with the next keys.
+func (c *Conn) onPeerKeyUpdate(now time.Time) {
 	c.keys.phaseAcked = false
-	// Keep the old receive keys for delayed packets for three PTOs
-	// (RFC 9001 section 6.5).
+	c.keys.awaitingPeerPhase = false
+	c.dropPreviousKeysLater(now)
+}
+
+// onCurrentPhaseReceived notes a packet of the peer's opened with the
+// current keys: after our own update, the first one shows the peer
+// follows.
+func (c *Conn) onCurrentPhaseReceived(now time.Time) {
+	if c.keys.awaitingPeerPhase {
+		c.keys.awaitingPeerPhase = false
+		c.dropPreviousKeysLater(now)
+	}
+}
+
+// dropPreviousKeysLater keeps the previous receive keys for delayed
+// packets for three PTOs after the peer sent with the new ones (RFC 9001
+// section 6.5).
+func (c *Conn) dropPreviousKeysLater(now time.Time) {
 	c.keys.dropPrevAt = now.Add(3 * c.ptoLocked())
 }

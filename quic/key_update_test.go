@@ -8,6 +8,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/testhook"
+	"github.com/turboretry/turboretry/qlog"
 )
 
 // forceKeyUpdate initiates a key update as soon as one is allowed (the
@@ -106,7 +109,7 @@ func forcePeerKeyUpdate(t *testing.T, c *Conn) {
 	c.mu.Lock()
 	err := c.keys.app.NextGeneration()
 	if err == nil {
-		c.onKeyUpdate(time.Now())
+		c.onPeerKeyUpdate(time.Now())
 		c.send.pingPending = true
 	}
 	c.mu.Unlock()
@@ -230,6 +233,95 @@ func TestKeyUpdatesAsSoonAsAllowed(t *testing.T) {
 			if err := context.Cause(conn.Context()); err != nil {
 				t.Fatalf("connection closed: %v", err)
 			}
+		}
+	})
+}
+
+// TestKeyUpdateKeepsPreviousKeysForSilentPeer: after our own key update,
+// the previous receive keys stay until a packet of the peer's shows it
+// follows (RFC 9001 section 6.5 counts the three PTOs from then). A
+// server that updates while flow control blocks it sends nothing with the
+// new keys; the client, which never saw them, asks for more data with the
+// old ones a second later, and the transfer goes on.
+func TestKeyUpdateKeepsPreviousKeysForSilentPeer(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.server(nil, nil)
+		c := s.dial(simClientAddr(1), srv.addr, nil)
+		echoOurs(t, ctx, c, 1000)
+		sc := srv.only(t)
+		data := testData(4<<20, 7)
+		written := make(chan error, 1)
+		go func() {
+			str, err := sc.OpenUniStream()
+			if err == nil {
+				_, err = str.Write(data)
+			}
+			if err == nil {
+				err = str.Close()
+			}
+			written <- err
+		}()
+		str, err := c.AcceptUniStream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The client reads nothing yet: the server fills the stream's
+		// window, and everything it sent is acknowledged.
+		time.Sleep(time.Second)
+		if err := forceKeyUpdate(sc); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // many PTOs on this 10 ms path
+		got, err := io.ReadAll(str)
+		if err != nil {
+			t.Fatalf("reading after the server's key update: %v", err)
+		}
+		if !bytes.Equal(got, data) {
+			t.Fatalf("read %d bytes, not the %d written", len(got), len(data))
+		}
+		if err := <-written; err != nil {
+			t.Fatal(err)
+		}
+		if g := keyGeneration(c); g != 1 {
+			t.Fatalf("client at key generation %d, want 1", g)
+		}
+	})
+}
+
+// TestKeyUpdateIntervalHook: with testhook.SetKeyUpdateInterval(1) (the
+// knob the drop-in suite maps quic-go's handshake.SetKeyUpdateInterval
+// to), our server initiates a key update whenever RFC 9001 allows one
+// during a transfer, and quic-go's client follows each. The server's
+// qlog has the key phase of every packet it sent (sealing sets the bit,
+// after the packet is recorded).
+func TestKeyUpdateIntervalHook(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		t.Cleanup(testhook.SetKeyUpdateInterval(1))
+		ctx := s.ctx()
+		var log eventLog
+		srv := s.server(nil, &Config{Tracer: log.tracer})
+		_, qc := s.dialQuicGo(simClientAddr(1), srv.addr)
+		echoOver(t, ctx, qc, 1000)
+		sc := srv.only(t)
+		for i := 0; keyGeneration(sc) < 20; i++ {
+			if i == 20 {
+				t.Fatalf("only %d key updates", keyGeneration(sc))
+			}
+			echoOver(t, ctx, qc, 256<<10)
+		}
+		if err := context.Cause(sc.Context()); err != nil {
+			t.Fatalf("connection closed: %v", err)
+		}
+		changes, phase := 0, qlog.KeyPhaseZero
+		for _, ev := range log.all() {
+			if p, ok := ev.(qlog.PacketSent); ok && p.Header.PacketType == qlog.PacketType1RTT && p.Header.KeyPhaseBit != phase {
+				changes++
+				phase = p.Header.KeyPhaseBit
+			}
+		}
+		if changes < 20 {
+			t.Errorf("the server's qlog shows %d key phase changes in its packets, after %d updates", changes, keyGeneration(sc))
 		}
 	})
 }

@@ -10,8 +10,11 @@ import (
 // RFC 8899): every connection starts at 1200-byte datagrams; once the
 // handshake is confirmed it sends padded PING probes of larger sizes in
 // their own datagrams, and each acknowledged probe raises the datagram
-// size. A lost probe only lowers the upper bound of the search (it is no
-// congestion signal). A path that starts losing every large datagram (a
+// size. A size fails when its probe is lost twice in a row: a single loss
+// may be congestion, and taking it for the path's limit would end the
+// search well below it (RFC 8899 also retries a probe before concluding,
+// MAX_PROBES). A failed size only lowers the upper bound of the search (it
+// is no congestion signal). A path that starts losing every large datagram (a
 // black hole after a route change) is noticed when a PTO probe, sent at
 // 1200 bytes, gets through while the large datagrams before it are lost:
 // the size falls back to 1200 and the search starts over, first retesting
@@ -35,8 +38,11 @@ type mtuDiscovery struct {
 	// The search interval: low is the size in use (acknowledged), high the
 	// smallest size known to fail plus nothing, or the cap plus one.
 	low, high int
-	failed    bool // a probe was lost: search by halving, not at the cap
+	failed    bool // a size failed: search by halving, not at the cap
 	inFlight  int  // size of the outstanding probe, 0 if none
+	// lostOnce is the size whose probe was lost once, to probe again
+	// before it counts as failed; 0 if none.
+	lostOnce  int
 	notBefore time.Time
 	// largeLost counts datagrams above the base size lost since the last
 	// acknowledged one, and ptoProbeAcked says a PTO probe got through
@@ -73,6 +79,9 @@ func (c *Conn) mtuProbeSize(now time.Time) int {
 		c.path.migration.validating || !c.hs.confirmed {
 		return 0
 	}
+	if m.lostOnce != 0 {
+		return m.lostOnce
+	}
 	if !m.failed {
 		return m.high - 1 // most paths carry the full size: try it first
 	}
@@ -107,6 +116,9 @@ func (c *Conn) onMTUProbeAcked(size int) {
 	if size == m.inFlight {
 		m.inFlight = 0
 	}
+	if size >= m.lostOnce {
+		m.lostOnce = 0
+	}
 	if size <= m.low {
 		return
 	}
@@ -118,20 +130,27 @@ func (c *Conn) onMTUProbeAcked(size int) {
 	}
 }
 
-// onMTUProbeLost narrows the search: the path does not carry size.
+// onMTUProbeLost notes a lost probe; the second loss in a row of a size
+// narrows the search: the path does not carry it.
 func (c *Conn) onMTUProbeLost(size int, now time.Time) {
 	m := &c.mtu
 	if size == m.inFlight {
 		m.inFlight = 0
 	}
-	if size > m.low && size < m.high {
-		m.high = size
-		m.failed = true
-		if c.trace != nil && m.high-m.low <= mtuSearchDone {
-			c.traceMTU(m.low, true)
-		}
-	}
 	m.notBefore = now.Add(c.ptoLocked())
+	if size <= m.low || size >= m.high {
+		return
+	}
+	if size != m.lostOnce {
+		m.lostOnce = size // once may be congestion: probe it again
+		return
+	}
+	m.lostOnce = 0
+	m.high = size
+	m.failed = true
+	if c.trace != nil && m.high-m.low <= mtuSearchDone {
+		c.traceMTU(m.low, true)
+	}
 }
 
 // onDatagramFate feeds black hole detection with the fate of a lost or
@@ -155,6 +174,7 @@ func (c *Conn) onDatagramFate(size int, lost bool, now time.Time) {
 	m.high = c.send.maxDatagram + 1
 	m.low = c.baseDatagram
 	m.failed = false
+	m.lostOnce = 0
 	m.largeLost = 0
 	m.ptoProbeAcked = false
 	m.notBefore = now.Add(c.ptoLocked())

@@ -173,3 +173,32 @@ func TestMTUFirstProbeWaitsAPTO(t *testing.T) {
 		waitFor(t, "the client's datagrams to grow to the probe cap", func() bool { return maxDatagramOf(c) == maxProbeSize })
 	})
 }
+
+// TestMTUDiscoveryProbeLostOnce: on a link that carries 1400 bytes, the
+// client's first probe that fits (1326 bytes, after 1452 failed) is lost,
+// as congestion would lose it. The size is probed again rather than taken
+// for the limit, and the search still ends within mtuSearchDone of 1400.
+func TestMTUDiscoveryProbeLostOnce(t *testing.T) {
+	simTest(t, withMTU(1400), func(t *testing.T, s *sim) {
+		client := simClientAddr(1)
+		var dropped atomic.Bool
+		s.tap(func(p *simnet.Packet) bool {
+			return p.From != client || len(p.Data) != 1326 || !dropped.CompareAndSwap(false, true)
+		})
+		ctx := s.ctx()
+		srv := s.server(nil, nil)
+		c := s.dial(client, srv.addr, nil)
+		echoOurs(t, ctx, c, 512<<10)
+		waitFor(t, "the client's search to end", func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.mtu.started && c.mtu.high-c.mtu.low <= mtuSearchDone
+		})
+		if !dropped.Load() {
+			t.Fatal("no 1326-byte probe was sent")
+		}
+		if n := maxDatagramOf(c); n <= 1400-mtuSearchDone || n > 1400 {
+			t.Errorf("the client settled at %d bytes, want within %d below 1400", n, mtuSearchDone)
+		}
+	})
+}

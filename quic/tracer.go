@@ -202,7 +202,11 @@ func (c *Conn) tracePacketSent(buf []byte, p *packetInfo) {
 	pkt := buf[p.start:p.payloadEnd]
 	if p.lengthPos < 0 {
 		hdr.PacketType = qlog.PacketType1RTT
-		hdr.KeyPhaseBit = keyPhaseBit(pkt[0])
+		// Sealing sets the bit, after this record.
+		hdr.KeyPhaseBit = qlog.KeyPhaseZero
+		if c.keys.app != nil && c.keys.app.KeyPhase() {
+			hdr.KeyPhaseBit = qlog.KeyPhaseOne
+		}
 		hdr.DestConnectionID = ConnectionIDFromBytes(pkt[1 : p.pnOffset-p.start])
 	} else {
 		var lh wire.LongHeader

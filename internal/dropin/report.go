@@ -92,8 +92,19 @@ func (r *Report) Write(w io.Writer) {
 	fmt.Fprintln(w)
 	for _, f := range r.Files {
 		var notes string
-		if len(f.Aliases) > 0 {
-			notes += " aliases: " + shortNames(f.Aliases)
+		var aliased, edited []string
+		for _, a := range f.Aliases {
+			if strings.HasPrefix(a, "edit ") {
+				edited = append(edited, strings.TrimPrefix(a, "edit "+f.Name+": "))
+			} else {
+				aliased = append(aliased, a)
+			}
+		}
+		if len(aliased) > 0 {
+			notes += " aliases: " + shortNames(aliased)
+		}
+		if len(edited) > 0 {
+			notes += " edited: " + strings.Join(edited, "; ")
 		}
 		if len(f.Unaliased) > 0 {
 			notes += " kept internal: " + shortNames(f.Unaliased)

@@ -98,6 +98,9 @@ var aliases = map[string]alias{
 	quicGo + "/internal/protocol.KeyPhaseZero":      {ourModule + "/qlog", "qlog.KeyPhaseZero"},
 	quicGo + "/internal/protocol.KeyPhaseBit":       {ourModule + "/qlog", "qlog.KeyPhaseBit"},
 	quicGo + "/internal/qerr.ConnectionRefused":     {ourModule + "/quic", "quic.ConnectionRefused"},
+	// Test knobs (hooks.go): not public in either stack, the same knob in both.
+	quicGo + "/internal/handshake.SetKeyUpdateInterval": {hooksPkg, "turboretryhooks.SetKeyUpdateInterval"},
+	quicGo + "/internal/wire.MaxDatagramSize":           {hooksPkg, "turboretryhooks.MaxDatagramSize"},
 }
 
 // Mapping is the import rewrite in force for one run: quic-go's public
@@ -210,6 +213,9 @@ func Prepare(dir, quicGoDir, repoRoot string, m Mapping) error {
 			return err
 		}
 	}
+	if err := writeHooks(dir); err != nil {
+		return err
+	}
 	gomod := fmt.Sprintf(`module %s
 
 go 1.26.0
@@ -249,12 +255,25 @@ replace %s => %s
 // public ones rewritten to the public names, except those in skip (keyed
 // like aliases); it also returns the alias keys it applied.
 func RewriteFile(path string, m Mapping, isTest bool, skip map[string]bool) ([]byte, []string, error) {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	applied := map[string]bool{}
+	if isTest {
+		var edits []string
+		if src, edits, err = applyEdits(filepath.Base(path), src, skip); err != nil {
+			return nil, nil, err
+		}
+		for _, e := range edits {
+			applied[e] = true
+		}
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, src, parser.ParseComments)
+	if err != nil {
+		return nil, nil, err
+	}
 	names := map[string]string{} // local name -> original import path
 	for _, imp := range f.Imports {
 		p, _ := strconv.Unquote(imp.Path.Value)
@@ -394,6 +413,9 @@ func exprSlots(n ast.Node) []*ast.Expr {
 		return s
 	case *ast.AssignStmt:
 		s := []*ast.Expr{}
+		for i := range n.Lhs {
+			s = append(s, &n.Lhs[i])
+		}
 		for i := range n.Rhs {
 			s = append(s, &n.Rhs[i])
 		}
