@@ -39,6 +39,14 @@ func newUniStreams(qc *quic.Conn, isClient bool, timeout time.Duration, onContro
 		fail: fail, refuse: refuse, set: uniStreamSet{isClient: isClient}}
 }
 
+// uniStreamReadBuffer sizes the reader of a peer's unidirectional stream.
+// The control stream lives as long as the connection and carries a few
+// small frames (SETTINGS, then perhaps GOAWAY); the QPACK streams carry
+// nothing while our dynamic table has no capacity. bufio's default 4 KiB
+// would be most of what an idle connection holds in HTTP/3 state, and
+// larger reads (a big SETTINGS payload) bypass the buffer anyway.
+const uniStreamReadBuffer = 64
+
 // errSettingsTimeout is the cause of the H3_MISSING_SETTINGS sent when a
 // control stream does not deliver SETTINGS in time.
 var errSettingsTimeout = errors.New("http3: no SETTINGS frame within the timeout")
@@ -74,7 +82,7 @@ func (u *uniStreams) serve(rs *quic.ReceiveStream) {
 	if u.timeout > 0 {
 		_ = rs.SetReadDeadline(time.Now().Add(u.timeout))
 	}
-	br := bufio.NewReader(rs)
+	br := bufio.NewReaderSize(rs, uniStreamReadBuffer)
 	t, err := readStreamType(br)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
