@@ -100,7 +100,7 @@ func (c *Conn) anyProbes() bool {
 // reports whether more are waiting.
 func (c *Conn) sendLocked(now time.Time) bool {
 	c.refuseIfServerClosed()
-	if c.close.finished || c.close.closing || c.close.draining || c.hs.tls == nil {
+	if c.close.finished || c.close.closing || c.close.draining || !c.hs.started() {
 		return false
 	}
 	if len(c.path.responses) > 0 {
