@@ -103,9 +103,14 @@ func (sc *serverConn) serve() error {
 	if err := sc.start(); err != nil {
 		return err
 	}
-	go sc.uni.accept(nil)
+	// One goroutine accepts both kinds of streams: an idle connection
+	// then holds one goroutine (and its stack) less.
 	for {
-		str, err := sc.qc.AcceptStream(context.Background())
+		str, rs, err := sc.qc.AcceptAnyStream(context.Background())
+		if rs != nil {
+			go sc.uni.serve(rs)
+			continue
+		}
 		if err != nil {
 			sc.mu.Lock()
 			if sc.idle != nil {

@@ -214,23 +214,58 @@ func (c *Conn) AcceptUniStream(ctx context.Context) (*ReceiveStream, error) {
 	return &ReceiveStream{s}, nil
 }
 
+// AcceptAnyStream returns the next stream the peer opened, of either
+// direction: a bidirectional one as str, a unidirectional one as rs (the
+// other is nil). It lets one goroutine serve both kinds, where
+// AcceptStream and AcceptUniStream would take one each; with both kinds
+// queued the unidirectional stream comes first.
+func (c *Conn) AcceptAnyStream(ctx context.Context) (str *Stream, rs *ReceiveStream, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		if s := popStream(&c.streams.acceptUni); s != nil {
+			return nil, &ReceiveStream{s}, nil
+		}
+		if s := popStream(&c.streams.acceptBidi); s != nil {
+			return &Stream{s}, nil, nil
+		}
+		if err := c.acceptBlockedLocked(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// popStream takes the first stream of an accept queue, or nil.
+func popStream(q *[]*stream) *stream {
+	if len(*q) == 0 {
+		return nil
+	}
+	s := (*q)[0]
+	(*q)[0] = nil
+	*q = (*q)[1:]
+	return s
+}
+
+// acceptBlockedLocked waits for a new peer stream, or returns why none
+// can come.
+func (c *Conn) acceptBlockedLocked(ctx context.Context) error {
+	if c.close.err != nil {
+		return c.close.err
+	}
+	if c.early.awaitingNext {
+		return Err0RTTRejected
+	}
+	return c.waitLockedCtx(ctx, waitChan(&c.streams.sig))
+}
+
 func (c *Conn) accept(ctx context.Context, q *[]*stream) (*stream, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
-		if len(*q) > 0 {
-			s := (*q)[0]
-			(*q)[0] = nil
-			*q = (*q)[1:]
+		if s := popStream(q); s != nil {
 			return s, nil
 		}
-		if c.close.err != nil {
-			return nil, c.close.err
-		}
-		if c.early.awaitingNext {
-			return nil, Err0RTTRejected
-		}
-		if err := c.waitLockedCtx(ctx, waitChan(&c.streams.sig)); err != nil {
+		if err := c.acceptBlockedLocked(ctx); err != nil {
 			return nil, err
 		}
 	}
