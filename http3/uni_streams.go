@@ -107,15 +107,18 @@ func (u *uniStreams) serve(rs *quic.ReceiveStream) {
 		rs.CancelRead(quic.StreamErrorCode(ErrCodeStreamCreationError))
 		return
 	case t == streamTypeControl:
-		err = serveControlStream(br, u.isClient, u.qlog, rs.StreamID(), func(f frame) {
+		cr := newControlStreamReader(br, u.isClient, u.qlog, rs.StreamID(), func(f frame) {
 			if _, ok := f.(settings); ok && u.timeout > 0 {
 				_ = rs.SetReadDeadline(time.Time{})
 			}
 			u.onControlFrame(f)
 		})
-		if errors.Is(err, errSettingsTimeout) {
-			u.count(RefusedSettingsTimeout)
+		if !u.isClient {
+			u.readControl(rs, br, cr)
+			return
 		}
+		u.endControl(cr.run())
+		return
 	case t == streamTypePush:
 		// Only a client gets here (accept refuses a client's push
 		// stream). We never send MAX_PUSH_ID, so no push is allowed
@@ -130,6 +133,36 @@ func (u *uniStreams) serve(rs *quic.ReceiveStream) {
 		} else {
 			err = readDecoderStream(br)
 		}
+	}
+	if err != nil {
+		u.fail(err)
+	}
+}
+
+// readControl reads the frames of the peer's control stream that are
+// there; once SETTINGS is in and nothing more is, it stops, and
+// NotifyReadable starts it again on a new goroutine when the peer sends
+// more. The control stream lives as long as the connection and is quiet
+// after SETTINGS, so an idle server connection holds no goroutine for it.
+// The client keeps reading on one goroutine (its Close waits for it).
+func (u *uniStreams) readControl(rs *quic.ReceiveStream, br *bufio.Reader, cr *controlStreamReader) {
+	for {
+		if done, err := cr.step(); done {
+			u.endControl(err)
+			return
+		}
+		if cr.check.gotSettings && br.Buffered() == 0 {
+			rs.NotifyReadable(func() { go u.readControl(rs, br, cr) })
+			return
+		}
+	}
+}
+
+// endControl handles the end of reading the control stream with the error
+// that must close the connection, if any.
+func (u *uniStreams) endControl(err error) {
+	if errors.Is(err, errSettingsTimeout) {
+		u.count(RefusedSettingsTimeout)
 	}
 	if err != nil {
 		u.fail(err)
