@@ -31,8 +31,9 @@ type callbackOutbox struct {
 	// finalSizes are the streams' final-size callbacks to call
 	// (SetReceiveFinalSizeCallback).
 	finalSizes []finalSizeCall
-	// readables are the streams' NotifyReadable callbacks to call.
-	readables []func()
+	// notifications are the NotifyReadable and NotifyAcceptable
+	// callbacks to call.
+	notifications []func()
 }
 
 // finalSizeCall is a final-size callback with its argument.
@@ -63,7 +64,7 @@ func (o *callbackOutbox) take(spare []qlogwriter.Event) callbackOutbox {
 	out := *o
 	o.events = spare[:0]
 	o.closeRecorder, o.qlog, o.qlogChunk, o.qlogEnded = false, nil, nil, nil
-	o.newRoutes, o.finalSizes, o.readables = nil, nil, nil
+	o.newRoutes, o.finalSizes, o.notifications = nil, nil, nil
 	if out.closeRecorder {
 		o.recorder = nil
 	}
@@ -106,7 +107,7 @@ func (c *Conn) deliverOutbox(out callbackOutbox) {
 	for _, f := range out.finalSizes {
 		f.cb(f.size)
 	}
-	for _, cb := range out.readables {
+	for _, cb := range out.notifications {
 		cb()
 	}
 }

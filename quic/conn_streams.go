@@ -27,6 +27,7 @@ type streamSet struct {
 	prioOrder      []*stream // scratch for appendStreamFramesByPriority
 	acceptBidi     []*stream // opened by the peer, not accepted yet
 	acceptUni      []*stream
+	acceptableCB   func()        // NotifyAcceptable
 	sig            chan struct{} // broadcast: accept queues or stream limits changed
 }
 
@@ -194,6 +195,36 @@ func (c *Conn) openPeerStreams(id, first, n uint64) {
 		}
 	}
 	broadcast(&c.streams.sig)
+	if cb := c.streams.acceptableCB; cb != nil && c.acceptableLocked() {
+		c.streams.acceptableCB = nil
+		c.out.notifications = append(c.out.notifications, cb)
+	}
+}
+
+// NotifyAcceptable calls cb once, as soon as a stream the peer opened
+// waits to be accepted (AcceptStream, AcceptUniStream or AcceptAnyStream
+// would return it without waiting): at once on the caller's goroutine
+// when one waits already, otherwise on the connection's goroutine,
+// without its locks; cb must not block. It is not called for the
+// connection's end (Context tells that). A later call replaces cb; nil
+// cancels it. With it a server can leave a quiet connection without an
+// accepting goroutine.
+func (c *Conn) NotifyAcceptable(cb func()) {
+	c.mu.Lock()
+	c.streams.acceptableCB = nil
+	now := cb != nil && c.acceptableLocked()
+	if cb != nil && !now {
+		c.streams.acceptableCB = cb
+	}
+	c.mu.Unlock()
+	if now {
+		cb()
+	}
+}
+
+// acceptableLocked reports whether a peer stream waits to be accepted.
+func (c *Conn) acceptableLocked() bool {
+	return len(c.streams.acceptBidi) > 0 || len(c.streams.acceptUni) > 0
 }
 
 // AcceptStream returns the next bidirectional stream the peer opened.

@@ -129,6 +129,6 @@ func (s *stream) noteReadable() {
 	if s.readableCB == nil || !s.readableLocked() {
 		return
 	}
-	s.c.out.readables = append(s.c.out.readables, s.readableCB)
+	s.c.out.notifications = append(s.c.out.notifications, s.readableCB)
 	s.readableCB = nil
 }
