@@ -399,7 +399,9 @@ func (s *Server) serveListener(ln QUICListener, owned bool) error {
 			qc.CloseWithError(quic.ApplicationErrorCode(ErrCodeNoError), "server closed")
 			continue
 		}
-		go func() { _ = sc.serve() }()
+		// start writes our SETTINGS, which may wait: not on the accept
+		// loop. The goroutine ends with it.
+		go sc.serveOnDemand()
 	}
 }
 

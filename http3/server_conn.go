@@ -35,6 +35,8 @@ type serverConn struct {
 	// quic-go, so traces count the same producers), records our control
 	// stream: its SETTINGS and GOAWAY. Nil without a qlog trace.
 	qlog, ctrlQlog *qlogProducer
+	// onAcceptable is acceptWaiting, for NotifyAcceptable (serveOnDemand).
+	onAcceptable func()
 	// priorityAware: the client sent a Priority field (applyPriority).
 	priorityAware atomic.Bool
 
@@ -103,21 +105,80 @@ func (sc *serverConn) serve() error {
 	if err := sc.start(); err != nil {
 		return err
 	}
-	go sc.uni.accept(nil)
+	// One goroutine accepts both kinds of streams: an idle connection
+	// then holds one goroutine (and its stack) less.
 	for {
-		str, err := sc.qc.AcceptStream(context.Background())
+		str, rs, err := sc.qc.AcceptAnyStream(context.Background())
+		if rs != nil {
+			go sc.uni.serve(rs)
+			continue
+		}
 		if err != nil {
-			sc.mu.Lock()
-			if sc.idle != nil {
-				sc.idle.Stop()
-			}
-			sc.mu.Unlock()
+			sc.stopIdleTimer()
 			return fmt.Errorf("http3: accepting stream failed: %w", fromQUICError(err))
 		}
 		if sc.admit(str) {
 			sc.requests.Go(func() { sc.handleRequest(str) })
 		}
 	}
+}
+
+// serveOnDemand runs the connection like serve, without a goroutine of
+// its own: the streams the peer opens are taken as NotifyAcceptable
+// reports them, and the connection's end, through its context, does what
+// serve does when it returns. An idle connection then holds no HTTP/3
+// goroutine at all.
+func (sc *serverConn) serveOnDemand() {
+	if err := sc.start(); err != nil {
+		sc.s.connDone(sc)
+		return
+	}
+	context.AfterFunc(sc.qc.Context(), func() {
+		sc.stopIdleTimer()
+		sc.s.connDone(sc)
+	})
+	sc.onAcceptable = sc.acceptWaiting // bound once: no allocation per wakeup
+	sc.acceptWaiting()
+}
+
+// acceptWaiting takes the peer streams that wait to be accepted and starts
+// serving each, then asks to be called again when the next one comes. It
+// runs on the connection's goroutine (NotifyAcceptable) and so must not
+// block: request handlers and unidirectional streams get goroutines.
+func (sc *serverConn) acceptWaiting() {
+	for {
+		str, rs, err := sc.qc.AcceptAnyStream(acceptNowContext)
+		switch {
+		case rs != nil:
+			go sc.uni.serve(rs)
+		case str != nil:
+			if sc.admit(str) {
+				sc.requests.Go(func() { sc.handleRequest(str) })
+			}
+		case errors.Is(err, context.Canceled) && sc.qc.Context().Err() == nil:
+			// None waits: on to the next.
+			sc.qc.NotifyAcceptable(sc.onAcceptable)
+			return
+		default:
+			return // the connection ended; AfterFunc in serveOnDemand handles it
+		}
+	}
+}
+
+// acceptNowContext is canceled: AcceptAnyStream with it returns a stream
+// that waits, or at once.
+var acceptNowContext = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+func (sc *serverConn) stopIdleTimer() {
+	sc.mu.Lock()
+	if sc.idle != nil {
+		sc.idle.Stop()
+	}
+	sc.mu.Unlock()
 }
 
 // admit counts a new request stream as active, or refuses it with

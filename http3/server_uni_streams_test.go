@@ -181,3 +181,41 @@ func TestClientQPACKStreamValidation(t *testing.T) {
 		t.Fatalf("request on a connection with a bad encoder stream: %v, want our QPACK_ENCODER_STREAM_ERROR close", err)
 	}
 }
+
+// TestServerIdleConnHoldsNoGoroutine: once the client's SETTINGS is read,
+// the server holds no goroutine for the idle connection (none accepting
+// streams, none reading its quiet control stream), and frames
+// the client sends later are still read and checked (a GOAWAY, then one
+// with a larger ID: H3_ID_ERROR).
+func TestServerIdleConnHoldsNoGoroutine(t *testing.T) {
+	checkGoroutines(t)
+	_, addr, clientTLS := startServer(t, testHandler())
+	c := dialRaw(t, addr, clientTLS)
+	ctrl := c.control()
+	c.helloOn()
+	waitNoControlReader := func() {
+		t.Helper()
+		for range 200 {
+			buf := make([]byte, 1<<20)
+			stacks := string(buf[:runtime.Stack(buf, true)])
+			if !strings.Contains(stacks, "http3.(*uniStreams)") && !strings.Contains(stacks, "http3.(*serverConn)") {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatal("a goroutine still serves the idle connection")
+	}
+	waitNoControlReader()
+	if _, err := ctrl.Write(goAwayFrame{ID: 8}.append(nil)); err != nil {
+		t.Fatal(err)
+	}
+	c.helloOn()
+	waitNoControlReader()
+	if c.qc.Context().Err() != nil {
+		t.Fatalf("connection closed after a valid GOAWAY: %v", context.Cause(c.qc.Context()))
+	}
+	if _, err := ctrl.Write(goAwayFrame{ID: 12}.append(nil)); err != nil {
+		t.Fatal(err)
+	}
+	c.wantConnClosed(ErrCodeIDError)
+}

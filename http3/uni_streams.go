@@ -39,6 +39,14 @@ func newUniStreams(qc *quic.Conn, isClient bool, timeout time.Duration, onContro
 		fail: fail, refuse: refuse, set: uniStreamSet{isClient: isClient}}
 }
 
+// uniStreamReadBuffer sizes the reader of a peer's unidirectional stream.
+// The control stream lives as long as the connection and carries a few
+// small frames (SETTINGS, then perhaps GOAWAY); the QPACK streams carry
+// nothing while our dynamic table has no capacity. bufio's default 4 KiB
+// would be most of what an idle connection holds in HTTP/3 state, and
+// larger reads (a big SETTINGS payload) bypass the buffer anyway.
+const uniStreamReadBuffer = 64
+
 // errSettingsTimeout is the cause of the H3_MISSING_SETTINGS sent when a
 // control stream does not deliver SETTINGS in time.
 var errSettingsTimeout = errors.New("http3: no SETTINGS frame within the timeout")
@@ -74,7 +82,7 @@ func (u *uniStreams) serve(rs *quic.ReceiveStream) {
 	if u.timeout > 0 {
 		_ = rs.SetReadDeadline(time.Now().Add(u.timeout))
 	}
-	br := bufio.NewReader(rs)
+	br := bufio.NewReaderSize(rs, uniStreamReadBuffer)
 	t, err := readStreamType(br)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -99,15 +107,18 @@ func (u *uniStreams) serve(rs *quic.ReceiveStream) {
 		rs.CancelRead(quic.StreamErrorCode(ErrCodeStreamCreationError))
 		return
 	case t == streamTypeControl:
-		err = serveControlStream(br, u.isClient, u.qlog, rs.StreamID(), func(f frame) {
+		cr := newControlStreamReader(br, u.isClient, u.qlog, rs.StreamID(), func(f frame) {
 			if _, ok := f.(settings); ok && u.timeout > 0 {
 				_ = rs.SetReadDeadline(time.Time{})
 			}
 			u.onControlFrame(f)
 		})
-		if errors.Is(err, errSettingsTimeout) {
-			u.count(RefusedSettingsTimeout)
+		if !u.isClient {
+			u.readControl(rs, br, cr)
+			return
 		}
+		u.endControl(cr.run())
+		return
 	case t == streamTypePush:
 		// Only a client gets here (accept refuses a client's push
 		// stream). We never send MAX_PUSH_ID, so no push is allowed
@@ -122,6 +133,36 @@ func (u *uniStreams) serve(rs *quic.ReceiveStream) {
 		} else {
 			err = readDecoderStream(br)
 		}
+	}
+	if err != nil {
+		u.fail(err)
+	}
+}
+
+// readControl reads the frames of the peer's control stream that are
+// there; once SETTINGS is in and nothing more is, it stops, and
+// NotifyReadable starts it again on a new goroutine when the peer sends
+// more. The control stream lives as long as the connection and is quiet
+// after SETTINGS, so an idle server connection holds no goroutine for it.
+// The client keeps reading on one goroutine (its Close waits for it).
+func (u *uniStreams) readControl(rs *quic.ReceiveStream, br *bufio.Reader, cr *controlStreamReader) {
+	for {
+		if done, err := cr.step(); done {
+			u.endControl(err)
+			return
+		}
+		if cr.check.gotSettings && br.Buffered() == 0 {
+			rs.NotifyReadable(func() { go u.readControl(rs, br, cr) })
+			return
+		}
+	}
+}
+
+// endControl handles the end of reading the control stream with the error
+// that must close the connection, if any.
+func (u *uniStreams) endControl(err error) {
+	if errors.Is(err, errSettingsTimeout) {
+		u.count(RefusedSettingsTimeout)
 	}
 	if err != nil {
 		u.fail(err)

@@ -31,6 +31,9 @@ type callbackOutbox struct {
 	// finalSizes are the streams' final-size callbacks to call
 	// (SetReceiveFinalSizeCallback).
 	finalSizes []finalSizeCall
+	// notifications are the NotifyReadable and NotifyAcceptable
+	// callbacks to call.
+	notifications []func()
 }
 
 // finalSizeCall is a final-size callback with its argument.
@@ -61,7 +64,7 @@ func (o *callbackOutbox) take(spare []qlogwriter.Event) callbackOutbox {
 	out := *o
 	o.events = spare[:0]
 	o.closeRecorder, o.qlog, o.qlogChunk, o.qlogEnded = false, nil, nil, nil
-	o.newRoutes, o.finalSizes = nil, nil
+	o.newRoutes, o.finalSizes, o.notifications = nil, nil, nil
 	if out.closeRecorder {
 		o.recorder = nil
 	}
@@ -103,6 +106,9 @@ func (c *Conn) deliverOutbox(out callbackOutbox) {
 	}
 	for _, f := range out.finalSizes {
 		f.cb(f.size)
+	}
+	for _, cb := range out.notifications {
+		cb()
 	}
 }
 

@@ -505,3 +505,54 @@ func TestWriteWithLimitFlowControlQuicGo(t *testing.T) {
 		}
 	})
 }
+
+// TestNotifyCallbacksOutsideLock: NotifyAcceptable's callback, armed while
+// no stream waits, and NotifyReadable's, armed from it, run on the
+// connection's goroutine without its lock: they may call into the
+// connection and the stream (an accept and a read from the callback would
+// hang under the lock).
+func TestNotifyCallbacksOutsideLock(t *testing.T) {
+	simTest(t, callbackLink, func(t *testing.T, s *sim) {
+		tr := &Transport{Conn: s.socket(simServerAddr)}
+		t.Cleanup(func() { tr.Close() })
+		ln, err := tr.Listen(serverTLS(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := s.dial(simClientAddr(1), ln.Addr(), nil)
+		sc, err := ln.Accept(s.ctx())
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := make(chan string, 1)
+		sc.NotifyAcceptable(func() {
+			callIntoConn(t, sc)
+			_, rs, err := sc.AcceptAnyStream(s.ctx())
+			if err != nil {
+				t.Errorf("accept from the callback: %v", err)
+				return
+			}
+			rs.NotifyReadable(func() {
+				callIntoConn(t, sc)
+				b := make([]byte, 5)
+				n, _ := rs.Read(b)
+				read <- string(b[:n])
+			})
+		})
+		str, err := c.OpenUniStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := str.Write([]byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-read:
+			if got == "" {
+				t.Fatal("the readable callback read nothing")
+			}
+		case <-s.ctx().Done():
+			t.Fatal("the callbacks were never called")
+		}
+	})
+}

@@ -730,9 +730,7 @@ func (c *Conn) ConnectionState() ConnectionState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var s ConnectionState
-	if c.hs.tls != nil {
-		s.TLS = c.hs.tls.ConnectionState()
-	}
+	s.TLS = c.hs.tlsConnectionState()
 	s.Version = Version(c.version)
 	s.SupportsDatagrams.Local = c.config.EnableDatagrams
 	// As quic-go: what the peer advertised, even with ours off.

@@ -64,7 +64,7 @@ func (c *Conn) closeLocal(err error) {
 	// The recorder sees the CONNECTION_CLOSE packet, then closes: quic-go
 	// closes it before CloseWithError returns.
 	defer c.endTracer()
-	if c.hs.tls == nil {
+	if !c.hs.started() {
 		c.close.finished = true
 		return
 	}

@@ -416,7 +416,7 @@ func (c *Conn) handleCryptoFrame(space int, f *wire.Frame) error {
 	}
 	for d := sp.cryptoIn.Peek(); len(d) > 0; d = sp.cryptoIn.Peek() {
 		// HandleData copies what it keeps, so the bytes can go at once.
-		err := c.hs.tls.HandleData(tlsLevel(space), d)
+		err := c.hs.handleCryptoData(space, d)
 		sp.cryptoIn.Skip(len(d))
 		if err != nil {
 			return tlsError(err)

@@ -27,6 +27,7 @@ type streamSet struct {
 	prioOrder      []*stream // scratch for appendStreamFramesByPriority
 	acceptBidi     []*stream // opened by the peer, not accepted yet
 	acceptUni      []*stream
+	acceptableCB   func()        // NotifyAcceptable
 	sig            chan struct{} // broadcast: accept queues or stream limits changed
 }
 
@@ -194,6 +195,36 @@ func (c *Conn) openPeerStreams(id, first, n uint64) {
 		}
 	}
 	broadcast(&c.streams.sig)
+	if cb := c.streams.acceptableCB; cb != nil && c.acceptableLocked() {
+		c.streams.acceptableCB = nil
+		c.out.notifications = append(c.out.notifications, cb)
+	}
+}
+
+// NotifyAcceptable calls cb once, as soon as a stream the peer opened
+// waits to be accepted (AcceptStream, AcceptUniStream or AcceptAnyStream
+// would return it without waiting): at once on the caller's goroutine
+// when one waits already, otherwise on the connection's goroutine,
+// without its locks; cb must not block. It is not called for the
+// connection's end (Context tells that). A later call replaces cb; nil
+// cancels it. With it a server can leave a quiet connection without an
+// accepting goroutine.
+func (c *Conn) NotifyAcceptable(cb func()) {
+	c.mu.Lock()
+	c.streams.acceptableCB = nil
+	now := cb != nil && c.acceptableLocked()
+	if cb != nil && !now {
+		c.streams.acceptableCB = cb
+	}
+	c.mu.Unlock()
+	if now {
+		cb()
+	}
+}
+
+// acceptableLocked reports whether a peer stream waits to be accepted.
+func (c *Conn) acceptableLocked() bool {
+	return len(c.streams.acceptBidi) > 0 || len(c.streams.acceptUni) > 0
 }
 
 // AcceptStream returns the next bidirectional stream the peer opened.
@@ -214,23 +245,58 @@ func (c *Conn) AcceptUniStream(ctx context.Context) (*ReceiveStream, error) {
 	return &ReceiveStream{s}, nil
 }
 
+// AcceptAnyStream returns the next stream the peer opened, of either
+// direction: a bidirectional one as str, a unidirectional one as rs (the
+// other is nil). It lets one goroutine serve both kinds, where
+// AcceptStream and AcceptUniStream would take one each; with both kinds
+// queued the unidirectional stream comes first.
+func (c *Conn) AcceptAnyStream(ctx context.Context) (str *Stream, rs *ReceiveStream, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		if s := popStream(&c.streams.acceptUni); s != nil {
+			return nil, &ReceiveStream{s}, nil
+		}
+		if s := popStream(&c.streams.acceptBidi); s != nil {
+			return &Stream{s}, nil, nil
+		}
+		if err := c.acceptBlockedLocked(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// popStream takes the first stream of an accept queue, or nil.
+func popStream(q *[]*stream) *stream {
+	if len(*q) == 0 {
+		return nil
+	}
+	s := (*q)[0]
+	(*q)[0] = nil
+	*q = (*q)[1:]
+	return s
+}
+
+// acceptBlockedLocked waits for a new peer stream, or returns why none
+// can come.
+func (c *Conn) acceptBlockedLocked(ctx context.Context) error {
+	if c.close.err != nil {
+		return c.close.err
+	}
+	if c.early.awaitingNext {
+		return Err0RTTRejected
+	}
+	return c.waitLockedCtx(ctx, waitChan(&c.streams.sig))
+}
+
 func (c *Conn) accept(ctx context.Context, q *[]*stream) (*stream, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
-		if len(*q) > 0 {
-			s := (*q)[0]
-			(*q)[0] = nil
-			*q = (*q)[1:]
+		if s := popStream(q); s != nil {
 			return s, nil
 		}
-		if c.close.err != nil {
-			return nil, c.close.err
-		}
-		if c.early.awaitingNext {
-			return nil, Err0RTTRejected
-		}
-		if err := c.waitLockedCtx(ctx, waitChan(&c.streams.sig)); err != nil {
+		if err := c.acceptBlockedLocked(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -34,6 +34,10 @@ type handshakeState struct {
 	versionRestarted bool // client: restarted after Version Negotiation
 	peerParams       *wire.TransportParameters
 	peerAckDelayExp  uint8 // the peer's ack_delay_exponent
+	// tlsState and postHandshake (server) stand in for tls once it is
+	// released after the handshake (releaseTLS).
+	tlsState      *tls.ConnectionState
+	postHandshake *postHandshakeCrypto
 }
 
 func tlsLevel(space int) tls.QUICEncryptionLevel {
@@ -161,10 +165,15 @@ func (c *Conn) setOurParams(role wire.Role) error {
 
 // processTLSEvents applies what crypto/tls asks for until it is idle.
 func (c *Conn) processTLSEvents() error {
-	for {
+	for c.hs.tls != nil {
 		ev := c.hs.tls.NextEvent()
 		switch ev.Kind {
 		case tls.QUICNoEvent:
+			if !c.isClient {
+				// The session ticket went out with the handshake's
+				// completion; TLS has nothing more to do for a server.
+				c.hs.releaseTLS()
+			}
 			return nil
 		case tls.QUICSetReadSecret:
 			if err := c.installKeys(ev, false); err != nil {
@@ -214,6 +223,7 @@ func (c *Conn) processTLSEvents() error {
 			// Clients enable neither early data nor session events.
 		}
 	}
+	return nil
 }
 
 func (c *Conn) installKeys(ev tls.QUICEvent, write bool) error {

@@ -100,7 +100,7 @@ func (c *Conn) anyProbes() bool {
 // reports whether more are waiting.
 func (c *Conn) sendLocked(now time.Time) bool {
 	c.refuseIfServerClosed()
-	if c.close.finished || c.close.closing || c.close.draining || c.hs.tls == nil {
+	if c.close.finished || c.close.closing || c.close.draining || !c.hs.started() {
 		return false
 	}
 	if len(c.path.responses) > 0 {
@@ -460,7 +460,9 @@ func (c *Conn) appendAck(b []byte, sp *pnSpace, maxEnd int, now time.Time, p *se
 		return b
 	}
 	if sp.ranges == nil {
-		sp.ranges = make([]wire.AckRange, 0, ackgen.DefaultMaxRanges)
+		// BuildAck grows it to the tracker's ranges; an idle
+		// connection's tracker holds one or two.
+		sp.ranges = make([]wire.AckRange, 0, 4)
 	}
 	ack, ok := sp.tracker.BuildAck(sp.ranges[:0], now)
 	if !ok {

@@ -74,6 +74,7 @@ type stream struct {
 	creditReleased bool
 	finalSizeCB    func(int64) // SetReceiveFinalSizeCallback
 	finalSizeTold  bool        // finalSizeCB was called
+	readableCB     func()      // NotifyReadable, until a Read would not block
 	// peerReset is the error of a RESET_STREAM_AT the reader does not see
 	// yet: first it reads up to peerReliable (finishPeerReset).
 	// peerResetCode is the code of any reset received (peerResetKnown),
@@ -148,7 +149,10 @@ func waitChan(ch *chan struct{}) chan struct{} {
 }
 
 func (s *stream) signalWrite() { broadcast(&s.writeSig) }
-func (s *stream) signalRead()  { broadcast(&s.readSig) }
+func (s *stream) signalRead() {
+	broadcast(&s.readSig)
+	s.noteReadable()
+}
 
 func (s *stream) onConnClosed() {
 	s.signalRead()

@@ -149,6 +149,16 @@ func (s *Stream) ReleaseStreamCredit() { s.s.releaseCredit() }
 // connection closes first. A nil callback removes it.
 func (s *Stream) SetReceiveFinalSizeCallback(cb func(int64)) { s.s.setFinalSizeCallback(cb) }
 
+// NotifyReadable calls cb once, as soon as Read would return without
+// waiting (data, the end of the stream, a reset or the connection's
+// error is there): at once on the caller's goroutine when that is so
+// already, otherwise on the connection's goroutine, without its locks; cb
+// must not block. It may not be called once the connection closed. A
+// later call replaces cb; nil cancels it. It lets a
+// reader of a stream that is mostly quiet wait without a goroutine of its
+// own.
+func (s *Stream) NotifyReadable(cb func()) { s.s.notifyReadable(cb) }
+
 // TryWriteAll is Stream.TryWriteAll.
 func (s *SendStream) TryWriteAll(p []byte) error { return s.s.tryWriteAll(p) }
 
@@ -164,6 +174,9 @@ func (s *SendStream) SetPriority(urgency int8, incremental bool) {
 
 // Peek is Stream.Peek.
 func (s *ReceiveStream) Peek(b []byte) (int, error) { return s.s.peek(b) }
+
+// NotifyReadable is Stream.NotifyReadable.
+func (s *ReceiveStream) NotifyReadable(cb func()) { s.s.notifyReadable(cb) }
 
 // ReleaseStreamCredit is Stream.ReleaseStreamCredit.
 func (s *ReceiveStream) ReleaseStreamCredit() { s.s.releaseCredit() }

@@ -94,3 +94,41 @@ func (s *stream) noteFinalSize() {
 		s.finalSizeTold, s.finalSizeCB = true, nil
 	}
 }
+
+// notifyReadable is NotifyReadable: cb runs once, as soon as a Read would
+// not block; at once, on the caller's goroutine, when that is so already.
+// A nil cb cancels the one installed.
+func (s *stream) notifyReadable(cb func()) {
+	c := s.c
+	c.mu.Lock()
+	s.readableCB = nil
+	now := cb != nil && s.readableLocked()
+	if cb != nil && !now {
+		s.readableCB = cb
+	}
+	c.mu.Unlock()
+	if now {
+		cb()
+	}
+}
+
+// readableLocked reports whether a Read would return without waiting:
+// data, the end of the stream, a reset or an error is there.
+func (s *stream) readableLocked() bool {
+	if s.recvErr != nil || s.eofRead || s.peerReset != nil || s.recv.Readable() > 0 || s.c.close.err != nil {
+		return true
+	}
+	fs, ok := s.fcRecv.FinalSize()
+	return ok && s.recv.ReadOffset()+uint64(s.recv.Readable()) >= fs
+}
+
+// noteReadable queues the NotifyReadable callback once a Read would not
+// block; like every callback it is called once run released the lock
+// (callbackOutbox).
+func (s *stream) noteReadable() {
+	if s.readableCB == nil || !s.readableLocked() {
+		return
+	}
+	s.c.out.notifications = append(s.c.out.notifications, s.readableCB)
+	s.readableCB = nil
+}

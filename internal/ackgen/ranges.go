@@ -12,8 +12,14 @@ type rangeSet struct {
 	floor uint64
 }
 
+// initialRanges is the capacity a range set starts with.
+const initialRanges = 4
+
 func (s *rangeSet) init(maxRanges int) {
-	s.r = make([]wire.AckRange, 0, maxRanges)
+	// Most connections never have more than a few gaps at once: the set
+	// starts small and grows (once, up to maxRanges) when reordering or
+	// loss asks for more.
+	s.r = make([]wire.AckRange, 0, min(maxRanges, initialRanges))
 	s.max = maxRanges
 	s.floor = 0
 }
@@ -80,7 +86,7 @@ func (s *rangeSet) add(pn uint64) int {
 		n--
 		s.r = s.r[:n]
 	}
-	s.r = s.r[:n+1]
+	s.r = append(s.r, wire.AckRange{})
 	copy(s.r[i+1:], s.r[i:n])
 	s.r[i] = wire.AckRange{Smallest: pn, Largest: pn}
 	return i
