@@ -11,10 +11,11 @@ import (
 )
 
 // TestRequestWithFINOnHeadersHasNoBody: a request whose HEADERS frame
-// came with the stream's FIN reaches the handler as net/http's servers
-// hand over a body-less request: Body http.NoBody, ContentLength 0, so a
-// handler forwarding it with an http.Transport sends no body. A request
-// whose body is still open keeps a readable Body.
+// came with the stream's FIN reaches the handler with Body http.NoBody, so
+// a handler forwarding it with an http.Transport neither probes nor sends
+// a body; ContentLength stays -1 without a Content-Length field, as in
+// quic-go (its TestHTTPServerRequestParsing checks that). A request whose
+// body is still open keeps a readable Body.
 func TestRequestWithFINOnHeadersHasNoBody(t *testing.T) {
 	simTest(t, func(t *testing.T, n *simnet.Network) {
 		s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -43,7 +44,7 @@ func TestRequestWithFINOnHeadersHasNoBody(t *testing.T) {
 			body   func() io.Reader
 			want   string
 		}{
-			{"GET", http.MethodGet, func() io.Reader { return nil }, `nobody=true length=0 body="" err=<nil>`},
+			{"GET", http.MethodGet, func() io.Reader { return nil }, `nobody=true length=-1 body="" err=<nil>`},
 			{"empty POST", http.MethodPost, func() io.Reader { return http.NoBody }, `nobody=true length=0 body="" err=<nil>`},
 			{"POST with length", http.MethodPost, func() io.Reader { return strings.NewReader("abc") }, `nobody=false length=3 body="abc" err=<nil>`},
 			{"POST streamed", http.MethodPost, func() io.Reader {

@@ -105,13 +105,16 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 	}
 	req.Body = body
 	if bodyless {
-		// The HEADERS frame came with the stream's FIN: as net/http's
-		// servers do for such a request, no body, so a handler (or an
-		// http.Transport forwarding the request) need not probe one.
+		// The HEADERS frame came with the stream's FIN: no body, so a
+		// handler (or an http.Transport forwarding the request, whose
+		// outgoing length is 0 for http.NoBody) need not probe one.
+		// ContentLength stays as the fields say (-1 without
+		// Content-Length), as quic-go's server leaves it: its own tests
+		// check that an HTTP/3 request learns of no body only at EOF.
 		// Reading the end now checks the stream and lets the response
 		// finish without STOP_SENDING.
 		_, _ = body.bodyReader.Read(nil)
-		req.Body, req.ContentLength = http.NoBody, 0
+		req.Body = http.NoBody
 	}
 	req.RemoteAddr = sc.qc.RemoteAddr().String()
 	cs := sc.qc.ConnectionState().TLS
