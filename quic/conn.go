@@ -141,7 +141,8 @@ type Conn struct {
 	recvQueue []receivedPacket
 	recvSpare []receivedPacket
 
-	// mu guards all that follows.
+	// mu guards all that follows. It is the outermost lock: the order
+	// of the package's locks is in doc.go ("# Locking").
 	mu sync.Mutex
 
 	version wire.Version // changes with Version Negotiation

@@ -29,6 +29,35 @@
 // VerifyPeerCertificate, ...): they must not call the connection.
 // docs/api.md "Callbacks" lists every hook with where it runs.
 //
+// The locks nest in one order, so no two goroutines can wait on each
+// other: a lock is taken only while the locks held are those listed as
+// allowed above it. Leaves take no other lock.
+//
+//   - Conn.mu: the connection's state, its streams' and paths' included.
+//     Taken holding no other lock, never two connections' at once. Under
+//     it: Conn.recvMu, baseServer.mu, tokenValidator.mu, Transport.mu
+//     (its own Transport's and its paths'), sendBudget.mu and
+//     connid.Generator.mu.
+//   - tokenValidator.mu (address_validator.go): the token issuers, the
+//     validator and their scratch. Under it: the token package's KeyRing,
+//     KeyCache and ReplayFilter locks, which are leaves.
+//   - baseServer.mu (the listener's): its load, the admission by prefix,
+//     the connections not accepted yet. Leaf.
+//   - Transport.mu: the routing tables (handlers, resetTokens), the
+//     listener, the closed state. Leaf: the read loop finds a connection
+//     under it and hands it the datagram after releasing it, and a
+//     connection shed for memory is picked by its atomic counters.
+//   - Conn.recvMu: the datagrams queued for the connection. Leaf; the
+//     read loop queues without Conn.mu, so a busy connection never stalls
+//     it.
+//   - sendBudget.mu (writers waiting for MaxSendBuffer), earlyQueue.mu
+//     (0-RTT datagrams ahead of their Initial), transportTracer.mu (the
+//     RecordEvent calls in progress), lruTokenStore.mu and
+//     connid.Generator.mu: leaves.
+//
+// Transport.Close waits for the connections' goroutines and its read
+// loop, so it must not run under any of these locks (none does).
+//
 // # Implemented
 //
 //   - TLS 1.3 through crypto/tls's QUIC API; a server must offer ALPN
