@@ -30,8 +30,9 @@
 // docs/api.md "Callbacks" lists every hook with where it runs.
 //
 // The locks nest in one order, so no two goroutines can wait on each
-// other: a lock is taken only while the locks held are those listed as
-// allowed above it. Leaves take no other lock.
+// other. Each entry says what the lock guards and which locks may be
+// taken while it is held; no other nesting occurs, and these form no
+// cycle. Leaves take no other lock.
 //
 //   - Conn.mu: the connection's state, its streams' and paths' included.
 //     Taken holding no other lock, never two connections' at once. Under
