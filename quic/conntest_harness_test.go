@@ -147,7 +147,10 @@ func establishConn(t testing.TB, c *Conn, peer *wire.TransportParameters, peerCI
 	if err := c.startTLS(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.hs.tls.Close() })
+	// The connection may release crypto/tls itself (a server after its
+	// handshake, releaseTLS); closing it again is harmless.
+	tlsConn := c.hs.tls
+	t.Cleanup(func() { tlsConn.Close() })
 	c.hs.peerParams = peer
 	c.hs.peerAckDelayExp = peer.AckDelayExponent
 	c.loss.rec.SetMaxAckDelay(peer.MaxAckDelay)
