@@ -1,7 +1,6 @@
 package fileserver
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,28 +10,15 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is the server's log, safe for its goroutines, with the
+// records it holds.
+type syncBuffer struct{ testutil.SyncBuffer }
 
 // records parses the JSON log lines written so far.
 func (s *syncBuffer) records(t *testing.T) []map[string]any {

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -22,25 +21,11 @@ import (
 
 	"github.com/turboretry/turboretry/app/fileserver"
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testutil.SyncBuffer
 
 // front is turboretry's server with the proxy as its handler: HTTP/3
 // and HTTPS on one port of the loopback.

@@ -26,6 +26,7 @@ import (
 	quicgohttp3 "github.com/quic-go/quic-go/http3"
 
 	"github.com/turboretry/turboretry/internal/testcert"
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
 // roleEnv makes the test binary serve as quic-go's HTTP/3 server plus
@@ -148,28 +149,9 @@ type server struct {
 	name string
 	addr string // host:port, TCP and UDP
 	cmd  *exec.Cmd
-	logs syncBuffer
+	logs testutil.SyncBuffer // the exec package copies into it from its own goroutine
 	// exited is closed when the process has ended.
 	exited chan struct{}
-}
-
-// syncBuffer collects a child's output; the exec package copies into it
-// from its own goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // serverKinds names the servers a run compares: turboretry with its

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -17,25 +16,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
 // serveBuffer is a bytes.Buffer the server's goroutines may write to.
-type serveBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *serveBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *serveBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type serveBuffer = testutil.SyncBuffer
 
 // serveWait polls until cond holds; the bound only keeps a broken build
 // from hanging.

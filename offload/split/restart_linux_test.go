@@ -2,7 +2,6 @@ package split
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/hex"
@@ -21,6 +20,7 @@ import (
 
 	quicgo "github.com/quic-go/quic-go"
 
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/quic"
@@ -89,22 +89,7 @@ func TestSplitRestartAgentChild(t *testing.T) {
 }
 
 // lockedBuffer collects a child's stderr for failure messages.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = testutil.SyncBuffer
 
 // agentProc is an agent process started from TestSplitRestartAgentChild.
 type agentProc struct {
