@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/quic"
 )
 
@@ -20,18 +21,8 @@ func heapInUse() uint64 {
 	return m.HeapAlloc
 }
 
-// waitFor polls cond until it holds; the test's deadline bounds it.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		if tt, ok := t.(*testing.T); ok {
-			if d, ok := tt.Deadline(); ok && time.Until(d) < 5*time.Second {
-				t.Fatalf("gave up waiting for %s", what)
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitFor polls until cond holds (testutil.WaitFor).
+var waitFor = testutil.WaitFor
 
 // declaredHeadersAttack opens conns connections with streams request
 // streams each; every stream sends the header of a HEADERS frame that

@@ -13,6 +13,7 @@ import (
 
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/simnet"
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
 // startMigrationServer is an echo server on a loopback socket with the
@@ -88,17 +89,8 @@ func dialQuicGo(t *testing.T, ctx context.Context, pc net.PacketConn, to net.Add
 	return tr, c
 }
 
-// waitFor polls cond; the bound is a hang guard.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitFor polls until cond holds (testutil.WaitFor).
+var waitFor = testutil.WaitFor
 
 // TestMigrationQuicGoClientSwitchesPath: a quic-go client probes a new
 // path (a second socket), switches to it and keeps transferring; the

@@ -11,6 +11,7 @@ import (
 
 	quicgo "github.com/quic-go/quic-go"
 
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/quic"
 )
 
@@ -159,15 +160,5 @@ func isRefused(err error) bool {
 	return false
 }
 
-// waitFor polls cond every 10 ms; the minute only keeps a broken server
-// from hanging the suite.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// waitFor polls until cond holds (testutil.WaitFor).
+var waitFor = testutil.WaitFor

@@ -5,6 +5,8 @@ package testutil
 import (
 	"bytes"
 	"sync"
+	"testing"
+	"time"
 )
 
 // SyncBuffer is a bytes.Buffer that goroutines may write to while a test
@@ -26,4 +28,20 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// WaitFor polls cond every few milliseconds until it holds, and fails the
+// test, naming what it waited for, after a minute. Inside a synctest
+// bubble the clock is the bubble's (and t.Deadline may not be asked
+// there, so the bound is fixed). The bound only keeps a broken build from
+// hanging: a test must not depend on it.
+func WaitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	limit := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(limit) {
+			tb.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -22,3 +22,11 @@ func TestSyncBufferConcurrentWrites(t *testing.T) {
 		t.Fatalf("got %d bytes, want 800", len(got))
 	}
 }
+
+func TestWaitForReturnsOnceTrue(t *testing.T) {
+	n := 0
+	WaitFor(t, "the third poll", func() bool { n++; return n == 3 })
+	if n != 3 {
+		t.Fatalf("polled %d times, want 3", n)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
 // waitLimit is how long a test waits for something that must happen; it is
@@ -106,16 +108,8 @@ func (s *sink) waitAll(t *testing.T, want [][]byte) {
 	waitFor(t, "all connection IDs inserted", func() bool { return s.missing(want) == 0 })
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+// waitFor polls until cond holds (testutil.WaitFor).
+var waitFor = testutil.WaitFor
 
 // waitStats polls get until done accepts its value and returns that
 // value; it fails with the last value after waitLimit. Stats counters are

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/quic"
 	"github.com/turboretry/turboretry/token"
@@ -222,12 +223,5 @@ func waitStats[S any](tb testing.TB, what string, get func() S, done func(S) boo
 // xdpLine reports whether ip -d link output shows an XDP program.
 func xdpLine(out string) bool { return strings.Contains(out, "prog/xdp") }
 
-// waitFor polls cond until it holds (hang guard: hangGuard).
-func waitFor(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	for start := time.Now(); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Since(start) > hangGuard {
-			tb.Fatalf("gave up waiting for %s", what)
-		}
-	}
-}
+// waitFor polls until cond holds (testutil.WaitFor).
+var waitFor = testutil.WaitFor
