@@ -267,6 +267,7 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 		return
 	}
 	ackEliciting := false
+	cryptoBefore := c.spaces[space].cryptoReceived()
 	f := &c.frame
 	for len(payload) > 0 {
 		n, err := wire.ParseFrame(payload, f)
@@ -292,6 +293,9 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 		if c.close.err != nil {
 			return
 		}
+	}
+	if space == spaceInitial && ackEliciting && !c.isClient && c.spaces[space].cryptoReceived() == cryptoBefore {
+		c.onClientInitialProbe()
 	}
 	_ = c.spaces[space].tracker.Received(pn, ackEliciting, ackgenECN(c.path.rx.ecn), now)
 	c.stats.packetsRecv++

@@ -33,6 +33,8 @@ type handshakeState struct {
 	versionRestarted bool // client: restarted after Version Negotiation
 	peerParams       *wire.TransportParameters
 	peerAckDelayExp  uint8 // the peer's ack_delay_exponent
+	// earlyFlightResends (server) counts onClientInitialProbe's resends.
+	earlyFlightResends int
 }
 
 func tlsLevel(space int) tls.QUICEncryptionLevel {
