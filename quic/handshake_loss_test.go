@@ -71,10 +71,10 @@ type lossyHandshakeNet struct {
 	log   []string // the datagrams since the current connection began
 }
 
-func newLossyHandshakeNet(s *sim, seed uint64, corrupt bool) *lossyHandshakeNet {
+func newLossyHandshakeNet(s *sim, seed uint64, rate float64, corrupt bool) *lossyHandshakeNet {
 	n := &lossyHandshakeNet{scids: make(map[string]bool)}
-	toServer := &burstyImpairment{rng: rand.New(rand.NewPCG(seed, 1)), rate: 0.3, burst: 3, corrupt: corrupt}
-	toClient := &burstyImpairment{rng: rand.New(rand.NewPCG(seed, 2)), rate: 0.3, burst: 3, corrupt: corrupt}
+	toServer := &burstyImpairment{rng: rand.New(rand.NewPCG(seed, 1)), rate: rate, burst: 3, corrupt: corrupt}
+	toClient := &burstyImpairment{rng: rand.New(rand.NewPCG(seed, 2)), rate: rate, burst: 3, corrupt: corrupt}
 	t0 := time.Now()
 	// record notes each datagram of the current connection, for the
 	// failure message.
@@ -174,7 +174,7 @@ var lossyHandshakeSeeds = []uint64{1, 2, 3}
 func testLossyHandshakesQuicGoClient(t *testing.T, corrupt bool) {
 	for _, seed := range lossyHandshakeSeeds {
 		simTest(t, lossyHandshakeLink, func(t *testing.T, s *sim) {
-			n := newLossyHandshakeNet(s, seed, corrupt)
+			n := newLossyHandshakeNet(s, seed, 0.3, corrupt)
 			srv := s.server(nil, &Config{HandshakeIdleTimeout: 20 * time.Second})
 			runLossyHandshakes(t, n, func(ctx context.Context, i int) error {
 				tr := &quicgo.Transport{Conn: s.socket(simClientAddr(i)).Conn}
@@ -194,7 +194,7 @@ func testLossyHandshakesQuicGoClient(t *testing.T, corrupt bool) {
 func testLossyHandshakesOurClient(t *testing.T, corrupt bool) {
 	for _, seed := range lossyHandshakeSeeds {
 		simTest(t, lossyHandshakeLink, func(t *testing.T, s *sim) {
-			n := newLossyHandshakeNet(s, seed, corrupt)
+			n := newLossyHandshakeNet(s, seed, 0.3, corrupt)
 			addr := s.quicGoServer(&quicgo.Config{})
 			runLossyHandshakes(t, n, func(ctx context.Context, i int) error {
 				tr := &Transport{Conn: s.socket(simClientAddr(i)), ConnectionIDLength: 8}
@@ -225,4 +225,42 @@ func TestLossyHandshakesOurClientQuicGoServer(t *testing.T) {
 
 func TestCorruptHandshakesOurClientQuicGoServer(t *testing.T) {
 	testLossyHandshakesOurClient(t, true)
+}
+
+// TestHandshakeBlackoutOurClientQuicGoServer: for the first 8 s nothing
+// from quic-go's server reaches our client, whose Initials all arrive.
+// quic-go's server gives up a handshake 10 s after it began (twice its
+// 5 s handshake idle timeout); a client probe that comes after that,
+// still carrying the ClientHello to the original destination connection
+// ID, makes it start a second handshake, which the runner's handshakeloss
+// counts as a failure. With probes backed off to 1, 2, 4 and 8 s the
+// first one after the blackout leaves at 15 s; at most 1 s apart, the
+// handshake completes in time.
+func TestHandshakeBlackoutOurClientQuicGoServer(t *testing.T) {
+	simTest(t, lossyHandshakeLink, func(t *testing.T, s *sim) {
+		n := newLossyHandshakeNet(s, 1, 0, false)
+		addr := s.quicGoServer(&quicgo.Config{})
+		start := time.Now()
+		s.tap(func(p *simnet.Packet) bool {
+			return p.From != simServerAddr || time.Since(start) > 8*time.Second
+		})
+		tr := &Transport{Conn: s.socket(simClientAddr(1)), ConnectionIDLength: 8}
+		defer tr.Close()
+		c, err := tr.Dial(s.ctx(), addr, clientTLS(t), &Config{HandshakeIdleTimeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseWithError(0, "")
+		if err := echoErr(s.ctx(), c, c.OpenStreamSync, lossyHandshakeBytes); err != nil {
+			t.Fatal(err)
+		}
+		if got := n.handshakes(); got != 1 {
+			n.mu.Lock()
+			for _, l := range n.log {
+				t.Log(l)
+			}
+			n.mu.Unlock()
+			t.Errorf("the server saw %d handshakes for one connection", got)
+		}
+	})
 }
