@@ -267,7 +267,13 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 		return
 	}
 	ackEliciting := false
-	cryptoBefore := c.spaces[space].cryptoReceived()
+	// A server notes how much of the client's Initial CRYPTO data it had,
+	// to tell a probe from a packet that brings more (onClientInitialProbe).
+	initialProbe := space == spaceInitial && !c.isClient
+	var cryptoBefore [2]uint64
+	if initialProbe {
+		cryptoBefore = c.spaces[space].cryptoReceived()
+	}
 	f := &c.frame
 	for len(payload) > 0 {
 		n, err := wire.ParseFrame(payload, f)
@@ -294,7 +300,7 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 			return
 		}
 	}
-	if space == spaceInitial && ackEliciting && !c.isClient && c.spaces[space].cryptoReceived() == cryptoBefore {
+	if initialProbe && ackEliciting && c.spaces[space].cryptoReceived() == cryptoBefore {
 		c.onClientInitialProbe()
 	}
 	_ = c.spaces[space].tracker.Received(pn, ackEliciting, ackgenECN(c.path.rx.ecn), now)
