@@ -279,3 +279,22 @@ func TestHandshakeBlackoutOurClientQuicGoServer(t *testing.T) {
 		}
 	})
 }
+
+func TestLossyHandshakesOursToOurs(t *testing.T) {
+	for _, corrupt := range []bool{false, true} {
+		simTest(t, lossyHandshakeLink, func(t *testing.T, s *sim) {
+			n := newLossyHandshakeNet(s, 1, 0.3, corrupt)
+			srv := s.server(nil, &Config{HandshakeIdleTimeout: 20 * time.Second})
+			runLossyHandshakes(t, n, func(ctx context.Context, i int) error {
+				tr := &Transport{Conn: s.socket(simClientAddr(i)), ConnectionIDLength: 8}
+				defer tr.Close()
+				c, err := tr.Dial(ctx, srv.addr, clientTLS(t), &Config{HandshakeIdleTimeout: 20 * time.Second})
+				if err != nil {
+					return err
+				}
+				defer c.CloseWithError(0, "")
+				return echoErr(ctx, c, c.OpenStreamSync, lossyHandshakeBytes)
+			})
+		})
+	}
+}
