@@ -562,8 +562,14 @@ func (c *Conn) onTimers(now time.Time) {
 			sp := &c.spaces[act.Space]
 			sp.probes = act.Probes
 			if act.Space != spaceApp {
-				// Resend the whole unacknowledged flight in the probe.
-				sp.requeueCrypto()
+				// Resend the whole unacknowledged flight in the probe, of
+				// both handshake spaces: the peer needs all of it (a
+				// server's ServerHello in Initial and the rest in
+				// Handshake), and one probe carrying both gets further
+				// under loss than two timers that each must get lucky
+				// (RFC 9002 6.2.4: coalesce packets of the other spaces
+				// with data in flight).
+				c.requeueHandshakeCrypto()
 			} else {
 				c.requeueOldestData(act.Probes)
 			}

@@ -269,6 +269,13 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 		return
 	}
 	ackEliciting := false
+	// A server notes how much of the client's Initial CRYPTO data it had,
+	// to tell a probe from a packet that brings more (onClientInitialProbe).
+	initialProbe := space == spaceInitial && !c.isClient
+	var cryptoBefore [2]uint64
+	if initialProbe {
+		cryptoBefore = c.spaces[space].cryptoReceived()
+	}
 	f := &c.frame
 	for len(payload) > 0 {
 		n, err := wire.ParseFrame(payload, f)
@@ -294,6 +301,9 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 		if c.close.err != nil {
 			return
 		}
+	}
+	if initialProbe && ackEliciting && c.spaces[space].cryptoReceived() == cryptoBefore {
+		c.onClientInitialProbe()
 	}
 	_ = c.spaces[space].tracker.Received(pn, ackEliciting, ackgenECN(c.path.rx.ecn), now)
 	c.stats.packetsRecv++

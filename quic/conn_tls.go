@@ -38,6 +38,8 @@ type handshakeState struct {
 	// released after the handshake (releaseTLS).
 	tlsState      *tls.ConnectionState
 	postHandshake *postHandshakeCrypto
+	// earlyFlightResends (server) counts onClientInitialProbe's resends.
+	earlyFlightResends int
 }
 
 func tlsLevel(space int) tls.QUICEncryptionLevel {

@@ -11,6 +11,15 @@ const maxPTOBackoff = 16
 // least once a minute, so it notices a path that came back.
 const maxPTOPeriod = time.Minute
 
+// maxClientHandshakePTOPeriod caps a client's PTO period, backoff
+// included, until the handshake is confirmed. A server gives up on a
+// handshake it has not heard from for its handshake idle timeout (quic-go:
+// 5 s), and the client's next probe, which may still carry the ClientHello
+// to the original destination connection ID, then starts a second
+// handshake. Probes at most 1 s apart keep such a server going even when
+// three in a row are lost.
+const maxClientHandshakePTOPeriod = time.Second
+
 // TimeoutKind says what a loss detection timeout asks of the connection.
 type TimeoutKind uint8
 
@@ -107,9 +116,14 @@ func (r *Recovery) lossTimeAndSpace() (time.Time, Space) {
 }
 
 // ptoDuration returns the PTO period with exponential backoff, without
-// max_ack_delay, at most maxPTOPeriod.
+// max_ack_delay, at most maxPTOPeriod (a client's, before the handshake is
+// confirmed, at most maxClientHandshakePTOPeriod or the unbacked-off PTO).
 func (r *Recovery) ptoDuration() time.Duration {
-	return min(r.rtt.PTOBase()<<min(r.ptoCount, maxPTOBackoff), maxPTOPeriod)
+	d := min(r.rtt.PTOBase()<<min(r.ptoCount, maxPTOBackoff), maxPTOPeriod)
+	if !r.isServer && !r.handshakeConfirmed {
+		d = min(d, max(maxClientHandshakePTOPeriod, r.rtt.PTOBase()))
+	}
+	return d
 }
 
 func (r *Recovery) antiDeadlockSpace() Space {

@@ -76,10 +76,11 @@ func TestPTOSpaceSelection(t *testing.T) {
 	if r.PTOCount() != 1 {
 		t.Fatalf("pto_count %d after an Initial ACK, want 1", r.PTOCount())
 	}
-	// srtt = 1000 ms, rttvar 500: PTO 3000 ms, doubled: Handshake's at
-	// 10 ms + 6000 ms.
-	expectTimer(t, r, t0.Add(ms(6010)))
-	if a := fire(t, r, t0.Add(ms(6010))); a.Space != Handshake {
+	// srtt = 1000 ms, rttvar 500: PTO 3000 ms; a client backs off no
+	// further before the handshake is confirmed (above 1 s):
+	// Handshake's at 10 ms + 3000 ms.
+	expectTimer(t, r, t0.Add(ms(3010)))
+	if a := fire(t, r, t0.Add(ms(3010))); a.Space != Handshake {
 		t.Fatalf("action %+v, want Handshake", a)
 	}
 	// A Handshake ACK validates the client: pto_count resets, and with
@@ -172,4 +173,35 @@ func TestPTOBackoffBounded(t *testing.T) {
 		t.Fatalf("pto_count %d", r.PTOCount())
 	}
 	expectTimer(t, r, t0.Add(time.Minute))
+}
+
+func TestClientHandshakePTOCapped(t *testing.T) {
+	for _, server := range []bool{false, true} {
+		r := New(Config{IsServer: server})
+		// Initial RTT 333 ms: PTO 999 ms, then backed off; a client probes
+		// at least once a second until the handshake is confirmed.
+		want := []time.Duration{ms(999), ms(1998), ms(3996), ms(7992)}
+		if !server {
+			want = []time.Duration{ms(999), ms(1000), ms(1000), ms(1000)}
+		}
+		send(t, r, Initial, 0, t0)
+		last := t0
+		for i := range want {
+			at := r.LossDetectionTimeout()
+			if got := at.Sub(last); got != want[i] {
+				t.Fatalf("server %v: PTO %d after %v, want %v", server, i+1, got, want[i])
+			}
+			fire(t, r, at)
+			send(t, r, Initial, uint64(i+1), at)
+			last = at
+		}
+		if !server {
+			// Once confirmed, the backoff is the RFC's again.
+			r.SetHandshakeConfirmed(last)
+			send(t, r, ApplicationData, 0, last)
+			if got := r.LossDetectionTimeout().Sub(last); got <= ms(1000) {
+				t.Fatalf("PTO %v after confirmation, want the backed-off period", got)
+			}
+		}
+	}
 }
