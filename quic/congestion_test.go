@@ -1,17 +1,14 @@
 package quic
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/simnet"
 	"github.com/turboretry/turboretry/internal/wire"
@@ -22,41 +19,8 @@ import (
 // the virtual time from the request to the FIN.
 func ccDownload(t *testing.T, s *sim, conf *Config, size int) time.Duration {
 	t.Helper()
-	payload := make([]byte, size)
-	if conf == nil {
-		tr := &quicgo.Transport{Conn: s.socket(simServerAddr).Conn}
-		t.Cleanup(func() { tr.Close() })
-		ln, err := tr.Listen(serverTLS(t), &quicgo.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		go serveOneDownload(ln.Accept, func(c *quicgo.Conn) acceptFunc {
-			return func(ctx context.Context) (io.ReadWriteCloser, error) { return c.AcceptStream(ctx) }
-		}, payload)
-	} else {
-		ln, err := s.transport(simServerAddr).Listen(serverTLS(t), conf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go serveOneDownload(ln.Accept, func(c *Conn) acceptFunc {
-			return func(ctx context.Context) (io.ReadWriteCloser, error) { return c.AcceptStream(ctx) }
-		}, payload)
-	}
-	_, c := s.dialQuicGo(simClientAddr(1), net.UDPAddrFromAddrPort(simServerAddr))
-	st, err := c.OpenStreamSync(s.ctx())
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	if _, err := st.Write([]byte{1}); err != nil {
-		t.Fatal(err)
-	}
-	_ = st.Close()
-	n, err := io.Copy(io.Discard, st)
-	if err != nil || n != int64(size) {
-		t.Fatalf("downloaded %d of %d bytes: %v", n, size, err)
-	}
-	return time.Since(start)
+	d, _ := downloadToQuicGo(t, s, conf == nil, conf, size)
+	return d
 }
 
 // hystartLink is a 10 ms RTT, 20 MB/s path whose bottleneck queue holds

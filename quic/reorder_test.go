@@ -24,11 +24,11 @@ var reorderLink = simnet.LinkConfig{
 	ReorderDelay: 20 * time.Millisecond,
 }
 
-// reorderDownload has a server (ours, or quic-go's when quicGoServer is
-// set) send size bytes on one stream to quic-go's client over s. It
-// returns the virtual time from the request to the FIN, and our server's
-// connection (nil for quic-go's).
-func reorderDownload(t *testing.T, s *sim, quicGoServer bool, size int) (time.Duration, *Conn) {
+// downloadToQuicGo has a server send size bytes on one stream to quic-go's
+// client over s: ours with conf (nil: the defaults), or quic-go's when
+// quicGoServer is set. It returns the virtual time from the request to the
+// FIN, and our server's connection (nil for quic-go's).
+func downloadToQuicGo(t *testing.T, s *sim, quicGoServer bool, conf *Config, size int) (time.Duration, *Conn) {
 	t.Helper()
 	payload := make([]byte, size)
 	conns := make(chan *Conn, 1)
@@ -44,7 +44,7 @@ func reorderDownload(t *testing.T, s *sim, quicGoServer bool, size int) (time.Du
 		}, payload)
 		close(conns)
 	} else {
-		ln, err := s.transport(simServerAddr).Listen(serverTLS(t), nil)
+		ln, err := s.transport(simServerAddr).Listen(serverTLS(t), conf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func reorderingOf(c *Conn) recovery.ReorderingStats {
 
 func TestReorderSpuriousLossesUndone(t *testing.T) {
 	simTest(t, reorderLink, func(t *testing.T, s *sim) {
-		elapsed, srv := reorderDownload(t, s, false, 4<<20)
+		elapsed, srv := downloadToQuicGo(t, s, false, nil, 4<<20)
 		ns := s.net.Stats()
 		st := srv.ConnectionStats()
 		ro := reorderingOf(srv)
@@ -125,14 +125,14 @@ func BenchmarkReorderDownload10MB(b *testing.B) {
 	var spurious, undos uint64
 	run := func(t *testing.T) {
 		simTest(t, reorderLink, func(t *testing.T, s *sim) {
-			d, srv := reorderDownload(t, s, false, size)
+			d, srv := downloadToQuicGo(t, s, false, nil, size)
 			ours += d
 			ro := reorderingOf(srv)
 			spurious += ro.SpuriousLosses
 			undos += ro.Undos
 		})
 		simTest(t, reorderLink, func(t *testing.T, s *sim) {
-			d, _ := reorderDownload(t, s, true, size)
+			d, _ := downloadToQuicGo(t, s, true, nil, size)
 			theirs += d
 		})
 	}
