@@ -90,19 +90,9 @@ func TestChromiumThroughProxyOverHTTP3(t *testing.T) {
 	}
 	defer srv.Stop()
 
-	origin := fmt.Sprintf("127.0.0.1:%d", srv.Port())
 	shot := filepath.Join(t.TempDir(), "chromium-proxy-http3.png")
-	p := startPeer(ctx, t, chromium,
-		"--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(),
-		"--enable-quic",
-		"--origin-to-force-quic-on="+origin,
-		"--ignore-certificate-errors-spki-list="+srv.SPKIHash(),
-		"--virtual-time-budget=10000", // lets the page's WebSocket run before the DOM is dumped
-		"--screenshot="+shot, "--dump-dom",
-		fmt.Sprintf("--window-size=%d,%d", screenshotWidth, screenshotHeight),
-		srv.URL())
+	// The virtual time budget lets the page's WebSocket run before the DOM is dumped.
+	p := startPeer(ctx, t, chromium, chromiumOverQUIC(t, srv, shot, "--virtual-time-budget=10000")...)
 	if err := p.wait(ctx); err != nil {
 		p.logTail(t, 30)
 		t.Fatalf("chromium: %v", err)

@@ -38,18 +38,8 @@ func TestChromiumLoadsDemoPageOverHTTP3(t *testing.T) {
 	}
 	defer srv.Stop()
 
-	origin := fmt.Sprintf("127.0.0.1:%d", srv.Port())
 	shot := filepath.Join(t.TempDir(), "chromium-http3.png")
-	p := startPeer(ctx, t, chromium,
-		"--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(),
-		"--enable-quic",
-		"--origin-to-force-quic-on="+origin, // no TCP first, no Alt-Svc needed
-		"--ignore-certificate-errors-spki-list="+srv.SPKIHash(),
-		"--screenshot="+shot, "--dump-dom",
-		fmt.Sprintf("--window-size=%d,%d", screenshotWidth, screenshotHeight),
-		srv.URL())
+	p := startPeer(ctx, t, chromium, chromiumOverQUIC(t, srv, shot)...)
 	if err := p.wait(ctx); err != nil {
 		p.logTail(t, 30)
 		t.Fatalf("chromium: %v", err)
@@ -127,4 +117,22 @@ func distinctColors(img image.Image, limit int) int {
 		}
 	}
 	return len(seen)
+}
+
+// chromiumOverQUIC is headless Chromium's command line for loading srv's
+// page with QUIC forced for its origin (no TCP first, no Alt-Svc needed),
+// trusting its certificate by SPKI hash, dumping the DOM and a screenshot
+// into shot; extra flags go before the URL.
+func chromiumOverQUIC(t *testing.T, srv *Server, shot string, extra ...string) []string {
+	args := []string{
+		"--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + t.TempDir(),
+		"--enable-quic",
+		fmt.Sprintf("--origin-to-force-quic-on=127.0.0.1:%d", srv.Port()),
+		"--ignore-certificate-errors-spki-list=" + srv.SPKIHash(),
+		"--screenshot=" + shot, "--dump-dom",
+		fmt.Sprintf("--window-size=%d,%d", screenshotWidth, screenshotHeight),
+	}
+	return append(append(args, extra...), srv.URL())
 }
