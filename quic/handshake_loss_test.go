@@ -84,7 +84,7 @@ func newLossyHandshakeNet(s *sim, seed uint64, rate float64, corrupt bool) *loss
 	toClient := &burstyImpairment{rng: rand.New(rand.NewPCG(seed, 2)), rate: rate, burst: 3, corrupt: corrupt}
 	t0 := time.Now()
 	// record notes each datagram of the current connection, for the
-	// failure message.
+	// failure message. Called with n.mu held.
 	record := func(p *simnet.Packet, b *burstyImpairment, delivered bool) bool {
 		what := "delivered"
 		if !delivered {
@@ -92,20 +92,20 @@ func newLossyHandshakeNet(s *sim, seed uint64, rate float64, corrupt bool) *loss
 		} else if b.inARow > 0 {
 			what = "corrupted"
 		}
-		n.mu.Lock()
 		n.log = append(n.log, fmt.Sprintf("%v %v -> %v %d bytes, first byte %#02x: %s", time.Since(t0), p.From, p.To, len(p.Data), p.Data[0], what))
-		n.mu.Unlock()
 		return delivered
 	}
 	s.tap(func(p *simnet.Packet) bool {
+		// Connections write from their own goroutines; the impairments'
+		// state is shared, so one datagram at a time.
+		n.mu.Lock()
+		defer n.mu.Unlock()
 		if p.To == simServerAddr {
 			return record(p, toServer, toServer.apply(p))
 		}
 		if p.From == simServerAddr {
 			if scid, ok := initialSCID(p.Data); ok {
-				n.mu.Lock()
 				n.scids[string(scid)] = true
-				n.mu.Unlock()
 			}
 			return record(p, toClient, toClient.apply(p))
 		}
