@@ -664,6 +664,7 @@ func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 // signalClosedLocked makes the close visible to API callers.
 func (c *Conn) signalClosedLocked(err error) {
 	c.close.err = err
+	c.hs.abandon()
 	if c.trace != nil {
 		c.traceClosed(err)
 	}

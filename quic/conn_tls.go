@@ -34,8 +34,9 @@ type handshakeState struct {
 	versionRestarted bool // client: restarted after Version Negotiation
 	peerParams       *wire.TransportParameters
 	peerAckDelayExp  uint8 // the peer's ack_delay_exponent
-	// tlsState and postHandshake (server) stand in for tls once it is
-	// released after the handshake (releaseTLS).
+	// tlsState and postHandshake stand in for tls once it is released: a
+	// server's after the handshake (releaseTLS), either side's when the
+	// connection closes during the handshake (abandon).
 	tlsState      *tls.ConnectionState
 	postHandshake *postHandshakeCrypto
 	// earlyFlightResends (server) counts onClientInitialProbe's resends.

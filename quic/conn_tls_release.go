@@ -60,6 +60,24 @@ func (hs *handshakeState) releaseTLS() {
 	if hs.tls == nil || !hs.complete {
 		return
 	}
+	hs.dropTLS()
+}
+
+// abandon ends a handshake still in progress when the connection closes.
+// A crypto/tls client that was resuming then removes the session ticket
+// from the ClientSessionCache. That happens now, before CloseWithError
+// returns (quic-go does the same), and not at teardown after the closing
+// period. By then a connection dialed in the meantime may have stored a
+// fresh ticket under the same key, and the late removal would delete it.
+func (hs *handshakeState) abandon() {
+	if hs.tls == nil || hs.complete {
+		return
+	}
+	hs.dropTLS()
+}
+
+// dropTLS closes crypto/tls and keeps its ConnectionState.
+func (hs *handshakeState) dropTLS() {
 	state := hs.tls.ConnectionState()
 	hs.tlsState = &state
 	hs.tls.Close()
