@@ -76,7 +76,7 @@ type ticketTestConn interface {
 type ourTicketConn struct{ c *Conn }
 
 func (o ourTicketConn) query(msg []byte) ([]byte, error) { return queryOn(o.c.OpenStream, msg) }
-func (o ourTicketConn) close()                          { _ = o.c.CloseWithError(0, "") }
+func (o ourTicketConn) close()                           { _ = o.c.CloseWithError(0, "") }
 func (o ourTicketConn) handshakeComplete() bool {
 	select {
 	case <-o.c.HandshakeComplete():
@@ -94,7 +94,7 @@ func (o ourTicketConn) resumption() (bool, bool) {
 type quicGoTicketConn struct{ c *quicgo.Conn }
 
 func (q quicGoTicketConn) query(msg []byte) ([]byte, error) { return queryOn(q.c.OpenStream, msg) }
-func (q quicGoTicketConn) close()                          { _ = q.c.CloseWithError(0, "") }
+func (q quicGoTicketConn) close()                           { _ = q.c.CloseWithError(0, "") }
 func (q quicGoTicketConn) handshakeComplete() bool {
 	select {
 	case <-q.c.HandshakeComplete():
