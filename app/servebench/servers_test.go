@@ -34,9 +34,12 @@ import (
 const roleEnv = "SERVEBENCH_QUICGO_SERVER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(roleEnv) == "1" {
-		if err := serveQuicGo(os.Args[1:]); err != nil {
-			fmt.Fprintln(os.Stderr, "quicgo server:", err)
+	for env, role := range childRoles {
+		if os.Getenv(env) != "1" {
+			continue
+		}
+		if err := role(os.Args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, env+":", err)
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -46,6 +49,14 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(workDir)
 	}
 	os.Exit(code)
+}
+
+// childRoles are what the test binary can be when started as a child
+// process of the benchmarks, by environment variable.
+var childRoles = map[string]func(args []string) error{
+	roleEnv:         serveQuicGo,
+	upstreamRoleEnv: serveUpstream,
+	proxyRoleEnv:    serveQuicGoProxy,
 }
 
 // serveQuicGo is the baseline: quic-go's http3.Server and net/http's
