@@ -1,12 +1,17 @@
 package servebench
 
 import (
+	"flag"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
+
+var proxiesFlag = flag.String("servebench.proxies", strings.Join(proxyKinds, ","), "the proxies BenchmarkProxy runs, comma-separated")
 
 // BenchmarkProxy compares reverse proxies over HTTP/3 in front of the same
 // upstream application (net/http, HTTP/1.1 on loopback, a child process),
@@ -20,14 +25,17 @@ import (
 func BenchmarkProxy(b *testing.B) {
 	up := startUpstream(b)
 	for _, kind := range proxyKinds {
-		b.Run("size=1KB/proxy="+kind, func(b *testing.B) {
-			p := startProxy(b, kind, up)
-			proxySmall(b, p)
-		})
-		b.Run("size=64MiB/proxy="+kind, func(b *testing.B) {
-			p := startProxy(b, kind, up)
-			proxyLarge(b, p)
-		})
+		if !slices.Contains(strings.Split(*proxiesFlag, ","), kind) {
+			continue
+		}
+		if kind == "caddy" && caddyMissing() != "" {
+			b.Log(caddyMissing())
+			continue
+		}
+		p := startProxy(b, kind, up)
+		b.Run("size=1KB/proxy="+kind, func(b *testing.B) { proxySmall(b, p) })
+		b.Run("size=64MiB/proxy="+kind, func(b *testing.B) { proxyLarge(b, p) })
+		p.stop(b)
 	}
 }
 
