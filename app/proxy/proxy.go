@@ -26,6 +26,7 @@ type Handler struct {
 	routes   []route     // longest prefix first
 	fallback http.Handler
 	log      *slog.Logger
+	health   *healthChecker // nil without Config.HealthPath
 }
 
 // route is a path prefix and the upstreams it goes to.
@@ -99,6 +100,14 @@ func New(cfg Config) (*Handler, error) {
 		h.routes = append(h.routes, route{prefix: prefix, to: pp})
 	}
 	slices.SortStableFunc(h.routes, func(a, b route) int { return len(b.prefix) - len(a.prefix) })
+	if cfg.HealthPath != "" {
+		ref, err := url.Parse(cfg.HealthPath)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: health check path: %w", err)
+		}
+		h.health = &healthChecker{ups: h.ups, ref: ref, interval: cfg.HealthInterval, h: h}
+		h.health.start()
+	}
 	return h, nil
 }
 
@@ -111,9 +120,13 @@ func NewForSite(cfg Config) func(fileserver.Site) (http.Handler, error) {
 	}
 }
 
-// Close closes the idle upstream connections. Requests in flight go on;
-// the server closes Handler after its graceful shutdown.
+// Close stops the health checks and closes the idle upstream
+// connections. Requests in flight go on; the server closes Handler after
+// its graceful shutdown.
 func (h *Handler) Close() error {
+	if h.health != nil {
+		h.health.close()
+	}
 	for _, u := range h.ups {
 		u.transport.CloseIdleConnections()
 	}
@@ -363,7 +376,14 @@ func (pp *poolProxy) RoundTrip(out *http.Request) (*http.Response, error) {
 		ex.up, ex.start = u, now
 		out.URL = joinURL(&base, u.target.url)
 		u.m.inFlight.Inc()
-		resp, err := u.transport.RoundTrip(attemptRequest(out))
+		var resp *http.Response
+		var err error
+		var release context.CancelCauseFunc
+		if pp.h.cfg.MaxConnsPerUpstream > 0 {
+			resp, release, err = u.roundTripQueued(attemptRequest(out), pp.h.cfg.QueueTimeout)
+		} else {
+			resp, err = u.transport.RoundTrip(attemptRequest(out))
+		}
 		if err == nil {
 			ex.elapsed, ex.status, ex.kind = time.Since(now), resp.StatusCode, ""
 			u.markUp()
@@ -371,10 +391,11 @@ func (pp *poolProxy) RoundTrip(out *http.Request) (*http.Response, error) {
 			u.m.requests.WithLabelValues(statusText(resp.StatusCode)).Inc()
 			if resp.StatusCode == http.StatusSwitchingProtocols {
 				// The body is the upgraded connection, which
-				// ReverseProxy needs as it is: no longer a request.
+				// ReverseProxy needs as it is: no longer a request (and
+				// not to be cancelled with one).
 				u.m.inFlight.Dec()
 			} else {
-				resp.Body = &responseBody{rc: resp.Body, ex: ex, u: u}
+				resp.Body = &responseBody{rc: resp.Body, ex: ex, u: u, release: release}
 			}
 			return resp, nil
 		}
@@ -477,6 +498,8 @@ func (pp *poolProxy) fail(w http.ResponseWriter, out *http.Request, err error) {
 	case kindBodyTooLarge:
 		status = http.StatusRequestEntityTooLarge
 		pp.h.m.tooLarge.Inc()
+	case kindQueueTimeout:
+		status = http.StatusServiceUnavailable
 	case kindCanceled:
 		// Nobody reads the answer; the status is for the access log,
 		// as nginx logs it.
@@ -513,6 +536,8 @@ func (h *Handler) classify(err error, ex *exchange) string {
 		return kindBodyTooLarge
 	case ex.in.Context().Err() != nil:
 		return kindCanceled
+	case errors.Is(err, errQueueTimeout):
+		return kindQueueTimeout
 	case errors.As(err, &de):
 		switch {
 		case errors.As(de.err, &ne) && ne.Timeout(), errors.Is(de.err, context.DeadlineExceeded):
