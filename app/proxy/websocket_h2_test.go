@@ -1,5 +1,7 @@
 package proxy
 
+//lint:file-ignore SA1019 x/net/http2's Transport is deprecated for net/http's, whose client refuses the :protocol field an extended CONNECT needs
+
 import (
 	"bytes"
 	"crypto/tls"
