@@ -388,7 +388,7 @@ func (pp *poolProxy) RoundTrip(out *http.Request) (*http.Response, error) {
 			ex.elapsed, ex.status, ex.kind = time.Since(now), resp.StatusCode, ""
 			u.markUp()
 			u.m.latency.Observe(ex.elapsed.Seconds())
-			u.m.requests.WithLabelValues(statusText(resp.StatusCode)).Inc()
+			u.countResponse(resp.StatusCode)
 			if resp.StatusCode == http.StatusSwitchingProtocols {
 				// The body is the upgraded connection, which
 				// ReverseProxy needs as it is: no longer a request (and

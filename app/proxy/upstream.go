@@ -12,6 +12,8 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // upstream is one configured upstream: where it is, its connections and
@@ -27,6 +29,27 @@ type upstream struct {
 	// probeFailed is set while u fails its active health check
 	// (Config.HealthPath); only a passing check clears it.
 	probeFailed atomic.Bool
+	// lastCode is the requests counter of the status u answered last.
+	lastCode atomic.Pointer[codeCounter]
+}
+
+// codeCounter is the requests counter of one status code.
+type codeCounter struct {
+	code int
+	c    prometheus.Counter
+}
+
+// countResponse counts a response of status code. Most responses have
+// the status of the one before, whose counter is kept, so that the
+// common case skips the label lookup.
+func (u *upstream) countResponse(code int) {
+	if cc := u.lastCode.Load(); cc != nil && cc.code == code {
+		cc.c.Inc()
+		return
+	}
+	c := u.m.requests.WithLabelValues(statusText(code))
+	c.Inc()
+	u.lastCode.Store(&codeCounter{code: code, c: c})
 }
 
 // healthy reports whether the round robin may pick u at now.

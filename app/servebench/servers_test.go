@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -107,6 +108,10 @@ const (
 
 var fileSizes = map[string]int{largeFile: 64 << 20, smallFile: 100_000, tinyFile: 1000}
 
+// binaryFlag runs a turboretry binary built elsewhere instead of this
+// tree's.
+var binaryFlag = flag.String("servebench.binary", "", "run this turboretry `binary` instead of building the tree's")
+
 var (
 	workOnce sync.Once
 	workDir  string
@@ -136,6 +141,15 @@ func setup(tb testing.TB) {
 			return
 		}
 		if workErr = os.WriteFile(filepath.Join(workDir, "key.pem"), keyPEM, 0o600); workErr != nil {
+			return
+		}
+		if *binaryFlag != "" {
+			// Another build (an A/B of two commits): linked, not built.
+			abs, err := filepath.Abs(*binaryFlag)
+			if err == nil {
+				err = os.Symlink(abs, filepath.Join(workDir, "turboretry"))
+			}
+			workErr = err
 			return
 		}
 		out, err := exec.Command("go", "build", "-o", filepath.Join(workDir, "turboretry"),
