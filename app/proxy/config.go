@@ -19,6 +19,7 @@ const (
 	DefaultResponseTimeout = 60 * time.Second
 	DefaultFailTimeout     = 10 * time.Second
 	DefaultHealthInterval  = 5 * time.Second
+	DefaultHealthTimeout   = 5 * time.Second
 	DefaultQueueTimeout    = 10 * time.Second
 )
 
@@ -92,12 +93,17 @@ type Config struct {
 	EarlyData EarlyDataPolicy
 	// HealthPath, when set, turns on active health checks: every
 	// HealthInterval each upstream gets a GET of this path (below its
-	// base path), and one that does not answer 2xx or 3xx within 5 s is
-	// skipped by the round robin until a check passes again.
+	// base path), and one that does not answer 2xx or 3xx within
+	// HealthTimeout is skipped by the round robin until a check passes
+	// again. A check that finds every connection busy
+	// (MaxConnsPerUpstream) until its timeout leaves the state as it was.
 	HealthPath string
 	// HealthInterval is the time between health checks. Zero means
 	// DefaultHealthInterval.
 	HealthInterval time.Duration
+	// HealthTimeout bounds a health check, connection included. Zero
+	// means DefaultHealthTimeout.
+	HealthTimeout time.Duration
 	// MaxConnsPerUpstream bounds the connections to each upstream (idle,
 	// in use and being dialled); a request that finds them all busy waits
 	// for one up to QueueTimeout, then is answered 503. Zero means no
@@ -128,6 +134,9 @@ func (c *Config) fillDefaults() {
 	}
 	if c.HealthInterval <= 0 {
 		c.HealthInterval = DefaultHealthInterval
+	}
+	if c.HealthTimeout <= 0 {
+		c.HealthTimeout = DefaultHealthTimeout
 	}
 	if c.QueueTimeout <= 0 {
 		c.QueueTimeout = DefaultQueueTimeout

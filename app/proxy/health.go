@@ -2,15 +2,15 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 )
-
-// healthTimeout bounds a health check, connection included.
-const healthTimeout = 5 * time.Second
 
 // healthBodyLimit is how much of a health check's response body is read
 // (so that its connection can be reused); the rest is dropped with the
@@ -25,6 +25,7 @@ type healthChecker struct {
 	ups      []*upstream
 	ref      *url.URL // the health path (and query)
 	interval time.Duration
+	timeout  time.Duration // of one check, connection included
 	h        *Handler
 	stop     context.CancelFunc
 	loops    sync.WaitGroup
@@ -54,7 +55,11 @@ func (hc *healthChecker) run(ctx context.Context, u *upstream) {
 		if ctx.Err() != nil {
 			return // stopping: the probe's failure says nothing of u
 		}
-		if u.setProbeResult(err == nil) {
+		if errors.Is(err, errProbeQueued) {
+			// Every connection allowed to u is busy: u is loaded, not
+			// known to be unwell; its state stays.
+			hc.h.log.Debug("proxy: health check found no free connection", "upstream", u.name)
+		} else if u.setProbeResult(err == nil) {
 			if err != nil {
 				hc.h.log.Warn("proxy: upstream failed its health check; skipping it until it passes", "upstream", u.name, "err", err)
 			} else {
@@ -69,15 +74,19 @@ func (hc *healthChecker) run(ctx context.Context, u *upstream) {
 	}
 }
 
+// errProbeQueued is a health check that timed out waiting for a
+// connection under Config.MaxConnsPerUpstream.
+var errProbeQueued = errors.New("proxy: health check found every upstream connection busy")
+
 // probeError is a health check's answer that is not 2xx or 3xx.
 type probeError struct{ status int }
 
 func (e *probeError) Error() string { return "health check answered " + http.StatusText(e.status) }
 
 // probe sends one health check to u: a GET of the health path that must
-// answer 2xx or 3xx within healthTimeout.
+// answer 2xx or 3xx within the timeout.
 func (hc *healthChecker) probe(ctx context.Context, u *upstream) error {
-	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	ctx, cancel := context.WithTimeout(ctx, hc.timeout)
 	defer cancel()
 	// The upstream's base path is prepended, as to proxied requests.
 	target := joinURL(hc.ref, u.target.url)
@@ -86,8 +95,16 @@ func (hc *healthChecker) probe(ctx context.Context, u *upstream) error {
 		return err
 	}
 	req.Header.Set("User-Agent", "turboretry-health-check")
+	var connected atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { connected.Store(true) },
+		ConnectStart: func(string, string) { connected.Store(true) },
+	}))
 	resp, err := u.transport.RoundTrip(req)
 	if err != nil {
+		if !connected.Load() && hc.h.cfg.MaxConnsPerUpstream > 0 && ctx.Err() != nil {
+			return errProbeQueued
+		}
 		return err
 	}
 	_, _ = io.CopyN(io.Discard, resp.Body, healthBodyLimit)

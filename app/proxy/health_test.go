@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -118,6 +119,49 @@ func TestProxyHealthCheckUnreachable(t *testing.T) {
 	// The round robin never tried the dead one: no refusal counted.
 	if n := f.metric(t, "turboretry_proxy_upstream_errors_total", map[string]string{"upstream": dead, "kind": "refused"}); n != 0 {
 		t.Errorf("%v requests sent to the upstream failing its checks", n)
+	}
+}
+
+// TestProxyHealthCheckBusyPool: a health check that finds the only
+// connection MaxConnsPerUpstream allows busy until its timeout leaves the
+// upstream in the round robin: it is loaded, not known to be unwell.
+func TestProxyHealthCheckBusyPool(t *testing.T) {
+	checkNoLeak(t)
+	release := make(chan struct{})
+	up, cc := startCountedUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			return
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	f := startFront(t, Config{Upstreams: []string{up}, MaxConnsPerUpstream: 1,
+		HealthPath: "/health", HealthInterval: 10 * time.Millisecond, HealthTimeout: 30 * time.Millisecond}, nil)
+	c := f.client(t, clientH3)
+	defer closeClient(c)
+	held := make(chan error, 1)
+	go func() {
+		resp, err := c.Get(f.URL() + "held")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				err = &statusError{resp.StatusCode, ""}
+			}
+		}
+		held <- err
+	}()
+	eventually(t, "the upstream holding the request", func() bool { return cc.handling.Load() == 1 })
+	eventually(t, "health checks that found no connection", func() bool {
+		return strings.Count(f.logs.String(), "health check found no free connection") >= 3
+	})
+	if got := f.metric(t, "turboretry_proxy_upstream_healthy", map[string]string{"upstream": up}); got != 1 {
+		t.Errorf("healthy gauge %v while the upstream's only connection is busy, want 1", got)
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Errorf("held request: %v", err)
 	}
 }
 

@@ -105,7 +105,7 @@ func New(cfg Config) (*Handler, error) {
 		if err != nil {
 			return nil, fmt.Errorf("proxy: health check path: %w", err)
 		}
-		h.health = &healthChecker{ups: h.ups, ref: ref, interval: cfg.HealthInterval, h: h}
+		h.health = &healthChecker{ups: h.ups, ref: ref, interval: cfg.HealthInterval, timeout: cfg.HealthTimeout, h: h}
 		h.health.start()
 	}
 	return h, nil

@@ -35,6 +35,7 @@ func proxyFlags(fs *flag.FlagSet) func() (*proxy.Config, error) {
 	failTimeout := fs.Duration("upstream-fail-timeout", proxy.DefaultFailTimeout, "how long an upstream that could not be connected to is skipped")
 	healthPath := fs.String("upstream-health", "", "check each upstream with a GET of `PATH` every --upstream-health-interval; one that does not answer 2xx or 3xx is skipped until it does")
 	healthInterval := fs.Duration("upstream-health-interval", proxy.DefaultHealthInterval, "time between health checks (with --upstream-health)")
+	healthTimeout := fs.Duration("upstream-health-timeout", proxy.DefaultHealthTimeout, "time a health check has to answer, connection included (with --upstream-health)")
 	maxConns := fs.Int("upstream-max-conns", 0, "at most `N` connections to each upstream; a request that finds them busy waits up to --upstream-queue-timeout, then gets 503; 0: no limit")
 	queueTimeout := fs.Duration("upstream-queue-timeout", proxy.DefaultQueueTimeout, "how long a request waits for a connection under --upstream-max-conns; past it: 503")
 	maxBody := sizeFlag(fs, "max-body-bytes", 0, "largest proxied request body in `SIZE`; larger ones get 413; 0: no limit")
@@ -46,7 +47,7 @@ func proxyFlags(fs *flag.FlagSet) func() (*proxy.Config, error) {
 			fs.Visit(func(f *flag.Flag) {
 				switch f.Name {
 				case "upstream-ca", "upstream-insecure", "upstream-connect-timeout", "upstream-timeout", "upstream-fail-timeout", "max-body-bytes", "trust-forwarded", "early-data",
-					"upstream-health", "upstream-health-interval", "upstream-max-conns", "upstream-queue-timeout":
+					"upstream-health", "upstream-health-interval", "upstream-health-timeout", "upstream-max-conns", "upstream-queue-timeout":
 					set = true
 				}
 			})
@@ -64,6 +65,7 @@ func proxyFlags(fs *flag.FlagSet) func() (*proxy.Config, error) {
 			MaxBodyBytes:   int64(min(uint64(*maxBody), math.MaxInt64)),
 			HealthPath:     *healthPath,
 			HealthInterval: *healthInterval,
+			HealthTimeout:  *healthTimeout,
 			QueueTimeout:   *queueTimeout,
 		}
 		policy, err := proxy.ParseEarlyDataPolicy(*earlyData)
@@ -97,6 +99,8 @@ func proxyFlags(fs *flag.FlagSet) func() (*proxy.Config, error) {
 			return nil, fmt.Errorf("--upstream-health %q: want a path starting with /", *healthPath)
 		case *healthInterval <= 0:
 			return nil, errors.New("--upstream-health-interval must be positive")
+		case *healthTimeout <= 0:
+			return nil, errors.New("--upstream-health-timeout must be positive")
 		case *maxConns < 0:
 			return nil, errors.New("--upstream-max-conns must not be negative (0: no limit)")
 		case *queueTimeout <= 0:

@@ -33,6 +33,7 @@ func TestServeProxyUsageErrors(t *testing.T) {
 		{[]string{"--upstream-max-conns", "4"}, "need --upstream or --route"},
 		{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-health", "healthz"}, `--upstream-health "healthz"`},
 		{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-health-interval", "0s"}, "--upstream-health-interval"},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-health-timeout", "-1s"}, "--upstream-health-timeout"},
 		{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-max-conns", "-1"}, "--upstream-max-conns"},
 		{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-queue-timeout", "0s"}, "--upstream-queue-timeout"},
 	} {
@@ -43,7 +44,7 @@ func TestServeProxyUsageErrors(t *testing.T) {
 		}
 	}
 	code, out, _ := runCLI("help", "serve")
-	for _, f := range []string{"-upstream", "-route", "-upstream-ca", "-upstream-insecure", "-upstream-connect-timeout", "-upstream-timeout", "-max-body-bytes", "-trust-forwarded", "-early-data", "-upstream-health", "-upstream-health-interval", "-upstream-max-conns", "-upstream-queue-timeout", "reverse proxy"} {
+	for _, f := range []string{"-upstream", "-route", "-upstream-ca", "-upstream-insecure", "-upstream-connect-timeout", "-upstream-timeout", "-max-body-bytes", "-trust-forwarded", "-early-data", "-upstream-health", "-upstream-health-interval", "-upstream-health-timeout", "-upstream-max-conns", "-upstream-queue-timeout", "reverse proxy"} {
 		if code != exitOK || !strings.Contains(out, f) {
 			t.Errorf("help serve lacks %q", f)
 		}
