@@ -9,7 +9,7 @@ LONGFUZZ  ?= 60s
 BENCHTIME ?= 1s
 BENCHOUT  ?= bench.txt
 
-.PHONY: serve demo firmware arm64 all build test unit lint fmt vet staticcheck deadcode fuzz fuzz-short bench bench-serve clean eval interop-runner interop-fast interop-dropin dropin
+.PHONY: serve demo firmware arm64 all build test unit lint fmt vet staticcheck deadcode fuzz fuzz-short bench bench-serve bench-proxy clean eval interop-runner interop-fast interop-dropin dropin
 
 all: build
 
@@ -124,6 +124,23 @@ bench-serve:
 	$(GO) test -run '^$$' -bench '^BenchmarkIdleConnMemory$$' -benchtime 1x -count 3 -timeout 30m \
 		./app/servebench/ | tee out/bench-idle.txt
 	$(GO) tool benchstat -col /server out/bench-idle.txt
+
+## bench-proxy: the reverse proxy's cost (docs/proxy.md, "Benchmark"): `turboretry serve
+## --upstream` against Caddy's reverse_proxy (skipped without caddy: apt-get install caddy) and
+## quic-go's http3.Server + httputil.ReverseProxy, one upstream, one HTTP/3 client: requests/s
+## and proxy CPU per request (1 KB responses), proxy CPU per GB (64 MiB); the set runs
+## BENCHPROXY_COUNT times, a round of all three each time (go test's -count would repeat each
+## proxy's runs back to back), then benchstat compares.
+BENCHPROXY_COUNT ?= 6
+bench-proxy:
+	@mkdir -p out
+	$(GO) test -c -o out/servebench.test ./app/servebench/
+	@rm -f out/bench-proxy.txt
+	for i in $$(seq $(BENCHPROXY_COUNT)); do \
+		(cd app/servebench && ../../out/servebench.test -test.run '^$$' -test.bench '^BenchmarkProxy$$' \
+			-test.benchtime 2s -test.timeout 20m) | tee -a out/bench-proxy.txt || exit 1; \
+	done
+	$(GO) tool benchstat -col /proxy out/bench-proxy.txt
 
 ## eval: the paper's evaluation (docs/evaluation.md; root, Linux >= 5.18): figures 9-13 as CSV
 ## and plots in $(EVALOUT). EVALFLAGS=--quick for a run of a few minutes. The quic-go server of

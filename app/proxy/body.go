@@ -51,10 +51,11 @@ func (b *requestBody) Close() error { return b.rc.Close() }
 // responseBody is an upstream's response body: it ends the in-flight
 // count when closed and records a failure midway.
 type responseBody struct {
-	rc     io.ReadCloser
-	ex     *exchange
-	u      *upstream
-	closed bool
+	rc      io.ReadCloser
+	ex      *exchange
+	u       *upstream
+	release func(error) // ends the request's own context (MaxConnsPerUpstream); nil without
+	closed  bool
 }
 
 func (b *responseBody) Read(p []byte) (int, error) {
@@ -73,6 +74,11 @@ func (b *responseBody) Close() error {
 	if !b.closed {
 		b.closed = true
 		b.u.m.inFlight.Dec()
+		err := b.rc.Close()
+		if b.release != nil {
+			b.release(nil)
+		}
+		return err
 	}
 	return b.rc.Close()
 }

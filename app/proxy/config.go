@@ -18,6 +18,9 @@ const (
 	DefaultConnectTimeout  = 2 * time.Second
 	DefaultResponseTimeout = 60 * time.Second
 	DefaultFailTimeout     = 10 * time.Second
+	DefaultHealthInterval  = 5 * time.Second
+	DefaultHealthTimeout   = 5 * time.Second
+	DefaultQueueTimeout    = 10 * time.Second
 )
 
 // defaultIdleConnsPerUpstream is how many idle connections each upstream
@@ -88,6 +91,27 @@ type Config struct {
 	// in 0-RTT: answered 425 (the default) or held until the handshake
 	// completes.
 	EarlyData EarlyDataPolicy
+	// HealthPath, when set, turns on active health checks: every
+	// HealthInterval each upstream gets a GET of this path (below its
+	// base path), and one that does not answer 2xx or 3xx within
+	// HealthTimeout is skipped by the round robin until a check passes
+	// again. A check that finds every connection busy
+	// (MaxConnsPerUpstream) until its timeout leaves the state as it was.
+	HealthPath string
+	// HealthInterval is the time between health checks. Zero means
+	// DefaultHealthInterval.
+	HealthInterval time.Duration
+	// HealthTimeout bounds a health check, connection included. Zero
+	// means DefaultHealthTimeout.
+	HealthTimeout time.Duration
+	// MaxConnsPerUpstream bounds the connections to each upstream (idle,
+	// in use and being dialled); a request that finds them all busy waits
+	// for one up to QueueTimeout, then is answered 503. Zero means no
+	// limit.
+	MaxConnsPerUpstream int
+	// QueueTimeout bounds the wait for a connection under
+	// MaxConnsPerUpstream. Zero means DefaultQueueTimeout.
+	QueueTimeout time.Duration
 	// MaxIdleConnsPerUpstream bounds the idle connections kept per
 	// upstream; zero means 256.
 	MaxIdleConnsPerUpstream int
@@ -108,6 +132,15 @@ func (c *Config) fillDefaults() {
 	if c.FailTimeout <= 0 {
 		c.FailTimeout = DefaultFailTimeout
 	}
+	if c.HealthInterval <= 0 {
+		c.HealthInterval = DefaultHealthInterval
+	}
+	if c.HealthTimeout <= 0 {
+		c.HealthTimeout = DefaultHealthTimeout
+	}
+	if c.QueueTimeout <= 0 {
+		c.QueueTimeout = DefaultQueueTimeout
+	}
 	if c.MaxIdleConnsPerUpstream <= 0 {
 		c.MaxIdleConnsPerUpstream = defaultIdleConnsPerUpstream
 	}
@@ -119,6 +152,12 @@ func (c *Config) fillDefaults() {
 func (c *Config) check() error {
 	if len(c.Upstreams) == 0 && len(c.Routes) == 0 {
 		return errors.New("proxy: no upstream and no route")
+	}
+	if c.HealthPath != "" && !strings.HasPrefix(c.HealthPath, "/") {
+		return fmt.Errorf("proxy: health check path %q: want a path starting with /", c.HealthPath)
+	}
+	if c.MaxConnsPerUpstream < 0 {
+		return errors.New("proxy: negative connection limit (0 means none)")
 	}
 	if c.MaxBodyBytes < 0 {
 		return errors.New("proxy: negative body size limit (0 means none)")

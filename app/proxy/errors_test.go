@@ -198,3 +198,28 @@ func TestProxyBodyLimit(t *testing.T) {
 		t.Errorf("413s counted: %v, want 8", n)
 	}
 }
+
+// TestProxyCountsStatuses: each response is counted under its status,
+// however the statuses alternate (the last one's counter is cached).
+func TestProxyCountsStatuses(t *testing.T) {
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			http.NotFound(w, r)
+		}
+	}))
+	f := startFront(t, Config{Upstreams: []string{up}}, nil)
+	c := f.client(t, clientH3)
+	defer closeClient(c)
+	for _, path := range []string{"ok", "missing", "ok", "ok", "missing", "ok"} {
+		resp, err := c.Get(f.URL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for code, want := range map[string]float64{"200": 4, "404": 2} {
+		if n := f.metric(t, "turboretry_proxy_upstream_requests_total", map[string]string{"upstream": up, "code": code}); n != want {
+			t.Errorf("responses counted with code %s: %v, want %v", code, n, want)
+		}
+	}
+}

@@ -18,6 +18,7 @@ const (
 	kindBodyTooLarge   = "body_too_large"  // the request body passed MaxBodyBytes
 	kindBroken         = "broken"          // the upstream closed or broke the exchange before its response header
 	kindAborted        = "aborted"         // the response body failed midway
+	kindQueueTimeout   = "queue_timeout"   // no connection free within QueueTimeout (MaxConnsPerUpstream)
 	kindTooEarly       = "too_early"       // answered 425: not idempotent, in early data (access log only)
 )
 
@@ -42,7 +43,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"upstream", "code"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "turboretry_proxy_upstream_errors_total",
-			Help: "Failed upstream exchanges, by upstream and kind (refused, connect_timeout, unreachable, tls, timeout, canceled, body_too_large, broken, aborted).",
+			Help: "Failed upstream exchanges, by upstream and kind (refused, connect_timeout, unreachable, tls, timeout, canceled, body_too_large, broken, aborted, queue_timeout).",
 		}, []string{"upstream", "kind"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "turboretry_proxy_upstream_response_seconds",

@@ -26,6 +26,7 @@ type Handler struct {
 	routes   []route     // longest prefix first
 	fallback http.Handler
 	log      *slog.Logger
+	health   *healthChecker // nil without Config.HealthPath
 }
 
 // route is a path prefix and the upstreams it goes to.
@@ -99,6 +100,14 @@ func New(cfg Config) (*Handler, error) {
 		h.routes = append(h.routes, route{prefix: prefix, to: pp})
 	}
 	slices.SortStableFunc(h.routes, func(a, b route) int { return len(b.prefix) - len(a.prefix) })
+	if cfg.HealthPath != "" {
+		ref, err := url.Parse(cfg.HealthPath)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: health check path: %w", err)
+		}
+		h.health = &healthChecker{ups: h.ups, ref: ref, interval: cfg.HealthInterval, timeout: cfg.HealthTimeout, h: h}
+		h.health.start()
+	}
 	return h, nil
 }
 
@@ -111,9 +120,13 @@ func NewForSite(cfg Config) func(fileserver.Site) (http.Handler, error) {
 	}
 }
 
-// Close closes the idle upstream connections. Requests in flight go on;
-// the server closes Handler after its graceful shutdown.
+// Close stops the health checks and closes the idle upstream
+// connections. Requests in flight go on; the server closes Handler after
+// its graceful shutdown.
 func (h *Handler) Close() error {
+	if h.health != nil {
+		h.health.close()
+	}
 	for _, u := range h.ups {
 		u.transport.CloseIdleConnections()
 	}
@@ -180,11 +193,14 @@ func (h *Handler) newPoolProxy(p *pool) *poolProxy {
 	pp.rp = &httputil.ReverseProxy{
 		Rewrite:   pp.rewrite,
 		Transport: pp,
-		// Responses are flushed as the upstream sends them: a read from
-		// the upstream is written and flushed before the next, so
-		// server-sent events and long polls pass at once, and a slow
-		// client slows the reads from the upstream (backpressure).
-		FlushInterval:  -1,
+		// Responses are flushed as the upstream sends them, by
+		// responseFlusher: a read from the upstream is written and flushed
+		// before the next, so server-sent events and long polls pass at
+		// once, and a slow client slows the reads from the upstream
+		// (backpressure). ReverseProxy's own immediate flushing (-1)
+		// would also send the header on its own, from a timer, and the
+		// last bytes apart from the end of the stream: more packets.
+		FlushInterval:  0,
 		BufferPool:     copyBuffers,
 		ModifyResponse: pp.modifyResponse,
 		ErrorHandler:   pp.fail,
@@ -197,16 +213,53 @@ func (h *Handler) newPoolProxy(p *pool) *poolProxy {
 // ReverseProxy hooks through the outbound request's context.
 type exchange struct {
 	w       http.ResponseWriter
-	in      *http.Request // the request as the server handed it (its Trailer is filled in place)
-	body    *requestBody  // nil without a body
-	trailer http.Header   // the outbound request's trailers
-	up      *upstream     // the upstream of the last attempt
-	start   time.Time     // of the last attempt
-	elapsed time.Duration // to the response header
-	status  int           // the upstream's
-	kind    string        // the error kind, if the exchange failed
-	early   bool          // forwarded before the client's handshake completed (RFC 8470)
+	in      *http.Request   // the request as the server handed it (its Trailer is filled in place)
+	body    *requestBody    // nil without a body
+	trailer http.Header     // the outbound request's trailers
+	up      *upstream       // the upstream of the last attempt
+	start   time.Time       // of the last attempt
+	elapsed time.Duration   // to the response header
+	status  int             // the upstream's
+	kind    string          // the error kind, if the exchange failed
+	early   bool            // forwarded before the client's handshake completed (RFC 8470)
+	out     responseFlusher // what ReverseProxy writes the response to
 }
+
+// responseFlusher is the client's ResponseWriter as ReverseProxy sees it: each
+// write is flushed at once, except the one that completes a body of known
+// length, which the server then sends with the end of the stream (a small
+// response: header, body and end in one go). With ReverseProxy's
+// FlushInterval 0 it also flushes streams of unknown length and
+// text/event-stream itself, so those get two flushes per write; the second
+// finds nothing to send.
+type responseFlusher struct {
+	http.ResponseWriter
+	flusher http.Flusher // nil when the writer cannot flush
+	length  int64        // the response's Content-Length; -1 unknown
+	written int64
+}
+
+func (w *responseFlusher) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	w.written += int64(n)
+	if err == nil && w.flusher != nil && (w.length < 0 || w.written < w.length) {
+		// A failed flush shows in the next write, as with ReverseProxy's
+		// own flushing.
+		w.flusher.Flush()
+	}
+	return n, err
+}
+
+// Flush sends what was written (ReverseProxy flushes before trailers).
+func (w *responseFlusher) Flush() {
+	if w.flusher != nil {
+		w.flusher.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController and fileserver.AddAccessLogAttrs
+// the server's writer.
+func (w *responseFlusher) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 type exchangeKey struct{}
 
@@ -223,7 +276,8 @@ func (pp *poolProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 		return
 	}
-	ex := &exchange{w: w, in: r}
+	ex := &exchange{w: w, in: r, out: responseFlusher{ResponseWriter: w, length: -1}}
+	ex.out.flusher, _ = w.(http.Flusher)
 	if inEarlyData(r) {
 		proceed, early := pp.h.admitEarly(w, r)
 		if !proceed {
@@ -242,7 +296,7 @@ func (pp *poolProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// of the body.
 		r.Body = ex.body
 	}
-	pp.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)))
+	pp.rp.ServeHTTP(&ex.out, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)))
 	if ex.kind == kindAborted && r.Context().Err() == nil {
 		// The upstream's response broke off after its header was
 		// forwarded: the client must not take what it got for the whole
@@ -287,6 +341,14 @@ func (pp *poolProxy) rewrite(pr *httputil.ProxyRequest) {
 // viaValue is a Via entry (RFC 9110 section 7.6.3) for a message received
 // over HTTP major.minor.
 func viaValue(major, minor int) string {
+	switch {
+	case major == 3:
+		return "3 turboretry"
+	case major == 2:
+		return "2 turboretry"
+	case major == 1 && minor == 1:
+		return "1.1 turboretry"
+	}
 	if major >= 2 {
 		return fmt.Sprintf("%d turboretry", major)
 	}
@@ -314,18 +376,26 @@ func (pp *poolProxy) RoundTrip(out *http.Request) (*http.Response, error) {
 		ex.up, ex.start = u, now
 		out.URL = joinURL(&base, u.target.url)
 		u.m.inFlight.Inc()
-		resp, err := u.transport.RoundTrip(attemptRequest(out))
+		var resp *http.Response
+		var err error
+		var release context.CancelCauseFunc
+		if pp.h.cfg.MaxConnsPerUpstream > 0 {
+			resp, release, err = u.roundTripQueued(attemptRequest(out), pp.h.cfg.QueueTimeout)
+		} else {
+			resp, err = u.transport.RoundTrip(attemptRequest(out))
+		}
 		if err == nil {
 			ex.elapsed, ex.status, ex.kind = time.Since(now), resp.StatusCode, ""
 			u.markUp()
 			u.m.latency.Observe(ex.elapsed.Seconds())
-			u.m.requests.WithLabelValues(statusText(resp.StatusCode)).Inc()
+			u.countResponse(resp.StatusCode)
 			if resp.StatusCode == http.StatusSwitchingProtocols {
 				// The body is the upgraded connection, which
-				// ReverseProxy needs as it is: no longer a request.
+				// ReverseProxy needs as it is: no longer a request (and
+				// not to be cancelled with one).
 				u.m.inFlight.Dec()
 			} else {
-				resp.Body = &responseBody{rc: resp.Body, ex: ex, u: u}
+				resp.Body = &responseBody{rc: resp.Body, ex: ex, u: u, release: release}
 			}
 			return resp, nil
 		}
@@ -398,6 +468,9 @@ func (pp *poolProxy) modifyResponse(resp *http.Response) error {
 		}
 	}
 	resp.Header.Add("Via", viaValue(resp.ProtoMajor, resp.ProtoMinor))
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		ex.out.length = resp.ContentLength
+	}
 	fileserver.AddAccessLogAttrs(ex.w,
 		slog.String("upstream", ex.up.name),
 		slog.Int("upstream_status", ex.status),
@@ -425,6 +498,8 @@ func (pp *poolProxy) fail(w http.ResponseWriter, out *http.Request, err error) {
 	case kindBodyTooLarge:
 		status = http.StatusRequestEntityTooLarge
 		pp.h.m.tooLarge.Inc()
+	case kindQueueTimeout:
+		status = http.StatusServiceUnavailable
 	case kindCanceled:
 		// Nobody reads the answer; the status is for the access log,
 		// as nginx logs it.
@@ -461,6 +536,8 @@ func (h *Handler) classify(err error, ex *exchange) string {
 		return kindBodyTooLarge
 	case ex.in.Context().Err() != nil:
 		return kindCanceled
+	case errors.Is(err, errQueueTimeout):
+		return kindQueueTimeout
 	case errors.As(err, &de):
 		switch {
 		case errors.As(de.err, &ne) && ne.Timeout(), errors.Is(de.err, context.DeadlineExceeded):

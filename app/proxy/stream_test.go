@@ -142,11 +142,28 @@ func TestProxyLargeHTTP3(t *testing.T) {
 // upstream waits for the client to have it before sending the next, so
 // the stream only completes if every flush is forwarded at once.
 func TestProxyServerSentEvents(t *testing.T) {
+	testStreamedEvents(t, func(h http.Header) { h.Set("Content-Type", "text/event-stream") })
+}
+
+// TestProxyFlushesKnownLengthStream: a response whose Content-Length is
+// known is flushed as the upstream sends it too (ReverseProxy on its own
+// flushes only streams of unknown length and event streams), so a long
+// poll or a progress stream with a length is not held back.
+func TestProxyFlushesKnownLengthStream(t *testing.T) {
+	testStreamedEvents(t, func(h http.Header) {
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set("Content-Length", strconv.Itoa(4*len("data: 0\n\n")))
+	})
+}
+
+// testStreamedEvents runs the event-by-event exchange of
+// TestProxyServerSentEvents with the response header set by setHeader.
+func testStreamedEvents(t *testing.T, setHeader func(http.Header)) {
 	checkNoLeak(t)
 	const events = 4
 	acks := make(chan int)
 	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
+		setHeader(w.Header())
 		for i := range events {
 			fmt.Fprintf(w, "data: %d\n\n", i)
 			http.NewResponseController(w).Flush()

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // upstream is one configured upstream: where it is, its connections and
@@ -23,11 +26,35 @@ type upstream struct {
 	// downUntil is when a failed upstream is tried again (Unix
 	// nanoseconds); 0 while healthy.
 	downUntil atomic.Int64
+	// probeFailed is set while u fails its active health check
+	// (Config.HealthPath); only a passing check clears it.
+	probeFailed atomic.Bool
+	// lastCode is the requests counter of the status u answered last.
+	lastCode atomic.Pointer[codeCounter]
+}
+
+// codeCounter is the requests counter of one status code.
+type codeCounter struct {
+	code int
+	c    prometheus.Counter
+}
+
+// countResponse counts a response of status code. Most responses have
+// the status of the one before, whose counter is kept, so that the
+// common case skips the label lookup.
+func (u *upstream) countResponse(code int) {
+	if cc := u.lastCode.Load(); cc != nil && cc.code == code {
+		cc.c.Inc()
+		return
+	}
+	c := u.m.requests.WithLabelValues(statusText(code))
+	c.Inc()
+	u.lastCode.Store(&codeCounter{code: code, c: c})
 }
 
 // healthy reports whether the round robin may pick u at now.
 func (u *upstream) healthy(now int64) bool {
-	return u.downUntil.Load() <= now
+	return u.downUntil.Load() <= now && !u.probeFailed.Load()
 }
 
 // markDown makes the round robin skip u until now+d.
@@ -36,11 +63,30 @@ func (u *upstream) markDown(now int64, d time.Duration) {
 	u.m.healthy.Set(0)
 }
 
-// markUp ends a skip early: u answered.
+// markUp ends a skip early: u answered. A failing health check still
+// keeps u out.
 func (u *upstream) markUp() {
 	if u.downUntil.Load() != 0 {
 		u.downUntil.Store(0)
+		u.setHealthyGauge()
+	}
+}
+
+// setProbeResult records a health check's outcome and reports whether it
+// changed u's state.
+func (u *upstream) setProbeResult(ok bool) bool {
+	if u.probeFailed.Swap(!ok) == !ok {
+		return false
+	}
+	u.setHealthyGauge()
+	return true
+}
+
+func (u *upstream) setHealthyGauge() {
+	if u.downUntil.Load() == 0 && !u.probeFailed.Load() {
 		u.m.healthy.Set(1)
+	} else {
+		u.m.healthy.Set(0)
 	}
 }
 
@@ -106,6 +152,12 @@ func newTransport(t target, cfg *Config, tlsConf *tls.Config) *http.Transport {
 	}
 	if cfg.ResponseTimeout > 0 {
 		tr.ResponseHeaderTimeout = cfg.ResponseTimeout
+	}
+	if cfg.MaxConnsPerUpstream > 0 {
+		// The Transport queues the requests that find every connection
+		// busy; poolProxy.RoundTrip bounds their wait.
+		tr.MaxConnsPerHost = cfg.MaxConnsPerUpstream
+		tr.MaxIdleConnsPerHost = min(tr.MaxIdleConnsPerHost, cfg.MaxConnsPerUpstream)
 	}
 	return tr
 }
@@ -180,4 +232,33 @@ func (p *pool) find(start uint32, now int64, tried uint64, first bool) int {
 func isConnectFailure(err error) bool {
 	var de *dialError
 	return errors.As(err, &de)
+}
+
+// errQueueTimeout ends a request that waited QueueTimeout for a connection
+// to an upstream at its MaxConnsPerUpstream.
+var errQueueTimeout = errors.New("proxy: no upstream connection free within the queue timeout")
+
+// roundTripQueued sends req to u whose connections are limited: a request
+// that does not get a connection within the queue timeout fails with
+// errQueueTimeout. It returns the cancel function to call once the
+// response has ended.
+func (u *upstream) roundTripQueued(req *http.Request, wait time.Duration) (*http.Response, context.CancelCauseFunc, error) {
+	ctx, cancel := context.WithCancelCause(req.Context())
+	timer := time.AfterFunc(wait, func() { cancel(errQueueTimeout) })
+	// The wait ends with a connection free, or a new one being dialled
+	// (bounded by ConnectTimeout instead).
+	trace := &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { timer.Stop() },
+		ConnectStart: func(string, string) { timer.Stop() },
+	}
+	resp, err := u.transport.RoundTrip(req.WithContext(httptrace.WithClientTrace(ctx, trace)))
+	if err != nil {
+		timer.Stop()
+		if context.Cause(ctx) == errQueueTimeout {
+			err = errQueueTimeout
+		}
+		cancel(nil)
+		return nil, nil, err
+	}
+	return resp, cancel, nil
 }

@@ -8,4 +8,9 @@
 // The package is tests and benchmarks only (quic-go may be linked into tests
 // only); `make bench-serve` runs it with A/B alternation and benchstat, and
 // docs/performance.md ("Serving cost") has the figures and the command.
+//
+// BenchmarkProxy compares reverse proxies in the same way: `turboretry serve
+// --upstream`, Caddy's reverse_proxy (when caddy is installed) and quic-go's
+// http3.Server with httputil.ReverseProxy, in front of one net/http upstream
+// (`make bench-proxy`; docs/proxy.md, "Benchmark").
 package servebench

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -34,9 +35,12 @@ import (
 const roleEnv = "SERVEBENCH_QUICGO_SERVER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(roleEnv) == "1" {
-		if err := serveQuicGo(os.Args[1:]); err != nil {
-			fmt.Fprintln(os.Stderr, "quicgo server:", err)
+	for env, role := range childRoles {
+		if os.Getenv(env) != "1" {
+			continue
+		}
+		if err := role(os.Args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, env+":", err)
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -46,6 +50,14 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(workDir)
 	}
 	os.Exit(code)
+}
+
+// childRoles are what the test binary can be when started as a child
+// process of the benchmarks, by environment variable.
+var childRoles = map[string]func(args []string) error{
+	roleEnv:         serveQuicGo,
+	upstreamRoleEnv: serveUpstream,
+	proxyRoleEnv:    serveQuicGoProxy,
 }
 
 // serveQuicGo is the baseline: quic-go's http3.Server and net/http's
@@ -96,6 +108,10 @@ const (
 
 var fileSizes = map[string]int{largeFile: 64 << 20, smallFile: 100_000, tinyFile: 1000}
 
+// binaryFlag runs a turboretry binary built elsewhere instead of this
+// tree's.
+var binaryFlag = flag.String("servebench.binary", "", "run this turboretry `binary` instead of building the tree's")
+
 var (
 	workOnce sync.Once
 	workDir  string
@@ -125,6 +141,15 @@ func setup(tb testing.TB) {
 			return
 		}
 		if workErr = os.WriteFile(filepath.Join(workDir, "key.pem"), keyPEM, 0o600); workErr != nil {
+			return
+		}
+		if *binaryFlag != "" {
+			// Another build (an A/B of two commits): linked, not built.
+			abs, err := filepath.Abs(*binaryFlag)
+			if err == nil {
+				err = os.Symlink(abs, filepath.Join(workDir, "turboretry"))
+			}
+			workErr = err
 			return
 		}
 		out, err := exec.Command("go", "build", "-o", filepath.Join(workDir, "turboretry"),

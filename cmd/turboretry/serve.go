@@ -68,7 +68,10 @@ const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE 
 	"flushed as the upstream sends them; X-Forwarded-For, -Host, -Proto and Forwarded name the\n" +
 	"client and replace what it sent unless it is in --trust-forwarded. An upstream that\n" +
 	"cannot be connected to within --upstream-connect-timeout gives 502, one that sends no\n" +
-	"response header within --upstream-timeout 504, a body over --max-body-bytes 413.\n\n" +
+	"response header within --upstream-timeout 504, a body over --max-body-bytes 413.\n" +
+	"--upstream-health PATH checks each upstream every --upstream-health-interval and skips\n" +
+	"one that does not answer 2xx or 3xx; --upstream-max-conns N bounds the connections per\n" +
+	"upstream (a request waiting longer than --upstream-queue-timeout for one gets 503).\n\n" +
 	"--prefix-admission (on by default) shares the QUIC limits fairly between client source\n" +
 	"prefixes under pressure, rate limits new connections per prefix and keeps part of the\n" +
 	"limits for returning clients (--prefix-len4/6, --prefix-rate, --prefix-burst,\n" +

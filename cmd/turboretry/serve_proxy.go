@@ -33,6 +33,11 @@ func proxyFlags(fs *flag.FlagSet) func() (*proxy.Config, error) {
 	connectTimeout := fs.Duration("upstream-connect-timeout", proxy.DefaultConnectTimeout, "time to connect to an upstream (TCP and TLS); past it the request gets 502")
 	responseTimeout := fs.Duration("upstream-timeout", proxy.DefaultResponseTimeout, "time an upstream has to send its response header once the request is sent; past it the request gets 504; 0: no limit")
 	failTimeout := fs.Duration("upstream-fail-timeout", proxy.DefaultFailTimeout, "how long an upstream that could not be connected to is skipped")
+	healthPath := fs.String("upstream-health", "", "check each upstream with a GET of `PATH` every --upstream-health-interval; one that does not answer 2xx or 3xx is skipped until it does")
+	healthInterval := fs.Duration("upstream-health-interval", proxy.DefaultHealthInterval, "time between health checks (with --upstream-health)")
+	healthTimeout := fs.Duration("upstream-health-timeout", proxy.DefaultHealthTimeout, "time a health check has to answer, connection included (with --upstream-health)")
+	maxConns := fs.Int("upstream-max-conns", 0, "at most `N` connections to each upstream; a request that finds them busy waits up to --upstream-queue-timeout, then gets 503; 0: no limit")
+	queueTimeout := fs.Duration("upstream-queue-timeout", proxy.DefaultQueueTimeout, "how long a request waits for a connection under --upstream-max-conns; past it: 503")
 	maxBody := sizeFlag(fs, "max-body-bytes", 0, "largest proxied request body in `SIZE`; larger ones get 413; 0: no limit")
 	earlyData := fs.String("early-data", "reject", "what becomes of a non-idempotent request that arrived in 0-RTT (RFC 8470): reject (425 Too Early) or hold (until the handshake completes)")
 	fs.Var(&trust, "trust-forwarded", "keep and append to the X-Forwarded-* and Forwarded fields of clients in `CIDR` (a proxy in front); repeatable")
@@ -41,7 +46,8 @@ func proxyFlags(fs *flag.FlagSet) func() (*proxy.Config, error) {
 			set := false
 			fs.Visit(func(f *flag.Flag) {
 				switch f.Name {
-				case "upstream-ca", "upstream-insecure", "upstream-connect-timeout", "upstream-timeout", "upstream-fail-timeout", "max-body-bytes", "trust-forwarded", "early-data":
+				case "upstream-ca", "upstream-insecure", "upstream-connect-timeout", "upstream-timeout", "upstream-fail-timeout", "max-body-bytes", "trust-forwarded", "early-data",
+					"upstream-health", "upstream-health-interval", "upstream-health-timeout", "upstream-max-conns", "upstream-queue-timeout":
 					set = true
 				}
 			})
@@ -57,6 +63,10 @@ func proxyFlags(fs *flag.FlagSet) func() (*proxy.Config, error) {
 			ConnectTimeout: *connectTimeout,
 			FailTimeout:    *failTimeout,
 			MaxBodyBytes:   int64(min(uint64(*maxBody), math.MaxInt64)),
+			HealthPath:     *healthPath,
+			HealthInterval: *healthInterval,
+			HealthTimeout:  *healthTimeout,
+			QueueTimeout:   *queueTimeout,
 		}
 		policy, err := proxy.ParseEarlyDataPolicy(*earlyData)
 		if err != nil {
@@ -85,7 +95,18 @@ func proxyFlags(fs *flag.FlagSet) func() (*proxy.Config, error) {
 			return nil, errors.New("--upstream-timeout must not be negative (0: no limit)")
 		case *failTimeout <= 0:
 			return nil, errors.New("--upstream-fail-timeout must be positive")
+		case *healthPath != "" && !strings.HasPrefix(*healthPath, "/"):
+			return nil, fmt.Errorf("--upstream-health %q: want a path starting with /", *healthPath)
+		case *healthInterval <= 0:
+			return nil, errors.New("--upstream-health-interval must be positive")
+		case *healthTimeout <= 0:
+			return nil, errors.New("--upstream-health-timeout must be positive")
+		case *maxConns < 0:
+			return nil, errors.New("--upstream-max-conns must not be negative (0: no limit)")
+		case *queueTimeout <= 0:
+			return nil, errors.New("--upstream-queue-timeout must be positive")
 		}
+		cfg.MaxConnsPerUpstream = *maxConns
 		cfg.ResponseTimeout = *responseTimeout
 		if cfg.ResponseTimeout == 0 {
 			cfg.ResponseTimeout = -1 // proxy.Config: negative is none

@@ -29,6 +29,13 @@ func TestServeProxyUsageErrors(t *testing.T) {
 		{[]string{"--upstream", "http://127.0.0.1:1", "--trust-forwarded", "lan"}, `--trust-forwarded "lan"`},
 		{[]string{"--upstream", "http://127.0.0.1:1", "--early-data", "accept"}, "--early-data"},
 		{[]string{"--early-data", "hold"}, "need --upstream or --route"},
+		{[]string{"--upstream-health", "/healthz"}, "need --upstream or --route"},
+		{[]string{"--upstream-max-conns", "4"}, "need --upstream or --route"},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-health", "healthz"}, `--upstream-health "healthz"`},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-health-interval", "0s"}, "--upstream-health-interval"},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-health-timeout", "-1s"}, "--upstream-health-timeout"},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-max-conns", "-1"}, "--upstream-max-conns"},
+		{[]string{"--upstream", "http://127.0.0.1:1", "--upstream-queue-timeout", "0s"}, "--upstream-queue-timeout"},
 	} {
 		args := append([]string{"serve", "--state-dir", state}, tc.args...)
 		code, _, errOut := runCLI(args...)
@@ -37,7 +44,7 @@ func TestServeProxyUsageErrors(t *testing.T) {
 		}
 	}
 	code, out, _ := runCLI("help", "serve")
-	for _, f := range []string{"-upstream", "-route", "-upstream-ca", "-upstream-insecure", "-upstream-connect-timeout", "-upstream-timeout", "-max-body-bytes", "-trust-forwarded", "-early-data", "reverse proxy"} {
+	for _, f := range []string{"-upstream", "-route", "-upstream-ca", "-upstream-insecure", "-upstream-connect-timeout", "-upstream-timeout", "-max-body-bytes", "-trust-forwarded", "-early-data", "-upstream-health", "-upstream-health-interval", "-upstream-health-timeout", "-upstream-max-conns", "-upstream-queue-timeout", "reverse proxy"} {
 		if code != exitOK || !strings.Contains(out, f) {
 			t.Errorf("help serve lacks %q", f)
 		}
@@ -70,7 +77,8 @@ func TestServeProxy(t *testing.T) {
 	srv := startServe(t, t.TempDir(), "--addr", "127.0.0.1:0",
 		"--upstream", "http://"+ln.Addr().String(),
 		"--route", "/other=http://"+other.Addr().String(),
-		"--max-body-bytes", "1KiB", "--upstream-timeout", "5s", "--trust-forwarded", "192.0.2.0/24")
+		"--max-body-bytes", "1KiB", "--upstream-timeout", "5s", "--trust-forwarded", "192.0.2.0/24",
+		"--upstream-health", "/health", "--upstream-health-interval", "50ms", "--upstream-max-conns", "4")
 	h2 := &http.Transport{TLSClientConfig: srv.tlsConfig(), ForceAttemptHTTP2: true}
 	defer h2.CloseIdleConnections()
 	h3 := &http3.Transport{TLSClientConfig: srv.tlsConfig()}
