@@ -59,7 +59,9 @@ func TestPrefixRateAgent(t *testing.T) {
 		c.OnPrefixEmpty = func(p netip.Prefix, tat, now int64) { emptied = append(emptied, p) }
 	})
 	w := env.w
-	a := func(host byte) netip.AddrPort { return netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, host}), 4433) }
+	a := func(host byte) netip.AddrPort {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, host}), 4433)
+	}
 	for i := range 3 {
 		processAt(t, w, validInitial(t, w, a(byte(i+1)), start), a(byte(i+1)), start, ReasonRetryTokenForwarded)
 	}
