@@ -107,7 +107,8 @@ func (w *Worker) takePrefixToken(from netip.AddrPort) bool {
 // overRate answers the Initial in w.hdr, whose prefix is over its rate:
 // a stateless CONNECTION_REFUSED close, or nothing (prefixrate.Drop).
 func (w *Worker) overRate(out []byte) (Reason, []byte) {
-	if w.eng.cfg.PrefixRate.Action == prefixrate.Drop {
+	pr := &w.eng.cfg.PrefixRate
+	if pr.Action == prefixrate.Drop || !w.takeRefusal(pr.RefuseRate) {
 		return ReasonPrefixRateDropped, nil
 	}
 	reply, err := w.eng.resp.AppendClose(out[:0], &w.hdr, &refused)
@@ -115,6 +116,23 @@ func (w *Worker) overRate(out []byte) (Reason, []byte) {
 		return ReasonPrefixRateDropped, nil
 	}
 	return ReasonPrefixRateRefused, reply
+}
+
+// takeRefusal takes one close from the worker's refusal budget of rate
+// per second (as much at once) and reports whether there was one.
+func (w *Worker) takeRefusal(rate float64) bool {
+	if elapsed := w.now.Sub(w.refuseAt); elapsed > 0 || w.refuseAt.IsZero() {
+		w.refuseCredit = min(rate, w.refuseCredit+rate*elapsed.Seconds())
+		if w.refuseAt.IsZero() {
+			w.refuseCredit = rate
+		}
+		w.refuseAt = w.now
+	}
+	if w.refuseCredit < 1 {
+		return false
+	}
+	w.refuseCredit--
+	return true
 }
 
 // refused is the error of the close an over-rate Initial gets.

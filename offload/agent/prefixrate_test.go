@@ -157,3 +157,64 @@ func TestPrefixRateDropAndSpoofing(t *testing.T) {
 		t.Fatalf("prefix stats %+v: a refused or forged Initial took a token", ps)
 	}
 }
+
+// TestPrefixRateRefusalBudget: a worker builds at most RefuseRate closes
+// per second for over-rate Initials (each costs the Initial keys); the
+// rest are dropped, so a flood of them costs the agent a bounded CPU.
+func TestPrefixRateRefusalBudget(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) {
+		c.PrefixRate = prefixrate.Config{Rate: 0.001, Burst: 1, RefuseRate: 2}
+	})
+	w := env.w
+	processAt(t, w, validInitial(t, w, clientAddr, start), clientAddr, start, ReasonRetryTokenForwarded)
+	over := validInitial(t, w, clientAddr, start)
+	for i, want := range []Reason{ReasonPrefixRateRefused, ReasonPrefixRateRefused, ReasonPrefixRateDropped, ReasonPrefixRateDropped} {
+		if _, r, _ := w.ProcessAt(over, clientAddr, make([]byte, 0, MaxReplyLen), start); r != want {
+			t.Fatalf("over-rate Initial %d: %v, want %v", i, r, want)
+		}
+	}
+	at := start.Add(500 * time.Millisecond) // one close earned back
+	processAt(t, w, over, clientAddr, at, ReasonPrefixRateRefused)
+	processAt(t, w, over, clientAddr, at, ReasonPrefixRateDropped)
+	at = start.Add(10 * time.Second) // no more than RefuseRate at once
+	processAt(t, w, over, clientAddr, at, ReasonPrefixRateRefused)
+	processAt(t, w, over, clientAddr, at, ReasonPrefixRateRefused)
+	processAt(t, w, over, clientAddr, at, ReasonPrefixRateDropped)
+}
+
+// benchOverRate measures the agent on a validated Initial of a prefix over
+// its rate (its burst of 1 taken first) with action act.
+func benchOverRate(b *testing.B, act prefixrate.Action, want Reason) {
+	env := newTestEnv(b, func(c *Config) {
+		c.RetryMaxAge = time.Hour
+		// No refusal budget to speak of: every over-rate Initial is
+		// refused, so the close's cost is what is measured.
+		c.PrefixRate = prefixrate.Config{Rate: 0.001, Burst: 1, Action: act, RefuseRate: 1e12}
+	})
+	tok, rscid := agentRetryToken(b, env)
+	pkt := clientInitial(b, wire.Version1, rscid, cscid, tok, 1200)
+	out := make([]byte, 0, MaxReplyLen)
+	if _, r, _ := env.w.Process(pkt, clientAddr, out); r != ReasonRetryTokenForwarded {
+		b.Fatalf("first Initial: %v", r)
+	}
+	if _, r, _ := env.w.Process(pkt, clientAddr, out); r != want {
+		b.Fatalf("reason %v, want %v", r, want)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		env.w.Process(pkt, clientAddr, out)
+	}
+}
+
+// BenchmarkPrefixRateRefuse: the agent's cost of refusing an over-rate
+// Initial (no token validation; a CONNECTION_REFUSED close, whose Initial
+// keys are derived per packet).
+func BenchmarkPrefixRateRefuse(b *testing.B) {
+	benchOverRate(b, prefixrate.Refuse, ReasonPrefixRateRefused)
+}
+
+// BenchmarkPrefixRateDrop: the same with Drop (what reaches the agent
+// before the XDP program has the prefix's bucket).
+func BenchmarkPrefixRateDrop(b *testing.B) {
+	benchOverRate(b, prefixrate.Drop, ReasonPrefixRateDropped)
+}

@@ -82,7 +82,17 @@ type Config struct {
 	MaxPrefixes int
 	// Action is what an over-rate Initial gets.
 	Action Action
+	// RefuseRate bounds the CONNECTION_REFUSED closes each agent worker
+	// builds per second (Refuse); past it over-rate Initials are dropped.
+	// A close costs about 5 us (its Initial keys are derived per packet),
+	// so this bounds what a flood of over-rate Initials costs the agent.
+	// 0 means DefaultRefuseRate.
+	RefuseRate float64
 }
+
+// DefaultRefuseRate is Config.RefuseRate's default: about 5 % of a core
+// per agent worker.
+const DefaultRefuseRate = 10_000
 
 // Enabled reports whether the limit is on.
 func (c Config) Enabled() bool { return c.Rate > 0 }
@@ -94,6 +104,12 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	if c.Rate > 0 && c.Rate < 1e-3 {
 		return c, fmt.Errorf("prefixrate: Rate %v below one per 1000 s", c.Rate)
+	}
+	if c.RefuseRate < 0 || math.IsNaN(c.RefuseRate) || math.IsInf(c.RefuseRate, 0) {
+		return c, fmt.Errorf("prefixrate: RefuseRate %v is not a finite number >= 0", c.RefuseRate)
+	}
+	if c.RefuseRate == 0 {
+		c.RefuseRate = DefaultRefuseRate
 	}
 	if c.Burst < 0 || c.MaxPrefixes < 0 {
 		return c, errors.New("prefixrate: negative Burst or MaxPrefixes")
