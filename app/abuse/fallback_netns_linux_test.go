@@ -29,27 +29,7 @@ var (
 // connection and memory bounds, benign fetches working. Needs root and
 // AF_XDP.
 func TestFloodXDPAgentPaused(t *testing.T) {
-	netnstest.RequireRoot(t, "the integrated offload's fallback test (network namespaces, XDP, AF_XDP)")
-	netnstest.RequireAFXDP(t)
-	nsS, nsC := netnstest.New(t, "trab-s"), netnstest.New(t, "trab-c")
-	netnstest.Veth(t, netnstest.End{NS: nsC, Dev: "abc0", MAC: fbClientMAC}, netnstest.End{NS: nsS, Dev: "abs0", MAC: fbServerMAC})
-	netnstest.Up(t, nsS, "abs0", netip.PrefixFrom(fbServerIP, 24))
-	netnstest.Up(t, nsC, "abc0", netip.PrefixFrom(fbClientIP, 24))
-	// Static neighbours: nothing depends on ARP passing the XDP program.
-	netnstest.Neigh(t, nsS, "abs0", fbClientIP, fbClientMAC)
-	netnstest.Neigh(t, nsC, "abc0", fbServerIP, fbServerMAC)
-	// Complete UDP checksums on the sender's side, as a real NIC delivers
-	// them: a frame the program passes keeps no checksum-offload state.
-	if err := netnstest.In(nsC, func() error { return netnstest.TXChecksumOff("abc0") }); err != nil {
-		t.Fatal(err)
-	}
-	netnstest.WaitUp(t, nsS, "abs0")
-	netnstest.WaitUp(t, nsC, "abc0")
-
-	s := startServerWith(t, serveOptions{
-		ns: nsS, clientNS: nsC, serverName: "localhost",
-		args: []string{"--addr", netip.AddrPortFrom(fbServerIP, 4433).String(), "--offload", "xdp", "--iface", "abs0"},
-	})
+	s := startXDPServer(t, "the integrated offload's fallback test (network namespaces, XDP, AF_XDP)")
 	agentRetries := series("turboretry_agent_packets_total", "verdict", "send_reply", "reason", "retry")
 	failOpen := series("turboretry_xdp_packets_total", "reason", "pass_fail_open")
 	if err := s.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
@@ -71,4 +51,31 @@ func TestFloodXDPAgentPaused(t *testing.T) {
 		t.Errorf("the XDP program passed %.0f packets failing open, fewer than the %d Initials the host retried", n, r.retries)
 	}
 	t.Logf("XDP: %.0f packets passed failing open", after[failOpen]-before[failOpen])
+}
+
+// startXDPServer runs `turboretry serve --offload xdp` in a network
+// namespace joined by a veth pair to the clients' (see the addresses
+// above), with args after the suite's. Needs root and AF_XDP; skips with
+// why otherwise.
+func startXDPServer(t *testing.T, why string, args ...string) *server {
+	netnstest.RequireRoot(t, why)
+	netnstest.RequireAFXDP(t)
+	nsS, nsC := netnstest.New(t, "trab-s"), netnstest.New(t, "trab-c")
+	netnstest.Veth(t, netnstest.End{NS: nsC, Dev: "abc0", MAC: fbClientMAC}, netnstest.End{NS: nsS, Dev: "abs0", MAC: fbServerMAC})
+	netnstest.Up(t, nsS, "abs0", netip.PrefixFrom(fbServerIP, 24))
+	netnstest.Up(t, nsC, "abc0", netip.PrefixFrom(fbClientIP, 24))
+	// Static neighbours: nothing depends on ARP passing the XDP program.
+	netnstest.Neigh(t, nsS, "abs0", fbClientIP, fbClientMAC)
+	netnstest.Neigh(t, nsC, "abc0", fbServerIP, fbServerMAC)
+	// Complete UDP checksums on the sender's side, as a real NIC delivers
+	// them: a frame the program passes keeps no checksum-offload state.
+	if err := netnstest.In(nsC, func() error { return netnstest.TXChecksumOff("abc0") }); err != nil {
+		t.Fatal(err)
+	}
+	netnstest.WaitUp(t, nsS, "abs0")
+	netnstest.WaitUp(t, nsC, "abc0")
+	return startServerWith(t, serveOptions{
+		ns: nsS, clientNS: nsC, serverName: "localhost",
+		args: append([]string{"--addr", netip.AddrPortFrom(fbServerIP, 4433).String(), "--offload", "xdp", "--iface", "abs0"}, args...),
+	})
 }

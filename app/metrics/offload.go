@@ -20,8 +20,13 @@ var (
 	agentPaused      = desc("turboretry_agent_paused", "Whether the agent is paused (1) by fault injection.")
 	xdpPackets       = desc("turboretry_xdp_packets_total", "Packets the XDP fast path handled, by reason.", "reason")
 	afxdpFrames      = desc("turboretry_afxdp_frames_total", "AF_XDP frames of the agent datapath, by direction and outcome.", "direction", "result")
+	prefixPrefixes   = desc("turboretry_agent_prefix_rate_prefixes", "Source prefixes whose validated-Initial bucket the agent tracks.")
+	prefixTokens     = desc("turboretry_agent_prefix_rate_tokens_total", "Validated Initials that took a token of their prefix's bucket, or found none.", "result")
+	prefixEvictions  = desc("turboretry_agent_prefix_rate_evictions_total", "Prefix buckets forgotten to make room for another prefix.")
+	prefixWriteErrs  = desc("turboretry_agent_prefix_rate_xdp_write_errors_total", "Emptied prefix buckets the agent could not hand to the XDP program.")
 
-	datapathDescs = []*prometheus.Desc{agentPackets, agentEgress, agentCacheErrors, agentHeartbeat, agentPaused, xdpPackets, afxdpFrames}
+	datapathDescs = []*prometheus.Desc{agentPackets, agentEgress, agentCacheErrors, agentHeartbeat, agentPaused, xdpPackets, afxdpFrames,
+		prefixPrefixes, prefixTokens, prefixEvictions, prefixWriteErrs}
 )
 
 // collectDatapath exports a datapath snapshot. Every agent and XDP reason
@@ -35,6 +40,11 @@ func collectDatapath(ch chan<- prometheus.Metric, s *datapath.Stats, xdpErr erro
 	ch <- counterOf(agentEgress, s.Agent.EgressLearned, "learned")
 	ch <- counterOf(agentEgress, s.Agent.EgressIgnored, "ignored")
 	ch <- counterOf(agentCacheErrors, s.Agent.CacheErrors)
+	ch <- gaugeOf(prefixPrefixes, float64(s.PrefixRate.Prefixes))
+	ch <- counterOf(prefixTokens, s.PrefixRate.Allowed, "taken")
+	ch <- counterOf(prefixTokens, s.PrefixRate.Refused, "refused")
+	ch <- counterOf(prefixEvictions, s.PrefixRate.Evictions)
+	ch <- counterOf(prefixWriteErrs, s.PrefixWriteErrors)
 	var hb float64
 	if !s.Heartbeat.IsZero() {
 		hb = float64(s.Heartbeat.UnixNano()) / 1e9

@@ -70,6 +70,7 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, int, bool) {
 	rotate := flags.Duration("rotate", split.DefaultRotateEvery, "fast-path aging window T_W (`D`); at least --idle-timeout")
 	idle := flags.Duration("idle-timeout", split.DefaultIdleTimeout, "the host's QUIC idle timeout (`D`)")
 	metricsAddr := flags.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics")
+	prefixRate := prefixRateFlags(flags, "", true)
 	pos, err := parseArgs(flags, args)
 	if err != nil {
 		return f, flagExit(err), false
@@ -106,7 +107,12 @@ func parseAgentFlags(args []string, stderr io.Writer) (agentFlags, int, bool) {
 	if err != nil {
 		return fail("%v", err)
 	}
+	pr, err := prefixRate(0, 0)
+	if err != nil {
+		return fail("%v", err)
+	}
 	f.cfg = split.Config{
+		PrefixRate:  pr,
 		WireIface:   *wire,
 		HostIface:   *host,
 		Port:        uint16(*port),

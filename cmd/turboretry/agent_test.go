@@ -1,9 +1,12 @@
 package main
 
 import (
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/turboretry/turboretry/offload/prefixrate"
 )
 
 // TestAgentUsageErrors: every bad command line is refused with exit 2 and
@@ -31,6 +34,9 @@ func TestAgentUsageErrors(t *testing.T) {
 		{with("--rotate", "10s"), "--rotate 10s, --idle-timeout 30s: the fast-path aging window T_W (10s) is shorter than the QUIC idle timeout (30s)"},
 		{with("--idle-timeout", "1m"), "--rotate 30s, --idle-timeout 1m0s: the fast-path aging window T_W (30s) is shorter than the QUIC idle timeout (1m0s)"},
 		{with("--stale-after", "0s"), "must be positive"},
+		{with("--prefix-action", "tarpit"), `--prefix-action: prefixrate: unknown action "tarpit"`},
+		{with("--prefix-rate", "-1"), "--prefix-rate: prefixrate: Rate -1"},
+		{with("--prefix-rate", "5", "--prefix-len4", "40"), "prefix lengths /40"},
 		{with("extra"), `unexpected argument "extra"`},
 		{with("--frobnicate"), "flag provided but not defined"},
 	} {
@@ -38,6 +44,20 @@ func TestAgentUsageErrors(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args[1:], code, errOut, exitUsage, tc.want)
 		}
+	}
+}
+
+// TestAgentPrefixRateFlags: the fast path's per-prefix limit reaches the
+// split agent's Config.
+func TestAgentPrefixRateFlags(t *testing.T) {
+	f, code, ok := parseAgentFlags([]string{"--wire", "p0", "--host", "pf0hpf", "--secret", "s.key", "--control", "198.18.0.254:4434",
+		"--prefix-rate", "20", "--prefix-burst", "8", "--prefix-action", "drop", "--prefix-len4", "22", "--prefix-len6", "48", "--max-prefixes", "1000"}, io.Discard)
+	if !ok {
+		t.Fatalf("exit %d", code)
+	}
+	want := prefixrate.Config{Rate: 20, Burst: 8, PrefixLen4: 22, PrefixLen6: 48, MaxPrefixes: 1000, Action: prefixrate.Drop}
+	if f.cfg.PrefixRate != want {
+		t.Fatalf("PrefixRate %+v, want %+v", f.cfg.PrefixRate, want)
 	}
 }
 

@@ -91,6 +91,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	offload := flags.String("offload", "none", "address-validation offload (`MODE`: none, xdp for the integrated XDP agent, or split for a separate agent)")
 	iface := flags.String("iface", "", "the network interface `IF` the XDP offload filters (with --offload xdp)")
 	agentControl := flags.String("agent-control", "", "the split-mode agent's control address `HOST:PORT` (with --offload split)")
+	offloadPrefix := prefixRateFlags(flags, "offload-", false)
 	qlogDir := flags.String("qlog-dir", "", "write a qlog file per QUIC connection into `DIR` (debugging; one file per connection)")
 	limits := limitFlags(flags)
 	proxyConfig := proxyFlags(flags)
@@ -128,6 +129,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if (offMode == host.ModeSplit) != (*agentControl != "") {
 		return usageError(flags, "--offload split and --agent-control go together: give both or neither")
+	}
+	prefixRate, err := offloadPrefix(lim.PrefixLen4, lim.PrefixLen6)
+	if err != nil {
+		return usageError(flags, "%v", err)
+	}
+	if prefixRate.Enabled() && offMode != host.ModeXDP {
+		return usageError(flags, "--offload-prefix-rate needs --offload xdp (in the split mode the agent has --prefix-rate)")
 	}
 	var control netip.AddrPort
 	if *agentControl != "" {
@@ -174,7 +182,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		QlogDir:       *qlogDir,
 		Workers:       *workers,
 		ConnectionIDs: fileserver.IDLayout{ConfigID: layout.ConfigID, HostID: layout.HostID, NonceLen: layout.NonceLen},
-		Offload:       host.Config{Mode: offMode, Iface: *iface, AgentControl: control, CacheOnly: cacheOnly},
+		Offload:       host.Config{Mode: offMode, Iface: *iface, AgentControl: control, CacheOnly: cacheOnly, PrefixRate: prefixRate},
 		Logger:        log,
 	})
 	if err != nil {

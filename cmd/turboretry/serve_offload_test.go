@@ -19,6 +19,9 @@ func TestServeOffloadFlags(t *testing.T) {
 		{[]string{"--offload", "split"}, "--offload split and --agent-control go together"},
 		{[]string{"--agent-control", "127.0.0.1:9"}, "--offload split and --agent-control go together"},
 		{[]string{"--offload", "split", "--agent-control", "localhost:9"}, "--agent-control:"},
+		{[]string{"--offload-prefix-rate", "50"}, "--offload-prefix-rate needs --offload xdp"},
+		{[]string{"--offload", "xdp", "--iface", "eth0", "--offload-prefix-action", "tarpit"}, "--offload-prefix-action"},
+		{[]string{"--offload", "xdp", "--iface", "eth0", "--offload-prefix-rate", "NaN"}, "--offload-prefix-rate"},
 	} {
 		args := append([]string{"serve", "--state-dir", state}, tc.args...)
 		code, _, errOut := runCLI(args...)
@@ -28,7 +31,7 @@ func TestServeOffloadFlags(t *testing.T) {
 	}
 	code, out, _ := runCLI("help", "serve")
 	if code != exitOK || !strings.Contains(out, "-offload") || !strings.Contains(out, "-iface") || !strings.Contains(out, "SIGUSR1") ||
-		!strings.Contains(out, "-agent-control") {
+		!strings.Contains(out, "-agent-control") || !strings.Contains(out, "-offload-prefix-rate") {
 		t.Errorf("help serve: exit %d, %q", code, out)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/turboretry/turboretry/internal/stateless"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/offload/prefixrate"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -108,6 +109,18 @@ type Config struct {
 	// HeartbeatInterval is RunHeartbeat's period; default
 	// DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
+	// PrefixRate limits the validated Initials each source prefix may
+	// send (issue 27); the zero value is off. An Initial with a token from
+	// a prefix over its rate is answered with CONNECTION_REFUSED
+	// (prefixrate.Refuse) or dropped (prefixrate.Drop) without validating
+	// the token; a validated first Initial takes a token from its prefix.
+	PrefixRate prefixrate.Config
+	// OnPrefixEmpty, if set, is called when a validated Initial empties its
+	// prefix's bucket, with Unix nanoseconds of the packet's time (the
+	// datapath hands the prefix to the XDP program, which then refuses
+	// the prefix's Initials itself). It runs on a worker goroutine, outside
+	// the agent's locks, and must not block for long.
+	OnPrefixEmpty prefixrate.EmptyFunc
 	// OnHeartbeat, if set, is called with each heartbeat's time (for
 	// example to write it where the fast path reads it). It runs on the
 	// heartbeat goroutine and must not block for long.
@@ -158,6 +171,10 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	var err error
+	if cfg.PrefixRate, err = cfg.PrefixRate.WithDefaults(); err != nil {
+		return cfg, fmt.Errorf("agent: %w", err)
 	}
 	return cfg, nil
 }

@@ -21,6 +21,12 @@
 //     after the retransmission window, gets a Retry (reason token_replayed). The host applies the same rule to what the
 //     agent forwards, so the two agree. The connection's later Initials
 //     (DCID known to the cache) pass unchecked.
+//   - With Config.PrefixRate, a first Initial whose token validated takes a
+//     token from its source prefix's bucket (package offload/prefixrate);
+//     while the bucket is empty, every Initial with a token from the prefix
+//     is answered with CONNECTION_REFUSED (or dropped) before its token is
+//     checked, and Config.OnPrefixEmpty hands the bucket to the XDP program,
+//     which then sheds the prefix's Initials itself.
 //   - A long header of an unknown version (1200 bytes or more) gets Version
 //     Negotiation; version 0 and everything else is dropped.
 //   - An Initial whose DCID is under 8 bytes opens nothing unless a valid

@@ -3,10 +3,12 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/turboretry/turboretry/internal/stateless"
+	"github.com/turboretry/turboretry/offload/prefixrate"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -24,6 +26,8 @@ type Engine struct {
 	paused  atomic.Bool
 	beat    atomic.Int64 // last heartbeat, Unix nanoseconds; 0 = none yet
 	keys    atomic.Pointer[keyGeneration]
+	// prefixes is the rate limit by source prefix; nil when off.
+	prefixes *prefixrate.Limiter
 }
 
 // keyGeneration is the key ring the workers use; SetKeyRing publishes a
@@ -48,6 +52,9 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: c, resp: resp, workers: make([]*Worker, c.Workers)}
+	if e.prefixes, err = prefixrate.NewLimiter(c.PrefixRate, c.OnPrefixEmpty); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	e.keys.Store(&keyGeneration{ring: c.KeyRing, cache: c.KeyCache})
 	for i := range e.workers {
 		if e.workers[i], err = newWorker(e); err != nil {
@@ -73,6 +80,15 @@ func (e *Engine) SetKeyRing(kr *token.KeyRing) error {
 			return nil
 		}
 	}
+}
+
+// PrefixRateStats returns the prefix rate limit's counters; the zero Stats
+// when the limit is off.
+func (e *Engine) PrefixRateStats() prefixrate.Stats {
+	if e.prefixes == nil {
+		return prefixrate.Stats{}
+	}
+	return e.prefixes.Stats()
 }
 
 // NumWorkers returns the number of workers.

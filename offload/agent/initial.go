@@ -5,7 +5,9 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/stateless"
+	"github.com/turboretry/turboretry/offload/prefixrate"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -16,6 +18,14 @@ func (w *Worker) initial(from netip.AddrPort, out []byte) (Reason, []byte) {
 	h := &w.hdr
 	if len(h.Token) == 0 {
 		return w.retry(from, out, ReasonRetry)
+	}
+	// An over-rate prefix's Initials are answered before any token work.
+	// A later Initial of a connection admitted earlier is among them: its
+	// loss costs the handshake nothing (the client's Handshake packets
+	// pass the fast path), and a close keyed to its DCID, the host's ID,
+	// is not one the client can open.
+	if lim := w.eng.prefixes; lim != nil && lim.Over(from.Addr(), w.now) {
+		return w.overRate(out)
 	}
 	res, err := w.validator.Validate(h.Token, token.TypeAny, from, w.now, w.payload[:0])
 	if err != nil {
@@ -32,6 +42,9 @@ func (w *Worker) initial(from netip.AddrPort, out []byte) (Reason, []byte) {
 		return w.newTokenInitial(w.now, from, out)
 	}
 	if bytes.Equal(res.RSCID, h.DestConnID) {
+		if !w.takePrefixToken(from) {
+			return w.overRate(out)
+		}
 		// An RSCID whose MAC the fast path verifies needs no entry.
 		if !w.verifies(h.DestConnID) {
 			w.admit(h.DestConnID)
@@ -72,6 +85,9 @@ func (w *Worker) newTokenInitial(now time.Time, from netip.AddrPort, out []byte)
 			return ReasonDCIDTooShort, nil
 		}
 	}
+	if !w.takePrefixToken(from) {
+		return w.overRate(out)
+	}
 	// The client's 0-RTT packets carry this DCID too. It is the client's
 	// choice (8..20 bytes); the fast path keys long-header DCIDs longer
 	// than the server's CID length by their first CIDLen bytes
@@ -79,6 +95,48 @@ func (w *Worker) newTokenInitial(now time.Time, from netip.AddrPort, out []byte)
 	w.admit(cidPrefix(h.DestConnID, w.eng.cfg.CIDLen))
 	return ReasonNewTokenForwarded, nil
 }
+
+// takePrefixToken takes a token from the bucket of from's prefix for a
+// validated first Initial, and reports whether there was one (always
+// true with the limit off).
+func (w *Worker) takePrefixToken(from netip.AddrPort) bool {
+	lim := w.eng.prefixes
+	return lim == nil || lim.Allow(from.Addr(), w.now)
+}
+
+// overRate answers the Initial in w.hdr, whose prefix is over its rate:
+// a stateless CONNECTION_REFUSED close, or nothing (prefixrate.Drop).
+func (w *Worker) overRate(out []byte) (Reason, []byte) {
+	pr := &w.eng.cfg.PrefixRate
+	if pr.Action == prefixrate.Drop || !w.takeRefusal(pr.RefuseRate) {
+		return ReasonPrefixRateDropped, nil
+	}
+	reply, err := w.eng.resp.AppendClose(out[:0], &w.hdr, &refused)
+	if err != nil {
+		return ReasonPrefixRateDropped, nil
+	}
+	return ReasonPrefixRateRefused, reply
+}
+
+// takeRefusal takes one close from the worker's refusal budget of rate
+// per second (as much at once) and reports whether there was one.
+func (w *Worker) takeRefusal(rate float64) bool {
+	if elapsed := w.now.Sub(w.refuseAt); elapsed > 0 || w.refuseAt.IsZero() {
+		w.refuseCredit = min(rate, w.refuseCredit+rate*elapsed.Seconds())
+		if w.refuseAt.IsZero() {
+			w.refuseCredit = rate
+		}
+		w.refuseAt = w.now
+	}
+	if w.refuseCredit < 1 {
+		return false
+	}
+	w.refuseCredit--
+	return true
+}
+
+// refused is the error of the close an over-rate Initial gets.
+var refused = qerr.TransportError{Code: qerr.ConnectionRefused}
 
 // retry builds the Retry for the Initial in w.hdr, to the client at from.
 // Only an Initial whose DCID the client chose gets one.

@@ -43,6 +43,7 @@ const (
 	ReasonRetry              // Initial without token: Retry sent
 	ReasonRetryBadNewToken   // Initial with a bad new_token token: Retry sent
 	ReasonVersionNegotiation // unsupported version: Version Negotiation sent
+	ReasonPrefixRateRefused  // validated Initial over its prefix's rate: CONNECTION_REFUSED sent
 
 	// Forward reasons.
 	ReasonRetryTokenForwarded // valid retry token, RSCID = DCID: RSCID admitted
@@ -62,6 +63,7 @@ const (
 	ReasonUnexpectedRetry      // a Retry packet sent to the server
 	ReasonRSCIDMismatch        // valid retry token for another DCID
 	ReasonInternal             // token issuance failed (e.g. no valid source address)
+	ReasonPrefixRateDropped    // validated Initial over its prefix's rate, dropped
 
 	ReasonTokenMalformed // first token rejection reason, = token.ReasonMalformed
 )
@@ -96,7 +98,7 @@ var ReasonReplayedNewToken = ReasonOfToken(token.ReasonReplayed)
 // Verdict returns the verdict that goes with r.
 func (r Reason) Verdict() Verdict {
 	switch r {
-	case ReasonRetry, ReasonRetryBadNewToken, ReasonVersionNegotiation, ReasonReplayedNewToken:
+	case ReasonRetry, ReasonRetryBadNewToken, ReasonVersionNegotiation, ReasonReplayedNewToken, ReasonPrefixRateRefused:
 		return SendReply
 	case ReasonRetryTokenForwarded, ReasonNewTokenForwarded, ReasonRetryTokenKnownCID, ReasonNewTokenKnownCID:
 		return Forward
@@ -109,6 +111,7 @@ var reasonLabels = [...]string{
 	ReasonRetry:                "retry",
 	ReasonRetryBadNewToken:     "retry_invalid_new_token",
 	ReasonVersionNegotiation:   "version_negotiation",
+	ReasonPrefixRateRefused:    "prefix_rate_refused",
 	ReasonRetryTokenForwarded:  "retry_token",
 	ReasonNewTokenForwarded:    "new_token",
 	ReasonRetryTokenKnownCID:   "retry_token_known_cid",
@@ -124,6 +127,7 @@ var reasonLabels = [...]string{
 	ReasonUnexpectedRetry:      "unexpected_retry",
 	ReasonRSCIDMismatch:        "rscid_mismatch",
 	ReasonInternal:             "internal_error",
+	ReasonPrefixRateDropped:    "prefix_rate_dropped",
 }
 
 var tokenLabels = [token.NumReasons]string{

@@ -27,6 +27,12 @@ type Worker struct {
 	// now is the time of the packet being processed (ProcessAt).
 	now time.Time
 
+	// refuseCredit is the closes this worker may still build for
+	// over-rate Initials (PrefixRate.RefuseRate per second, as much at
+	// once); refuseAt is when it was last refilled.
+	refuseCredit float64
+	refuseAt     time.Time
+
 	hdr     wire.LongHeader
 	rscid   [wire.MaxConnIDLen]byte
 	payload [token.MaxPayloadLen]byte

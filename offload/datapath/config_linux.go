@@ -10,6 +10,7 @@ import (
 	"github.com/turboretry/turboretry/offload/afxdp"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/fastpath"
+	"github.com/turboretry/turboretry/offload/prefixrate"
 	"github.com/turboretry/turboretry/offload/xdp"
 	"github.com/turboretry/turboretry/quiclb"
 	"github.com/turboretry/turboretry/token"
@@ -91,6 +92,11 @@ type Config struct {
 	// frames: the split mode's hook, which sends them out of the host
 	// port. Exactly one of Deliver and Forward must be set.
 	Forward ForwardFunc
+	// PrefixRate limits the validated Initials per source prefix (issue
+	// 27) in both the agent (which takes the tokens) and the XDP program
+	// (which drops, or leaves to the agent to refuse, the Initials with a
+	// token of a prefix whose bucket is empty); the zero value is off.
+	PrefixRate prefixrate.Config
 	// Logger receives start, stop and failure messages; nil discards them.
 	Logger *slog.Logger
 }

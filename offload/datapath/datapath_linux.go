@@ -69,7 +69,7 @@ func Start(cfg Config) (*Datapath, error) {
 		macIDs = cfg.IDs
 	}
 	d.prog, err = xdp.Load(xdp.Config{Port: cfg.Port, CIDLen: cfg.CIDLen, Key: cfg.CacheKey, IDs: macIDs,
-		StaleAfter: cfg.StaleAfter, Queues: cfg.Queues})
+		StaleAfter: cfg.StaleAfter, Queues: cfg.Queues, PrefixRate: cfg.PrefixRate})
 	if err != nil {
 		return nil, classify(ErrLoad, "loading", err)
 	}
@@ -90,6 +90,8 @@ func Start(cfg Config) (*Datapath, error) {
 		Workers:           cfg.Queues + 1, // the last one watches egress
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		OnHeartbeat:       func(time.Time) { d.beat() },
+		PrefixRate:        cfg.PrefixRate,
+		OnPrefixEmpty:     prog.PrefixEmptied,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/offload/agent"
+	"github.com/turboretry/turboretry/offload/prefixrate"
 	"github.com/turboretry/turboretry/offload/xdp"
 )
 
@@ -19,6 +20,11 @@ type Stats struct {
 	Paused    bool
 	// XDP is the program's per-reason packet counts.
 	XDP xdp.Counters
+	// PrefixRate is the agent's prefix table (Config.PrefixRate); the
+	// zero value when the limit is off. PrefixWriteErrors counts buckets
+	// the agent could not hand to the XDP program.
+	PrefixRate        prefixrate.Stats
+	PrefixWriteErrors uint64
 	// FramesRX counts frames received on the AF_XDP sockets, FramesTX reply
 	// frames queued for transmission.
 	FramesRX uint64

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/offload/fastpath"
+	"github.com/turboretry/turboretry/offload/prefixrate"
 	"github.com/turboretry/turboretry/quiclb"
 	"github.com/turboretry/turboretry/token"
 )
@@ -77,6 +78,10 @@ type Config struct {
 	// KeyRing holds the root secret the agent shares (the fast-path key
 	// and the announcement key derive from it); required by Attach.
 	KeyRing *token.KeyRing
+	// PrefixRate limits the validated Initials per source prefix in the
+	// agent and the XDP program (ModeXDP; datapath.Config.PrefixRate);
+	// the zero value is off. In ModeSplit the agent process has its own.
+	PrefixRate prefixrate.Config
 	// Logger receives the offload's messages; nil discards them.
 	Logger *slog.Logger
 	// IDs is the layout of the Transports' connection IDs, which they

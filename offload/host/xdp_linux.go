@@ -30,6 +30,7 @@ func attachXDP(trs []*quic.Transport, steer func([]byte) int, cfg *Config, port 
 		CacheOnly:   cfg.CacheOnly,
 		StaleAfter:  cfg.StaleAfter,
 		RotateEvery: cfg.window(),
+		PrefixRate:  cfg.PrefixRate,
 		Deliver: func(pkt []byte, from, _ netip.AddrPort) {
 			tr := trs[0]
 			if steer != nil {

@@ -77,6 +77,7 @@ func Start(cfg Config) (*Agent, error) {
 		CacheOnly:   cfg.CacheOnly,
 		StaleAfter:  cfg.StaleAfter,
 		RotateEvery: cfg.RotateEvery,
+		PrefixRate:  cfg.PrefixRate,
 		Forward:     a.host.forward,
 		Logger:      cfg.Logger,
 	})

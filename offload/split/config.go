@@ -9,6 +9,7 @@ import (
 
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/fastpath"
+	"github.com/turboretry/turboretry/offload/prefixrate"
 	"github.com/turboretry/turboretry/quiclb"
 	"github.com/turboretry/turboretry/token"
 )
@@ -58,6 +59,10 @@ type Config struct {
 	// IdleTimeout is the host's QUIC idle timeout, which the agent cannot
 	// see; 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// PrefixRate limits the validated Initials per source prefix in the
+	// agent and the XDP program on WireIface (datapath.Config.PrefixRate);
+	// the zero value is off.
+	PrefixRate prefixrate.Config
 	// Logger receives start, stop and failure messages; nil discards them.
 	Logger *slog.Logger
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/offload/fastpath"
+	"github.com/turboretry/turboretry/offload/prefixrate"
 	"github.com/turboretry/turboretry/quiclb"
 )
 
@@ -41,6 +42,13 @@ type Config struct {
 	// Queues is the number of AF_XDP socket slots, one per receive queue;
 	// 0 means DefaultQueues.
 	Queues int
+	// PrefixRate, when on, makes the program refuse (prefixrate.Refuse:
+	// leave to the agent, AgentPrefixRate) or drop (DropPrefixRate) the
+	// Initials carrying a token from a source prefix whose bucket is
+	// empty. Only the agent takes tokens ([Program.PrefixEmptied]); the
+	// program reads the buckets and refills them with its clock. Give the
+	// agent the same Config. Its MaxPrefixes sizes the LRU map.
+	PrefixRate prefixrate.Config
 }
 
 var errNoPort = errors.New("xdp: Config.Port is required")
@@ -77,6 +85,10 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Queues < 0 || cfg.Queues > maxQueues {
 		return cfg, fmt.Errorf("xdp: Queues %d outside 1..%d", cfg.Queues, maxQueues)
 	}
+	var err error
+	if cfg.PrefixRate, err = cfg.PrefixRate.WithDefaults(); err != nil {
+		return cfg, fmt.Errorf("xdp: %w", err)
+	}
 	return cfg, nil
 }
 
@@ -90,6 +102,15 @@ func (cfg Config) mapConfig() fastpathTrXdpConfig {
 		StaleNs: uint64(cfg.StaleAfter.Nanoseconds()),
 		CidLen:  uint32(cfg.CIDLen),
 		Port:    uint32(cfg.Port),
+	}
+	if pr := cfg.PrefixRate; pr.Enabled() {
+		mc.PrefixIntervalNs = uint64(pr.Interval())
+		mc.PrefixToleranceNs = uint64(pr.Tolerance())
+		mc.PrefixLen4 = uint32(pr.PrefixLen4)
+		mc.PrefixLen6 = uint32(pr.PrefixLen6)
+		if pr.Action == prefixrate.Drop {
+			mc.PrefixDrop = 1
+		}
 	}
 	if cfg.IDs != nil {
 		k, _ := cfg.IDs.MACKey()

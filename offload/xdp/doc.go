@@ -22,6 +22,13 @@
 //     truncated frames, IPv4 fragments, IPv6 packets whose UDP header sits
 //     behind extension headers (not parsed, so never misparsed), VLAN tags.
 //
+// With Config.PrefixRate on, an Initial carrying a token from a source
+// prefix whose bucket is empty (the LRU hash map tr_prefixes, which only the
+// agent writes, through [Program.PrefixEmptied], when a validated Initial
+// takes the last token; package offload/prefixrate) is dropped
+// (DropPrefixRate) or left to the agent to refuse (AgentPrefixRate); the
+// program refills the bucket by its own clock.
+//
 // Every packet increments one per-CPU counter by Reason ([Program.Counters]).
 //
 // # Cache memory

@@ -13,6 +13,12 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type fastpathTrPrefixKey struct {
+	_      structs.HostLayout
+	Family uint32
+	Addr   [16]uint8
+}
+
 type fastpathTrXdpConfig struct {
 	_       structs.HostLayout
 	K0      uint64
@@ -32,6 +38,12 @@ type fastpathTrXdpConfig struct {
 		WorkerOff uint32
 		Reserved  uint32
 	}
+	PrefixIntervalNs  uint64
+	PrefixToleranceNs uint64
+	PrefixLen4        uint32
+	PrefixLen6        uint32
+	PrefixDrop        uint32
+	PrefixPad         uint32
 }
 
 type fastpathTrXdpReason uint32
@@ -50,7 +62,9 @@ const (
 	fastpathTrXdpReasonTR_XDP_DROP_MALFORMED     fastpathTrXdpReason = 10
 	fastpathTrXdpReasonTR_XDP_DROP_UNEXPECTED    fastpathTrXdpReason = 11
 	fastpathTrXdpReasonTR_XDP_PASS_MAC           fastpathTrXdpReason = 12
-	fastpathTrXdpReasonTR_XDP_NREASONS           fastpathTrXdpReason = 13
+	fastpathTrXdpReasonTR_XDP_DROP_PREFIX_RATE   fastpathTrXdpReason = 13
+	fastpathTrXdpReasonTR_XDP_AGENT_PREFIX_RATE  fastpathTrXdpReason = 14
+	fastpathTrXdpReasonTR_XDP_NREASONS           fastpathTrXdpReason = 15
 )
 
 type fastpathTrXdpTable struct {
@@ -64,9 +78,11 @@ type fastpathTrXdpTable struct {
 const (
 	fastpathMapFpGen       = "fp_gen"
 	fastpathMapFpTables    = "fp_tables"
+	fastpathMapTrClock     = "tr_clock"
 	fastpathMapTrConfig    = "tr_config"
 	fastpathMapTrCounters  = "tr_counters"
 	fastpathMapTrHeartbeat = "tr_heartbeat"
+	fastpathMapTrPrefixes  = "tr_prefixes"
 	fastpathMapTrXsks      = "tr_xsks"
 	fastpathProgTrFastpath = "tr_fastpath"
 )
@@ -122,9 +138,11 @@ type fastpathProgramSpecs struct {
 type fastpathMapSpecs struct {
 	FpGen       *ebpf.MapSpec `ebpf:"fp_gen"`
 	FpTables    *ebpf.MapSpec `ebpf:"fp_tables"`
+	TrClock     *ebpf.MapSpec `ebpf:"tr_clock"`
 	TrConfig    *ebpf.MapSpec `ebpf:"tr_config"`
 	TrCounters  *ebpf.MapSpec `ebpf:"tr_counters"`
 	TrHeartbeat *ebpf.MapSpec `ebpf:"tr_heartbeat"`
+	TrPrefixes  *ebpf.MapSpec `ebpf:"tr_prefixes"`
 	TrXsks      *ebpf.MapSpec `ebpf:"tr_xsks"`
 }
 
@@ -156,9 +174,11 @@ func (o *fastpathObjects) Close() error {
 type fastpathMaps struct {
 	FpGen       *ebpf.Map `ebpf:"fp_gen"`
 	FpTables    *ebpf.Map `ebpf:"fp_tables"`
+	TrClock     *ebpf.Map `ebpf:"tr_clock"`
 	TrConfig    *ebpf.Map `ebpf:"tr_config"`
 	TrCounters  *ebpf.Map `ebpf:"tr_counters"`
 	TrHeartbeat *ebpf.Map `ebpf:"tr_heartbeat"`
+	TrPrefixes  *ebpf.Map `ebpf:"tr_prefixes"`
 	TrXsks      *ebpf.Map `ebpf:"tr_xsks"`
 }
 
@@ -166,9 +186,11 @@ func (m *fastpathMaps) Close() error {
 	return _FastpathClose(
 		m.FpGen,
 		m.FpTables,
+		m.TrClock,
 		m.TrConfig,
 		m.TrCounters,
 		m.TrHeartbeat,
+		m.TrPrefixes,
 		m.TrXsks,
 	)
 }

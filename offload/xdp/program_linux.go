@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -31,6 +32,9 @@ type Program struct {
 	mu     sync.Mutex
 	link   link.Link
 	closed bool
+
+	prefixWriteErrors atomic.Uint64
+	testClock         atomic.Uint64 // setClockForTest; 0: none
 }
 
 // Load validates cfg, loads the program and its maps into the kernel,
@@ -55,6 +59,11 @@ func Load(cfg Config) (*Program, error) {
 		return nil, fmt.Errorf("xdp: %w", err)
 	}
 	spec.Maps[fastpathMapTrXsks].MaxEntries = uint32(cfg.Queues)
+	// An LRU hash preallocates its entries: one when the limit is off.
+	spec.Maps[fastpathMapTrPrefixes].MaxEntries = 1
+	if cfg.PrefixRate.Enabled() {
+		spec.Maps[fastpathMapTrPrefixes].MaxEntries = uint32(cfg.PrefixRate.MaxPrefixes)
+	}
 
 	p := &Program{cfg: cfg}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {

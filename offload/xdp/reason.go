@@ -36,6 +36,12 @@ const (
 	// PassMAC: Handshake, 0-RTT or short header whose DCID is an
 	// authenticated server ID (Config.IDs) whose MAC verifies.
 	PassMAC = Reason(fastpathTrXdpReasonTR_XDP_PASS_MAC)
+	// DropPrefixRate: an Initial with a token from a source prefix whose
+	// bucket is empty (Config.PrefixRate with prefixrate.Drop).
+	DropPrefixRate = Reason(fastpathTrXdpReasonTR_XDP_DROP_PREFIX_RATE)
+	// AgentPrefixRate: the same with prefixrate.Refuse, redirected to the
+	// agent, which answers CONNECTION_REFUSED without validating it.
+	AgentPrefixRate = Reason(fastpathTrXdpReasonTR_XDP_AGENT_PREFIX_RATE)
 
 	// NumReasons is the number of reasons (and of counters).
 	NumReasons = int(fastpathTrXdpReasonTR_XDP_NREASONS)
@@ -55,6 +61,8 @@ var reasonNames = [NumReasons]string{
 	DropMalformed:    "drop_malformed",
 	DropUnexpected:   "drop_unexpected",
 	PassMAC:          "pass_mac",
+	DropPrefixRate:   "drop_prefix_rate",
+	AgentPrefixRate:  "agent_prefix_rate",
 }
 
 // String returns the reason's metric-style name.
@@ -70,5 +78,5 @@ type Counters [NumReasons]uint64
 
 // Dropped returns the number of packets the program dropped.
 func (c Counters) Dropped() uint64 {
-	return c[DropMiss] + c[DropCIDLen] + c[DropSmallInitial] + c[DropMalformed] + c[DropUnexpected]
+	return c[DropMiss] + c[DropCIDLen] + c[DropSmallInitial] + c[DropMalformed] + c[DropUnexpected] + c[DropPrefixRate]
 }

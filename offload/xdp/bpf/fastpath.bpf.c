@@ -11,6 +11,10 @@
  *     when it hits the connection cache of tr_fastpath.h (a PASSIVE hit
  *     re-inserts into ACTIVE);
  *   - everything else on the port is dropped.
+ * With a prefix rate configured, an Initial carrying a token from a source
+ * prefix whose bucket is empty (tr_prefixes, written by the agent, which
+ * alone validates tokens and takes them) is dropped, or left to the agent
+ * to refuse (the program cannot build the encrypted close).
  * Each packet bumps one per-CPU counter (enum tr_xdp_reason). Other
  * traffic, IPv4 fragments and IPv6 packets with extension headers pass
  * untouched. When the agent's heartbeat is unset or older than the
@@ -29,6 +33,7 @@
 
 #define BPF_MAP_TYPE_ARRAY 2
 #define BPF_MAP_TYPE_PERCPU_ARRAY 6
+#define BPF_MAP_TYPE_LRU_HASH 9
 #define BPF_MAP_TYPE_XSKMAP 17
 #define BPF_F_MMAPABLE (1U << 10)
 
@@ -67,7 +72,9 @@ enum tr_xdp_reason {
 	TR_XDP_DROP_MALFORMED = 10,   /* too short to be QUIC, bad UDP length */
 	TR_XDP_DROP_UNEXPECTED = 11,  /* Retry or Version Negotiation to a server */
 	TR_XDP_PASS_MAC = 12,         /* DCID an authenticated server ID */
-	TR_XDP_NREASONS = 13,
+	TR_XDP_DROP_PREFIX_RATE = 13, /* Initial with a token, prefix over its rate */
+	TR_XDP_AGENT_PREFIX_RATE = 14, /* the same, to the agent to refuse */
+	TR_XDP_NREASONS = 15,
 };
 
 /* Written by the loader before attaching; all zero means "pass all". */
@@ -79,6 +86,20 @@ struct tr_xdp_config {
 	tr_u32 port;     /* server UDP port, host byte order; 0: pass all */
 	/* Authenticated server IDs; cid.len == 0 (or != cid_len): cache only. */
 	struct tr_cid_cfg cid;
+	/* Prefix rate (offload/prefixrate): a bucket refills one token per
+	 * interval and holds tolerance/interval + 1; 0 interval: no limit. */
+	tr_u64 prefix_interval_ns;
+	tr_u64 prefix_tolerance_ns;
+	tr_u32 prefix_len4; /* 1..32 */
+	tr_u32 prefix_len6; /* 1..128 */
+	tr_u32 prefix_drop; /* 1: drop over-rate Initials; 0: to the agent */
+	tr_u32 prefix_pad;
+};
+
+/* A source prefix: the address masked to its prefix length. */
+struct tr_prefix_key {
+	tr_u32 family; /* 4 or 6 */
+	tr_u8 addr[16];
 };
 
 /* One Bloom table, the value of one tr_fp_tables entry. */
@@ -126,6 +147,26 @@ struct {
 	__type(key, enum tr_xdp_reason);
 	__type(value, tr_u64);
 } tr_counters SEC(".maps");
+
+/* Per source prefix, the GCRA theoretical arrival time of its bucket in
+ * the clock of now_ns: no token left while tat > now + tolerance. Only the
+ * agent writes it; least recently used entries go first; the loader sizes
+ * it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct tr_prefix_key);
+	__type(value, tr_u64);
+} tr_prefixes SEC(".maps");
+
+/* Tests only: a non-zero value replaces bpf_ktime_get_ns for the prefix
+ * buckets, so that refill is tested without waiting. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, tr_u32);
+	__type(value, tr_u64);
+} tr_clock SEC(".maps");
 
 /* AF_XDP sockets of the agent, by receive queue; the loader sizes it. */
 struct {
@@ -175,9 +216,70 @@ static __attribute__((always_inline)) int to_agent(struct xdp_md *ctx, enum tr_x
 	return verdict(XDP_REDIRECT, reason);
 }
 
-/* q: start of the UDP payload of plen bytes (per the UDP header). */
+/* The Initial at q carries a token: a non-zero first octet of the Token
+ * Length varint (a zero length sent in two or more octets counts as a
+ * token, which only makes the agent look at it). */
+static __attribute__((always_inline)) int has_token(const tr_u8 *q, const tr_u8 *end)
+{
+	const tr_u8 *p;
+	tr_u32 dcil, scil;
+
+	if (q + 6 > end)
+		return 0;
+	dcil = q[5];
+	if (dcil > TR_FP_CID_MAX)
+		return 0;
+	p = q + 6 + dcil;
+	if (p + 1 > end)
+		return 0;
+	scil = p[0];
+	if (scil > TR_FP_CID_MAX)
+		return 0;
+	p += 1 + scil;
+	if (p + 1 > end)
+		return 0;
+	return p[0] != 0;
+}
+
+static __attribute__((always_inline)) tr_u64 now_ns(void)
+{
+	tr_u32 zero = 0;
+	const tr_u64 *c = bpf_map_lookup_elem(&tr_clock, &zero);
+
+	if (c && *c)
+		return *c;
+	return bpf_ktime_get_ns();
+}
+
+/* The bucket of the prefix of src (4 or 16 bytes, by v6) is empty. */
+static __attribute__((always_inline)) int prefix_over(const struct tr_xdp_config *cfg, const tr_u8 *src, int v6)
+{
+	struct tr_prefix_key key = {0};
+	const tr_u64 *tat;
+	int bits = v6 ? (int)cfg->prefix_len6 : (int)cfg->prefix_len4;
+	int i;
+
+	key.family = v6 ? 6 : 4;
+#pragma unroll
+	for (i = 0; i < 16; i++) {
+		int left = bits - 8 * i;
+
+		if (i >= 4 && !v6)
+			break;
+		if (left >= 8)
+			key.addr[i] = src[i];
+		else if (left > 0)
+			key.addr[i] = src[i] & (tr_u8)(0xff << (8 - left));
+	}
+	tat = bpf_map_lookup_elem(&tr_prefixes, &key);
+	return tat && *tat > now_ns() + cfg->prefix_tolerance_ns;
+}
+
+/* q: start of the UDP payload of plen bytes (per the UDP header); src the
+ * source address (4 bytes, or 16 with v6). */
 static __attribute__((always_inline)) int quic(struct xdp_md *ctx, const struct tr_xdp_config *cfg,
-						const tr_u8 *q, const tr_u8 *end, tr_u32 plen)
+						const tr_u8 *q, const tr_u8 *end, tr_u32 plen,
+						const tr_u8 *src, int v6)
 {
 	/* Wider than TR_FP_CID_MAX and zeroed: the verifier does not know that
 	 * tr_fp_siphash24's tail index stays below TR_FP_CID_MAX (it sees
@@ -210,6 +312,11 @@ static __attribute__((always_inline)) int quic(struct xdp_md *ctx, const struct 
 		if (type == 0) {
 			if (plen < TR_MIN_INITIAL)
 				return verdict(XDP_DROP, TR_XDP_DROP_SMALL_INITIAL);
+			if (cfg->prefix_interval_ns && has_token(q, end) && prefix_over(cfg, src, v6)) {
+				if (cfg->prefix_drop)
+					return verdict(XDP_DROP, TR_XDP_DROP_PREFIX_RATE);
+				return to_agent(ctx, TR_XDP_AGENT_PREFIX_RATE);
+			}
 			return to_agent(ctx, TR_XDP_AGENT_INITIAL);
 		}
 		if (type == 3)
@@ -262,8 +369,9 @@ int tr_fastpath(struct xdp_md *ctx)
 	const tr_u8 *data = (const tr_u8 *)(long)ctx->data;
 	const tr_u8 *end = (const tr_u8 *)(long)ctx->data_end;
 	const struct tr_xdp_config *cfg;
-	const tr_u8 *l4;
+	const tr_u8 *l4, *src;
 	tr_u32 zero = 0, ulen, ethertype;
+	int v6;
 
 	if (data + TR_ETH_HLEN > end)
 		return verdict(XDP_PASS, TR_XDP_PASS_OTHER);
@@ -281,6 +389,8 @@ int tr_fastpath(struct xdp_md *ctx)
 		if ((ip[6] & 0x3f) | ip[7])
 			return verdict(XDP_PASS, TR_XDP_PASS_UNPARSED);
 		l4 = ip + ihl;
+		src = ip + 12;
+		v6 = 0;
 	} else if (ethertype == 0x86dd) {
 		const tr_u8 *ip6 = data + TR_ETH_HLEN;
 
@@ -295,6 +405,8 @@ int tr_fastpath(struct xdp_md *ctx)
 			return verdict(XDP_PASS, TR_XDP_PASS_OTHER);
 		}
 		l4 = ip6 + 40;
+		src = ip6 + 8;
+		v6 = 1;
 	} else {
 		return verdict(XDP_PASS, TR_XDP_PASS_OTHER);
 	}
@@ -309,7 +421,7 @@ int tr_fastpath(struct xdp_md *ctx)
 	ulen = (tr_u32)l4[4] << 8 | l4[5];
 	if (ulen < TR_UDP_HLEN)
 		return verdict(XDP_DROP, TR_XDP_DROP_MALFORMED);
-	return quic(ctx, cfg, l4 + TR_UDP_HLEN, end, ulen - TR_UDP_HLEN);
+	return quic(ctx, cfg, l4 + TR_UDP_HLEN, end, ulen - TR_UDP_HLEN, src, v6);
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
