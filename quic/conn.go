@@ -542,10 +542,10 @@ func (c *Conn) onTimers(now time.Time) {
 		c.loss.events.Reset()
 		act := c.loss.rec.OnLossDetectionTimeout(now, &c.loss.events)
 		if c.qlog != nil {
-			c.qlogLost()
+			c.qlog.lost(&c.loss)
 		}
 		if c.trace != nil {
-			c.traceLost()
+			c.trace.lost(&c.loss)
 		}
 		for _, p := range c.loss.events.Lost {
 			c.onPacketLost(p.Handle, now)
@@ -665,7 +665,7 @@ func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 func (c *Conn) signalClosedLocked(err error) {
 	c.close.err = err
 	if c.trace != nil {
-		c.traceClosed(err)
+		c.trace.closed(err)
 	}
 	close(c.closedCh)
 	c.cancelCtx(err)

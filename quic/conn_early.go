@@ -154,10 +154,10 @@ func (c *Conn) handle0RTTPacket(pkt []byte, hdr *wire.LongHeader, p receivedPack
 	}
 	c.early.packets++
 	if c.qlog != nil {
-		c.qlogPacketReceived(wire.PacketType0RTT, pn, hdr.DestConnID, len(pkt), payload)
+		c.qlog.packetReceived(wire.PacketType0RTT, pn, hdr.DestConnID, len(pkt), payload, c.hs.peerAckDelayExp)
 	}
 	if c.trace != nil {
-		c.tracePacketReceived(wire.PacketType0RTT, pn, hdr, pkt, nil, payload, p.ecn)
+		c.trace.packetReceived(wire.PacketType0RTT, pn, hdr, pkt, nil, payload, p.ecn, c.hs.peerAckDelayExp)
 	}
 	c.processPayload(spaceApp, wire.PacketType0RTT, pn, payload, p.rcvTime)
 }

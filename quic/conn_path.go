@@ -128,7 +128,7 @@ func (c *Conn) rxRemote() net.Addr {
 // onPathChallenge queues the PATH_RESPONSE, for the path the challenge
 // came on (RFC 9000 section 8.2.2).
 func (c *Conn) onPathChallenge(data [8]byte) {
-	if p := c.pathOn(c.path.rx.via); p != nil {
+	if p := c.path.pathOn(c.isClient, c.path.rx.via); p != nil {
 		// A client's path the connection does not send on: the answer
 		// goes from that path's socket (sendPathProbes).
 		if len(p.responses) < maxPathResponses {
@@ -162,7 +162,7 @@ func (c *Conn) onPathResponse(data [8]byte) {
 			c.path.migration.sendChallenge = false
 			c.path.migration.prev = nil
 			if c.qlog != nil {
-				c.qlogPath("validated")
+				c.qlog.pathUpdated("validated", c.path.remote, c.cids.dest)
 			}
 			return
 		}
@@ -196,7 +196,7 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 		c.path.remote, c.path.remoteAP, c.x.local = c.path.migration.prev, c.path.migration.prevAP, c.path.migration.prevLocal
 		c.path.migration = migrationState{lastDCID: c.path.migration.lastDCID, dcidLen: c.path.migration.dcidLen}
 		if c.qlog != nil {
-			c.qlogPath("returned")
+			c.qlog.pathUpdated("returned", c.path.remote, c.cids.dest)
 		}
 		return
 	}
@@ -207,7 +207,7 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	c.path.remote, c.path.remoteAP = c.rxRemote(), to
 	c.x.local = c.path.rx.local
 	if c.trace != nil {
-		c.traceServerSwitch(to)
+		c.trace.serverSwitch(to, c.t)
 	}
 	c.path.migration.dcidLen = copy(c.path.migration.lastDCID[:], dcid)
 	c.path.migration.validating = true
@@ -233,14 +233,14 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 		m.pathMigrations.Inc()
 	}
 	if c.qlog != nil {
-		c.qlogPath("validating")
+		c.qlog.pathUpdated("validating", c.path.remote, c.cids.dest)
 	}
 	if c.probeValidated(to, c.x.local) {
 		// The peer answered the challenge we sent with our answer to its
 		// probe from there: an address validated before (RFC 9000 9.3).
 		c.path.migration.validating, c.path.migration.sendChallenge, c.path.migration.prev = false, false, nil
 		if c.qlog != nil {
-			c.qlogPath("validated")
+			c.qlog.pathUpdated("validated", c.path.remote, c.cids.dest)
 		}
 	}
 	c.wake()
@@ -284,7 +284,7 @@ func (c *Conn) pathTimers(now time.Time) {
 		}
 		c.path.migration = migrationState{}
 		if c.qlog != nil {
-			c.qlogPath("failed")
+			c.qlog.pathUpdated("failed", c.path.remote, c.cids.dest)
 		}
 		return
 	}
@@ -395,7 +395,7 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 			}
 		}
 		if c.trace != nil {
-			c.trace.txTuple = c.serverTuple(r.toAP)
+			c.trace.txTuple = c.trace.serverTuple(r.toAP, c.t)
 		}
 		d := c.buildPathDatagram(now, dcid, fb, min(r.room, maxPacketSize), false)
 		if c.trace != nil {

@@ -37,8 +37,8 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		defer c.applyMaskedClose()
 	}
 	if c.trace != nil {
-		c.traceDatagram(&p)
-		c.traceRxTuple()
+		c.trace.datagram(&p)
+		c.trace.setRxTuple(&c.path, c.isClient, c.t)
 	}
 	c.admit.bytesRecv += uint64(len(p.data))
 	c.stats.bytesRecv += uint64(len(p.data))
@@ -101,7 +101,7 @@ func (c *Conn) keepUndecryptable(pkt []byte, p receivedPacket) {
 		return
 	}
 	if c.trace != nil {
-		c.traceBuffered(pkt)
+		c.trace.buffered(pkt)
 	}
 	b := getBuffer()
 	*b = append((*b)[:0], pkt...)
@@ -173,10 +173,10 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 		pt = wire.PacketTypeHandshake
 	}
 	if c.qlog != nil {
-		c.qlogPacketReceived(pt, pn, hdr.DestConnID, len(pkt), payload)
+		c.qlog.packetReceived(pt, pn, hdr.DestConnID, len(pkt), payload, c.hs.peerAckDelayExp)
 	}
 	if c.trace != nil {
-		c.tracePacketReceived(pt, pn, hdr, pkt, nil, payload, p.ecn)
+		c.trace.packetReceived(pt, pn, hdr, pkt, nil, payload, p.ecn, c.hs.peerAckDelayExp)
 	}
 	c.processPayload(space, pt, pn, payload, p.rcvTime)
 	if c.close.err == nil && space == spaceHandshake && !c.isClient && !c.admit.validated {
@@ -240,7 +240,7 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 			return
 		}
 		if c.trace != nil {
-			c.traceKeyUpdate(true, c.keys.app.Generation())
+			c.trace.keyUpdate(true, c.keys.app.Generation())
 		}
 		c.onPeerKeyUpdate(now)
 	} else if (pkt[0]&handshake.KeyPhaseBit != 0) == c.keys.app.KeyPhase() {
@@ -250,10 +250,10 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 		return
 	}
 	if c.qlog != nil {
-		c.qlogPacketReceived(wire.PacketType1RTT, pn, sh.DestConnID, len(pkt), payload)
+		c.qlog.packetReceived(wire.PacketType1RTT, pn, sh.DestConnID, len(pkt), payload, c.hs.peerAckDelayExp)
 	}
 	if c.trace != nil {
-		c.tracePacketReceived(wire.PacketType1RTT, pn, nil, pkt, sh.DestConnID, payload, p.ecn)
+		c.trace.packetReceived(wire.PacketType1RTT, pn, nil, pkt, sh.DestConnID, payload, p.ecn, c.hs.peerAckDelayExp)
 	}
 	c.cids.rxDCID = sh.DestConnID
 	c.path.rx.nonProbing = false
@@ -389,10 +389,10 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 		c.onAckECN(space, f, marked, largestSent, now)
 	}
 	if c.qlog != nil {
-		c.qlogLost()
+		c.qlog.lost(&c.loss)
 	}
 	if c.trace != nil {
-		c.traceLost()
+		c.trace.lost(&c.loss)
 	}
 	for _, p := range c.loss.events.Lost {
 		c.onPacketLost(p.Handle, now)

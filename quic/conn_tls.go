@@ -152,10 +152,10 @@ func (c *Conn) startTLS() error {
 func (c *Conn) setOurParams(role wire.Role) error {
 	ours := c.ourParams()
 	if c.qlog != nil {
-		c.qlogParams("local", ours)
+		c.qlog.params("local", ours)
 	}
 	if c.trace != nil {
-		c.traceParams(true, ours)
+		c.trace.params(c.isClient, true, ours)
 	}
 	params, err := ours.Marshal(nil, role)
 	if err != nil {
@@ -242,7 +242,7 @@ func (c *Conn) installKeys(ev tls.QUICEvent, write bool) error {
 	case tls.QUICEncryptionLevelHandshake:
 		sp := &c.spaces[spaceHandshake]
 		if c.trace != nil {
-			c.traceState(qlog.ConnectionStateHandshakeStarted)
+			c.trace.connState(qlog.ConnectionStateHandshakeStarted)
 		}
 		if write {
 			s, err := handshake.NewSealer(ev.Suite, ev.Data, v)
@@ -314,10 +314,10 @@ func (c *Conn) handlePeerParams(data []byte) error {
 	}
 	c.hs.peerParams = &p
 	if c.qlog != nil {
-		c.qlogParams("remote", &p)
+		c.qlog.params("remote", &p)
 	}
 	if c.trace != nil {
-		c.traceParams(false, &p)
+		c.trace.params(c.isClient, false, &p)
 	}
 	c.hs.peerAckDelayExp = p.AckDelayExponent
 	c.loss.rec.SetMaxAckDelay(p.MaxAckDelay)
@@ -345,7 +345,7 @@ func (c *Conn) onHandshakeComplete() {
 	}
 	c.hs.complete = true
 	if c.trace != nil {
-		c.traceState(qlog.ConnectionStateHandshakeComplete)
+		c.trace.connState(qlog.ConnectionStateHandshakeComplete)
 	}
 	c.stats.noteHandshakeComplete(time.Now())
 	if c.isClient {
@@ -379,7 +379,7 @@ func (c *Conn) confirmHandshake(now time.Time) {
 	}
 	c.hs.confirmed = true
 	if c.trace != nil {
-		c.traceState(qlog.ConnectionStateHandshakeConfirmed)
+		c.trace.connState(qlog.ConnectionStateHandshakeConfirmed)
 	}
 	c.early.opener = nil // RFC 9001 section 4.9.3
 	c.loss.rec.SetHandshakeConfirmed(now)

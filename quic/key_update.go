@@ -46,7 +46,7 @@ func (c *Conn) initiateKeyUpdate(now time.Time) error {
 		return err
 	}
 	if c.trace != nil {
-		c.traceKeyUpdate(false, c.keys.app.Generation())
+		c.trace.keyUpdate(false, c.keys.app.Generation())
 	}
 	c.keys.phaseAcked = false
 	c.keys.dropPrevAt = time.Time{}

@@ -126,7 +126,7 @@ func (c *Conn) onMTUProbeAcked(size int) {
 	m.largeLost = 0
 	c.setMaxDatagram(size)
 	if c.trace != nil {
-		c.traceMTU(size, m.high-m.low <= mtuSearchDone)
+		c.trace.mtuUpdated(size, m.high-m.low <= mtuSearchDone)
 	}
 }
 
@@ -149,7 +149,7 @@ func (c *Conn) onMTUProbeLost(size int, now time.Time) {
 	m.high = size
 	m.failed = true
 	if c.trace != nil && m.high-m.low <= mtuSearchDone {
-		c.traceMTU(m.low, true)
+		c.trace.mtuUpdated(m.low, true)
 	}
 }
 

@@ -244,7 +244,7 @@ func (p *Path) Switch() error {
 		p.switchCID = false
 	}
 	if c.trace != nil {
-		c.traceSwitch(p)
+		c.trace.switchTo(p, &c.path)
 	}
 	oldLocal, _ := addrPort(c.path.sendT.Conn.LocalAddr())
 	newLocal, _ := addrPort(p.t.Conn.LocalAddr())
@@ -316,7 +316,7 @@ func (c *Conn) sendPathProbes(now time.Time) {
 			fb = wire.AppendFrame(fb, &wire.Frame{Type: wire.FrameTypePathResponse, PathData: r})
 		}
 		if c.trace != nil {
-			c.tracePathTuple(p)
+			c.trace.pathTuple(p, c.path.remote)
 		}
 		d := c.buildPathDatagram(now, p.dcid, fb, maxPacketSize, false)
 		if c.trace != nil {

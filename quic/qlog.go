@@ -93,7 +93,7 @@ func (c *Conn) startQlog() {
 	q := &qlogger{w: w, start: time.Now(), buf: make([]byte, 0, qlogFlushSize+4096)}
 	q.header(p, c.cids.origDest)
 	c.qlog = q
-	c.qlogConnectionStarted()
+	c.qlog.connectionStarted(c.t.Conn.LocalAddr(), c.path.remote, c.cids.src, c.cids.dest)
 }
 
 // header appends the trace's first record.
