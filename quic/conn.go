@@ -214,7 +214,7 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 	c.loss.rec = recovery.New(conf.recoveryConfig(!isClient))
 	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 	if c.baseDatagram != maxPacketSize {
-		c.setMaxDatagram(c.baseDatagram)
+		c.send.setMaxDatagram(c.baseDatagram, &c.loss)
 	}
 	c.spaces[spaceInitial].tracker.Init(ackgen.SpaceInitial, ackgen.Config{})
 	c.spaces[spaceHandshake].tracker.Init(ackgen.SpaceHandshake, ackgen.Config{})
@@ -604,7 +604,7 @@ func (c *Conn) idleTimeoutLocked() time.Duration {
 	if c.hs.peerParams != nil && c.hs.peerParams.MaxIdleTimeout > 0 && c.hs.peerParams.MaxIdleTimeout < d {
 		d = c.hs.peerParams.MaxIdleTimeout
 	}
-	return max(d, 3*c.ptoLocked())
+	return max(d, 3*c.loss.pto())
 }
 
 func (c *Conn) idleDeadline() time.Time { return c.idle.lastActivity.Add(c.idleTimeoutLocked()) }
@@ -624,11 +624,6 @@ func (c *Conn) keepAliveTime() time.Time {
 	}
 	p := min(c.config.KeepAlivePeriod, c.idleTimeoutLocked()/2)
 	return c.idle.lastSendOrRecv.Add(p)
-}
-
-func (c *Conn) ptoLocked() time.Duration {
-	rtt := c.loss.rec.RTT()
-	return rtt.PTOBase() + rtt.MaxAckDelay()
 }
 
 func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
@@ -651,7 +646,7 @@ func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 	add(c.send.pacingDeadline)
 	add(c.keys.dropPrevAt)
 	add(c.pathDeadline())
-	add(c.mtuDeadline(now))
+	add(c.mtu.deadline(now))
 	for i := range c.spaces {
 		sp := &c.spaces[i]
 		if !sp.discarded && !sp.tracker.AckNow() {

@@ -31,6 +31,12 @@ func (l *lossState) pacingRTT() time.Duration {
 	return l.rec.RTT().SmoothedRTT()
 }
 
+// pto is the probe timeout (RFC 9002 section 6.2.1) without backoff.
+func (l *lossState) pto() time.Duration {
+	rtt := l.rec.RTT()
+	return rtt.PTOBase() + rtt.MaxAckDelay()
+}
+
 // onPacketAcked releases what an acknowledged packet carried and reports
 // whether it was sent marked ECT(0).
 func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
@@ -48,7 +54,7 @@ func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
 		c.spaces[p.space].tracker.OnAckAcknowledged(uint64(p.ackLargest))
 	}
 	if p.ptoProbe {
-		c.onPTOProbeAcked()
+		c.mtu.onPTOProbeAcked(c.send.maxDatagram, c.baseDatagram)
 	}
 	for _, f := range p.frames {
 		switch f.kind {
@@ -74,7 +80,7 @@ func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
 		case sfRetireCID:
 			c.cids.remote.OnRetireAcked(f.id)
 		case sfMTUProbe:
-			c.onMTUProbeAcked(int(f.n))
+			c.mtu.onProbeAcked(int(f.n), &c.send, &c.loss, c.trace)
 		}
 	}
 	return ecnMarked
@@ -136,7 +142,7 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 			c.cids.local.OnNewConnectionIDLost(f.id)
 		case sfMTUProbe:
 			if !now.IsZero() {
-				c.onMTUProbeLost(int(f.n), now)
+				c.mtu.onProbeLost(int(f.n), now, c.loss.pto(), c.trace)
 			}
 		}
 	}
@@ -177,12 +183,12 @@ func (c *Conn) countLost(now time.Time) {
 		c.stats.packetsLost++
 		c.stats.bytesLost += uint64(p.Size)
 		if !p.MTUProbe {
-			c.onDatagramFate(p.Size, true, now)
+			c.mtu.onDatagramFate(p.Size, true, now, c.baseDatagram, &c.send, &c.loss)
 		}
 	}
 	for _, p := range c.loss.events.Acked {
 		if !p.MTUProbe {
-			c.onDatagramFate(p.Size, false, now)
+			c.mtu.onDatagramFate(p.Size, false, now, c.baseDatagram, &c.send, &c.loss)
 		}
 	}
 }

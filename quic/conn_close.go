@@ -87,7 +87,7 @@ func (c *Conn) closingPeriod() time.Duration {
 	if c.t.singleDial || c.close.refusedAtClose {
 		return 0
 	}
-	return 3 * c.ptoLocked()
+	return 3 * c.loss.pto()
 }
 
 // buildClosePacket builds a datagram with CONNECTION_CLOSE in every space we

@@ -217,7 +217,7 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	// Three PTOs, of the old path's estimate or a fresh one, whichever is
 	// longer (RFC 9000 section 8.2.4).
 	fresh := recovery.NewRTTStats(0)
-	c.path.migration.deadline = now.Add(3 * max(c.ptoLocked(), fresh.PTOBase()+c.loss.rec.RTT().MaxAckDelay()))
+	c.path.migration.deadline = now.Add(3 * max(c.loss.pto(), fresh.PTOBase()+c.loss.rec.RTT().MaxAckDelay()))
 	if !sameHost {
 		// Only a port change keeps the congestion state (RFC 9000 9.4),
 		// and the path MTU.
@@ -251,7 +251,10 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 func (c *Conn) restartPathState(now time.Time) {
 	c.loss.rec.OnPathChanged(now)
 	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
-	c.resetMTU(now)
+	c.mtu.reset(c.baseDatagram, &c.send, &c.loss)
+	if c.hs.confirmed {
+		c.mtu.start(now, c.hs.peerParams, mtuEnabled(c.config, c.t), c.baseDatagram, c.loss.pto())
+	}
 }
 
 // switchPeerCID moves to an unused connection ID of the peer.
@@ -341,7 +344,7 @@ func (c *Conn) sendPathChallenge(now time.Time) {
 	c.path.migration.open[c.path.migration.nOpen] = data
 	c.path.migration.nOpen++
 	c.path.migration.sendChallenge = false
-	c.path.migration.resendAt = now.Add(c.ptoLocked())
+	c.path.migration.resendAt = now.Add(c.loss.pto())
 	c.path.migration.sent += uint64(len(d))
 	c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true})
 }

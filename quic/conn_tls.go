@@ -383,7 +383,7 @@ func (c *Conn) confirmHandshake(now time.Time) {
 	}
 	c.early.opener = nil // RFC 9001 section 4.9.3
 	c.loss.rec.SetHandshakeConfirmed(now)
-	c.startMTUDiscovery(now)
+	c.mtu.start(now, c.hs.peerParams, mtuEnabled(c.config, c.t), c.baseDatagram, c.loss.pto())
 	c.dropSpace(spaceInitial, now)
 	c.dropSpace(spaceHandshake, now)
 }

@@ -87,5 +87,5 @@ func (c *Conn) onCurrentPhaseReceived(now time.Time) {
 // packets for three PTOs after the peer sent with the new ones (RFC 9001
 // section 6.5).
 func (c *Conn) dropPreviousKeysLater(now time.Time) {
-	c.keys.dropPrevAt = now.Add(3 * c.ptoLocked())
+	c.keys.dropPrevAt = now.Add(3 * c.loss.pto())
 }

@@ -150,7 +150,7 @@ func (p *Path) Probe(ctx context.Context) error {
 		c.mu.Unlock()
 		return err
 	}
-	wait := c.ptoLocked()
+	wait := c.loss.pto()
 	c.mu.Unlock()
 	c.wake()
 	timer := time.NewTimer(wait)
@@ -259,7 +259,10 @@ func (p *Path) Switch() error {
 		// Only a port change keeps the congestion state (RFC 9000 9.4).
 		c.restartPathState(now)
 	} else {
-		c.resetMTU(now) // another socket, maybe another interface
+		c.mtu.reset(c.baseDatagram, &c.send, &c.loss) // another socket, maybe another interface
+		if c.hs.confirmed {
+			c.mtu.start(now, c.hs.peerParams, mtuEnabled(c.config, c.t), c.baseDatagram, c.loss.pto())
+		}
 	}
 	c.path.sendT = p.t
 	c.wake()

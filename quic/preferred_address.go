@@ -214,7 +214,7 @@ func (c *Conn) startPreferredAddressMigration() {
 	// Validation of a new path fails after three PTOs, of the current
 	// path or a fresh one, whichever is longer (RFC 9000 section 8.2.4).
 	fresh := recovery.NewRTTStats(0)
-	wait := 3 * max(c.ptoLocked(), fresh.PTOBase()+c.loss.rec.RTT().MaxAckDelay())
+	wait := 3 * max(c.loss.pto(), fresh.PTOBase()+c.loss.rec.RTT().MaxAckDelay())
 	cid := slices.Clone(c.x.pa.peer.ConnectionID)
 	go func() {
 		for _, ap := range cands {
