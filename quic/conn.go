@@ -232,6 +232,7 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 	if isClient {
 		persp = flowcontrol.Client
 	}
+	c.streams.persp = persp
 	c.streams.counts.Init(persp, uint64(conf.MaxIncomingStreams), uint64(conf.MaxIncomingUniStreams))
 	return c
 }
@@ -697,7 +698,7 @@ func (c *Conn) teardownLocked() {
 	}
 	c.dropReceived()
 	c.releaseServerSlots()
-	c.releaseBudgets()
+	c.budget.release(c.streams.all, &c.recvMem, c.t)
 	if c.qlog != nil {
 		c.qlogClosed()
 	}

@@ -63,19 +63,19 @@ func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
 		case sfStream:
 			if s := c.streams.all[f.id]; s != nil {
 				s.send.OnAcked(f.off, int(f.n), f.fin)
-				c.chargeSend(s)
+				c.budget.charge(s)
 				s.signalWrite()
-				c.maybeRemoveStream(s)
+				s.maybeRemove()
 			}
 		case sfResetStream:
 			if s := c.streams.all[f.id]; s != nil && f.off == s.resetReliable {
 				s.resetAcked = true
-				c.maybeRemoveStream(s)
+				s.maybeRemove()
 			}
 		case sfStopSending:
 			if s := c.streams.all[f.id]; s != nil {
 				s.stopAcked = true
-				c.maybeRemoveStream(s)
+				s.maybeRemove()
 			}
 		case sfRetireCID:
 			c.cids.remote.OnRetireAcked(f.id)
@@ -109,22 +109,22 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 		case sfStream:
 			if s := c.streams.all[f.id]; s != nil && (s.sendErr == nil || s.resetReliable > 0) {
 				s.send.OnLost(f.off, int(f.n), f.fin)
-				c.queueStreamSend(s)
+				s.queueSend()
 			}
 		case sfResetStream:
 			if s := c.streams.all[f.id]; s != nil && !s.resetAcked && f.off == s.resetReliable {
 				s.resetPending = true
-				c.queueStreamControl(s)
+				s.queueControl()
 			}
 		case sfStopSending:
 			if s := c.streams.all[f.id]; s != nil && !s.stopAcked && !s.recvFinished() {
 				s.stopPending = true
-				c.queueStreamControl(s)
+				s.queueControl()
 			}
 		case sfMaxStreamData:
 			if s := c.streams.all[f.id]; s != nil {
 				s.maxDataLost = true
-				c.queueStreamControl(s)
+				s.queueControl()
 			}
 		case sfMaxData:
 			c.flow.maxDataLost = true

@@ -261,7 +261,7 @@ func (c *Conn) applyParamsAfterEarly(p *wire.TransportParameters) error {
 		}
 		s.fcSend.OnMaxStreamData(limit)
 	}
-	c.wakeAllSenders() // writers held at the remembered limits may queue more
+	c.streams.wakeAllSenders() // writers held at the remembered limits may queue more
 	return nil
 }
 

@@ -27,8 +27,9 @@ type streamSet struct {
 	prioOrder      []*stream // scratch for appendStreamFramesByPriority
 	acceptBidi     []*stream // opened by the peer, not accepted yet
 	acceptUni      []*stream
-	acceptableCB   func()        // NotifyAcceptable
-	sig            chan struct{} // broadcast: accept queues or stream limits changed
+	acceptableCB   func()                  // NotifyAcceptable
+	persp          flowcontrol.Perspective // ours: who opens which stream IDs
+	sig            chan struct{}           // broadcast: accept queues or stream limits changed
 }
 
 // connFlow is connection-level flow control (RFC 9000 section 4.1).
@@ -76,7 +77,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 	switch f.Type {
 	case wire.FrameTypeMaxData:
 		if c.flow.send.OnMaxData(f.Limit) {
-			c.wakeAllSenders()
+			c.streams.wakeAllSenders()
 		}
 		return nil
 	case wire.FrameTypeMaxStreamsBidi, wire.FrameTypeMaxStreamsUni:
@@ -127,7 +128,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		}
 		if s.recvErr != nil || s.eofRead {
 			if f.Fin {
-				c.maybeRemoveStream(s) // the final size of a stream we stopped reading
+				s.maybeRemove() // the final size of a stream we stopped reading
 			}
 			return nil
 		}
@@ -146,7 +147,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		}
 		s.signalRead()
 		if f.Fin {
-			c.maybeRemoveStream(s) // a bare FIN after everything was read
+			s.maybeRemove() // a bare FIN after everything was read
 		}
 	case wire.FrameTypeResetStream, wire.FrameTypeResetStreamAt:
 		if err := s.onPeerReset(f); err != nil {
@@ -157,7 +158,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 	case wire.FrameTypeMaxStreamData:
 		if s.fcSend.OnMaxStreamData(f.Limit) {
 			s.signalWrite() // the writer may queue more (writeRoom)
-			c.queueStreamSend(s)
+			s.queueSend()
 		}
 	case wire.FrameTypeStreamDataBlocked:
 		c.stats.blockedRecv++
@@ -167,14 +168,14 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 
 // wakeAllSenders follows a MAX_DATA increase: streams with data go back
 // into the send list and waiting writers may queue more (writeRoom).
-func (c *Conn) wakeAllSenders() {
-	for _, s := range c.streams.all {
+func (ss *streamSet) wakeAllSenders() {
+	for _, s := range ss.all {
 		if !s.hasSend {
 			continue
 		}
 		s.signalWrite()
 		if s.send.HasData() || s.limited != nil {
-			c.queueStreamSend(s)
+			s.queueSend()
 		}
 	}
 }
@@ -187,7 +188,7 @@ func (c *Conn) openPeerStreams(id, first, n uint64) {
 		if err != nil {
 			return
 		}
-		s := c.newStream(sid)
+		s := newStream(c, sid)
 		if d == flowcontrol.Bidi {
 			c.streams.acceptBidi = append(c.streams.acceptBidi, s)
 		} else {
@@ -195,7 +196,7 @@ func (c *Conn) openPeerStreams(id, first, n uint64) {
 		}
 	}
 	broadcast(&c.streams.sig)
-	if cb := c.streams.acceptableCB; cb != nil && c.acceptableLocked() {
+	if cb := c.streams.acceptableCB; cb != nil && c.streams.acceptable() {
 		c.streams.acceptableCB = nil
 		c.out.notifications = append(c.out.notifications, cb)
 	}
@@ -212,7 +213,7 @@ func (c *Conn) openPeerStreams(id, first, n uint64) {
 func (c *Conn) NotifyAcceptable(cb func()) {
 	c.mu.Lock()
 	c.streams.acceptableCB = nil
-	now := cb != nil && c.acceptableLocked()
+	now := cb != nil && c.streams.acceptable()
 	if cb != nil && !now {
 		c.streams.acceptableCB = cb
 	}
@@ -222,9 +223,9 @@ func (c *Conn) NotifyAcceptable(cb func()) {
 	}
 }
 
-// acceptableLocked reports whether a peer stream waits to be accepted.
-func (c *Conn) acceptableLocked() bool {
-	return len(c.streams.acceptBidi) > 0 || len(c.streams.acceptUni) > 0
+// acceptable reports whether a peer stream waits to be accepted.
+func (ss *streamSet) acceptable() bool {
+	return len(ss.acceptBidi) > 0 || len(ss.acceptUni) > 0
 }
 
 // AcceptStream returns the next bidirectional stream the peer opened.
@@ -368,7 +369,7 @@ func (c *Conn) open(ctx context.Context, wait bool, d flowcontrol.Direction) (*s
 		}
 		id, err := c.streams.counts.OpenStream(d)
 		if err == nil {
-			return c.newStream(id), nil
+			return newStream(c, id), nil
 		}
 		if !errors.Is(err, flowcontrol.ErrStreamsBlocked) {
 			return nil, err

@@ -57,7 +57,7 @@ func (s *stream) releaseCredit() {
 	}
 	s.creditReleased = true
 	if s.creditHeld {
-		c.releaseStreamCredit(s)
+		s.giveBackCredit()
 	}
 }
 

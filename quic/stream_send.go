@@ -66,9 +66,9 @@ func (s *stream) write(p []byte) (int, error) {
 				}
 				p = p[w:]
 				n += int(w)
-				c.chargeSend(s)
+				c.budget.charge(s)
 				c.budget.sendReported += w
-				c.queueStreamSend(s)
+				s.queueSend()
 				if w < k {
 					return n, errMaxOffset(s.id)
 				}
@@ -96,7 +96,7 @@ func (s *stream) write(p []byte) (int, error) {
 		if bound == budgetNone {
 			s.writeWaiting = true
 			if s.blockedWriterDue() {
-				c.queueStreamControl(s)
+				s.queueControl()
 			}
 		}
 		c.waitLocked(waitChan(&s.writeSig), budget, s.writeDeadline)
@@ -137,7 +137,7 @@ func (s *stream) closeSend() error {
 	s.sendClosed = true
 	s.send.Close()
 	s.sendCancel(ErrStreamClosed)
-	c.queueStreamSend(s)
+	s.queueSend()
 	return nil
 }
 
@@ -182,14 +182,14 @@ func (s *stream) resetLocked(code uint64, err error, reliable uint64) {
 	s.resetReliable = reliable
 	if reliable > 0 {
 		s.resetFinal = s.send.ResetAt(reliable)
-		s.c.queueStreamSend(s)
+		s.queueSend()
 	} else {
 		s.resetFinal = s.send.Reset()
 	}
-	s.c.chargeSend(s)
+	s.c.budget.charge(s)
 	s.sendCancel(err)
 	s.signalWrite()
-	s.c.queueStreamControl(s)
+	s.queueControl()
 }
 
 // resetDue reports whether the pending reset may go out. A RESET_STREAM_AT
@@ -214,10 +214,10 @@ func (s *stream) onStopSending(code uint64) {
 			// counted data not sent yet, maybe beyond the peer's limits.
 			s.resetFinal = sent
 		}
-		s.c.chargeSend(s)
+		s.c.budget.charge(s)
 		s.resetReliable = 0
 		s.resetPending, s.resetAcked = true, false
-		s.c.queueStreamControl(s)
+		s.queueControl()
 	}
 }
 

@@ -55,9 +55,9 @@ func (s *stream) tryWriteAll(p []byte) error {
 	if w < len(p) {
 		c.t.sendBudget.add(int64(w - len(p)))
 	}
-	c.chargeSend(s)
+	c.budget.charge(s)
 	c.budget.sendReported += int64(w)
-	c.queueStreamSend(s)
+	s.queueSend()
 	if w < len(p) {
 		return errMaxOffset(s.id)
 	}
@@ -87,7 +87,7 @@ func (s *stream) writeWithLimit(p []byte, limiter func(maxBytes int) int) (int, 
 	lw := &limitedWrite{p: p, limiter: limiter}
 	s.limited = lw
 	defer func() { s.limited = nil }()
-	c.queueStreamSend(s)
+	s.queueSend()
 	for !lw.done {
 		if err := s.writeErrLocked(); err != nil {
 			return lw.n, err
@@ -144,7 +144,7 @@ func (s *stream) writeGranted(offer, granted int64) {
 		c.t.sendBudget.add(int64(w - k))
 	}
 	lw.n += w
-	c.chargeSend(s)
+	c.budget.charge(s)
 	c.budget.sendReported += int64(w)
 	switch {
 	case lw.n == len(lw.p):
@@ -153,5 +153,5 @@ func (s *stream) writeGranted(offer, granted int64) {
 	case granted < offer:
 		lw.done, lw.err = true, ErrWriteLimitReached
 	}
-	c.queueStreamSend(s)
+	s.queueSend()
 }
