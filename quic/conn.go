@@ -34,12 +34,6 @@ const (
 	maxCryptoBuffer    = 64 << 10 // out-of-order CRYPTO data we hold per level
 	maxUndecryptable   = 16       // packets kept until their keys arrive
 	maxDatagramsPerRun = 32
-	// maxRecvQueue bounds the datagrams waiting for a connection's
-	// goroutine; more are dropped (DropRecvQueueFull) as congestion.
-	maxRecvQueue = 256
-	// keptRecvQueue is the receive-queue capacity a quiet connection
-	// keeps (shrinkReceived).
-	keptRecvQueue = 16
 )
 
 // pnSpace is the state of one packet number space.
@@ -134,12 +128,9 @@ type Conn struct {
 	// handshakeDoneCh is closed when the TLS handshake completed.
 	handshakeDoneCh chan struct{}
 
-	// recvMu guards recvQueue, the datagrams the Transport handed over
-	// and the goroutine has not taken yet, and recvSpare, an empty slice
-	// to queue into next. Both grow on demand and shrink when idle.
-	recvMu    sync.Mutex
-	recvQueue []receivedPacket
-	recvSpare []receivedPacket
+	// inbox is the datagrams the Transport handed over and the goroutine
+	// has not taken yet, under a lock of its own (conn_inbox.go).
+	inbox inbox
 
 	// mu guards all that follows. It is the outermost lock: the order
 	// of the package's locks is in doc.go ("# Locking").
@@ -247,79 +238,15 @@ func (c *Conn) wake() {
 
 // deliver queues a datagram from the Transport; it never blocks.
 func (c *Conn) deliver(p receivedPacket) {
-	c.recvMu.Lock()
-	if len(c.recvQueue) >= maxRecvQueue {
-		c.recvMu.Unlock()
+	queued, first := c.inbox.push(p)
+	if !queued {
 		putBuffer(p.buf)
 		c.t.countDropped(DropRecvQueueFull, len(p.data))
 		return
 	}
-	if c.recvQueue == nil {
-		c.recvQueue, c.recvSpare = c.recvSpare, nil
-	}
-	c.recvQueue = append(c.recvQueue, p)
-	first := len(c.recvQueue) == 1
-	c.recvMu.Unlock()
 	if first {
 		c.wake()
 	}
-}
-
-// takeReceived returns the queued datagrams; give the slice back with
-// doneReceived.
-func (c *Conn) takeReceived() []receivedPacket {
-	c.recvMu.Lock()
-	q := c.recvQueue
-	c.recvQueue = nil
-	c.recvMu.Unlock()
-	return q
-}
-
-// doneReceived keeps a processed batch's slice for the next one, so
-// steady traffic allocates nothing.
-func (c *Conn) doneReceived(q []receivedPacket) {
-	clear(q)
-	c.recvMu.Lock()
-	if c.recvSpare == nil {
-		c.recvSpare = q[:0]
-	}
-	c.recvMu.Unlock()
-}
-
-// shrinkReceived drops large receive slices when the connection is quiet
-// (its timer fired twice with nothing received in between): a burst's
-// memory goes back, and a quiet connection holds small slices only.
-func (c *Conn) shrinkReceived() {
-	c.recvMu.Lock()
-	if cap(c.recvSpare) > keptRecvQueue {
-		c.recvSpare = nil
-	}
-	if len(c.recvQueue) == 0 && cap(c.recvQueue) > keptRecvQueue {
-		c.recvQueue = nil
-	}
-	c.recvMu.Unlock()
-}
-
-// dropReceived frees the datagrams still queued, at teardown.
-func (c *Conn) dropReceived() {
-	c.recvMu.Lock()
-	q := c.recvQueue
-	c.recvQueue, c.recvSpare = nil, nil
-	c.recvMu.Unlock()
-	for _, p := range q {
-		putBuffer(p.buf)
-	}
-}
-
-// idleState is what the idle timeout and keep-alive count from (RFC 9000
-// section 10.1). Guarded by mu.
-type idleState struct {
-	// lastActivity is the last receipt, or the first ack-eliciting packet
-	// sent after one (ackElicitingSent says one went); lastSendOrRecv is
-	// the last datagram either way.
-	lastActivity     time.Time
-	ackElicitingSent bool
-	lastSendOrRecv   time.Time
 }
 
 // run is the connection's event loop.
@@ -396,11 +323,11 @@ func (c *Conn) run() {
 		select {
 		case <-timer.C:
 			if !received {
-				c.shrinkReceived()
+				c.inbox.shrink()
 			}
 			received = false
 		case <-c.wakeCh:
-			if q := c.takeReceived(); len(q) > 0 {
+			if q := c.inbox.take(); len(q) > 0 {
 				received = true
 				c.mu.Lock()
 				c.guard(func() {
@@ -417,7 +344,7 @@ func (c *Conn) run() {
 				out := c.takeOutboxLocked()
 				c.mu.Unlock()
 				c.deliverOutbox(out)
-				c.doneReceived(q)
+				c.inbox.done(q)
 				for _, tok := range tokens {
 					c.config.TokenStore.Put(c.tokens.storeKey, tok)
 				}
@@ -528,15 +455,15 @@ func (c *Conn) onTimers(now time.Time) {
 	// As in quic-go: silence for the idle timeout (the handshake idle
 	// timeout before completion) is an IdleTimeoutError; a handshake that
 	// takes twice the handshake idle timeout in all, a HandshakeTimeoutError.
-	if dl := c.idleDeadline(); !now.Before(dl) {
+	if dl := c.idle.deadline(c.config, &c.hs, &c.loss); !now.Before(dl) {
 		c.destroyLocked(&IdleTimeoutError{})
 		return
 	}
-	if dl := c.handshakeDeadline(); !dl.IsZero() && !now.Before(dl) {
+	if dl := c.idle.handshakeDeadline(c.config, &c.hs, c.stats.started); !dl.IsZero() && !now.Before(dl) {
 		c.destroyLocked(&HandshakeTimeoutError{})
 		return
 	}
-	if ka := c.keepAliveTime(); !ka.IsZero() && !now.Before(ka) {
+	if ka := c.idle.keepAliveAt(c.config, &c.hs, c.send.pingPending, &c.loss); !ka.IsZero() && !now.Before(ka) {
 		c.send.pingPending = true
 	}
 	if lt := c.loss.rec.LossDetectionTimeout(); !lt.IsZero() && !now.Before(lt) {
@@ -597,36 +524,6 @@ func (c *Conn) onTimers(now time.Time) {
 	}
 }
 
-func (c *Conn) idleTimeoutLocked() time.Duration {
-	if !c.hs.complete {
-		return c.config.HandshakeIdleTimeout
-	}
-	d := c.config.MaxIdleTimeout
-	if c.hs.peerParams != nil && c.hs.peerParams.MaxIdleTimeout > 0 && c.hs.peerParams.MaxIdleTimeout < d {
-		d = c.hs.peerParams.MaxIdleTimeout
-	}
-	return max(d, 3*c.loss.pto())
-}
-
-func (c *Conn) idleDeadline() time.Time { return c.idle.lastActivity.Add(c.idleTimeoutLocked()) }
-
-// handshakeDeadline is when an incomplete handshake fails: twice the
-// handshake idle timeout after the connection started; zero once complete.
-func (c *Conn) handshakeDeadline() time.Time {
-	if c.hs.complete {
-		return time.Time{}
-	}
-	return c.stats.started.Add(2 * c.config.HandshakeIdleTimeout)
-}
-
-func (c *Conn) keepAliveTime() time.Time {
-	if c.config.KeepAlivePeriod <= 0 || !c.hs.complete || c.send.pingPending {
-		return time.Time{}
-	}
-	p := min(c.config.KeepAlivePeriod, c.idleTimeoutLocked()/2)
-	return c.idle.lastSendOrRecv.Add(p)
-}
-
 func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 	var d time.Time
 	add := func(t time.Time) {
@@ -640,9 +537,9 @@ func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 	if c.close.closing || c.close.draining {
 		return c.close.deadline
 	}
-	add(c.idleDeadline())
-	add(c.handshakeDeadline())
-	add(c.keepAliveTime())
+	add(c.idle.deadline(c.config, &c.hs, &c.loss))
+	add(c.idle.handshakeDeadline(c.config, &c.hs, c.stats.started))
+	add(c.idle.keepAliveAt(c.config, &c.hs, c.send.pingPending, &c.loss))
 	add(c.loss.rec.LossDetectionTimeout())
 	add(c.send.pacingDeadline)
 	add(c.keys.dropPrevAt)
@@ -696,7 +593,7 @@ func (c *Conn) teardownLocked() {
 		p.t.removeHandlers(c)
 		p.closeLocked()
 	}
-	c.dropReceived()
+	c.inbox.drop()
 	c.releaseServerSlots()
 	c.budget.release(c.streams.all, &c.recvMem, c.t)
 	if c.qlog != nil {
