@@ -511,9 +511,11 @@ func (c *Conn) onTimers(now time.Time) {
 		// Update keys well before the confidentiality limit; close if the
 		// peer kept us from updating until the limit (RFC 9001 6.6).
 		if c.keys.app.SealedPackets() >= c.keys.updateAfter() {
-			_ = c.initiateKeyUpdate(now)
+			_ = c.keys.initiateUpdate(c.hs.confirmed, c.trace)
 		}
-		c.extensionTimers(now)
+		c.keys.requestedUpdate(c.hs.confirmed, c.trace)
+		c.takeSwitchedAddress()
+		c.startPreferredAddressMigration()
 		if c.keys.app.ConfidentialityLimitReached() {
 			c.closeWithError(qerr.NewTransportError(qerr.AEADLimitReached, 0, "confidentiality limit reached"))
 			return

@@ -94,7 +94,7 @@ func (c *Conn) onPacketLost(handle uint64, now time.Time) {
 	}
 	delete(c.loss.sent, handle)
 	defer c.putSentPacket(p)
-	c.onECNPacketLost(p)
+	c.ecn.onPacketLost(p)
 	c.requeueFrames(p, now)
 }
 

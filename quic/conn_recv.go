@@ -242,9 +242,9 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 		if c.trace != nil {
 			c.trace.keyUpdate(true, c.keys.app.Generation())
 		}
-		c.onPeerKeyUpdate(now)
+		c.keys.onPeerUpdate(now, c.loss.pto())
 	} else if (pkt[0]&handshake.KeyPhaseBit != 0) == c.keys.app.KeyPhase() {
-		c.onCurrentPhaseReceived(now)
+		c.keys.onCurrentPhase(now, c.loss.pto())
 	}
 	if sp.tracker.IsDuplicate(pn) {
 		return
@@ -386,7 +386,7 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 		}
 	}
 	if !largestSent.IsZero() && len(f.AckRanges) > 0 && (!hadLargest || f.AckRanges[0].Largest > prevLargest) {
-		c.onAckECN(space, f, marked, largestSent, now)
+		c.ecn.onAck(space, f, marked, largestSent, now, c.loss.rec)
 	}
 	if c.qlog != nil {
 		c.qlog.lost(&c.loss)
