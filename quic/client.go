@@ -151,7 +151,8 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 		c.close.err = err
 		c.endTracer()
 	}
-	c.flushOutbox() // run is not going yet
+	c.mu.Lock()
+	c.unlockAndDeliver() // run is not going yet
 	if err != nil {
 		t.removeHandlers(c)
 		if c.hs.tls != nil {

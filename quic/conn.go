@@ -259,12 +259,14 @@ func (c *Conn) run() {
 		c.mu.Lock()
 		now := time.Now()
 		c.guard(func() { c.onTimers(now) })
-		c.shedIfAsked()
+		if c.recvMem.shed.Load() {
+			// The Transport picked this connection to free memory
+			// (Transport.MaxReceiveMemory); it closes on its own goroutine.
+			c.shedLocked()
+		}
 		if c.close.finished {
 			c.teardownLocked()
-			out := c.takeOutboxLocked()
-			c.mu.Unlock()
-			c.deliverOutbox(out)
+			c.unlockAndDeliver()
 			c.t.connDone(c)
 			return
 		}
@@ -279,11 +281,9 @@ func (c *Conn) run() {
 		closing, closeAt := c.close.closing || c.close.draining, c.close.deadline
 		growth, askGrowth := c.flow.takeGrowthRequest(c.close.err != nil)
 		spareShort := c.cids.spareShort(c.close.err != nil)
-		out := c.takeOutboxLocked()
-		c.mu.Unlock()
 		// Before the datagrams: a recorder closed with our
 		// CONNECTION_CLOSE is closed when CloseWithError returns.
-		c.deliverOutbox(out)
+		c.unlockAndDeliver()
 		if spareShort > 0 {
 			c.topUpSpareIDs(spareShort)
 		}
@@ -293,9 +293,7 @@ func (c *Conn) run() {
 		if err := c.writeDatagrams(writes, sendT); err != nil {
 			c.mu.Lock()
 			c.destroyLocked(&sendError{err})
-			out := c.takeOutboxLocked()
-			c.mu.Unlock()
-			c.deliverOutbox(out)
+			c.unlockAndDeliver()
 		}
 		if cap(writes) <= maxDatagramsPerRun {
 			clear(writes)
@@ -339,11 +337,10 @@ func (c *Conn) run() {
 						c.retryUndecryptable()
 					}
 				})
-				c.afterReceived()
+				c.syncBudgets()
+				c.admit.updateCost(c.server, &c.spaces, len(c.keys.undecryptable))
 				tokens := c.tokens.takeToStore()
-				out := c.takeOutboxLocked()
-				c.mu.Unlock()
-				c.deliverOutbox(out)
+				c.unlockAndDeliver()
 				c.inbox.done(q)
 				for _, tok := range tokens {
 					c.config.TokenStore.Put(c.tokens.storeKey, tok)
@@ -353,9 +350,7 @@ func (c *Conn) run() {
 			err := c.t.closedErr()
 			c.mu.Lock()
 			c.destroyLocked(err)
-			out := c.takeOutboxLocked()
-			c.mu.Unlock()
-			c.deliverOutbox(out)
+			c.unlockAndDeliver()
 		}
 		if !timer.Stop() {
 			select {
@@ -415,9 +410,7 @@ func (c *Conn) endUnstarted(err error) {
 	c.mu.Lock()
 	c.destroyLocked(err)
 	c.teardownLocked()
-	out := c.takeOutboxLocked()
-	c.mu.Unlock()
-	c.deliverOutbox(out)
+	c.unlockAndDeliver()
 	c.t.connDone(c)
 }
 
@@ -445,7 +438,7 @@ func (c *Conn) onTimers(now time.Time) {
 	}
 	if c.close.closing || c.close.draining {
 		// Not before our CONNECTION_CLOSE went out, even with no closing
-		// period (closingPeriod).
+		// period (closeState.period).
 		if !now.Before(c.close.deadline) && (c.close.draining || c.close.notified) {
 			c.close.finished = true
 		}
@@ -596,7 +589,7 @@ func (c *Conn) teardownLocked() {
 		p.closeLocked()
 	}
 	c.inbox.drop()
-	c.releaseServerSlots()
+	c.admit.release(c.server, c)
 	c.budget.release(c.streams.all, &c.recvMem, c.t)
 	if c.qlog != nil {
 		c.qlogClosed()

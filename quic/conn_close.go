@@ -22,7 +22,7 @@ type closeState struct {
 	deadline  time.Time
 	finished  bool // run must tear down and exit
 	// refusedAtClose: a server handshake refused because its listener
-	// closed; it has no closing period (closingPeriod).
+	// closed; it has no closing period (closeState.period).
 	refusedAtClose bool
 	// masked: the peer's bare APPLICATION_ERROR from an Initial or
 	// Handshake packet of the datagram being read (handleConnectionClose).
@@ -60,7 +60,7 @@ func (c *Conn) closeLocal(err error) {
 	c.signalClosedLocked(err)
 	now := time.Now()
 	c.close.closing = true
-	c.close.deadline = now.Add(c.closingPeriod())
+	c.close.deadline = now.Add(c.close.period(c.t.singleDial, c.loss.pto()))
 	// The recorder sees the CONNECTION_CLOSE packet, then closes: quic-go
 	// closes it before CloseWithError returns.
 	defer c.endTracer()
@@ -76,18 +76,19 @@ func (c *Conn) closeLocal(err error) {
 	c.send.pending = append(c.send.pending, outDatagram{b: c.close.packet})
 }
 
-// closingPeriod is how long a closing or draining connection stays to
+// period is how long a closing or draining connection stays to
 // absorb late packets (RFC 9000 section 10.2): three PTOs, except on the
 // Transport of Dial and DialAddr, which closes with its only connection and
 // so would keep a goroutine reading for nothing but that (quic-go does not
 // linger there either), and for a handshake refused because its listener
 // closed: nothing of it will be used, and before an RTT sample three PTOs
 // are three seconds that would keep ListenAddr's socket open.
-func (c *Conn) closingPeriod() time.Duration {
-	if c.t.singleDial || c.close.refusedAtClose {
+// singleDial says the Transport is Dial's.
+func (cs *closeState) period(singleDial bool, pto time.Duration) time.Duration {
+	if singleDial || cs.refusedAtClose {
 		return 0
 	}
-	return 3 * c.loss.pto()
+	return 3 * pto
 }
 
 // buildClosePacket builds a datagram with CONNECTION_CLOSE in every space we

@@ -34,14 +34,14 @@ type datagramQueues struct {
 	peerSupports bool
 }
 
-// onDatagram queues a received DATAGRAM payload, dropping it when the
+// onReceived queues a received DATAGRAM payload, dropping it when the
 // application is not keeping up.
-func (c *Conn) onDatagram(data []byte) {
-	if len(c.datagrams.in) >= maxReceivedDatagrams {
+func (d *datagramQueues) onReceived(data []byte) {
+	if len(d.in) >= maxReceivedDatagrams {
 		return
 	}
-	c.datagrams.in = append(c.datagrams.in, slices.Clone(data))
-	broadcast(&c.datagrams.recvSig)
+	d.in = append(d.in, slices.Clone(data))
+	broadcast(&d.recvSig)
 }
 
 // datagramLimit is the largest DATAGRAM payload that fits in a 1-RTT

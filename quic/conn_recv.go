@@ -182,7 +182,7 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 	if c.close.err == nil && space == spaceHandshake && !c.isClient && !c.admit.validated {
 		// A Handshake packet proves the client owns its address, and
 		// means it has Handshake keys: Initial keys go (RFC 9001 4.9.1).
-		c.addressValidatedNow()
+		c.admit.addressValidated(c.server)
 		c.dropSpace(spaceInitial, p.rcvTime)
 	}
 }
@@ -345,7 +345,7 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 		if !c.config.EnableDatagrams {
 			return qerr.NewProtocolViolation(uint64(f.Type), "DATAGRAM frames not negotiated")
 		}
-		c.onDatagram(f.Data)
+		c.datagrams.onReceived(f.Data)
 	default:
 		return c.handleStreamFrame(f, now)
 	}
@@ -469,5 +469,5 @@ func (c *Conn) drainOnPeerClose(err error) {
 	c.signalClosedLocked(err)
 	c.endTracer()
 	c.close.draining = true
-	c.close.deadline = time.Now().Add(c.closingPeriod())
+	c.close.deadline = time.Now().Add(c.close.period(c.t.singleDial, c.loss.pto()))
 }

@@ -368,7 +368,7 @@ func (c *Conn) onHandshakeComplete() {
 		if err := c.hs.tls.SendSessionTicket(c.ticketOptions()); err == nil {
 			_ = c.processTLSEvents()
 		}
-		c.handshakeSlotDone()
+		c.admit.handshakeSlotDone(c.server)
 		c.queueForAccept(false)
 	}
 }

@@ -468,8 +468,7 @@ func TestQlogHooksOnOfflinePaths(t *testing.T) {
 	}
 	c.close.err = &TransportError{ErrorCode: ProtocolViolation, ErrorMessage: "bad \xff\x01"}
 	c.qlogClosed()
-	c.mu.Unlock()
-	c.flushOutbox() // the writer is written and closed without the lock
+	c.unlockAndDeliver() // the writer is written and closed without the lock
 	_, events := parseQlog(t, w.bytes())
 	s := summarize(events)
 	if s.names["transport:packet_received"] != rounds || s.names["transport:packet_sent"] != rounds {

@@ -138,15 +138,6 @@ func (c *Conn) closeForMemory(reason ClosedByLimitReason, err *qerr.TransportErr
 	}
 }
 
-// shedIfAsked closes the connection if the Transport picked it to free
-// memory (Transport.MaxReceiveMemory), on its own goroutine.
-func (c *Conn) shedIfAsked() {
-	if !c.recvMem.shed.Load() {
-		return
-	}
-	c.shedLocked()
-}
-
 // shedLocked closes the connection for the Transport's receive memory and
 // reports what that freed, which ends the shedding round.
 func (c *Conn) shedLocked() {

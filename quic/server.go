@@ -539,7 +539,7 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 	if err := c.initLocalCIDs(); err != nil {
 		t.countRefused(RefusedStartFailed)
 		t.removeHandlers(c)
-		c.releaseServerSlots()
+		c.admit.release(c.server, c)
 		return nil, err
 	}
 	c.startQlog()
@@ -552,15 +552,17 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 		}
 		c.close.err = err
 		c.endTracer()
-		c.flushOutbox()
+		c.mu.Lock()
+		c.unlockAndDeliver()
 		t.removeHandlers(c)
-		c.releaseServerSlots()
+		c.admit.release(c.server, c)
 		if c.hs.tls != nil {
 			c.hs.tls.Close()
 		}
 		return nil, err
 	}
-	c.flushOutbox() // run is not going yet
+	c.mu.Lock()
+	c.unlockAndDeliver() // run is not going yet
 	t.startConn(c)
 	return c, nil
 }
