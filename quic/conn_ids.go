@@ -188,21 +188,22 @@ func (c *Conn) initLocalCIDs() error {
 	return nil
 }
 
-// ownsCID reports whether dcid is one of the IDs routed to c.
-func (c *Conn) ownsCID(dcid []byte) bool {
-	if bytes.Equal(dcid, c.cids.src) {
+// owns reports whether dcid is one of the IDs routed to the connection.
+func (s *cidState) owns(dcid []byte) bool {
+	if bytes.Equal(dcid, s.src) {
 		return true
 	}
-	_, ok := c.cids.own[string(dcid)]
+	_, ok := s.own[string(dcid)]
 	return ok
 }
 
-// initRemoteCIDs starts tracking the peer's IDs once its handshake ID is
-// final (its transport parameters authenticated it), and issues ours up to
-// its active_connection_id_limit.
-func (c *Conn) initRemoteCIDs(p *wire.TransportParameters) error {
-	if c.cids.remote == nil {
-		cid, err := connid.FromBytes(c.cids.dest)
+// initRemote starts tracking the peer's IDs once its handshake ID is final
+// (its transport parameters p authenticated it), and issues ours up to its
+// active_connection_id_limit. The reset token is routed to c on t. The
+// caller wakes the connection to send the new IDs.
+func (s *cidState) initRemote(p *wire.TransportParameters, t *Transport, c *Conn) error {
+	if s.remote == nil {
+		cid, err := connid.FromBytes(s.dest)
 		if err != nil {
 			return qerr.NewProtocolViolation(0, "bad connection ID")
 		}
@@ -210,67 +211,63 @@ func (c *Conn) initRemoteCIDs(p *wire.TransportParameters) error {
 		if err != nil {
 			return err
 		}
-		c.cids.remote = r
+		s.remote = r
 	}
 	if p.HasStatelessResetToken {
-		c.cids.remote.SetResetToken(p.StatelessResetToken)
+		s.remote.SetResetToken(p.StatelessResetToken)
 	}
-	c.routeCurrentResetToken()
+	s.routeResetToken(t, c)
 	// Failing to route a new ID (the Transport is closing) only leaves
 	// the peer fewer spare IDs.
-	_ = c.cids.local.SetPeerLimit(p.ActiveConnectionIDLimit)
-	c.wake()
+	_ = s.local.SetPeerLimit(p.ActiveConnectionIDLimit)
 	return nil
 }
 
-// handleNewConnectionID stores an ID the peer issued, retires what its
-// Retire Prior To asks for, and switches to another ID if ours was retired.
-func (c *Conn) handleNewConnectionID(f *wire.Frame) error {
-	r := c.cids.remote
+// handleNew stores an ID the peer issued in NEW_CONNECTION_ID frame f,
+// retires what its Retire Prior To asks for, and switches to another ID if
+// ours was retired (routing its reset token to c on t). wake says a
+// RETIRE_CONNECTION_ID is to be sent.
+func (s *cidState) handleNew(f *wire.Frame, t *Transport, c *Conn) (wake bool, err error) {
+	r := s.remote
 	if r == nil {
-		return qerr.NewProtocolViolation(uint64(f.Type), "NEW_CONNECTION_ID before transport parameters")
+		return false, qerr.NewProtocolViolation(uint64(f.Type), "NEW_CONNECTION_ID before transport parameters")
 	}
 	if err := r.HandleNewConnectionID(f.SequenceNumber, f.RetirePriorTo, f.ConnectionID, f.StatelessResetToken); err != nil {
-		return withFrameType(err, uint64(f.Type))
+		return false, withFrameType(err, uint64(f.Type))
 	}
-	if cur := r.Current(); !cur.Equal(c.cids.dest) {
-		c.cids.dest = cur.Bytes()
-		c.routeCurrentResetToken()
+	if cur := r.Current(); !cur.Equal(s.dest) {
+		s.dest = cur.Bytes()
+		s.routeResetToken(t, c)
 	}
-	if r.HasPendingRetireConnectionID() {
-		c.wake()
-	}
-	return nil
+	return r.HasPendingRetireConnectionID(), nil
 }
 
-// routeCurrentResetToken has the Transport route datagrams ending in the
-// reset token of the peer ID we send with to c (a stateless reset carries
-// no connection ID of ours), instead of the previous ID's token.
-func (c *Conn) routeCurrentResetToken() {
-	tok, ok := c.cids.remote.CurrentResetToken()
-	if c.cids.hasRoutedToken && (!ok || tok != c.cids.routedToken) {
-		c.t.removeResetToken(c.cids.routedToken, c)
-		c.cids.hasRoutedToken = false
+// routeResetToken has Transport t route datagrams ending in the reset
+// token of the peer ID we send with to c (a stateless reset carries no
+// connection ID of ours), instead of the previous ID's token.
+func (s *cidState) routeResetToken(t *Transport, c *Conn) {
+	tok, ok := s.remote.CurrentResetToken()
+	if s.hasRoutedToken && (!ok || tok != s.routedToken) {
+		t.removeResetToken(s.routedToken, c)
+		s.hasRoutedToken = false
 	}
-	if ok && !c.cids.hasRoutedToken {
-		c.t.addResetToken(tok, c)
-		c.cids.routedToken, c.cids.hasRoutedToken = tok, true
+	if ok && !s.hasRoutedToken {
+		t.addResetToken(tok, c)
+		s.routedToken, s.hasRoutedToken = tok, true
 	}
 }
 
-// handleRetireConnectionID forgets one of our IDs and issues a replacement.
-func (c *Conn) handleRetireConnectionID(f *wire.Frame) error {
-	err := c.cids.local.HandleRetireConnectionID(f.SequenceNumber, c.cids.rxDCID)
+// handleRetire forgets one of our IDs (RETIRE_CONNECTION_ID frame f) and
+// issues a replacement; wake says a NEW_CONNECTION_ID is to be sent.
+func (s *cidState) handleRetire(f *wire.Frame) (wake bool, err error) {
+	err = s.local.HandleRetireConnectionID(f.SequenceNumber, s.rxDCID)
 	var te *qerr.TransportError
 	if errors.As(err, &te) {
-		return withFrameType(err, uint64(f.Type))
+		return false, withFrameType(err, uint64(f.Type))
 	}
 	// Any other error means the replacement could not be routed (the
 	// Transport is closing): the retirement itself is done.
-	if c.cids.local.HasPendingNewConnectionID() {
-		c.wake()
-	}
-	return nil
+	return s.local.HasPendingNewConnectionID(), nil
 }
 
 // withFrameType fills in the frame type of a transport error from connid.
@@ -315,12 +312,12 @@ func (c *Conn) appendCIDFrames(b []byte, maxEnd int, p *sentPacket) []byte {
 // isStatelessReset reports whether tail, the last 16 bytes of an
 // undecryptable short-header datagram, is the reset token of a peer ID we
 // have sent with and not retired.
-func (c *Conn) isStatelessReset(tail []byte) bool {
-	if c.cids.remote == nil {
+func (s *cidState) isStatelessReset(tail []byte) bool {
+	if s.remote == nil {
 		return false
 	}
 	// The detector looks at a whole datagram; only its last 16 bytes count.
 	var d [connid.MinStatelessResetSize]byte
 	copy(d[len(d)-connid.TokenLen:], tail)
-	return c.cids.remote.IsStatelessReset(d[:])
+	return s.remote.IsStatelessReset(d[:])
 }

@@ -268,7 +268,7 @@ func (c *Conn) switchPeerCID() {
 		return
 	}
 	c.cids.dest = r.Current().Bytes()
-	c.routeCurrentResetToken()
+	c.cids.routeResetToken(c.t, c)
 }
 
 // pathTimers fails a validation that ran out of time, falling back to the

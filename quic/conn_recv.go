@@ -71,7 +71,7 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		}
 		// A peer may switch to an ID from NEW_CONNECTION_ID (sent in 0.5-RTT)
 		// while still sending Handshake packets, as quic-go does.
-		if !c.ownsCID(hdr.DestConnID) && (c.isClient || !bytes.Equal(hdr.DestConnID, c.cids.clientDest)) {
+		if !c.cids.owns(hdr.DestConnID) && (c.isClient || !bytes.Equal(hdr.DestConnID, c.cids.clientDest)) {
 			continue
 		}
 		switch hdr.Type {
@@ -199,9 +199,9 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 	if err := wire.ParseShortHeader(pkt, c.t.cidLen, &sh); err != nil {
 		return
 	}
-	if !c.ownsCID(sh.DestConnID) {
+	if !c.cids.owns(sh.DestConnID) {
 		// The Transport routes datagrams ending in our peer's reset token here.
-		if mayBeReset && c.isStatelessReset(tail[:]) {
+		if mayBeReset && c.cids.isStatelessReset(tail[:]) {
 			c.destroyLocked(&StatelessResetError{})
 		}
 		return
@@ -221,7 +221,7 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 			c.closeWithError(qerr.NewTransportError(qerr.KeyUpdateError, 0, "key updated again before an acknowledgment in the current phase"))
 			return
 		}
-		if mayBeReset && c.isStatelessReset(tail[:]) {
+		if mayBeReset && c.cids.isStatelessReset(tail[:]) {
 			c.destroyLocked(&StatelessResetError{})
 			return
 		}
@@ -334,9 +334,17 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 			c.tokens.received(f.Token) // stored by run, without mu
 		}
 	case wire.FrameTypeNewConnectionID:
-		return c.handleNewConnectionID(f)
+		wake, err := c.cids.handleNew(f, c.t, c)
+		if wake {
+			c.wake()
+		}
+		return err
 	case wire.FrameTypeRetireConnectionID:
-		return c.handleRetireConnectionID(f)
+		wake, err := c.cids.handleRetire(f)
+		if wake {
+			c.wake()
+		}
+		return err
 	case wire.FrameTypePathChallenge:
 		c.onPathChallenge(f.PathData)
 	case wire.FrameTypePathResponse:

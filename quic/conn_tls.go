@@ -333,9 +333,10 @@ func (c *Conn) handlePeerParams(data []byte) error {
 	}
 	c.datagrams.peerSupports = p.MaxDatagramFrameSize > 0
 	c.datagrams.peerMax = p.MaxDatagramFrameSize
-	if err := c.initRemoteCIDs(&p); err != nil {
+	if err := c.cids.initRemote(&p, c.t, c); err != nil {
 		return err
 	}
+	c.wake() // the IDs issued up to the peer's limit go out
 	return c.onPeerPreferredAddress(&p)
 }
 

@@ -160,9 +160,10 @@ func establishConn(t testing.TB, c *Conn, peer *wire.TransportParameters, peerCI
 	}
 	c.datagrams.peerSupports = peer.MaxDatagramFrameSize > 0
 	c.datagrams.peerMax = peer.MaxDatagramFrameSize
-	if err := c.initRemoteCIDs(peer); err != nil {
+	if err := c.cids.initRemote(peer, c.t, c); err != nil {
 		t.Fatal(err)
 	}
+	c.wake()
 	c.admit.validated = true
 	c.hs.complete = true
 	close(c.handshakeDoneCh)

@@ -239,7 +239,7 @@ func (p *Path) Switch() error {
 	if p.switchCID {
 		if err := c.cids.remote.SwitchTo(p.dcidSeq); err == nil {
 			c.cids.dest = c.cids.remote.Current().Bytes()
-			c.routeCurrentResetToken()
+			c.cids.routeResetToken(c.t, c)
 		}
 		p.switchCID = false
 	}
