@@ -151,7 +151,7 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 	}
 	opener := sp.opener
 	if space == spaceInitial {
-		opener = c.initialOpener(hdr.Version)
+		opener = c.x.vn.initialOpener(hdr.Version, c.version, &c.spaces[spaceInitial])
 	}
 	payload, pn, err := opener.UnprotectPacket(pkt, hdr.PNOffset, largest)
 	if err != nil {

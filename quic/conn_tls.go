@@ -91,7 +91,7 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 	p.MaxUDPPayloadSize = receiveBufferSize // larger datagrams would be truncated
 	p.InitialSourceConnectionID = c.cids.src
 	p.HasInitialSourceConnectionID = true
-	p.VersionInformation = c.versionInformation()
+	p.VersionInformation = c.x.vn.versionInformation(c.version, c.isClient, c.config)
 	p.PreferredAddress = c.preferredAddressParam()
 	if cfg.EnableDatagrams {
 		p.MaxDatagramFrameSize = maxDatagramFrameSize
