@@ -538,7 +538,7 @@ func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 	add(c.loss.rec.LossDetectionTimeout())
 	add(c.send.pacingDeadline)
 	add(c.keys.dropPrevAt)
-	add(c.pathDeadline())
+	add(c.path.migration.nextTimer())
 	add(c.mtu.deadline(now))
 	for i := range c.spaces {
 		sp := &c.spaces[i]

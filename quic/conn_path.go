@@ -102,33 +102,33 @@ type rxPath struct {
 }
 
 // noteSource records the sender of datagram p before its packets are
-// processed.
-func (c *Conn) noteSource(p *receivedPacket) {
+// processed; *local is our address on the current path (noteLocal).
+func (ps *pathState) noteSource(p *receivedPacket, isClient bool, local *netip.Addr) {
 	from := p.addrPort
 	if !from.IsValid() && p.remote != nil {
 		from, _ = addrPort(p.remote)
 	}
 	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-	c.path.rx = rxPath{from: from, remote: p.remote, size: len(p.data), ecn: p.ecn, local: p.local, via: p.via}
-	c.path.rx.other = c.path.remoteAP.IsValid() && from.IsValid() && from != c.path.remoteAP
-	c.noteLocal()
-	if c.path.migration.validating && !c.path.rx.other {
-		c.path.migration.recv += uint64(len(p.data))
+	ps.rx = rxPath{from: from, remote: p.remote, size: len(p.data), ecn: p.ecn, local: p.local, via: p.via}
+	ps.rx.other = ps.remoteAP.IsValid() && from.IsValid() && from != ps.remoteAP
+	ps.noteLocal(isClient, local)
+	if ps.migration.validating && !ps.rx.other {
+		ps.migration.recv += uint64(len(p.data))
 	}
 }
 
 // rxRemote returns the sender of the datagram being processed as a net.Addr.
-func (c *Conn) rxRemote() net.Addr {
-	if c.path.rx.remote == nil {
-		c.path.rx.remote = net.UDPAddrFromAddrPort(c.path.rx.from)
+func (ps *pathState) rxRemote() net.Addr {
+	if ps.rx.remote == nil {
+		ps.rx.remote = net.UDPAddrFromAddrPort(ps.rx.from)
 	}
-	return c.path.rx.remote
+	return ps.rx.remote
 }
 
 // onPathChallenge queues the PATH_RESPONSE, for the path the challenge
 // came on (RFC 9000 section 8.2.2).
-func (c *Conn) onPathChallenge(data [8]byte) {
-	if p := c.path.pathOn(c.isClient, c.path.rx.via); p != nil {
+func (ps *pathState) onPathChallenge(data [8]byte, isClient bool) {
+	if p := ps.pathOn(isClient, ps.rx.via); p != nil {
 		// A client's path the connection does not send on: the answer
 		// goes from that path's socket (sendPathProbes).
 		if len(p.responses) < maxPathResponses {
@@ -136,14 +136,14 @@ func (c *Conn) onPathChallenge(data [8]byte) {
 		}
 		return
 	}
-	if len(c.path.responses) >= maxPathResponses {
+	if len(ps.responses) >= maxPathResponses {
 		return
 	}
 	r := pathResponse{data: data}
-	if c.path.rx.other {
-		r.to, r.toAP, r.room, r.from = c.rxRemote(), c.path.rx.from, 3*c.path.rx.size, c.path.rx.local
+	if ps.rx.other {
+		r.to, r.toAP, r.room, r.from = ps.rxRemote(), ps.rx.from, 3*ps.rx.size, ps.rx.local
 	}
-	c.path.responses = append(c.path.responses, r)
+	ps.responses = append(ps.responses, r)
 }
 
 // onPathResponse completes the validation a matching PATH_RESPONSE answers,
@@ -204,7 +204,7 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	if !c.path.migration.validating {
 		c.path.migration.prev, c.path.migration.prevAP, c.path.migration.prevLocal = c.path.remote, c.path.remoteAP, c.x.local
 	}
-	c.path.remote, c.path.remoteAP = c.rxRemote(), to
+	c.path.remote, c.path.remoteAP = c.path.rxRemote(), to
 	c.x.local = c.path.rx.local
 	if c.trace != nil {
 		c.trace.serverSwitch(to, c.t)
@@ -228,8 +228,8 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	// where the peer kept its ID (which RFC 9000 allows us to keep; quic-go
 	// does not). With no spare ID we keep ours rather than lose the
 	// connection.
-	c.switchPeerCID()
-	if m := c.avMetrics(); m != nil {
+	c.cids.switchPeer(c.t, c)
+	if m := c.server.avMetrics(); m != nil {
 		m.pathMigrations.Inc()
 	}
 	if c.qlog != nil {
@@ -257,9 +257,10 @@ func (c *Conn) restartPathState(now time.Time) {
 	}
 }
 
-// switchPeerCID moves to an unused connection ID of the peer.
-func (c *Conn) switchPeerCID() {
-	r := c.cids.remote
+// switchPeer moves to an unused connection ID of the peer, routing its
+// reset token to c on t.
+func (s *cidState) switchPeer(t *Transport, c *Conn) {
+	r := s.remote
 	if r == nil {
 		return
 	}
@@ -267,8 +268,8 @@ func (c *Conn) switchPeerCID() {
 	if !ok || r.SwitchTo(seq) != nil {
 		return
 	}
-	c.cids.dest = r.Current().Bytes()
-	c.cids.routeResetToken(c.t, c)
+	s.dest = r.Current().Bytes()
+	s.routeResetToken(t, c)
 }
 
 // pathTimers fails a validation that ran out of time, falling back to the
@@ -278,7 +279,7 @@ func (c *Conn) pathTimers(now time.Time) {
 		return
 	}
 	if !now.Before(c.path.migration.deadline) {
-		if m := c.avMetrics(); m != nil {
+		if m := c.server.avMetrics(); m != nil {
 			m.pathValidationFailures.Inc()
 		}
 		if c.path.migration.prev != nil {
@@ -296,15 +297,15 @@ func (c *Conn) pathTimers(now time.Time) {
 	}
 }
 
-// pathDeadline is the next path timer, or zero.
-func (c *Conn) pathDeadline() time.Time {
-	if !c.path.migration.validating {
+// nextTimer is when the validation's next timer fires, or zero.
+func (m *migrationState) nextTimer() time.Time {
+	if !m.validating {
 		return time.Time{}
 	}
-	if !c.path.migration.sendChallenge && c.path.migration.resendAt.Before(c.path.migration.deadline) {
-		return c.path.migration.resendAt
+	if !m.sendChallenge && m.resendAt.Before(m.deadline) {
+		return m.resendAt
 	}
-	return c.path.migration.deadline
+	return m.deadline
 }
 
 // pathSendLimit lowers limit to what anti-amplification allows towards an
@@ -432,12 +433,4 @@ func (c *Conn) buildPathDatagram(now time.Time, dcid, frame []byte, limit int, m
 		putSendBuffer(buf)
 	}
 	return d
-}
-
-// avMetrics returns the listener's address-validation counters, or nil.
-func (c *Conn) avMetrics() *avMetrics {
-	if c.server == nil || c.server.tokens == nil {
-		return nil
-	}
-	return c.server.tokens.m
 }

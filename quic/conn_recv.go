@@ -30,7 +30,7 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 	if c.close.draining {
 		return
 	}
-	c.noteSource(&p)
+	c.path.noteSource(&p, c.isClient, &c.x.local)
 	if c.close.masked == nil {
 		// Not when called from retryUndecryptable for a datagram whose
 		// own read has not finished: the outer call applies it.
@@ -346,7 +346,7 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 		}
 		return err
 	case wire.FrameTypePathChallenge:
-		c.onPathChallenge(f.PathData)
+		c.path.onPathChallenge(f.PathData, c.isClient)
 	case wire.FrameTypePathResponse:
 		c.onPathResponse(f.PathData)
 	case wire.FrameTypeDatagram:
