@@ -507,7 +507,7 @@ func (c *Conn) onTimers(now time.Time) {
 			_ = c.keys.initiateUpdate(c.hs.confirmed, c.trace)
 		}
 		c.keys.requestedUpdate(c.hs.confirmed, c.trace)
-		c.takeSwitchedAddress()
+		c.x.pa.takeSwitchedAddress(&c.path)
 		c.startPreferredAddressMigration()
 		if c.keys.app.ConfidentialityLimitReached() {
 			c.closeWithError(qerr.NewTransportError(qerr.AEADLimitReached, 0, "confidentiality limit reached"))

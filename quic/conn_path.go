@@ -153,7 +153,7 @@ func (c *Conn) onPathResponse(data [8]byte) {
 		c.pathValidatedBy(data)
 	}
 	if !c.path.migration.validating {
-		c.onProbeResponse(data)
+		c.x.pa.onProbeResponse(data)
 		return
 	}
 	for _, d := range c.path.migration.open[:c.path.migration.nOpen] {
@@ -235,7 +235,7 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	if c.qlog != nil {
 		c.qlog.pathUpdated("validating", c.path.remote, c.cids.dest)
 	}
-	if c.probeValidated(to, c.x.local) {
+	if c.x.pa.probeValidated(to, c.x.local) {
 		// The peer answered the challenge we sent with our answer to its
 		// probe from there: an address validated before (RFC 9000 9.3).
 		c.path.migration.validating, c.path.migration.sendChallenge, c.path.migration.prev = false, false, nil
@@ -391,7 +391,7 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 		fb := wire.AppendFrame(frames[:0], &f)
 		// Challenge the probing address in the same datagram, so that a
 		// migration there is validated at once (preferred_address.go).
-		fb = c.appendProbeChallenge(fb, r.toAP, r.from)
+		fb = c.x.pa.appendProbeChallenge(fb, r.toAP, r.from)
 		dcid := c.cids.dest
 		if c.cids.remote != nil {
 			if cid, _, ok := c.cids.remote.NextUnused(); ok {
@@ -406,7 +406,7 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 			c.trace.txTuple = ""
 		}
 		if d != nil {
-			c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true, to: r.to, via: c.pathTransportTo(r.toAP), from: r.from})
+			c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true, to: r.to, via: c.path.transportTo(r.toAP), from: r.from})
 		}
 	}
 	clear(c.path.responses[len(kept):])

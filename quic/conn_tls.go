@@ -92,7 +92,7 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 	p.InitialSourceConnectionID = c.cids.src
 	p.HasInitialSourceConnectionID = true
 	p.VersionInformation = c.x.vn.versionInformation(c.version, c.isClient, c.config)
-	p.PreferredAddress = c.preferredAddressParam()
+	p.PreferredAddress = c.x.pa.param(c.isClient, c.config)
 	if cfg.EnableDatagrams {
 		p.MaxDatagramFrameSize = maxDatagramFrameSize
 		if n := testhook.MaxDatagramFrameSize; n != 0 {
@@ -119,7 +119,7 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 
 // startTLS starts the TLS handshake; the client's ClientHello is queued.
 func (c *Conn) startTLS() error {
-	c.issuePreferredAddressCID()
+	c.x.pa.issueCID(c.isClient, c.config, c.cids.local)
 	qc := &tls.QUICConfig{TLSConfig: c.tlsConf}
 	role := wire.RoleServer
 	if c.isClient {
@@ -337,7 +337,7 @@ func (c *Conn) handlePeerParams(data []byte) error {
 		return err
 	}
 	c.wake() // the IDs issued up to the peer's limit go out
-	return c.onPeerPreferredAddress(&p)
+	return c.x.pa.onPeer(&p, c.isClient, c.cids.remote)
 }
 
 func (c *Conn) onHandshakeComplete() {
