@@ -145,7 +145,8 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	sendsEarly := c.sendsEarly()
 	if err != nil && c.qlog != nil {
 		c.close.err = err
-		c.qlogClosed()
+		c.qlog.closed(c.close.err, &c.out)
+		c.qlog = nil
 	}
 	if err != nil {
 		c.close.err = err

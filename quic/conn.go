@@ -592,7 +592,8 @@ func (c *Conn) teardownLocked() {
 	c.admit.release(c.server, c)
 	c.budget.release(c.streams.all, &c.recvMem, c.t)
 	if c.qlog != nil {
-		c.qlogClosed()
+		c.qlog.closed(c.close.err, &c.out)
+		c.qlog = nil
 	}
 	c.endTracer()
 }
@@ -631,7 +632,7 @@ func (c *Conn) ConnectionState() ConnectionState {
 	// As quic-go: what the peer advertised, even with ours off.
 	s.SupportsDatagrams.Remote = c.datagrams.peerSupports
 	s.SupportsStreamResetPartialDelivery.Local = c.config.EnableStreamResetPartialDelivery
-	s.SupportsStreamResetPartialDelivery.Remote = c.peerAcceptsResetStreamAt()
+	s.SupportsStreamResetPartialDelivery.Remote = c.hs.peerAcceptsResetStreamAt()
 	s.GSO = c.t.gso
 	s.Used0RTT = c.early.used
 	s.RequireStreamCreditRelease = c.config.RequireStreamCreditRelease

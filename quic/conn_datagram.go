@@ -77,7 +77,7 @@ func (c *Conn) SendDatagram(p []byte) error {
 		return &DatagramTooLargeError{MaxDatagramPayloadSize: int64(maxLen)}
 	}
 	for len(c.datagrams.out) >= maxQueuedDatagrams {
-		c.waitLocked(waitChan(&c.datagrams.sendSig), nil, time.Time{})
+		c.waitLocked(context.Background(), waitChan(&c.datagrams.sendSig), nil, time.Time{})
 		if c.close.err != nil {
 			return c.close.err
 		}
@@ -104,7 +104,7 @@ func (c *Conn) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 		if c.close.err != nil {
 			return nil, c.close.err
 		}
-		if err := c.waitLockedCtx(ctx, waitChan(&c.datagrams.recvSig)); err != nil {
+		if err := c.waitLocked(ctx, waitChan(&c.datagrams.recvSig), nil, time.Time{}); err != nil {
 			return nil, err
 		}
 	}

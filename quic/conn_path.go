@@ -150,7 +150,7 @@ func (ps *pathState) onPathChallenge(data [8]byte, isClient bool) {
 // whichever path it came on (RFC 9000 section 8.2.3).
 func (c *Conn) onPathResponse(data [8]byte) {
 	if len(c.path.extra) > 0 {
-		c.pathValidatedBy(data)
+		c.path.validatedBy(data)
 	}
 	if !c.path.migration.validating {
 		c.x.pa.onProbeResponse(data)

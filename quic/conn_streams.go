@@ -230,7 +230,7 @@ func (ss *streamSet) acceptable() bool {
 
 // AcceptStream returns the next bidirectional stream the peer opened.
 func (c *Conn) AcceptStream(ctx context.Context) (*Stream, error) {
-	s, err := c.accept(ctx, &c.streams.acceptBidi)
+	s, err := c.accept(ctx, false, true)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +239,7 @@ func (c *Conn) AcceptStream(ctx context.Context) (*Stream, error) {
 
 // AcceptUniStream returns the next unidirectional stream the peer opened.
 func (c *Conn) AcceptUniStream(ctx context.Context) (*ReceiveStream, error) {
-	s, err := c.accept(ctx, &c.streams.acceptUni)
+	s, err := c.accept(ctx, true, false)
 	if err != nil {
 		return nil, err
 	}
@@ -252,19 +252,14 @@ func (c *Conn) AcceptUniStream(ctx context.Context) (*ReceiveStream, error) {
 // AcceptStream and AcceptUniStream would take one each; with both kinds
 // queued the unidirectional stream comes first.
 func (c *Conn) AcceptAnyStream(ctx context.Context) (str *Stream, rs *ReceiveStream, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for {
-		if s := popStream(&c.streams.acceptUni); s != nil {
-			return nil, &ReceiveStream{s}, nil
-		}
-		if s := popStream(&c.streams.acceptBidi); s != nil {
-			return &Stream{s}, nil, nil
-		}
-		if err := c.acceptBlockedLocked(ctx); err != nil {
-			return nil, nil, err
-		}
+	s, err := c.accept(ctx, true, true)
+	if err != nil {
+		return nil, nil, err
 	}
+	if flowcontrol.DirectionOf(s.id) == flowcontrol.Uni {
+		return nil, &ReceiveStream{s}, nil
+	}
+	return &Stream{s}, nil, nil
 }
 
 // popStream takes the first stream of an accept queue, or nil.
@@ -278,43 +273,30 @@ func popStream(q *[]*stream) *stream {
 	return s
 }
 
-// acceptBlockedLocked waits for a new peer stream, or returns why none
-// can come.
-func (c *Conn) acceptBlockedLocked(ctx context.Context) error {
-	if c.close.err != nil {
-		return c.close.err
-	}
-	if c.early.awaitingNext {
-		return Err0RTTRejected
-	}
-	return c.waitLockedCtx(ctx, waitChan(&c.streams.sig))
-}
-
-func (c *Conn) accept(ctx context.Context, q *[]*stream) (*stream, error) {
+// accept takes the next stream the peer opened from the accept queues
+// asked for (the unidirectional one first), waiting for one; it fails
+// once none can come (the connection closed, 0-RTT was rejected) or ctx
+// ends.
+func (c *Conn) accept(ctx context.Context, uni, bidi bool) (*stream, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
-		if s := popStream(q); s != nil {
-			return s, nil
+		if uni && len(c.streams.acceptUni) > 0 {
+			return popStream(&c.streams.acceptUni), nil
 		}
-		if err := c.acceptBlockedLocked(ctx); err != nil {
+		if bidi && len(c.streams.acceptBidi) > 0 {
+			return popStream(&c.streams.acceptBidi), nil
+		}
+		if c.close.err != nil {
+			return nil, c.close.err
+		}
+		if c.early.awaitingNext {
+			return nil, Err0RTTRejected
+		}
+		if err := c.waitLocked(ctx, waitChan(&c.streams.sig), nil, time.Time{}); err != nil {
 			return nil, err
 		}
 	}
-}
-
-// waitLockedCtx waits, with c.mu released, until sig fires, the connection
-// closes or ctx ends (its error is returned); c.mu is held again on return.
-func (c *Conn) waitLockedCtx(ctx context.Context, sig <-chan struct{}) error {
-	c.mu.Unlock()
-	defer c.mu.Lock()
-	select {
-	case <-sig:
-	case <-c.closedCh:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return nil
 }
 
 // OpenStream opens a bidirectional stream, or fails with
@@ -381,7 +363,7 @@ func (c *Conn) open(ctx context.Context, wait bool, d flowcontrol.Direction) (*s
 		if !wait {
 			return nil, &StreamLimitReachedError{}
 		}
-		if err := c.waitLockedCtx(ctx, waitChan(&c.streams.sig)); err != nil {
+		if err := c.waitLocked(ctx, waitChan(&c.streams.sig), nil, time.Time{}); err != nil {
 			return nil, err
 		}
 	}

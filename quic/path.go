@@ -188,7 +188,7 @@ func (p *Path) startProbe() error {
 	}
 	if p.dcid == nil {
 		r := c.cids.remote
-		if cid, seq, ok := r.NextUnusedExcept(c.reservedPathCIDs()); ok {
+		if cid, seq, ok := r.NextUnusedExcept(c.path.reservedCIDs()); ok {
 			p.dcid, p.dcidSeq, p.switchCID = cid.Bytes(), seq, true
 		} else if len(c.cids.dest) == 0 {
 			p.dcid = []byte{} // zero-length IDs: nothing to change
@@ -202,11 +202,11 @@ func (p *Path) startProbe() error {
 	return nil
 }
 
-// reservedPathCIDs are the sequence numbers of the peer connection IDs
+// reservedCIDs are the sequence numbers of the peer connection IDs
 // set aside for paths not switched to yet. c.mu is held.
-func (c *Conn) reservedPathCIDs() []uint64 {
+func (ps *pathState) reservedCIDs() []uint64 {
 	var reserved []uint64
-	for _, o := range c.path.extra {
+	for _, o := range ps.extra {
 		if o.switchCID {
 			reserved = append(reserved, o.dcidSeq)
 		}
@@ -232,7 +232,7 @@ func (p *Path) Switch() error {
 		// Back on a path used before: the ID it had was retired when the
 		// connection left it, and the one in use must not follow it (RFC
 		// 9000 section 9.5), so it gets an unused one.
-		if cid, seq, ok := c.cids.remote.NextUnusedExcept(c.reservedPathCIDs()); ok {
+		if cid, seq, ok := c.cids.remote.NextUnusedExcept(c.path.reservedCIDs()); ok {
 			p.dcid, p.dcidSeq, p.switchCID = cid.Bytes(), seq, true
 		}
 	}
@@ -342,9 +342,9 @@ func (c *Conn) sendPathProbes(now time.Time) {
 	}
 }
 
-// pathValidatedBy marks the client path whose PATH_CHALLENGE data answers.
-func (c *Conn) pathValidatedBy(data [8]byte) {
-	for _, p := range c.path.extra {
+// validatedBy marks the client path whose PATH_CHALLENGE data answers.
+func (ps *pathState) validatedBy(data [8]byte) {
+	for _, p := range ps.extra {
 		if p.validated || p.closed || !slices.Contains(p.open[:p.nOpen], data) {
 			continue
 		}

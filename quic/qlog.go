@@ -164,7 +164,7 @@ func (q *qlogger) write(chunk []byte) {
 }
 
 // close writes what is buffered and closes the writer, without mu, once
-// the connection dropped q (qlogClosed).
+// the connection dropped q (qlogger.closed).
 func (q *qlogger) close() {
 	if q.failed || q.writeFailed.Load() {
 		return

@@ -240,17 +240,16 @@ func (q *qlogger) pathUpdated(state string, remote net.Addr, dcid []byte) {
 	q.end(b)
 }
 
-// qlogClosed records transport:connection_closed for c.close.err and hands
-// the qlog over to be closed (callbackOutbox); it runs at teardown.
-func (c *Conn) qlogClosed() {
-	q := c.qlog
-	c.qlog = nil
+// closed records transport:connection_closed for err, the connection's
+// close error, and hands q over to out to be closed; it runs at teardown.
+// The connection drops q.
+func (q *qlogger) closed(err error, out *callbackOutbox) {
 	if !q.failed {
 		b := q.event("transport:connection_closed")
-		b = appendCloseFields(b, c.close.err)
+		b = appendCloseFields(b, err)
 		q.end(b)
 	}
-	c.out.qlogEnded = q // written out and closed without mu
+	out.qlogEnded = q // written out and closed without mu
 }
 
 func appendCloseFields(b []byte, err error) []byte {

@@ -467,7 +467,8 @@ func TestQlogHooksOnOfflinePaths(t *testing.T) {
 		r.run(t)
 	}
 	c.close.err = &TransportError{ErrorCode: ProtocolViolation, ErrorMessage: "bad \xff\x01"}
-	c.qlogClosed()
+	c.qlog.closed(c.close.err, &c.out)
+	c.qlog = nil
 	c.unlockAndDeliver() // the writer is written and closed without the lock
 	_, events := parseQlog(t, w.bytes())
 	s := summarize(events)

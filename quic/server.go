@@ -548,7 +548,8 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 		t.countRefused(RefusedStartFailed)
 		if c.qlog != nil {
 			c.close.err = err
-			c.qlogClosed()
+			c.qlog.closed(c.close.err, &c.out)
+			c.qlog = nil
 		}
 		c.close.err = err
 		c.endTracer()

@@ -1,6 +1,7 @@
 package quic
 
 import (
+	"context"
 	"io"
 	"time"
 
@@ -62,7 +63,7 @@ func (s *stream) read(p []byte) (int, error) {
 		if !s.readDeadline.IsZero() && !time.Now().Before(s.readDeadline) {
 			return 0, errDeadline
 		}
-		c.waitLocked(waitChan(&s.readSig), nil, s.readDeadline)
+		c.waitLocked(context.Background(), waitChan(&s.readSig), nil, s.readDeadline)
 	}
 }
 

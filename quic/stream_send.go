@@ -1,20 +1,21 @@
 package quic
 
 import (
+	"context"
 	"time"
 )
 
 // waitLocked releases the connection lock until sig (or budget, when not
-// nil) fires, the deadline passes or the connection closes, then takes it
-// again.
-func (c *Conn) waitLocked(sig, budget <-chan struct{}, deadline time.Time) {
+// nil) fires, the deadline (when not zero) passes, the connection closes
+// or ctx ends, then takes it again. It returns ctx's error when ctx ended.
+func (c *Conn) waitLocked(ctx context.Context, sig, budget <-chan struct{}, deadline time.Time) error {
 	c.mu.Unlock()
 	defer c.mu.Lock()
 	var tc <-chan time.Time
 	if !deadline.IsZero() {
 		d := time.Until(deadline)
 		if d <= 0 {
-			return
+			return nil
 		}
 		t := time.NewTimer(d)
 		defer t.Stop()
@@ -25,7 +26,10 @@ func (c *Conn) waitLocked(sig, budget <-chan struct{}, deadline time.Time) {
 	case <-budget:
 	case <-tc:
 	case <-c.closedCh:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
+	return nil
 }
 
 func (s *stream) writeErrLocked() error {
@@ -99,7 +103,7 @@ func (s *stream) write(p []byte) (int, error) {
 				s.queueControl()
 			}
 		}
-		c.waitLocked(waitChan(&s.writeSig), budget, s.writeDeadline)
+		c.waitLocked(context.Background(), waitChan(&s.writeSig), budget, s.writeDeadline)
 		s.writeWaiting = false
 	}
 }
@@ -118,7 +122,7 @@ func (s *stream) drainLocked() error {
 			return err
 		}
 		s.drainWaiting = true
-		s.c.waitLocked(waitChan(&s.writeSig), nil, s.writeDeadline)
+		s.c.waitLocked(context.Background(), waitChan(&s.writeSig), nil, s.writeDeadline)
 		s.drainWaiting = false
 	}
 	return nil
@@ -149,7 +153,7 @@ func (s *stream) cancelWrite(code StreamErrorCode) {
 		return
 	}
 	var reliable uint64
-	if c.peerAcceptsResetStreamAt() {
+	if c.hs.peerAcceptsResetStreamAt() {
 		reliable = s.reliableSize
 	}
 	s.resetLocked(uint64(code), &StreamError{StreamID: StreamID(s.id), ErrorCode: code}, reliable)
@@ -158,8 +162,8 @@ func (s *stream) cancelWrite(code StreamErrorCode) {
 
 // peerAcceptsResetStreamAt reports whether the peer advertised
 // reset_stream_at (remembered from the ticket in 0-RTT).
-func (c *Conn) peerAcceptsResetStreamAt() bool {
-	return c.hs.peerParams != nil && c.hs.peerParams.ResetStreamAt
+func (hs *handshakeState) peerAcceptsResetStreamAt() bool {
+	return hs.peerParams != nil && hs.peerParams.ResetStreamAt
 }
 
 // setReliableBoundary marks the data written so far as reliable: a later

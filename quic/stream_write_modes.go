@@ -1,6 +1,7 @@
 package quic
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -103,7 +104,7 @@ func (s *stream) writeWithLimit(p []byte, limiter func(maxBytes int) int) (int, 
 			s.writeGranted(int64(offer), int64(granted))
 			continue
 		}
-		c.waitLocked(waitChan(&s.writeSig), c.t.sendBudget.waitChan(), s.writeDeadline)
+		c.waitLocked(context.Background(), waitChan(&s.writeSig), c.t.sendBudget.waitChan(), s.writeDeadline)
 	}
 	return lw.n, lw.err
 }
