@@ -150,7 +150,8 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	}
 	if err != nil {
 		c.close.err = err
-		c.endTracer()
+		c.trace.end(c.close.err)
+		c.trace = nil
 	}
 	c.mu.Lock()
 	c.unlockAndDeliver() // run is not going yet

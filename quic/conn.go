@@ -471,7 +471,7 @@ func (c *Conn) onTimers(now time.Time) {
 		for _, p := range c.loss.events.Lost {
 			c.onPacketLost(p.Handle, now)
 		}
-		c.countLost(now)
+		c.loss.countLost(now, &c.stats, &c.mtu, c.baseDatagram, &c.send)
 		if c.qlog != nil {
 			c.qlogMetrics()
 		}
@@ -492,7 +492,11 @@ func (c *Conn) onTimers(now time.Time) {
 				// with data in flight).
 				c.requeueHandshakeCrypto()
 			} else {
-				c.requeueOldestData(act.Probes)
+				for _, p := range c.loss.oldestData(act.Probes) {
+					if p != nil {
+						c.requeueFrames(p, time.Time{})
+					}
+				}
 			}
 		}
 	}
@@ -571,7 +575,8 @@ func (c *Conn) destroyLocked(err error) {
 		c.signalClosedLocked(err)
 	}
 	c.close.finished = true
-	c.endTracer()
+	c.trace.end(c.close.err)
+	c.trace = nil
 }
 
 // teardownLocked releases everything once the connection is finished.
@@ -595,7 +600,8 @@ func (c *Conn) teardownLocked() {
 		c.qlog.closed(c.close.err, &c.out)
 		c.qlog = nil
 	}
-	c.endTracer()
+	c.trace.end(c.close.err)
+	c.trace = nil
 }
 
 // Context returns a context that is canceled when the connection closes,

@@ -148,17 +148,17 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 	}
 }
 
-// requeueOldestData queues what the n oldest unacknowledged 1-RTT packets
-// carried (stream data, HANDSHAKE_DONE, control frames) for sending again,
+// oldestData returns the n oldest unacknowledged 1-RTT packets with
+// frames (at most two; nil for none). A PTO queues what they carried (stream data, HANDSHAKE_DONE, control frames) for sending again,
 // without declaring them lost: a PTO probe that has no new data to carry
 // resends the oldest (RFC 9002 section 6.2.4), else a lost last flight (a
 // whole response, say, or the HANDSHAKE_DONE while the ACKs that would
 // declare it lost keep getting lost) would only ever be probed with PINGs
 // that the peer answers with ACKs alone. An ACK of the original packets
 // that arrives later cancels the resend.
-func (c *Conn) requeueOldestData(n int) {
+func (l *lossState) oldestData(n int) [2]*sentPacket {
 	var oldest [2]uint64 // handles, ascending; 0: none
-	for h, p := range c.loss.sent {
+	for h, p := range l.sent {
 		if p.space != spaceApp || len(p.frames) == 0 {
 			continue
 		}
@@ -169,26 +169,27 @@ func (c *Conn) requeueOldestData(n int) {
 			oldest[1] = h
 		}
 	}
-	for _, h := range oldest[:min(max(n, 1), len(oldest))] {
-		if p := c.loss.sent[h]; p != nil {
-			c.requeueFrames(p, time.Time{})
-		}
+	var ps [2]*sentPacket
+	for i, h := range oldest[:min(max(n, 1), len(oldest))] {
+		ps[i] = l.sent[h]
 	}
+	return ps
 }
 
-// countLost adds the packets in c.events.Lost to the statistics, and the
-// fates of large packets in c.events to black hole detection.
-func (c *Conn) countLost(now time.Time) {
-	for _, p := range c.loss.events.Lost {
-		c.stats.packetsLost++
-		c.stats.bytesLost += uint64(p.Size)
+// countLost adds the packets in l.events.Lost to the statistics, and the
+// fates of large packets in l.events to black hole detection (mtu, with
+// base the size to fall back to).
+func (l *lossState) countLost(now time.Time, stats *connStats, mtu *mtuDiscovery, base int, send *sendState) {
+	for _, p := range l.events.Lost {
+		stats.packetsLost++
+		stats.bytesLost += uint64(p.Size)
 		if !p.MTUProbe {
-			c.mtu.onDatagramFate(p.Size, true, now, c.baseDatagram, &c.send, &c.loss)
+			mtu.onDatagramFate(p.Size, true, now, base, send, l)
 		}
 	}
-	for _, p := range c.loss.events.Acked {
+	for _, p := range l.events.Acked {
 		if !p.MTUProbe {
-			c.mtu.onDatagramFate(p.Size, false, now, c.baseDatagram, &c.send, &c.loss)
+			mtu.onDatagramFate(p.Size, false, now, base, send, l)
 		}
 	}
 }

@@ -61,19 +61,18 @@ func (c *Conn) closeLocal(err error) {
 	now := time.Now()
 	c.close.closing = true
 	c.close.deadline = now.Add(c.close.period(c.t.singleDial, c.loss.pto()))
-	// The recorder sees the CONNECTION_CLOSE packet, then closes: quic-go
-	// closes it before CloseWithError returns.
-	defer c.endTracer()
-	if !c.hs.started() {
-		c.close.finished = true
-		return
+	if c.hs.started() {
+		c.close.packet = c.buildClosePacket(err, now)
 	}
-	c.close.packet = c.buildClosePacket(err, now)
 	if c.close.packet == nil {
 		c.close.finished = true
-		return
+	} else {
+		c.send.pending = append(c.send.pending, outDatagram{b: c.close.packet})
 	}
-	c.send.pending = append(c.send.pending, outDatagram{b: c.close.packet})
+	// The recorder sees the CONNECTION_CLOSE packet, then closes: quic-go
+	// closes it before CloseWithError returns.
+	c.trace.end(c.close.err)
+	c.trace = nil
 }
 
 // period is how long a closing or draining connection stays to

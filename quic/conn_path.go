@@ -169,22 +169,12 @@ func (c *Conn) onPathResponse(data [8]byte) {
 	}
 }
 
-// afterShortPacket follows the peer to a new address once a non-probing
-// packet with the highest packet number so far came from there (RFC 9000
-// section 9.3). dcid is the packet's Destination Connection ID.
-func (c *Conn) afterShortPacket(dcid []byte, newest bool, now time.Time) {
-	if !c.path.rx.other {
-		if c.path.migration.dcidLen != len(dcid) || !bytes.Equal(c.path.migration.lastDCID[:c.path.migration.dcidLen], dcid) {
-			c.path.migration.dcidLen = copy(c.path.migration.lastDCID[:], dcid)
-		}
-		return
+// noteDCID records the Destination Connection ID of a packet from the
+// current peer address.
+func (m *migrationState) noteDCID(dcid []byte) {
+	if m.dcidLen != len(dcid) || !bytes.Equal(m.lastDCID[:m.dcidLen], dcid) {
+		m.dcidLen = copy(m.lastDCID[:], dcid)
 	}
-	// Only a server follows its peer, and only after the handshake is
-	// confirmed: a client must not migrate earlier (RFC 9000 section 9).
-	if c.isClient || !newest || !c.path.rx.nonProbing || !c.hs.confirmed || c.close.err != nil {
-		return
-	}
-	c.migrateTo(dcid, now)
 }
 
 // migrateTo makes the sender of the datagram being processed the peer

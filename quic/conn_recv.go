@@ -259,7 +259,15 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 	c.path.rx.nonProbing = false
 	c.processPayload(spaceApp, wire.PacketType1RTT, pn, payload, now)
 	c.cids.rxDCID = nil
-	c.afterShortPacket(sh.DestConnID, int64(pn) > largest, now)
+	if !c.path.rx.other {
+		c.path.migration.noteDCID(sh.DestConnID)
+	} else if !c.isClient && int64(pn) > largest && c.path.rx.nonProbing && c.hs.confirmed && c.close.err == nil {
+		// A server follows its peer to a new address once a non-probing
+		// packet with the highest packet number so far came from there
+		// (RFC 9000 section 9.3), and only after the handshake is
+		// confirmed: a client must not migrate earlier (section 9).
+		c.migrateTo(sh.DestConnID, now)
+	}
 }
 
 // processPayload handles the frames of a decrypted packet and records it.
@@ -405,7 +413,7 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	for _, p := range c.loss.events.Lost {
 		c.onPacketLost(p.Handle, now)
 	}
-	c.countLost(now)
+	c.loss.countLost(now, &c.stats, &c.mtu, c.baseDatagram, &c.send)
 	if c.qlog != nil {
 		c.qlogMetrics()
 	}
@@ -475,7 +483,8 @@ func (c *Conn) applyMaskedClose() {
 // drainOnPeerClose enters the draining state for the peer's close.
 func (c *Conn) drainOnPeerClose(err error) {
 	c.signalClosedLocked(err)
-	c.endTracer()
+	c.trace.end(c.close.err)
+	c.trace = nil
 	c.close.draining = true
 	c.close.deadline = time.Now().Add(c.close.period(c.t.singleDial, c.loss.pto()))
 }

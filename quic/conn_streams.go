@@ -142,7 +142,10 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 			return bufferError(err, ft)
 		}
 		c.recvMem.charge(s)
-		if err := c.checkRecvLimits(ft); err != nil {
+		if reason, over := c.recvMem.overLimit(c.config); over {
+			// Out-of-order data over a per-connection limit.
+			err := qerr.NewTransportError(qerr.ProtocolViolation, ft, reason.message())
+			c.closeForMemory(reason, err)
 			return err
 		}
 		s.signalRead()

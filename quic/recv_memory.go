@@ -113,18 +113,6 @@ func (m *recvMemory) unreport(t *Transport) {
 	}
 }
 
-// checkRecvLimits closes the connection if its out-of-order data is over a
-// per-connection limit, and returns the error it closed with.
-func (c *Conn) checkRecvLimits(frameType uint64) error {
-	reason, over := c.recvMem.overLimit(c.config)
-	if !over {
-		return nil
-	}
-	err := qerr.NewTransportError(qerr.ProtocolViolation, frameType, reason.message())
-	c.closeForMemory(reason, err)
-	return err
-}
-
 // closeForMemory closes the connection with err for reason (unless it is
 // closing already), counts it, and frees every stream's receive buffer
 // now: the memory is what the close is for.

@@ -552,7 +552,8 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 			c.qlog = nil
 		}
 		c.close.err = err
-		c.endTracer()
+		c.trace.end(c.close.err)
+		c.trace = nil
 		c.mu.Lock()
 		c.unlockAndDeliver()
 		t.removeHandlers(c)

@@ -110,7 +110,7 @@ func (t *connTracer) connState(s qlog.ConnectionState) {
 }
 
 // closed records how the connection ended; the recorder stays open for a
-// CONNECTION_CLOSE being sent (endTracer closes it). t may be nil.
+// CONNECTION_CLOSE being sent (end closes it). t may be nil.
 func (t *connTracer) closed(err error) {
 	if t == nil || t.state == len(connStates)-1 {
 		return
@@ -142,17 +142,17 @@ func (t *connTracer) closed(err error) {
 	t.connState(qlog.ConnectionStateClosed)
 }
 
-// endTracer closes the connection's recorder.
-func (c *Conn) endTracer() {
-	t := c.trace
+// end records how the connection closed (closeErr, unless nil) and has
+// the recorder closed after the events queued (callbackOutbox); the
+// connection drops t then. t may be nil.
+func (t *connTracer) end(closeErr error) {
 	if t == nil {
 		return
 	}
-	if c.close.err != nil {
-		t.closed(c.close.err)
+	if closeErr != nil {
+		t.closed(closeErr)
 	}
-	c.trace = nil
-	c.out.closeRecorder = true // after the events queued (callbackOutbox)
+	t.out.closeRecorder = true
 }
 
 // record queues ev for the recorder.
