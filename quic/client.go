@@ -139,8 +139,7 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	// only queue, deliver), and the callbacks in here (Config.Qlog,
 	// Config.Tracer, the tls.Config's ClientSessionCache) must run
 	// without one of ours.
-	c.startQlog()
-	c.startTracer()
+	c.startRecorders()
 	err = publicError(c.startTLS())
 	sendsEarly := c.sendsEarly()
 	if err != nil && c.qlog != nil {

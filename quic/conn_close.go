@@ -25,7 +25,7 @@ type closeState struct {
 	// closed; it has no closing period (closeState.period).
 	refusedAtClose bool
 	// masked: the peer's bare APPLICATION_ERROR from an Initial or
-	// Handshake packet of the datagram being read (handleConnectionClose).
+	// Handshake packet of the datagram being read (peerClose).
 	masked *TransportError
 }
 

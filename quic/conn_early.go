@@ -132,7 +132,7 @@ func (c *Conn) handle0RTTPacket(pkt []byte, hdr *wire.LongHeader, p receivedPack
 		// Before the ClientHello was processed the keys may still come;
 		// after it (Handshake keys exist), early data was rejected.
 		if c.spaces[spaceHandshake].sealer == nil {
-			c.keepUndecryptable(pkt, p)
+			c.keys.keepUndecryptable(pkt, p, c.trace)
 		}
 		return
 	}

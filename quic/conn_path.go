@@ -147,26 +147,26 @@ func (ps *pathState) onPathChallenge(data [8]byte, isClient bool) {
 }
 
 // onPathResponse completes the validation a matching PATH_RESPONSE answers,
-// whichever path it came on (RFC 9000 section 8.2.3).
-func (c *Conn) onPathResponse(data [8]byte) {
-	if len(c.path.extra) > 0 {
-		c.path.validatedBy(data)
+// whichever path it came on (RFC 9000 section 8.2.3), or the probe
+// challenge of pa it answers; it reports whether it validated the peer's
+// new address.
+func (ps *pathState) onPathResponse(data [8]byte, pa *preferredAddressState) bool {
+	if len(ps.extra) > 0 {
+		ps.validatedBy(data)
 	}
-	if !c.path.migration.validating {
-		c.x.pa.onProbeResponse(data)
-		return
+	if !ps.migration.validating {
+		pa.onProbeResponse(data)
+		return false
 	}
-	for _, d := range c.path.migration.open[:c.path.migration.nOpen] {
+	for _, d := range ps.migration.open[:ps.migration.nOpen] {
 		if d == data {
-			c.path.migration.validating = false
-			c.path.migration.sendChallenge = false
-			c.path.migration.prev = nil
-			if c.qlog != nil {
-				c.qlog.pathUpdated("validated", c.path.remote, c.cids.dest)
-			}
-			return
+			ps.migration.validating = false
+			ps.migration.sendChallenge = false
+			ps.migration.prev = nil
+			return true
 		}
 	}
+	return false
 }
 
 // noteDCID records the Destination Connection ID of a packet from the
@@ -211,7 +211,8 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	if !sameHost {
 		// Only a port change keeps the congestion state (RFC 9000 9.4),
 		// and the path MTU.
-		c.restartPathState(now)
+		c.loss.onPathChanged(now)
+		c.mtu.restart(now, c.baseDatagram, &c.send, &c.loss, c.hs.confirmed, c.hs.peerParams, mtuEnabled(c.config, c.t))
 	}
 	// A new peer address gets a new peer connection ID, or the two paths
 	// could be linked (RFC 9000 section 9.5), also on a NAT rebinding
@@ -236,15 +237,12 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	c.wake()
 }
 
-// restartPathState forgets what was learned about the path: RTT,
-// congestion window, pacing and path MTU start over (RFC 9000 9.4).
-func (c *Conn) restartPathState(now time.Time) {
-	c.loss.rec.OnPathChanged(now)
-	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
-	c.mtu.reset(c.baseDatagram, &c.send, &c.loss)
-	if c.hs.confirmed {
-		c.mtu.start(now, c.hs.peerParams, mtuEnabled(c.config, c.t), c.baseDatagram, c.loss.pto())
-	}
+// onPathChanged forgets what was learned about the path: RTT, congestion
+// window and pacing start over (RFC 9000 9.4); the path MTU too
+// (mtuDiscovery.restart).
+func (l *lossState) onPathChanged(now time.Time) {
+	l.rec.OnPathChanged(now)
+	l.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 }
 
 // switchPeer moves to an unused connection ID of the peer, routing its
@@ -274,7 +272,8 @@ func (c *Conn) pathTimers(now time.Time) {
 		}
 		if c.path.migration.prev != nil {
 			c.path.remote, c.path.remoteAP, c.x.local = c.path.migration.prev, c.path.migration.prevAP, c.path.migration.prevLocal
-			c.restartPathState(now)
+			c.loss.onPathChanged(now)
+			c.mtu.restart(now, c.baseDatagram, &c.send, &c.loss, c.hs.confirmed, c.hs.peerParams, mtuEnabled(c.config, c.t))
 		}
 		c.path.migration = migrationState{}
 		if c.qlog != nil {

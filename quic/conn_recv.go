@@ -95,21 +95,21 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 	}
 }
 
-// keepUndecryptable holds a packet whose keys have not arrived yet.
-func (c *Conn) keepUndecryptable(pkt []byte, p receivedPacket) {
-	if len(c.keys.undecryptable) >= maxUndecryptable {
+// keepUndecryptable holds packet pkt of datagram p until its keys arrive.
+func (k *keyState) keepUndecryptable(pkt []byte, p receivedPacket, trace *connTracer) {
+	if len(k.undecryptable) >= maxUndecryptable {
 		return
 	}
-	if c.trace != nil {
-		c.trace.buffered(pkt)
+	if trace != nil {
+		trace.buffered(pkt)
 	}
 	b := getBuffer()
 	*b = append((*b)[:0], pkt...)
 	kept := receivedPacket{buf: b, data: *b, remote: p.remote, addrPort: p.addrPort, rcvTime: p.rcvTime, ecn: p.ecn, local: p.local, via: p.via}
-	if c.trace != nil {
-		kept.checksum = c.trace.checksum
+	if trace != nil {
+		kept.checksum = trace.checksum
 	}
-	c.keys.undecryptable = append(c.keys.undecryptable, kept)
+	k.undecryptable = append(k.undecryptable, kept)
 }
 
 // retryUndecryptable reprocesses the kept packets after new keys arrived.
@@ -133,7 +133,7 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 		return
 	}
 	if sp.opener == nil {
-		c.keepUndecryptable(pkt, p)
+		c.keys.keepUndecryptable(pkt, p, c.trace)
 		return
 	}
 	largest := int64(-1)
@@ -207,7 +207,7 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 		return
 	}
 	if c.keys.app == nil || !c.keys.app.CanReceive() {
-		c.keepUndecryptable(pkt, p)
+		c.keys.keepUndecryptable(pkt, p, c.trace)
 		return
 	}
 	sp := &c.spaces[spaceApp]
@@ -326,9 +326,14 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 	case wire.FrameTypeAck, wire.FrameTypeAckECN:
 		return c.handleAckFrame(space, f, now)
 	case wire.FrameTypeCrypto:
-		return c.handleCryptoFrame(space, f)
+		if err := c.spaces[space].receiveCrypto(space, f, &c.hs); err != nil {
+			return err
+		}
+		return c.processTLSEvents()
 	case wire.FrameTypeConnectionClose, wire.FrameTypeConnectionCloseApp:
-		c.handleConnectionClose(space, f)
+		if err := c.close.peerClose(space, f); err != nil {
+			c.drainOnPeerClose(err)
+		}
 	case wire.FrameTypeHandshakeDone:
 		if !c.isClient {
 			return qerr.NewProtocolViolation(uint64(f.Type), "HANDSHAKE_DONE sent by client")
@@ -356,7 +361,9 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 	case wire.FrameTypePathChallenge:
 		c.path.onPathChallenge(f.PathData, c.isClient)
 	case wire.FrameTypePathResponse:
-		c.onPathResponse(f.PathData)
+		if c.path.onPathResponse(f.PathData, &c.x.pa) && c.qlog != nil {
+			c.qlog.pathUpdated("validated", c.path.remote, c.cids.dest)
+		}
 	case wire.FrameTypeDatagram:
 		if !c.config.EnableDatagrams {
 			return qerr.NewProtocolViolation(uint64(f.Type), "DATAGRAM frames not negotiated")
@@ -429,8 +436,10 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	return nil
 }
 
-func (c *Conn) handleCryptoFrame(space int, f *wire.Frame) error {
-	sp := &c.spaces[space]
+// receiveCrypto hands the CRYPTO data of frame f, received in space sp
+// (number space), to TLS (hs) in order; the caller processes the events
+// TLS has then.
+func (sp *pnSpace) receiveCrypto(space int, f *wire.Frame, hs *handshakeState) error {
 	if sp.cryptoIn == nil {
 		sp.cryptoIn = streambuf.NewRecvBuffer(maxCryptoBuffer)
 	}
@@ -442,19 +451,21 @@ func (c *Conn) handleCryptoFrame(space int, f *wire.Frame) error {
 	}
 	for d := sp.cryptoIn.Peek(); len(d) > 0; d = sp.cryptoIn.Peek() {
 		// HandleData copies what it keeps, so the bytes can go at once.
-		err := c.hs.handleCryptoData(space, d)
+		err := hs.handleCryptoData(space, d)
 		sp.cryptoIn.Skip(len(d))
 		if err != nil {
 			return tlsError(err)
 		}
 	}
-	return c.processTLSEvents()
+	return nil
 }
 
-func (c *Conn) handleConnectionClose(space int, f *wire.Frame) {
+// peerClose returns the error the peer's CONNECTION_CLOSE frame f, in
+// space, closes the connection with, or nil when it is to be read past
+// (masked).
+func (cs *closeState) peerClose(space int, f *wire.Frame) error {
 	if f.Type == wire.FrameTypeConnectionCloseApp {
-		c.drainOnPeerClose(&ApplicationError{Remote: true, ErrorCode: ApplicationErrorCode(f.ErrorCode), ErrorMessage: string(f.Reason)})
-		return
+		return &ApplicationError{Remote: true, ErrorCode: ApplicationErrorCode(f.ErrorCode), ErrorMessage: string(f.Reason)}
 	}
 	err := &TransportError{Remote: true, ErrorCode: TransportErrorCode(f.ErrorCode), FrameType: f.TriggerFrameType, ErrorMessage: string(f.Reason)}
 	if space != spaceApp && err.ErrorCode == ApplicationErrorErrorCode {
@@ -462,17 +473,17 @@ func (c *Conn) handleConnectionClose(space int, f *wire.Frame) {
 		// stands in Initial and Handshake as a bare APPLICATION_ERROR, and
 		// the same datagram usually carries the real code in 1-RTT (RFC
 		// 9000 section 10.2.3): read on, and fall back to this one
-		// (applyMaskedClose) only if the rest of the datagram has none.
-		if c.close.masked == nil {
-			c.close.masked = err
+		// (Conn.applyMaskedClose) only if the rest of the datagram has none.
+		if cs.masked == nil {
+			cs.masked = err
 		}
-		return
+		return nil
 	}
-	c.drainOnPeerClose(err)
+	return err
 }
 
 // applyMaskedClose ends a datagram whose only close was a masked
-// APPLICATION_ERROR (handleConnectionClose).
+// APPLICATION_ERROR (closeState.peerClose).
 func (c *Conn) applyMaskedClose() {
 	if c.close.masked != nil && c.close.err == nil {
 		c.drainOnPeerClose(c.close.masked)

@@ -194,6 +194,15 @@ func (m *mtuDiscovery) reset(base int, send *sendState, loss *lossState) {
 	*m = mtuDiscovery{}
 }
 
+// restart goes back to the base size on a new path and, once the
+// handshake is confirmed, searches again (start's arguments).
+func (m *mtuDiscovery) restart(now time.Time, base int, send *sendState, loss *lossState, confirmed bool, peer *wire.TransportParameters, enabled bool) {
+	m.reset(base, send, loss)
+	if confirmed {
+		m.start(now, peer, enabled, base, loss.pto())
+	}
+}
+
 // setMaxDatagram sets the size of the datagrams built, which the
 // congestion controller and the pacer count in.
 func (s *sendState) setMaxDatagram(size int, loss *lossState) {

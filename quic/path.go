@@ -254,15 +254,16 @@ func (p *Path) Switch() error {
 		// connection's goroutine, which reads the peer address without
 		// the lock when it writes, takes the address over.
 		c.x.pa.switchTo = p
-		c.restartPathState(now)
+		c.loss.onPathChanged(now)
+		c.mtu.restart(now, c.baseDatagram, &c.send, &c.loss, c.hs.confirmed, c.hs.peerParams, mtuEnabled(c.config, c.t))
 	} else if oldLocal.Addr().Unmap() != newLocal.Addr().Unmap() || !oldLocal.IsValid() {
 		// Only a port change keeps the congestion state (RFC 9000 9.4).
-		c.restartPathState(now)
+		c.loss.onPathChanged(now)
+		c.mtu.restart(now, c.baseDatagram, &c.send, &c.loss, c.hs.confirmed, c.hs.peerParams, mtuEnabled(c.config, c.t))
 	} else {
-		c.mtu.reset(c.baseDatagram, &c.send, &c.loss) // another socket, maybe another interface
-		if c.hs.confirmed {
-			c.mtu.start(now, c.hs.peerParams, mtuEnabled(c.config, c.t), c.baseDatagram, c.loss.pto())
-		}
+		// Another socket, maybe another interface: the path MTU starts
+		// over.
+		c.mtu.restart(now, c.baseDatagram, &c.send, &c.loss, c.hs.confirmed, c.hs.peerParams, mtuEnabled(c.config, c.t))
 	}
 	c.path.sendT = p.t
 	c.wake()

@@ -461,7 +461,7 @@ func TestQlogHooksOnOfflinePaths(t *testing.T) {
 	w := newMemQlog()
 	c.config.Qlog = func(Perspective, []byte) io.WriteCloser { return w }
 	c.mu.Lock()
-	c.startQlog()
+	c.startRecorders()
 	const rounds = 10
 	for range rounds {
 		r.run(t)
@@ -515,7 +515,7 @@ func BenchmarkQlogPacketRound(b *testing.B) {
 			}
 			r.c.mu.Lock()
 			defer r.c.mu.Unlock()
-			r.c.startQlog()
+			r.c.startRecorders()
 			b.ReportAllocs()
 			for b.Loop() {
 				r.run(b)

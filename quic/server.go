@@ -542,8 +542,7 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 		c.admit.release(c.server, c)
 		return nil, err
 	}
-	c.startQlog()
-	c.startTracer()
+	c.startRecorders()
 	if err := c.startTLS(); err != nil {
 		t.countRefused(RefusedStartFailed)
 		if c.qlog != nil {

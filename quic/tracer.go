@@ -45,9 +45,15 @@ var connStates = [...]qlog.ConnectionState{
 	qlog.ConnectionStateClosed,
 }
 
-// startTracer asks Config.Tracer for the connection's trace; it runs once
+// startRecorders starts the connection's qlog (Config.Qlog, with
+// connection_started) and asks Config.Tracer for its trace; it runs once
 // the ODCID is known, before the first packet is sent or processed.
-func (c *Conn) startTracer() {
+func (c *Conn) startRecorders() {
+	if c.qlog == nil {
+		if c.qlog = newQlogger(c.config, c.isClient, c.cids.origDest); c.qlog != nil {
+			c.qlog.connectionStarted(c.t.Conn.LocalAddr(), c.path.remote, c.cids.src, c.cids.dest)
+		}
+	}
 	if c.config.Tracer == nil || c.trace != nil {
 		return
 	}
