@@ -11,7 +11,6 @@ import (
 
 	"github.com/turboretry/turboretry/internal/ackgen"
 	"github.com/turboretry/turboretry/internal/congestion"
-	"github.com/turboretry/turboretry/internal/connid"
 	"github.com/turboretry/turboretry/internal/flowcontrol"
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/qerr"
@@ -285,7 +284,14 @@ func (c *Conn) run() {
 		// CONNECTION_CLOSE is closed when CloseWithError returns.
 		c.unlockAndDeliver()
 		if spareShort > 0 {
-			c.topUpSpareIDs(spareShort)
+			// The application's ConnectionIDGenerator runs without mu.
+			ids, failed := newSpareIDs(c.t.cidGen, spareShort)
+			c.mu.Lock()
+			issue := c.cids.addSpare(ids, failed, c.close.err != nil)
+			c.mu.Unlock()
+			if issue {
+				c.wake() // their NEW_CONNECTION_ID frames go out next turn
+			}
 		}
 		if askGrowth {
 			go c.askGrowth(growth)
@@ -361,33 +367,6 @@ func (c *Conn) run() {
 	}
 }
 
-// topUpSpareIDs makes n IDs with the application's ConnectionIDGenerator
-// without mu, and issues those the peer is owed (their NEW_CONNECTION_ID
-// frames go out in the next turn).
-func (c *Conn) topUpSpareIDs(n int) {
-	ids := make([]connid.ConnectionID, 0, n)
-	failed := false
-	for range n {
-		id, err := c.t.cidGen.New()
-		if err != nil {
-			failed = true
-			break
-		}
-		ids = append(ids, id)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cids.spareFailed = failed
-	if c.close.err != nil || c.cids.local == nil {
-		return
-	}
-	c.cids.spare = append(c.cids.spare, ids...)
-	_ = c.cids.local.Replenish() // a route collision only leaves the peer fewer IDs
-	if c.cids.local.HasPendingNewConnectionID() {
-		c.wake()
-	}
-}
-
 // askGrowth asks Config.AllowConnectionWindowIncrease whether the
 // connection window may grow by delta and applies the answer. It runs on a
 // goroutine of its own, without mu, so the callback may call any method of
@@ -444,7 +423,18 @@ func (c *Conn) onTimers(now time.Time) {
 		}
 		return
 	}
-	c.pathTimers(now)
+	if failed, fellBack := c.path.timers(now, &c.x.local); failed {
+		if m := c.server.avMetrics(); m != nil {
+			m.pathValidationFailures.Inc()
+		}
+		if fellBack {
+			c.loss.onPathChanged(now)
+			c.mtu.restart(now, c.baseDatagram, &c.send, &c.loss, c.hs.confirmed, c.hs.peerParams, mtuEnabled(c.config, c.t))
+		}
+		if c.qlog != nil {
+			c.qlog.pathUpdated("failed", c.path.remote, c.cids.dest)
+		}
+	}
 	// As in quic-go: silence for the idle timeout (the handshake idle
 	// timeout before completion) is an IdleTimeoutError; a handshake that
 	// takes twice the handshake idle timeout in all, a HandshakeTimeoutError.

@@ -45,7 +45,7 @@ type cidState struct {
 	// are being processed: a RETIRE_CONNECTION_ID may not retire it.
 	rxDCID []byte
 	// With the application's ConnectionIDGenerator (pooled), local issues
-	// IDs from spare, which run fills without mu (Conn.topUpSpareIDs), so
+	// IDs from spare, which run fills without mu (newSpareIDs, addSpare), so
 	// the generator never runs under mu; spareFailed: it returned an
 	// error, stop asking.
 	pooled      bool
@@ -80,6 +80,34 @@ func (s *cidState) popSpare(dst []byte) error {
 	copy(dst, s.spare[n-1].Bytes())
 	s.spare = s.spare[:n-1]
 	return nil
+}
+
+// newSpareIDs makes up to n IDs with gen, the application's
+// ConnectionIDGenerator, without Conn.mu; failed says gen returned an
+// error.
+func newSpareIDs(gen *connid.Generator, n int) (ids []connid.ConnectionID, failed bool) {
+	ids = make([]connid.ConnectionID, 0, n)
+	for range n {
+		id, err := gen.New()
+		if err != nil {
+			return ids, true
+		}
+		ids = append(ids, id)
+	}
+	return ids, false
+}
+
+// addSpare takes the IDs newSpareIDs made and issues those the peer is
+// owed, unless the connection closed; it reports whether NEW_CONNECTION_ID
+// frames are to be sent.
+func (s *cidState) addSpare(ids []connid.ConnectionID, failed, closed bool) bool {
+	s.spareFailed = failed
+	if closed || s.local == nil {
+		return false
+	}
+	s.spare = append(s.spare, ids...)
+	_ = s.local.Replenish() // a route collision only leaves the peer fewer IDs
+	return s.local.HasPendingNewConnectionID()
 }
 
 // spareShort returns how many IDs run should make for spare.

@@ -260,30 +260,27 @@ func (s *cidState) switchPeer(t *Transport, c *Conn) {
 	s.routeResetToken(t, c)
 }
 
-// pathTimers fails a validation that ran out of time, falling back to the
-// last validated address, and schedules PATH_CHALLENGE resends.
-func (c *Conn) pathTimers(now time.Time) {
-	if !c.path.migration.validating {
-		return
+// timers fails a validation that ran out of time (failed), falling back
+// to the last validated address (fellBack; *local is our address on the
+// path), and schedules PATH_CHALLENGE resends. After a fall back the
+// caller restarts the path state.
+func (ps *pathState) timers(now time.Time, local *netip.Addr) (failed, fellBack bool) {
+	m := &ps.migration
+	if !m.validating {
+		return false, false
 	}
-	if !now.Before(c.path.migration.deadline) {
-		if m := c.server.avMetrics(); m != nil {
-			m.pathValidationFailures.Inc()
+	if !now.Before(m.deadline) {
+		if m.prev != nil {
+			ps.remote, ps.remoteAP, *local = m.prev, m.prevAP, m.prevLocal
+			fellBack = true
 		}
-		if c.path.migration.prev != nil {
-			c.path.remote, c.path.remoteAP, c.x.local = c.path.migration.prev, c.path.migration.prevAP, c.path.migration.prevLocal
-			c.loss.onPathChanged(now)
-			c.mtu.restart(now, c.baseDatagram, &c.send, &c.loss, c.hs.confirmed, c.hs.peerParams, mtuEnabled(c.config, c.t))
-		}
-		c.path.migration = migrationState{}
-		if c.qlog != nil {
-			c.qlog.pathUpdated("failed", c.path.remote, c.cids.dest)
-		}
-		return
+		ps.migration = migrationState{}
+		return true, fellBack
 	}
-	if !c.path.migration.sendChallenge && !now.Before(c.path.migration.resendAt) {
-		c.path.migration.sendChallenge = true
+	if !m.sendChallenge && !now.Before(m.resendAt) {
+		m.sendChallenge = true
 	}
+	return false, false
 }
 
 // nextTimer is when the validation's next timer fires, or zero.

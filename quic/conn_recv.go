@@ -60,7 +60,7 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		}
 		pkt := data[:hdr.PacketLen]
 		data = data[hdr.PacketLen:]
-		if hdr.Version != c.version && !c.acceptOtherVersion(pkt, &hdr) {
+		if hdr.Version != c.version && !c.x.vn.acceptOtherVersion(pkt, &hdr, c.isClient, &c.version, &c.spaces, &c.cids, c.config) {
 			continue
 		}
 		if hdr.Type == wire.PacketTypeRetry {

@@ -109,7 +109,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		return withType(err)
 	}
 	if n > 0 {
-		c.openPeerStreams(f.StreamID, first, n)
+		c.streams.openPeerStreams(c, f.StreamID, first, n, &c.out)
 	}
 	s := c.streams.all[f.StreamID]
 	if s == nil {
@@ -183,8 +183,10 @@ func (ss *streamSet) wakeAllSenders() {
 	}
 }
 
-// openPeerStreams creates the streams a peer's frame implicitly opened.
-func (c *Conn) openPeerStreams(id, first, n uint64) {
+// openPeerStreams creates the streams of connection c a peer's frame
+// implicitly opened (n of them from the first'th, of stream id's kind),
+// and queues the NotifyAcceptable callback in out.
+func (ss *streamSet) openPeerStreams(c *Conn, id, first, n uint64, out *callbackOutbox) {
 	d := flowcontrol.DirectionOf(id)
 	for num := first; num < first+n; num++ {
 		sid, err := flowcontrol.NthStreamID(num, flowcontrol.Initiator(id), d)
@@ -193,15 +195,15 @@ func (c *Conn) openPeerStreams(id, first, n uint64) {
 		}
 		s := newStream(c, sid)
 		if d == flowcontrol.Bidi {
-			c.streams.acceptBidi = append(c.streams.acceptBidi, s)
+			ss.acceptBidi = append(ss.acceptBidi, s)
 		} else {
-			c.streams.acceptUni = append(c.streams.acceptUni, s)
+			ss.acceptUni = append(ss.acceptUni, s)
 		}
 	}
-	broadcast(&c.streams.sig)
-	if cb := c.streams.acceptableCB; cb != nil && c.streams.acceptable() {
-		c.streams.acceptableCB = nil
-		c.out.notifications = append(c.out.notifications, cb)
+	broadcast(&ss.sig)
+	if cb := ss.acceptableCB; cb != nil && ss.acceptable() {
+		ss.acceptableCB = nil
+		out.notifications = append(out.notifications, cb)
 	}
 }
 

@@ -138,7 +138,7 @@ func (c *Conn) startTLS() error {
 		// A server sets its parameters once it has read the client's
 		// (QUICTransportParametersRequired): version_information names
 		// the version it negotiated from them.
-		if err := c.setOurParams(role); err != nil {
+		if err := c.hs.setOurParams(c.ourParams(), role, c.isClient, c.qlog, c.trace); err != nil {
 			return err
 		}
 	}
@@ -148,20 +148,20 @@ func (c *Conn) startTLS() error {
 	return c.processTLSEvents()
 }
 
-// setOurParams hands our transport parameters to TLS.
-func (c *Conn) setOurParams(role wire.Role) error {
-	ours := c.ourParams()
-	if c.qlog != nil {
-		c.qlog.params("local", ours)
+// setOurParams hands our transport parameters (ours) to TLS, and records
+// them in the qlog and the trace.
+func (hs *handshakeState) setOurParams(ours *wire.TransportParameters, role wire.Role, isClient bool, q *qlogger, trace *connTracer) error {
+	if q != nil {
+		q.params("local", ours)
 	}
-	if c.trace != nil {
-		c.trace.params(c.isClient, true, ours)
+	if trace != nil {
+		trace.params(isClient, true, ours)
 	}
 	params, err := ours.Marshal(nil, role)
 	if err != nil {
 		return err
 	}
-	c.hs.tls.SetTransportParameters(params)
+	hs.tls.SetTransportParameters(params)
 	return nil
 }
 
@@ -197,7 +197,7 @@ func (c *Conn) processTLSEvents() error {
 			if c.isClient {
 				return qerr.NewTransportError(qerr.InternalError, 0, "transport parameters not set")
 			}
-			if err := c.setOurParams(wire.RoleServer); err != nil {
+			if err := c.hs.setOurParams(c.ourParams(), wire.RoleServer, c.isClient, c.qlog, c.trace); err != nil {
 				return err
 			}
 		case tls.QUICHandshakeDone:
@@ -469,20 +469,19 @@ func (c *Conn) handleVersionNegotiation(pkt []byte) {
 		}
 		theirs = append(theirs, Version(v))
 	}
+	var v wire.Version
 	for _, ours := range c.config.Versions {
 		if slices.Contains(theirs, ours) {
-			if err := c.restartWithVersion(wire.Version(ours)); err != nil {
-				c.closeWithError(err)
-			}
-			return
+			v = wire.Version(ours)
+			break
 		}
 	}
-	c.destroyLocked(&VersionNegotiationError{Ours: slices.Clone(c.config.Versions), Theirs: theirs})
-}
-
-// restartWithVersion throws away the first connection attempt and starts a
-// new one in version v, keeping our connection ID and the API objects.
-func (c *Conn) restartWithVersion(v wire.Version) error {
+	if v == 0 {
+		c.destroyLocked(&VersionNegotiationError{Ours: slices.Clone(c.config.Versions), Theirs: theirs})
+		return
+	}
+	// Throw the first connection attempt away and start a new one in v,
+	// keeping our connection ID and the API objects.
 	c.hs.versionRestarted = true
 	c.hs.tls.Close()
 	c.version = v
@@ -501,11 +500,14 @@ func (c *Conn) restartWithVersion(v wire.Version) error {
 	c.keys.app = nil
 	sealer, opener, err := handshake.NewInitialKeys(c.cids.dest, handshake.Version(v), true)
 	if err != nil {
-		return err
+		c.closeWithError(err)
+		return
 	}
 	c.spaces[spaceInitial].sealer = sealer
 	c.spaces[spaceInitial].opener = opener
-	return c.startTLS()
+	if err := c.startTLS(); err != nil {
+		c.closeWithError(err)
+	}
 }
 
 // statelessResetToken derives the token of a connection ID from the key,

@@ -101,23 +101,24 @@ func (vn *versionNegotiation) offeredVersions(current wire.Version, conf *Config
 // version of a server Initial that it offered, that decrypts, and that
 // arrives before the server's first CRYPTO data has been processed (which
 // fixes the version); a server reads Initial and 0-RTT packets of the
-// client's chosen version after it switched away from it.
-func (c *Conn) acceptOtherVersion(pkt []byte, hdr *wire.LongHeader) bool {
-	if !c.isClient {
-		return c.x.vn.switched && hdr.Version == c.x.vn.chosen &&
+// client's chosen version after it switched away from it. version is the
+// connection's, which a client's switch changes.
+func (vn *versionNegotiation) acceptOtherVersion(pkt []byte, hdr *wire.LongHeader, isClient bool, version *wire.Version, spaces *[3]pnSpace, cids *cidState, conf *Config) bool {
+	if !isClient {
+		return vn.switched && hdr.Version == vn.chosen &&
 			(hdr.Type == wire.PacketTypeInitial || hdr.Type == wire.PacketType0RTT)
 	}
-	sp := &c.spaces[spaceInitial]
-	if hdr.Type != wire.PacketTypeInitial || c.x.vn.switched || sp.discarded ||
-		c.spaces[spaceHandshake].opener != nil || len(hdr.Token) > 0 ||
-		!compatibleVersions(c.version, hdr.Version) || !slices.Contains(c.x.vn.offeredVersions(c.version, c.config), hdr.Version) {
+	sp := &spaces[spaceInitial]
+	if hdr.Type != wire.PacketTypeInitial || vn.switched || sp.discarded ||
+		spaces[spaceHandshake].opener != nil || len(hdr.Token) > 0 ||
+		!compatibleVersions(*version, hdr.Version) || !slices.Contains(vn.offeredVersions(*version, conf), hdr.Version) {
 		return false
 	}
 	// The Initial keys of both versions come from the DCID of the client's
 	// first Initial (after a Retry, the Retry's SCID).
-	keyCID := c.cids.origDest
-	if c.cids.retrySrc != nil {
-		keyCID = c.cids.retrySrc
+	keyCID := cids.origDest
+	if cids.retrySrc != nil {
+		keyCID = cids.retrySrc
 	}
 	sealer, opener, err := handshake.NewInitialKeys(keyCID, hdr.Version, true)
 	if err != nil {
@@ -134,8 +135,8 @@ func (c *Conn) acceptOtherVersion(pkt []byte, hdr *wire.LongHeader) bool {
 	if _, _, err := opener.UnprotectPacket(append((*trial)[:0], pkt...), hdr.PNOffset, largest); err != nil {
 		return false
 	}
-	c.x.vn = versionNegotiation{switched: true, chosen: c.version}
-	c.version = hdr.Version
+	*vn = versionNegotiation{switched: true, chosen: *version}
+	*version = hdr.Version
 	sp.sealer, sp.opener = sealer, opener
 	return true
 }
