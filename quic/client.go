@@ -132,7 +132,7 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	}
 	c.spaces[spaceInitial].sealer = sealer
 	c.spaces[spaceInitial].opener = opener
-	if err := c.initLocalCIDs(); err != nil {
+	if err := c.cids.initLocal(c.t, c, &c.out, &c.path); err != nil {
 		return nil, err
 	}
 	// No lock: nothing else reaches c before startConn (its datagrams

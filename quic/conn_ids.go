@@ -153,25 +153,25 @@ func (s *tokenState) takeToStore() []*ClientToken {
 	return t
 }
 
-// initLocalCIDs issues our handshake connection ID (sequence 0), routes it
-// to c, and sets c.cids.src. With zero-length IDs the connection is routed by
-// the empty ID, as the only one on its Transport.
-func (c *Conn) initLocalCIDs() error {
-	t := c.t
-	c.cids.own = make(map[string]struct{})
+// initLocal issues our handshake connection ID (sequence 0), routes it to
+// connection c on t (and on the client paths of ps, telling out), and sets
+// s.src. With zero-length IDs the connection is routed by the empty ID, as
+// the only one on its Transport.
+func (s *cidState) initLocal(t *Transport, c *Conn, out *callbackOutbox, ps *pathState) error {
+	s.own = make(map[string]struct{})
 	gen := t.cidGen
 	if t.ConnectionIDGenerator != nil && gen.Len() > 0 {
 		// The application's generator: made here, before the connection
 		// runs (no lock), for the handshake ID and those issued with
 		// the peer's limit; later ones by run without mu.
-		if err := c.cids.fillSpare(t.cidGen, maxIssuedCIDs+1); err != nil {
+		if err := s.fillSpare(t.cidGen, maxIssuedCIDs+1); err != nil {
 			return err
 		}
 		var err error
-		if gen, err = connid.NewGeneratorFunc(gen.Len(), c.cids.popSpare); err != nil {
+		if gen, err = connid.NewGeneratorFunc(gen.Len(), s.popSpare); err != nil {
 			return err
 		}
-		c.cids.pooled = true
+		s.pooled = true
 	}
 	l, err := connid.NewLocalCIDs(connid.LocalConfig{
 		Generator: gen,
@@ -182,22 +182,22 @@ func (c *Conn) initLocalCIDs() error {
 			if !t.addHandler(b, c) {
 				return false
 			}
-			c.out.routed(t, b)
-			c.cids.own[string(b)] = struct{}{}
+			out.routed(t, b)
+			s.own[string(b)] = struct{}{}
 			// A client's other paths route it too; a collision there
 			// only costs that path this ID.
-			for _, p := range c.path.extra {
+			for _, p := range ps.extra {
 				if p.t.addHandler(b, c) {
-					c.out.routed(p.t, b)
+					out.routed(p.t, b)
 				}
 			}
 			return true
 		},
 		RemoveRoute: func(cid connid.ConnectionID) {
 			b := cid.Bytes()
-			delete(c.cids.own, string(b))
+			delete(s.own, string(b))
 			t.removeHandler(b, c)
-			for _, p := range c.path.extra {
+			for _, p := range ps.extra {
 				p.t.removeHandler(b, c)
 			}
 		},
@@ -208,9 +208,9 @@ func (c *Conn) initLocalCIDs() error {
 		}
 		return err
 	}
-	c.cids.local = l
-	c.cids.src = l.HandshakeCID().Bytes()
-	if len(c.cids.src) == 0 && !t.addHandler(c.cids.src, c) {
+	s.local = l
+	s.src = l.HandshakeCID().Bytes()
+	if len(s.src) == 0 && !t.addHandler(s.src, c) {
 		return t.closedErr()
 	}
 	return nil

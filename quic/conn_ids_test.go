@@ -302,7 +302,7 @@ func TestStatelessResetTokenDerivation(t *testing.T) {
 	c := newOfflineConn(t)
 	c.t.StatelessResetKey = &key
 	c.cids.local = nil
-	if err := c.initLocalCIDs(); err != nil {
+	if err := c.cids.initLocal(c.t, c, &c.out, &c.path); err != nil {
 		t.Fatal(err)
 	}
 	p := c.ourParams()

@@ -114,17 +114,21 @@ func (k *keyState) keepUndecryptable(pkt []byte, p receivedPacket, trace *connTr
 
 // retryUndecryptable reprocesses the kept packets after new keys arrived.
 func (c *Conn) retryUndecryptable() {
-	if len(c.keys.undecryptable) == 0 {
-		return
-	}
-	kept := c.keys.undecryptable
-	c.keys.undecryptable = nil
-	for _, p := range kept {
-		p.data = (*p.buf)[:len(p.data)]
+	for _, p := range c.keys.takeUndecryptable() {
 		// Do not count the bytes twice for the amplification limit.
 		c.admit.bytesRecv -= uint64(len(p.data))
 		c.handleDatagram(p)
 	}
+}
+
+// takeUndecryptable returns the kept packets, ready to be processed again.
+func (k *keyState) takeUndecryptable() []receivedPacket {
+	kept := k.undecryptable
+	k.undecryptable = nil
+	for i := range kept {
+		kept[i].data = (*kept[i].buf)[:len(kept[i].data)]
+	}
+	return kept
 }
 
 func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p receivedPacket) {

@@ -309,7 +309,7 @@ func (c *Conn) handlePeerParams(data []byte) error {
 			return tpErr("retry_source_connection_id without Retry")
 		}
 	}
-	if err := c.negotiateVersion(&p); err != nil {
+	if err := c.x.vn.negotiate(&p, c.isClient, &c.version, &c.spaces[spaceInitial], c.cids.clientDest, c.hs.versionRestarted, c.config); err != nil {
 		return err
 	}
 	c.hs.peerParams = &p

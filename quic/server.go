@@ -536,7 +536,7 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 	}
 	c.out.routed(t, c.cids.clientDest)
 	s.admit(c, remote, dec.validated)
-	if err := c.initLocalCIDs(); err != nil {
+	if err := c.cids.initLocal(c.t, c, &c.out, &c.path); err != nil {
 		t.countRefused(RefusedStartFailed)
 		t.removeHandlers(c)
 		c.admit.release(c.server, c)

@@ -151,13 +151,16 @@ func (vn *versionNegotiation) initialOpener(v, current wire.Version, initial *pn
 	return initial.opener
 }
 
-// negotiateVersion runs when the peer's transport parameters arrive. A
+// negotiate runs when the peer's transport parameters arrive. A
 // server validates the client's version_information and switches to the
 // version it prefers among those offered; a client validates the server's
-// (RFC 9368 section 4).
-func (c *Conn) negotiateVersion(p *wire.TransportParameters) error {
-	if c.isClient {
-		return c.x.vn.checkServerVersionInformation(p.VersionInformation, c.version, c.hs.versionRestarted, c.config)
+// (RFC 9368 section 4). version is the connection's, which a server's
+// switch changes along with the Initial space's keys (initial, from the
+// client's DCID clientDest); restarted says a client restarted after
+// Version Negotiation.
+func (vn *versionNegotiation) negotiate(p *wire.TransportParameters, isClient bool, version *wire.Version, initial *pnSpace, clientDest []byte, restarted bool, conf *Config) error {
+	if isClient {
+		return vn.checkServerVersionInformation(p.VersionInformation, *version, restarted, conf)
 	}
 	vi := p.VersionInformation
 	if vi == nil {
@@ -166,16 +169,16 @@ func (c *Conn) negotiateVersion(p *wire.TransportParameters) error {
 	if !slices.Contains(vi.AvailableVersions, vi.ChosenVersion) {
 		return qerr.NewTransportParameterError("version_information: chosen version not among the available versions")
 	}
-	if vi.ChosenVersion != c.version {
-		return versionNegotiationError("client's chosen version %s is not the version of its Initial packets %s", vi.ChosenVersion, c.version)
+	if vi.ChosenVersion != *version {
+		return versionNegotiationError("client's chosen version %s is not the version of its Initial packets %s", vi.ChosenVersion, *version)
 	}
-	for _, v := range c.config.Versions {
+	for _, v := range conf.Versions {
 		w := wire.Version(v)
-		if !w.IsSupported() || !slices.Contains(vi.AvailableVersions, w) || !compatibleVersions(c.version, w) {
+		if !w.IsSupported() || !slices.Contains(vi.AvailableVersions, w) || !compatibleVersions(*version, w) {
 			continue
 		}
-		if w != c.version {
-			return c.x.vn.switchServerVersion(w, &c.version, &c.spaces[spaceInitial], c.cids.clientDest)
+		if w != *version {
+			return vn.switchServerVersion(w, version, initial, clientDest)
 		}
 		return nil
 	}
