@@ -146,3 +146,43 @@ func truncReason(s string) []byte {
 	}
 	return []byte(s)
 }
+
+// peerClose returns the error the peer's CONNECTION_CLOSE frame f, in
+// space, closes the connection with, or nil when it is to be read past
+// (masked).
+func (cs *closeState) peerClose(space int, f *wire.Frame) error {
+	if f.Type == wire.FrameTypeConnectionCloseApp {
+		return &ApplicationError{Remote: true, ErrorCode: ApplicationErrorCode(f.ErrorCode), ErrorMessage: string(f.Reason)}
+	}
+	err := &TransportError{Remote: true, ErrorCode: TransportErrorCode(f.ErrorCode), FrameType: f.TriggerFrameType, ErrorMessage: string(f.Reason)}
+	if space != spaceApp && err.ErrorCode == ApplicationErrorErrorCode {
+		// An application close sent before the handshake was confirmed
+		// stands in Initial and Handshake as a bare APPLICATION_ERROR, and
+		// the same datagram usually carries the real code in 1-RTT (RFC
+		// 9000 section 10.2.3): read on, and fall back to this one
+		// (Conn.applyMaskedClose) only if the rest of the datagram has none.
+		if cs.masked == nil {
+			cs.masked = err
+		}
+		return nil
+	}
+	return err
+}
+
+// applyMaskedClose ends a datagram whose only close was a masked
+// APPLICATION_ERROR (closeState.peerClose).
+func (c *Conn) applyMaskedClose() {
+	if c.close.masked != nil && c.close.err == nil {
+		c.drainOnPeerClose(c.close.masked)
+	}
+	c.close.masked = nil
+}
+
+// drainOnPeerClose enters the draining state for the peer's close.
+func (c *Conn) drainOnPeerClose(err error) {
+	c.signalClosedLocked(err)
+	c.trace.end(c.close.err)
+	c.trace = nil
+	c.close.draining = true
+	c.close.deadline = time.Now().Add(c.close.period(c.t.singleDial, c.loss.pto()))
+}

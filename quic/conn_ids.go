@@ -349,3 +349,18 @@ func (s *cidState) isStatelessReset(tail []byte) bool {
 	copy(d[len(d)-connid.TokenLen:], tail)
 	return s.remote.IsStatelessReset(d[:])
 }
+
+// switchPeer moves to an unused connection ID of the peer, routing its
+// reset token to c on t.
+func (s *cidState) switchPeer(t *Transport, c *Conn) {
+	r := s.remote
+	if r == nil {
+		return
+	}
+	_, seq, ok := r.NextUnused()
+	if !ok || r.SwitchTo(seq) != nil {
+		return
+	}
+	s.dest = r.Current().Bytes()
+	s.routeResetToken(t, c)
+}

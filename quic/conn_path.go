@@ -245,21 +245,6 @@ func (l *lossState) onPathChanged(now time.Time) {
 	l.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 }
 
-// switchPeer moves to an unused connection ID of the peer, routing its
-// reset token to c on t.
-func (s *cidState) switchPeer(t *Transport, c *Conn) {
-	r := s.remote
-	if r == nil {
-		return
-	}
-	_, seq, ok := r.NextUnused()
-	if !ok || r.SwitchTo(seq) != nil {
-		return
-	}
-	s.dest = r.Current().Bytes()
-	s.routeResetToken(t, c)
-}
-
 // timers fails a validation that ran out of time (failed), falling back
 // to the last validated address (fellBack; *local is our address on the
 // path), and schedules PATH_CHALLENGE resends. After a fall back the

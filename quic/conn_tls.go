@@ -2,15 +2,10 @@ package quic
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/tls"
 	"errors"
-	"slices"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/ackgen"
-	"github.com/turboretry/turboretry/internal/congestion"
-	"github.com/turboretry/turboretry/internal/connid"
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/recovery"
@@ -409,115 +404,6 @@ func (c *Conn) dropSpace(space int, now time.Time) {
 			delete(c.loss.sent, h)
 		}
 	}
-}
-
-// handleRetry processes a Retry packet (RFC 9000 section 17.2.5.2).
-func (c *Conn) handleRetry(pkt []byte, hdr *wire.LongHeader) {
-	if c.hs.receivedFirst || c.cids.retrySrc != nil || len(hdr.Token) == 0 {
-		return
-	}
-	if !bytes.Equal(hdr.DestConnID, c.cids.src) {
-		return
-	}
-	if err := handshake.VerifyRetryIntegrityTag(pkt, handshake.Version(c.version), c.cids.origDest); err != nil {
-		return
-	}
-	c.cids.retrySrc = slices.Clone(hdr.SrcConnID)
-	c.cids.dest = c.cids.retrySrc
-	c.tokens.initial = slices.Clone(hdr.Token)
-	s, o, err := handshake.NewInitialKeys(c.cids.dest, handshake.Version(c.version), true)
-	if err != nil {
-		c.closeWithError(err)
-		return
-	}
-	sp := &c.spaces[spaceInitial]
-	sp.sealer, sp.opener = s, o
-	sp.requeueCrypto()
-	// The server processed nothing we sent: our 0-RTT data goes again, in
-	// new 0-RTT packets, now (RFC 9001 section 4.7, as quic-go does), and
-	// congestion control and loss recovery start over (RFC 9002 section
-	// 6.3). Packet numbers go on.
-	now := time.Now()
-	for h, p := range c.loss.sent {
-		if p.space == spaceApp {
-			c.requeueFrames(p, now)
-		}
-		delete(c.loss.sent, h)
-		c.putSentPacket(p)
-	}
-	c.loss.rec = recovery.New(c.config.recoveryConfig(false))
-	c.loss.rec.SetMaxDatagramSize(c.send.maxDatagram)
-	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
-	c.loss.pacer.SetMaxDatagramSize(c.send.maxDatagram)
-}
-
-// handleVersionNegotiation processes a Version Negotiation packet (RFC 9000
-// section 6.2): the client starts over with the first of its versions the
-// server lists, or fails with a VersionNegotiationError.
-func (c *Conn) handleVersionNegotiation(pkt []byte) {
-	if c.hs.receivedFirst || c.hs.versionRestarted {
-		return
-	}
-	dcid, scid, vs, err := wire.ParseVersionNegotiation(pkt, nil)
-	if err != nil || !bytes.Equal(dcid, c.cids.src) || !bytes.Equal(scid, c.cids.origDest) {
-		return
-	}
-	theirs := make([]Version, 0, len(vs))
-	for _, v := range vs {
-		if v == c.version {
-			return // RFC 9000 6.2: ignore a VN listing our version
-		}
-		theirs = append(theirs, Version(v))
-	}
-	var v wire.Version
-	for _, ours := range c.config.Versions {
-		if slices.Contains(theirs, ours) {
-			v = wire.Version(ours)
-			break
-		}
-	}
-	if v == 0 {
-		c.destroyLocked(&VersionNegotiationError{Ours: slices.Clone(c.config.Versions), Theirs: theirs})
-		return
-	}
-	// Throw the first connection attempt away and start a new one in v,
-	// keeping our connection ID and the API objects.
-	c.hs.versionRestarted = true
-	c.hs.tls.Close()
-	c.version = v
-	c.cids.origDest = make([]byte, 8)
-	_, _ = rand.Read(c.cids.origDest)
-	c.cids.dest = c.cids.origDest
-	for i := range c.spaces {
-		c.spaces[i] = pnSpace{}
-	}
-	c.spaces[spaceInitial].tracker.Init(ackgen.SpaceInitial, ackgen.Config{})
-	c.spaces[spaceHandshake].tracker.Init(ackgen.SpaceHandshake, ackgen.Config{})
-	c.spaces[spaceApp].tracker.Init(ackgen.SpaceAppData, ackgen.Config{})
-	c.loss.rec = recovery.New(c.config.recoveryConfig(false))
-	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
-	clear(c.loss.sent)
-	c.keys.app = nil
-	sealer, opener, err := handshake.NewInitialKeys(c.cids.dest, handshake.Version(v), true)
-	if err != nil {
-		c.closeWithError(err)
-		return
-	}
-	c.spaces[spaceInitial].sealer = sealer
-	c.spaces[spaceInitial].opener = opener
-	if err := c.startTLS(); err != nil {
-		c.closeWithError(err)
-	}
-}
-
-// statelessResetToken derives the token of a connection ID from the key,
-// as connid.LocalCIDs does for the IDs it issues.
-func statelessResetToken(key *StatelessResetKey, cid []byte) [16]byte {
-	id, err := connid.FromBytes(cid)
-	if err != nil {
-		return [16]byte{}
-	}
-	return connid.ResetTokenFor(*key, id)
 }
 
 var errNoALPN = errors.New("quic: a server's tls.Config must offer an application protocol (NextProtos, or GetConfigForClient)")

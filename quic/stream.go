@@ -183,7 +183,7 @@ func (s *stream) recvFinished() bool {
 	return s.eofRead || s.resetRecvd || (s.recvErr != nil && s.stopAcked && finalKnown) || (s.recvErr == nil && s.allRead())
 }
 
-// maybeRemoveStream forgets a stream both of whose sides are done, and lets
+// maybeRemove forgets a stream both of whose sides are done, and lets
 // the peer open another if it was theirs.
 func (s *stream) maybeRemove() {
 	c := s.c

@@ -5,33 +5,6 @@ import (
 	"time"
 )
 
-// waitLocked releases the connection lock until sig (or budget, when not
-// nil) fires, the deadline (when not zero) passes, the connection closes
-// or ctx ends, then takes it again. It returns ctx's error when ctx ended.
-func (c *Conn) waitLocked(ctx context.Context, sig, budget <-chan struct{}, deadline time.Time) error {
-	c.mu.Unlock()
-	defer c.mu.Lock()
-	var tc <-chan time.Time
-	if !deadline.IsZero() {
-		d := time.Until(deadline)
-		if d <= 0 {
-			return nil
-		}
-		t := time.NewTimer(d)
-		defer t.Stop()
-		tc = t.C
-	}
-	select {
-	case <-sig:
-	case <-budget:
-	case <-tc:
-	case <-c.closedCh:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return nil
-}
-
 func (s *stream) writeErrLocked() error {
 	switch {
 	case s.sendErr != nil:
