@@ -148,8 +148,8 @@ type Conn struct {
 	path      pathState      // conn_path.go
 	mtu       mtuDiscovery   // mtu.go
 	ecn       ecnTracker     // conn_ecn.go
-	loss      lossState      // conn_ack.go
-	idle      idleState      // conn.go
+	loss      lossState      // conn_loss.go
+	idle      idleState      // conn_idle.go
 	streams   streamSet      // conn_streams.go
 	flow      connFlow       // conn_streams.go
 	budget    memoryBudget   // send_budget.go
