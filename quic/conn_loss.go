@@ -193,3 +193,11 @@ func (l *lossState) countLost(now time.Time, stats *connStats, mtu *mtuDiscovery
 		}
 	}
 }
+
+// onPathChanged forgets what was learned about the path: RTT, congestion
+// window and pacing start over (RFC 9000 9.4); the path MTU too
+// (mtuDiscovery.restart).
+func (l *lossState) onPathChanged(now time.Time) {
+	l.rec.OnPathChanged(now)
+	l.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
+}

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/congestion"
 	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/udpio"
 	"github.com/turboretry/turboretry/internal/wire"
@@ -235,14 +234,6 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 		}
 	}
 	c.wake()
-}
-
-// onPathChanged forgets what was learned about the path: RTT, congestion
-// window and pacing start over (RFC 9000 9.4); the path MTU too
-// (mtuDiscovery.restart).
-func (l *lossState) onPathChanged(now time.Time) {
-	l.rec.OnPathChanged(now)
-	l.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 }
 
 // timers fails a validation that ran out of time (failed), falling back

@@ -354,3 +354,14 @@ func (ps *pathState) validatedBy(data [8]byte) {
 		close(p.validatedCh)
 	}
 }
+
+// transportTo is the Transport of the client path that leads to ap, for a
+// datagram addressed there; nil for the current one.
+func (ps *pathState) transportTo(ap netip.AddrPort) *Transport {
+	for _, p := range ps.extra {
+		if p.remote != nil && p.remoteAP == ap && !p.closed {
+			return p.t
+		}
+	}
+	return nil
+}

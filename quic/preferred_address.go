@@ -262,17 +262,6 @@ func (c *Conn) tryPreferredAddress(ap netip.AddrPort, cid []byte, wait time.Dura
 	return true
 }
 
-// transportTo is the Transport of the client path that leads to ap, for a
-// datagram addressed there; nil for the current one.
-func (ps *pathState) transportTo(ap netip.AddrPort) *Transport {
-	for _, p := range ps.extra {
-		if p.remote != nil && p.remoteAP == ap && !p.closed {
-			return p.t
-		}
-	}
-	return nil
-}
-
 // appendProbeChallenge appends a PATH_CHALLENGE for the path a probe came
 // on (from to, sent to our from) to the frames answering it, and remembers
 // it.
