@@ -128,3 +128,12 @@ func (m *avMetrics) snapshot() AddressValidationStats {
 	}
 	return st
 }
+
+// avMetrics returns the address-validation counters of listener s, or
+// nil (s nil: a client).
+func (s *baseServer) avMetrics() *avMetrics {
+	if s == nil || s.tokens == nil {
+		return nil
+	}
+	return s.tokens.m
+}

@@ -11,7 +11,7 @@ import (
 // records for Config.Qlog's writer, the IDs for
 // Transport.ConnectionIDAdded and the streams' final sizes. No user callback runs under a lock of
 // ours, so run takes the outbox under mu (take) and makes the calls once it
-// released mu (Conn.deliverOutbox), in the order the events happened.
+// released mu (Conn.unlockAndDeliver), in the order the events happened.
 // Guarded by mu.
 type callbackOutbox struct {
 	// recorder is Config.Tracer's Recorder; events are recorded for it and
@@ -71,54 +71,53 @@ func (o *callbackOutbox) take(spare []qlogwriter.Event) callbackOutbox {
 	return out
 }
 
-// takeOutboxLocked takes what the callbacks are to be given, with mu held;
-// a full qlog buffer goes along.
-func (c *Conn) takeOutboxLocked() callbackOutbox {
+// unlockAndDeliver takes what the callbacks are to be given (a full qlog
+// buffer along), releases mu, which the caller holds, and makes the calls
+// without it. Only one goroutine at a time delivers: run, or the one
+// starting or ending a connection whose run is not going.
+func (c *Conn) unlockAndDeliver() {
 	if q := c.qlog; q != nil {
 		q.takeChunk(&c.out)
 	}
 	spare := c.outSpare
 	c.outSpare = nil
-	return c.out.take(spare)
+	out := c.out.take(spare)
+	c.mu.Unlock()
+	if events := out.deliver(); events != nil {
+		c.outSpare = events
+	}
 }
 
-// deliverOutbox makes the calls taken by takeOutboxLocked, without mu; only
-// one goroutine at a time (run, or the one starting the connection).
-func (c *Conn) deliverOutbox(out callbackOutbox) {
-	for _, r := range out.newRoutes {
+// deliver makes the calls o holds, in the order they were queued, and
+// returns its events slice emptied for reuse (nil if it had none).
+func (o *callbackOutbox) deliver() []qlogwriter.Event {
+	for _, r := range o.newRoutes {
 		r.t.notifyConnectionID(r.cid)
 	}
-	for _, ev := range out.events {
-		out.recorder.RecordEvent(ev)
+	for _, ev := range o.events {
+		o.recorder.RecordEvent(ev)
 	}
-	if out.closeRecorder {
-		_ = out.recorder.Close()
+	if o.closeRecorder {
+		_ = o.recorder.Close()
 	}
-	if out.events != nil {
-		clear(out.events)
-		c.outSpare = out.events[:0]
+	var spare []qlogwriter.Event
+	if o.events != nil {
+		clear(o.events)
+		spare = o.events[:0]
 	}
-	if out.qlogChunk != nil {
-		out.qlog.write(out.qlogChunk)
+	if o.qlogChunk != nil {
+		o.qlog.write(o.qlogChunk)
 	}
-	if q := out.qlogEnded; q != nil {
+	if q := o.qlogEnded; q != nil {
 		q.close()
 	}
-	for _, f := range out.finalSizes {
+	for _, f := range o.finalSizes {
 		f.cb(f.size)
 	}
-	for _, cb := range out.notifications {
+	for _, cb := range o.notifications {
 		cb()
 	}
-}
-
-// flushOutbox delivers the outbox at once: for the goroutine that starts or
-// ends a connection whose run is not going (or no longer).
-func (c *Conn) flushOutbox() {
-	c.mu.Lock()
-	out := c.takeOutboxLocked()
-	c.mu.Unlock()
-	c.deliverOutbox(out)
+	return spare
 }
 
 // logQlogError logs a qlog writer's failure.

@@ -132,26 +132,28 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 	}
 	c.spaces[spaceInitial].sealer = sealer
 	c.spaces[spaceInitial].opener = opener
-	if err := c.initLocalCIDs(); err != nil {
+	if err := c.cids.initLocal(c.t, c, &c.out, &c.path); err != nil {
 		return nil, err
 	}
 	// No lock: nothing else reaches c before startConn (its datagrams
 	// only queue, deliver), and the callbacks in here (Config.Qlog,
 	// Config.Tracer, the tls.Config's ClientSessionCache) must run
 	// without one of ours.
-	c.startQlog()
-	c.startTracer()
+	c.startRecorders()
 	err = publicError(c.startTLS())
 	sendsEarly := c.sendsEarly()
 	if err != nil && c.qlog != nil {
 		c.close.err = err
-		c.qlogClosed()
+		c.qlog.closed(c.close.err, &c.out)
+		c.qlog = nil
 	}
 	if err != nil {
 		c.close.err = err
-		c.endTracer()
+		c.trace.end(c.close.err)
+		c.trace = nil
 	}
-	c.flushOutbox() // run is not going yet
+	c.mu.Lock()
+	c.unlockAndDeliver() // run is not going yet
 	if err != nil {
 		t.removeHandlers(c)
 		if c.hs.tls != nil {

@@ -29,7 +29,7 @@ func (tc *testConn) finished() bool {
 func (tc *testConn) pto() time.Duration {
 	tc.conn.mu.Lock()
 	defer tc.conn.mu.Unlock()
-	return tc.conn.ptoLocked()
+	return tc.conn.loss.pto()
 }
 
 // TestCloseApplicationError: CloseWithError sends CONNECTION_CLOSE of the

@@ -159,7 +159,7 @@ func checkIdleTimeout(t *testing.T, c *Conn, err error, last time.Time, idle tim
 		return
 	}
 	c.mu.Lock()
-	want := max(idle, 3*c.ptoLocked())
+	want := max(idle, 3*c.loss.pto())
 	c.mu.Unlock()
 	if got := time.Since(last); got != want {
 		t.Errorf("closed %v after the last datagram arrived, want %v", got, want)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/turboretry/turboretry/internal/ackgen"
 	"github.com/turboretry/turboretry/internal/congestion"
-	"github.com/turboretry/turboretry/internal/connid"
 	"github.com/turboretry/turboretry/internal/flowcontrol"
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/qerr"
@@ -34,12 +33,6 @@ const (
 	maxCryptoBuffer    = 64 << 10 // out-of-order CRYPTO data we hold per level
 	maxUndecryptable   = 16       // packets kept until their keys arrive
 	maxDatagramsPerRun = 32
-	// maxRecvQueue bounds the datagrams waiting for a connection's
-	// goroutine; more are dropped (DropRecvQueueFull) as congestion.
-	maxRecvQueue = 256
-	// keptRecvQueue is the receive-queue capacity a quiet connection
-	// keeps (shrinkReceived).
-	keptRecvQueue = 16
 )
 
 // pnSpace is the state of one packet number space.
@@ -134,12 +127,9 @@ type Conn struct {
 	// handshakeDoneCh is closed when the TLS handshake completed.
 	handshakeDoneCh chan struct{}
 
-	// recvMu guards recvQueue, the datagrams the Transport handed over
-	// and the goroutine has not taken yet, and recvSpare, an empty slice
-	// to queue into next. Both grow on demand and shrink when idle.
-	recvMu    sync.Mutex
-	recvQueue []receivedPacket
-	recvSpare []receivedPacket
+	// inbox is the datagrams the Transport handed over and the goroutine
+	// has not taken yet, under a lock of its own (conn_inbox.go).
+	inbox inbox
 
 	// mu guards all that follows. It is the outermost lock: the order
 	// of the package's locks is in doc.go ("# Locking").
@@ -158,8 +148,8 @@ type Conn struct {
 	path      pathState      // conn_path.go
 	mtu       mtuDiscovery   // mtu.go
 	ecn       ecnTracker     // conn_ecn.go
-	loss      lossState      // conn_ack.go
-	idle      idleState      // conn.go
+	loss      lossState      // conn_loss.go
+	idle      idleState      // conn_idle.go
 	streams   streamSet      // conn_streams.go
 	flow      connFlow       // conn_streams.go
 	budget    memoryBudget   // send_budget.go
@@ -214,7 +204,7 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 	c.loss.rec = recovery.New(conf.recoveryConfig(!isClient))
 	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 	if c.baseDatagram != maxPacketSize {
-		c.setMaxDatagram(c.baseDatagram)
+		c.send.setMaxDatagram(c.baseDatagram, &c.loss)
 	}
 	c.spaces[spaceInitial].tracker.Init(ackgen.SpaceInitial, ackgen.Config{})
 	c.spaces[spaceHandshake].tracker.Init(ackgen.SpaceHandshake, ackgen.Config{})
@@ -232,6 +222,7 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 	if isClient {
 		persp = flowcontrol.Client
 	}
+	c.streams.persp = persp
 	c.streams.counts.Init(persp, uint64(conf.MaxIncomingStreams), uint64(conf.MaxIncomingUniStreams))
 	return c
 }
@@ -246,79 +237,15 @@ func (c *Conn) wake() {
 
 // deliver queues a datagram from the Transport; it never blocks.
 func (c *Conn) deliver(p receivedPacket) {
-	c.recvMu.Lock()
-	if len(c.recvQueue) >= maxRecvQueue {
-		c.recvMu.Unlock()
+	queued, first := c.inbox.push(p)
+	if !queued {
 		putBuffer(p.buf)
 		c.t.countDropped(DropRecvQueueFull, len(p.data))
 		return
 	}
-	if c.recvQueue == nil {
-		c.recvQueue, c.recvSpare = c.recvSpare, nil
-	}
-	c.recvQueue = append(c.recvQueue, p)
-	first := len(c.recvQueue) == 1
-	c.recvMu.Unlock()
 	if first {
 		c.wake()
 	}
-}
-
-// takeReceived returns the queued datagrams; give the slice back with
-// doneReceived.
-func (c *Conn) takeReceived() []receivedPacket {
-	c.recvMu.Lock()
-	q := c.recvQueue
-	c.recvQueue = nil
-	c.recvMu.Unlock()
-	return q
-}
-
-// doneReceived keeps a processed batch's slice for the next one, so
-// steady traffic allocates nothing.
-func (c *Conn) doneReceived(q []receivedPacket) {
-	clear(q)
-	c.recvMu.Lock()
-	if c.recvSpare == nil {
-		c.recvSpare = q[:0]
-	}
-	c.recvMu.Unlock()
-}
-
-// shrinkReceived drops large receive slices when the connection is quiet
-// (its timer fired twice with nothing received in between): a burst's
-// memory goes back, and a quiet connection holds small slices only.
-func (c *Conn) shrinkReceived() {
-	c.recvMu.Lock()
-	if cap(c.recvSpare) > keptRecvQueue {
-		c.recvSpare = nil
-	}
-	if len(c.recvQueue) == 0 && cap(c.recvQueue) > keptRecvQueue {
-		c.recvQueue = nil
-	}
-	c.recvMu.Unlock()
-}
-
-// dropReceived frees the datagrams still queued, at teardown.
-func (c *Conn) dropReceived() {
-	c.recvMu.Lock()
-	q := c.recvQueue
-	c.recvQueue, c.recvSpare = nil, nil
-	c.recvMu.Unlock()
-	for _, p := range q {
-		putBuffer(p.buf)
-	}
-}
-
-// idleState is what the idle timeout and keep-alive count from (RFC 9000
-// section 10.1). Guarded by mu.
-type idleState struct {
-	// lastActivity is the last receipt, or the first ack-eliciting packet
-	// sent after one (ackElicitingSent says one went); lastSendOrRecv is
-	// the last datagram either way.
-	lastActivity     time.Time
-	ackElicitingSent bool
-	lastSendOrRecv   time.Time
 }
 
 // run is the connection's event loop.
@@ -331,12 +258,14 @@ func (c *Conn) run() {
 		c.mu.Lock()
 		now := time.Now()
 		c.guard(func() { c.onTimers(now) })
-		c.shedIfAsked()
+		if c.recvMem.shed.Load() {
+			// The Transport picked this connection to free memory
+			// (Transport.MaxReceiveMemory); it closes on its own goroutine.
+			c.shedLocked()
+		}
 		if c.close.finished {
 			c.teardownLocked()
-			out := c.takeOutboxLocked()
-			c.mu.Unlock()
-			c.deliverOutbox(out)
+			c.unlockAndDeliver()
 			c.t.connDone(c)
 			return
 		}
@@ -351,13 +280,18 @@ func (c *Conn) run() {
 		closing, closeAt := c.close.closing || c.close.draining, c.close.deadline
 		growth, askGrowth := c.flow.takeGrowthRequest(c.close.err != nil)
 		spareShort := c.cids.spareShort(c.close.err != nil)
-		out := c.takeOutboxLocked()
-		c.mu.Unlock()
 		// Before the datagrams: a recorder closed with our
 		// CONNECTION_CLOSE is closed when CloseWithError returns.
-		c.deliverOutbox(out)
+		c.unlockAndDeliver()
 		if spareShort > 0 {
-			c.topUpSpareIDs(spareShort)
+			// The application's ConnectionIDGenerator runs without mu.
+			ids, failed := newSpareIDs(c.t.cidGen, spareShort)
+			c.mu.Lock()
+			issue := c.cids.addSpare(ids, failed, c.close.err != nil)
+			c.mu.Unlock()
+			if issue {
+				c.wake() // their NEW_CONNECTION_ID frames go out next turn
+			}
 		}
 		if askGrowth {
 			go c.askGrowth(growth)
@@ -365,9 +299,7 @@ func (c *Conn) run() {
 		if err := c.writeDatagrams(writes, sendT); err != nil {
 			c.mu.Lock()
 			c.destroyLocked(&sendError{err})
-			out := c.takeOutboxLocked()
-			c.mu.Unlock()
-			c.deliverOutbox(out)
+			c.unlockAndDeliver()
 		}
 		if cap(writes) <= maxDatagramsPerRun {
 			clear(writes)
@@ -395,11 +327,11 @@ func (c *Conn) run() {
 		select {
 		case <-timer.C:
 			if !received {
-				c.shrinkReceived()
+				c.inbox.shrink()
 			}
 			received = false
 		case <-c.wakeCh:
-			if q := c.takeReceived(); len(q) > 0 {
+			if q := c.inbox.take(); len(q) > 0 {
 				received = true
 				c.mu.Lock()
 				c.guard(func() {
@@ -411,12 +343,11 @@ func (c *Conn) run() {
 						c.retryUndecryptable()
 					}
 				})
-				c.afterReceived()
+				c.syncBudgets()
+				c.admit.updateCost(c.server, &c.spaces, len(c.keys.undecryptable))
 				tokens := c.tokens.takeToStore()
-				out := c.takeOutboxLocked()
-				c.mu.Unlock()
-				c.deliverOutbox(out)
-				c.doneReceived(q)
+				c.unlockAndDeliver()
+				c.inbox.done(q)
 				for _, tok := range tokens {
 					c.config.TokenStore.Put(c.tokens.storeKey, tok)
 				}
@@ -425,9 +356,7 @@ func (c *Conn) run() {
 			err := c.t.closedErr()
 			c.mu.Lock()
 			c.destroyLocked(err)
-			out := c.takeOutboxLocked()
-			c.mu.Unlock()
-			c.deliverOutbox(out)
+			c.unlockAndDeliver()
 		}
 		if !timer.Stop() {
 			select {
@@ -435,33 +364,6 @@ func (c *Conn) run() {
 			default:
 			}
 		}
-	}
-}
-
-// topUpSpareIDs makes n IDs with the application's ConnectionIDGenerator
-// without mu, and issues those the peer is owed (their NEW_CONNECTION_ID
-// frames go out in the next turn).
-func (c *Conn) topUpSpareIDs(n int) {
-	ids := make([]connid.ConnectionID, 0, n)
-	failed := false
-	for range n {
-		id, err := c.t.cidGen.New()
-		if err != nil {
-			failed = true
-			break
-		}
-		ids = append(ids, id)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cids.spareFailed = failed
-	if c.close.err != nil || c.cids.local == nil {
-		return
-	}
-	c.cids.spare = append(c.cids.spare, ids...)
-	_ = c.cids.local.Replenish() // a route collision only leaves the peer fewer IDs
-	if c.cids.local.HasPendingNewConnectionID() {
-		c.wake()
 	}
 }
 
@@ -487,9 +389,7 @@ func (c *Conn) endUnstarted(err error) {
 	c.mu.Lock()
 	c.destroyLocked(err)
 	c.teardownLocked()
-	out := c.takeOutboxLocked()
-	c.mu.Unlock()
-	c.deliverOutbox(out)
+	c.unlockAndDeliver()
 	c.t.connDone(c)
 }
 
@@ -517,40 +417,51 @@ func (c *Conn) onTimers(now time.Time) {
 	}
 	if c.close.closing || c.close.draining {
 		// Not before our CONNECTION_CLOSE went out, even with no closing
-		// period (closingPeriod).
+		// period (closeState.period).
 		if !now.Before(c.close.deadline) && (c.close.draining || c.close.notified) {
 			c.close.finished = true
 		}
 		return
 	}
-	c.pathTimers(now)
+	if failed, fellBack := c.path.timers(now, &c.x.local); failed {
+		if m := c.server.avMetrics(); m != nil {
+			m.pathValidationFailures.Inc()
+		}
+		if fellBack {
+			c.loss.onPathChanged(now)
+			c.mtu.restart(now, c.baseDatagram, &c.send, &c.loss, c.hs.confirmed, c.hs.peerParams, mtuEnabled(c.config, c.t))
+		}
+		if c.qlog != nil {
+			c.qlog.pathUpdated("failed", c.path.remote, c.cids.dest)
+		}
+	}
 	// As in quic-go: silence for the idle timeout (the handshake idle
 	// timeout before completion) is an IdleTimeoutError; a handshake that
 	// takes twice the handshake idle timeout in all, a HandshakeTimeoutError.
-	if dl := c.idleDeadline(); !now.Before(dl) {
+	if dl := c.idle.deadline(c.config, &c.hs, &c.loss); !now.Before(dl) {
 		c.destroyLocked(&IdleTimeoutError{})
 		return
 	}
-	if dl := c.handshakeDeadline(); !dl.IsZero() && !now.Before(dl) {
+	if dl := c.idle.handshakeDeadline(c.config, &c.hs, c.stats.started); !dl.IsZero() && !now.Before(dl) {
 		c.destroyLocked(&HandshakeTimeoutError{})
 		return
 	}
-	if ka := c.keepAliveTime(); !ka.IsZero() && !now.Before(ka) {
+	if ka := c.idle.keepAliveAt(c.config, &c.hs, c.send.pingPending, &c.loss); !ka.IsZero() && !now.Before(ka) {
 		c.send.pingPending = true
 	}
 	if lt := c.loss.rec.LossDetectionTimeout(); !lt.IsZero() && !now.Before(lt) {
 		c.loss.events.Reset()
 		act := c.loss.rec.OnLossDetectionTimeout(now, &c.loss.events)
 		if c.qlog != nil {
-			c.qlogLost()
+			c.qlog.lost(&c.loss)
 		}
 		if c.trace != nil {
-			c.traceLost()
+			c.trace.lost(&c.loss)
 		}
 		for _, p := range c.loss.events.Lost {
 			c.onPacketLost(p.Handle, now)
 		}
-		c.countLost(now)
+		c.loss.countLost(now, &c.stats, &c.mtu, c.baseDatagram, &c.send)
 		if c.qlog != nil {
 			c.qlogMetrics()
 		}
@@ -571,7 +482,11 @@ func (c *Conn) onTimers(now time.Time) {
 				// with data in flight).
 				c.requeueHandshakeCrypto()
 			} else {
-				c.requeueOldestData(act.Probes)
+				for _, p := range c.loss.oldestData(act.Probes) {
+					if p != nil {
+						c.requeueFrames(p, time.Time{})
+					}
+				}
 			}
 		}
 	}
@@ -583,9 +498,11 @@ func (c *Conn) onTimers(now time.Time) {
 		// Update keys well before the confidentiality limit; close if the
 		// peer kept us from updating until the limit (RFC 9001 6.6).
 		if c.keys.app.SealedPackets() >= c.keys.updateAfter() {
-			_ = c.initiateKeyUpdate(now)
+			_ = c.keys.initiateUpdate(c.hs.confirmed, c.trace)
 		}
-		c.extensionTimers(now)
+		c.keys.requestedUpdate(c.hs.confirmed, c.trace)
+		c.x.pa.takeSwitchedAddress(&c.path)
+		c.startPreferredAddressMigration()
 		if c.keys.app.ConfidentialityLimitReached() {
 			c.closeWithError(qerr.NewTransportError(qerr.AEADLimitReached, 0, "confidentiality limit reached"))
 			return
@@ -594,41 +511,6 @@ func (c *Conn) onTimers(now time.Time) {
 	if !c.send.pacingDeadline.IsZero() && !now.Before(c.send.pacingDeadline) {
 		c.send.pacingDeadline = time.Time{}
 	}
-}
-
-func (c *Conn) idleTimeoutLocked() time.Duration {
-	if !c.hs.complete {
-		return c.config.HandshakeIdleTimeout
-	}
-	d := c.config.MaxIdleTimeout
-	if c.hs.peerParams != nil && c.hs.peerParams.MaxIdleTimeout > 0 && c.hs.peerParams.MaxIdleTimeout < d {
-		d = c.hs.peerParams.MaxIdleTimeout
-	}
-	return max(d, 3*c.ptoLocked())
-}
-
-func (c *Conn) idleDeadline() time.Time { return c.idle.lastActivity.Add(c.idleTimeoutLocked()) }
-
-// handshakeDeadline is when an incomplete handshake fails: twice the
-// handshake idle timeout after the connection started; zero once complete.
-func (c *Conn) handshakeDeadline() time.Time {
-	if c.hs.complete {
-		return time.Time{}
-	}
-	return c.stats.started.Add(2 * c.config.HandshakeIdleTimeout)
-}
-
-func (c *Conn) keepAliveTime() time.Time {
-	if c.config.KeepAlivePeriod <= 0 || !c.hs.complete || c.send.pingPending {
-		return time.Time{}
-	}
-	p := min(c.config.KeepAlivePeriod, c.idleTimeoutLocked()/2)
-	return c.idle.lastSendOrRecv.Add(p)
-}
-
-func (c *Conn) ptoLocked() time.Duration {
-	rtt := c.loss.rec.RTT()
-	return rtt.PTOBase() + rtt.MaxAckDelay()
 }
 
 func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
@@ -644,14 +526,14 @@ func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 	if c.close.closing || c.close.draining {
 		return c.close.deadline
 	}
-	add(c.idleDeadline())
-	add(c.handshakeDeadline())
-	add(c.keepAliveTime())
+	add(c.idle.deadline(c.config, &c.hs, &c.loss))
+	add(c.idle.handshakeDeadline(c.config, &c.hs, c.stats.started))
+	add(c.idle.keepAliveAt(c.config, &c.hs, c.send.pingPending, &c.loss))
 	add(c.loss.rec.LossDetectionTimeout())
 	add(c.send.pacingDeadline)
 	add(c.keys.dropPrevAt)
-	add(c.pathDeadline())
-	add(c.mtuDeadline(now))
+	add(c.path.migration.nextTimer())
+	add(c.mtu.deadline(now))
 	for i := range c.spaces {
 		sp := &c.spaces[i]
 		if !sp.discarded && !sp.tracker.AckNow() {
@@ -666,7 +548,7 @@ func (c *Conn) signalClosedLocked(err error) {
 	c.close.err = err
 	c.hs.abandon()
 	if c.trace != nil {
-		c.traceClosed(err)
+		c.trace.closed(err)
 	}
 	close(c.closedCh)
 	c.cancelCtx(err)
@@ -684,7 +566,8 @@ func (c *Conn) destroyLocked(err error) {
 		c.signalClosedLocked(err)
 	}
 	c.close.finished = true
-	c.endTracer()
+	c.trace.end(c.close.err)
+	c.trace = nil
 }
 
 // teardownLocked releases everything once the connection is finished.
@@ -701,13 +584,15 @@ func (c *Conn) teardownLocked() {
 		p.t.removeHandlers(c)
 		p.closeLocked()
 	}
-	c.dropReceived()
-	c.releaseServerSlots()
-	c.releaseBudgets()
+	c.inbox.drop()
+	c.admit.release(c.server, c)
+	c.budget.release(c.streams.all, &c.recvMem, c.t)
 	if c.qlog != nil {
-		c.qlogClosed()
+		c.qlog.closed(c.close.err, &c.out)
+		c.qlog = nil
 	}
-	c.endTracer()
+	c.trace.end(c.close.err)
+	c.trace = nil
 }
 
 // Context returns a context that is canceled when the connection closes,
@@ -744,7 +629,7 @@ func (c *Conn) ConnectionState() ConnectionState {
 	// As quic-go: what the peer advertised, even with ours off.
 	s.SupportsDatagrams.Remote = c.datagrams.peerSupports
 	s.SupportsStreamResetPartialDelivery.Local = c.config.EnableStreamResetPartialDelivery
-	s.SupportsStreamResetPartialDelivery.Remote = c.peerAcceptsResetStreamAt()
+	s.SupportsStreamResetPartialDelivery.Remote = c.hs.peerAcceptsResetStreamAt()
 	s.GSO = c.t.gso
 	s.Used0RTT = c.early.used
 	s.RequireStreamCreditRelease = c.config.RequireStreamCreditRelease
@@ -830,4 +715,31 @@ func (c *Conn) ConnectionStats() ConnectionStats {
 
 		HandshakeDuration: c.stats.handshakeDuration,
 	}
+}
+
+// waitLocked releases the connection lock until sig (or budget, when not
+// nil) fires, the deadline (when not zero) passes, the connection closes
+// or ctx ends, then takes it again. It returns ctx's error when ctx ended.
+func (c *Conn) waitLocked(ctx context.Context, sig, budget <-chan struct{}, deadline time.Time) error {
+	c.mu.Unlock()
+	defer c.mu.Lock()
+	var tc <-chan time.Time
+	if !deadline.IsZero() {
+		d := time.Until(deadline)
+		if d <= 0 {
+			return nil
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		tc = t.C
+	}
+	select {
+	case <-sig:
+	case <-budget:
+	case <-tc:
+	case <-c.closedCh:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }

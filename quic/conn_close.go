@@ -22,10 +22,10 @@ type closeState struct {
 	deadline  time.Time
 	finished  bool // run must tear down and exit
 	// refusedAtClose: a server handshake refused because its listener
-	// closed; it has no closing period (closingPeriod).
+	// closed; it has no closing period (closeState.period).
 	refusedAtClose bool
 	// masked: the peer's bare APPLICATION_ERROR from an Initial or
-	// Handshake packet of the datagram being read (handleConnectionClose).
+	// Handshake packet of the datagram being read (peerClose).
 	masked *TransportError
 }
 
@@ -60,34 +60,34 @@ func (c *Conn) closeLocal(err error) {
 	c.signalClosedLocked(err)
 	now := time.Now()
 	c.close.closing = true
-	c.close.deadline = now.Add(c.closingPeriod())
-	// The recorder sees the CONNECTION_CLOSE packet, then closes: quic-go
-	// closes it before CloseWithError returns.
-	defer c.endTracer()
-	if !c.hs.started() {
-		c.close.finished = true
-		return
+	c.close.deadline = now.Add(c.close.period(c.t.singleDial, c.loss.pto()))
+	if c.hs.started() {
+		c.close.packet = c.buildClosePacket(err, now)
 	}
-	c.close.packet = c.buildClosePacket(err, now)
 	if c.close.packet == nil {
 		c.close.finished = true
-		return
+	} else {
+		c.send.pending = append(c.send.pending, outDatagram{b: c.close.packet})
 	}
-	c.send.pending = append(c.send.pending, outDatagram{b: c.close.packet})
+	// The recorder sees the CONNECTION_CLOSE packet, then closes: quic-go
+	// closes it before CloseWithError returns.
+	c.trace.end(c.close.err)
+	c.trace = nil
 }
 
-// closingPeriod is how long a closing or draining connection stays to
+// period is how long a closing or draining connection stays to
 // absorb late packets (RFC 9000 section 10.2): three PTOs, except on the
 // Transport of Dial and DialAddr, which closes with its only connection and
 // so would keep a goroutine reading for nothing but that (quic-go does not
 // linger there either), and for a handshake refused because its listener
 // closed: nothing of it will be used, and before an RTT sample three PTOs
 // are three seconds that would keep ListenAddr's socket open.
-func (c *Conn) closingPeriod() time.Duration {
-	if c.t.singleDial || c.close.refusedAtClose {
+// singleDial says the Transport is Dial's.
+func (cs *closeState) period(singleDial bool, pto time.Duration) time.Duration {
+	if singleDial || cs.refusedAtClose {
 		return 0
 	}
-	return 3 * c.ptoLocked()
+	return 3 * pto
 }
 
 // buildClosePacket builds a datagram with CONNECTION_CLOSE in every space we
@@ -145,4 +145,44 @@ func truncReason(s string) []byte {
 		s = s[:256]
 	}
 	return []byte(s)
+}
+
+// peerClose returns the error the peer's CONNECTION_CLOSE frame f, in
+// space, closes the connection with, or nil when it is to be read past
+// (masked).
+func (cs *closeState) peerClose(space int, f *wire.Frame) error {
+	if f.Type == wire.FrameTypeConnectionCloseApp {
+		return &ApplicationError{Remote: true, ErrorCode: ApplicationErrorCode(f.ErrorCode), ErrorMessage: string(f.Reason)}
+	}
+	err := &TransportError{Remote: true, ErrorCode: TransportErrorCode(f.ErrorCode), FrameType: f.TriggerFrameType, ErrorMessage: string(f.Reason)}
+	if space != spaceApp && err.ErrorCode == ApplicationErrorErrorCode {
+		// An application close sent before the handshake was confirmed
+		// stands in Initial and Handshake as a bare APPLICATION_ERROR, and
+		// the same datagram usually carries the real code in 1-RTT (RFC
+		// 9000 section 10.2.3): read on, and fall back to this one
+		// (Conn.applyMaskedClose) only if the rest of the datagram has none.
+		if cs.masked == nil {
+			cs.masked = err
+		}
+		return nil
+	}
+	return err
+}
+
+// applyMaskedClose ends a datagram whose only close was a masked
+// APPLICATION_ERROR (closeState.peerClose).
+func (c *Conn) applyMaskedClose() {
+	if c.close.masked != nil && c.close.err == nil {
+		c.drainOnPeerClose(c.close.masked)
+	}
+	c.close.masked = nil
+}
+
+// drainOnPeerClose enters the draining state for the peer's close.
+func (c *Conn) drainOnPeerClose(err error) {
+	c.signalClosedLocked(err)
+	c.trace.end(c.close.err)
+	c.trace = nil
+	c.close.draining = true
+	c.close.deadline = time.Now().Add(c.close.period(c.t.singleDial, c.loss.pto()))
 }

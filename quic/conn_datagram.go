@@ -34,14 +34,14 @@ type datagramQueues struct {
 	peerSupports bool
 }
 
-// onDatagram queues a received DATAGRAM payload, dropping it when the
+// onReceived queues a received DATAGRAM payload, dropping it when the
 // application is not keeping up.
-func (c *Conn) onDatagram(data []byte) {
-	if len(c.datagrams.in) >= maxReceivedDatagrams {
+func (d *datagramQueues) onReceived(data []byte) {
+	if len(d.in) >= maxReceivedDatagrams {
 		return
 	}
-	c.datagrams.in = append(c.datagrams.in, slices.Clone(data))
-	broadcast(&c.datagrams.recvSig)
+	d.in = append(d.in, slices.Clone(data))
+	broadcast(&d.recvSig)
 }
 
 // datagramLimit is the largest DATAGRAM payload that fits in a 1-RTT
@@ -77,7 +77,7 @@ func (c *Conn) SendDatagram(p []byte) error {
 		return &DatagramTooLargeError{MaxDatagramPayloadSize: int64(maxLen)}
 	}
 	for len(c.datagrams.out) >= maxQueuedDatagrams {
-		c.waitLocked(waitChan(&c.datagrams.sendSig), nil, time.Time{})
+		c.waitLocked(context.Background(), waitChan(&c.datagrams.sendSig), nil, time.Time{})
 		if c.close.err != nil {
 			return c.close.err
 		}
@@ -104,7 +104,7 @@ func (c *Conn) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 		if c.close.err != nil {
 			return nil, c.close.err
 		}
-		if err := c.waitLockedCtx(ctx, waitChan(&c.datagrams.recvSig)); err != nil {
+		if err := c.waitLocked(ctx, waitChan(&c.datagrams.recvSig), nil, time.Time{}); err != nil {
 			return nil, err
 		}
 	}

@@ -132,7 +132,7 @@ func (c *Conn) handle0RTTPacket(pkt []byte, hdr *wire.LongHeader, p receivedPack
 		// Before the ClientHello was processed the keys may still come;
 		// after it (Handshake keys exist), early data was rejected.
 		if c.spaces[spaceHandshake].sealer == nil {
-			c.keepUndecryptable(pkt, p)
+			c.keys.keepUndecryptable(pkt, p, c.trace)
 		}
 		return
 	}
@@ -154,10 +154,10 @@ func (c *Conn) handle0RTTPacket(pkt []byte, hdr *wire.LongHeader, p receivedPack
 	}
 	c.early.packets++
 	if c.qlog != nil {
-		c.qlogPacketReceived(wire.PacketType0RTT, pn, hdr.DestConnID, len(pkt), payload)
+		c.qlog.packetReceived(wire.PacketType0RTT, pn, hdr.DestConnID, len(pkt), payload, c.hs.peerAckDelayExp)
 	}
 	if c.trace != nil {
-		c.tracePacketReceived(wire.PacketType0RTT, pn, hdr, pkt, nil, payload, p.ecn)
+		c.trace.packetReceived(wire.PacketType0RTT, pn, hdr, pkt, nil, payload, p.ecn, c.hs.peerAckDelayExp)
 	}
 	c.processPayload(spaceApp, wire.PacketType0RTT, pn, payload, p.rcvTime)
 }
@@ -261,7 +261,7 @@ func (c *Conn) applyParamsAfterEarly(p *wire.TransportParameters) error {
 		}
 		s.fcSend.OnMaxStreamData(limit)
 	}
-	c.wakeAllSenders() // writers held at the remembered limits may queue more
+	c.streams.wakeAllSenders() // writers held at the remembered limits may queue more
 	return nil
 }
 

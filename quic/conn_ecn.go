@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/ackgen"
+	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/udpio"
 	"github.com/turboretry/turboretry/internal/wire"
 )
@@ -78,24 +79,23 @@ func ackgenECN(e udpio.ECN) ackgen.ECN {
 	return ackgen.ECNNotECT
 }
 
-// onECNPacketLost counts marked testing packets that were lost: when all
+// onPacketLost counts marked testing packets that were lost: when all
 // of them are, the path drops marked packets (RFC 9000 section 13.4.2).
-func (c *Conn) onECNPacketLost(p *sentPacket) {
-	if !p.ecnTest || (c.ecn.state != ecnTesting && c.ecn.state != ecnUnknown) {
+func (e *ecnTracker) onPacketLost(p *sentPacket) {
+	if !p.ecnTest || (e.state != ecnTesting && e.state != ecnUnknown) {
 		return
 	}
-	c.ecn.lostTest++
-	if c.ecn.state == ecnUnknown && c.ecn.lostTest >= c.ecn.sentTest {
-		c.ecn.state = ecnFailed
+	e.lostTest++
+	if e.state == ecnUnknown && e.lostTest >= e.sentTest {
+		e.state = ecnFailed
 	}
 }
 
-// onAckECN validates the ECN counts of an ACK frame that raised the
-// largest acknowledged packet of space, newlyMarked being the marked
-// packets it newly acknowledges, and reacts to new CE marks. largestSent
-// is when the largest newly acknowledged packet was sent.
-func (c *Conn) onAckECN(space int, f *wire.Frame, newlyMarked int, largestSent, now time.Time) {
-	e := &c.ecn
+// onAck validates the ECN counts of an ACK frame that raised the largest
+// acknowledged packet of space, newlyMarked being the marked packets it
+// newly acknowledges, and tells rec of new CE marks. largestSent is when
+// the largest newly acknowledged packet was sent.
+func (e *ecnTracker) onAck(space int, f *wire.Frame, newlyMarked int, largestSent, now time.Time, rec *recovery.Recovery) {
 	if e.state == ecnFailed || (newlyMarked == 0 && f.Type != wire.FrameTypeAckECN) {
 		return
 	}
@@ -120,6 +120,6 @@ func (c *Conn) onAckECN(space int, f *wire.Frame, newlyMarked int, largestSent, 
 	}
 	if dce > 0 && !largestSent.IsZero() {
 		e.ceEvents++
-		c.loss.rec.OnECNCongestion(now, largestSent)
+		rec.OnECNCongestion(now, largestSent)
 	}
 }

@@ -45,7 +45,7 @@ type cidState struct {
 	// are being processed: a RETIRE_CONNECTION_ID may not retire it.
 	rxDCID []byte
 	// With the application's ConnectionIDGenerator (pooled), local issues
-	// IDs from spare, which run fills without mu (Conn.topUpSpareIDs), so
+	// IDs from spare, which run fills without mu (newSpareIDs, addSpare), so
 	// the generator never runs under mu; spareFailed: it returned an
 	// error, stop asking.
 	pooled      bool
@@ -80,6 +80,34 @@ func (s *cidState) popSpare(dst []byte) error {
 	copy(dst, s.spare[n-1].Bytes())
 	s.spare = s.spare[:n-1]
 	return nil
+}
+
+// newSpareIDs makes up to n IDs with gen, the application's
+// ConnectionIDGenerator, without Conn.mu; failed says gen returned an
+// error.
+func newSpareIDs(gen *connid.Generator, n int) (ids []connid.ConnectionID, failed bool) {
+	ids = make([]connid.ConnectionID, 0, n)
+	for range n {
+		id, err := gen.New()
+		if err != nil {
+			return ids, true
+		}
+		ids = append(ids, id)
+	}
+	return ids, false
+}
+
+// addSpare takes the IDs newSpareIDs made and issues those the peer is
+// owed, unless the connection closed; it reports whether NEW_CONNECTION_ID
+// frames are to be sent.
+func (s *cidState) addSpare(ids []connid.ConnectionID, failed, closed bool) bool {
+	s.spareFailed = failed
+	if closed || s.local == nil {
+		return false
+	}
+	s.spare = append(s.spare, ids...)
+	_ = s.local.Replenish() // a route collision only leaves the peer fewer IDs
+	return s.local.HasPendingNewConnectionID()
 }
 
 // spareShort returns how many IDs run should make for spare.
@@ -125,25 +153,25 @@ func (s *tokenState) takeToStore() []*ClientToken {
 	return t
 }
 
-// initLocalCIDs issues our handshake connection ID (sequence 0), routes it
-// to c, and sets c.cids.src. With zero-length IDs the connection is routed by
-// the empty ID, as the only one on its Transport.
-func (c *Conn) initLocalCIDs() error {
-	t := c.t
-	c.cids.own = make(map[string]struct{})
+// initLocal issues our handshake connection ID (sequence 0), routes it to
+// connection c on t (and on the client paths of ps, telling out), and sets
+// s.src. With zero-length IDs the connection is routed by the empty ID, as
+// the only one on its Transport.
+func (s *cidState) initLocal(t *Transport, c *Conn, out *callbackOutbox, ps *pathState) error {
+	s.own = make(map[string]struct{})
 	gen := t.cidGen
 	if t.ConnectionIDGenerator != nil && gen.Len() > 0 {
 		// The application's generator: made here, before the connection
 		// runs (no lock), for the handshake ID and those issued with
 		// the peer's limit; later ones by run without mu.
-		if err := c.cids.fillSpare(t.cidGen, maxIssuedCIDs+1); err != nil {
+		if err := s.fillSpare(t.cidGen, maxIssuedCIDs+1); err != nil {
 			return err
 		}
 		var err error
-		if gen, err = connid.NewGeneratorFunc(gen.Len(), c.cids.popSpare); err != nil {
+		if gen, err = connid.NewGeneratorFunc(gen.Len(), s.popSpare); err != nil {
 			return err
 		}
-		c.cids.pooled = true
+		s.pooled = true
 	}
 	l, err := connid.NewLocalCIDs(connid.LocalConfig{
 		Generator: gen,
@@ -154,22 +182,22 @@ func (c *Conn) initLocalCIDs() error {
 			if !t.addHandler(b, c) {
 				return false
 			}
-			c.out.routed(t, b)
-			c.cids.own[string(b)] = struct{}{}
+			out.routed(t, b)
+			s.own[string(b)] = struct{}{}
 			// A client's other paths route it too; a collision there
 			// only costs that path this ID.
-			for _, p := range c.path.extra {
+			for _, p := range ps.extra {
 				if p.t.addHandler(b, c) {
-					c.out.routed(p.t, b)
+					out.routed(p.t, b)
 				}
 			}
 			return true
 		},
 		RemoveRoute: func(cid connid.ConnectionID) {
 			b := cid.Bytes()
-			delete(c.cids.own, string(b))
+			delete(s.own, string(b))
 			t.removeHandler(b, c)
-			for _, p := range c.path.extra {
+			for _, p := range ps.extra {
 				p.t.removeHandler(b, c)
 			}
 		},
@@ -180,29 +208,30 @@ func (c *Conn) initLocalCIDs() error {
 		}
 		return err
 	}
-	c.cids.local = l
-	c.cids.src = l.HandshakeCID().Bytes()
-	if len(c.cids.src) == 0 && !t.addHandler(c.cids.src, c) {
+	s.local = l
+	s.src = l.HandshakeCID().Bytes()
+	if len(s.src) == 0 && !t.addHandler(s.src, c) {
 		return t.closedErr()
 	}
 	return nil
 }
 
-// ownsCID reports whether dcid is one of the IDs routed to c.
-func (c *Conn) ownsCID(dcid []byte) bool {
-	if bytes.Equal(dcid, c.cids.src) {
+// owns reports whether dcid is one of the IDs routed to the connection.
+func (s *cidState) owns(dcid []byte) bool {
+	if bytes.Equal(dcid, s.src) {
 		return true
 	}
-	_, ok := c.cids.own[string(dcid)]
+	_, ok := s.own[string(dcid)]
 	return ok
 }
 
-// initRemoteCIDs starts tracking the peer's IDs once its handshake ID is
-// final (its transport parameters authenticated it), and issues ours up to
-// its active_connection_id_limit.
-func (c *Conn) initRemoteCIDs(p *wire.TransportParameters) error {
-	if c.cids.remote == nil {
-		cid, err := connid.FromBytes(c.cids.dest)
+// initRemote starts tracking the peer's IDs once its handshake ID is final
+// (its transport parameters p authenticated it), and issues ours up to its
+// active_connection_id_limit. The reset token is routed to c on t. The
+// caller wakes the connection to send the new IDs.
+func (s *cidState) initRemote(p *wire.TransportParameters, t *Transport, c *Conn) error {
+	if s.remote == nil {
+		cid, err := connid.FromBytes(s.dest)
 		if err != nil {
 			return qerr.NewProtocolViolation(0, "bad connection ID")
 		}
@@ -210,67 +239,63 @@ func (c *Conn) initRemoteCIDs(p *wire.TransportParameters) error {
 		if err != nil {
 			return err
 		}
-		c.cids.remote = r
+		s.remote = r
 	}
 	if p.HasStatelessResetToken {
-		c.cids.remote.SetResetToken(p.StatelessResetToken)
+		s.remote.SetResetToken(p.StatelessResetToken)
 	}
-	c.routeCurrentResetToken()
+	s.routeResetToken(t, c)
 	// Failing to route a new ID (the Transport is closing) only leaves
 	// the peer fewer spare IDs.
-	_ = c.cids.local.SetPeerLimit(p.ActiveConnectionIDLimit)
-	c.wake()
+	_ = s.local.SetPeerLimit(p.ActiveConnectionIDLimit)
 	return nil
 }
 
-// handleNewConnectionID stores an ID the peer issued, retires what its
-// Retire Prior To asks for, and switches to another ID if ours was retired.
-func (c *Conn) handleNewConnectionID(f *wire.Frame) error {
-	r := c.cids.remote
+// handleNew stores an ID the peer issued in NEW_CONNECTION_ID frame f,
+// retires what its Retire Prior To asks for, and switches to another ID if
+// ours was retired (routing its reset token to c on t). wake says a
+// RETIRE_CONNECTION_ID is to be sent.
+func (s *cidState) handleNew(f *wire.Frame, t *Transport, c *Conn) (wake bool, err error) {
+	r := s.remote
 	if r == nil {
-		return qerr.NewProtocolViolation(uint64(f.Type), "NEW_CONNECTION_ID before transport parameters")
+		return false, qerr.NewProtocolViolation(uint64(f.Type), "NEW_CONNECTION_ID before transport parameters")
 	}
 	if err := r.HandleNewConnectionID(f.SequenceNumber, f.RetirePriorTo, f.ConnectionID, f.StatelessResetToken); err != nil {
-		return withFrameType(err, uint64(f.Type))
+		return false, withFrameType(err, uint64(f.Type))
 	}
-	if cur := r.Current(); !cur.Equal(c.cids.dest) {
-		c.cids.dest = cur.Bytes()
-		c.routeCurrentResetToken()
+	if cur := r.Current(); !cur.Equal(s.dest) {
+		s.dest = cur.Bytes()
+		s.routeResetToken(t, c)
 	}
-	if r.HasPendingRetireConnectionID() {
-		c.wake()
-	}
-	return nil
+	return r.HasPendingRetireConnectionID(), nil
 }
 
-// routeCurrentResetToken has the Transport route datagrams ending in the
-// reset token of the peer ID we send with to c (a stateless reset carries
-// no connection ID of ours), instead of the previous ID's token.
-func (c *Conn) routeCurrentResetToken() {
-	tok, ok := c.cids.remote.CurrentResetToken()
-	if c.cids.hasRoutedToken && (!ok || tok != c.cids.routedToken) {
-		c.t.removeResetToken(c.cids.routedToken, c)
-		c.cids.hasRoutedToken = false
+// routeResetToken has Transport t route datagrams ending in the reset
+// token of the peer ID we send with to c (a stateless reset carries no
+// connection ID of ours), instead of the previous ID's token.
+func (s *cidState) routeResetToken(t *Transport, c *Conn) {
+	tok, ok := s.remote.CurrentResetToken()
+	if s.hasRoutedToken && (!ok || tok != s.routedToken) {
+		t.removeResetToken(s.routedToken, c)
+		s.hasRoutedToken = false
 	}
-	if ok && !c.cids.hasRoutedToken {
-		c.t.addResetToken(tok, c)
-		c.cids.routedToken, c.cids.hasRoutedToken = tok, true
+	if ok && !s.hasRoutedToken {
+		t.addResetToken(tok, c)
+		s.routedToken, s.hasRoutedToken = tok, true
 	}
 }
 
-// handleRetireConnectionID forgets one of our IDs and issues a replacement.
-func (c *Conn) handleRetireConnectionID(f *wire.Frame) error {
-	err := c.cids.local.HandleRetireConnectionID(f.SequenceNumber, c.cids.rxDCID)
+// handleRetire forgets one of our IDs (RETIRE_CONNECTION_ID frame f) and
+// issues a replacement; wake says a NEW_CONNECTION_ID is to be sent.
+func (s *cidState) handleRetire(f *wire.Frame) (wake bool, err error) {
+	err = s.local.HandleRetireConnectionID(f.SequenceNumber, s.rxDCID)
 	var te *qerr.TransportError
 	if errors.As(err, &te) {
-		return withFrameType(err, uint64(f.Type))
+		return false, withFrameType(err, uint64(f.Type))
 	}
 	// Any other error means the replacement could not be routed (the
 	// Transport is closing): the retirement itself is done.
-	if c.cids.local.HasPendingNewConnectionID() {
-		c.wake()
-	}
-	return nil
+	return s.local.HasPendingNewConnectionID(), nil
 }
 
 // withFrameType fills in the frame type of a transport error from connid.
@@ -315,12 +340,27 @@ func (c *Conn) appendCIDFrames(b []byte, maxEnd int, p *sentPacket) []byte {
 // isStatelessReset reports whether tail, the last 16 bytes of an
 // undecryptable short-header datagram, is the reset token of a peer ID we
 // have sent with and not retired.
-func (c *Conn) isStatelessReset(tail []byte) bool {
-	if c.cids.remote == nil {
+func (s *cidState) isStatelessReset(tail []byte) bool {
+	if s.remote == nil {
 		return false
 	}
 	// The detector looks at a whole datagram; only its last 16 bytes count.
 	var d [connid.MinStatelessResetSize]byte
 	copy(d[len(d)-connid.TokenLen:], tail)
-	return c.cids.remote.IsStatelessReset(d[:])
+	return s.remote.IsStatelessReset(d[:])
+}
+
+// switchPeer moves to an unused connection ID of the peer, routing its
+// reset token to c on t.
+func (s *cidState) switchPeer(t *Transport, c *Conn) {
+	r := s.remote
+	if r == nil {
+		return
+	}
+	_, seq, ok := r.NextUnused()
+	if !ok || r.SwitchTo(seq) != nil {
+		return
+	}
+	s.dest = r.Current().Bytes()
+	s.routeResetToken(t, c)
 }

@@ -229,7 +229,7 @@ func TestConnectionIDFramesOffline(t *testing.T) {
 		if f.Type != wire.FrameTypeNewConnectionID || f.SequenceNumber != uint64(i+1) || f.StatelessResetToken != connid.ResetTokenFor(key, id) {
 			t.Fatalf("frame %d: %+v", i, f)
 		}
-		if !c.ownsCID(f.ConnectionID) {
+		if !c.cids.owns(f.ConnectionID) {
 			t.Fatalf("issued ID %x not routed", f.ConnectionID)
 		}
 	}
@@ -244,7 +244,7 @@ func TestConnectionIDFramesOffline(t *testing.T) {
 	if err := c.handleFrameBytes(retireCID(1)); err != nil {
 		t.Fatal(err)
 	}
-	if c.ownsCID(frames[0].ConnectionID) {
+	if c.cids.owns(frames[0].ConnectionID) {
 		t.Fatal("retired ID still routed")
 	}
 	if repl, _ := offlineFrames(t, c); len(repl) != 1 || repl[0].SequenceNumber != 4 {
@@ -302,7 +302,7 @@ func TestStatelessResetTokenDerivation(t *testing.T) {
 	c := newOfflineConn(t)
 	c.t.StatelessResetKey = &key
 	c.cids.local = nil
-	if err := c.initLocalCIDs(); err != nil {
+	if err := c.cids.initLocal(c.t, c, &c.out, &c.path); err != nil {
 		t.Fatal(err)
 	}
 	p := c.ourParams()

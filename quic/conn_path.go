@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/congestion"
 	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/udpio"
 	"github.com/turboretry/turboretry/internal/wire"
@@ -102,33 +101,33 @@ type rxPath struct {
 }
 
 // noteSource records the sender of datagram p before its packets are
-// processed.
-func (c *Conn) noteSource(p *receivedPacket) {
+// processed; *local is our address on the current path (noteLocal).
+func (ps *pathState) noteSource(p *receivedPacket, isClient bool, local *netip.Addr) {
 	from := p.addrPort
 	if !from.IsValid() && p.remote != nil {
 		from, _ = addrPort(p.remote)
 	}
 	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-	c.path.rx = rxPath{from: from, remote: p.remote, size: len(p.data), ecn: p.ecn, local: p.local, via: p.via}
-	c.path.rx.other = c.path.remoteAP.IsValid() && from.IsValid() && from != c.path.remoteAP
-	c.noteLocal()
-	if c.path.migration.validating && !c.path.rx.other {
-		c.path.migration.recv += uint64(len(p.data))
+	ps.rx = rxPath{from: from, remote: p.remote, size: len(p.data), ecn: p.ecn, local: p.local, via: p.via}
+	ps.rx.other = ps.remoteAP.IsValid() && from.IsValid() && from != ps.remoteAP
+	ps.noteLocal(isClient, local)
+	if ps.migration.validating && !ps.rx.other {
+		ps.migration.recv += uint64(len(p.data))
 	}
 }
 
 // rxRemote returns the sender of the datagram being processed as a net.Addr.
-func (c *Conn) rxRemote() net.Addr {
-	if c.path.rx.remote == nil {
-		c.path.rx.remote = net.UDPAddrFromAddrPort(c.path.rx.from)
+func (ps *pathState) rxRemote() net.Addr {
+	if ps.rx.remote == nil {
+		ps.rx.remote = net.UDPAddrFromAddrPort(ps.rx.from)
 	}
-	return c.path.rx.remote
+	return ps.rx.remote
 }
 
 // onPathChallenge queues the PATH_RESPONSE, for the path the challenge
 // came on (RFC 9000 section 8.2.2).
-func (c *Conn) onPathChallenge(data [8]byte) {
-	if p := c.pathOn(c.path.rx.via); p != nil {
+func (ps *pathState) onPathChallenge(data [8]byte, isClient bool) {
+	if p := ps.pathOn(isClient, ps.rx.via); p != nil {
 		// A client's path the connection does not send on: the answer
 		// goes from that path's socket (sendPathProbes).
 		if len(p.responses) < maxPathResponses {
@@ -136,55 +135,45 @@ func (c *Conn) onPathChallenge(data [8]byte) {
 		}
 		return
 	}
-	if len(c.path.responses) >= maxPathResponses {
+	if len(ps.responses) >= maxPathResponses {
 		return
 	}
 	r := pathResponse{data: data}
-	if c.path.rx.other {
-		r.to, r.toAP, r.room, r.from = c.rxRemote(), c.path.rx.from, 3*c.path.rx.size, c.path.rx.local
+	if ps.rx.other {
+		r.to, r.toAP, r.room, r.from = ps.rxRemote(), ps.rx.from, 3*ps.rx.size, ps.rx.local
 	}
-	c.path.responses = append(c.path.responses, r)
+	ps.responses = append(ps.responses, r)
 }
 
 // onPathResponse completes the validation a matching PATH_RESPONSE answers,
-// whichever path it came on (RFC 9000 section 8.2.3).
-func (c *Conn) onPathResponse(data [8]byte) {
-	if len(c.path.extra) > 0 {
-		c.pathValidatedBy(data)
+// whichever path it came on (RFC 9000 section 8.2.3), or the probe
+// challenge of pa it answers; it reports whether it validated the peer's
+// new address.
+func (ps *pathState) onPathResponse(data [8]byte, pa *preferredAddressState) bool {
+	if len(ps.extra) > 0 {
+		ps.validatedBy(data)
 	}
-	if !c.path.migration.validating {
-		c.onProbeResponse(data)
-		return
+	if !ps.migration.validating {
+		pa.onProbeResponse(data)
+		return false
 	}
-	for _, d := range c.path.migration.open[:c.path.migration.nOpen] {
+	for _, d := range ps.migration.open[:ps.migration.nOpen] {
 		if d == data {
-			c.path.migration.validating = false
-			c.path.migration.sendChallenge = false
-			c.path.migration.prev = nil
-			if c.qlog != nil {
-				c.qlogPath("validated")
-			}
-			return
+			ps.migration.validating = false
+			ps.migration.sendChallenge = false
+			ps.migration.prev = nil
+			return true
 		}
 	}
+	return false
 }
 
-// afterShortPacket follows the peer to a new address once a non-probing
-// packet with the highest packet number so far came from there (RFC 9000
-// section 9.3). dcid is the packet's Destination Connection ID.
-func (c *Conn) afterShortPacket(dcid []byte, newest bool, now time.Time) {
-	if !c.path.rx.other {
-		if c.path.migration.dcidLen != len(dcid) || !bytes.Equal(c.path.migration.lastDCID[:c.path.migration.dcidLen], dcid) {
-			c.path.migration.dcidLen = copy(c.path.migration.lastDCID[:], dcid)
-		}
-		return
+// noteDCID records the Destination Connection ID of a packet from the
+// current peer address.
+func (m *migrationState) noteDCID(dcid []byte) {
+	if m.dcidLen != len(dcid) || !bytes.Equal(m.lastDCID[:m.dcidLen], dcid) {
+		m.dcidLen = copy(m.lastDCID[:], dcid)
 	}
-	// Only a server follows its peer, and only after the handshake is
-	// confirmed: a client must not migrate earlier (RFC 9000 section 9).
-	if c.isClient || !newest || !c.path.rx.nonProbing || !c.hs.confirmed || c.close.err != nil {
-		return
-	}
-	c.migrateTo(dcid, now)
 }
 
 // migrateTo makes the sender of the datagram being processed the peer
@@ -196,7 +185,7 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 		c.path.remote, c.path.remoteAP, c.x.local = c.path.migration.prev, c.path.migration.prevAP, c.path.migration.prevLocal
 		c.path.migration = migrationState{lastDCID: c.path.migration.lastDCID, dcidLen: c.path.migration.dcidLen}
 		if c.qlog != nil {
-			c.qlogPath("returned")
+			c.qlog.pathUpdated("returned", c.path.remote, c.cids.dest)
 		}
 		return
 	}
@@ -204,10 +193,10 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	if !c.path.migration.validating {
 		c.path.migration.prev, c.path.migration.prevAP, c.path.migration.prevLocal = c.path.remote, c.path.remoteAP, c.x.local
 	}
-	c.path.remote, c.path.remoteAP = c.rxRemote(), to
+	c.path.remote, c.path.remoteAP = c.path.rxRemote(), to
 	c.x.local = c.path.rx.local
 	if c.trace != nil {
-		c.traceServerSwitch(to)
+		c.trace.serverSwitch(to, c.t)
 	}
 	c.path.migration.dcidLen = copy(c.path.migration.lastDCID[:], dcid)
 	c.path.migration.validating = true
@@ -217,91 +206,68 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	// Three PTOs, of the old path's estimate or a fresh one, whichever is
 	// longer (RFC 9000 section 8.2.4).
 	fresh := recovery.NewRTTStats(0)
-	c.path.migration.deadline = now.Add(3 * max(c.ptoLocked(), fresh.PTOBase()+c.loss.rec.RTT().MaxAckDelay()))
+	c.path.migration.deadline = now.Add(3 * max(c.loss.pto(), fresh.PTOBase()+c.loss.rec.RTT().MaxAckDelay()))
 	if !sameHost {
 		// Only a port change keeps the congestion state (RFC 9000 9.4),
 		// and the path MTU.
-		c.restartPathState(now)
+		c.loss.onPathChanged(now)
+		c.mtu.restart(now, c.baseDatagram, &c.send, &c.loss, c.hs.confirmed, c.hs.peerParams, mtuEnabled(c.config, c.t))
 	}
 	// A new peer address gets a new peer connection ID, or the two paths
 	// could be linked (RFC 9000 section 9.5), also on a NAT rebinding
 	// where the peer kept its ID (which RFC 9000 allows us to keep; quic-go
 	// does not). With no spare ID we keep ours rather than lose the
 	// connection.
-	c.switchPeerCID()
-	if m := c.avMetrics(); m != nil {
+	c.cids.switchPeer(c.t, c)
+	if m := c.server.avMetrics(); m != nil {
 		m.pathMigrations.Inc()
 	}
 	if c.qlog != nil {
-		c.qlogPath("validating")
+		c.qlog.pathUpdated("validating", c.path.remote, c.cids.dest)
 	}
-	if c.probeValidated(to, c.x.local) {
+	if c.x.pa.probeValidated(to, c.x.local) {
 		// The peer answered the challenge we sent with our answer to its
 		// probe from there: an address validated before (RFC 9000 9.3).
 		c.path.migration.validating, c.path.migration.sendChallenge, c.path.migration.prev = false, false, nil
 		if c.qlog != nil {
-			c.qlogPath("validated")
+			c.qlog.pathUpdated("validated", c.path.remote, c.cids.dest)
 		}
 	}
 	c.wake()
 }
 
-// restartPathState forgets what was learned about the path: RTT,
-// congestion window, pacing and path MTU start over (RFC 9000 9.4).
-func (c *Conn) restartPathState(now time.Time) {
-	c.loss.rec.OnPathChanged(now)
-	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
-	c.resetMTU(now)
+// timers fails a validation that ran out of time (failed), falling back
+// to the last validated address (fellBack; *local is our address on the
+// path), and schedules PATH_CHALLENGE resends. After a fall back the
+// caller restarts the path state.
+func (ps *pathState) timers(now time.Time, local *netip.Addr) (failed, fellBack bool) {
+	m := &ps.migration
+	if !m.validating {
+		return false, false
+	}
+	if !now.Before(m.deadline) {
+		if m.prev != nil {
+			ps.remote, ps.remoteAP, *local = m.prev, m.prevAP, m.prevLocal
+			fellBack = true
+		}
+		ps.migration = migrationState{}
+		return true, fellBack
+	}
+	if !m.sendChallenge && !now.Before(m.resendAt) {
+		m.sendChallenge = true
+	}
+	return false, false
 }
 
-// switchPeerCID moves to an unused connection ID of the peer.
-func (c *Conn) switchPeerCID() {
-	r := c.cids.remote
-	if r == nil {
-		return
-	}
-	_, seq, ok := r.NextUnused()
-	if !ok || r.SwitchTo(seq) != nil {
-		return
-	}
-	c.cids.dest = r.Current().Bytes()
-	c.routeCurrentResetToken()
-}
-
-// pathTimers fails a validation that ran out of time, falling back to the
-// last validated address, and schedules PATH_CHALLENGE resends.
-func (c *Conn) pathTimers(now time.Time) {
-	if !c.path.migration.validating {
-		return
-	}
-	if !now.Before(c.path.migration.deadline) {
-		if m := c.avMetrics(); m != nil {
-			m.pathValidationFailures.Inc()
-		}
-		if c.path.migration.prev != nil {
-			c.path.remote, c.path.remoteAP, c.x.local = c.path.migration.prev, c.path.migration.prevAP, c.path.migration.prevLocal
-			c.restartPathState(now)
-		}
-		c.path.migration = migrationState{}
-		if c.qlog != nil {
-			c.qlogPath("failed")
-		}
-		return
-	}
-	if !c.path.migration.sendChallenge && !now.Before(c.path.migration.resendAt) {
-		c.path.migration.sendChallenge = true
-	}
-}
-
-// pathDeadline is the next path timer, or zero.
-func (c *Conn) pathDeadline() time.Time {
-	if !c.path.migration.validating {
+// nextTimer is when the validation's next timer fires, or zero.
+func (m *migrationState) nextTimer() time.Time {
+	if !m.validating {
 		return time.Time{}
 	}
-	if !c.path.migration.sendChallenge && c.path.migration.resendAt.Before(c.path.migration.deadline) {
-		return c.path.migration.resendAt
+	if !m.sendChallenge && m.resendAt.Before(m.deadline) {
+		return m.resendAt
 	}
-	return c.path.migration.deadline
+	return m.deadline
 }
 
 // pathSendLimit lowers limit to what anti-amplification allows towards an
@@ -341,7 +307,7 @@ func (c *Conn) sendPathChallenge(now time.Time) {
 	c.path.migration.open[c.path.migration.nOpen] = data
 	c.path.migration.nOpen++
 	c.path.migration.sendChallenge = false
-	c.path.migration.resendAt = now.Add(c.ptoLocked())
+	c.path.migration.resendAt = now.Add(c.loss.pto())
 	c.path.migration.sent += uint64(len(d))
 	c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true})
 }
@@ -387,7 +353,7 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 		fb := wire.AppendFrame(frames[:0], &f)
 		// Challenge the probing address in the same datagram, so that a
 		// migration there is validated at once (preferred_address.go).
-		fb = c.appendProbeChallenge(fb, r.toAP, r.from)
+		fb = c.x.pa.appendProbeChallenge(fb, r.toAP, r.from)
 		dcid := c.cids.dest
 		if c.cids.remote != nil {
 			if cid, _, ok := c.cids.remote.NextUnused(); ok {
@@ -395,14 +361,14 @@ func (c *Conn) sendProbeResponses(now time.Time) {
 			}
 		}
 		if c.trace != nil {
-			c.trace.txTuple = c.serverTuple(r.toAP)
+			c.trace.txTuple = c.trace.serverTuple(r.toAP, c.t)
 		}
 		d := c.buildPathDatagram(now, dcid, fb, min(r.room, maxPacketSize), false)
 		if c.trace != nil {
 			c.trace.txTuple = ""
 		}
 		if d != nil {
-			c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true, to: r.to, via: c.pathTransportTo(r.toAP), from: r.from})
+			c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true, to: r.to, via: c.path.transportTo(r.toAP), from: r.from})
 		}
 	}
 	clear(c.path.responses[len(kept):])
@@ -429,12 +395,4 @@ func (c *Conn) buildPathDatagram(now time.Time, dcid, frame []byte, limit int, m
 		putSendBuffer(buf)
 	}
 	return d
-}
-
-// avMetrics returns the listener's address-validation counters, or nil.
-func (c *Conn) avMetrics() *avMetrics {
-	if c.server == nil || c.server.tokens == nil {
-		return nil
-	}
-	return c.server.tokens.m
 }

@@ -30,15 +30,15 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 	if c.close.draining {
 		return
 	}
-	c.noteSource(&p)
+	c.path.noteSource(&p, c.isClient, &c.x.local)
 	if c.close.masked == nil {
 		// Not when called from retryUndecryptable for a datagram whose
 		// own read has not finished: the outer call applies it.
 		defer c.applyMaskedClose()
 	}
 	if c.trace != nil {
-		c.traceDatagram(&p)
-		c.traceRxTuple()
+		c.trace.datagram(&p)
+		c.trace.setRxTuple(&c.path, c.isClient, c.t)
 	}
 	c.admit.bytesRecv += uint64(len(p.data))
 	c.stats.bytesRecv += uint64(len(p.data))
@@ -60,7 +60,7 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		}
 		pkt := data[:hdr.PacketLen]
 		data = data[hdr.PacketLen:]
-		if hdr.Version != c.version && !c.acceptOtherVersion(pkt, &hdr) {
+		if hdr.Version != c.version && !c.x.vn.acceptOtherVersion(pkt, &hdr, c.isClient, &c.version, &c.spaces, &c.cids, c.config) {
 			continue
 		}
 		if hdr.Type == wire.PacketTypeRetry {
@@ -71,7 +71,7 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 		}
 		// A peer may switch to an ID from NEW_CONNECTION_ID (sent in 0.5-RTT)
 		// while still sending Handshake packets, as quic-go does.
-		if !c.ownsCID(hdr.DestConnID) && (c.isClient || !bytes.Equal(hdr.DestConnID, c.cids.clientDest)) {
+		if !c.cids.owns(hdr.DestConnID) && (c.isClient || !bytes.Equal(hdr.DestConnID, c.cids.clientDest)) {
 			continue
 		}
 		switch hdr.Type {
@@ -95,36 +95,40 @@ func (c *Conn) handleDatagram(p receivedPacket) {
 	}
 }
 
-// keepUndecryptable holds a packet whose keys have not arrived yet.
-func (c *Conn) keepUndecryptable(pkt []byte, p receivedPacket) {
-	if len(c.keys.undecryptable) >= maxUndecryptable {
+// keepUndecryptable holds packet pkt of datagram p until its keys arrive.
+func (k *keyState) keepUndecryptable(pkt []byte, p receivedPacket, trace *connTracer) {
+	if len(k.undecryptable) >= maxUndecryptable {
 		return
 	}
-	if c.trace != nil {
-		c.traceBuffered(pkt)
+	if trace != nil {
+		trace.buffered(pkt)
 	}
 	b := getBuffer()
 	*b = append((*b)[:0], pkt...)
 	kept := receivedPacket{buf: b, data: *b, remote: p.remote, addrPort: p.addrPort, rcvTime: p.rcvTime, ecn: p.ecn, local: p.local, via: p.via}
-	if c.trace != nil {
-		kept.checksum = c.trace.checksum
+	if trace != nil {
+		kept.checksum = trace.checksum
 	}
-	c.keys.undecryptable = append(c.keys.undecryptable, kept)
+	k.undecryptable = append(k.undecryptable, kept)
 }
 
 // retryUndecryptable reprocesses the kept packets after new keys arrived.
 func (c *Conn) retryUndecryptable() {
-	if len(c.keys.undecryptable) == 0 {
-		return
-	}
-	kept := c.keys.undecryptable
-	c.keys.undecryptable = nil
-	for _, p := range kept {
-		p.data = (*p.buf)[:len(p.data)]
+	for _, p := range c.keys.takeUndecryptable() {
 		// Do not count the bytes twice for the amplification limit.
 		c.admit.bytesRecv -= uint64(len(p.data))
 		c.handleDatagram(p)
 	}
+}
+
+// takeUndecryptable returns the kept packets, ready to be processed again.
+func (k *keyState) takeUndecryptable() []receivedPacket {
+	kept := k.undecryptable
+	k.undecryptable = nil
+	for i := range kept {
+		kept[i].data = (*kept[i].buf)[:len(kept[i].data)]
+	}
+	return kept
 }
 
 func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p receivedPacket) {
@@ -133,7 +137,7 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 		return
 	}
 	if sp.opener == nil {
-		c.keepUndecryptable(pkt, p)
+		c.keys.keepUndecryptable(pkt, p, c.trace)
 		return
 	}
 	largest := int64(-1)
@@ -151,7 +155,7 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 	}
 	opener := sp.opener
 	if space == spaceInitial {
-		opener = c.initialOpener(hdr.Version)
+		opener = c.x.vn.initialOpener(hdr.Version, c.version, &c.spaces[spaceInitial])
 	}
 	payload, pn, err := opener.UnprotectPacket(pkt, hdr.PNOffset, largest)
 	if err != nil {
@@ -173,16 +177,16 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 		pt = wire.PacketTypeHandshake
 	}
 	if c.qlog != nil {
-		c.qlogPacketReceived(pt, pn, hdr.DestConnID, len(pkt), payload)
+		c.qlog.packetReceived(pt, pn, hdr.DestConnID, len(pkt), payload, c.hs.peerAckDelayExp)
 	}
 	if c.trace != nil {
-		c.tracePacketReceived(pt, pn, hdr, pkt, nil, payload, p.ecn)
+		c.trace.packetReceived(pt, pn, hdr, pkt, nil, payload, p.ecn, c.hs.peerAckDelayExp)
 	}
 	c.processPayload(space, pt, pn, payload, p.rcvTime)
 	if c.close.err == nil && space == spaceHandshake && !c.isClient && !c.admit.validated {
 		// A Handshake packet proves the client owns its address, and
 		// means it has Handshake keys: Initial keys go (RFC 9001 4.9.1).
-		c.addressValidatedNow()
+		c.admit.addressValidated(c.server)
 		c.dropSpace(spaceInitial, p.rcvTime)
 	}
 }
@@ -199,15 +203,15 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 	if err := wire.ParseShortHeader(pkt, c.t.cidLen, &sh); err != nil {
 		return
 	}
-	if !c.ownsCID(sh.DestConnID) {
+	if !c.cids.owns(sh.DestConnID) {
 		// The Transport routes datagrams ending in our peer's reset token here.
-		if mayBeReset && c.isStatelessReset(tail[:]) {
+		if mayBeReset && c.cids.isStatelessReset(tail[:]) {
 			c.destroyLocked(&StatelessResetError{})
 		}
 		return
 	}
 	if c.keys.app == nil || !c.keys.app.CanReceive() {
-		c.keepUndecryptable(pkt, p)
+		c.keys.keepUndecryptable(pkt, p, c.trace)
 		return
 	}
 	sp := &c.spaces[spaceApp]
@@ -221,7 +225,7 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 			c.closeWithError(qerr.NewTransportError(qerr.KeyUpdateError, 0, "key updated again before an acknowledgment in the current phase"))
 			return
 		}
-		if mayBeReset && c.isStatelessReset(tail[:]) {
+		if mayBeReset && c.cids.isStatelessReset(tail[:]) {
 			c.destroyLocked(&StatelessResetError{})
 			return
 		}
@@ -240,26 +244,34 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 			return
 		}
 		if c.trace != nil {
-			c.traceKeyUpdate(true, c.keys.app.Generation())
+			c.trace.keyUpdate(true, c.keys.app.Generation())
 		}
-		c.onPeerKeyUpdate(now)
+		c.keys.onPeerUpdate(now, c.loss.pto())
 	} else if (pkt[0]&handshake.KeyPhaseBit != 0) == c.keys.app.KeyPhase() {
-		c.onCurrentPhaseReceived(now)
+		c.keys.onCurrentPhase(now, c.loss.pto())
 	}
 	if sp.tracker.IsDuplicate(pn) {
 		return
 	}
 	if c.qlog != nil {
-		c.qlogPacketReceived(wire.PacketType1RTT, pn, sh.DestConnID, len(pkt), payload)
+		c.qlog.packetReceived(wire.PacketType1RTT, pn, sh.DestConnID, len(pkt), payload, c.hs.peerAckDelayExp)
 	}
 	if c.trace != nil {
-		c.tracePacketReceived(wire.PacketType1RTT, pn, nil, pkt, sh.DestConnID, payload, p.ecn)
+		c.trace.packetReceived(wire.PacketType1RTT, pn, nil, pkt, sh.DestConnID, payload, p.ecn, c.hs.peerAckDelayExp)
 	}
 	c.cids.rxDCID = sh.DestConnID
 	c.path.rx.nonProbing = false
 	c.processPayload(spaceApp, wire.PacketType1RTT, pn, payload, now)
 	c.cids.rxDCID = nil
-	c.afterShortPacket(sh.DestConnID, int64(pn) > largest, now)
+	if !c.path.rx.other {
+		c.path.migration.noteDCID(sh.DestConnID)
+	} else if !c.isClient && int64(pn) > largest && c.path.rx.nonProbing && c.hs.confirmed && c.close.err == nil {
+		// A server follows its peer to a new address once a non-probing
+		// packet with the highest packet number so far came from there
+		// (RFC 9000 section 9.3), and only after the handshake is
+		// confirmed: a client must not migrate earlier (section 9).
+		c.migrateTo(sh.DestConnID, now)
+	}
 }
 
 // processPayload handles the frames of a decrypted packet and records it.
@@ -318,9 +330,14 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 	case wire.FrameTypeAck, wire.FrameTypeAckECN:
 		return c.handleAckFrame(space, f, now)
 	case wire.FrameTypeCrypto:
-		return c.handleCryptoFrame(space, f)
+		if err := c.spaces[space].receiveCrypto(space, f, &c.hs); err != nil {
+			return err
+		}
+		return c.processTLSEvents()
 	case wire.FrameTypeConnectionClose, wire.FrameTypeConnectionCloseApp:
-		c.handleConnectionClose(space, f)
+		if err := c.close.peerClose(space, f); err != nil {
+			c.drainOnPeerClose(err)
+		}
 	case wire.FrameTypeHandshakeDone:
 		if !c.isClient {
 			return qerr.NewProtocolViolation(uint64(f.Type), "HANDSHAKE_DONE sent by client")
@@ -334,18 +351,28 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 			c.tokens.received(f.Token) // stored by run, without mu
 		}
 	case wire.FrameTypeNewConnectionID:
-		return c.handleNewConnectionID(f)
+		wake, err := c.cids.handleNew(f, c.t, c)
+		if wake {
+			c.wake()
+		}
+		return err
 	case wire.FrameTypeRetireConnectionID:
-		return c.handleRetireConnectionID(f)
+		wake, err := c.cids.handleRetire(f)
+		if wake {
+			c.wake()
+		}
+		return err
 	case wire.FrameTypePathChallenge:
-		c.onPathChallenge(f.PathData)
+		c.path.onPathChallenge(f.PathData, c.isClient)
 	case wire.FrameTypePathResponse:
-		c.onPathResponse(f.PathData)
+		if c.path.onPathResponse(f.PathData, &c.x.pa) && c.qlog != nil {
+			c.qlog.pathUpdated("validated", c.path.remote, c.cids.dest)
+		}
 	case wire.FrameTypeDatagram:
 		if !c.config.EnableDatagrams {
 			return qerr.NewProtocolViolation(uint64(f.Type), "DATAGRAM frames not negotiated")
 		}
-		c.onDatagram(f.Data)
+		c.datagrams.onReceived(f.Data)
 	default:
 		return c.handleStreamFrame(f, now)
 	}
@@ -386,18 +413,18 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 		}
 	}
 	if !largestSent.IsZero() && len(f.AckRanges) > 0 && (!hadLargest || f.AckRanges[0].Largest > prevLargest) {
-		c.onAckECN(space, f, marked, largestSent, now)
+		c.ecn.onAck(space, f, marked, largestSent, now, c.loss.rec)
 	}
 	if c.qlog != nil {
-		c.qlogLost()
+		c.qlog.lost(&c.loss)
 	}
 	if c.trace != nil {
-		c.traceLost()
+		c.trace.lost(&c.loss)
 	}
 	for _, p := range c.loss.events.Lost {
 		c.onPacketLost(p.Handle, now)
 	}
-	c.countLost(now)
+	c.loss.countLost(now, &c.stats, &c.mtu, c.baseDatagram, &c.send)
 	if c.qlog != nil {
 		c.qlogMetrics()
 	}
@@ -413,8 +440,10 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	return nil
 }
 
-func (c *Conn) handleCryptoFrame(space int, f *wire.Frame) error {
-	sp := &c.spaces[space]
+// receiveCrypto hands the CRYPTO data of frame f, received in space sp
+// (number space), to TLS (hs) in order; the caller processes the events
+// TLS has then.
+func (sp *pnSpace) receiveCrypto(space int, f *wire.Frame, hs *handshakeState) error {
 	if sp.cryptoIn == nil {
 		sp.cryptoIn = streambuf.NewRecvBuffer(maxCryptoBuffer)
 	}
@@ -426,48 +455,11 @@ func (c *Conn) handleCryptoFrame(space int, f *wire.Frame) error {
 	}
 	for d := sp.cryptoIn.Peek(); len(d) > 0; d = sp.cryptoIn.Peek() {
 		// HandleData copies what it keeps, so the bytes can go at once.
-		err := c.hs.handleCryptoData(space, d)
+		err := hs.handleCryptoData(space, d)
 		sp.cryptoIn.Skip(len(d))
 		if err != nil {
 			return tlsError(err)
 		}
 	}
-	return c.processTLSEvents()
-}
-
-func (c *Conn) handleConnectionClose(space int, f *wire.Frame) {
-	if f.Type == wire.FrameTypeConnectionCloseApp {
-		c.drainOnPeerClose(&ApplicationError{Remote: true, ErrorCode: ApplicationErrorCode(f.ErrorCode), ErrorMessage: string(f.Reason)})
-		return
-	}
-	err := &TransportError{Remote: true, ErrorCode: TransportErrorCode(f.ErrorCode), FrameType: f.TriggerFrameType, ErrorMessage: string(f.Reason)}
-	if space != spaceApp && err.ErrorCode == ApplicationErrorErrorCode {
-		// An application close sent before the handshake was confirmed
-		// stands in Initial and Handshake as a bare APPLICATION_ERROR, and
-		// the same datagram usually carries the real code in 1-RTT (RFC
-		// 9000 section 10.2.3): read on, and fall back to this one
-		// (applyMaskedClose) only if the rest of the datagram has none.
-		if c.close.masked == nil {
-			c.close.masked = err
-		}
-		return
-	}
-	c.drainOnPeerClose(err)
-}
-
-// applyMaskedClose ends a datagram whose only close was a masked
-// APPLICATION_ERROR (handleConnectionClose).
-func (c *Conn) applyMaskedClose() {
-	if c.close.masked != nil && c.close.err == nil {
-		c.drainOnPeerClose(c.close.masked)
-	}
-	c.close.masked = nil
-}
-
-// drainOnPeerClose enters the draining state for the peer's close.
-func (c *Conn) drainOnPeerClose(err error) {
-	c.signalClosedLocked(err)
-	c.endTracer()
-	c.close.draining = true
-	c.close.deadline = time.Now().Add(c.closingPeriod())
+	return nil
 }

@@ -27,8 +27,9 @@ type streamSet struct {
 	prioOrder      []*stream // scratch for appendStreamFramesByPriority
 	acceptBidi     []*stream // opened by the peer, not accepted yet
 	acceptUni      []*stream
-	acceptableCB   func()        // NotifyAcceptable
-	sig            chan struct{} // broadcast: accept queues or stream limits changed
+	acceptableCB   func()                  // NotifyAcceptable
+	persp          flowcontrol.Perspective // ours: who opens which stream IDs
+	sig            chan struct{}           // broadcast: accept queues or stream limits changed
 }
 
 // connFlow is connection-level flow control (RFC 9000 section 4.1).
@@ -76,7 +77,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 	switch f.Type {
 	case wire.FrameTypeMaxData:
 		if c.flow.send.OnMaxData(f.Limit) {
-			c.wakeAllSenders()
+			c.streams.wakeAllSenders()
 		}
 		return nil
 	case wire.FrameTypeMaxStreamsBidi, wire.FrameTypeMaxStreamsUni:
@@ -108,7 +109,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		return withType(err)
 	}
 	if n > 0 {
-		c.openPeerStreams(f.StreamID, first, n)
+		c.streams.openPeerStreams(c, f.StreamID, first, n, &c.out)
 	}
 	s := c.streams.all[f.StreamID]
 	if s == nil {
@@ -127,7 +128,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 		}
 		if s.recvErr != nil || s.eofRead {
 			if f.Fin {
-				c.maybeRemoveStream(s) // the final size of a stream we stopped reading
+				s.maybeRemove() // the final size of a stream we stopped reading
 			}
 			return nil
 		}
@@ -141,12 +142,15 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 			return bufferError(err, ft)
 		}
 		c.recvMem.charge(s)
-		if err := c.checkRecvLimits(ft); err != nil {
+		if reason, over := c.recvMem.overLimit(c.config); over {
+			// Out-of-order data over a per-connection limit.
+			err := qerr.NewTransportError(qerr.ProtocolViolation, ft, reason.message())
+			c.closeForMemory(reason, err)
 			return err
 		}
 		s.signalRead()
 		if f.Fin {
-			c.maybeRemoveStream(s) // a bare FIN after everything was read
+			s.maybeRemove() // a bare FIN after everything was read
 		}
 	case wire.FrameTypeResetStream, wire.FrameTypeResetStreamAt:
 		if err := s.onPeerReset(f); err != nil {
@@ -157,7 +161,7 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 	case wire.FrameTypeMaxStreamData:
 		if s.fcSend.OnMaxStreamData(f.Limit) {
 			s.signalWrite() // the writer may queue more (writeRoom)
-			c.queueStreamSend(s)
+			s.queueSend()
 		}
 	case wire.FrameTypeStreamDataBlocked:
 		c.stats.blockedRecv++
@@ -167,37 +171,39 @@ func (c *Conn) handleStreamFrame(f *wire.Frame, now time.Time) error {
 
 // wakeAllSenders follows a MAX_DATA increase: streams with data go back
 // into the send list and waiting writers may queue more (writeRoom).
-func (c *Conn) wakeAllSenders() {
-	for _, s := range c.streams.all {
+func (ss *streamSet) wakeAllSenders() {
+	for _, s := range ss.all {
 		if !s.hasSend {
 			continue
 		}
 		s.signalWrite()
 		if s.send.HasData() || s.limited != nil {
-			c.queueStreamSend(s)
+			s.queueSend()
 		}
 	}
 }
 
-// openPeerStreams creates the streams a peer's frame implicitly opened.
-func (c *Conn) openPeerStreams(id, first, n uint64) {
+// openPeerStreams creates the streams of connection c a peer's frame
+// implicitly opened (n of them from the first'th, of stream id's kind),
+// and queues the NotifyAcceptable callback in out.
+func (ss *streamSet) openPeerStreams(c *Conn, id, first, n uint64, out *callbackOutbox) {
 	d := flowcontrol.DirectionOf(id)
 	for num := first; num < first+n; num++ {
 		sid, err := flowcontrol.NthStreamID(num, flowcontrol.Initiator(id), d)
 		if err != nil {
 			return
 		}
-		s := c.newStream(sid)
+		s := newStream(c, sid)
 		if d == flowcontrol.Bidi {
-			c.streams.acceptBidi = append(c.streams.acceptBidi, s)
+			ss.acceptBidi = append(ss.acceptBidi, s)
 		} else {
-			c.streams.acceptUni = append(c.streams.acceptUni, s)
+			ss.acceptUni = append(ss.acceptUni, s)
 		}
 	}
-	broadcast(&c.streams.sig)
-	if cb := c.streams.acceptableCB; cb != nil && c.acceptableLocked() {
-		c.streams.acceptableCB = nil
-		c.out.notifications = append(c.out.notifications, cb)
+	broadcast(&ss.sig)
+	if cb := ss.acceptableCB; cb != nil && ss.acceptable() {
+		ss.acceptableCB = nil
+		out.notifications = append(out.notifications, cb)
 	}
 }
 
@@ -212,7 +218,7 @@ func (c *Conn) openPeerStreams(id, first, n uint64) {
 func (c *Conn) NotifyAcceptable(cb func()) {
 	c.mu.Lock()
 	c.streams.acceptableCB = nil
-	now := cb != nil && c.acceptableLocked()
+	now := cb != nil && c.streams.acceptable()
 	if cb != nil && !now {
 		c.streams.acceptableCB = cb
 	}
@@ -222,14 +228,14 @@ func (c *Conn) NotifyAcceptable(cb func()) {
 	}
 }
 
-// acceptableLocked reports whether a peer stream waits to be accepted.
-func (c *Conn) acceptableLocked() bool {
-	return len(c.streams.acceptBidi) > 0 || len(c.streams.acceptUni) > 0
+// acceptable reports whether a peer stream waits to be accepted.
+func (ss *streamSet) acceptable() bool {
+	return len(ss.acceptBidi) > 0 || len(ss.acceptUni) > 0
 }
 
 // AcceptStream returns the next bidirectional stream the peer opened.
 func (c *Conn) AcceptStream(ctx context.Context) (*Stream, error) {
-	s, err := c.accept(ctx, &c.streams.acceptBidi)
+	s, err := c.accept(ctx, false, true)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +244,7 @@ func (c *Conn) AcceptStream(ctx context.Context) (*Stream, error) {
 
 // AcceptUniStream returns the next unidirectional stream the peer opened.
 func (c *Conn) AcceptUniStream(ctx context.Context) (*ReceiveStream, error) {
-	s, err := c.accept(ctx, &c.streams.acceptUni)
+	s, err := c.accept(ctx, true, false)
 	if err != nil {
 		return nil, err
 	}
@@ -251,19 +257,14 @@ func (c *Conn) AcceptUniStream(ctx context.Context) (*ReceiveStream, error) {
 // AcceptStream and AcceptUniStream would take one each; with both kinds
 // queued the unidirectional stream comes first.
 func (c *Conn) AcceptAnyStream(ctx context.Context) (str *Stream, rs *ReceiveStream, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for {
-		if s := popStream(&c.streams.acceptUni); s != nil {
-			return nil, &ReceiveStream{s}, nil
-		}
-		if s := popStream(&c.streams.acceptBidi); s != nil {
-			return &Stream{s}, nil, nil
-		}
-		if err := c.acceptBlockedLocked(ctx); err != nil {
-			return nil, nil, err
-		}
+	s, err := c.accept(ctx, true, true)
+	if err != nil {
+		return nil, nil, err
 	}
+	if flowcontrol.DirectionOf(s.id) == flowcontrol.Uni {
+		return nil, &ReceiveStream{s}, nil
+	}
+	return &Stream{s}, nil, nil
 }
 
 // popStream takes the first stream of an accept queue, or nil.
@@ -277,43 +278,30 @@ func popStream(q *[]*stream) *stream {
 	return s
 }
 
-// acceptBlockedLocked waits for a new peer stream, or returns why none
-// can come.
-func (c *Conn) acceptBlockedLocked(ctx context.Context) error {
-	if c.close.err != nil {
-		return c.close.err
-	}
-	if c.early.awaitingNext {
-		return Err0RTTRejected
-	}
-	return c.waitLockedCtx(ctx, waitChan(&c.streams.sig))
-}
-
-func (c *Conn) accept(ctx context.Context, q *[]*stream) (*stream, error) {
+// accept takes the next stream the peer opened from the accept queues
+// asked for (the unidirectional one first), waiting for one; it fails
+// once none can come (the connection closed, 0-RTT was rejected) or ctx
+// ends.
+func (c *Conn) accept(ctx context.Context, uni, bidi bool) (*stream, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
-		if s := popStream(q); s != nil {
-			return s, nil
+		if uni && len(c.streams.acceptUni) > 0 {
+			return popStream(&c.streams.acceptUni), nil
 		}
-		if err := c.acceptBlockedLocked(ctx); err != nil {
+		if bidi && len(c.streams.acceptBidi) > 0 {
+			return popStream(&c.streams.acceptBidi), nil
+		}
+		if c.close.err != nil {
+			return nil, c.close.err
+		}
+		if c.early.awaitingNext {
+			return nil, Err0RTTRejected
+		}
+		if err := c.waitLocked(ctx, waitChan(&c.streams.sig), nil, time.Time{}); err != nil {
 			return nil, err
 		}
 	}
-}
-
-// waitLockedCtx waits, with c.mu released, until sig fires, the connection
-// closes or ctx ends (its error is returned); c.mu is held again on return.
-func (c *Conn) waitLockedCtx(ctx context.Context, sig <-chan struct{}) error {
-	c.mu.Unlock()
-	defer c.mu.Lock()
-	select {
-	case <-sig:
-	case <-c.closedCh:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return nil
 }
 
 // OpenStream opens a bidirectional stream, or fails with
@@ -368,7 +356,7 @@ func (c *Conn) open(ctx context.Context, wait bool, d flowcontrol.Direction) (*s
 		}
 		id, err := c.streams.counts.OpenStream(d)
 		if err == nil {
-			return c.newStream(id), nil
+			return newStream(c, id), nil
 		}
 		if !errors.Is(err, flowcontrol.ErrStreamsBlocked) {
 			return nil, err
@@ -380,7 +368,7 @@ func (c *Conn) open(ctx context.Context, wait bool, d flowcontrol.Direction) (*s
 		if !wait {
 			return nil, &StreamLimitReachedError{}
 		}
-		if err := c.waitLockedCtx(ctx, waitChan(&c.streams.sig)); err != nil {
+		if err := c.waitLocked(ctx, waitChan(&c.streams.sig), nil, time.Time{}); err != nil {
 			return nil, err
 		}
 	}

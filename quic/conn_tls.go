@@ -2,15 +2,10 @@ package quic
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/tls"
 	"errors"
-	"slices"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/ackgen"
-	"github.com/turboretry/turboretry/internal/congestion"
-	"github.com/turboretry/turboretry/internal/connid"
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/recovery"
@@ -92,8 +87,8 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 	p.MaxUDPPayloadSize = receiveBufferSize // larger datagrams would be truncated
 	p.InitialSourceConnectionID = c.cids.src
 	p.HasInitialSourceConnectionID = true
-	p.VersionInformation = c.versionInformation()
-	p.PreferredAddress = c.preferredAddressParam()
+	p.VersionInformation = c.x.vn.versionInformation(c.version, c.isClient, c.config)
+	p.PreferredAddress = c.x.pa.param(c.isClient, c.config)
 	if cfg.EnableDatagrams {
 		p.MaxDatagramFrameSize = maxDatagramFrameSize
 		if n := testhook.MaxDatagramFrameSize; n != 0 {
@@ -120,7 +115,7 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 
 // startTLS starts the TLS handshake; the client's ClientHello is queued.
 func (c *Conn) startTLS() error {
-	c.issuePreferredAddressCID()
+	c.x.pa.issueCID(c.isClient, c.config, c.cids.local)
 	qc := &tls.QUICConfig{TLSConfig: c.tlsConf}
 	role := wire.RoleServer
 	if c.isClient {
@@ -139,7 +134,7 @@ func (c *Conn) startTLS() error {
 		// A server sets its parameters once it has read the client's
 		// (QUICTransportParametersRequired): version_information names
 		// the version it negotiated from them.
-		if err := c.setOurParams(role); err != nil {
+		if err := c.hs.setOurParams(c.ourParams(), role, c.isClient, c.qlog, c.trace); err != nil {
 			return err
 		}
 	}
@@ -149,20 +144,20 @@ func (c *Conn) startTLS() error {
 	return c.processTLSEvents()
 }
 
-// setOurParams hands our transport parameters to TLS.
-func (c *Conn) setOurParams(role wire.Role) error {
-	ours := c.ourParams()
-	if c.qlog != nil {
-		c.qlogParams("local", ours)
+// setOurParams hands our transport parameters (ours) to TLS, and records
+// them in the qlog and the trace.
+func (hs *handshakeState) setOurParams(ours *wire.TransportParameters, role wire.Role, isClient bool, q *qlogger, trace *connTracer) error {
+	if q != nil {
+		q.params("local", ours)
 	}
-	if c.trace != nil {
-		c.traceParams(true, ours)
+	if trace != nil {
+		trace.params(isClient, true, ours)
 	}
 	params, err := ours.Marshal(nil, role)
 	if err != nil {
 		return err
 	}
-	c.hs.tls.SetTransportParameters(params)
+	hs.tls.SetTransportParameters(params)
 	return nil
 }
 
@@ -198,7 +193,7 @@ func (c *Conn) processTLSEvents() error {
 			if c.isClient {
 				return qerr.NewTransportError(qerr.InternalError, 0, "transport parameters not set")
 			}
-			if err := c.setOurParams(wire.RoleServer); err != nil {
+			if err := c.hs.setOurParams(c.ourParams(), wire.RoleServer, c.isClient, c.qlog, c.trace); err != nil {
 				return err
 			}
 		case tls.QUICHandshakeDone:
@@ -243,7 +238,7 @@ func (c *Conn) installKeys(ev tls.QUICEvent, write bool) error {
 	case tls.QUICEncryptionLevelHandshake:
 		sp := &c.spaces[spaceHandshake]
 		if c.trace != nil {
-			c.traceState(qlog.ConnectionStateHandshakeStarted)
+			c.trace.connState(qlog.ConnectionStateHandshakeStarted)
 		}
 		if write {
 			s, err := handshake.NewSealer(ev.Suite, ev.Data, v)
@@ -310,15 +305,15 @@ func (c *Conn) handlePeerParams(data []byte) error {
 			return tpErr("retry_source_connection_id without Retry")
 		}
 	}
-	if err := c.negotiateVersion(&p); err != nil {
+	if err := c.x.vn.negotiate(&p, c.isClient, &c.version, &c.spaces[spaceInitial], c.cids.clientDest, c.hs.versionRestarted, c.config); err != nil {
 		return err
 	}
 	c.hs.peerParams = &p
 	if c.qlog != nil {
-		c.qlogParams("remote", &p)
+		c.qlog.params("remote", &p)
 	}
 	if c.trace != nil {
-		c.traceParams(false, &p)
+		c.trace.params(c.isClient, false, &p)
 	}
 	c.hs.peerAckDelayExp = p.AckDelayExponent
 	c.loss.rec.SetMaxAckDelay(p.MaxAckDelay)
@@ -334,10 +329,11 @@ func (c *Conn) handlePeerParams(data []byte) error {
 	}
 	c.datagrams.peerSupports = p.MaxDatagramFrameSize > 0
 	c.datagrams.peerMax = p.MaxDatagramFrameSize
-	if err := c.initRemoteCIDs(&p); err != nil {
+	if err := c.cids.initRemote(&p, c.t, c); err != nil {
 		return err
 	}
-	return c.onPeerPreferredAddress(&p)
+	c.wake() // the IDs issued up to the peer's limit go out
+	return c.x.pa.onPeer(&p, c.isClient, c.cids.remote)
 }
 
 func (c *Conn) onHandshakeComplete() {
@@ -346,7 +342,7 @@ func (c *Conn) onHandshakeComplete() {
 	}
 	c.hs.complete = true
 	if c.trace != nil {
-		c.traceState(qlog.ConnectionStateHandshakeComplete)
+		c.trace.connState(qlog.ConnectionStateHandshakeComplete)
 	}
 	c.stats.noteHandshakeComplete(time.Now())
 	if c.isClient {
@@ -369,7 +365,7 @@ func (c *Conn) onHandshakeComplete() {
 		if err := c.hs.tls.SendSessionTicket(c.ticketOptions()); err == nil {
 			_ = c.processTLSEvents()
 		}
-		c.handshakeSlotDone()
+		c.admit.handshakeSlotDone(c.server)
 		c.queueForAccept(false)
 	}
 }
@@ -380,11 +376,11 @@ func (c *Conn) confirmHandshake(now time.Time) {
 	}
 	c.hs.confirmed = true
 	if c.trace != nil {
-		c.traceState(qlog.ConnectionStateHandshakeConfirmed)
+		c.trace.connState(qlog.ConnectionStateHandshakeConfirmed)
 	}
 	c.early.opener = nil // RFC 9001 section 4.9.3
 	c.loss.rec.SetHandshakeConfirmed(now)
-	c.startMTUDiscovery(now)
+	c.mtu.start(now, c.hs.peerParams, mtuEnabled(c.config, c.t), c.baseDatagram, c.loss.pto())
 	c.dropSpace(spaceInitial, now)
 	c.dropSpace(spaceHandshake, now)
 }
@@ -409,113 +405,6 @@ func (c *Conn) dropSpace(space int, now time.Time) {
 			delete(c.loss.sent, h)
 		}
 	}
-}
-
-// handleRetry processes a Retry packet (RFC 9000 section 17.2.5.2).
-func (c *Conn) handleRetry(pkt []byte, hdr *wire.LongHeader) {
-	if c.hs.receivedFirst || c.cids.retrySrc != nil || len(hdr.Token) == 0 {
-		return
-	}
-	if !bytes.Equal(hdr.DestConnID, c.cids.src) {
-		return
-	}
-	if err := handshake.VerifyRetryIntegrityTag(pkt, handshake.Version(c.version), c.cids.origDest); err != nil {
-		return
-	}
-	c.cids.retrySrc = slices.Clone(hdr.SrcConnID)
-	c.cids.dest = c.cids.retrySrc
-	c.tokens.initial = slices.Clone(hdr.Token)
-	s, o, err := handshake.NewInitialKeys(c.cids.dest, handshake.Version(c.version), true)
-	if err != nil {
-		c.closeWithError(err)
-		return
-	}
-	sp := &c.spaces[spaceInitial]
-	sp.sealer, sp.opener = s, o
-	sp.requeueCrypto()
-	// The server processed nothing we sent: our 0-RTT data goes again, in
-	// new 0-RTT packets, now (RFC 9001 section 4.7, as quic-go does), and
-	// congestion control and loss recovery start over (RFC 9002 section
-	// 6.3). Packet numbers go on.
-	now := time.Now()
-	for h, p := range c.loss.sent {
-		if p.space == spaceApp {
-			c.requeueFrames(p, now)
-		}
-		delete(c.loss.sent, h)
-		c.putSentPacket(p)
-	}
-	c.loss.rec = recovery.New(c.config.recoveryConfig(false))
-	c.loss.rec.SetMaxDatagramSize(c.send.maxDatagram)
-	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
-	c.loss.pacer.SetMaxDatagramSize(c.send.maxDatagram)
-}
-
-// handleVersionNegotiation processes a Version Negotiation packet (RFC 9000
-// section 6.2): the client starts over with the first of its versions the
-// server lists, or fails with a VersionNegotiationError.
-func (c *Conn) handleVersionNegotiation(pkt []byte) {
-	if c.hs.receivedFirst || c.hs.versionRestarted {
-		return
-	}
-	dcid, scid, vs, err := wire.ParseVersionNegotiation(pkt, nil)
-	if err != nil || !bytes.Equal(dcid, c.cids.src) || !bytes.Equal(scid, c.cids.origDest) {
-		return
-	}
-	theirs := make([]Version, 0, len(vs))
-	for _, v := range vs {
-		if v == c.version {
-			return // RFC 9000 6.2: ignore a VN listing our version
-		}
-		theirs = append(theirs, Version(v))
-	}
-	for _, ours := range c.config.Versions {
-		if slices.Contains(theirs, ours) {
-			if err := c.restartWithVersion(wire.Version(ours)); err != nil {
-				c.closeWithError(err)
-			}
-			return
-		}
-	}
-	c.destroyLocked(&VersionNegotiationError{Ours: slices.Clone(c.config.Versions), Theirs: theirs})
-}
-
-// restartWithVersion throws away the first connection attempt and starts a
-// new one in version v, keeping our connection ID and the API objects.
-func (c *Conn) restartWithVersion(v wire.Version) error {
-	c.hs.versionRestarted = true
-	c.hs.tls.Close()
-	c.version = v
-	c.cids.origDest = make([]byte, 8)
-	_, _ = rand.Read(c.cids.origDest)
-	c.cids.dest = c.cids.origDest
-	for i := range c.spaces {
-		c.spaces[i] = pnSpace{}
-	}
-	c.spaces[spaceInitial].tracker.Init(ackgen.SpaceInitial, ackgen.Config{})
-	c.spaces[spaceHandshake].tracker.Init(ackgen.SpaceHandshake, ackgen.Config{})
-	c.spaces[spaceApp].tracker.Init(ackgen.SpaceAppData, ackgen.Config{})
-	c.loss.rec = recovery.New(c.config.recoveryConfig(false))
-	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
-	clear(c.loss.sent)
-	c.keys.app = nil
-	sealer, opener, err := handshake.NewInitialKeys(c.cids.dest, handshake.Version(v), true)
-	if err != nil {
-		return err
-	}
-	c.spaces[spaceInitial].sealer = sealer
-	c.spaces[spaceInitial].opener = opener
-	return c.startTLS()
-}
-
-// statelessResetToken derives the token of a connection ID from the key,
-// as connid.LocalCIDs does for the IDs it issues.
-func statelessResetToken(key *StatelessResetKey, cid []byte) [16]byte {
-	id, err := connid.FromBytes(cid)
-	if err != nil {
-		return [16]byte{}
-	}
-	return connid.ResetTokenFor(*key, id)
 }
 
 var errNoALPN = errors.New("quic: a server's tls.Config must offer an application protocol (NextProtos, or GetConfigForClient)")

@@ -139,7 +139,7 @@ func defaultTestPeerParams() *wire.TransportParameters {
 // except the 1-RTT keys (the caller's). c's Transport must be initialized.
 func establishConn(t testing.TB, c *Conn, peer *wire.TransportParameters, peerCID []byte) {
 	t.Helper()
-	if err := c.initLocalCIDs(); err != nil {
+	if err := c.cids.initLocal(c.t, c, &c.out, &c.path); err != nil {
 		t.Fatal(err)
 	}
 	c.cids.dest = peerCID
@@ -160,9 +160,10 @@ func establishConn(t testing.TB, c *Conn, peer *wire.TransportParameters, peerCI
 	}
 	c.datagrams.peerSupports = peer.MaxDatagramFrameSize > 0
 	c.datagrams.peerMax = peer.MaxDatagramFrameSize
-	if err := c.initRemoteCIDs(peer); err != nil {
+	if err := c.cids.initRemote(peer, c.t, c); err != nil {
 		t.Fatal(err)
 	}
+	c.wake()
 	c.admit.validated = true
 	c.hs.complete = true
 	close(c.handshakeDoneCh)

@@ -36,7 +36,7 @@
 //
 //   - Conn.mu: the connection's state, its streams' and paths' included.
 //     Taken holding no other lock, never two connections' at once. Under
-//     it: Conn.recvMu, baseServer.mu, tokenValidator.mu, Transport.mu
+//     it: Conn.inbox.mu, baseServer.mu, tokenValidator.mu, Transport.mu
 //     (its own Transport's and its paths'), sendBudget.mu and
 //     connid.Generator.mu.
 //   - tokenValidator.mu (address_validator.go): the token issuers, the
@@ -48,7 +48,7 @@
 //     listener, the closed state. Leaf: the read loop finds a connection
 //     under it and hands it the datagram after releasing it, and a
 //     connection shed for memory is picked by its atomic counters.
-//   - Conn.recvMu: the datagrams queued for the connection. Leaf; the
+//   - Conn.inbox.mu: the datagrams queued for the connection. Leaf; the
 //     read loop queues without Conn.mu, so a busy connection never stalls
 //     it.
 //   - sendBudget.mu (writers waiting for MaxSendBuffer), earlyQueue.mu

@@ -31,26 +31,29 @@ type keyState struct {
 	// retryLater: new read keys came, process them again.
 	undecryptable []receivedPacket
 	retryLater    bool
+	// updateRequested: InitiateKeyUpdate asked for a key update that has
+	// not happened yet.
+	updateRequested bool
 }
 
 var errKeyUpdateNotAllowed = errors.New("quic: key update not allowed yet")
 
-// initiateKeyUpdate moves to the next 1-RTT key generation when RFC 9001
+// initiateUpdate moves to the next 1-RTT key generation when RFC 9001
 // section 6 allows it: handshake confirmed and a packet of the current
-// phase acknowledged.
-func (c *Conn) initiateKeyUpdate(now time.Time) error {
-	if c.keys.app == nil || !c.hs.confirmed || !c.keys.phaseAcked {
+// phase acknowledged (confirmed says the handshake is).
+func (k *keyState) initiateUpdate(confirmed bool, trace *connTracer) error {
+	if k.app == nil || !confirmed || !k.phaseAcked {
 		return errKeyUpdateNotAllowed
 	}
-	if err := c.keys.app.NextGeneration(); err != nil {
+	if err := k.app.NextGeneration(); err != nil {
 		return err
 	}
-	if c.trace != nil {
-		c.traceKeyUpdate(false, c.keys.app.Generation())
+	if trace != nil {
+		trace.keyUpdate(false, k.app.Generation())
 	}
-	c.keys.phaseAcked = false
-	c.keys.dropPrevAt = time.Time{}
-	c.keys.awaitingPeerPhase = true
+	k.phaseAcked = false
+	k.dropPrevAt = time.Time{}
+	k.awaitingPeerPhase = true
 	return nil
 }
 
@@ -65,27 +68,26 @@ func (k *keyState) updateAfter() uint64 {
 	return n
 }
 
-// onPeerKeyUpdate follows the peer's key update: a packet just opened
-// with the next keys.
-func (c *Conn) onPeerKeyUpdate(now time.Time) {
-	c.keys.phaseAcked = false
-	c.keys.awaitingPeerPhase = false
-	c.dropPreviousKeysLater(now)
+// onPeerUpdate follows the peer's key update: a packet just opened with
+// the next keys.
+func (k *keyState) onPeerUpdate(now time.Time, pto time.Duration) {
+	k.phaseAcked = false
+	k.awaitingPeerPhase = false
+	k.dropPreviousLater(now, pto)
 }
 
-// onCurrentPhaseReceived notes a packet of the peer's opened with the
-// current keys: after our own update, the first one shows the peer
-// follows.
-func (c *Conn) onCurrentPhaseReceived(now time.Time) {
-	if c.keys.awaitingPeerPhase {
-		c.keys.awaitingPeerPhase = false
-		c.dropPreviousKeysLater(now)
+// onCurrentPhase notes a packet of the peer's opened with the current
+// keys: after our own update, the first one shows the peer follows.
+func (k *keyState) onCurrentPhase(now time.Time, pto time.Duration) {
+	if k.awaitingPeerPhase {
+		k.awaitingPeerPhase = false
+		k.dropPreviousLater(now, pto)
 	}
 }
 
-// dropPreviousKeysLater keeps the previous receive keys for delayed
-// packets for three PTOs after the peer sent with the new ones (RFC 9001
-// section 6.5).
-func (c *Conn) dropPreviousKeysLater(now time.Time) {
-	c.keys.dropPrevAt = now.Add(3 * c.ptoLocked())
+// dropPreviousLater keeps the previous receive keys for delayed packets
+// for three PTOs after the peer sent with the new ones (RFC 9001 section
+// 6.5).
+func (k *keyState) dropPreviousLater(now time.Time, pto time.Duration) {
+	k.dropPrevAt = now.Add(3 * pto)
 }

@@ -1,7 +1,5 @@
 package quic
 
-import "time"
-
 // InitiateKeyUpdate asks for a 1-RTT key update (RFC 9001 section 6): the
 // connection moves to the next key generation as soon as RFC 9001 allows
 // it, once the handshake is confirmed and a packet protected with the
@@ -16,16 +14,16 @@ func (c *Conn) InitiateKeyUpdate() error {
 		c.mu.Unlock()
 		return err
 	}
-	c.x.keyUpdateRequested = true
+	c.keys.updateRequested = true
 	c.mu.Unlock()
 	c.wake()
 	return nil
 }
 
-// requestedKeyUpdate performs the key update InitiateKeyUpdate asked for,
+// requestedUpdate performs the key update InitiateKeyUpdate asked for,
 // once it is allowed.
-func (c *Conn) requestedKeyUpdate(now time.Time) {
-	if c.x.keyUpdateRequested && c.initiateKeyUpdate(now) == nil {
-		c.x.keyUpdateRequested = false
+func (k *keyState) requestedUpdate(confirmed bool, trace *connTracer) {
+	if k.updateRequested && k.initiateUpdate(confirmed, trace) == nil {
+		k.updateRequested = false
 	}
 }

@@ -36,7 +36,7 @@ func TestInitiateKeyUpdate(t *testing.T) {
 				waitFor(t, "a packet of the new key phase acknowledged", func() bool {
 					c.mu.Lock()
 					defer c.mu.Unlock()
-					return c.keys.app.Generation() == 1 && c.keys.phaseAcked && !c.x.keyUpdateRequested
+					return c.keys.app.Generation() == 1 && c.keys.phaseAcked && !c.keys.updateRequested
 				})
 			})
 		})

@@ -18,7 +18,7 @@ import (
 func forceKeyUpdate(c *Conn) error {
 	for range 1000 {
 		c.mu.Lock()
-		err := c.initiateKeyUpdate(time.Now())
+		err := c.keys.initiateUpdate(c.hs.confirmed, c.trace)
 		c.mu.Unlock()
 		if err == nil {
 			c.wake()
@@ -109,7 +109,7 @@ func forcePeerKeyUpdate(t *testing.T, c *Conn) {
 	c.mu.Lock()
 	err := c.keys.app.NextGeneration()
 	if err == nil {
-		c.onPeerKeyUpdate(time.Now())
+		c.keys.onPeerUpdate(time.Now(), c.loss.pto())
 		c.send.pingPending = true
 	}
 	c.mu.Unlock()
@@ -215,7 +215,7 @@ func TestKeyUpdatesAsSoonAsAllowed(t *testing.T) {
 				}
 				for _, conn := range []*Conn{c, sc} {
 					conn.mu.Lock()
-					_ = conn.initiateKeyUpdate(time.Now())
+					_ = conn.keys.initiateUpdate(conn.hs.confirmed, conn.trace)
 					conn.mu.Unlock()
 					conn.wake()
 				}

@@ -1,5 +1,7 @@
 package quic
 
+import "net/netip"
+
 // Our address on a path. A server's socket bound to the unspecified
 // address (say [::]:443) receives for every address of the host; the
 // kernel would pick the source of our datagrams by route, which on a host
@@ -12,17 +14,18 @@ package quic
 
 // noteLocal records our address of the datagram being processed: the
 // current path's on the first datagram, and a datagram to another of our
-// addresses counts as coming on another path. c.rx is set.
-func (c *Conn) noteLocal() {
-	if c.isClient || !c.path.rx.local.IsValid() {
-		c.path.rx.local = c.x.local
+// addresses counts as coming on another path. ps.rx is set; *local is
+// our address on the current path.
+func (ps *pathState) noteLocal(isClient bool, local *netip.Addr) {
+	if isClient || !ps.rx.local.IsValid() {
+		ps.rx.local = *local
 		return
 	}
-	if !c.x.local.IsValid() {
-		c.x.local = c.path.rx.local
+	if !local.IsValid() {
+		*local = ps.rx.local
 		return
 	}
-	if c.path.rx.local != c.x.local {
-		c.path.rx.other = true
+	if ps.rx.local != *local {
+		ps.rx.other = true
 	}
 }

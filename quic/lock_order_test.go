@@ -45,7 +45,7 @@ func TestTransportNeverTakesConnLock(t *testing.T) {
 		// Only a deadlock gets here: the calls above take microseconds.
 		t.Fatal("the Transport waits for a connection's mu")
 	}
-	q := c.takeReceived()
+	q := c.inbox.take()
 	if len(q) != 1 || string(q[0].data) != string(datagram) {
 		t.Fatalf("%d datagrams queued for the connection, want the one sent to its ID", len(q))
 	}

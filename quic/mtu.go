@@ -51,25 +51,24 @@ type mtuDiscovery struct {
 	ptoProbeAcked bool
 }
 
-// mtuEnabled reports whether c may probe: the socket must not fragment
-// (or probes would succeed through fragmentation), and the application
-// did not turn discovery off.
-func (c *Conn) mtuEnabled() bool {
-	return !c.config.DisablePathMTUDiscovery && c.t.df
+// mtuEnabled reports whether a connection of conf on t may probe: the
+// socket must not fragment (or probes would succeed through
+// fragmentation), and the application did not turn discovery off.
+func mtuEnabled(conf *Config, t *Transport) bool {
+	return !conf.DisablePathMTUDiscovery && t.df
 }
 
-// startMTUDiscovery starts the search once the handshake is confirmed,
-// bounded by the peer's max_udp_payload_size. The first probe waits one
+// start starts the search once the handshake is confirmed, from the base
+// size up to the peer's max_udp_payload_size. The first probe waits one
 // PTO: a short exchange (a few requests) is over by then and never pays
 // for a probe, and a long one loses nothing it would notice.
-func (c *Conn) startMTUDiscovery(now time.Time) {
-	m := &c.mtu
-	if m.started || c.hs.peerParams == nil || !c.mtuEnabled() {
+func (m *mtuDiscovery) start(now time.Time, peer *wire.TransportParameters, enabled bool, base int, pto time.Duration) {
+	if m.started || peer == nil || !enabled {
 		return
 	}
-	limit := int(min(c.hs.peerParams.MaxUDPPayloadSize, maxProbeSize))
-	*m = mtuDiscovery{enabled: limit > c.baseDatagram, started: true, low: c.baseDatagram, high: limit + 1,
-		notBefore: now.Add(c.ptoLocked())}
+	limit := int(min(peer.MaxUDPPayloadSize, maxProbeSize))
+	*m = mtuDiscovery{enabled: limit > base, started: true, low: base, high: limit + 1,
+		notBefore: now.Add(pto)}
 }
 
 // mtuProbeSize returns the size of the probe to send now, or 0.
@@ -88,16 +87,6 @@ func (c *Conn) mtuProbeSize(now time.Time) int {
 	return (m.low + m.high) / 2
 }
 
-// mtuDeadline is when a waiting probe may go, so that an idle connection
-// wakes up for it; zero when none waits.
-func (c *Conn) mtuDeadline(now time.Time) time.Time {
-	m := &c.mtu
-	if !m.enabled || m.inFlight != 0 || m.high-m.low <= mtuSearchDone || !now.Before(m.notBefore) {
-		return time.Time{}
-	}
-	return m.notBefore
-}
-
 // sendMTUProbe builds the probe datagram (a PING padded to size) into
 // send.pending.
 func (c *Conn) sendMTUProbe(now time.Time, size int) bool {
@@ -110,9 +99,17 @@ func (c *Conn) sendMTUProbe(now time.Time, size int) bool {
 	return true
 }
 
-// onMTUProbeAcked raises the datagram size to the acknowledged probe's.
-func (c *Conn) onMTUProbeAcked(size int) {
-	m := &c.mtu
+// deadline is when a waiting probe may go, so that an idle connection
+// wakes up for it; zero when none waits.
+func (m *mtuDiscovery) deadline(now time.Time) time.Time {
+	if !m.enabled || m.inFlight != 0 || m.high-m.low <= mtuSearchDone || !now.Before(m.notBefore) {
+		return time.Time{}
+	}
+	return m.notBefore
+}
+
+// onProbeAcked raises the datagram size to the acknowledged probe's.
+func (m *mtuDiscovery) onProbeAcked(size int, send *sendState, loss *lossState, trace *connTracer) {
 	if size == m.inFlight {
 		m.inFlight = 0
 	}
@@ -124,20 +121,19 @@ func (c *Conn) onMTUProbeAcked(size int) {
 	}
 	m.low = size
 	m.largeLost = 0
-	c.setMaxDatagram(size)
-	if c.trace != nil {
-		c.traceMTU(size, m.high-m.low <= mtuSearchDone)
+	send.setMaxDatagram(size, loss)
+	if trace != nil {
+		trace.mtuUpdated(size, m.high-m.low <= mtuSearchDone)
 	}
 }
 
-// onMTUProbeLost notes a lost probe; the second loss in a row of a size
+// onProbeLost notes a lost probe; the second loss in a row of a size
 // narrows the search: the path does not carry it.
-func (c *Conn) onMTUProbeLost(size int, now time.Time) {
-	m := &c.mtu
+func (m *mtuDiscovery) onProbeLost(size int, now time.Time, pto time.Duration, trace *connTracer) {
 	if size == m.inFlight {
 		m.inFlight = 0
 	}
-	m.notBefore = now.Add(c.ptoLocked())
+	m.notBefore = now.Add(pto)
 	if size <= m.low || size >= m.high {
 		return
 	}
@@ -148,16 +144,16 @@ func (c *Conn) onMTUProbeLost(size int, now time.Time) {
 	m.lostOnce = 0
 	m.high = size
 	m.failed = true
-	if c.trace != nil && m.high-m.low <= mtuSearchDone {
-		c.traceMTU(m.low, true)
+	if trace != nil && m.high-m.low <= mtuSearchDone {
+		trace.mtuUpdated(m.low, true)
 	}
 }
 
 // onDatagramFate feeds black hole detection with the fate of a lost or
-// acknowledged packet of size bytes that was not a probe.
-func (c *Conn) onDatagramFate(size int, lost bool, now time.Time) {
-	m := &c.mtu
-	if size <= c.baseDatagram || !m.started {
+// acknowledged packet of size bytes that was not a probe; base is the
+// size to fall back to.
+func (m *mtuDiscovery) onDatagramFate(size int, lost bool, now time.Time, base int, send *sendState, loss *lossState) {
+	if size <= base || !m.started {
 		return
 	}
 	if !lost {
@@ -166,42 +162,51 @@ func (c *Conn) onDatagramFate(size int, lost bool, now time.Time) {
 		return
 	}
 	m.largeLost++
-	if m.largeLost < blackHoleLosses || !m.ptoProbeAcked || c.send.maxDatagram <= c.baseDatagram {
+	if m.largeLost < blackHoleLosses || !m.ptoProbeAcked || send.maxDatagram <= base {
 		return
 	}
 	// Large datagrams vanish while small ones pass: back to the base
 	// size, and search again from the size that stopped working.
-	m.high = c.send.maxDatagram + 1
-	m.low = c.baseDatagram
+	m.high = send.maxDatagram + 1
+	m.low = base
 	m.failed = false
 	m.lostOnce = 0
 	m.largeLost = 0
 	m.ptoProbeAcked = false
-	m.notBefore = now.Add(c.ptoLocked())
-	c.setMaxDatagram(c.baseDatagram)
+	m.notBefore = now.Add(loss.pto())
+	send.setMaxDatagram(base, loss)
 }
 
 // onPTOProbeAcked records that a PTO probe, at most the base size, was
-// acknowledged.
-func (c *Conn) onPTOProbeAcked() {
-	if c.send.maxDatagram > c.baseDatagram {
-		c.mtu.ptoProbeAcked = true
+// acknowledged while datagrams were larger (maxDatagram).
+func (m *mtuDiscovery) onPTOProbeAcked(maxDatagram, base int) {
+	if maxDatagram > base {
+		m.ptoProbeAcked = true
 	}
 }
 
-// resetMTU starts over at the base size on a new path.
-func (c *Conn) resetMTU(now time.Time) {
-	if c.send.maxDatagram != c.baseDatagram {
-		c.setMaxDatagram(c.baseDatagram)
+// reset goes back to the base size on a new path and forgets the search;
+// the caller starts it again if the handshake is confirmed.
+func (m *mtuDiscovery) reset(base int, send *sendState, loss *lossState) {
+	if send.maxDatagram != base {
+		send.setMaxDatagram(base, loss)
 	}
-	c.mtu = mtuDiscovery{}
-	if c.hs.confirmed {
-		c.startMTUDiscovery(now)
+	*m = mtuDiscovery{}
+}
+
+// restart goes back to the base size on a new path and, once the
+// handshake is confirmed, searches again (start's arguments).
+func (m *mtuDiscovery) restart(now time.Time, base int, send *sendState, loss *lossState, confirmed bool, peer *wire.TransportParameters, enabled bool) {
+	m.reset(base, send, loss)
+	if confirmed {
+		m.start(now, peer, enabled, base, loss.pto())
 	}
 }
 
-func (c *Conn) setMaxDatagram(size int) {
-	c.send.maxDatagram = size
-	c.loss.rec.SetMaxDatagramSize(size)
-	c.loss.pacer.SetMaxDatagramSize(size)
+// setMaxDatagram sets the size of the datagrams built, which the
+// congestion controller and the pacer count in.
+func (s *sendState) setMaxDatagram(size int, loss *lossState) {
+	s.maxDatagram = size
+	loss.rec.SetMaxDatagramSize(size)
+	loss.pacer.SetMaxDatagramSize(size)
 }

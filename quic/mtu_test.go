@@ -159,7 +159,7 @@ func TestMTUFirstProbeWaitsAPTO(t *testing.T) {
 		}
 		waitFor(t, "handshake confirmation", confirmed)
 		c.mu.Lock()
-		pto := c.ptoLocked()
+		pto := c.loss.pto()
 		c.mu.Unlock()
 		start := time.Now()
 		echoOurs(t, s.ctx(), c, 1000)

@@ -150,7 +150,7 @@ func (p *Path) Probe(ctx context.Context) error {
 		c.mu.Unlock()
 		return err
 	}
-	wait := c.ptoLocked()
+	wait := c.loss.pto()
 	c.mu.Unlock()
 	c.wake()
 	timer := time.NewTimer(wait)
@@ -188,7 +188,7 @@ func (p *Path) startProbe() error {
 	}
 	if p.dcid == nil {
 		r := c.cids.remote
-		if cid, seq, ok := r.NextUnusedExcept(c.reservedPathCIDs()); ok {
+		if cid, seq, ok := r.NextUnusedExcept(c.path.reservedCIDs()); ok {
 			p.dcid, p.dcidSeq, p.switchCID = cid.Bytes(), seq, true
 		} else if len(c.cids.dest) == 0 {
 			p.dcid = []byte{} // zero-length IDs: nothing to change
@@ -202,11 +202,11 @@ func (p *Path) startProbe() error {
 	return nil
 }
 
-// reservedPathCIDs are the sequence numbers of the peer connection IDs
+// reservedCIDs are the sequence numbers of the peer connection IDs
 // set aside for paths not switched to yet. c.mu is held.
-func (c *Conn) reservedPathCIDs() []uint64 {
+func (ps *pathState) reservedCIDs() []uint64 {
 	var reserved []uint64
-	for _, o := range c.path.extra {
+	for _, o := range ps.extra {
 		if o.switchCID {
 			reserved = append(reserved, o.dcidSeq)
 		}
@@ -232,19 +232,19 @@ func (p *Path) Switch() error {
 		// Back on a path used before: the ID it had was retired when the
 		// connection left it, and the one in use must not follow it (RFC
 		// 9000 section 9.5), so it gets an unused one.
-		if cid, seq, ok := c.cids.remote.NextUnusedExcept(c.reservedPathCIDs()); ok {
+		if cid, seq, ok := c.cids.remote.NextUnusedExcept(c.path.reservedCIDs()); ok {
 			p.dcid, p.dcidSeq, p.switchCID = cid.Bytes(), seq, true
 		}
 	}
 	if p.switchCID {
 		if err := c.cids.remote.SwitchTo(p.dcidSeq); err == nil {
 			c.cids.dest = c.cids.remote.Current().Bytes()
-			c.routeCurrentResetToken()
+			c.cids.routeResetToken(c.t, c)
 		}
 		p.switchCID = false
 	}
 	if c.trace != nil {
-		c.traceSwitch(p)
+		c.trace.switchTo(p, &c.path)
 	}
 	oldLocal, _ := addrPort(c.path.sendT.Conn.LocalAddr())
 	newLocal, _ := addrPort(p.t.Conn.LocalAddr())
@@ -254,12 +254,16 @@ func (p *Path) Switch() error {
 		// connection's goroutine, which reads the peer address without
 		// the lock when it writes, takes the address over.
 		c.x.pa.switchTo = p
-		c.restartPathState(now)
+		c.loss.onPathChanged(now)
+		c.mtu.restart(now, c.baseDatagram, &c.send, &c.loss, c.hs.confirmed, c.hs.peerParams, mtuEnabled(c.config, c.t))
 	} else if oldLocal.Addr().Unmap() != newLocal.Addr().Unmap() || !oldLocal.IsValid() {
 		// Only a port change keeps the congestion state (RFC 9000 9.4).
-		c.restartPathState(now)
+		c.loss.onPathChanged(now)
+		c.mtu.restart(now, c.baseDatagram, &c.send, &c.loss, c.hs.confirmed, c.hs.peerParams, mtuEnabled(c.config, c.t))
 	} else {
-		c.resetMTU(now) // another socket, maybe another interface
+		// Another socket, maybe another interface: the path MTU starts
+		// over.
+		c.mtu.restart(now, c.baseDatagram, &c.send, &c.loss, c.hs.confirmed, c.hs.peerParams, mtuEnabled(c.config, c.t))
 	}
 	c.path.sendT = p.t
 	c.wake()
@@ -316,7 +320,7 @@ func (c *Conn) sendPathProbes(now time.Time) {
 			fb = wire.AppendFrame(fb, &wire.Frame{Type: wire.FrameTypePathResponse, PathData: r})
 		}
 		if c.trace != nil {
-			c.tracePathTuple(p)
+			c.trace.pathTuple(p, c.path.remote)
 		}
 		d := c.buildPathDatagram(now, p.dcid, fb, maxPacketSize, false)
 		if c.trace != nil {
@@ -339,9 +343,9 @@ func (c *Conn) sendPathProbes(now time.Time) {
 	}
 }
 
-// pathValidatedBy marks the client path whose PATH_CHALLENGE data answers.
-func (c *Conn) pathValidatedBy(data [8]byte) {
-	for _, p := range c.path.extra {
+// validatedBy marks the client path whose PATH_CHALLENGE data answers.
+func (ps *pathState) validatedBy(data [8]byte) {
+	for _, p := range ps.extra {
 		if p.validated || p.closed || !slices.Contains(p.open[:p.nOpen], data) {
 			continue
 		}
@@ -349,4 +353,15 @@ func (c *Conn) pathValidatedBy(data [8]byte) {
 		p.sendProbe = false
 		close(p.validatedCh)
 	}
+}
+
+// transportTo is the Transport of the client path that leads to ap, for a
+// datagram addressed there; nil for the current one.
+func (ps *pathState) transportTo(ap netip.AddrPort) *Transport {
+	for _, p := range ps.extra {
+		if p.remote != nil && p.remoteAP == ap && !p.closed {
+			return p.t
+		}
+	}
+	return nil
 }

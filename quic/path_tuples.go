@@ -1,6 +1,7 @@
 package quic
 
 import (
+	"net"
 	"net/netip"
 	"strconv"
 
@@ -17,11 +18,11 @@ import (
 
 // pathOn returns the client path on Transport t when the connection does
 // not send there, or nil.
-func (c *Conn) pathOn(t *Transport) *Path {
-	if !c.isClient || t == nil || t == c.path.sendT {
+func (ps *pathState) pathOn(isClient bool, t *Transport) *Path {
+	if !isClient || t == nil || t == ps.sendT {
 		return nil
 	}
-	for _, p := range c.path.extra {
+	for _, p := range ps.extra {
 		if p.t == t && !p.closed {
 			return p
 		}
@@ -30,11 +31,11 @@ func (c *Conn) pathOn(t *Transport) *Path {
 }
 
 // tupleOfTransport is the tuple ID of a client's path by its Transport.
-func (c *Conn) tupleOfTransport(t *Transport) string {
-	if t == nil || t == c.path.sendT {
+func (ps *pathState) tupleOfTransport(t *Transport) string {
+	if t == nil || t == ps.sendT {
 		return ""
 	}
-	for _, p := range c.path.extra {
+	for _, p := range ps.extra {
 		if p.t == t {
 			return p.tupleID
 		}
@@ -42,49 +43,49 @@ func (c *Conn) tupleOfTransport(t *Transport) string {
 	return "0" // the connection's first Transport, after a Switch
 }
 
-// traceRxTuple sets the tuple of the datagram being processed.
-func (c *Conn) traceRxTuple() {
-	if c.isClient {
-		c.trace.rxTuple = c.tupleOfTransport(c.path.rx.via)
-		return
-	}
-	c.trace.rxTuple = ""
-	if c.path.rx.other {
-		c.trace.rxTuple = c.serverTuple(c.path.rx.from)
-	}
-}
-
-// tracePathTuple announces a client path before its first datagram and
-// makes it the tuple of the datagram being built.
-func (c *Conn) tracePathTuple(p *Path) {
-	if !p.tupleLogged {
-		p.tupleLogged = true
-		c.trace.record(qlog.TupleAssigned{TupleID: p.tupleID, Local: tupleEndpoint(p.t.Conn.LocalAddr()), Remote: tupleEndpoint(c.path.remote)})
-	}
-	c.trace.txTuple = p.tupleID
-}
-
-// traceSwitch records a client's Switch to p: the path left gets its own
-// ID, and "" is p's from now on.
-func (c *Conn) traceSwitch(p *Path) {
-	c.trace.record(qlog.TupleAssigned{TupleID: c.prevTupleID(), Local: tupleEndpoint(c.path.sendT.Conn.LocalAddr()), Remote: tupleEndpoint(c.path.remote)})
-	c.trace.record(qlog.TupleAssigned{Local: tupleEndpoint(p.t.Conn.LocalAddr()), Remote: tupleEndpoint(c.path.remote)})
-}
-
 // prevTupleID is the ID of the client path in use (before a Switch).
-func (c *Conn) prevTupleID() string {
-	for _, p := range c.path.extra {
-		if p.t == c.path.sendT {
+func (ps *pathState) prevTupleID() string {
+	for _, p := range ps.extra {
+		if p.t == ps.sendT {
 			return p.tupleID
 		}
 	}
 	return "0"
 }
 
-// serverTuple returns the tuple ID of peer address ap on a server,
-// announcing it the first time.
-func (c *Conn) serverTuple(ap netip.AddrPort) string {
-	t := c.trace
+// setRxTuple sets the tuple of the datagram being processed; local is the
+// connection's first Transport (a server's peer addresses are its tuples).
+func (t *connTracer) setRxTuple(ps *pathState, isClient bool, local *Transport) {
+	if isClient {
+		t.rxTuple = ps.tupleOfTransport(ps.rx.via)
+		return
+	}
+	t.rxTuple = ""
+	if ps.rx.other {
+		t.rxTuple = t.serverTuple(ps.rx.from, local)
+	}
+}
+
+// pathTuple announces a client path before its first datagram and makes
+// it the tuple of the datagram being built.
+func (t *connTracer) pathTuple(p *Path, remote net.Addr) {
+	if !p.tupleLogged {
+		p.tupleLogged = true
+		t.record(qlog.TupleAssigned{TupleID: p.tupleID, Local: tupleEndpoint(p.t.Conn.LocalAddr()), Remote: tupleEndpoint(remote)})
+	}
+	t.txTuple = p.tupleID
+}
+
+// switchTo records a client's Switch to p: the path left gets its own ID,
+// and "" is p's from now on.
+func (t *connTracer) switchTo(p *Path, ps *pathState) {
+	t.record(qlog.TupleAssigned{TupleID: ps.prevTupleID(), Local: tupleEndpoint(ps.sendT.Conn.LocalAddr()), Remote: tupleEndpoint(ps.remote)})
+	t.record(qlog.TupleAssigned{Local: tupleEndpoint(p.t.Conn.LocalAddr()), Remote: tupleEndpoint(ps.remote)})
+}
+
+// serverTuple returns the tuple ID of peer address ap on a server whose
+// Transport is local, announcing it the first time.
+func (t *connTracer) serverTuple(ap netip.AddrPort, local *Transport) string {
 	if id, ok := t.tuples[ap]; ok {
 		return id
 	}
@@ -94,12 +95,13 @@ func (c *Conn) serverTuple(ap netip.AddrPort) string {
 	id := strconv.Itoa(t.tuplesNext)
 	t.tuplesNext++
 	t.tuples[ap] = id
-	t.record(qlog.TupleAssigned{TupleID: id, Local: tupleEndpoint(c.t.Conn.LocalAddr()), Remote: tupleEndpointAP(ap)})
+	t.record(qlog.TupleAssigned{TupleID: id, Local: tupleEndpoint(local.Conn.LocalAddr()), Remote: tupleEndpointAP(ap)})
 	return id
 }
 
-// traceServerSwitch records that a server follows its peer to ap.
-func (c *Conn) traceServerSwitch(ap netip.AddrPort) {
-	delete(c.trace.tuples, ap)
-	c.trace.record(qlog.TupleAssigned{Local: tupleEndpoint(c.t.Conn.LocalAddr()), Remote: tupleEndpointAP(ap)})
+// serverSwitch records that a server (on Transport local) follows its peer
+// to ap.
+func (t *connTracer) serverSwitch(ap netip.AddrPort, local *Transport) {
+	delete(t.tuples, ap)
+	t.record(qlog.TupleAssigned{Local: tupleEndpoint(local.Conn.LocalAddr()), Remote: tupleEndpointAP(ap)})
 }

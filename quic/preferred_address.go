@@ -123,27 +123,28 @@ type preferredAddressState struct {
 	nValidated  int
 }
 
-// issuePreferredAddressCID issues the connection ID of the preferred
-// address, sequence 1, before any other (a server's, at its start).
-func (c *Conn) issuePreferredAddressCID() {
-	if c.isClient || c.config.PreferredAddress == nil || c.cids.local == nil || c.x.pa.cid != nil {
+// issueCID issues the connection ID of the preferred
+// address, sequence 1, from local before any other (a server's, at its
+// start).
+func (st *preferredAddressState) issueCID(isClient bool, conf *Config, local *connid.LocalCIDs) {
+	if isClient || conf.PreferredAddress == nil || local == nil || st.cid != nil {
 		return
 	}
-	cid, token, err := c.cids.local.IssuePreferredAddressCID()
+	cid, token, err := local.IssuePreferredAddressCID()
 	if err != nil {
 		return // zero-length IDs: no preferred address can be offered
 	}
-	c.x.pa.cid, c.x.pa.token = cid.Bytes(), token
+	st.cid, st.token = cid.Bytes(), token
 }
 
-// preferredAddressParam is the preferred_address transport parameter a
-// server sends, or nil.
-func (c *Conn) preferredAddressParam() *wire.PreferredAddress {
-	pa := c.config.PreferredAddress
-	if c.isClient || pa == nil || c.x.pa.cid == nil {
+// param is the preferred_address transport parameter a server sends, or
+// nil.
+func (st *preferredAddressState) param(isClient bool, conf *Config) *wire.PreferredAddress {
+	pa := conf.PreferredAddress
+	if isClient || pa == nil || st.cid == nil {
 		return nil
 	}
-	p := &wire.PreferredAddress{ConnectionID: c.x.pa.cid, StatelessResetToken: c.x.pa.token}
+	p := &wire.PreferredAddress{ConnectionID: st.cid, StatelessResetToken: st.token}
 	p.IPv4 = netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
 	p.IPv6 = netip.AddrPortFrom(netip.IPv6Unspecified(), 0)
 	for _, ap := range pa.addrs() {
@@ -156,45 +157,45 @@ func (c *Conn) preferredAddressParam() *wire.PreferredAddress {
 	return p
 }
 
-// onPeerPreferredAddress stores the server's preferred_address: its
-// connection ID is the server's sequence 1 whether we move or not (RFC
-// 9000 section 5.1.1).
-func (c *Conn) onPeerPreferredAddress(p *wire.TransportParameters) error {
+// onPeer stores the server's preferred_address: its connection ID is the
+// server's sequence 1 (in remote) whether we move or not (RFC 9000
+// section 5.1.1).
+func (st *preferredAddressState) onPeer(p *wire.TransportParameters, isClient bool, remote *connid.RemoteCIDs) error {
 	pa := p.PreferredAddress
-	if !c.isClient || pa == nil {
+	if !isClient || pa == nil {
 		return nil
 	}
-	if err := c.cids.remote.AddPreferredAddressCID(pa.ConnectionID, pa.StatelessResetToken); err != nil {
+	if err := remote.AddPreferredAddressCID(pa.ConnectionID, pa.StatelessResetToken); err != nil {
 		return withFrameType(err, 0)
 	}
-	c.x.pa.peer = pa
+	st.peer = pa
 	return nil
 }
 
-// preferredAddressCandidates are the addresses a client tries, in order:
-// the family it uses first, never the address it already talks to.
-func (c *Conn) preferredAddressCandidates() []netip.AddrPort {
-	pa := c.x.pa.peer
+// candidates are the addresses a client tries, in order: the family it
+// uses first, never the address it already talks to (current).
+func (st *preferredAddressState) candidates(current netip.AddrPort) []netip.AddrPort {
+	pa := st.peer
 	var cands []netip.AddrPort
 	for _, ap := range []netip.AddrPort{pa.IPv4, pa.IPv6} {
 		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-		if ap.IsValid() && !ap.Addr().IsUnspecified() && ap.Port() != 0 && ap != c.path.remoteAP {
+		if ap.IsValid() && !ap.Addr().IsUnspecified() && ap.Port() != 0 && ap != current {
 			cands = append(cands, ap)
 		}
 	}
-	if len(cands) == 2 && c.path.remoteAP.Addr().Is6() {
+	if len(cands) == 2 && current.Addr().Is6() {
 		cands[0], cands[1] = cands[1], cands[0]
 	}
 	return cands
 }
 
 // takeSwitchedAddress makes the server address of the path Path.Switch
-// moved to the connection's. It runs on the connection's goroutine, which
-// reads c.path.remote without the lock. c.mu is held.
-func (c *Conn) takeSwitchedAddress() {
-	if p := c.x.pa.switchTo; p != nil {
-		c.path.remote, c.path.remoteAP = p.remote, p.remoteAP
-		c.x.pa.switchTo = nil
+// moved to the connection's (ps). It runs on the connection's goroutine,
+// which reads ps.remote without the lock. Conn.mu is held.
+func (st *preferredAddressState) takeSwitchedAddress(ps *pathState) {
+	if p := st.switchTo; p != nil {
+		ps.remote, ps.remoteAP = p.remote, p.remoteAP
+		st.switchTo = nil
 	}
 }
 
@@ -207,14 +208,14 @@ func (c *Conn) startPreferredAddressMigration() {
 		return
 	}
 	c.x.pa.started = true
-	cands := c.preferredAddressCandidates()
+	cands := c.x.pa.candidates(c.path.remoteAP)
 	if len(cands) == 0 {
 		return
 	}
 	// Validation of a new path fails after three PTOs, of the current
 	// path or a fresh one, whichever is longer (RFC 9000 section 8.2.4).
 	fresh := recovery.NewRTTStats(0)
-	wait := 3 * max(c.ptoLocked(), fresh.PTOBase()+c.loss.rec.RTT().MaxAckDelay())
+	wait := 3 * max(c.loss.pto(), fresh.PTOBase()+c.loss.rec.RTT().MaxAckDelay())
 	cid := slices.Clone(c.x.pa.peer.ConnectionID)
 	go func() {
 		for _, ap := range cands {
@@ -261,24 +262,12 @@ func (c *Conn) tryPreferredAddress(ap netip.AddrPort, cid []byte, wait time.Dura
 	return true
 }
 
-// pathTransportTo is the Transport of the client path that leads to ap,
-// for a datagram addressed there; nil for the current one.
-func (c *Conn) pathTransportTo(ap netip.AddrPort) *Transport {
-	for _, p := range c.path.extra {
-		if p.remote != nil && p.remoteAP == ap && !p.closed {
-			return p.t
-		}
-	}
-	return nil
-}
-
 // appendProbeChallenge appends a PATH_CHALLENGE for the path a probe came
 // on (from to, sent to our from) to the frames answering it, and remembers
 // it.
-func (c *Conn) appendProbeChallenge(b []byte, to netip.AddrPort, from netip.Addr) []byte {
+func (st *preferredAddressState) appendProbeChallenge(b []byte, to netip.AddrPort, from netip.Addr) []byte {
 	pc := probeChallenge{to: to, from: from}
 	_, _ = rand.Read(pc.data[:])
-	st := &c.x.pa
 	if st.nChallenges == maxProbeChallenges {
 		copy(st.challenges[:], st.challenges[1:])
 		st.nChallenges--
@@ -290,8 +279,7 @@ func (c *Conn) appendProbeChallenge(b []byte, to netip.AddrPort, from netip.Addr
 
 // onProbeResponse records the address a PATH_RESPONSE to one of our probe
 // challenges proves, whichever path the response came on.
-func (c *Conn) onProbeResponse(data [8]byte) {
-	st := &c.x.pa
+func (st *preferredAddressState) onProbeResponse(data [8]byte) {
 	for i := range st.nChallenges {
 		pc := st.challenges[i]
 		if pc.data != data {
@@ -312,6 +300,6 @@ func (c *Conn) onProbeResponse(data [8]byte) {
 
 // probeValidated reports whether an answered probe challenge proved the
 // path from ap to our address local.
-func (c *Conn) probeValidated(ap netip.AddrPort, local netip.Addr) bool {
-	return slices.Contains(c.x.pa.validated[:c.x.pa.nValidated], probeChallenge{to: ap, from: local})
+func (st *preferredAddressState) probeValidated(ap netip.AddrPort, local netip.Addr) bool {
+	return slices.Contains(st.validated[:st.nValidated], probeChallenge{to: ap, from: local})
 }

@@ -76,24 +76,24 @@ type qlogMetrics struct {
 	cwnd, inFlight                         int
 }
 
-// startQlog asks Config.Qlog for this connection's writer and writes the
-// trace header and connection_started. It runs once the ODCID is known.
-func (c *Conn) startQlog() {
-	if c.config.Qlog == nil || c.qlog != nil {
-		return
+// newQlogger asks conf.Qlog for the writer of a connection with original
+// destination connection ID odcid and writes the trace header; nil
+// without one.
+func newQlogger(conf *Config, isClient bool, odcid []byte) *qlogger {
+	if conf.Qlog == nil {
+		return nil
 	}
 	p := PerspectiveServer
-	if c.isClient {
+	if isClient {
 		p = PerspectiveClient
 	}
-	w := c.config.Qlog(p, slices.Clone(c.cids.origDest))
+	w := conf.Qlog(p, slices.Clone(odcid))
 	if w == nil {
-		return
+		return nil
 	}
 	q := &qlogger{w: w, start: time.Now(), buf: make([]byte, 0, qlogFlushSize+4096)}
-	q.header(p, c.cids.origDest)
-	c.qlog = q
-	c.qlogConnectionStarted()
+	q.header(p, odcid)
+	return q
 }
 
 // header appends the trace's first record.
@@ -164,7 +164,7 @@ func (q *qlogger) write(chunk []byte) {
 }
 
 // close writes what is buffered and closes the writer, without mu, once
-// the connection dropped q (qlogClosed).
+// the connection dropped q (qlogger.closed).
 func (q *qlogger) close() {
 	if q.failed || q.writeFailed.Load() {
 		return

@@ -48,30 +48,27 @@ func appendAddr(b []byte, prefix string, a net.Addr) []byte {
 	return fieldUint(b, prefix+"port", uint64(ap.Port()))
 }
 
-// qlogConnectionStarted writes transport:connection_started.
-func (c *Conn) qlogConnectionStarted() {
-	q := c.qlog
+// connectionStarted writes transport:connection_started for a connection
+// from local to remote with the connection IDs src and dst.
+func (q *qlogger) connectionStarted(local, remote net.Addr, src, dst []byte) {
 	if q.failed {
 		return
 	}
 	b := q.event("transport:connection_started")
-	local := c.t.Conn.LocalAddr()
 	ipv := "ipv4"
-	if ap, ok := addrPort(c.path.remote); ok && ap.Addr().Is6() {
+	if ap, ok := addrPort(remote); ok && ap.Addr().Is6() {
 		ipv = "ipv6"
 	}
 	b = fieldRaw(b, "ip_version", ipv)
 	b = appendAddr(b, "src_", local)
-	b = appendAddr(b, "dst_", c.path.remote)
-	b = fieldHex(b, "src_cid", c.cids.src)
-	b = fieldHex(b, "dst_cid", c.cids.dest)
+	b = appendAddr(b, "dst_", remote)
+	b = fieldHex(b, "src_cid", src)
+	b = fieldHex(b, "dst_cid", dst)
 	q.end(b)
 }
 
-// qlogParams writes transport:parameters_set; owner is "local" or
-// "remote".
-func (c *Conn) qlogParams(owner string, p *wire.TransportParameters) {
-	q := c.qlog
+// params writes transport:parameters_set; owner is "local" or "remote".
+func (q *qlogger) params(owner string, p *wire.TransportParameters) {
 	if q.failed {
 		return
 	}
@@ -133,16 +130,15 @@ func (c *Conn) qlogPacketSent(buf []byte, p *packetInfo) {
 	q.end(b)
 }
 
-// qlogPacketReceived writes transport:packet_received for a decrypted
-// packet of size bytes on the wire.
-func (c *Conn) qlogPacketReceived(pt wire.PacketType, pn uint64, dcid []byte, size int, payload []byte) {
-	q := c.qlog
+// packetReceived writes transport:packet_received for a decrypted packet
+// of size bytes on the wire; peerAckExp scales the ACK delays of 1-RTT.
+func (q *qlogger) packetReceived(pt wire.PacketType, pn uint64, dcid []byte, size int, payload []byte, peerAckExp uint8) {
 	if q.failed {
 		return
 	}
 	exp := uint8(wire.DefaultAckDelayExponent)
 	if pt == wire.PacketType1RTT {
-		exp = c.hs.peerAckDelayExp
+		exp = peerAckExp
 	}
 	b := q.event("transport:packet_received")
 	b = appendQlogHeader(b, qlogPacketTypeOf(pt), pn, dcid)
@@ -164,18 +160,17 @@ func appendQlogHeader(b []byte, pt string, pn uint64, dcid []byte) []byte {
 	return append(b, '}')
 }
 
-// qlogLost writes recovery:packet_lost for the packets in c.events.Lost;
+// lost writes recovery:packet_lost for the packets in loss.events.Lost;
 // it runs before onPacketLost forgets their space.
-func (c *Conn) qlogLost() {
-	q := c.qlog
-	for _, lp := range c.loss.events.Lost {
+func (q *qlogger) lost(loss *lossState) {
+	for _, lp := range loss.events.Lost {
 		if q.failed {
 			return
 		}
 		b := q.event("recovery:packet_lost")
 		b = field(b, "header")
 		b = append(b, '{')
-		if sp := c.loss.sent[lp.Handle]; sp != nil {
+		if sp := loss.sent[lp.Handle]; sp != nil {
 			b = fieldRaw(b, "packet_type", qlogPacketType(sp.space, false))
 		}
 		b = fieldUint(b, "packet_number", lp.Number)
@@ -230,32 +225,31 @@ func (c *Conn) qlogMetrics() {
 	q.end(b)
 }
 
-// qlogPath writes connectivity:path_updated when the peer's address
+// pathUpdated writes connectivity:path_updated when the peer's address
 // changes or its validation ends; state is "validating", "validated",
-// "returned" or "failed".
-func (c *Conn) qlogPath(state string) {
-	q := c.qlog
+// "returned" or "failed"; remote is the peer's address, dcid the
+// connection ID we send to.
+func (q *qlogger) pathUpdated(state string, remote net.Addr, dcid []byte) {
 	if q.failed {
 		return
 	}
 	b := q.event("connectivity:path_updated")
 	b = fieldRaw(b, "state", state)
-	b = appendAddr(b, "dst_", c.path.remote)
-	b = fieldHex(b, "dcid", c.cids.dest)
+	b = appendAddr(b, "dst_", remote)
+	b = fieldHex(b, "dcid", dcid)
 	q.end(b)
 }
 
-// qlogClosed records transport:connection_closed for c.close.err and hands
-// the qlog over to be closed (callbackOutbox); it runs at teardown.
-func (c *Conn) qlogClosed() {
-	q := c.qlog
-	c.qlog = nil
+// closed records transport:connection_closed for err, the connection's
+// close error, and hands q over to out to be closed; it runs at teardown.
+// The connection drops q.
+func (q *qlogger) closed(err error, out *callbackOutbox) {
 	if !q.failed {
 		b := q.event("transport:connection_closed")
-		b = appendCloseFields(b, c.close.err)
+		b = appendCloseFields(b, err)
 		q.end(b)
 	}
-	c.out.qlogEnded = q // written out and closed without mu
+	out.qlogEnded = q // written out and closed without mu
 }
 
 func appendCloseFields(b []byte, err error) []byte {

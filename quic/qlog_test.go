@@ -461,15 +461,15 @@ func TestQlogHooksOnOfflinePaths(t *testing.T) {
 	w := newMemQlog()
 	c.config.Qlog = func(Perspective, []byte) io.WriteCloser { return w }
 	c.mu.Lock()
-	c.startQlog()
+	c.startRecorders()
 	const rounds = 10
 	for range rounds {
 		r.run(t)
 	}
 	c.close.err = &TransportError{ErrorCode: ProtocolViolation, ErrorMessage: "bad \xff\x01"}
-	c.qlogClosed()
-	c.mu.Unlock()
-	c.flushOutbox() // the writer is written and closed without the lock
+	c.qlog.closed(c.close.err, &c.out)
+	c.qlog = nil
+	c.unlockAndDeliver() // the writer is written and closed without the lock
 	_, events := parseQlog(t, w.bytes())
 	s := summarize(events)
 	if s.names["transport:packet_received"] != rounds || s.names["transport:packet_sent"] != rounds {
@@ -515,7 +515,7 @@ func BenchmarkQlogPacketRound(b *testing.B) {
 			}
 			r.c.mu.Lock()
 			defer r.c.mu.Unlock()
-			r.c.startQlog()
+			r.c.startRecorders()
 			b.ReportAllocs()
 			for b.Loop() {
 				r.run(b)

@@ -113,18 +113,6 @@ func (m *recvMemory) unreport(t *Transport) {
 	}
 }
 
-// checkRecvLimits closes the connection if its out-of-order data is over a
-// per-connection limit, and returns the error it closed with.
-func (c *Conn) checkRecvLimits(frameType uint64) error {
-	reason, over := c.recvMem.overLimit(c.config)
-	if !over {
-		return nil
-	}
-	err := qerr.NewTransportError(qerr.ProtocolViolation, frameType, reason.message())
-	c.closeForMemory(reason, err)
-	return err
-}
-
 // closeForMemory closes the connection with err for reason (unless it is
 // closing already), counts it, and frees every stream's receive buffer
 // now: the memory is what the close is for.
@@ -136,15 +124,6 @@ func (c *Conn) closeForMemory(reason ClosedByLimitReason, err *qerr.TransportErr
 	for _, s := range c.streams.all {
 		c.recvMem.release(s)
 	}
-}
-
-// shedIfAsked closes the connection if the Transport picked it to free
-// memory (Transport.MaxReceiveMemory), on its own goroutine.
-func (c *Conn) shedIfAsked() {
-	if !c.recvMem.shed.Load() {
-		return
-	}
-	c.shedLocked()
 }
 
 // shedLocked closes the connection for the Transport's receive memory and

@@ -111,16 +111,16 @@ func (s *stream) sendHeldBy() int64 {
 	return int64(s.send.Buffered())
 }
 
-// chargeSend brings the connection's send total up to date with what s
-// holds now; call it after anything that changes s.send's contents.
-func (c *Conn) chargeSend(s *stream) {
+// charge brings the connection's send total up to date with what s holds
+// now; call it after anything that changes s.send's contents.
+func (b *memoryBudget) charge(s *stream) {
 	h := s.sendHeldBy()
 	if h == s.sendCharged {
 		return
 	}
-	c.budget.sendHeld += h - s.sendCharged
+	b.sendHeld += h - s.sendCharged
 	if h < s.sendCharged {
-		broadcast(&c.budget.sig)
+		broadcast(&b.sig)
 	}
 	s.sendCharged = h
 }
@@ -132,7 +132,7 @@ func (c *Conn) chargeSend(s *stream) {
 // Over Transport.MaxReceiveMemory it starts shedding.
 func (c *Conn) syncBudgets() {
 	if c.close.finished {
-		return // teardown gives everything back (releaseBudgets)
+		return // teardown gives everything back (memoryBudget.release)
 	}
 	if d := c.budget.sendHeld - c.budget.sendReported; d != 0 {
 		c.budget.sendReported = c.budget.sendHeld
@@ -144,18 +144,18 @@ func (c *Conn) syncBudgets() {
 	}
 }
 
-// releaseBudgets gives back everything the connection accounted for, at
-// teardown.
-func (c *Conn) releaseBudgets() {
-	for _, s := range c.streams.all {
+// release gives back to Transport t everything the connection accounted
+// for (its streams' send data, and recvMem), at teardown.
+func (b *memoryBudget) release(streams map[uint64]*stream, recvMem *recvMemory, t *Transport) {
+	for _, s := range streams {
 		s.sendCharged = 0
 	}
-	c.budget.sendHeld = 0
-	if c.budget.sendReported != 0 {
-		c.t.sendBudget.add(-c.budget.sendReported)
-		c.budget.sendReported = 0
+	b.sendHeld = 0
+	if b.sendReported != 0 {
+		t.sendBudget.add(-b.sendReported)
+		b.sendReported = 0
 	}
-	c.recvMem.unreport(c.t)
+	recvMem.unreport(t)
 }
 
 // recvGrowthAllowed reports whether receive windows may grow now

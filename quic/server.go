@@ -334,24 +334,6 @@ func (s *baseServer) closeLocked(err error) {
 	})
 }
 
-// refuseIfServerClosed closes a server connection its listener has not
-// handed out when the listener closed; it runs before every send.
-func (c *Conn) refuseIfServerClosed() {
-	s := c.server
-	if s == nil || c.hs.queuedForAccept || c.close.err != nil {
-		return
-	}
-	select {
-	case <-s.closed:
-		c.hs.queuedForAccept = true // it never will be
-		s.notPending(c)
-		c.t.countRefused(RefusedServerClosed)
-		c.close.refusedAtClose = true
-		c.closeLocal(&TransportError{ErrorCode: ConnectionRefused, ErrorMessage: "server closed"})
-	default:
-	}
-}
-
 // notPending forgets c as a connection Close would refuse.
 func (s *baseServer) notPending(c *Conn) {
 	s.mu.Lock()
@@ -536,57 +518,34 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 	}
 	c.out.routed(t, c.cids.clientDest)
 	s.admit(c, remote, dec.validated)
-	if err := c.initLocalCIDs(); err != nil {
+	if err := c.cids.initLocal(c.t, c, &c.out, &c.path); err != nil {
 		t.countRefused(RefusedStartFailed)
 		t.removeHandlers(c)
-		c.releaseServerSlots()
+		c.admit.release(c.server, c)
 		return nil, err
 	}
-	c.startQlog()
-	c.startTracer()
+	c.startRecorders()
 	if err := c.startTLS(); err != nil {
 		t.countRefused(RefusedStartFailed)
 		if c.qlog != nil {
 			c.close.err = err
-			c.qlogClosed()
+			c.qlog.closed(c.close.err, &c.out)
+			c.qlog = nil
 		}
 		c.close.err = err
-		c.endTracer()
-		c.flushOutbox()
+		c.trace.end(c.close.err)
+		c.trace = nil
+		c.mu.Lock()
+		c.unlockAndDeliver()
 		t.removeHandlers(c)
-		c.releaseServerSlots()
+		c.admit.release(c.server, c)
 		if c.hs.tls != nil {
 			c.hs.tls.Close()
 		}
 		return nil, err
 	}
-	c.flushOutbox() // run is not going yet
+	c.mu.Lock()
+	c.unlockAndDeliver() // run is not going yet
 	t.startConn(c)
 	return c, nil
-}
-
-// queueForAccept hands a server connection to Accept: an EarlyListener's
-// once 1-RTT keys exist (early), a Listener's at handshake completion.
-// Handing it out ends none of the limits it holds (server_limits.go).
-func (c *Conn) queueForAccept(early bool) {
-	s := c.server
-	if s == nil || c.hs.queuedForAccept || early != s.early {
-		return
-	}
-	c.hs.queuedForAccept = true
-	s.notPending(c)
-	select {
-	case <-s.closed:
-		c.t.countRefused(RefusedServerClosed)
-		c.close.refusedAtClose = true
-		c.closeLocal(&TransportError{ErrorCode: ConnectionRefused, ErrorMessage: "server closed"})
-		return
-	default:
-	}
-	select {
-	case s.acceptCh <- c:
-	default:
-		c.t.countRefused(RefusedAcceptQueueFull)
-		c.closeLocal(&TransportError{ErrorCode: ConnectionRefused, ErrorMessage: "accept queue full"})
-	}
 }

@@ -61,7 +61,7 @@ type serverLoad struct {
 // state, the connection's goroutine and crypto/tls's handshake goroutine.
 // TestMemoryFigures measures about 80 KiB per unvalidated connection in
 // all, 32 KiB of it the two buffer chunks holding the server's first
-// flight, which unvalidatedCostLocked adds.
+// flight, which unvalidatedCost adds.
 const unvalidatedBaseCost = 48 << 10
 
 // acceptQueueCap is the capacity of the accept queue: the backlog plus
@@ -111,97 +111,97 @@ func (s *baseServer) unvalidatedLoad() (int, int64) {
 	return s.load.unvalidated, s.load.unvalidatedBytes
 }
 
-// handshakeSlotDone gives back c's handshake slot (handshake complete).
-func (c *Conn) handshakeSlotDone() {
-	if !c.admit.holdsHandshakeSlot {
+// handshakeSlotDone gives back the handshake slot held of listener s
+// (handshake complete).
+func (a *admission) handshakeSlotDone(s *baseServer) {
+	if !a.holdsHandshakeSlot {
 		return
 	}
-	c.admit.holdsHandshakeSlot = false
-	s := c.server
+	a.holdsHandshakeSlot = false
 	s.mu.Lock()
 	s.load.handshaking--
-	if e := c.admit.prefix; e != nil {
+	if e := a.prefix; e != nil {
 		s.prefixes.handshakeDone(e)
 	}
 	s.mu.Unlock()
 }
 
-// addressValidatedNow records that the client proved its address: it
-// leaves the unvalidated connections.
-func (c *Conn) addressValidatedNow() {
-	c.admit.validated = true
-	c.leaveUnvalidated()
+// addressValidated records that the client proved its address: it leaves
+// listener s's unvalidated connections.
+func (a *admission) addressValidated(s *baseServer) {
+	a.validated = true
+	a.leaveUnvalidated(s)
 }
 
-// leaveUnvalidated gives back c's place among the unvalidated connections.
-func (c *Conn) leaveUnvalidated() {
-	if !c.admit.holdsUnvalidated {
+// leaveUnvalidated gives back the place held among listener s's
+// unvalidated connections.
+func (a *admission) leaveUnvalidated(s *baseServer) {
+	if !a.holdsUnvalidated {
 		return
 	}
-	c.admit.holdsUnvalidated = false
-	s := c.server
+	a.holdsUnvalidated = false
 	s.mu.Lock()
 	s.load.unvalidated--
-	s.load.unvalidatedBytes -= c.admit.unvalidatedCost
+	s.load.unvalidatedBytes -= a.unvalidatedCost
 	s.mu.Unlock()
-	c.admit.unvalidatedCost = 0
+	a.unvalidatedCost = 0
 	if s.tokens != nil {
 		s.tokens.m.handshakes.Dec()
 	}
 }
 
-// releaseServerSlots gives back everything c holds of its listener's
-// limits, when it is torn down (or failed to start).
-func (c *Conn) releaseServerSlots() {
-	if c.server == nil {
+// release gives back everything connection c holds of its listener s's
+// limits (none for a client: s nil), when it is torn down (or failed to
+// start).
+func (a *admission) release(s *baseServer, c *Conn) {
+	if s == nil {
 		return
 	}
-	c.server.notPending(c)
-	c.handshakeSlotDone()
-	c.leaveUnvalidated()
-	if c.admit.holdsConnSlot {
-		c.admit.holdsConnSlot = false
-		c.server.mu.Lock()
-		c.server.load.conns--
-		if e := c.admit.prefix; e != nil {
-			c.server.prefixes.connDone(e)
-			c.admit.prefix = nil
+	s.notPending(c)
+	a.handshakeSlotDone(s)
+	a.leaveUnvalidated(s)
+	if a.holdsConnSlot {
+		a.holdsConnSlot = false
+		s.mu.Lock()
+		s.load.conns--
+		if e := a.prefix; e != nil {
+			s.prefixes.connDone(e)
+			a.prefix = nil
 		}
-		c.server.mu.Unlock()
+		s.mu.Unlock()
 	}
 }
 
-// unvalidatedCostLocked estimates the memory c holds for a client that
-// has not proven its address: the base cost plus the chunks of its
-// handshake buffers and the packets it keeps for later keys.
-func (c *Conn) unvalidatedCostLocked() int64 {
+// unvalidatedCost estimates the memory a connection holds for a client
+// that has not proven its address: the base cost plus the chunks of its
+// handshake buffers (in spaces) and the undecryptable packets it keeps
+// for later keys.
+func unvalidatedCost(spaces *[3]pnSpace, undecryptable int) int64 {
 	n := int64(unvalidatedBaseCost)
-	for i := range c.spaces[:spaceApp] {
-		sp := &c.spaces[i]
+	for i := range spaces[:spaceApp] {
+		sp := &spaces[i]
 		n += int64(sp.crypto.Footprint())
 		if sp.cryptoIn != nil {
 			n += int64(sp.cryptoIn.Footprint())
 		}
 	}
-	return n + int64(len(c.keys.undecryptable))*receiveBufferSize
+	return n + int64(undecryptable)*receiveBufferSize
 }
 
-// afterReceived does the accounting that follows a batch of received
-// datagrams: the budgets and an unvalidated connection's cost.
-func (c *Conn) afterReceived() {
-	c.syncBudgets()
-	if !c.admit.holdsUnvalidated {
+// updateCost brings an unvalidated connection's cost in listener s's
+// totals up to date after a batch of received datagrams.
+func (a *admission) updateCost(s *baseServer, spaces *[3]pnSpace, undecryptable int) {
+	if !a.holdsUnvalidated {
 		return
 	}
-	cost := c.unvalidatedCostLocked()
-	if cost == c.admit.unvalidatedCost {
+	cost := unvalidatedCost(spaces, undecryptable)
+	if cost == a.unvalidatedCost {
 		return
 	}
-	s := c.server
 	s.mu.Lock()
-	s.load.unvalidatedBytes += cost - c.admit.unvalidatedCost
+	s.load.unvalidatedBytes += cost - a.unvalidatedCost
 	s.mu.Unlock()
-	c.admit.unvalidatedCost = cost
+	a.unvalidatedCost = cost
 }
 
 // sendStatelessClose ends a client's connection attempt without creating

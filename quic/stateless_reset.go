@@ -2,6 +2,8 @@ package quic
 
 import (
 	"crypto/rand"
+
+	"github.com/turboretry/turboretry/internal/connid"
 )
 
 const (
@@ -27,4 +29,14 @@ func (t *Transport) maybeSendStatelessReset(p receivedPacket) {
 	b[0] = b[0]&^0x80 | 0x40 // short header form, fixed bit set
 	copy(b[n-16:], token[:])
 	t.write(b, p.remote)
+}
+
+// statelessResetToken derives the token of a connection ID from the key,
+// as connid.LocalCIDs does for the IDs it issues.
+func statelessResetToken(key *StatelessResetKey, cid []byte) [16]byte {
+	id, err := connid.FromBytes(cid)
+	if err != nil {
+		return [16]byte{}
+	}
+	return connid.ResetTokenFor(*key, id)
 }

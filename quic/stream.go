@@ -85,12 +85,13 @@ type stream struct {
 	peerResetKnown bool
 }
 
-func (c *Conn) newStream(id uint64) *stream {
+// newStream creates stream id of connection c and adds it to c.streams.
+func newStream(c *Conn, id uint64) *stream {
 	s := &stream{
 		c:       c,
 		id:      id,
-		hasSend: flowcontrol.LocalCanSend(id, c.perspective()),
-		hasRecv: flowcontrol.LocalCanReceive(id, c.perspective()),
+		hasSend: flowcontrol.LocalCanSend(id, c.streams.persp),
+		hasRecv: flowcontrol.LocalCanReceive(id, c.streams.persp),
 		urgency: defaultUrgency,
 	}
 	s.sendCtx, s.sendCancel = context.WithCancelCause(c.ctx)
@@ -101,7 +102,7 @@ func (c *Conn) newStream(id uint64) *stream {
 			switch {
 			case flowcontrol.DirectionOf(id) == flowcontrol.Uni:
 				limit = p.InitialMaxStreamDataUni
-			case flowcontrol.Initiator(id) == c.perspective():
+			case flowcontrol.Initiator(id) == c.streams.persp:
 				limit = p.InitialMaxStreamDataBidiRemote
 			default:
 				limit = p.InitialMaxStreamDataBidiLocal
@@ -122,13 +123,6 @@ func (c *Conn) newStream(id uint64) *stream {
 	}
 	c.streams.all[id] = s
 	return s
-}
-
-func (c *Conn) perspective() flowcontrol.Perspective {
-	if c.isClient {
-		return flowcontrol.Client
-	}
-	return flowcontrol.Server
 }
 
 // broadcast wakes everyone waiting on *ch. Channels are created only by
@@ -189,28 +183,30 @@ func (s *stream) recvFinished() bool {
 	return s.eofRead || s.resetRecvd || (s.recvErr != nil && s.stopAcked && finalKnown) || (s.recvErr == nil && s.allRead())
 }
 
-// maybeRemoveStream forgets a stream both of whose sides are done, and lets
+// maybeRemove forgets a stream both of whose sides are done, and lets
 // the peer open another if it was theirs.
-func (c *Conn) maybeRemoveStream(s *stream) {
+func (s *stream) maybeRemove() {
+	c := s.c
 	if s.removed || !s.sendFinished() || !s.recvFinished() || s.inCtrlList {
 		return
 	}
 	s.removed = true
 	s.send.Reset() // gives the chunks back
-	c.chargeSend(s)
+	c.budget.charge(s)
 	c.recvMem.release(s)
 	delete(c.streams.all, s.id)
-	if flowcontrol.Initiator(s.id) != c.perspective() {
+	if flowcontrol.Initiator(s.id) != c.streams.persp {
 		if c.config.RequireStreamCreditRelease && !s.creditReleased {
 			s.creditHeld = true
 			return
 		}
-		c.releaseStreamCredit(s)
+		s.giveBackCredit()
 	}
 }
 
-// releaseStreamCredit lets the peer open another stream in place of s.
-func (c *Conn) releaseStreamCredit(s *stream) {
+// giveBackCredit lets the peer open another stream in place of s.
+func (s *stream) giveBackCredit() {
+	c := s.c
 	s.creditHeld = false
 	inc := c.streams.counts.Incoming(flowcontrol.DirectionOf(s.id))
 	_ = inc.Close()
@@ -219,7 +215,10 @@ func (c *Conn) releaseStreamCredit(s *stream) {
 	}
 }
 
-func (c *Conn) queueStreamSend(s *stream) {
+// queueSend puts s in the send list if it has data (or a FIN) to send
+// and wakes the connection.
+func (s *stream) queueSend() {
+	c := s.c
 	if !s.inSendList && (s.send.HasData() || s.limited != nil) {
 		s.inSendList = true
 		c.streams.sendList = append(c.streams.sendList, s)
@@ -227,7 +226,10 @@ func (c *Conn) queueStreamSend(s *stream) {
 	c.wake()
 }
 
-func (c *Conn) queueStreamControl(s *stream) {
+// queueControl puts s in the list of streams with control frames to send
+// and wakes the connection.
+func (s *stream) queueControl() {
+	c := s.c
 	if !s.inCtrlList {
 		s.inCtrlList = true
 		c.streams.ctrlList = append(c.streams.ctrlList, s)
@@ -337,7 +339,7 @@ func (s *stream) appendStreamFrame(b []byte, maxEnd int, p *sentPacket) ([]byte,
 	}
 	p.frames = append(p.frames, sentFrame{kind: sfStream, id: s.id, off: off, n: uint64(n), fin: fin})
 	if s.resetPending && s.resetDue() {
-		s.c.queueStreamControl(s) // the RESET_STREAM_AT waited for this data
+		s.queueControl() // the RESET_STREAM_AT waited for this data
 	}
 	return b, true
 }

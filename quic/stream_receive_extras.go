@@ -1,6 +1,7 @@
 package quic
 
 import (
+	"context"
 	"io"
 	"time"
 )
@@ -41,7 +42,7 @@ func (s *stream) peek(p []byte) (int, error) {
 		if !s.readDeadline.IsZero() && !time.Now().Before(s.readDeadline) {
 			return 0, errDeadline
 		}
-		c.waitLocked(waitChan(&s.readSig), nil, s.readDeadline)
+		c.waitLocked(context.Background(), waitChan(&s.readSig), nil, s.readDeadline)
 	}
 }
 
@@ -57,7 +58,7 @@ func (s *stream) releaseCredit() {
 	}
 	s.creditReleased = true
 	if s.creditHeld {
-		c.releaseStreamCredit(s)
+		s.giveBackCredit()
 	}
 }
 

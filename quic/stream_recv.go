@@ -1,6 +1,7 @@
 package quic
 
 import (
+	"context"
 	"io"
 	"time"
 
@@ -31,7 +32,7 @@ func (s *stream) read(p []byte) (int, error) {
 			c.recvMem.charge(s)
 			c.syncBudgets()
 			if s.fcRecv.NeedsUpdate() {
-				c.queueStreamControl(s)
+				s.queueControl()
 			}
 			if c.flow.recv.NeedsUpdate() {
 				c.wake()
@@ -46,14 +47,14 @@ func (s *stream) read(p []byte) (int, error) {
 			// its data still completes the stream (and frees its credit).
 			if s.allRead() {
 				s.eofRead = true
-				c.maybeRemoveStream(s)
+				s.maybeRemove()
 				return n, io.EOF
 			}
 			return n, nil
 		}
 		if s.allRead() {
 			s.eofRead = true
-			c.maybeRemoveStream(s)
+			s.maybeRemove()
 			return 0, io.EOF
 		}
 		if c.close.err != nil {
@@ -62,7 +63,7 @@ func (s *stream) read(p []byte) (int, error) {
 		if !s.readDeadline.IsZero() && !time.Now().Before(s.readDeadline) {
 			return 0, errDeadline
 		}
-		c.waitLocked(waitChan(&s.readSig), nil, s.readDeadline)
+		c.waitLocked(context.Background(), waitChan(&s.readSig), nil, s.readDeadline)
 	}
 }
 
@@ -93,10 +94,10 @@ func (s *stream) cancelRead(code StreamErrorCode) {
 	if !s.resetRecvd {
 		s.stopPending = true
 		s.stopCode = uint64(code)
-		c.queueStreamControl(s)
+		s.queueControl()
 	}
 	s.signalRead()
-	c.maybeRemoveStream(s)
+	s.maybeRemove()
 }
 
 func (s *stream) setReadDeadline(t time.Time) {
@@ -131,7 +132,7 @@ func (s *stream) onPeerReset(f *wire.Frame) error {
 			s.resetRecvd = true
 			s.c.recvMem.release(s)
 			s.signalRead()
-			s.c.maybeRemoveStream(s)
+			s.maybeRemove()
 		}
 		return nil
 	}
@@ -159,6 +160,6 @@ func (s *stream) finishPeerReset() bool {
 	s.c.recvMem.release(s)
 	s.fcRecv.Abandon()
 	s.signalRead()
-	s.c.maybeRemoveStream(s)
+	s.maybeRemove()
 	return true
 }

@@ -1,32 +1,9 @@
 package quic
 
 import (
+	"context"
 	"time"
 )
-
-// waitLocked releases the connection lock until sig (or budget, when not
-// nil) fires, the deadline passes or the connection closes, then takes it
-// again.
-func (c *Conn) waitLocked(sig, budget <-chan struct{}, deadline time.Time) {
-	c.mu.Unlock()
-	defer c.mu.Lock()
-	var tc <-chan time.Time
-	if !deadline.IsZero() {
-		d := time.Until(deadline)
-		if d <= 0 {
-			return
-		}
-		t := time.NewTimer(d)
-		defer t.Stop()
-		tc = t.C
-	}
-	select {
-	case <-sig:
-	case <-budget:
-	case <-tc:
-	case <-c.closedCh:
-	}
-}
 
 func (s *stream) writeErrLocked() error {
 	switch {
@@ -66,9 +43,9 @@ func (s *stream) write(p []byte) (int, error) {
 				}
 				p = p[w:]
 				n += int(w)
-				c.chargeSend(s)
+				c.budget.charge(s)
 				c.budget.sendReported += w
-				c.queueStreamSend(s)
+				s.queueSend()
 				if w < k {
 					return n, errMaxOffset(s.id)
 				}
@@ -96,10 +73,10 @@ func (s *stream) write(p []byte) (int, error) {
 		if bound == budgetNone {
 			s.writeWaiting = true
 			if s.blockedWriterDue() {
-				c.queueStreamControl(s)
+				s.queueControl()
 			}
 		}
-		c.waitLocked(waitChan(&s.writeSig), budget, s.writeDeadline)
+		c.waitLocked(context.Background(), waitChan(&s.writeSig), budget, s.writeDeadline)
 		s.writeWaiting = false
 	}
 }
@@ -118,7 +95,7 @@ func (s *stream) drainLocked() error {
 			return err
 		}
 		s.drainWaiting = true
-		s.c.waitLocked(waitChan(&s.writeSig), nil, s.writeDeadline)
+		s.c.waitLocked(context.Background(), waitChan(&s.writeSig), nil, s.writeDeadline)
 		s.drainWaiting = false
 	}
 	return nil
@@ -137,7 +114,7 @@ func (s *stream) closeSend() error {
 	s.sendClosed = true
 	s.send.Close()
 	s.sendCancel(ErrStreamClosed)
-	c.queueStreamSend(s)
+	s.queueSend()
 	return nil
 }
 
@@ -149,7 +126,7 @@ func (s *stream) cancelWrite(code StreamErrorCode) {
 		return
 	}
 	var reliable uint64
-	if c.peerAcceptsResetStreamAt() {
+	if c.hs.peerAcceptsResetStreamAt() {
 		reliable = s.reliableSize
 	}
 	s.resetLocked(uint64(code), &StreamError{StreamID: StreamID(s.id), ErrorCode: code}, reliable)
@@ -158,8 +135,8 @@ func (s *stream) cancelWrite(code StreamErrorCode) {
 
 // peerAcceptsResetStreamAt reports whether the peer advertised
 // reset_stream_at (remembered from the ticket in 0-RTT).
-func (c *Conn) peerAcceptsResetStreamAt() bool {
-	return c.hs.peerParams != nil && c.hs.peerParams.ResetStreamAt
+func (hs *handshakeState) peerAcceptsResetStreamAt() bool {
+	return hs.peerParams != nil && hs.peerParams.ResetStreamAt
 }
 
 // setReliableBoundary marks the data written so far as reliable: a later
@@ -182,14 +159,14 @@ func (s *stream) resetLocked(code uint64, err error, reliable uint64) {
 	s.resetReliable = reliable
 	if reliable > 0 {
 		s.resetFinal = s.send.ResetAt(reliable)
-		s.c.queueStreamSend(s)
+		s.queueSend()
 	} else {
 		s.resetFinal = s.send.Reset()
 	}
-	s.c.chargeSend(s)
+	s.c.budget.charge(s)
 	s.sendCancel(err)
 	s.signalWrite()
-	s.c.queueStreamControl(s)
+	s.queueControl()
 }
 
 // resetDue reports whether the pending reset may go out. A RESET_STREAM_AT
@@ -214,10 +191,10 @@ func (s *stream) onStopSending(code uint64) {
 			// counted data not sent yet, maybe beyond the peer's limits.
 			s.resetFinal = sent
 		}
-		s.c.chargeSend(s)
+		s.c.budget.charge(s)
 		s.resetReliable = 0
 		s.resetPending, s.resetAcked = true, false
-		s.c.queueStreamControl(s)
+		s.queueControl()
 	}
 }
 

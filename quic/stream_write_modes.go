@@ -1,6 +1,7 @@
 package quic
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -55,9 +56,9 @@ func (s *stream) tryWriteAll(p []byte) error {
 	if w < len(p) {
 		c.t.sendBudget.add(int64(w - len(p)))
 	}
-	c.chargeSend(s)
+	c.budget.charge(s)
 	c.budget.sendReported += int64(w)
-	c.queueStreamSend(s)
+	s.queueSend()
 	if w < len(p) {
 		return errMaxOffset(s.id)
 	}
@@ -87,7 +88,7 @@ func (s *stream) writeWithLimit(p []byte, limiter func(maxBytes int) int) (int, 
 	lw := &limitedWrite{p: p, limiter: limiter}
 	s.limited = lw
 	defer func() { s.limited = nil }()
-	c.queueStreamSend(s)
+	s.queueSend()
 	for !lw.done {
 		if err := s.writeErrLocked(); err != nil {
 			return lw.n, err
@@ -103,7 +104,7 @@ func (s *stream) writeWithLimit(p []byte, limiter func(maxBytes int) int) (int, 
 			s.writeGranted(int64(offer), int64(granted))
 			continue
 		}
-		c.waitLocked(waitChan(&s.writeSig), c.t.sendBudget.waitChan(), s.writeDeadline)
+		c.waitLocked(context.Background(), waitChan(&s.writeSig), c.t.sendBudget.waitChan(), s.writeDeadline)
 	}
 	return lw.n, lw.err
 }
@@ -144,7 +145,7 @@ func (s *stream) writeGranted(offer, granted int64) {
 		c.t.sendBudget.add(int64(w - k))
 	}
 	lw.n += w
-	c.chargeSend(s)
+	c.budget.charge(s)
 	c.budget.sendReported += int64(w)
 	switch {
 	case lw.n == len(lw.p):
@@ -153,5 +154,5 @@ func (s *stream) writeGranted(offer, granted int64) {
 	case granted < offer:
 		lw.done, lw.err = true, ErrWriteLimitReached
 	}
-	c.queueStreamSend(s)
+	s.queueSend()
 }

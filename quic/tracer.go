@@ -45,9 +45,15 @@ var connStates = [...]qlog.ConnectionState{
 	qlog.ConnectionStateClosed,
 }
 
-// startTracer asks Config.Tracer for the connection's trace; it runs once
+// startRecorders starts the connection's qlog (Config.Qlog, with
+// connection_started) and asks Config.Tracer for its trace; it runs once
 // the ODCID is known, before the first packet is sent or processed.
-func (c *Conn) startTracer() {
+func (c *Conn) startRecorders() {
+	if c.qlog == nil {
+		if c.qlog = newQlogger(c.config, c.isClient, c.cids.origDest); c.qlog != nil {
+			c.qlog.connectionStarted(c.t.Conn.LocalAddr(), c.path.remote, c.cids.src, c.cids.dest)
+		}
+	}
 	if c.config.Tracer == nil || c.trace != nil {
 		return
 	}
@@ -66,7 +72,7 @@ func (c *Conn) startTracer() {
 		Local:  tupleEndpoint(c.t.Conn.LocalAddr()),
 		Remote: tupleEndpoint(c.path.remote),
 	})
-	c.traceState(qlog.ConnectionStateAttempted)
+	c.trace.connState(qlog.ConnectionStateAttempted)
 }
 
 // QlogTrace returns the qlog trace Config.Tracer returned for the
@@ -94,9 +100,9 @@ func tupleEndpointAP(ap netip.AddrPort) qlog.TupleEndpointInfo {
 	return qlog.TupleEndpointInfo{IPv6: ap}
 }
 
-// traceState records a connection state, once, and only forward.
-func (c *Conn) traceState(s qlog.ConnectionState) {
-	t := c.trace
+// connState records a connection state, once, and only forward; t may
+// be nil.
+func (t *connTracer) connState(s qlog.ConnectionState) {
 	if t == nil {
 		return
 	}
@@ -109,10 +115,9 @@ func (c *Conn) traceState(s qlog.ConnectionState) {
 	}
 }
 
-// traceClosed records how the connection ended; the recorder stays open
-// for a CONNECTION_CLOSE being sent (endTracer closes it).
-func (c *Conn) traceClosed(err error) {
-	t := c.trace
+// closed records how the connection ended; the recorder stays open for a
+// CONNECTION_CLOSE being sent (end closes it). t may be nil.
+func (t *connTracer) closed(err error) {
 	if t == nil || t.state == len(connStates)-1 {
 		return
 	}
@@ -140,20 +145,20 @@ func (c *Conn) traceClosed(err error) {
 		ev = qlog.ConnectionClosed{Initiator: qlog.InitiatorLocal}
 	}
 	t.record(ev)
-	c.traceState(qlog.ConnectionStateClosed)
+	t.connState(qlog.ConnectionStateClosed)
 }
 
-// endTracer closes the connection's recorder.
-func (c *Conn) endTracer() {
-	t := c.trace
+// end records how the connection closed (closeErr, unless nil) and has
+// the recorder closed after the events queued (callbackOutbox); the
+// connection drops t then. t may be nil.
+func (t *connTracer) end(closeErr error) {
 	if t == nil {
 		return
 	}
-	if c.close.err != nil {
-		c.traceClosed(c.close.err)
+	if closeErr != nil {
+		t.closed(closeErr)
 	}
-	c.trace = nil
-	c.out.closeRecorder = true // after the events queued (callbackOutbox)
+	t.out.closeRecorder = true
 }
 
 // record queues ev for the recorder.
@@ -236,21 +241,21 @@ func (c *Conn) tracePacketSent(buf []byte, p *packetInfo) {
 	})
 }
 
-// traceDatagram notes the checksum of a received datagram for the packet
+// datagram notes the checksum of a received datagram for the packet
 // events of its packets.
-func (c *Conn) traceDatagram(p *receivedPacket) {
+func (t *connTracer) datagram(p *receivedPacket) {
 	if p.checksum != 0 {
-		c.trace.checksum = p.checksum // a kept packet, processed later
+		t.checksum = p.checksum // a kept packet, processed later
 		return
 	}
-	c.trace.checksum = qlog.CalculateDatagramPayloadChecksum(p.data)
+	t.checksum = qlog.CalculateDatagramPayloadChecksum(p.data)
 }
 
-// tracePacketReceived records a decrypted packet of size bytes; lh is its
-// long header, or nil for a 1-RTT packet (then pkt[0] has the key phase
-// bit without header protection, dcid the connection ID).
-func (c *Conn) tracePacketReceived(pt wire.PacketType, pn uint64, lh *wire.LongHeader, pkt, dcid []byte, payload []byte, ecn udpio.ECN) {
-	t := c.trace
+// packetReceived records a decrypted packet of size bytes; lh is its long
+// header, or nil for a 1-RTT packet (then pkt[0] has the key phase bit
+// without header protection, dcid the connection ID). peerAckExp is the
+// peer's ack_delay_exponent, which 1-RTT ACK frames use.
+func (t *connTracer) packetReceived(pt wire.PacketType, pn uint64, lh *wire.LongHeader, pkt, dcid []byte, payload []byte, ecn udpio.ECN, peerAckExp uint8) {
 	hdr := qlog.PacketHeader{PacketType: tracePacketType(pt), PacketNumber: qlog.PacketNumber(pn)}
 	if lh != nil {
 		hdr.Version = Version(lh.Version)
@@ -265,7 +270,7 @@ func (c *Conn) tracePacketReceived(pt wire.PacketType, pn uint64, lh *wire.LongH
 	}
 	exp := uint8(wire.DefaultAckDelayExponent)
 	if pt == wire.PacketType1RTT {
-		exp = c.hs.peerAckDelayExp
+		exp = peerAckExp
 	}
 	t.record(qlog.PacketReceived{
 		Header:                  hdr,
@@ -277,9 +282,8 @@ func (c *Conn) tracePacketReceived(pt wire.PacketType, pn uint64, lh *wire.LongH
 	})
 }
 
-// traceBuffered records a packet kept until its keys arrive.
-func (c *Conn) traceBuffered(pkt []byte) {
-	t := c.trace
+// buffered records a packet kept until its keys arrive.
+func (t *connTracer) buffered(pkt []byte) {
 	hdr := qlog.PacketHeader{PacketType: qlog.PacketType1RTT, PacketNumber: quictype.InvalidPacketNumber}
 	if wire.IsLongHeader(pkt[0]) {
 		var lh wire.LongHeader
@@ -394,14 +398,13 @@ func traceFrame(f *wire.Frame, ackExp uint8) any {
 	return nil
 }
 
-// traceLost records the packets in c.events.Lost; it runs before
+// lost records the packets in loss.events.Lost; it runs before
 // onPacketLost forgets their space.
-func (c *Conn) traceLost() {
-	t := c.trace
-	for _, lp := range c.loss.events.Lost {
+func (t *connTracer) lost(loss *lossState) {
+	for _, lp := range loss.events.Lost {
 		pt := qlog.PacketType1RTT
 		mtuProbe := false
-		if sp := c.loss.sent[lp.Handle]; sp != nil {
+		if sp := loss.sent[lp.Handle]; sp != nil {
 			switch sp.space {
 			case spaceInitial:
 				pt = qlog.PacketTypeInitial
@@ -452,9 +455,9 @@ func (c *Conn) traceMetrics() {
 	t.record(ev)
 }
 
-// traceParams records transport:parameters_set for our parameters (local)
-// or the peer's.
-func (c *Conn) traceParams(local bool, p *wire.TransportParameters) {
+// params records transport:parameters_set for our parameters (local) or
+// the peer's.
+func (t *connTracer) params(isClient, local bool, p *wire.TransportParameters) {
 	ev := qlog.ParametersSet{
 		Initiator:                      qlog.InitiatorRemote,
 		DisableActiveMigration:         p.DisableActiveMigration,
@@ -475,7 +478,7 @@ func (c *Conn) traceParams(local bool, p *wire.TransportParameters) {
 		ev.Initiator = qlog.InitiatorLocal
 	}
 	ev.SentBy = PerspectiveServer
-	if c.isClient == local {
+	if isClient == local {
 		ev.SentBy = PerspectiveClient
 	}
 	if p.HasOriginalDestinationConnectionID {
@@ -495,12 +498,11 @@ func (c *Conn) traceParams(local bool, p *wire.TransportParameters) {
 		ev.MaxDatagramFrameSize = qlog.ByteCount(p.MaxDatagramFrameSize)
 	}
 	ev.EnableResetStreamAt = p.ResetStreamAt
-	c.trace.record(ev)
+	t.record(ev)
 }
 
-// traceMTU records recovery:mtu_updated when the datagram size grows.
-func (c *Conn) traceMTU(size int, done bool) {
-	t := c.trace
+// mtuUpdated records recovery:mtu_updated when the datagram size grows.
+func (t *connTracer) mtuUpdated(size int, done bool) {
 	if t.mtuDone || (size <= t.mtu && !done) {
 		return
 	}
@@ -508,13 +510,13 @@ func (c *Conn) traceMTU(size int, done bool) {
 	t.record(qlog.MTUUpdated{Value: size, Done: done})
 }
 
-// traceKeyUpdate records a 1-RTT key update.
-func (c *Conn) traceKeyUpdate(remote bool, phase uint64) {
+// keyUpdate records a 1-RTT key update.
+func (t *connTracer) keyUpdate(remote bool, phase uint64) {
 	trigger := qlog.KeyUpdateLocal
 	if remote {
 		trigger = qlog.KeyUpdateRemote
 	}
 	for _, kt := range [2]qlog.KeyType{qlog.KeyTypeClient1RTT, qlog.KeyTypeServer1RTT} {
-		c.trace.record(qlog.KeyUpdated{Trigger: trigger, KeyType: kt, KeyPhase: qlog.KeyPhase(phase)})
+		t.record(qlog.KeyUpdated{Trigger: trigger, KeyType: kt, KeyPhase: qlog.KeyPhase(phase)})
 	}
 }

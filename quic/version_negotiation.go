@@ -49,25 +49,29 @@ func compatibleVersions(a, b wire.Version) bool { return a.IsSupported() && b.Is
 // connection attempt: the version in use unless compatible version
 // negotiation moved away from it. 0-RTT packets keep using it (RFC 9369
 // section 4.1).
-func (c *Conn) chosenVersion() wire.Version {
-	if c.x.vn.switched {
-		return c.x.vn.chosen
+func (c *Conn) chosenVersion() wire.Version { return c.x.vn.chosenVersion(c.version) }
+
+// chosenVersion is the client's first version when the connection moved
+// away from it, else current (the version in use).
+func (vn *versionNegotiation) chosenVersion(current wire.Version) wire.Version {
+	if vn.switched {
+		return vn.chosen
 	}
-	return c.version
+	return current
 }
 
 // versionInformation is our version_information transport parameter
 // (RFC 9368 section 3): for a client the chosen version and every version
 // of Config.Versions compatible with it, preferred first; for a server the
 // negotiated version and the versions it speaks.
-func (c *Conn) versionInformation() *wire.VersionInformation {
-	vi := &wire.VersionInformation{ChosenVersion: c.version}
-	if c.isClient {
-		vi.ChosenVersion = c.chosenVersion()
-		vi.AvailableVersions = c.offeredVersions()
+func (vn *versionNegotiation) versionInformation(current wire.Version, isClient bool, conf *Config) *wire.VersionInformation {
+	vi := &wire.VersionInformation{ChosenVersion: current}
+	if isClient {
+		vi.ChosenVersion = vn.chosenVersion(current)
+		vi.AvailableVersions = vn.offeredVersions(current, conf)
 		return vi
 	}
-	for _, v := range c.config.Versions {
+	for _, v := range conf.Versions {
 		if wire.Version(v).IsSupported() {
 			vi.AvailableVersions = append(vi.AvailableVersions, wire.Version(v))
 		}
@@ -78,10 +82,10 @@ func (c *Conn) versionInformation() *wire.VersionInformation {
 // offeredVersions are the versions a client lists in its
 // version_information: the chosen version, in its place in Config.Versions,
 // and those compatible with it.
-func (c *Conn) offeredVersions() []wire.Version {
-	chosen := c.chosenVersion()
-	vs := make([]wire.Version, 0, len(c.config.Versions)+1)
-	for _, v := range c.config.Versions {
+func (vn *versionNegotiation) offeredVersions(current wire.Version, conf *Config) []wire.Version {
+	chosen := vn.chosenVersion(current)
+	vs := make([]wire.Version, 0, len(conf.Versions)+1)
+	for _, v := range conf.Versions {
 		if w := wire.Version(v); w == chosen || compatibleVersions(chosen, w) {
 			vs = append(vs, w)
 		}
@@ -97,23 +101,24 @@ func (c *Conn) offeredVersions() []wire.Version {
 // version of a server Initial that it offered, that decrypts, and that
 // arrives before the server's first CRYPTO data has been processed (which
 // fixes the version); a server reads Initial and 0-RTT packets of the
-// client's chosen version after it switched away from it.
-func (c *Conn) acceptOtherVersion(pkt []byte, hdr *wire.LongHeader) bool {
-	if !c.isClient {
-		return c.x.vn.switched && hdr.Version == c.x.vn.chosen &&
+// client's chosen version after it switched away from it. version is the
+// connection's, which a client's switch changes.
+func (vn *versionNegotiation) acceptOtherVersion(pkt []byte, hdr *wire.LongHeader, isClient bool, version *wire.Version, spaces *[3]pnSpace, cids *cidState, conf *Config) bool {
+	if !isClient {
+		return vn.switched && hdr.Version == vn.chosen &&
 			(hdr.Type == wire.PacketTypeInitial || hdr.Type == wire.PacketType0RTT)
 	}
-	sp := &c.spaces[spaceInitial]
-	if hdr.Type != wire.PacketTypeInitial || c.x.vn.switched || sp.discarded ||
-		c.spaces[spaceHandshake].opener != nil || len(hdr.Token) > 0 ||
-		!compatibleVersions(c.version, hdr.Version) || !slices.Contains(c.offeredVersions(), hdr.Version) {
+	sp := &spaces[spaceInitial]
+	if hdr.Type != wire.PacketTypeInitial || vn.switched || sp.discarded ||
+		spaces[spaceHandshake].opener != nil || len(hdr.Token) > 0 ||
+		!compatibleVersions(*version, hdr.Version) || !slices.Contains(vn.offeredVersions(*version, conf), hdr.Version) {
 		return false
 	}
 	// The Initial keys of both versions come from the DCID of the client's
 	// first Initial (after a Retry, the Retry's SCID).
-	keyCID := c.cids.origDest
-	if c.cids.retrySrc != nil {
-		keyCID = c.cids.retrySrc
+	keyCID := cids.origDest
+	if cids.retrySrc != nil {
+		keyCID = cids.retrySrc
 	}
 	sealer, opener, err := handshake.NewInitialKeys(keyCID, hdr.Version, true)
 	if err != nil {
@@ -130,27 +135,32 @@ func (c *Conn) acceptOtherVersion(pkt []byte, hdr *wire.LongHeader) bool {
 	if _, _, err := opener.UnprotectPacket(append((*trial)[:0], pkt...), hdr.PNOffset, largest); err != nil {
 		return false
 	}
-	c.x.vn = versionNegotiation{switched: true, chosen: c.version}
-	c.version = hdr.Version
+	*vn = versionNegotiation{switched: true, chosen: *version}
+	*version = hdr.Version
 	sp.sealer, sp.opener = sealer, opener
 	return true
 }
 
-// initialOpener is the opener for a received Initial of version v.
-func (c *Conn) initialOpener(v wire.Version) *handshake.Opener {
-	if v != c.version && c.x.vn.chosenOpener != nil {
-		return c.x.vn.chosenOpener
+// initialOpener is the opener for a received Initial of version v: that
+// of the Initial space (current, its version) unless v is the version a
+// server switched from.
+func (vn *versionNegotiation) initialOpener(v, current wire.Version, initial *pnSpace) *handshake.Opener {
+	if v != current && vn.chosenOpener != nil {
+		return vn.chosenOpener
 	}
-	return c.spaces[spaceInitial].opener
+	return initial.opener
 }
 
-// negotiateVersion runs when the peer's transport parameters arrive. A
+// negotiate runs when the peer's transport parameters arrive. A
 // server validates the client's version_information and switches to the
 // version it prefers among those offered; a client validates the server's
-// (RFC 9368 section 4).
-func (c *Conn) negotiateVersion(p *wire.TransportParameters) error {
-	if c.isClient {
-		return c.checkServerVersionInformation(p.VersionInformation)
+// (RFC 9368 section 4). version is the connection's, which a server's
+// switch changes along with the Initial space's keys (initial, from the
+// client's DCID clientDest); restarted says a client restarted after
+// Version Negotiation.
+func (vn *versionNegotiation) negotiate(p *wire.TransportParameters, isClient bool, version *wire.Version, initial *pnSpace, clientDest []byte, restarted bool, conf *Config) error {
+	if isClient {
+		return vn.checkServerVersionInformation(p.VersionInformation, *version, restarted, conf)
 	}
 	vi := p.VersionInformation
 	if vi == nil {
@@ -159,16 +169,16 @@ func (c *Conn) negotiateVersion(p *wire.TransportParameters) error {
 	if !slices.Contains(vi.AvailableVersions, vi.ChosenVersion) {
 		return qerr.NewTransportParameterError("version_information: chosen version not among the available versions")
 	}
-	if vi.ChosenVersion != c.version {
-		return versionNegotiationError("client's chosen version %s is not the version of its Initial packets %s", vi.ChosenVersion, c.version)
+	if vi.ChosenVersion != *version {
+		return versionNegotiationError("client's chosen version %s is not the version of its Initial packets %s", vi.ChosenVersion, *version)
 	}
-	for _, v := range c.config.Versions {
+	for _, v := range conf.Versions {
 		w := wire.Version(v)
-		if !w.IsSupported() || !slices.Contains(vi.AvailableVersions, w) || !compatibleVersions(c.version, w) {
+		if !w.IsSupported() || !slices.Contains(vi.AvailableVersions, w) || !compatibleVersions(*version, w) {
 			continue
 		}
-		if w != c.version {
-			return c.switchServerVersion(w)
+		if w != *version {
+			return vn.switchServerVersion(w, version, initial, clientDest)
 		}
 		return nil
 	}
@@ -176,45 +186,46 @@ func (c *Conn) negotiateVersion(p *wire.TransportParameters) error {
 }
 
 // switchServerVersion moves a server connection to version v before any of
-// its CRYPTO data is sealed: Initials go out in v, the client's Initials
-// of the chosen version are still read.
-func (c *Conn) switchServerVersion(v wire.Version) error {
-	sealer, opener, err := handshake.NewInitialKeys(c.cids.clientDest, v, false)
+// its CRYPTO data is sealed: Initials (space sp, keyed by the client's
+// DCID clientDest) go out in v, the client's Initials of the chosen
+// version are still read. *version is the connection's.
+func (vn *versionNegotiation) switchServerVersion(v wire.Version, version *wire.Version, sp *pnSpace, clientDest []byte) error {
+	sealer, opener, err := handshake.NewInitialKeys(clientDest, v, false)
 	if err != nil {
 		return qerr.NewTransportError(qerr.InternalError, 0, err.Error())
 	}
-	sp := &c.spaces[spaceInitial]
-	c.x.vn = versionNegotiation{switched: true, chosen: c.version, chosenOpener: sp.opener}
-	c.version = v
+	*vn = versionNegotiation{switched: true, chosen: *version, chosenOpener: sp.opener}
+	*version = v
 	sp.sealer, sp.opener = sealer, opener
 	return nil
 }
 
 // checkServerVersionInformation validates the server's version_information
-// on a client (RFC 9368 section 4).
-func (c *Conn) checkServerVersionInformation(vi *wire.VersionInformation) error {
+// on a client (RFC 9368 section 4); current is the version in use,
+// restarted says a Version Negotiation packet made us start over.
+func (vn *versionNegotiation) checkServerVersionInformation(vi *wire.VersionInformation, current wire.Version, restarted bool, conf *Config) error {
 	if vi == nil {
-		if c.hs.versionRestarted {
+		if restarted {
 			return versionNegotiationError("no version_information from the server after Version Negotiation")
 		}
-		if c.x.vn.switched {
-			return versionNegotiationError("no version_information from a server that switched to %s", c.version)
+		if vn.switched {
+			return versionNegotiationError("no version_information from a server that switched to %s", current)
 		}
 		return nil
 	}
-	if vi.ChosenVersion != c.version {
-		return versionNegotiationError("server's chosen version %s is not the negotiated version %s", vi.ChosenVersion, c.version)
+	if vi.ChosenVersion != current {
+		return versionNegotiationError("server's chosen version %s is not the negotiated version %s", vi.ChosenVersion, current)
 	}
-	if !slices.Contains(c.offeredVersions(), vi.ChosenVersion) {
+	if !slices.Contains(vn.offeredVersions(current, conf), vi.ChosenVersion) {
 		return versionNegotiationError("server chose %s, which we did not offer", vi.ChosenVersion)
 	}
-	if c.hs.versionRestarted {
+	if restarted {
 		// We must have picked the same version from a Version Negotiation
 		// packet listing what the server says it supports: a forged one
 		// cannot have steered us to another version.
-		theirs := append(slices.Clone(vi.AvailableVersions), c.version)
-		if pick, ok := pickVersion(c.config.Versions, theirs); !ok || pick != c.chosenVersion() {
-			return versionNegotiationError("the server's versions %v would not have led to %s", theirs, c.chosenVersion())
+		theirs := append(slices.Clone(vi.AvailableVersions), current)
+		if pick, ok := pickVersion(conf.Versions, theirs); !ok || pick != vn.chosenVersion(current) {
+			return versionNegotiationError("the server's versions %v would not have led to %s", theirs, vn.chosenVersion(current))
 		}
 	}
 	return nil

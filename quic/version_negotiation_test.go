@@ -331,7 +331,8 @@ func TestReservedVersionElicitsVersionNegotiation(t *testing.T) {
 	}
 }
 
-// vnTestConn is a connection with just what negotiateVersion needs.
+// vnTestConn is a connection with just what versionNegotiation.negotiate
+// needs.
 func vnTestConn(t *testing.T, isClient bool, v wire.Version, versions ...Version) *Conn {
 	conf, err := populateConfig(&Config{Versions: versions})
 	if err != nil {
@@ -375,7 +376,7 @@ func TestNegotiateVersionChecks(t *testing.T) {
 		{"no version_information", &wire.TransportParameters{}, 0, wire.Version1},
 	} {
 		c := vnTestConn(t, false, wire.Version1, Version2, Version1)
-		err := c.negotiateVersion(tc.p)
+		err := c.x.vn.negotiate(tc.p, c.isClient, &c.version, &c.spaces[spaceInitial], c.cids.clientDest, c.hs.versionRestarted, c.config)
 		if vnCode(err) != tc.code || (tc.code == 0 && err != nil) || c.version != tc.want {
 			t.Errorf("server, %s: %v, version %s; want code %#x, version %s", tc.name, err, c.version, uint64(tc.code), tc.want)
 		}
@@ -401,7 +402,7 @@ func TestNegotiateVersionChecks(t *testing.T) {
 			c.x.vn = versionNegotiation{switched: true, chosen: c.version}
 			c.version = tc.negotiate
 		}
-		err := c.negotiateVersion(tc.p)
+		err := c.x.vn.negotiate(tc.p, c.isClient, &c.version, &c.spaces[spaceInitial], c.cids.clientDest, c.hs.versionRestarted, c.config)
 		if tc.fail != (vnCode(err) == qerr.VersionNegotiationError) || (!tc.fail && err != nil) {
 			t.Errorf("client, %s: %v, want failure %v", tc.name, err, tc.fail)
 		}

@@ -22,7 +22,7 @@ func (c *Conn) on0RTTRejected() {
 	for _, s := range c.streams.all {
 		s.sendErr, s.recvErr = Err0RTTRejected, Err0RTTRejected
 		s.send.Reset()
-		c.chargeSend(s)
+		c.budget.charge(s)
 		c.recvMem.release(s)
 		s.removed = true
 		s.sendCancel(Err0RTTRejected)
@@ -39,7 +39,7 @@ func (c *Conn) on0RTTRejected() {
 	}
 	c.datagrams.out = nil
 	broadcast(&c.datagrams.sendSig)
-	c.streams.counts.Init(c.perspective(), uint64(c.config.MaxIncomingStreams), uint64(c.config.MaxIncomingUniStreams))
+	c.streams.counts.Init(c.streams.persp, uint64(c.config.MaxIncomingStreams), uint64(c.config.MaxIncomingUniStreams))
 	c.flow.send.Init(0)
 	c.early.sent = false
 	if p := c.hs.peerParams; p != nil && p != c.early.remembered {

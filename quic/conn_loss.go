@@ -31,6 +31,12 @@ func (l *lossState) pacingRTT() time.Duration {
 	return l.rec.RTT().SmoothedRTT()
 }
 
+// pto is the probe timeout (RFC 9002 section 6.2.1) without backoff.
+func (l *lossState) pto() time.Duration {
+	rtt := l.rec.RTT()
+	return rtt.PTOBase() + rtt.MaxAckDelay()
+}
+
 // onPacketAcked releases what an acknowledged packet carried and reports
 // whether it was sent marked ECT(0).
 func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
@@ -48,7 +54,7 @@ func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
 		c.spaces[p.space].tracker.OnAckAcknowledged(uint64(p.ackLargest))
 	}
 	if p.ptoProbe {
-		c.onPTOProbeAcked()
+		c.mtu.onPTOProbeAcked(c.send.maxDatagram, c.baseDatagram)
 	}
 	for _, f := range p.frames {
 		switch f.kind {
@@ -57,24 +63,24 @@ func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
 		case sfStream:
 			if s := c.streams.all[f.id]; s != nil {
 				s.send.OnAcked(f.off, int(f.n), f.fin)
-				c.chargeSend(s)
+				c.budget.charge(s)
 				s.signalWrite()
-				c.maybeRemoveStream(s)
+				s.maybeRemove()
 			}
 		case sfResetStream:
 			if s := c.streams.all[f.id]; s != nil && f.off == s.resetReliable {
 				s.resetAcked = true
-				c.maybeRemoveStream(s)
+				s.maybeRemove()
 			}
 		case sfStopSending:
 			if s := c.streams.all[f.id]; s != nil {
 				s.stopAcked = true
-				c.maybeRemoveStream(s)
+				s.maybeRemove()
 			}
 		case sfRetireCID:
 			c.cids.remote.OnRetireAcked(f.id)
 		case sfMTUProbe:
-			c.onMTUProbeAcked(int(f.n))
+			c.mtu.onProbeAcked(int(f.n), &c.send, &c.loss, c.trace)
 		}
 	}
 	return ecnMarked
@@ -88,7 +94,7 @@ func (c *Conn) onPacketLost(handle uint64, now time.Time) {
 	}
 	delete(c.loss.sent, handle)
 	defer c.putSentPacket(p)
-	c.onECNPacketLost(p)
+	c.ecn.onPacketLost(p)
 	c.requeueFrames(p, now)
 }
 
@@ -103,22 +109,22 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 		case sfStream:
 			if s := c.streams.all[f.id]; s != nil && (s.sendErr == nil || s.resetReliable > 0) {
 				s.send.OnLost(f.off, int(f.n), f.fin)
-				c.queueStreamSend(s)
+				s.queueSend()
 			}
 		case sfResetStream:
 			if s := c.streams.all[f.id]; s != nil && !s.resetAcked && f.off == s.resetReliable {
 				s.resetPending = true
-				c.queueStreamControl(s)
+				s.queueControl()
 			}
 		case sfStopSending:
 			if s := c.streams.all[f.id]; s != nil && !s.stopAcked && !s.recvFinished() {
 				s.stopPending = true
-				c.queueStreamControl(s)
+				s.queueControl()
 			}
 		case sfMaxStreamData:
 			if s := c.streams.all[f.id]; s != nil {
 				s.maxDataLost = true
-				c.queueStreamControl(s)
+				s.queueControl()
 			}
 		case sfMaxData:
 			c.flow.maxDataLost = true
@@ -136,23 +142,23 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 			c.cids.local.OnNewConnectionIDLost(f.id)
 		case sfMTUProbe:
 			if !now.IsZero() {
-				c.onMTUProbeLost(int(f.n), now)
+				c.mtu.onProbeLost(int(f.n), now, c.loss.pto(), c.trace)
 			}
 		}
 	}
 }
 
-// requeueOldestData queues what the n oldest unacknowledged 1-RTT packets
-// carried (stream data, HANDSHAKE_DONE, control frames) for sending again,
+// oldestData returns the n oldest unacknowledged 1-RTT packets with
+// frames (at most two; nil for none). A PTO queues what they carried (stream data, HANDSHAKE_DONE, control frames) for sending again,
 // without declaring them lost: a PTO probe that has no new data to carry
 // resends the oldest (RFC 9002 section 6.2.4), else a lost last flight (a
 // whole response, say, or the HANDSHAKE_DONE while the ACKs that would
 // declare it lost keep getting lost) would only ever be probed with PINGs
 // that the peer answers with ACKs alone. An ACK of the original packets
 // that arrives later cancels the resend.
-func (c *Conn) requeueOldestData(n int) {
+func (l *lossState) oldestData(n int) [2]*sentPacket {
 	var oldest [2]uint64 // handles, ascending; 0: none
-	for h, p := range c.loss.sent {
+	for h, p := range l.sent {
 		if p.space != spaceApp || len(p.frames) == 0 {
 			continue
 		}
@@ -163,26 +169,35 @@ func (c *Conn) requeueOldestData(n int) {
 			oldest[1] = h
 		}
 	}
-	for _, h := range oldest[:min(max(n, 1), len(oldest))] {
-		if p := c.loss.sent[h]; p != nil {
-			c.requeueFrames(p, time.Time{})
+	var ps [2]*sentPacket
+	for i, h := range oldest[:min(max(n, 1), len(oldest))] {
+		ps[i] = l.sent[h]
+	}
+	return ps
+}
+
+// countLost adds the packets in l.events.Lost to the statistics, and the
+// fates of large packets in l.events to black hole detection (mtu, with
+// base the size to fall back to).
+func (l *lossState) countLost(now time.Time, stats *connStats, mtu *mtuDiscovery, base int, send *sendState) {
+	for _, p := range l.events.Lost {
+		stats.packetsLost++
+		stats.bytesLost += uint64(p.Size)
+		if !p.MTUProbe {
+			mtu.onDatagramFate(p.Size, true, now, base, send, l)
+		}
+	}
+	for _, p := range l.events.Acked {
+		if !p.MTUProbe {
+			mtu.onDatagramFate(p.Size, false, now, base, send, l)
 		}
 	}
 }
 
-// countLost adds the packets in c.events.Lost to the statistics, and the
-// fates of large packets in c.events to black hole detection.
-func (c *Conn) countLost(now time.Time) {
-	for _, p := range c.loss.events.Lost {
-		c.stats.packetsLost++
-		c.stats.bytesLost += uint64(p.Size)
-		if !p.MTUProbe {
-			c.onDatagramFate(p.Size, true, now)
-		}
-	}
-	for _, p := range c.loss.events.Acked {
-		if !p.MTUProbe {
-			c.onDatagramFate(p.Size, false, now)
-		}
-	}
+// onPathChanged forgets what was learned about the path: RTT, congestion
+// window and pacing start over (RFC 9000 9.4); the path MTU too
+// (mtuDiscovery.restart).
+func (l *lossState) onPathChanged(now time.Time) {
+	l.rec.OnPathChanged(now)
+	l.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 }
