@@ -100,7 +100,10 @@ var (
 	workOnce sync.Once
 	workDir  string
 	workErr  error
-	roots    *x509.CertPool
+	// turboretryBin is the server binary: built from this tree, or
+	// $SERVEBENCH_TURBORETRY.
+	turboretryBin string
+	roots         *x509.CertPool
 )
 
 // setup makes the site, the certificate files and the turboretry binary.
@@ -127,7 +130,13 @@ func setup(tb testing.TB) {
 		if workErr = os.WriteFile(filepath.Join(workDir, "key.pem"), keyPEM, 0o600); workErr != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(workDir, "turboretry"),
+		if bin := os.Getenv("SERVEBENCH_TURBORETRY"); bin != "" {
+			// A binary built elsewhere (an older commit, for before/after runs).
+			turboretryBin = bin
+			return
+		}
+		turboretryBin = filepath.Join(workDir, "turboretry")
+		out, err := exec.Command("go", "build", "-o", turboretryBin,
 			"github.com/turboretry/turboretry/cmd/turboretry").CombinedOutput()
 		if err != nil {
 			workErr = fmt.Errorf("building turboretry: %v\n%s", err, out)
@@ -176,7 +185,7 @@ func startServer(tb testing.TB, kind string) *server {
 		if kind == "turboretry-w1" {
 			args = append(args, "--workers", "1")
 		}
-		s.cmd = exec.Command(filepath.Join(workDir, "turboretry"), args...)
+		s.cmd = exec.Command(turboretryBin, args...)
 	case "quicgo":
 		s.cmd = exec.Command(os.Args[0], s.addr, site, cert, key)
 		s.cmd.Env = append(os.Environ(), roleEnv+"=1")
