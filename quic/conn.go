@@ -33,7 +33,7 @@ const (
 const (
 	maxCryptoBuffer    = 64 << 10 // out-of-order CRYPTO data we hold per level
 	maxUndecryptable   = 16       // packets kept until their keys arrive
-	maxDatagramsPerRun = 32
+	maxDatagramsPerRun = maxGSOSegments
 	// maxRecvQueue bounds the datagrams waiting for a connection's
 	// goroutine; more are dropped (DropRecvQueueFull) as congestion.
 	maxRecvQueue = 256
