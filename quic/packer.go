@@ -665,16 +665,18 @@ func (c *Conn) appendStreamFrames(b []byte, maxEnd int, p *sentPacket) []byte {
 // the send buffer pool afterwards, and those built in an arena (at
 // arenaOff) give the arena back.
 type outDatagram struct {
-	b        []byte
-	pooled   bool
-	arena    *sendArena
-	arenaOff int
-	to       net.Addr   // nil: the connection's peer address
-	via      *Transport // nil: the Transport the connection sends from
-	ecn      udpio.ECN
+	b     []byte
+	to    net.Addr   // nil: the connection's peer address
+	via   *Transport // nil: the Transport the connection sends from
+	arena *sendArena
 	// from is the source address for a datagram to a probing peer
 	// address (zero: that of the current path, local_address.go).
 	from netip.Addr
+	// The small fields last, where they pack into one word: a slice of
+	// these is what a connection keeps between runs.
+	arenaOff int32
+	ecn      udpio.ECN
+	pooled   bool
 }
 
 const sendBufferSize = maxProbeSize + tagLen

@@ -97,15 +97,19 @@ func (s *sendState) releaseBuffer(b []byte) {
 // queueDatagram queues d, built in a buffer of datagramBuffer, for this
 // run's write.
 func (s *sendState) queueDatagram(d []byte, ecn udpio.ECN) {
-	if s.pending == nil {
-		s.pending = make([]outDatagram, 0, maxDatagramsPerRun)
+	if n := len(s.pending); n == cap(s.pending) && n >= 16 && n < maxDatagramsPerRun {
+		// A full run's worth at once: a slice grown past
+		// maxDatagramsPerRun is not kept for the next run (Conn.run),
+		// while a connection that sends a few datagrams at a time keeps
+		// a small one.
+		s.pending = append(make([]outDatagram, 0, maxDatagramsPerRun), s.pending...)
 	}
 	if !s.inArena(d) {
 		s.pending = append(s.pending, outDatagram{b: d, pooled: true, ecn: ecn})
 		return
 	}
 	a := s.arena
-	s.pending = append(s.pending, outDatagram{b: d, arena: a, arenaOff: a.used, ecn: ecn})
+	s.pending = append(s.pending, outDatagram{b: d, arena: a, arenaOff: int32(a.used), ecn: ecn})
 	a.used += len(d)
 }
 
@@ -325,10 +329,10 @@ func backToBack(writes []outDatagram) []byte {
 	if a == nil {
 		return nil
 	}
-	start := writes[0].arenaOff
+	start := int(writes[0].arenaOff)
 	end := start
 	for _, d := range writes {
-		if d.arena != a || d.arenaOff != end {
+		if d.arena != a || int(d.arenaOff) != end {
 			return nil
 		}
 		end += len(d.b)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/netip"
 	"testing"
+	"unsafe"
 
 	"github.com/turboretry/turboretry/internal/udpio"
 )
@@ -90,5 +91,30 @@ func TestGSOMessagesCopyWhenApart(t *testing.T) {
 	}
 	if &msgs[0].Buf[0] == &s.pending[0].arena.buf[0] {
 		t.Fatal("datagrams of two arenas sent from the first")
+	}
+}
+
+// TestPendingKeptAcrossRuns: a full run's datagrams fit a slice that run
+// keeps for the next run (capacity at most maxDatagramsPerRun), so steady
+// sending allocates nothing; a few datagrams keep a small one; and the
+// entries stay as small as before the arena fields (88 bytes on 64-bit).
+func TestPendingKeptAcrossRuns(t *testing.T) {
+	var s sendState
+	s.openArena()
+	for range 3 {
+		queueTestDatagram(&s, 1200, 1, udpio.ECNNotECT)
+	}
+	if c := cap(s.pending); c > 4 {
+		t.Errorf("3 datagrams: capacity %d", c)
+	}
+	for len(s.pending) < maxDatagramsPerRun {
+		queueTestDatagram(&s, 1200, 1, udpio.ECNNotECT)
+	}
+	s.closeArena()
+	if c := cap(s.pending); c > maxDatagramsPerRun {
+		t.Errorf("a full run: capacity %d, more than %d", c, maxDatagramsPerRun)
+	}
+	if unsafe.Sizeof(uintptr(0)) == 8 && unsafe.Sizeof(outDatagram{}) > 88 {
+		t.Errorf("outDatagram is %d bytes", unsafe.Sizeof(outDatagram{}))
 	}
 }
