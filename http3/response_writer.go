@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -148,6 +149,50 @@ func bodyAllowedForStatus(code int) bool {
 // Write sends body bytes, holding back the first few so that a small body
 // is sent with a Content-Length in one go.
 func (w *responseWriter) Write(p []byte) (int, error) {
+	return w.writeBody(p, 0)
+}
+
+// readFromSize is the buffer ReadFrom reads into: one DATA frame of up to
+// writeChunk bytes, header included, goes to the stream in one Write.
+const readFromSize = writeChunk
+
+// readFromBuffers holds ReadFrom's buffers between responses.
+var readFromBuffers = sync.Pool{New: func() any { return new([readFromSize]byte) }}
+
+// ReadFrom copies r's bytes into the body as Write would, reading into a
+// buffer that leaves room in front for the DATA frame's header: a frame
+// goes to the stream in one Write, without passing through the buffered
+// writer (http.FileServer's io.Copy comes here).
+func (w *responseWriter) ReadFrom(r io.Reader) (int64, error) {
+	buf := readFromBuffers.Get().(*[readFromSize]byte)
+	defer readFromBuffers.Put(buf)
+	var total int64
+	for {
+		n, rerr := r.Read(buf[maxDataFrameHeader:])
+		if n > 0 {
+			k, err := w.writeBody(buf[:maxDataFrameHeader+n], maxDataFrameHeader)
+			total += int64(k)
+			if err != nil {
+				return total, err
+			}
+		}
+		if rerr == io.EOF {
+			return total, nil
+		}
+		if rerr != nil {
+			return total, rerr
+		}
+	}
+}
+
+// maxDataFrameHeader is the longest DATA frame header: a one-byte type and
+// an eight-byte length.
+const maxDataFrameHeader = 9
+
+// writeBody is Write of frame[room:]; frame[:room] is spare room in front
+// of the data where the DATA frame's header may be built.
+func (w *responseWriter) writeBody(frame []byte, room int) (int, error) {
+	p := frame[room:]
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stream != nil {
@@ -183,11 +228,48 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 			return 0, err
 		}
 	}
+	if room >= maxDataFrameHeader && len(w.buf) == 0 {
+		if err := w.writeDataInPlace(frame, room); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
 	if err := w.writeData(w.buf, p); err != nil {
 		return 0, err
 	}
 	w.buf = w.buf[:0]
 	return len(p), nil
+}
+
+// writeDataInPlace writes frame[room:] as one DATA frame whose header goes
+// into the room in front of it, so that the frame reaches the stream in
+// one Write, not copied into the buffered writer first (the stream copies
+// it into its send buffer once). What the buffered writer holds (the
+// HEADERS frame) is flushed before it.
+func (w *responseWriter) writeDataInPlace(frame []byte, room int) error {
+	n := len(frame) - room
+	if n == 0 {
+		return nil
+	}
+	if n < w.bw.Size() {
+		// Small enough for the buffered writer: it may join what follows.
+		return w.writeData(nil, frame[room:])
+	}
+	if err := w.bw.Flush(); err != nil {
+		return fromQUICError(err)
+	}
+	w.scratch = dataFrame{Length: uint64(n)}.append(w.scratch[:0])
+	start := room - len(w.scratch)
+	copy(frame[start:], w.scratch)
+	// With nothing buffered, a write at least the buffer's size goes
+	// straight to the stream writer.
+	if _, err := w.bw.Write(frame[start:]); err != nil {
+		return fromQUICError(err)
+	}
+	if w.sc.qlog != nil {
+		w.sc.qlog.frameCreated(w.str.StreamID(), frameTypeData, uint64(n), qlog.DataFrame{})
+	}
+	return nil
 }
 
 // WriteString is Write without a conversion for io.WriteString callers.

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/turboretry/turboretry/qlogwriter"
 )
 
 func TestResponseWriterBodies(t *testing.T) {
@@ -111,5 +114,74 @@ func TestResponseWriterBodies(t *testing.T) {
 	rsp.Body.Close()
 	if errorCode(err) != ErrCodeMessageError {
 		t.Errorf("short body: %v, want H3_MESSAGE_ERROR", err)
+	}
+}
+
+// TestResponseWriterReadFrom: io.Copy into a response (http.FileServer's
+// path) reads into a buffer with room for the DATA frame's header, so each
+// frame carries a whole buffer and goes to the stream in one Write; a body
+// held back before the header (small, or written before the copy) and HEAD
+// keep their usual handling.
+func TestResponseWriterReadFrom(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), 300<<10/16) // 300 KiB
+	type onlyReader struct{ io.Reader }                         // no WriteTo: io.Copy uses ReadFrom
+	trace := newRecordingTrace()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := w.(io.ReaderFrom); !ok {
+			t.Error("the response writer is no io.ReaderFrom")
+		}
+		if n, err := io.Copy(w, onlyReader{bytes.NewReader(big)}); n != int64(len(big)) || err != nil {
+			t.Errorf("io.Copy: %d, %v", n, err)
+		}
+	})
+	mux.HandleFunc("/small", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(w, onlyReader{strings.NewReader("<html>hello</html>")})
+	})
+	mux.HandleFunc("/prefixed", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "prefix:")
+		io.Copy(w, onlyReader{bytes.NewReader(big)})
+	})
+	_, addr, clientTLS := startServer(t, mux, func(s *Server) { s.QUICConfig.Tracer = trace.tracer() })
+	tr := &Transport{TLSClientConfig: clientTLS}
+	defer tr.Close()
+	c := &http.Client{Transport: tr}
+	get := func(method, path string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(method, "https://"+addr+path, nil)
+		rsp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rsp.Body)
+		rsp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rsp, b
+	}
+	if _, b := get(http.MethodGet, "/big"); !bytes.Equal(b, big) {
+		t.Errorf("big: %d bytes", len(b))
+	}
+	var sizes []int
+	for _, f := range ourFrames(func() []qlogwriter.Event { evs, _, _ := trace.snapshot(); return evs }()) {
+		if f.created && f.kind == "data" {
+			sizes = append(sizes, f.payload)
+		}
+	}
+	full := readFromSize - maxDataFrameHeader
+	want := []int{full, full, full, full, len(big) - 4*full}
+	if !slices.Equal(sizes, want) {
+		t.Errorf("DATA frames of /big: %v, want %v", sizes, want)
+	}
+	if rsp, b := get(http.MethodGet, "/small"); string(b) != "<html>hello</html>" || rsp.ContentLength != int64(len(b)) ||
+		!strings.HasPrefix(rsp.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("small: content-length %d, body %q, header %v", rsp.ContentLength, b, rsp.Header)
+	}
+	if rsp, b := get(http.MethodHead, "/small"); len(b) != 0 || rsp.ContentLength != 18 {
+		t.Errorf("HEAD small: content-length %d, %d body bytes", rsp.ContentLength, len(b))
+	}
+	if _, b := get(http.MethodGet, "/prefixed"); string(b[:7]) != "prefix:" || !bytes.Equal(b[7:], big) {
+		t.Errorf("prefixed: %d bytes", len(b))
 	}
 }

@@ -11,8 +11,11 @@ import (
 
 // writeChunk is the most a response hands to the QUIC stream in one
 // Write, each with a fresh WriteStallTimeout: a client that takes less
-// than writeChunk bytes per WriteStallTimeout counts as stalled.
-const writeChunk = 16 << 10
+// than writeChunk bytes per WriteStallTimeout counts as stalled. Each
+// Write waits until most of its data is sent (the writer's goroutine
+// sleeps and is woken again), so larger chunks cost fewer wakeups per
+// byte; 64 KiB is about one GSO batch.
+const writeChunk = 64 << 10
 
 // errWriteStalled is the error of a response write that made no progress
 // for the server's WriteStallTimeout. It matches os.ErrDeadlineExceeded.

@@ -32,7 +32,7 @@ const (
 const (
 	maxCryptoBuffer    = 64 << 10 // out-of-order CRYPTO data we hold per level
 	maxUndecryptable   = 16       // packets kept until their keys arrive
-	maxDatagramsPerRun = 32
+	maxDatagramsPerRun = maxGSOSegments
 )
 
 // pnSpace is the state of one packet number space.

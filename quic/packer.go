@@ -115,6 +115,8 @@ func (c *Conn) sendLocked(now time.Time) bool {
 	if size := c.mtuProbeSize(now); size > 0 && c.loss.rec.CanSend() {
 		c.sendMTUProbe(now, size)
 	}
+	c.send.openArena()
+	defer c.send.closeArena()
 	for range maxDatagramsPerRun {
 		limit := c.pathSendLimit(c.send.maxDatagram)
 		if limit < minPacketRoom {
@@ -169,7 +171,7 @@ func (c *Conn) sendLocked(now time.Time) bool {
 		if c.path.migration.validating {
 			c.path.migration.sent += uint64(len(d))
 		}
-		c.send.pending = append(c.send.pending, outDatagram{b: d, pooled: true, ecn: mark})
+		c.send.queueDatagram(d, mark)
 	}
 	return true
 }
@@ -187,7 +189,7 @@ func (c *Conn) handshakeRetransmissionPending() bool {
 
 // buildDatagram coalesces one packet per space with something to send.
 func (c *Conn) buildDatagram(now time.Time, limit int, mayElicit bool) []byte {
-	buf := getSendBuffer()
+	buf := c.send.datagramBuffer()
 	var pkts [3]packetInfo
 	n := 0
 	// Coalesced packets go in increasing encryption level: Initial,
@@ -212,12 +214,12 @@ func (c *Conn) buildDatagram(now time.Time, limit int, mayElicit bool) []byte {
 	}
 	c.send.handshakeOnly = false
 	if n == 0 {
-		putSendBuffer(buf)
+		c.send.releaseBuffer(buf)
 		return nil
 	}
 	d := c.finishDatagram(buf, pkts[:n], limit, now)
 	if d == nil {
-		putSendBuffer(buf)
+		c.send.releaseBuffer(buf)
 	}
 	return d
 }
@@ -660,16 +662,21 @@ func (c *Conn) appendStreamFrames(b []byte, maxEnd int, p *sentPacket) []byte {
 }
 
 // outDatagram is a datagram waiting to be written; pooled ones go back to
-// the send buffer pool afterwards.
+// the send buffer pool afterwards, and those built in an arena (at
+// arenaOff) give the arena back.
 type outDatagram struct {
-	b      []byte
-	pooled bool
-	to     net.Addr   // nil: the connection's peer address
-	via    *Transport // nil: the Transport the connection sends from
-	ecn    udpio.ECN
+	b     []byte
+	to    net.Addr   // nil: the connection's peer address
+	via   *Transport // nil: the Transport the connection sends from
+	arena *sendArena
 	// from is the source address for a datagram to a probing peer
 	// address (zero: that of the current path, local_address.go).
 	from netip.Addr
+	// The small fields last, where they pack into one word: a slice of
+	// these is what a connection keeps between runs.
+	arenaOff int32
+	ecn      udpio.ECN
+	pooled   bool
 }
 
 const sendBufferSize = maxProbeSize + tagLen

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,6 +33,84 @@ type sendState struct {
 	pingPending    bool
 	pacingDeadline time.Time
 	ackScratch     []byte // where ACK frames are built, reused
+	// arena is where sendLocked builds this run's datagrams, one after
+	// the other; it goes with them to writeDatagrams, which gives it
+	// back. nil outside sendLocked.
+	arena *sendArena
+}
+
+// sendArena holds the datagrams of one run of the event loop back to back:
+// a run of equal-size datagrams is then already the buffer a UDP GSO send
+// takes, and nothing is copied per datagram. A connection holds one only
+// from building to writing.
+type sendArena struct {
+	buf  [sendArenaSize]byte
+	used int // bytes taken by datagrams queued for sending
+}
+
+// sendArenaSize fits a full run of full-size datagrams.
+const sendArenaSize = maxDatagramsPerRun * sendBufferSize
+
+var sendArenaPool = sync.Pool{New: func() any { return new(sendArena) }}
+
+// openArena gives sendLocked an arena to build in.
+func (s *sendState) openArena() {
+	if s.arena == nil {
+		s.arena = sendArenaPool.Get().(*sendArena)
+		s.arena.used = 0
+	}
+}
+
+// closeArena ends sendLocked's use of the arena: the datagrams queued in
+// it own it now, or it goes back to the pool when there are none.
+func (s *sendState) closeArena() {
+	if a := s.arena; a != nil && a.used == 0 {
+		sendArenaPool.Put(a)
+	}
+	s.arena = nil
+}
+
+// datagramBuffer returns an empty buffer for the next datagram, with room
+// for sendBufferSize bytes: the rest of the arena inside sendLocked, else
+// one from the pool. Hand it back with releaseBuffer or queue the
+// datagram built in it with queueDatagram.
+func (s *sendState) datagramBuffer() []byte {
+	if a := s.arena; a != nil && sendArenaSize-a.used >= sendBufferSize {
+		return a.buf[a.used : a.used : a.used+sendBufferSize]
+	}
+	return getSendBuffer()
+}
+
+// inArena reports whether b starts where the arena's next datagram goes.
+func (s *sendState) inArena(b []byte) bool {
+	a := s.arena
+	return a != nil && cap(b) > 0 && a.used < sendArenaSize && &b[:1][0] == &a.buf[a.used]
+}
+
+// releaseBuffer gives back a buffer of datagramBuffer that was not used.
+func (s *sendState) releaseBuffer(b []byte) {
+	if !s.inArena(b) {
+		putSendBuffer(b)
+	}
+}
+
+// queueDatagram queues d, built in a buffer of datagramBuffer, for this
+// run's write.
+func (s *sendState) queueDatagram(d []byte, ecn udpio.ECN) {
+	if n := len(s.pending); n == cap(s.pending) && n >= 16 && n < maxDatagramsPerRun {
+		// A full run's worth at once: a slice grown past
+		// maxDatagramsPerRun is not kept for the next run (Conn.run),
+		// while a connection that sends a few datagrams at a time keeps
+		// a small one.
+		s.pending = append(make([]outDatagram, 0, maxDatagramsPerRun), s.pending...)
+	}
+	if !s.inArena(d) {
+		s.pending = append(s.pending, outDatagram{b: d, pooled: true, ecn: ecn})
+		return
+	}
+	a := s.arena
+	s.pending = append(s.pending, outDatagram{b: d, arena: a, arenaOff: int32(a.used), ecn: ecn})
+	a.used += len(d)
 }
 
 // writeDatagrams sends the datagrams one run of the event loop built, in
@@ -44,9 +123,15 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) error {
 		return nil
 	}
 	defer func() {
+		var arena *sendArena
 		for _, d := range writes {
 			if d.pooled {
 				putSendBuffer(d.b)
+			}
+			// One arena's datagrams are queued one after the other.
+			if d.arena != nil && d.arena != arena {
+				arena = d.arena
+				sendArenaPool.Put(arena)
 			}
 		}
 	}()
@@ -190,14 +275,18 @@ func (t *Transport) getSendBatch() *sendBatch {
 }
 
 // gsoMessages groups runs of equal-size datagrams (the last of a run may be
-// shorter) into one UDP GSO buffer each, copied into b.gsoBuf.
+// shorter) into one UDP GSO buffer each: the arena they were built in where
+// they lie back to back there, else a copy in b.gsoBuf.
 func (b *sendBatch) gsoMessages(msgs []udpio.Message, writes []outDatagram, ap netip.AddrPort) []udpio.Message {
 	total := 0
 	for _, d := range writes {
-		total += len(d.b)
+		if d.arena == nil {
+			total += len(d.b)
+		}
 	}
-	if cap(b.gsoBuf) < total {
-		b.gsoBuf = make([]byte, 0, total)
+	if total > 0 && cap(b.gsoBuf) < sendArenaSize {
+		// A run may mix pooled and arena datagrams: room for a whole one.
+		b.gsoBuf = make([]byte, 0, sendArenaSize)
 	}
 	buf := b.gsoBuf[:0]
 	for i := 0; i < len(writes); {
@@ -218,6 +307,11 @@ func (b *sendBatch) gsoMessages(msgs []udpio.Message, writes []outDatagram, ap n
 			i = j
 			continue
 		}
+		if inPlace := backToBack(writes[i:j]); inPlace != nil {
+			msgs = append(msgs, udpio.Message{Buf: inPlace, Addr: ap, SegmentSize: size, ECN: writes[i].ecn})
+			i = j
+			continue
+		}
 		start := len(buf)
 		for _, d := range writes[i:j] {
 			buf = append(buf, d.b...)
@@ -228,7 +322,27 @@ func (b *sendBatch) gsoMessages(msgs []udpio.Message, writes []outDatagram, ap n
 	return msgs
 }
 
-// maxGSOSegments bounds a GSO buffer to udpio's limit and 64 KiB.
+// backToBack returns the datagrams as one slice of their arena when they
+// lie there one right after the other, else nil.
+func backToBack(writes []outDatagram) []byte {
+	a := writes[0].arena
+	if a == nil {
+		return nil
+	}
+	start := int(writes[0].arenaOff)
+	end := start
+	for _, d := range writes {
+		if d.arena != a || int(d.arenaOff) != end {
+			return nil
+		}
+		end += len(d.b)
+	}
+	return a.buf[start:end:end]
+}
+
+// maxGSOSegments bounds a GSO buffer to udpio's limit and 64 KiB; a run of
+// the event loop builds as many datagrams (maxDatagramsPerRun), so that a
+// full run goes out as one GSO buffer in one sendmmsg call.
 const maxGSOSegments = min(udpio.MaxGSOSegments, 65000/sendBufferSize)
 
 // newWriter returns a batching writer for the Transport's socket, or nil

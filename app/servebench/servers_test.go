@@ -109,14 +109,17 @@ const (
 var fileSizes = map[string]int{largeFile: 64 << 20, smallFile: 100_000, tinyFile: 1000}
 
 // binaryFlag runs a turboretry binary built elsewhere instead of this
-// tree's.
+// tree's ($SERVEBENCH_TURBORETRY does the same).
 var binaryFlag = flag.String("servebench.binary", "", "run this turboretry `binary` instead of building the tree's")
 
 var (
 	workOnce sync.Once
 	workDir  string
 	workErr  error
-	roots    *x509.CertPool
+	// turboretryBin is the server binary: built from this tree, or a
+	// link to -servebench.binary.
+	turboretryBin string
+	roots         *x509.CertPool
 )
 
 // setup makes the site, the certificate files and the turboretry binary.
@@ -143,16 +146,21 @@ func setup(tb testing.TB) {
 		if workErr = os.WriteFile(filepath.Join(workDir, "key.pem"), keyPEM, 0o600); workErr != nil {
 			return
 		}
-		if *binaryFlag != "" {
+		bin := *binaryFlag
+		if bin == "" {
+			bin = os.Getenv("SERVEBENCH_TURBORETRY")
+		}
+		turboretryBin = filepath.Join(workDir, "turboretry")
+		if bin != "" {
 			// Another build (an A/B of two commits): linked, not built.
-			abs, err := filepath.Abs(*binaryFlag)
+			abs, err := filepath.Abs(bin)
 			if err == nil {
-				err = os.Symlink(abs, filepath.Join(workDir, "turboretry"))
+				err = os.Symlink(abs, turboretryBin)
 			}
 			workErr = err
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(workDir, "turboretry"),
+		out, err := exec.Command("go", "build", "-o", turboretryBin,
 			"github.com/turboretry/turboretry/cmd/turboretry").CombinedOutput()
 		if err != nil {
 			workErr = fmt.Errorf("building turboretry: %v\n%s", err, out)
@@ -201,7 +209,7 @@ func startServer(tb testing.TB, kind string) *server {
 		if kind == "turboretry-w1" {
 			args = append(args, "--workers", "1")
 		}
-		s.cmd = exec.Command(filepath.Join(workDir, "turboretry"), args...)
+		s.cmd = exec.Command(turboretryBin, args...)
 	case "quicgo":
 		s.cmd = exec.Command(os.Args[0], s.addr, site, cert, key)
 		s.cmd.Env = append(os.Environ(), roleEnv+"=1")

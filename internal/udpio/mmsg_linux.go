@@ -23,7 +23,13 @@ func recvmmsg(fd uintptr, hdrs []unix.Mmsghdr) (int, unix.Errno) {
 	return int(n), e
 }
 
+// sendmmsg is a raw system call: the socket is non-blocking, so the call
+// never waits, and a plain one would let the scheduler's monitor take the
+// P away from a send that runs long (on loopback the receiver's delivery
+// runs inside it), waking another thread to run it and putting this one
+// to sleep when the send returns: context switches that cost more than
+// the send.
 func sendmmsg(fd uintptr, hdrs []unix.Mmsghdr) (int, unix.Errno) {
-	n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), 0, 0, 0)
+	n, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), 0, 0, 0)
 	return int(n), e
 }
