@@ -81,7 +81,7 @@ type sparseTap struct {
 	attacked map[uint64]uint64 // streams whose frames are rewritten: their final size
 	frames   []byte            // the attack, until sent
 	err      error             // the first rewrite that failed
-	sent     chan struct{}     // closed once the attack left
+	sent     chan struct{}     // closed once the attack left, or failed
 }
 
 func newSparseTap() (*sparseTap, error) {
@@ -116,6 +116,10 @@ func (a *sparseTap) WriteTo(b []byte, addr net.Addr) (int, error) {
 	out, err := a.rewrite(b)
 	if err != nil {
 		a.err = err
+		if a.frames != nil {
+			a.frames = nil
+			close(a.sent) // the test finds the error at once
+		}
 		a.mu.Unlock()
 		return a.pc.WriteTo(b, addr)
 	}
@@ -424,7 +428,10 @@ func TestSparseStreams(t *testing.T) {
 		select {
 		case <-a.tap.sent:
 		case <-ctx.Done():
-			t.Fatalf("an attacker's tap never sent the attack (rewrite error: %v)", a.tap.failed())
+			t.Fatal("an attacker's tap never sent the attack")
+		}
+		if err := a.tap.failed(); err != nil {
+			t.Fatalf("an attacker's tap failed: %v", err)
 		}
 	}
 	// The server holds the attack once it accepted both streams of every
