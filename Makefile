@@ -112,17 +112,24 @@ bench:
 ## bench-serve: serving cost (docs/performance.md, "Serving cost"): `turboretry serve`
 ## (defaults, and --workers 1) against quic-go's http3.Server + net/http, 64 MiB and
 ## 100 KB files over HTTP/3 and HTTPS/TCP, server CPU and RSS from /proc; the set runs
-## BENCHSERVE_COUNT times (the servers alternate), then benchstat compares. Then the
-## server memory an idle HTTP/3 connection holds (1000 connections).
+## BENCHSERVE_COUNT times, a round of every server each time (go test's -count would repeat
+## each server's runs back to back), then benchstat compares. Then the server memory an idle
+## HTTP/3 connection holds (1000 connections), in rounds the same way.
 BENCHSERVE_COUNT ?= 6
 bench-serve:
 	@mkdir -p out
-	$(GO) test -run '^$$' -bench '^BenchmarkServe$$' -benchtime 2s -count $(BENCHSERVE_COUNT) -timeout 90m \
-		./app/servebench/ | tee out/bench-serve.txt
+	$(GO) test -c -o out/servebench.test ./app/servebench/
+	@rm -f out/bench-serve.txt out/bench-idle.txt
+	for i in $$(seq $(BENCHSERVE_COUNT)); do \
+		(cd app/servebench && ../../out/servebench.test -test.run '^$$' -test.bench '^BenchmarkServe$$' \
+			-test.benchtime 2s -test.timeout 30m) | tee -a out/bench-serve.txt || exit 1; \
+	done
 	$(GO) tool benchstat -col /server out/bench-serve.txt
 	$(GO) tool benchstat -col /proto out/bench-serve.txt
-	$(GO) test -run '^$$' -bench '^BenchmarkIdleConnMemory$$' -benchtime 1x -count 3 -timeout 30m \
-		./app/servebench/ | tee out/bench-idle.txt
+	for i in 1 2 3; do \
+		(cd app/servebench && ../../out/servebench.test -test.run '^$$' -test.bench '^BenchmarkIdleConnMemory$$' \
+			-test.benchtime 1x -test.timeout 30m) | tee -a out/bench-idle.txt || exit 1; \
+	done
 	$(GO) tool benchstat -col /server out/bench-idle.txt
 
 ## bench-proxy: the reverse proxy's cost (docs/proxy.md, "Benchmark"): `turboretry serve

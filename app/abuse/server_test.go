@@ -45,10 +45,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// buildServe builds cmd/turboretry once and returns the binary's path.
+// buildServe builds cmd/turboretry once and returns the binary's path:
+// TURBORETRY_ABUSE_SERVE names a binary built elsewhere instead (another
+// commit's, to see a test fail without a fix).
 func buildServe(t testing.TB) string {
 	t.Helper()
 	serveBin.once.Do(func() {
+		if bin := os.Getenv("TURBORETRY_ABUSE_SERVE"); bin != "" {
+			serveBin.path = bin
+			return
+		}
 		// The go command on PATH, as internal/archtest uses.
 		out, err := exec.Command("go", "env", "GOMOD").Output()
 		if err != nil {

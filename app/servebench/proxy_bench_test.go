@@ -21,7 +21,8 @@ var proxiesFlag = flag.String("servebench.proxies", strings.Join(proxyKinds, ","
 // are fetched over *smallConns connections at once (requests per second,
 // the proxy's CPU per request); the large one over one connection at a
 // time (the proxy's CPU per GB). Names put the proxy last, so `benchstat
-// -col /proxy` sets them side by side; with -count N the proxies alternate.
+// -col /proxy` sets them side by side; `make bench-proxy` runs the test
+// binary N times so that the proxies alternate (-count N would not).
 func BenchmarkProxy(b *testing.B) {
 	up := startUpstream(b)
 	for _, kind := range proxyKinds {

@@ -20,8 +20,10 @@ var (
 // HTTP/3 and HTTPS/TCP. Per sub-benchmark it reports the server's CPU
 // seconds per GB and milliseconds per request, the client's throughput
 // and the server's RSS at the end. Sub-benchmark names put the server
-// last, so `benchstat -col /server` sets the servers side by side; with
-// -count N the whole set runs N times, alternating the servers.
+// last, so `benchstat -col /server` sets the servers side by side. go
+// test's -count N would run each sub-benchmark N times back to back, so
+// `make bench-serve` runs the test binary N times instead: N rounds of
+// every server.
 func BenchmarkServe(b *testing.B) {
 	for _, kind := range serverKinds {
 		s := startServer(b, kind)
