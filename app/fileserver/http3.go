@@ -93,15 +93,21 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("HTTP/3: connection IDs: %w", err)
 		}
-		w, err = host.ListenWorkers(reuseport.Config{
+		rcfg := reuseport.Config{
 			Addr:    (&net.UDPAddr{IP: tcp.IP, Port: tcp.Port, Zone: tcp.Zone}).String(),
 			Workers: l.s.cfg.Workers,
 			IDs:     ids,
 			// One socket, not unsteered ones: a migrating client must
 			// not land on a worker that does not know it.
-			Fallback: reuseport.FallbackSingle,
-			Logger:   l.s.Logger(),
-		})
+			Fallback:    reuseport.FallbackSingle,
+			Logger:      l.s.Logger(),
+			Restartable: l.s.cfg.Restartable,
+		}
+		if in := l.s.cfg.Inherited; in != nil && in.Steering != nil {
+			w, err = host.JoinWorkers(rcfg, in.Steering)
+		} else {
+			w, err = host.ListenWorkers(rcfg)
+		}
 		if err != nil {
 			return fmt.Errorf("HTTP/3: listening on UDP port %d: %w", tcp.Port, err)
 		}
@@ -195,6 +201,13 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 	}
 	l.srv, l.workers, l.off = srv, w, off
 	l.addr = w.Group.LocalAddr()
+	if in := l.s.cfg.Inherited; in != nil && in.Steering != nil {
+		// A successor: the listeners are up, new connections may come.
+		if err := w.Group.Activate(); err != nil {
+			l.mu.Unlock()
+			return fmt.Errorf("HTTP/3: taking new connections: %w", err)
+		}
+	}
 	close(l.ready)
 	l.mu.Unlock()
 	defer func() {
@@ -204,6 +217,7 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 	}()
 
 	l.s.Logger().Info("serving HTTP/3", "udp", l.addr.String(), "workers", w.Group.Workers(), "steering", w.Group.Mode().String(),
+		"generation", w.Group.Generation(),
 		"retry", l.s.RetryMode().String(), "offload", offCfg.Mode.String(), "cid_len", w.Transports[0].ConnectionIDGenerator.ConnectionIDLen())
 	if lim.PrefixAdmission {
 		defer logRefusedPrefixes(l.s.Logger(), w.Transports, refusedPrefixLogInterval)()
