@@ -103,12 +103,28 @@ func (s *Server) Handover() (*Inheritance, error) {
 	return in, nil
 }
 
+// listenerFile duplicates a listener's descriptor. Not TCPListener.File:
+// that switches the socket, which both descriptors share, to blocking mode,
+// and this process's Accept would then block in the kernel where Close
+// cannot interrupt it.
 func listenerFile(ln net.Listener) (*os.File, error) {
 	tl, ok := ln.(*net.TCPListener)
 	if !ok {
 		return nil, fmt.Errorf("%w: listener %T", ErrNotRestartable, ln)
 	}
-	return tl.File()
+	rc, err := tl.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var dup int
+	var derr error
+	if err := rc.Control(func(fd uintptr) { dup, derr = dupFD(fd) }); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, fmt.Errorf("duplicating the listener: %w", derr)
+	}
+	return os.NewFile(uintptr(dup), "listener"), nil
 }
 
 // TakeBack makes this server take new HTTP/3 connections again after a

@@ -132,7 +132,7 @@ func Start(ctx context.Context, spec Spec) (*Child, error) {
 		// The child may have exited at once (a bad binary): say so.
 		select {
 		case <-child.Exited:
-			return fail(fmt.Errorf("it exited at once (%v)", child.Err))
+			return fail(fmt.Errorf("it exited before it was ready (%v; its log says why)", child.Err))
 		case <-time.After(time.Second):
 			return fail(fmt.Errorf("sending the handover header: %w", err))
 		}
