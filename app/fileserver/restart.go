@@ -72,6 +72,25 @@ func (c *Config) listen() (ln, metricsLn net.Listener, err error) {
 	return ln, metricsLn, nil
 }
 
+// CanHandOver returns nil when Handover would succeed, or why not.
+func (s *Server) CanHandOver() error {
+	s.h3.mu.Lock()
+	w := s.h3.workers
+	s.h3.mu.Unlock()
+	if w == nil {
+		return fmt.Errorf("%w: HTTP/3 is not serving yet", ErrNotRestartable)
+	}
+	if w.Group.Mode() != reuseport.ModeSteered {
+		return notSteered(w.Group.Reason())
+	}
+	return nil
+}
+
+func notSteered(reason error) error {
+	return fmt.Errorf("%w: the sk_reuseport steering program is not loaded (%v), so the new process's sockets would receive this one's QUIC packets; run serve as root or with CAP_BPF, or stop and start it (QUIC connections are lost)",
+		ErrNotRestartable, reason)
+}
+
 // Handover returns what a successor needs to take over (duplicated
 // descriptors, the caller closes them once passed on). It fails, saying
 // why, where connections would be lost: before HTTP/3 serves, and without
@@ -86,8 +105,7 @@ func (s *Server) Handover() (*Inheritance, error) {
 	}
 	steering, err := w.Group.Handover()
 	if err != nil {
-		return nil, fmt.Errorf("%w: the sk_reuseport steering program is not loaded (%v), so the new process's sockets would receive this one's QUIC packets; run serve as root or with CAP_BPF, or stop and start it (QUIC connections are lost)",
-			ErrNotRestartable, w.Group.Reason())
+		return nil, notSteered(w.Group.Reason())
 	}
 	in := &Inheritance{Steering: steering}
 	if in.TCP, err = listenerFile(s.ln); err != nil {

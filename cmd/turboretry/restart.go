@@ -183,6 +183,11 @@ func (r *restarter) start() error {
 	r.ln = ln
 	r.mu.Unlock()
 	go r.accept(ln)
+	if err := r.srv.CanHandOver(); err != nil {
+		r.log.Warn("restart: turboretry restart will be refused", "reason", err)
+	} else if r.offloading {
+		r.log.Warn("restart: turboretry restart will be refused", "reason", "restart with --offload is not supported yet")
+	}
 	return nil
 }
 

@@ -156,12 +156,14 @@ func Start(ctx context.Context, spec Spec) (*Child, error) {
 		case strings.HasPrefix(a, "fail "):
 			return fail(errors.New(strings.TrimPrefix(a, "fail ")))
 		}
-		// The pair closed without an answer: the child exited.
+		// The pair closed without an answer: the child exited, or
+		// closed it.
 		select {
 		case <-child.Exited:
+			return fail(fmt.Errorf("it exited before it was ready (%v; its log says why)", child.Err))
 		case <-time.After(time.Second):
+			return fail(errors.New("it closed the handover socket without saying ready"))
 		}
-		return fail(fmt.Errorf("it exited before it was ready (%v; its log says why)", child.Err))
 	case <-child.Exited:
 		return fail(fmt.Errorf("it exited before it was ready (%v; its log says why)", child.Err))
 	case <-timer.C:
