@@ -61,7 +61,7 @@ func TestStartFailures(t *testing.T) {
 		"says why":   {`echo "fail the address is in use" >&3; sleep 5`, 10 * time.Second, "the address is in use"},
 		"exits":      {`exit 3`, 10 * time.Second, "exited before it was ready (exit status 3"},
 		"never":      {`exec sleep 30`, 300 * time.Millisecond, "not ready within 300ms"},
-		"closes fd3": {`exec 3>&-; exec sleep 30`, 10 * time.Second, "closed the handover socket without saying ready"},
+		"closes fd3": {`read line <&3; exec 3>&-; exec sleep 30`, 10 * time.Second, "closed the handover socket without saying ready"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			began := time.Now()
