@@ -148,28 +148,41 @@ func Start(ctx context.Context, spec Spec) (*Child, error) {
 	}()
 	timer := time.NewTimer(spec.Timeout)
 	defer timer.Stop()
+	var a string
 	select {
-	case a := <-answer:
-		switch {
-		case a == "ready":
-			return child, nil
-		case strings.HasPrefix(a, "fail "):
-			return fail(errors.New(strings.TrimPrefix(a, "fail ")))
-		}
-		// The pair closed without an answer: the child exited, or
-		// closed it.
-		select {
-		case <-child.Exited:
-			return fail(fmt.Errorf("it exited before it was ready (%v; its log says why)", child.Err))
-		case <-time.After(time.Second):
-			return fail(errors.New("it closed the handover socket without saying ready"))
-		}
+	case a = <-answer:
 	case <-child.Exited:
-		return fail(fmt.Errorf("it exited before it was ready (%v; its log says why)", child.Err))
+		// Its last words may still be on their way: the pair closed
+		// with its exit, so the reader returns promptly.
+		select {
+		case a = <-answer:
+		case <-time.After(time.Second):
+		}
+		if a == "" {
+			return fail(fmt.Errorf("it exited before it was ready (%v; its log says why)", child.Err))
+		}
 	case <-timer.C:
 		return fail(fmt.Errorf("it was not ready within %v", spec.Timeout))
 	case <-ctx.Done():
 		return fail(ctx.Err())
+	}
+	switch {
+	case a == "ready":
+		select {
+		case <-child.Exited:
+			return fail(fmt.Errorf("it exited right after saying ready (%v)", child.Err))
+		default:
+			return child, nil
+		}
+	case strings.HasPrefix(a, "fail "):
+		return fail(errors.New(strings.TrimPrefix(a, "fail ")))
+	}
+	// The pair closed without an answer: the child exited, or closed it.
+	select {
+	case <-child.Exited:
+		return fail(fmt.Errorf("it exited before it was ready (%v; its log says why)", child.Err))
+	case <-time.After(time.Second):
+		return fail(errors.New("it closed the handover socket without saying ready"))
 	}
 }
 

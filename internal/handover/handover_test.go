@@ -36,7 +36,7 @@ func start(t *testing.T, script string, timeout time.Duration) (*Child, error) {
 
 func TestStartReady(t *testing.T) {
 	// The child sees its pair at 3 and the file at 4, and EnvVar.
-	c, err := start(t, `test "$`+EnvVar+`" = 3 && test -e /proc/self/fd/4 && echo ready >&3 && read line <&3; exit 0`, 10*time.Second)
+	c, err := start(t, `test "$`+EnvVar+`" = 3 && test -e /proc/self/fd/4 && echo ready >&3 && read header <&3 && read eof <&3; exit 0`, 10*time.Second)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
