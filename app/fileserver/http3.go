@@ -12,6 +12,7 @@ import (
 	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/offload/reuseport"
 	"github.com/turboretry/turboretry/quic"
+	"github.com/turboretry/turboretry/quiclb"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -92,6 +93,11 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		ids, err := l.s.cfg.ConnectionIDs.codec(l.s.KeyRing())
 		if err != nil {
 			return fmt.Errorf("HTTP/3: connection IDs: %w", err)
+		}
+		if in := l.s.cfg.Inherited; in != nil && in.Steering != nil {
+			if ids, err = l.inheritedIDs(ids, in.Steering); err != nil {
+				return fmt.Errorf("HTTP/3: connection IDs: %w", err)
+			}
 		}
 		rcfg := reuseport.Config{
 			Addr:    (&net.UDPAddr{IP: tcp.IP, Port: tcp.Port, Zone: tcp.Zone}).String(),
@@ -248,6 +254,23 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		<-errc
 	}
 	return first
+}
+
+// inheritedIDs returns ids with the MAC key of the program a successor
+// joins: a root secret reloaded (SIGHUP) since the first process started
+// changes the key derived from it, and IDs under another key would not
+// verify in the program. The key changes with a stop and start.
+func (l *http3Listener) inheritedIDs(ids *quiclb.Codec, in *reuseport.Inheritance) (*quiclb.Codec, error) {
+	key, ok, err := in.MACKey()
+	if err != nil {
+		return nil, err
+	}
+	if own, _ := ids.MACKey(); !ok || own == key {
+		return ids, nil
+	}
+	l.s.Logger().Warn("restart: keeping the running process's connection-ID MAC key; the root secret changed since it started, a stop and start adopts the new one")
+	lay := l.s.cfg.ConnectionIDs
+	return quiclb.NewCodec(quiclb.Config{ConfigID: lay.ConfigID, HostID: lay.HostID, NonceLen: lay.NonceLen, MACKey: &key})
 }
 
 // Close stops serving at once; it may be called more than once, and

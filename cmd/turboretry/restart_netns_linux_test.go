@@ -403,6 +403,13 @@ func TestRestartKeepsConnections(t *testing.T) {
 
 	for round := range 3 {
 		name := fmt.Sprintf("restart %d", round+1)
+		if round == 1 {
+			// A new root secret: the successor keeps the connection-ID
+			// MAC key the program verifies (docs/operations.md).
+			if out, err := exec.Command(e.bin, "keygen", "--force", "-o", filepath.Join(e.state, "secret.key")).CombinedOutput(); err != nil {
+				t.Fatalf("keygen: %v: %s", err, out)
+			}
+		}
 		old, _ := readPIDFile(e.pidFile)
 		started, done := e.slowDownloads(name)
 		started()
@@ -411,6 +418,9 @@ func TestRestartKeepsConnections(t *testing.T) {
 		took := time.Since(began)
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", name, code, out)
+		}
+		if round == 1 && !strings.Contains(e.firstOut.String(), "keeping the running process's connection-ID MAC key") {
+			t.Errorf("%s: the successor did not say it keeps the MAC key after the secret changed", name)
 		}
 		successor, _ := readPIDFile(e.pidFile)
 		if successor == old || !running(successor) {

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"sync"
+
+	"github.com/turboretry/turboretry/quiclb"
 )
 
 // Group is, where no sk_reuseport program exists, one socket: one worker.
@@ -93,6 +95,11 @@ var ErrNotHandedOver = errors.New("reuseport: no steering program, so no handove
 
 // ErrGenerationBusy exists for errors.Is.
 var ErrGenerationBusy = errors.New("reuseport: the generation a restart would take still has sockets (the process before the previous restart is still draining)")
+
+// MACKey fails: there is no program.
+func (inh *Inheritance) MACKey() (quiclb.Key, bool, error) {
+	return quiclb.Key{}, false, errUnsupported
+}
 
 // Handover fails: there is no program.
 func (g *Group) Handover() (*Inheritance, error) { return nil, ErrNotHandedOver }

@@ -228,3 +228,34 @@ func (g *Group) CurrentGeneration() (int, error) {
 	}
 	return int(gen), nil
 }
+
+// MACKey returns the connection-ID MAC key the inherited program verifies
+// (ok false when its IDs carry no MAC). A successor makes its IDs with it:
+// the key comes from the root secret when the first process started, and
+// a secret reloaded since (SIGHUP) must not make the successor's IDs
+// unverifiable, so the key changes only with a stop and start.
+func (inh *Inheritance) MACKey() (key quiclb.Key, ok bool, err error) {
+	if len(inh.Files) != InheritedFiles {
+		return key, false, fmt.Errorf("%w: inheritance of %d files", ErrConfig, len(inh.Files))
+	}
+	fd, err := unix.FcntlInt(inh.Files[1].Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return key, false, fmt.Errorf("reuseport: inherited configuration: %w", err)
+	}
+	m, err := ebpf.NewMapFromFD(fd)
+	if err != nil {
+		_ = unix.Close(fd)
+		return key, false, fmt.Errorf("reuseport: inherited configuration: %w", err)
+	}
+	defer m.Close()
+	if m.Type() != ebpf.Array || m.ValueSize() != uint32(binary.Size(steerTrRpConfig{})) {
+		return key, false, fmt.Errorf("%w: the inherited configuration map differs from this binary's", ErrConfig)
+	}
+	var c steerTrRpConfig
+	if err := m.Lookup(uint32(0), &c); err != nil {
+		return key, false, fmt.Errorf("reuseport: reading the inherited configuration: %w", err)
+	}
+	binary.LittleEndian.PutUint64(key[:8], c.Cid.Key.K0)
+	binary.LittleEndian.PutUint64(key[8:], c.Cid.Key.K1)
+	return key, c.CheckMac == 1, nil
+}

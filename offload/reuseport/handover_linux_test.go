@@ -52,6 +52,9 @@ func TestHandoverOnLoopback(t *testing.T) {
 	if inh.Generation != 0 || inh.Workers != 4 || len(inh.Files) != InheritedFiles {
 		t.Fatalf("inheritance %+v", inh)
 	}
+	if key, ok, err := inh.MACKey(); err != nil || !ok || key != testMACKey {
+		t.Fatalf("MACKey: %x, %v, %v; want the program's %x", key, ok, err, testMACKey)
+	}
 	successor, err := Join(Config{Addr: old.LocalAddr().String(), Workers: 2, IDs: ids}, inh)
 	if err != nil {
 		t.Fatalf("Join: %v", err)
