@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,9 +31,10 @@ func init() {
 	})
 }
 
-const restartSynopsis = "turboretry restart --pid-file FILE [--state-dir DIR] [--binary PATH] [--timeout D]\n\n" +
+const restartSynopsis = "turboretry restart --pid-file FILE [--state-dir DIR] [--binary PATH] [--timeout D] [-- serve ARGS...]\n\n" +
 	"Asks the `turboretry serve --pid-file FILE` whose process ID FILE holds to start PATH\n" +
-	"(default: the executable it runs, as it is now on disk) with its own arguments and hand it\n" +
+	"(default: the executable it runs, as it is now on disk) with its own arguments (or, after\n" +
+	"--, the serve command line given there, which must keep --pid-file) and hand it\n" +
 	"its listening sockets and its sk_reuseport steering program. Once the new process is ready\n" +
 	"it takes every new connection, and the old one stops accepting, finishes its requests and\n" +
 	"connections (GOAWAY for HTTP/3, graceful close for HTTPS) and exits when they are done or\n" +
@@ -50,6 +52,7 @@ func restartControlName(stateDir string, pid int) string {
 // gets back.
 type restartRequest struct {
 	Binary  string        `json:"binary,omitempty"`
+	Args    []string      `json:"args,omitempty"` // the successor's command line after the program name`
 	Timeout time.Duration `json:"timeout"`
 }
 
@@ -67,12 +70,26 @@ func runRestart(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	stateDir := flags.String("state-dir", "", "serve's state `DIR` (default as serve's)")
 	binary := flags.String("binary", "", "start `PATH` instead of the running executable")
 	timeout := flags.Duration("timeout", 60*time.Second, "how long the new process may take to be ready (`D`)")
+	// After "--" comes the successor's command line, not restart's flags.
+	var serveArgs []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, serveArgs = args[:i], args[i+1:]
+	}
 	pos, err := parseArgs(flags, args)
 	if err != nil {
 		return flagExit(err)
 	}
 	if len(pos) > 0 {
-		return usageError(flags, "unexpected argument %q", pos[0])
+		return usageError(flags, "unexpected argument %q (a new serve command line goes after --)", pos[0])
+	}
+	pos = serveArgs
+	if len(pos) > 0 && pos[0] != "serve" {
+		return usageError(flags, "unexpected argument %q (a new command line starts with serve)", pos[0])
+	}
+	if len(pos) > 0 && !slices.ContainsFunc(pos, func(a string) bool {
+		return strings.HasPrefix(a, "--pid-file") || strings.HasPrefix(a, "-pid-file")
+	}) {
+		return usageError(flags, "the new serve command line needs --pid-file, or no later restart could find it")
 	}
 	if *pidFile == "" {
 		return usageError(flags, "--pid-file is required")
@@ -97,7 +114,7 @@ func runRestart(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "restart:", err)
 		return exitFail
 	}
-	reply, err := askRestart(ctx, restartControlName(*stateDir, pid), restartRequest{Binary: *binary, Timeout: *timeout})
+	reply, err := askRestart(ctx, restartControlName(*stateDir, pid), restartRequest{Binary: *binary, Args: pos, Timeout: *timeout})
 	if err != nil {
 		fmt.Fprintf(stderr, "restart: pid %d: %v\n", pid, err)
 		return exitFail
@@ -301,10 +318,14 @@ func (r *restarter) restart(req restartRequest) restartReply {
 		"hash-k0":    strconv.FormatUint(in.Steering.HashKey[0], 10),
 		"hash-k1":    strconv.FormatUint(in.Steering.HashKey[1], 10),
 	}
-	r.log.Info("restart: starting the new process", "binary", binary, "timeout", req.Timeout)
+	args := os.Args[1:]
+	if len(req.Args) > 0 {
+		args = req.Args
+	}
+	r.log.Info("restart: starting the new process", "binary", binary, "args", strings.Join(args, " "), "timeout", req.Timeout)
 	began := time.Now()
 	child, err := handover.Start(context.Background(), handover.Spec{
-		Binary: binary, Args: os.Args[1:], Files: files, Names: names, Values: values,
+		Binary: binary, Args: args, Files: files, Names: names, Values: values,
 		Stdout: os.Stdout, Stderr: os.Stderr, Timeout: req.Timeout,
 	})
 	took := time.Since(began)

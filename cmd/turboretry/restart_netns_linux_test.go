@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -49,11 +50,16 @@ const (
 	rsPace     = 20 * time.Millisecond // per chunk read: about 1.6 MB/s
 )
 
+// restartRounds is how many restarts TestRestartKeepsConnections runs in a
+// row (docs/operations.md's measurement ran 10).
+var restartRounds = flag.Int("restart-rounds", 3, "restarts in a row in TestRestartKeepsConnections")
+
 type restartEnv struct {
 	t                  *testing.T
 	bin                string
 	nsC, nsS           string
 	state, pidFile     string
+	root               string
 	big, small         []byte
 	first              *exec.Cmd
 	firstOut           serveBuffer
@@ -86,6 +92,7 @@ func newRestartEnv(t *testing.T) *restartEnv {
 	e.bin = buildTurboretry(t)
 	dir := t.TempDir()
 	root := filepath.Join(dir, "site")
+	e.root = root
 	e.state = filepath.Join(dir, "state")
 	e.pidFile = filepath.Join(dir, "serve.pid")
 	e.big, e.small = make([]byte, rsBigSize), make([]byte, 16<<10)
@@ -401,7 +408,7 @@ func TestRestartKeepsConnections(t *testing.T) {
 		t.Fatalf("after the failed restarts the pid file names %d, want %d still running", pid, pid0)
 	}
 
-	for round := range 3 {
+	for round := range *restartRounds {
 		name := fmt.Sprintf("restart %d", round+1)
 		if round == 1 {
 			// A new root secret: the successor keeps the connection-ID
@@ -413,11 +420,21 @@ func TestRestartKeepsConnections(t *testing.T) {
 		old, _ := readPIDFile(e.pidFile)
 		started, done := e.slowDownloads(name)
 		started()
+		var args []string
+		if round == 2 {
+			// A new command line: 3 workers instead of 2.
+			args = []string{"--", "serve", "--addr", rsAddr, "--root", e.root, "--state-dir", e.state, "--pid-file", e.pidFile,
+				"--workers", "3", "--drain-timeout", "30s"}
+		}
+		servingRSS := rss(old)
 		began := time.Now()
-		out, code := e.restart()
+		out, code := e.restart(args...)
 		took := time.Since(began)
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", name, code, out)
+		}
+		if round == 2 && !strings.Contains(e.firstOut.String(), "workers=3 steering=steered") {
+			t.Errorf("%s: the new command line's 3 workers do not serve", name)
 		}
 		if round == 1 && !strings.Contains(e.firstOut.String(), "keeping the running process's connection-ID MAC key") {
 			t.Errorf("%s: the successor did not say it keeps the MAC key after the secret changed", name)
@@ -444,9 +461,10 @@ func TestRestartKeepsConnections(t *testing.T) {
 			}
 			t.Fatalf("%s: the old process %d did not exit after its last connection", name, old)
 		}
-		t.Logf("%s: %s (restart command %v); old pid %d RSS while draining %d KiB", name, strings.TrimSpace(out), took.Round(time.Millisecond), old, drainRSS)
+		t.Logf("%s: %s (restart command %v); old pid %d RSS serving %d KiB, draining %d KiB", name, strings.TrimSpace(out), took.Round(time.Millisecond), old, servingRSS, drainRSS)
 	}
 	if n := e.newConns.Load(); n < 20 {
 		t.Errorf("only %d new connections were tried", n)
 	}
+	t.Logf("%d restarts: %d slow downloads and %d new connections", *restartRounds, 6*(*restartRounds+1), e.newConns.Load())
 }
