@@ -322,6 +322,113 @@ func (e *restartEnv) slowDownloads(round string) (started func(), done func()) {
 	return started, wg.Wait
 }
 
+// deafConn is a client socket that can stop hearing: after a migration the
+// old path's socket discards what still arrives, so the rest of a response
+// must come to the new one. Every method is spelled out so that quic-go
+// sees a plain net.PacketConn and reads through ReadFrom.
+type deafConn struct {
+	udp     *net.UDPConn
+	deaf    atomic.Bool
+	rxBytes atomic.Int64
+}
+
+func (c *deafConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	for {
+		n, addr, err := c.udp.ReadFrom(p)
+		if err != nil || !c.deaf.Load() {
+			c.rxBytes.Add(int64(n))
+			return n, addr, err
+		}
+	}
+}
+
+func (c *deafConn) WriteTo(p []byte, addr net.Addr) (int, error) { return c.udp.WriteTo(p, addr) }
+func (c *deafConn) Close() error                                 { return c.udp.Close() }
+func (c *deafConn) LocalAddr() net.Addr                          { return c.udp.LocalAddr() }
+func (c *deafConn) SetDeadline(t time.Time) error                { return c.udp.SetDeadline(t) }
+func (c *deafConn) SetReadDeadline(t time.Time) error            { return c.udp.SetReadDeadline(t) }
+func (c *deafConn) SetWriteDeadline(t time.Time) error           { return c.udp.SetWriteDeadline(t) }
+
+// migratingDownload starts a slow download with quic-go's client and
+// returns the function that, called during the handover, moves its
+// connection to a new port (AddPath, Probe, Switch; the old socket goes
+// deaf), and the one that waits for the download and checks it came
+// complete on the one connection.
+func (e *restartEnv) migratingDownload(round string) (migrate func(), done func()) {
+	var socks [2]*deafConn
+	for i := range socks {
+		udp, err := e.udp()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		socks[i] = &deafConn{udp: udp}
+	}
+	tr1, tr2 := &quicgo.Transport{Conn: socks[0]}, &quicgo.Transport{Conn: socks[1]}
+	var mu sync.Mutex
+	var conn *quicgo.Conn
+	dials := 0
+	h3 := &quicgohttp3.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+		Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quicgo.Config) (*quicgo.Conn, error) {
+			c, err := tr1.DialEarly(ctx, &net.UDPAddr{IP: net.ParseIP(rsServerIP), Port: 4433}, tc, qc)
+			mu.Lock()
+			defer mu.Unlock()
+			dials++
+			conn = c
+			return c, err
+		}}
+	var progress atomic.Int64
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		body, proto, err := e.fetch(h3, "big.bin", rsPace, &progress)
+		if err != nil || proto != "HTTP/3.0" || !bytes.Equal(body, e.big) {
+			e.fail("%s: migrating quic-go download: %s, %d of %d bytes, %v", round, proto, len(body), len(e.big), err)
+		}
+	}()
+	e.wait(round+": the migrating download under way", func() bool { return progress.Load() >= 512<<10 })
+	migrate = func() {
+		mu.Lock()
+		c := conn
+		mu.Unlock()
+		path, err := c.AddPath(tr2)
+		if err != nil {
+			e.fail("%s: AddPath: %v", round, err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), rsGuard)
+		defer cancel()
+		if err := path.Probe(ctx); err != nil {
+			e.fail("%s: probing the new path during the handover: %v", round, err)
+			return
+		}
+		if err := path.Switch(); err != nil {
+			e.fail("%s: switching paths: %v", round, err)
+			return
+		}
+		socks[0].deaf.Store(true)
+	}
+	done = func() {
+		<-finished
+		mu.Lock()
+		if dials != 1 {
+			e.fail("%s: the migrating client dialed %d connections, want the one it migrated", round, dials)
+		}
+		mu.Unlock()
+		// The rest of the response came to the new port: the old
+		// process answered the client there.
+		if got := socks[1].rxBytes.Load(); got < 256<<10 {
+			e.fail("%s: the new path received %d bytes after the migration, want most of the response", round, got)
+		}
+		_ = h3.Close()
+		_ = tr1.Close()
+		_ = tr2.Close()
+		for _, c := range socks {
+			_ = c.Close()
+		}
+	}
+	return migrate, done
+}
+
 // restart runs `turboretry restart` and returns its output and exit code.
 func (e *restartEnv) restart(args ...string) (string, int) {
 	e.t.Helper()
@@ -420,6 +527,7 @@ func TestRestartKeepsConnections(t *testing.T) {
 		old, _ := readPIDFile(e.pidFile)
 		started, done := e.slowDownloads(name)
 		started()
+		migrate, migrated := e.migratingDownload(name)
 		var args []string
 		if round == 2 {
 			// A new command line: 3 workers instead of 2.
@@ -451,8 +559,13 @@ func TestRestartKeepsConnections(t *testing.T) {
 		if out, code := e.restart(); code != 1 || !strings.Contains(out, "still drains") {
 			t.Errorf("%s: a restart while the old process drains: exit %d: %s", name, code, out)
 		}
+		// The old process's client moves to a new port while the new
+		// process takes new connections: its IDs still name the old
+		// generation, so the program keeps it on the old process.
+		migrate()
 		drainRSS := rss(old)
 		done()
+		migrated()
 		if !e.waitFor(func() bool { return !running(old) }) {
 			// Its goroutines say what it still waits for.
 			if p, err := os.FindProcess(old); err == nil {
@@ -466,5 +579,6 @@ func TestRestartKeepsConnections(t *testing.T) {
 	if n := e.newConns.Load(); n < 20 {
 		t.Errorf("only %d new connections were tried", n)
 	}
-	t.Logf("%d restarts: %d slow downloads and %d new connections", *restartRounds, 6*(*restartRounds+1), e.newConns.Load())
+	t.Logf("%d restarts: %d slow downloads (%d of them migrating during the handover) and %d new connections",
+		*restartRounds, 6*(*restartRounds+1)+*restartRounds, *restartRounds, e.newConns.Load())
 }
