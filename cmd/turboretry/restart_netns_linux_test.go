@@ -443,6 +443,18 @@ func (e *restartEnv) restart(args ...string) (string, int) {
 	return string(out), code
 }
 
+// retried counts the requests the servers' access logs say came on a
+// connection validated by a Retry.
+func retried(log string) int {
+	n := 0
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "msg=request") && strings.Contains(line, "retry_validated=true") {
+			n++
+		}
+	}
+	return n
+}
+
 // running reports whether pid runs (a zombie has exited).
 func running(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -534,6 +546,20 @@ func TestRestartKeepsConnections(t *testing.T) {
 			args = []string{"--", "serve", "--addr", rsAddr, "--root", e.root, "--state-dir", e.state, "--pid-file", e.pidFile,
 				"--workers", "3", "--drain-timeout", "30s"}
 		}
+		var flood *exec.Cmd
+		var floodOut serveBuffer
+		if round == 2 {
+			// A flood of Initials from the client namespace across the
+			// handover: half-open handshakes pile up in both processes
+			// and Retry (--retry auto) starts.
+			flood = exec.Command("ip", "netns", "exec", e.nsC, e.bin, "flood", "--target", rsAddr,
+				"--count", "12000", "--duration", "4s", "--rate", "3000")
+			flood.Stdout, flood.Stderr = &floodOut, &floodOut
+			if err := flood.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(500 * time.Millisecond) // under way when the restart comes
+		}
 		servingRSS := rss(old)
 		began := time.Now()
 		out, code := e.restart(args...)
@@ -566,6 +592,12 @@ func TestRestartKeepsConnections(t *testing.T) {
 		drainRSS := rss(old)
 		done()
 		migrated()
+		if flood != nil {
+			if err := flood.Wait(); err != nil {
+				t.Errorf("%s: flood: %v: %s", name, err, floodOut.String())
+			}
+			t.Logf("%s: flood: %s", name, strings.TrimSpace(floodOut.String()))
+		}
 		if !e.waitFor(func() bool { return !running(old) }) {
 			// Its goroutines say what it still waits for.
 			if p, err := os.FindProcess(old); err == nil {
@@ -579,6 +611,6 @@ func TestRestartKeepsConnections(t *testing.T) {
 	if n := e.newConns.Load(); n < 20 {
 		t.Errorf("only %d new connections were tried", n)
 	}
-	t.Logf("%d restarts: %d slow downloads (%d of them migrating during the handover) and %d new connections",
-		*restartRounds, 6*(*restartRounds+1)+*restartRounds, *restartRounds, e.newConns.Load())
+	t.Logf("%d restarts: %d slow downloads (%d of them migrating during the handover) and %d new connections (%d of them validated by a Retry)",
+		*restartRounds, 6*(*restartRounds+1)+*restartRounds, *restartRounds, e.newConns.Load(), retried(e.firstOut.String()))
 }
