@@ -167,7 +167,7 @@ type restarter struct {
 	pidFile      string
 	stateDir     string
 	drainTimeout time.Duration
-	offloading   bool                // an offload runs: not handed over yet
+	offloading   bool                // the integrated XDP offload runs: not handed over yet
 	inherited    *handover.Inherited // the predecessor, when this process is a successor
 	drain        context.CancelFunc  // ends Serve gracefully
 
@@ -203,7 +203,7 @@ func (r *restarter) start() error {
 	if err := r.srv.CanHandOver(); err != nil {
 		r.log.Warn("restart: turboretry restart will be refused", "reason", err)
 	} else if r.offloading {
-		r.log.Warn("restart: turboretry restart will be refused", "reason", "restart with --offload is not supported yet")
+		r.log.Warn("restart: turboretry restart will be refused", "reason", "restart with --offload xdp is not supported yet")
 	}
 	return nil
 }
@@ -289,7 +289,7 @@ func (r *restarter) restart(req restartRequest) restartReply {
 		}
 	}
 	if r.offloading {
-		return fail(errors.New("restart with --offload is not supported yet: stop and start instead"))
+		return fail(errors.New("restart with --offload xdp is not supported yet (the XDP program and AF_XDP sockets on the interface are this process's): stop and start instead"))
 	}
 	binary := req.Binary
 	if binary == "" {
