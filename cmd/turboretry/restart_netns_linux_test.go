@@ -36,7 +36,7 @@ import (
 // and quic-go's) and HTTPS while a stream of new connections (ours and
 // quic-go's, one every 50 ms) fetches a small file. Each round restarts the
 // server in the middle of the slow downloads. Scaled down from the issue's
-// 20 clients x 64 MiB to 6 x 3 MiB read at about 1.6 MB/s, so that a bad
+// 20 clients x 64 MiB to 6 x 3 MiB read at about 0.8 MB/s, so that a bad
 // binary, a hanging one and three restarts in a row fit in well under a
 // minute on two shared cores.
 
@@ -47,7 +47,7 @@ const (
 	rsGuard    = 30 * time.Second // hang guard of every wait
 	rsBigSize  = 3 << 20
 	rsChunk    = 32 << 10
-	rsPace     = 20 * time.Millisecond // per chunk read: about 1.6 MB/s
+	rsPace     = 40 * time.Millisecond // per chunk read: about 0.8 MB/s, about 4 s a download
 )
 
 // restartRounds is how many restarts TestRestartKeepsConnections runs in a
