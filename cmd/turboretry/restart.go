@@ -40,8 +40,9 @@ const restartSynopsis = "turboretry restart --pid-file FILE [--state-dir DIR] [-
 	"connections (GOAWAY for HTTP/3, graceful close for HTTPS) and exits when they are done or\n" +
 	"after its --drain-timeout. If the new process fails or is not ready within --timeout, it is\n" +
 	"killed, the old one keeps serving, and restart exits 1 with the reason. --state-dir must be\n" +
-	"serve's (the same default). Needs the steering program (root or CAP_BPF), and refuses while\n" +
-	"the process before the previous restart is still draining (docs/operations.md)."
+	"serve's (the same default). Needs the steering program (root or CAP_BPF), not with\n" +
+	"--offload xdp, and refuses while the process before the previous restart is still draining\n" +
+	"(docs/operations.md)."
 
 // restartControlName is the control socket's name in the state directory.
 func restartControlName(stateDir string, pid int) string {

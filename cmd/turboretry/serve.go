@@ -34,8 +34,8 @@ const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE 
 	"         [--workers N] [--cid-host-id HEX] [--cid-config-id N] [--cid-nonce-len N] [--fastpath mac|bloom]\n" +
 	"         [--offload none | xdp --iface IF | split --agent-control ADDR] [limits: --max-conns N ...]\n" +
 	"         [--upstream URL ... | --route /PREFIX=URL ...] [--upstream-ca FILE | --upstream-insecure]\n" +
-	"         [--pid-file FILE [--drain-timeout D]]\n" +
-	"         [--upstream-connect-timeout D] [--upstream-timeout D] [--max-body-bytes SIZE] [--trust-forwarded CIDR ...]\n\n" +
+	"         [--upstream-connect-timeout D] [--upstream-timeout D] [--max-body-bytes SIZE] [--trust-forwarded CIDR ...]\n" +
+	"         [--pid-file FILE [--drain-timeout D]]\n\n" +
 	"Serves DIR (default: a built-in demo site) over HTTP/3 (UDP) and over HTTPS with\n" +
 	"HTTP/1.1 and HTTP/2 (TCP) on the same port, advertising HTTP/3 with Alt-Svc. It answers\n" +
 	"GET and HEAD only; names starting with a dot (except /.well-known) are 404 unless\n" +
