@@ -64,6 +64,7 @@ type restartEnv struct {
 	first              *exec.Cmd
 	firstOut           serveBuffer
 	newConns, newFails atomic.Int64
+	slowLeft           atomic.Int64 // slow downloads under way
 	failMu             sync.Mutex
 	failures           []string
 }
@@ -296,7 +297,9 @@ func (e *restartEnv) slowDownloads(round string) (started func(), done func()) {
 	var wg sync.WaitGroup
 	progress := make([]atomic.Int64, len(kinds))
 	for i, kind := range kinds {
+		e.slowLeft.Add(1)
 		wg.Go(func() {
+			defer e.slowLeft.Add(-1)
 			rt, closeClient := e.client(kind)
 			defer closeClient()
 			body, proto, err := e.fetch(rt, "big.bin", rsPace, &progress[i])
@@ -377,9 +380,12 @@ func (e *restartEnv) migratingDownload(round string) (migrate func(), done func(
 			return c, err
 		}}
 	var progress atomic.Int64
+	var moved atomic.Bool
 	finished := make(chan struct{})
+	e.slowLeft.Add(1)
 	go func() {
 		defer close(finished)
+		defer e.slowLeft.Add(-1)
 		body, proto, err := e.fetch(h3, "big.bin", rsPace, &progress)
 		if err != nil || proto != "HTTP/3.0" || !bytes.Equal(body, e.big) {
 			e.fail("%s: migrating quic-go download: %s, %d of %d bytes, %v", round, proto, len(body), len(e.big), err)
@@ -406,6 +412,7 @@ func (e *restartEnv) migratingDownload(round string) (migrate func(), done func(
 			return
 		}
 		socks[0].deaf.Store(true)
+		moved.Store(true)
 	}
 	done = func() {
 		<-finished
@@ -416,7 +423,7 @@ func (e *restartEnv) migratingDownload(round string) (migrate func(), done func(
 		mu.Unlock()
 		// The rest of the response came to the new port: the old
 		// process answered the client there.
-		if got := socks[1].rxBytes.Load(); got < 256<<10 {
+		if got := socks[1].rxBytes.Load(); moved.Load() && got < 256<<10 {
 			e.fail("%s: the new path received %d bytes after the migration, want most of the response", round, got)
 		}
 		_ = h3.Close()
@@ -577,18 +584,29 @@ func TestRestartKeepsConnections(t *testing.T) {
 		if successor == old || !running(successor) {
 			t.Fatalf("%s: the pid file names %d (old %d)", name, successor, old)
 		}
-		if !running(old) {
-			t.Errorf("%s: the old process exited while its downloads ran", name)
+		// What follows needs the downloads still under way, which the
+		// pace makes likely, not certain: a machine slow enough to spend
+		// their 4 s in the restart skips it (and says so) rather than fail.
+		if left := e.slowLeft.Load(); left == 0 {
+			t.Logf("%s: every download ended before restart returned; the checks while the old process drains are skipped", name)
+		} else {
+			if !running(old) {
+				t.Errorf("%s: the old process exited while %d of its downloads ran", name, left)
+			}
+			// Another restart now would take the generation the old
+			// process still holds: refused.
+			if out, code := e.restart(); code != 1 || !strings.Contains(out, "still drains") {
+				if running(old) {
+					t.Errorf("%s: a restart while the old process drains: exit %d: %s", name, code, out)
+				} else {
+					t.Logf("%s: the old process exited before the second restart came: %s", name, out)
+				}
+			}
+			// The old process's client moves to a new port while the
+			// new process takes new connections: its IDs still name the
+			// old generation, so the program keeps it on the old process.
+			migrate()
 		}
-		// Another restart now would take the generation the old process
-		// still holds: refused.
-		if out, code := e.restart(); code != 1 || !strings.Contains(out, "still drains") {
-			t.Errorf("%s: a restart while the old process drains: exit %d: %s", name, code, out)
-		}
-		// The old process's client moves to a new port while the new
-		// process takes new connections: its IDs still name the old
-		// generation, so the program keeps it on the old process.
-		migrate()
 		drainRSS := rss(old)
 		done()
 		migrated()
