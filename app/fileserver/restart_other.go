@@ -1,8 +1,8 @@
-//go:build !unix
+//go:build !linux
 
 package fileserver
 
 import "errors"
 
-// dupFD fails: restarts need a Unix system.
+// dupFD fails: restarts need Linux.
 func dupFD(uintptr) (int, error) { return 0, errors.New("restart needs a Unix system") }

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build linux
 
 // Package handover starts a successor process for `turboretry restart`
 // and passes it descriptors: the running process (the parent) execs the new

@@ -1,7 +1,8 @@
-//go:build !unix
+//go:build !linux
 
 // Package handover starts a successor process for `turboretry restart`;
-// on this platform there is none (see the unix implementation).
+// on this platform there is none (see the Linux implementation: restarts
+// need the sk_reuseport steering program).
 package handover
 
 import (
@@ -44,9 +45,9 @@ type Child struct {
 // ErrNotReady is wrapped by Start.
 var ErrNotReady = errors.New("the new process did not take over")
 
-// Start fails: restarts need a Unix system.
+// Start fails: restarts need Linux.
 func Start(context.Context, Spec) (*Child, error) {
-	return nil, errors.New("handover: restart needs a Unix system")
+	return nil, errors.New("handover: restart needs Linux (the sk_reuseport steering program)")
 }
 
 // Release does nothing.

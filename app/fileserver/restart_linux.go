@@ -1,5 +1,3 @@
-//go:build unix
-
 package fileserver
 
 import "golang.org/x/sys/unix"
