@@ -238,22 +238,41 @@ func (sc *serverConn) closeIfIdle() {
 	}
 }
 
-// drainTimeout bounds how long a connection that went away stays open
-// after its last request, waiting for the client to close it.
+// drainTimeout is how long a connection that went away and has no request
+// left may be quiet (no packet either way) before the server closes it.
 const drainTimeout = 2 * time.Second
 
 // drain closes a connection that went away and has no requests left. The
 // client closes it itself once it has read the responses; closing at once
 // could discard response data still in flight (CONNECTION_CLOSE abandons
-// unsent stream data), so we wait for that, for at most drainTimeout.
+// unsent stream data), and a handler's end is not the end of its response
+// for a client that reads slowly. So we wait while packets still flow
+// either way, and close once the connection was quiet for drainTimeout
+// (Shutdown's context bounds the whole wait).
 func (sc *serverConn) drain() {
 	t := time.NewTimer(drainTimeout)
 	defer t.Stop()
-	select {
-	case <-sc.qc.Context().Done():
-	case <-t.C:
+	last := sc.packets()
+	for {
+		select {
+		case <-sc.qc.Context().Done():
+			return
+		case <-t.C:
+		}
+		now := sc.packets()
+		if now == last {
+			break
+		}
+		last = now
+		t.Reset(drainTimeout)
 	}
 	sc.close(ErrCodeNoError, "")
+}
+
+// packets counts the connection's packets, both ways.
+func (sc *serverConn) packets() uint64 {
+	st := sc.qc.ConnectionStats()
+	return st.PacketsSent + st.PacketsReceived
 }
 
 // goAway starts a graceful close: GOAWAY names the first request stream

@@ -18,8 +18,19 @@ const MACLen = 4
 // of 10 bytes (see Codec.Len and docs/cid.md for the trade-off).
 const DefaultNonceLen = MinNonceLen
 
-// MaxWorkers is the number of worker indices one octet holds.
-const MaxWorkers = 256
+// MaxWorkers is the number of worker indices an ID holds: the low 7 bits
+// of the worker octet. Its high bit is the generation (Generations).
+const MaxWorkers = 128
+
+// Generations is the number of server generations the IDs tell apart: the
+// high bit of the worker octet. A restarted server issues the other
+// generation's IDs, so that the steering program sends the packets of the
+// old process's connections to the old process and those of the new one's
+// to the new one while both run (docs/operations.md).
+const Generations = 2
+
+// generationBit is the generation's bit in the worker octet.
+const generationBit = 0x80
 
 // Key is the 128-bit SipHash-2-4 key of the MAC: k0 is bytes 0..7 read
 // little-endian, k1 bytes 8..15, as for the fast-path cache.
@@ -133,21 +144,36 @@ func (c *Codec) sum(cid []byte) [MACLen]byte {
 	return m
 }
 
-// Put writes an ID for worker into cid, which must be Len bytes long, with
-// a fresh random nonce.
-func (c *Codec) Put(cid []byte, worker int) error {
+// Put writes an ID of generation 0 for worker into cid, which must be Len
+// bytes long, with a fresh random nonce.
+func (c *Codec) Put(cid []byte, worker int) error { return c.PutGeneration(cid, 0, worker) }
+
+// PutGeneration is Put for an ID of generation (0..Generations-1).
+func (c *Codec) PutGeneration(cid []byte, generation, worker int) error {
 	if len(cid) != c.n {
 		return fmt.Errorf("%w: buffer of %d bytes, want %d", ErrLength, len(cid), c.n)
 	}
-	if worker < 0 || worker >= MaxWorkers {
-		return fmt.Errorf("quiclb: worker index %d outside 0..%d", worker, MaxWorkers-1)
+	octet, err := workerOctet(generation, worker)
+	if err != nil {
+		return err
 	}
 	off := c.WorkerOffset()
 	if _, err := rand.Read(cid[off+1 : off+1+c.nonceLen]); err != nil {
 		return err
 	}
-	c.seal(cid, worker)
+	c.seal(cid, octet)
 	return nil
+}
+
+// workerOctet is the worker octet of generation's worker.
+func workerOctet(generation, worker int) (byte, error) {
+	if worker < 0 || worker >= MaxWorkers {
+		return 0, fmt.Errorf("quiclb: worker index %d outside 0..%d", worker, MaxWorkers-1)
+	}
+	if generation < 0 || generation >= Generations {
+		return 0, fmt.Errorf("quiclb: generation %d outside 0..%d", generation, Generations-1)
+	}
+	return byte(generation<<7 | worker), nil
 }
 
 // NonceOffset returns the offset of the nonce in an ID.
@@ -157,35 +183,41 @@ func (c *Codec) NonceOffset() int { return c.WorkerOffset() + 1 }
 func (c *Codec) NonceLen() int { return c.nonceLen }
 
 // Seal completes an ID around a nonce the caller wrote into cid (Len
-// bytes) at NonceOffset: first octet, host ID, worker octet and MAC. It is
-// Put for a caller with a random source of its own (the Retry agent's
-// ChaCha8); the nonce must be unpredictable and never repeat.
+// bytes) at NonceOffset: first octet, host ID, worker octet (generation 0)
+// and MAC. It is Put for a caller with a random source of its own (the
+// Retry agent's ChaCha8); the nonce must be unpredictable and never repeat.
 func (c *Codec) Seal(cid []byte, worker int) error {
 	if len(cid) != c.n {
 		return fmt.Errorf("%w: buffer of %d bytes, want %d", ErrLength, len(cid), c.n)
 	}
-	if worker < 0 || worker >= MaxWorkers {
-		return fmt.Errorf("quiclb: worker index %d outside 0..%d", worker, MaxWorkers-1)
+	octet, err := workerOctet(0, worker)
+	if err != nil {
+		return err
 	}
-	c.seal(cid, worker)
+	c.seal(cid, octet)
 	return nil
 }
 
 // seal fills in everything of cid but the nonce.
-func (c *Codec) seal(cid []byte, worker int) {
+func (c *Codec) seal(cid []byte, octet byte) {
 	cid[0] = FirstOctet(c.configID, c.n)
 	copy(cid[1:], c.hostID)
-	cid[c.WorkerOffset()] = byte(worker)
+	cid[c.WorkerOffset()] = octet
 	if c.mac {
 		m := c.sum(cid)
 		copy(cid[c.n-MACLen:], m[:])
 	}
 }
 
-// Append appends an ID for worker with a fresh random nonce.
+// Append appends an ID of generation 0 for worker with a fresh random nonce.
 func (c *Codec) Append(dst []byte, worker int) ([]byte, error) {
+	return c.AppendGeneration(dst, 0, worker)
+}
+
+// AppendGeneration is Append for an ID of generation.
+func (c *Codec) AppendGeneration(dst []byte, generation, worker int) ([]byte, error) {
 	var b [MaxLen]byte
-	if err := c.Put(b[:c.n], worker); err != nil {
+	if err := c.PutGeneration(b[:c.n], generation, worker); err != nil {
 		return dst, err
 	}
 	return append(dst, b[:c.n]...), nil
@@ -196,8 +228,10 @@ type ID struct {
 	ConfigID uint8
 	// ServerID is the QUIC-LB server ID: host ID and worker octet.
 	ServerID []byte
-	Worker   int
-	Nonce    []byte
+	// Worker is the worker index (the octet's low 7 bits), Generation
+	// the server generation (its high bit).
+	Worker, Generation int
+	Nonce              []byte
 }
 
 // Parse checks that cid is one of the codec's IDs, MAC included, and
@@ -219,13 +253,22 @@ func (c *Codec) Parse(cid []byte) (ID, error) {
 		}
 	}
 	off := c.WorkerOffset()
-	return ID{ConfigID: c.configID, ServerID: cid[1 : off+1], Worker: int(cid[off]), Nonce: cid[off+1 : off+1+c.nonceLen]}, nil
+	return ID{ConfigID: c.configID, ServerID: cid[1 : off+1], Worker: int(cid[off] &^ generationBit),
+		Generation: int(cid[off] >> 7), Nonce: cid[off+1 : off+1+c.nonceLen]}, nil
 }
 
-// Worker returns the worker index of one of the codec's IDs; ok is false
-// when cid is not one (another length or configuration, or a MAC that does
-// not verify). It does not allocate.
+// Worker returns the worker index of one of the codec's IDs, of either
+// generation; ok is false when cid is not one (another length or
+// configuration, or a MAC that does not verify). It does not allocate.
 func (c *Codec) Worker(cid []byte) (worker int, ok bool) {
+	octet, ok := c.WorkerOctet(cid)
+	return int(octet &^ generationBit), ok
+}
+
+// WorkerOctet returns the worker octet of one of the codec's IDs, the
+// generation in its high bit and the worker index in the rest; ok as for
+// Worker. It does not allocate.
+func (c *Codec) WorkerOctet(cid []byte) (octet byte, ok bool) {
 	if len(cid) != c.n || cid[0] != FirstOctet(c.configID, c.n) {
 		return 0, false
 	}
@@ -234,7 +277,7 @@ func (c *Codec) Worker(cid []byte) (worker int, ok bool) {
 			return 0, false
 		}
 	}
-	return int(cid[c.WorkerOffset()]), true
+	return cid[c.WorkerOffset()], true
 }
 
 // Verify reports whether cid is one of the codec's IDs with a valid MAC:

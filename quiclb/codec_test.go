@@ -22,11 +22,12 @@ func mustCodec(tb testing.TB, cfg Config) *Codec {
 	return c
 }
 
-// sealWithNonce is Put with a chosen nonce, for reproducible IDs.
-func (c *Codec) sealWithNonce(worker int, nonce []byte) []byte {
+// sealWithNonce is Put with a chosen nonce and worker octet (generation
+// bit included), for reproducible IDs.
+func (c *Codec) sealWithNonce(octet int, nonce []byte) []byte {
 	cid := make([]byte, c.n)
 	copy(cid[c.WorkerOffset()+1:], nonce[:c.nonceLen])
-	c.seal(cid, worker)
+	c.seal(cid, byte(octet))
 	return cid
 }
 
@@ -45,14 +46,19 @@ func TestCodecLayout(t *testing.T) {
 		if codec.Len() != c.n || codec.WorkerOffset() != c.offset || codec.ServerIDLen() != len(c.cfg.HostID)+1 {
 			t.Fatalf("%+v: len %d offset %d, want %d %d", c.cfg, codec.Len(), codec.WorkerOffset(), c.n, c.offset)
 		}
-		for _, w := range []int{0, 1, 7, 255} {
-			cid, err := codec.Append(nil, w)
+		for _, gw := range [][2]int{{0, 0}, {0, 1}, {0, 7}, {0, 127}, {1, 0}, {1, 5}, {1, 127}} {
+			g, w := gw[0], gw[1]
+			cid, err := codec.AppendGeneration(nil, g, w)
 			if err != nil {
 				t.Fatal(err)
 			}
 			id, err := codec.Parse(cid)
-			if err != nil || id.Worker != w || id.ConfigID != c.cfg.ConfigID || !bytes.Equal(id.ServerID, append(bytes.Clone(c.cfg.HostID), byte(w))) {
-				t.Fatalf("Parse(%x) = %+v, %v (worker %d)", cid, id, err, w)
+			if err != nil || id.Worker != w || id.Generation != g || id.ConfigID != c.cfg.ConfigID ||
+				!bytes.Equal(id.ServerID, append(bytes.Clone(c.cfg.HostID), byte(g<<7|w))) {
+				t.Fatalf("Parse(%x) = %+v, %v (generation %d worker %d)", cid, id, err, g, w)
+			}
+			if octet, ok := codec.WorkerOctet(cid); !ok || octet != byte(g<<7|w) {
+				t.Fatalf("WorkerOctet(%x) = %#x, %v", cid, octet, ok)
 			}
 			// A QUIC-LB load balancer configured with ServerIDLen reads
 			// the same server ID with the draft's plaintext algorithm.
@@ -67,6 +73,35 @@ func TestCodecLayout(t *testing.T) {
 				t.Fatalf("Verify(%x) = %v with MAC %v", cid, codec.Verify(cid), c.cfg.MACKey != nil)
 			}
 		}
+	}
+}
+
+// TestGenerationLimits: the worker index has 7 bits, the generation one;
+// nothing outside them is encoded (it would change the other field).
+func TestGenerationLimits(t *testing.T) {
+	codec := mustCodec(t, Config{MACKey: &testKey})
+	for _, gw := range [][2]int{{0, 128}, {0, -1}, {2, 0}, {-1, 0}, {1, 128}} {
+		if _, err := codec.AppendGeneration(nil, gw[0], gw[1]); err == nil {
+			t.Errorf("AppendGeneration(generation %d, worker %d) succeeded", gw[0], gw[1])
+		}
+		if _, err := codec.GeneratorOf(gw[0], gw[1]); err == nil {
+			t.Errorf("GeneratorOf(%d, %d) succeeded", gw[0], gw[1])
+		}
+	}
+	gen, err := codec.GeneratorOf(1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cid, err := gen.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := codec.Parse(cid); err != nil || id.Generation != 1 || id.Worker != 3 {
+		t.Fatalf("generator of generation 1 worker 3 made %x: %+v, %v", cid, id, err)
+	}
+	// Seal (the agent's Retry SCIDs) and Generator stay in generation 0.
+	if cid, _ = codec.Append(nil, 3); cid[codec.WorkerOffset()] != 3 {
+		t.Fatalf("Append made worker octet %#x, want 3", cid[codec.WorkerOffset()])
 	}
 }
 

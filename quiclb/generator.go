@@ -1,7 +1,5 @@
 package quiclb
 
-import "fmt"
-
 // Generator makes one worker's connection IDs. It is safe for concurrent
 // use. A quic.Transport issues only its IDs with
 //
@@ -12,20 +10,28 @@ import "fmt"
 // through an adapter whose GenerateConnectionID returns
 // quic.ConnectionIDFromBytes(gen.Append(nil)).
 type Generator struct {
-	c      *Codec
-	worker int
+	c                  *Codec
+	generation, worker int
 }
 
-// Generator returns the generator of worker's IDs (0..MaxWorkers-1).
-func (c *Codec) Generator(worker int) (*Generator, error) {
-	if worker < 0 || worker >= MaxWorkers {
-		return nil, fmt.Errorf("quiclb: worker index %d outside 0..%d", worker, MaxWorkers-1)
+// Generator returns the generator of worker's IDs (0..MaxWorkers-1) of
+// generation 0.
+func (c *Codec) Generator(worker int) (*Generator, error) { return c.GeneratorOf(0, worker) }
+
+// GeneratorOf returns the generator of worker's IDs of generation
+// (0..Generations-1): what a restarted server's workers issue.
+func (c *Codec) GeneratorOf(generation, worker int) (*Generator, error) {
+	if _, err := workerOctet(generation, worker); err != nil {
+		return nil, err
 	}
-	return &Generator{c: c, worker: worker}, nil
+	return &Generator{c: c, generation: generation, worker: worker}, nil
 }
 
 // Worker returns the worker index the IDs carry.
 func (g *Generator) Worker() int { return g.worker }
+
+// Generation returns the generation the IDs carry.
+func (g *Generator) Generation() int { return g.generation }
 
 // Codec returns the generator's codec.
 func (g *Generator) Codec() *Codec { return g.c }
@@ -34,7 +40,9 @@ func (g *Generator) Codec() *Codec { return g.c }
 func (g *Generator) Len() int { return g.c.n }
 
 // Fill writes a fresh ID into dst, which must be Len bytes long.
-func (g *Generator) Fill(dst []byte) error { return g.c.Put(dst, g.worker) }
+func (g *Generator) Fill(dst []byte) error { return g.c.PutGeneration(dst, g.generation, g.worker) }
 
 // Append appends a fresh ID to dst.
-func (g *Generator) Append(dst []byte) ([]byte, error) { return g.c.Append(dst, g.worker) }
+func (g *Generator) Append(dst []byte) ([]byte, error) {
+	return g.c.AppendGeneration(dst, g.generation, g.worker)
+}

@@ -145,7 +145,18 @@ type Config struct {
 	// Logger receives the access log and server events; nil discards.
 	Logger *slog.Logger
 	// ShutdownTimeout bounds graceful shutdown; zero means the default.
+	// Server.Drain replaces it for the drain after a handover.
 	ShutdownTimeout time.Duration
+	// Restartable opens the HTTP/3 sockets so that a successor process
+	// can take over new connections (serve --pid-file, Server.Handover):
+	// with the steering program also for one worker. Without the program
+	// (no CAP_BPF) Handover refuses and says why.
+	Restartable bool
+	// Inherited, in a successor, is what the running process handed over:
+	// the server listens on its TCP (and metrics) listeners and joins its
+	// steering program instead of binding, and takes new HTTP/3
+	// connections once its listeners are up (HTTP3Ready).
+	Inherited *Inheritance
 
 	// enterNetns, set by tests, runs the HTTP/3 listener's socket and
 	// offload setup in the server's network namespace.

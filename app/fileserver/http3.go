@@ -12,6 +12,7 @@ import (
 	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/offload/reuseport"
 	"github.com/turboretry/turboretry/quic"
+	"github.com/turboretry/turboretry/quiclb"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -93,15 +94,26 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("HTTP/3: connection IDs: %w", err)
 		}
-		w, err = host.ListenWorkers(reuseport.Config{
+		if in := l.s.cfg.Inherited; in != nil && in.Steering != nil {
+			if ids, err = l.inheritedIDs(ids, in.Steering); err != nil {
+				return fmt.Errorf("HTTP/3: connection IDs: %w", err)
+			}
+		}
+		rcfg := reuseport.Config{
 			Addr:    (&net.UDPAddr{IP: tcp.IP, Port: tcp.Port, Zone: tcp.Zone}).String(),
 			Workers: l.s.cfg.Workers,
 			IDs:     ids,
 			// One socket, not unsteered ones: a migrating client must
 			// not land on a worker that does not know it.
-			Fallback: reuseport.FallbackSingle,
-			Logger:   l.s.Logger(),
-		})
+			Fallback:    reuseport.FallbackSingle,
+			Logger:      l.s.Logger(),
+			Restartable: l.s.cfg.Restartable,
+		}
+		if in := l.s.cfg.Inherited; in != nil && in.Steering != nil {
+			w, err = host.JoinWorkers(rcfg, in.Steering)
+		} else {
+			w, err = host.ListenWorkers(rcfg)
+		}
 		if err != nil {
 			return fmt.Errorf("HTTP/3: listening on UDP port %d: %w", tcp.Port, err)
 		}
@@ -195,6 +207,13 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 	}
 	l.srv, l.workers, l.off = srv, w, off
 	l.addr = w.Group.LocalAddr()
+	if in := l.s.cfg.Inherited; in != nil && in.Steering != nil {
+		// A successor: the listeners are up, new connections may come.
+		if err := w.Group.Activate(); err != nil {
+			l.mu.Unlock()
+			return fmt.Errorf("HTTP/3: taking new connections: %w", err)
+		}
+	}
 	close(l.ready)
 	l.mu.Unlock()
 	defer func() {
@@ -204,6 +223,7 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 	}()
 
 	l.s.Logger().Info("serving HTTP/3", "udp", l.addr.String(), "workers", w.Group.Workers(), "steering", w.Group.Mode().String(),
+		"generation", w.Group.Generation(),
 		"retry", l.s.RetryMode().String(), "offload", offCfg.Mode.String(), "cid_len", w.Transports[0].ConnectionIDGenerator.ConnectionIDLen())
 	if lim.PrefixAdmission {
 		defer logRefusedPrefixes(l.s.Logger(), w.Transports, refusedPrefixLogInterval)()
@@ -234,6 +254,23 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 		<-errc
 	}
 	return first
+}
+
+// inheritedIDs returns ids with the MAC key of the program a successor
+// joins: a root secret reloaded (SIGHUP) since the first process started
+// changes the key derived from it, and IDs under another key would not
+// verify in the program. The key changes with a stop and start.
+func (l *http3Listener) inheritedIDs(ids *quiclb.Codec, in *reuseport.Inheritance) (*quiclb.Codec, error) {
+	key, ok, err := in.MACKey()
+	if err != nil {
+		return nil, err
+	}
+	if own, _ := ids.MACKey(); !ok || own == key {
+		return ids, nil
+	}
+	l.s.Logger().Warn("restart: keeping the running process's connection-ID MAC key; the root secret changed since it started, a stop and start adopts the new one")
+	lay := l.s.cfg.ConnectionIDs
+	return quiclb.NewCodec(quiclb.Config{ConfigID: lay.ConfigID, HostID: lay.HostID, NonceLen: lay.NonceLen, MACKey: &key})
 }
 
 // Close stops serving at once; it may be called more than once, and

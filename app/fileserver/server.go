@@ -55,6 +55,9 @@ type Server struct {
 
 	h3 *http3Listener // also in extras
 
+	// shutdownTimeout is cfg.ShutdownTimeout until Drain replaces it.
+	shutdownTimeout atomic.Int64
+
 	mu      sync.Mutex
 	extras  []ExtraListener
 	started bool
@@ -70,6 +73,7 @@ func New(cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, reg: appmetrics.NewRegistry()}
+	s.shutdownTimeout.Store(int64(cfg.ShutdownTimeout))
 	defer func() {
 		if err != nil {
 			s.closeResources() // whatever was opened before the failure
@@ -90,13 +94,8 @@ func New(cfg Config) (_ *Server, err error) {
 
 	// Listeners first: an address in use should fail before any file
 	// is created in the state directory.
-	if s.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
-	}
-	if cfg.MetricsAddr != "" {
-		if s.metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
-			return nil, fmt.Errorf("metrics: listening on %s: %w", cfg.MetricsAddr, err)
-		}
+	if s.ln, s.metricsLn, err = cfg.listen(); err != nil {
+		return nil, err
 	}
 
 	s.certs = &certStore{certFile: cfg.CertFile, keyFile: cfg.KeyFile, stateDir: cfg.StateDir, log: s.log}
@@ -381,7 +380,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	var first error
 	select {
 	case <-ctx.Done():
-		s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
+		s.log.Info("shutting down", "timeout", time.Duration(s.shutdownTimeout.Load()))
 	case first = <-errc:
 		running--
 		if first != nil {
@@ -389,7 +388,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 	}
 	stopExtras()
-	shutCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	shutCtx, cancel := context.WithTimeout(context.Background(), time.Duration(s.shutdownTimeout.Load()))
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, hs := range []*http.Server{s.httpSrv, s.metricsSrv} {

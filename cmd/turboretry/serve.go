@@ -11,10 +11,12 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/turboretry/turboretry/app/doctor"
 	"github.com/turboretry/turboretry/app/fileserver"
 	"github.com/turboretry/turboretry/app/proxy"
+	"github.com/turboretry/turboretry/internal/handover"
 	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/offload/reuseport"
 )
@@ -32,7 +34,8 @@ const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE 
 	"         [--workers N] [--cid-host-id HEX] [--cid-config-id N] [--cid-nonce-len N] [--fastpath mac|bloom]\n" +
 	"         [--offload none | xdp --iface IF | split --agent-control ADDR] [limits: --max-conns N ...]\n" +
 	"         [--upstream URL ... | --route /PREFIX=URL ...] [--upstream-ca FILE | --upstream-insecure]\n" +
-	"         [--upstream-connect-timeout D] [--upstream-timeout D] [--max-body-bytes SIZE] [--trust-forwarded CIDR ...]\n\n" +
+	"         [--upstream-connect-timeout D] [--upstream-timeout D] [--max-body-bytes SIZE] [--trust-forwarded CIDR ...]\n" +
+	"         [--pid-file FILE [--drain-timeout D]]\n\n" +
 	"Serves DIR (default: a built-in demo site) over HTTP/3 (UDP) and over HTTPS with\n" +
 	"HTTP/1.1 and HTTP/2 (TCP) on the same port, advertising HTTP/3 with Alt-Svc. It answers\n" +
 	"GET and HEAD only; names starting with a dot (except /.well-known) are 404 unless\n" +
@@ -75,7 +78,11 @@ const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE 
 	"--prefix-admission (on by default) shares the QUIC limits fairly between client source\n" +
 	"prefixes under pressure, rate limits new connections per prefix and keeps part of the\n" +
 	"limits for returning clients (--prefix-len4/6, --prefix-rate, --prefix-burst,\n" +
-	"--returning-reserve, --max-prefixes; docs/abuse.md)."
+	"--returning-reserve, --max-prefixes; docs/abuse.md).\n\n" +
+	"--pid-file FILE writes the process ID to FILE once HTTP/3 serves and lets `turboretry restart\n" +
+	"--pid-file FILE` replace this process by a new one (a new binary, certificate or flags)\n" +
+	"without dropping a connection: the new process takes the new connections, this one drains\n" +
+	"its own for at most --drain-timeout and exits (root or CAP_BPF; docs/operations.md)."
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags := newFlagSet("serve", serveSynopsis, stderr)
@@ -98,6 +105,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	stateDir := flags.String("state-dir", "", "keep the generated certificate, key and secret in `DIR` (default $XDG_STATE_HOME/turboretry or ~/.local/state/turboretry)")
 	workers := flags.Int("workers", 0, "spread HTTP/3 over `N` sockets and receive loops (default: the number of CPUs)")
 	cids := addCIDFlags(flags)
+	pidFile := flags.String("pid-file", "", "write the process ID to `FILE` and accept `turboretry restart --pid-file FILE`")
+	drainTimeout := flags.Duration("drain-timeout", 5*time.Minute, "after handing over to a restarted process, wait at most `D` for this one's connections to finish")
 	pos, err := parseArgs(flags, args)
 	if err != nil {
 		return flagExit(err)
@@ -153,8 +162,34 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return usageError(flags, "%v", err)
 	}
-	if *stateDir == "" && (*certFile == "" || *secret == "") {
+	if *drainTimeout <= 0 {
+		return usageError(flags, "--drain-timeout must be positive")
+	}
+	// A successor of a running serve (turboretry restart) inherits its
+	// sockets; a failure before it serves is reported to the predecessor,
+	// which keeps serving.
+	inherited, err := handover.Inherit()
+	if err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return exitFail
+	}
+	var fsInherited *fileserver.Inheritance
+	if inherited != nil {
+		defer inherited.Close()
+		if fsInherited, err = inheritance(inherited); err != nil {
+			inherited.Fail(err)
+			fmt.Fprintln(stderr, "serve:", err)
+			return exitFail
+		}
+	}
+	failHandover := func(err error) {
+		if inherited != nil {
+			inherited.Fail(err)
+		}
+	}
+	if *stateDir == "" && (*certFile == "" || *secret == "" || *pidFile != "") {
 		if *stateDir, err = fileserver.DefaultStateDir(); err != nil {
+			failHandover(err)
 			fmt.Fprintln(stderr, "serve:", err)
 			return exitFail
 		}
@@ -184,10 +219,21 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		ConnectionIDs: fileserver.IDLayout{ConfigID: layout.ConfigID, HostID: layout.HostID, NonceLen: layout.NonceLen},
 		Offload:       host.Config{Mode: offMode, Iface: *iface, AgentControl: control, CacheOnly: cacheOnly, PrefixRate: prefixRate},
 		Logger:        log,
+		Restartable:   *pidFile != "",
+		Inherited:     fsInherited,
 	})
 	if err != nil {
+		failHandover(err)
 		fmt.Fprintln(stderr, "serve:", err)
 		return exitFail
+	}
+	serveCtx, drain := context.WithCancel(ctx)
+	defer drain()
+	var restart *restarter
+	if *pidFile != "" {
+		restart = &restarter{srv: srv, log: log, pidFile: *pidFile, stateDir: *stateDir, drainTimeout: *drainTimeout,
+			offloading: offMode == host.ModeXDP, inherited: inherited, drain: drain}
+		defer restart.stop()
 	}
 
 	log.Info("doctor: " + doctor.Summary(doctor.Run(doctor.Host(), doctor.Options{Iface: *iface, Workers: srv.Workers()})))
@@ -221,7 +267,27 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	fmt.Fprintf(stdout, "Serving %s\n", srv.URL())
 	fmt.Fprintf(stdout, "SPKI sha256 (base64): %s\n", srv.SPKIHash())
-	if err := srv.Serve(ctx); err != nil {
+	if restart != nil || inherited != nil {
+		go func() {
+			select {
+			case <-srv.HTTP3Ready():
+			case <-done:
+				return
+			}
+			if restart != nil {
+				if err := restart.start(); err != nil {
+					log.Error("restart: unavailable", "err", err)
+				}
+			}
+			if inherited != nil {
+				if err := inherited.Ready(); err != nil {
+					log.Warn("restart: telling the previous process we serve", "err", err)
+				}
+			}
+		}()
+	}
+	if err := srv.Serve(serveCtx); err != nil {
+		failHandover(err)
 		fmt.Fprintln(stderr, "serve:", err)
 		return exitFail
 	}

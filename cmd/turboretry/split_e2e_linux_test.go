@@ -276,9 +276,10 @@ func serveSplitWithAgent(t *testing.T, fastpath string) {
 	if !xdpOn(t, n.dpu, "p0") {
 		t.Fatal("no XDP program on p0 while the agent runs")
 	}
+	pidFile, state := filepath.Join(dir, "serve.pid"), filepath.Join(dir, "state")
 	serve := startE2EProcess(t, n.host, "SPKI sha256 (base64): ", "serve", "--addr", e2eServeAddr, "--offload", "split",
 		"--agent-control", e2eControl, "--retry", "always", "--metrics", e2eMetrics, "--secret", secret,
-		"--state-dir", filepath.Join(dir, "state"), "--fastpath", fastpath, "--workers", "2")
+		"--state-dir", state, "--fastpath", fastpath, "--workers", "2", "--pid-file", pidFile)
 	defer func() {
 		if t.Failed() {
 			t.Logf("agent output:\n%s\nserver output:\n%s", agent.out.String(), serve.out.String())
@@ -375,6 +376,35 @@ func serveSplitWithAgent(t *testing.T, fastpath string) {
 		t.Errorf("server: turboretry_quic_retries_sent_total = %v while the agent runs; want 0", v)
 	}
 
+	// A restart behind the agent (docs/operations.md): a new process (the
+	// same binary, this test's) takes over and the old one exits once its
+	// connections are done. New clients get the agent's Retry, whose SCID
+	// is of generation 0: the steering program gives their next Initial
+	// to the new generation, which validates the agent's token.
+	e2eWait(t, "the pid file", func() bool { _, err := readPIDFile(pidFile); return err == nil })
+	if code, out, errOut := runCLI("restart", "--pid-file", pidFile, "--state-dir", state); code != exitOK {
+		t.Fatalf("restart behind the agent: exit %d: %s%s", code, out, errOut)
+	} else {
+		t.Logf("%s", strings.TrimSpace(out))
+	}
+	successor, err := readPIDFile(pidFile)
+	if err != nil || successor == serve.cmd.Process.Pid {
+		t.Fatalf("the pid file names %d (%v) after the restart", successor, err)
+	}
+	t.Cleanup(func() {
+		if running(successor) {
+			_ = syscall.Kill(successor, syscall.SIGKILL)
+		}
+	})
+	// Its process, not serve.exited: the successor holds the output pipe.
+	e2eWait(t, "the old serve to exit after handing over", func() bool { return !running(serve.cmd.Process.Pid) })
+	getDemo(t, n, false)
+	getDemo(t, n, true)
+	// The new process accepted the agent's Retry tokens: it sent none.
+	if v := metricSum(scrape(t, n.host, e2eMetrics), "turboretry_quic_retries_sent_total"); v != 0 {
+		t.Errorf("the restarted server sent %v Retries while the agent runs; want 0", v)
+	}
+
 	// SIGKILL: the kernel removes the program and the server's own Retry
 	// takes over.
 	if err := agent.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -389,16 +419,13 @@ func serveSplitWithAgent(t *testing.T, fastpath string) {
 		t.Errorf("server after the kill: turboretry_quic_retries_sent_total = %v; want its own Retry for both clients", v)
 	}
 
-	// SIGTERM: the server shuts down gracefully and exits 0.
-	if err := serve.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	// SIGTERM: the server (the successor) shuts down gracefully and
+	// exits 0, as its predecessor did after the handover.
+	if err := syscall.Kill(successor, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-serve.exited:
-	case <-time.After(e2eGuard):
-		t.Fatal("serve did not exit after SIGTERM")
-	}
-	if !strings.Contains(serve.out.String(), "EXIT=0") {
-		t.Error("serve did not exit 0 after SIGTERM")
+	e2eWait(t, "serve to exit after SIGTERM", func() bool { return !running(successor) })
+	if n := strings.Count(serve.out.String(), "EXIT=0"); n != 2 {
+		t.Errorf("%d of the two serve processes exited 0", n)
 	}
 }

@@ -48,12 +48,12 @@ int main(int argc, char **argv)
 		struct tr_cid_cfg cfg;
 		tr_u8 raw[16], cid[TR_FP_CID_MAX] = {0};
 		unsigned len, config_id, off;
-		int want_ok, want_worker, n, ok, worker;
+		int want_ok, want_worker, want_gen, n, ok, worker, gen;
 
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
-		if (sscanf(line, "%63s %u %u %u %63s %d %d", keyhex, &len, &config_id, &off, cidhex,
-			   &want_ok, &want_worker) != 7 ||
+		if (sscanf(line, "%63s %u %u %u %63s %d %d %d", keyhex, &len, &config_id, &off, cidhex,
+			   &want_ok, &want_worker, &want_gen) != 8 ||
 		    unhex(keyhex, raw, 16) != 16 || (n = unhex(cidhex, cid, sizeof cid)) < 0) {
 			fprintf(stderr, "bad line: %s", line);
 			return 1;
@@ -66,11 +66,16 @@ int main(int argc, char **argv)
 		/* The data planes read the DCID's first len bytes; a shorter ID
 		 * is zero-padded, as in their stack copies. */
 		ok = (unsigned)n == len && tr_cid_verify(&cfg, cid);
+		/* The worker octet: the generation in its high bit, the worker
+		 * index below (docs/cid.md). */
 		worker = ok ? tr_cid_worker(&cfg, cid) : -1;
-		if (ok != want_ok || worker != want_worker) {
+		gen = worker < 0 ? -1 : worker >> 7;
+		if (worker >= 0)
+			worker &= 0x7f;
+		if (ok != want_ok || worker != want_worker || gen != want_gen) {
 			failures++;
-			fprintf(stderr, "FAIL %s: verify %d worker %d, want %d %d\n", cidhex, ok, worker,
-				want_ok, want_worker);
+			fprintf(stderr, "FAIL %s: verify %d worker %d generation %d, want %d %d %d\n", cidhex, ok,
+				worker, gen, want_ok, want_worker, want_gen);
 		}
 		accepted += ok;
 		lines++;

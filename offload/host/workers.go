@@ -27,9 +27,25 @@ func ListenWorkers(cfg reuseport.Config) (*Workers, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newWorkers(cfg, g)
+}
+
+// JoinWorkers is ListenWorkers for the process that takes over from a
+// running one on a restart (reuseport.Join): its Transports issue the IDs
+// of the other generation, and new connections come to them once
+// Group.Activate switched the program.
+func JoinWorkers(cfg reuseport.Config, inh *reuseport.Inheritance) (*Workers, error) {
+	g, err := reuseport.Join(cfg, inh)
+	if err != nil {
+		return nil, err
+	}
+	return newWorkers(cfg, g)
+}
+
+func newWorkers(cfg reuseport.Config, g *reuseport.Group) (*Workers, error) {
 	w := &Workers{Group: g}
 	for i, c := range g.Conns() {
-		gen, err := cfg.IDs.Generator(i)
+		gen, err := cfg.IDs.GeneratorOf(g.Generation(), i)
 		if err != nil {
 			_ = g.Close()
 			return nil, err

@@ -67,6 +67,11 @@ type Config struct {
 	IDs *quiclb.Codec
 	// Fallback says what to do without the program.
 	Fallback Fallback
+	// Restartable loads the program and sets SO_REUSEPORT also for one
+	// worker, so that a successor process can Join the group on a
+	// restart (Group.Handover). Without the program a group cannot be
+	// handed over.
+	Restartable bool
 	// Logger receives the mode line and fallbacks; nil discards.
 	Logger *slog.Logger
 }

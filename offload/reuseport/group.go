@@ -37,13 +37,19 @@ func (g *Group) LocalAddr() net.Addr { return g.conns[0].LocalAddr() }
 // WorkerFor returns the worker whose socket the program picks for a UDP
 // payload, for datagrams that arrive another way (an offload agent
 // injecting validated Initials, which are long headers: always steered or
-// hashed). Payloads the program leaves to the kernel go to worker 0.
+// hashed). Payloads the program leaves to the kernel, or steers to the
+// other generation's process, go to worker 0.
 func (g *Group) WorkerFor(payload []byte) int {
 	if len(g.conns) == 1 {
 		return 0
 	}
-	if w, _ := g.steer.pick(payload); w >= 0 {
-		return w
+	if w, _ := g.steer.pick(payload); w >= 0 && w>>7 == g.generation {
+		return w & 0x7f
 	}
 	return 0
 }
+
+// Generation returns the generation of the group's sockets and of the IDs
+// its workers issue: 0 for a group Listen opened, the other one for a
+// group Join opened.
+func (g *Group) Generation() int { return g.generation }

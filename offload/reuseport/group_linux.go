@@ -19,11 +19,12 @@ import (
 // with the steering program attached (ModeSteered) or in a fallback mode.
 // Its methods are safe for concurrent use.
 type Group struct {
-	cfg    Config
-	conns  []*net.UDPConn
-	mode   Mode
-	reason error
-	steer  steering
+	cfg        Config
+	conns      []*net.UDPConn
+	mode       Mode
+	reason     error
+	steer      steering
+	generation int
 
 	mu       sync.Mutex
 	objs     *steerObjects // nil in the fallback modes
@@ -45,13 +46,14 @@ func Listen(cfg Config) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Group{cfg: cfg, steer: steering{ids: cfg.IDs, workers: cfg.Workers}}
+	g := &Group{cfg: cfg, steer: steering{ids: cfg.IDs}}
+	defer func() { g.steer.workers[0] = len(g.conns) }()
 	var key [16]byte
 	_, _ = rand.Read(key[:])
 	g.steer.k0, g.steer.k1 = binary.LittleEndian.Uint64(key[:8]), binary.LittleEndian.Uint64(key[8:])
 
-	if cfg.Workers > 1 {
-		if err := g.open(cfg.Workers); err != nil {
+	if cfg.Workers > 1 || cfg.Restartable {
+		if err := g.open(cfg.Workers, true); err != nil {
 			return nil, err
 		}
 		err := g.loadAndAttach()
@@ -69,17 +71,16 @@ func Listen(cfg Config) (*Group, error) {
 	switch {
 	case cfg.Workers > 1 && cfg.Fallback == FallbackPlain:
 		g.mode = ModePlain
-		if err := g.open(cfg.Workers); err != nil {
+		if err := g.open(cfg.Workers, true); err != nil {
 			return nil, err
 		}
 		cfg.Logger.Warn("reuseport: no steering program; plain SO_REUSEPORT by 4-tuple hash: migration across workers is not steered, a migrating or rebinding client may lose its connection",
 			"addr", g.LocalAddr().String(), "workers", cfg.Workers, "reason", g.reason)
 	default:
 		g.mode = ModeSingle
-		if err := g.open(1); err != nil {
+		if err := g.open(1, false); err != nil {
 			return nil, err
 		}
-		g.steer.workers = 1
 		if cfg.Workers > 1 {
 			cfg.Logger.Warn("reuseport: no steering program; one socket, one worker instead of "+fmt.Sprint(cfg.Workers)+
 				" (migration across workers is not steered, so it is not spread)", "addr", g.LocalAddr().String(), "reason", g.reason)
@@ -88,12 +89,12 @@ func Listen(cfg Config) (*Group, error) {
 	return g, nil
 }
 
-// open binds n sockets with SO_REUSEPORT on the configured address; the
-// later ones on the port the first one got. A single socket gets no
-// SO_REUSEPORT: nothing may join it.
-func (g *Group) open(n int) error {
+// open binds n sockets on the configured address, the later ones on the
+// port the first one got, with SO_REUSEPORT when shared (a single socket
+// without the program gets none: nothing may join it).
+func (g *Group) open(n int, shared bool) error {
 	var lc net.ListenConfig
-	if n > 1 {
+	if shared {
 		lc.Control = reusePort
 	}
 	addr := g.cfg.Addr
@@ -139,7 +140,6 @@ func (g *Group) loadAndAttach() error {
 	if err != nil {
 		return fmt.Errorf("reuseport: %w", err)
 	}
-	spec.Maps[steerMapTrRpSocks].MaxEntries = uint32(len(g.conns))
 	objs := new(steerObjects)
 	if err := spec.LoadAndAssign(objs, nil); err != nil {
 		return classify("loading the steering program", err)
@@ -169,16 +169,25 @@ func (g *Group) configure(objs *steerObjects) error {
 		c.Cid.Key.K1 = binary.LittleEndian.Uint64(k[8:])
 		c.CheckMac = 1
 	}
-	c.Workers = uint32(len(g.conns))
+	c.Workers[g.generation] = uint32(len(g.conns))
 	if err := objs.TrRpCfg.Update(uint32(0), &c, ebpf.UpdateAny); err != nil {
 		return classify("writing the configuration", err)
 	}
+	if err := objs.TrRpGen.Update(uint32(0), uint32(g.generation), ebpf.UpdateAny); err != nil {
+		return classify("writing the generation", err)
+	}
+	return g.register(objs)
+}
+
+// register puts the group's sockets into the program's socket map, at
+// their generation's slots.
+func (g *Group) register(objs *steerObjects) error {
 	for i, conn := range g.conns {
 		fd, err := socketFD(conn)
 		if err != nil {
 			return err
 		}
-		if err := objs.TrRpSocks.Update(uint32(i), uint64(fd), ebpf.UpdateAny); err != nil {
+		if err := objs.TrRpSocks.Update(uint32(slot(g.generation, i)), uint64(fd), ebpf.UpdateAny); err != nil {
 			return classify(fmt.Sprintf("registering socket %d", i), err)
 		}
 	}
@@ -314,7 +323,6 @@ func Probe() error {
 	if err != nil {
 		return fmt.Errorf("reuseport: %w", err)
 	}
-	spec.Maps[steerMapTrRpSocks].MaxEntries = 1
 	var objs steerObjects
 	if err := spec.LoadAndAssign(&objs, nil); err != nil {
 		return classify("loading the steering program", err)

@@ -1,6 +1,8 @@
 package reuseport
 
 import (
+	"encoding/binary"
+
 	"github.com/turboretry/turboretry/internal/siphash"
 	"github.com/turboretry/turboretry/quiclb"
 )
@@ -34,33 +36,56 @@ const (
 type steering struct {
 	ids     *quiclb.Codec
 	k0, k1  uint64 // hash key of client-chosen DCIDs
-	workers int
+	workers [quiclb.Generations]int
+	current int // the generation that takes new connections
 }
 
-// serverWorker is server_worker of the C program.
-func (s *steering) serverWorker(cid []byte) int {
-	var w int
+// slot is a socket's index in the program's socket map: the worker octet
+// of its IDs.
+func slot(generation, worker int) int { return generation<<7 | worker }
+
+// serverSlot is server_slot of the C program: the slot named by one of the
+// server's IDs, or -1.
+func (s *steering) serverSlot(cid []byte) int {
+	var octet byte
 	var ok bool
 	if s.ids.HasMAC() {
-		w, ok = s.ids.Worker(cid)
+		octet, ok = s.ids.WorkerOctet(cid)
 	} else if len(cid) == s.ids.Len() && cid[0] == quiclb.FirstOctet(s.ids.ConfigID(), s.ids.Len()) {
-		w, ok = int(cid[s.ids.WorkerOffset()]), true
+		octet, ok = cid[s.ids.WorkerOffset()], true
 	}
-	if !ok || w >= s.workers {
+	if !ok || int(octet&0x7f) >= s.workers[octet>>7] {
 		return -1
 	}
-	return w
+	return int(octet)
 }
 
-// pick returns the worker of a UDP payload, or -1 with the reason when the
-// kernel's default choice applies. It mirrors tr_steer line by line.
+// isInitial is is_initial of the C program.
+func isInitial(p []byte) bool {
+	typ := p[0] >> 4 & 3
+	if binary.BigEndian.Uint32(p[1:5]) == quicV2 {
+		return typ == 1
+	}
+	return typ == 0
+}
+
+// quicV2 is QUIC version 2 (RFC 9369), whose Initial is long-header type 1.
+const quicV2 = 0x6b3343cf
+
+// pick returns the socket slot of a UDP payload, or -1 with the reason
+// when the kernel's default choice applies. It mirrors tr_steer line by
+// line.
 func (s *steering) pick(p []byte) (int, Reason) {
 	if len(p) < 1+maxCIDLen {
 		return -1, Truncated
 	}
+	workers := s.workers[s.current]
+	if workers < 1 {
+		return -1, NoSocket
+	}
 	n := s.ids.Len()
 	if p[0]&0x80 == 0 {
-		if w := s.serverWorker(p[1 : 1+n]); w >= 0 {
+		if w := s.serverSlot(p[1 : 1+n]); w >= 0 {
 			return w, Steered
 		}
 		return -1, Undecodable
@@ -71,9 +96,9 @@ func (s *steering) pick(p []byte) (int, Reason) {
 	}
 	dcid := p[longHeaderLen : longHeaderLen+dlen]
 	if dlen == n {
-		if w := s.serverWorker(dcid); w >= 0 {
+		if w := s.serverSlot(dcid); w >= 0 && (w>>7 == s.current || !isInitial(p)) {
 			return w, Steered
 		}
 	}
-	return int(siphash.Sum64(s.k0, s.k1, dcid) % uint64(s.workers)), Hashed
+	return slot(s.current, int(siphash.Sum64(s.k0, s.k1, dcid)%uint64(workers))), Hashed
 }

@@ -32,8 +32,9 @@ type steerTrRpConfig struct {
 		WorkerOff uint32
 		Reserved  uint32
 	}
-	Workers  uint32
+	Workers  [2]uint32
 	CheckMac uint32
+	_        [4]byte
 }
 
 type steerTrRpReason uint32
@@ -53,6 +54,7 @@ const (
 const (
 	steerMapTrRpCfg      = "tr_rp_cfg"
 	steerMapTrRpCounters = "tr_rp_counters"
+	steerMapTrRpGen      = "tr_rp_gen"
 	steerMapTrRpSocks    = "tr_rp_socks"
 	steerProgTrSteer     = "tr_steer"
 )
@@ -108,6 +110,7 @@ type steerProgramSpecs struct {
 type steerMapSpecs struct {
 	TrRpCfg      *ebpf.MapSpec `ebpf:"tr_rp_cfg"`
 	TrRpCounters *ebpf.MapSpec `ebpf:"tr_rp_counters"`
+	TrRpGen      *ebpf.MapSpec `ebpf:"tr_rp_gen"`
 	TrRpSocks    *ebpf.MapSpec `ebpf:"tr_rp_socks"`
 }
 
@@ -139,6 +142,7 @@ func (o *steerObjects) Close() error {
 type steerMaps struct {
 	TrRpCfg      *ebpf.Map `ebpf:"tr_rp_cfg"`
 	TrRpCounters *ebpf.Map `ebpf:"tr_rp_counters"`
+	TrRpGen      *ebpf.Map `ebpf:"tr_rp_gen"`
 	TrRpSocks    *ebpf.Map `ebpf:"tr_rp_socks"`
 }
 
@@ -146,6 +150,7 @@ func (m *steerMaps) Close() error {
 	return _SteerClose(
 		m.TrRpCfg,
 		m.TrRpCounters,
+		m.TrRpGen,
 		m.TrRpSocks,
 	)
 }

@@ -47,7 +47,7 @@ func longHeader(typ byte, dcid []byte, size int, tag uint32) []byte {
 func TestPickRules(t *testing.T) {
 	for _, mac := range []bool{true, false} {
 		ids := testIDs(t, mac)
-		s := steering{ids: ids, k0: 11, k1: 22, workers: 4}
+		s := steering{ids: ids, k0: 11, k1: 22, workers: [2]int{4}}
 		for w := range 4 {
 			cid, _ := ids.Append(nil, w)
 			if got, r := s.pick(shortHeader(cid, 1)); got != w || r != Steered {
@@ -82,11 +82,65 @@ func TestPickRules(t *testing.T) {
 	}
 	// With a MAC, a tampered ID is not steered by its worker octet.
 	ids := testIDs(t, true)
-	s := steering{ids: ids, workers: 4}
+	s := steering{ids: ids, workers: [2]int{4}}
 	cid, _ := ids.Append(nil, 2)
 	cid[len(cid)-1] ^= 1
 	if got, r := s.pick(shortHeader(cid, 1)); got != -1 || r != Undecodable {
 		t.Errorf("tampered ID: %d %v", got, r)
+	}
+}
+
+// TestPickGenerations: with two generations in the group (a restart in
+// progress), every ID goes to its own generation's socket, whichever is
+// current; client-chosen DCIDs, and Initials carrying the other
+// generation's ID (a client Retried by the draining process), go to the
+// current one.
+func TestPickGenerations(t *testing.T) {
+	ids := testIDs(t, true)
+	for current := range 2 {
+		s := steering{ids: ids, k0: 3, k1: 4, workers: [2]int{4, 2}, current: current}
+		for gen := range 2 {
+			for w := range s.workers[gen] {
+				g, _ := ids.GeneratorOf(gen, w)
+				cid, _ := g.Append(nil)
+				want := gen<<7 | w
+				if got, r := s.pick(shortHeader(cid, 1)); got != want || r != Steered {
+					t.Errorf("current %d: short header of generation %d worker %d: %d %v", current, gen, w, got, r)
+				}
+				if got, r := s.pick(longHeader(2, cid, 60, 1)); got != want || r != Steered {
+					t.Errorf("current %d: Handshake of generation %d worker %d: %d %v", current, gen, w, got, r)
+				}
+				got, r := s.pick(longHeader(0, cid, 1200, 1))
+				if gen == current && (got != want || r != Steered) {
+					t.Errorf("current %d: Initial to its own generation's worker %d: %d %v", current, w, got, r)
+				}
+				if gen != current && (got>>7 != current || got&0x7f >= s.workers[current] || r != Hashed) {
+					t.Errorf("current %d: Initial to generation %d's ID: %d %v, want hashed over the current one", current, gen, got, r)
+				}
+				// QUIC v2 numbers the Initial 1 (RFC 9369): its 0-RTT (v1's
+				// type 1) is steered, its Initial is not.
+				v2 := longHeader(1, cid, 1200, 1)
+				v2[1], v2[2], v2[3], v2[4] = 0x6b, 0x33, 0x43, 0xcf
+				if got, _ := s.pick(v2); gen != current && got>>7 != current {
+					t.Errorf("current %d: v2 Initial to generation %d: slot %d", current, gen, got)
+				}
+				if got, r := s.pick(longHeader(1, cid, 300, 1)); got != want || r != Steered {
+					t.Errorf("current %d: v1 0-RTT of generation %d worker %d: %d %v", current, gen, w, got, r)
+				}
+			}
+			// A worker beyond its generation's sockets is not ours.
+			g, _ := ids.GeneratorOf(gen, s.workers[gen])
+			cid, _ := g.Append(nil)
+			if got, r := s.pick(shortHeader(cid, 1)); got != -1 || r != Undecodable {
+				t.Errorf("current %d: generation %d worker %d of %d: %d %v", current, gen, s.workers[gen], s.workers[gen], got, r)
+			}
+		}
+		for c := range 16 {
+			got, r := s.pick(longHeader(0, []byte{0xc1, byte(c), 2, 3, 4, 5, 6, 7, 8}, 1200, 1))
+			if got>>7 != current || got&0x7f >= s.workers[current] || r != Hashed {
+				t.Errorf("current %d: client DCID %d: slot %d %v", current, c, got, r)
+			}
+		}
 	}
 }
 
@@ -99,12 +153,12 @@ func FuzzPick(f *testing.F) {
 	f.Add(longHeader(0, []byte("0123456789abcdef"), 1200, 1))
 	f.Add(longHeader(2, cid, 40, 1))
 	f.Add([]byte{0xc0, 0, 0, 0, 1, 21})
-	s := steering{ids: ids, k0: 5, k1: 6, workers: 3}
+	s := steering{ids: ids, k0: 5, k1: 6, workers: [2]int{3, 2}, current: 1}
 	f.Fuzz(func(t *testing.T, p []byte) {
 		w, r := s.pick(p)
 		switch {
-		case w >= 3 || w < -1:
-			t.Fatalf("worker %d of 3", w)
+		case w < -1 || w >= 256 || (w >= 0 && w&0x7f >= s.workers[w>>7]):
+			t.Fatalf("slot %d of workers %v", w, s.workers)
 		case (w == -1) != (r == Undecodable || r == Truncated):
 			t.Fatalf("worker %d with reason %v", w, r)
 		case len(p) >= longHeaderLen+maxCIDLen && p[0]&0x80 != 0 && p[5] <= maxCIDLen && w == -1:

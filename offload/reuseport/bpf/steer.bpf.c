@@ -2,13 +2,18 @@
 /* sk_reuseport steering of TurboRetry (docs/reuseport.md; Go loader:
  * offload/reuseport). Attached to a group of SO_REUSEPORT UDP sockets, one
  * per worker, it picks the worker socket for each datagram by its QUIC
- * destination connection ID:
+ * destination connection ID. The sockets of two server generations (the
+ * process before a restart and the one after it) can share the group:
+ * socket slot gen << 7 | worker, the ID's worker octet (docs/cid.md).
  *   - a short header, or a long header whose DCID has the server's length,
  *     whose DCID is one of the server's IDs (tr_cid.h: first octet, and the
- *     MAC when configured) -> the worker index inside the ID;
+ *     MAC when configured) -> the generation and worker inside the ID,
+ *     except an Initial of the other generation (a client that got a
+ *     Retry from the process that is draining), which is hashed;
  *   - any other long header (a client-chosen DCID: first Initials, their
- *     retransmissions, 0-RTT) -> SipHash of the DCID modulo the workers, so
- *     all packets of one client DCID land together;
+ *     retransmissions, 0-RTT) -> SipHash of the DCID modulo the current
+ *     generation's workers, so all packets of one client DCID land
+ *     together on the process that takes new connections;
  *   - anything else (not decodable, too short, no socket at that index) ->
  *     the kernel's default choice (the 4-tuple hash).
  * Each datagram bumps one per-CPU counter (enum tr_rp_reason).
@@ -57,12 +62,17 @@ enum tr_rp_reason {
 	TR_RP_NREASONS = 5,
 };
 
-/* Written by the loader before attaching; workers == 0 steers nothing. */
+#define TR_RP_GENERATIONS 2
+#define TR_RP_MAX_WORKERS 128 /* the worker octet's low 7 bits */
+
+/* Written by the loader before attaching, and by a restarted server for
+ * its generation before it switches tr_rp_gen to it. A generation with 0
+ * workers has no sockets. */
 struct tr_rp_config {
-	struct tr_fp_key hash_key; /* SipHash key of client-chosen DCIDs */
-	struct tr_cid_cfg cid;     /* the server's IDs; cid.len 0: none */
-	tr_u32 workers;            /* sockets in tr_rp_socks, 1..256 */
-	tr_u32 check_mac;          /* 1: cid carries a MAC that must verify */
+	struct tr_fp_key hash_key;             /* SipHash key of client-chosen DCIDs */
+	struct tr_cid_cfg cid;                 /* the server's IDs; cid.len 0: none */
+	tr_u32 workers[TR_RP_GENERATIONS];     /* sockets of each generation, 0..128 */
+	tr_u32 check_mac;                      /* 1: cid carries a MAC that must verify */
 };
 
 struct {
@@ -72,7 +82,16 @@ struct {
 	__type(value, struct tr_rp_config);
 } tr_rp_cfg SEC(".maps");
 
-/* Worker sockets by index; the loader sizes it. */
+/* The generation that takes new connections: one word of its own, so that
+ * the switch is a single aligned store that no reader sees torn. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, tr_u32);
+	__type(value, tr_u32);
+} tr_rp_gen SEC(".maps");
+
+/* Worker sockets by slot: generation << 7 | worker index. */
 struct {
 	__uint(type, BPF_MAP_TYPE_REUSEPORT_SOCKARRAY);
 	__uint(max_entries, 256);
@@ -103,8 +122,9 @@ static __attribute__((always_inline)) int count(enum tr_rp_reason reason)
 	return SK_PASS;
 }
 
-/* The worker of one of the server's IDs, or -1. */
-static __attribute__((always_inline)) int server_worker(const struct tr_rp_config *cfg, const tr_u8 *cid)
+/* The socket slot (the worker octet: generation and worker) of one of the
+ * server's IDs, or -1. */
+static __attribute__((always_inline)) int server_slot(const struct tr_rp_config *cfg, const tr_u8 *cid)
 {
 	int w;
 
@@ -117,9 +137,20 @@ static __attribute__((always_inline)) int server_worker(const struct tr_rp_confi
 		return -1;
 	}
 	w = tr_cid_worker(&cfg->cid, cid);
-	if (w < 0 || (tr_u32)w >= cfg->workers)
+	if (w < 0 || (tr_u32)(w & 0x7f) >= cfg->workers[(w >> 7) & 1])
 		return -1;
 	return w;
+}
+
+/* An Initial packet (QUIC v1 type 0, v2 type 1; RFC 9369). */
+static __attribute__((always_inline)) int is_initial(const tr_u8 *b)
+{
+	tr_u32 version = (tr_u32)b[1] << 24 | (tr_u32)b[2] << 16 | (tr_u32)b[3] << 8 | b[4];
+	tr_u32 type = (b[0] >> 4) & 3;
+
+	if (version == 0x6b3343cf)
+		return type == 1;
+	return type == 0;
 }
 
 static __attribute__((always_inline)) int select_worker(struct sk_reuseport_md *ctx, tr_u32 index,
@@ -137,11 +168,17 @@ int tr_steer(struct sk_reuseport_md *ctx)
 	 * reads stay inside initialised stack (see offload/xdp). */
 	tr_u8 b[TR_RP_LONG_READ + 8] = {0};
 	const struct tr_rp_config *cfg;
-	tr_u32 zero = 0, plen, dlen;
+	const tr_u32 *genp;
+	tr_u32 zero = 0, plen, dlen, gen, workers;
 	int w;
 
 	cfg = bpf_map_lookup_elem(&tr_rp_cfg, &zero);
-	if (!cfg || cfg->workers < 1 || cfg->workers > 256)
+	genp = bpf_map_lookup_elem(&tr_rp_gen, &zero);
+	if (!cfg || !genp)
+		return count(TR_RP_NO_SOCKET);
+	gen = *genp & 1;
+	workers = cfg->workers[gen];
+	if (workers < 1 || workers > TR_RP_MAX_WORKERS)
 		return count(TR_RP_NO_SOCKET);
 	if (ctx->len < TR_UDP_HLEN + TR_RP_SHORT_READ)
 		return count(TR_RP_TRUNCATED);
@@ -154,7 +191,7 @@ int tr_steer(struct sk_reuseport_md *ctx)
 	}
 
 	if (!(b[0] & 0x80)) {
-		w = server_worker(cfg, b + 1);
+		w = server_slot(cfg, b + 1);
 		if (w < 0)
 			return count(TR_RP_UNDECODABLE);
 		return select_worker(ctx, (tr_u32)w, TR_RP_STEERED);
@@ -163,13 +200,16 @@ int tr_steer(struct sk_reuseport_md *ctx)
 	if (dlen > TR_FP_CID_MAX || plen < TR_LONG_HLEN + dlen || plen < TR_RP_LONG_READ)
 		return count(TR_RP_TRUNCATED);
 	if (dlen == cfg->cid.len) {
-		w = server_worker(cfg, b + TR_LONG_HLEN);
-		if (w >= 0)
+		w = server_slot(cfg, b + TR_LONG_HLEN);
+		/* The other generation's Initial is the second Initial of a
+		 * client the draining process sent a Retry: the current
+		 * generation accepts it (the token keys are shared). */
+		if (w >= 0 && ((tr_u32)w >> 7 == gen || !is_initial(b)))
 			return select_worker(ctx, (tr_u32)w, TR_RP_STEERED);
 	}
 	/* A client-chosen DCID: a hash keeps an Initial's retransmissions and
 	 * its 0-RTT packets on the worker that took the first one. */
-	return select_worker(ctx, (tr_u32)(tr_fp_siphash24(&cfg->hash_key, b + TR_LONG_HLEN, dlen) % cfg->workers),
+	return select_worker(ctx, gen << 7 | (tr_u32)(tr_fp_siphash24(&cfg->hash_key, b + TR_LONG_HLEN, dlen) % workers),
 			     TR_RP_HASHED);
 }
 

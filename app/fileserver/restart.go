@@ -1,0 +1,174 @@
+package fileserver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/turboretry/turboretry/offload/reuseport"
+)
+
+// Inheritance is what a running server hands to the process that takes
+// over from it on a restart (docs/operations.md): its listening TCP
+// sockets, which both processes share until the old one stops accepting,
+// and its steering program. Its UDP sockets stay with it: they serve its
+// QUIC connections until they are done.
+type Inheritance struct {
+	// TCP is the HTTPS listener; Metrics the metrics listener, or nil.
+	TCP, Metrics *os.File
+	// Steering is the sk_reuseport program and maps.
+	Steering *reuseport.Inheritance
+}
+
+// Close closes the files.
+func (in *Inheritance) Close() {
+	for _, f := range []*os.File{in.TCP, in.Metrics} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+	if in.Steering != nil {
+		for _, f := range in.Steering.Files {
+			_ = f.Close()
+		}
+	}
+}
+
+// ErrNotRestartable is wrapped by Handover when this server cannot hand
+// over without dropping connections.
+var ErrNotRestartable = errors.New("this server cannot hand over without losing connections")
+
+// listen binds the TCP and metrics listeners, or takes the inherited ones.
+func (c *Config) listen() (ln, metricsLn net.Listener, err error) {
+	in := c.Inherited
+	if in != nil && in.TCP != nil {
+		if ln, err = net.FileListener(in.TCP); err != nil {
+			return nil, nil, fmt.Errorf("the inherited TCP listener: %w", err)
+		}
+		_ = in.TCP.Close()
+		in.TCP = nil
+	} else if ln, err = net.Listen("tcp", c.Addr); err != nil {
+		return nil, nil, fmt.Errorf("listening on %s: %w", c.Addr, err)
+	}
+	if c.MetricsAddr == "" {
+		return ln, nil, nil
+	}
+	if in != nil && in.Metrics != nil {
+		metricsLn, err = net.FileListener(in.Metrics)
+		_ = in.Metrics.Close()
+		in.Metrics = nil
+		if err != nil {
+			ln.Close()
+			return nil, nil, fmt.Errorf("the inherited metrics listener: %w", err)
+		}
+		return ln, metricsLn, nil
+	}
+	if metricsLn, err = net.Listen("tcp", c.MetricsAddr); err != nil {
+		ln.Close()
+		return nil, nil, fmt.Errorf("metrics: listening on %s: %w", c.MetricsAddr, err)
+	}
+	return ln, metricsLn, nil
+}
+
+// CanHandOver returns nil when Handover would succeed, or why not.
+func (s *Server) CanHandOver() error {
+	s.h3.mu.Lock()
+	w := s.h3.workers
+	s.h3.mu.Unlock()
+	if w == nil {
+		return fmt.Errorf("%w: HTTP/3 is not serving yet", ErrNotRestartable)
+	}
+	if w.Group.Mode() != reuseport.ModeSteered {
+		return notSteered(w.Group.Reason())
+	}
+	return nil
+}
+
+func notSteered(reason error) error {
+	return fmt.Errorf("%w: the sk_reuseport steering program is not loaded (%v), so the new process's sockets would receive this one's QUIC packets; run serve as root or with CAP_BPF, or stop and start it (QUIC connections are lost)",
+		ErrNotRestartable, reason)
+}
+
+// Handover returns what a successor needs to take over (duplicated
+// descriptors, the caller closes them once passed on). It fails, saying
+// why, where connections would be lost: before HTTP/3 serves, and without
+// the steering program (not root, no CAP_BPF), where a successor's sockets
+// would receive the packets of this process's connections.
+func (s *Server) Handover() (*Inheritance, error) {
+	s.h3.mu.Lock()
+	w := s.h3.workers
+	s.h3.mu.Unlock()
+	if w == nil {
+		return nil, fmt.Errorf("%w: HTTP/3 is not serving yet", ErrNotRestartable)
+	}
+	steering, err := w.Group.Handover()
+	if err != nil {
+		return nil, notSteered(w.Group.Reason())
+	}
+	in := &Inheritance{Steering: steering}
+	if in.TCP, err = listenerFile(s.ln); err != nil {
+		in.Close()
+		return nil, err
+	}
+	if s.metricsLn != nil {
+		if in.Metrics, err = listenerFile(s.metricsLn); err != nil {
+			in.Close()
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+// listenerFile duplicates a listener's descriptor. Not TCPListener.File:
+// that switches the socket, which both descriptors share, to blocking mode,
+// and this process's Accept would then block in the kernel where Close
+// cannot interrupt it.
+func listenerFile(ln net.Listener) (*os.File, error) {
+	tl, ok := ln.(*net.TCPListener)
+	if !ok {
+		return nil, fmt.Errorf("%w: listener %T", ErrNotRestartable, ln)
+	}
+	rc, err := tl.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var dup int
+	var derr error
+	if err := rc.Control(func(fd uintptr) { dup, derr = dupFD(fd) }); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, fmt.Errorf("duplicating the listener: %w", derr)
+	}
+	return os.NewFile(uintptr(dup), "listener"), nil
+}
+
+// TakeBack makes this server take new HTTP/3 connections again after a
+// successor failed (it may have switched the steering before it did).
+func (s *Server) TakeBack() error {
+	s.h3.mu.Lock()
+	w := s.h3.workers
+	s.h3.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	return w.Group.Activate()
+}
+
+// Drain sets how long the graceful shutdown that follows waits for
+// requests and connections to finish (the drain after a handover); cancel
+// Serve's context to start it.
+func (s *Server) Drain(timeout time.Duration) { s.shutdownTimeout.Store(int64(timeout)) }
+
+// Generation returns the steering generation of the HTTP/3 sockets (0 for
+// a server started fresh), or -1 before HTTP/3 serves.
+func (s *Server) Generation() int {
+	s.h3.mu.Lock()
+	defer s.h3.mu.Unlock()
+	if s.h3.workers == nil {
+		return -1
+	}
+	return s.h3.workers.Group.Generation()
+}
