@@ -184,9 +184,6 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 		// Back on the address validated before: nothing to prove.
 		c.path.remote, c.path.remoteAP, c.x.local = c.path.migration.prev, c.path.migration.prevAP, c.path.migration.prevLocal
 		c.path.migration = migrationState{lastDCID: c.path.migration.lastDCID, dcidLen: c.path.migration.dcidLen}
-		if c.qlog != nil {
-			c.qlog.pathUpdated("returned", c.path.remote, c.cids.dest)
-		}
 		return
 	}
 	sameHost := to.Addr() == c.path.remoteAP.Addr() && c.path.rx.local == c.x.local
@@ -222,16 +219,10 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	if m := c.server.avMetrics(); m != nil {
 		m.pathMigrations.Inc()
 	}
-	if c.qlog != nil {
-		c.qlog.pathUpdated("validating", c.path.remote, c.cids.dest)
-	}
 	if c.x.pa.probeValidated(to, c.x.local) {
 		// The peer answered the challenge we sent with our answer to its
 		// probe from there: an address validated before (RFC 9000 9.3).
 		c.path.migration.validating, c.path.migration.sendChallenge, c.path.migration.prev = false, false, nil
-		if c.qlog != nil {
-			c.qlog.pathUpdated("validated", c.path.remote, c.cids.dest)
-		}
 	}
 	c.wake()
 }
