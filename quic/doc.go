@@ -147,14 +147,14 @@
 //     that allows early data, sending streams in 0-RTT. If the server
 //     rejects early data, as in quic-go, the early streams fail with
 //     Err0RTTRejected until NextConnection.
-//   - qlog (draft-ietf-quic-qlog-main-schema 0.3 with the QUIC event
-//     definitions, JSON-SEQ): Config.Qlog asks for a writer per connection
-//     (QlogDir writes <dir>/<odcid>_<client|server>.sqlog) and receives
-//     connection_started, parameters_set, packet_sent and packet_received
-//     with their frames, packet_lost, metrics_updated, path_updated and
-//     connection_closed. Off (nil) it costs one nil check per hook.
-//     Config.Tracer records quic-go's qlog events instead (packages qlog
-//     and qlogwriter; qlog.DefaultConnectionTracer writes $QLOGDIR).
+//   - qlog: a connection records quic-go's qlog events (package qlog:
+//     states, parameters, packets with their frames, losses, metrics, MTU
+//     and key updates, tuples, the close) into the qlogwriter.Trace that
+//     Config.Tracer returns (qlog.DefaultConnectionTracer writes
+//     $QLOGDIR). Config.Qlog asks for a writer per connection instead
+//     (QlogDir writes <dir>/<odcid>_<client|server>.sqlog) and gets the
+//     same events through a qlogwriter.FileSeq. Off (both nil) it costs
+//     one nil check per hook.
 //   - Limits and memory budgets (docs/api.md "Limits"): a listener's
 //     connections, handshakes and accept backlog are capped
 //     (Config.MaxConnections, MaxHandshakes, AcceptBacklog), a client beyond
