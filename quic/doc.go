@@ -18,11 +18,12 @@
 // held (a connection's, its streams', a Transport's, a listener's): each
 // may call any method of its connection, Transport or listener.
 // Callbacks that state changes under a connection's lock call for
-// (AllowConnectionWindowIncrease, TokenStore.Put, Tracer recorders, Qlog
-// writers, ConnectionIDAdded, final-size callbacks) are queued and made by
-// the connection's goroutine once it released the lock, and the IDs of a
-// ConnectionIDGenerator are made ahead without it; WriteWithLimit's limiter
-// runs on the writing goroutine; the AllowConnectionWindowIncrease question
+// (AllowConnectionWindowIncrease, TokenStore.Put, Tracer recorders,
+// ConnectionIDAdded, final-size callbacks) are queued and made by the
+// connection's goroutine once it released the lock (Qlog writers are
+// written by their trace's own goroutine, from those recorders' events),
+// and the IDs of a ConnectionIDGenerator are made ahead without it;
+// WriteWithLimit's limiter runs on the writing goroutine; the AllowConnectionWindowIncrease question
 // goes to a goroutine of its own, so the callback may even close the
 // connection. The exception, run under the connection's lock, is
 // crypto/tls's callbacks during the handshake (GetCertificate,
