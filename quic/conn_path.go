@@ -147,25 +147,23 @@ func (ps *pathState) onPathChallenge(data [8]byte, isClient bool) {
 
 // onPathResponse completes the validation a matching PATH_RESPONSE answers,
 // whichever path it came on (RFC 9000 section 8.2.3), or the probe
-// challenge of pa it answers; it reports whether it validated the peer's
-// new address.
-func (ps *pathState) onPathResponse(data [8]byte, pa *preferredAddressState) bool {
+// challenge of pa it answers.
+func (ps *pathState) onPathResponse(data [8]byte, pa *preferredAddressState) {
 	if len(ps.extra) > 0 {
 		ps.validatedBy(data)
 	}
 	if !ps.migration.validating {
 		pa.onProbeResponse(data)
-		return false
+		return
 	}
 	for _, d := range ps.migration.open[:ps.migration.nOpen] {
 		if d == data {
 			ps.migration.validating = false
 			ps.migration.sendChallenge = false
 			ps.migration.prev = nil
-			return true
+			return
 		}
 	}
-	return false
 }
 
 // noteDCID records the Destination Connection ID of a packet from the
