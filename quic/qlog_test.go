@@ -19,6 +19,7 @@ import (
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/qlog"
 	"github.com/turboretry/turboretry/qlogwriter"
 )
 
@@ -643,3 +644,34 @@ type discardCloser struct{}
 
 func (discardCloser) Write(p []byte) (int, error) { return len(p), nil }
 func (discardCloser) Close() error                { return nil }
+
+// endedTrace is a trace that has ended: it gives no more recorders.
+type endedTrace struct{}
+
+func (endedTrace) AddProducer() qlogwriter.Recorder { return nil }
+
+// TestJoinTraces: the trace of Config.Tracer and Config.Qlog together
+// records into both, into the one that has not ended, or gives no
+// recorder once both ended.
+func TestJoinTraces(t *testing.T) {
+	a, b := &namesTrace{}, &namesTrace{}
+	if joinTraces(nil, a) != qlogwriter.Trace(a) || joinTraces(a, nil) != qlogwriter.Trace(a) || joinTraces(nil, nil) != nil {
+		t.Fatal("a trace joined with none is not itself")
+	}
+	r := joinTraces(a, b).AddProducer()
+	r.RecordEvent(qlog.ConnectionStateUpdated{State: qlog.ConnectionStateAttempted})
+	_ = r.Close()
+	if len(a.names) != 1 || len(b.names) != 1 || !a.closed || !b.closed {
+		t.Fatalf("recorded %v and %v, closed %v and %v", a.names, b.names, a.closed, b.closed)
+	}
+	c := &namesTrace{}
+	if r := joinTraces(endedTrace{}, c).AddProducer(); r != qlogwriter.Recorder(c) {
+		t.Fatalf("with the first trace ended: recorder %v", r)
+	}
+	if r := joinTraces(c, endedTrace{}).AddProducer(); r != qlogwriter.Recorder(c) {
+		t.Fatalf("with the second trace ended: recorder %v", r)
+	}
+	if r := joinTraces(endedTrace{}, endedTrace{}).AddProducer(); r != nil {
+		t.Fatalf("with both ended: recorder %v", r)
+	}
+}
