@@ -83,7 +83,8 @@ type record struct {
 // queued by the recorders and encoded by Run, which the owner starts in a
 // goroutine of its own (go fs.Run()); when the last recorder closes, Run
 // writes what is queued, closes the writer and returns, and that Close
-// waits for it.
+// waits for it. A last Close that comes before Run started writes the
+// trace itself, so the trace is complete when it returns either way.
 type FileSeq struct {
 	w         io.WriteCloser
 	vantage   string
@@ -161,15 +162,24 @@ func (t *FileSeq) removeProducer() {
 		t.cond.Broadcast()
 	}
 	running := t.running
+	if last {
+		t.running = true // a Run from now on has nothing to do
+	}
 	t.mu.Unlock()
-	if last && running {
+	switch {
+	case !last:
+	case running:
 		<-t.stopped
+	default:
+		// Run has not started (it may be about to): write it all here.
+		t.write()
 	}
 }
 
 // Run writes the trace header and then the recorded events until the last
 // recorder closed; then it closes the writer. After the first write error
-// the trace is discarded (the error is logged).
+// the trace is discarded (the error is logged). It returns at once when
+// the trace was written already (a last Close before Run).
 func (t *FileSeq) Run() {
 	t.mu.Lock()
 	if t.running {
@@ -178,6 +188,11 @@ func (t *FileSeq) Run() {
 	}
 	t.running = true
 	t.mu.Unlock()
+	t.write()
+}
+
+// write is Run's work, done by Run or by the last Close.
+func (t *FileSeq) write() {
 	defer close(t.stopped)
 
 	var buf bytes.Buffer

@@ -118,13 +118,18 @@ func TestFileSeqWritesJSONSeq(t *testing.T) {
 	}
 }
 
+// TestFileSeqRunAfterClose: the last Close before Run started writes the
+// trace and closes the writer itself; Run then has nothing to do.
 func TestFileSeqRunAfterClose(t *testing.T) {
 	w := &closingBuffer{}
 	fs := NewFileSeq(w)
 	r := fs.AddProducer()
 	r.RecordEvent(testEvent{n: 7})
-	_ = r.Close() // Run has not started: Close does not wait
-	fs.Run()      // drains, then closes the writer
+	_ = r.Close()
+	if !w.closed {
+		t.Fatal("the writer is not closed when the last Close returned")
+	}
+	fs.Run()
 	recs := records(t, w.buf.Bytes())
 	if !w.closed || len(recs) != 2 || recs[0]["trace"].(map[string]any)["vantage_point"].(map[string]any)["type"] != "transport" {
 		t.Fatalf("closed %v, records %v", w.closed, recs)

@@ -1,17 +1,13 @@
 package quic
 
-import (
-	"log/slog"
-
-	"github.com/turboretry/turboretry/qlogwriter"
-)
+import "github.com/turboretry/turboretry/qlogwriter"
 
 // callbackOutbox holds the calls into user code that the connection made
-// while it held mu: the events for Config.Tracer's Recorder, the qlog
-// records for Config.Qlog's writer, the IDs for
-// Transport.ConnectionIDAdded and the streams' final sizes. No user callback runs under a lock of
-// ours, so run takes the outbox under mu (take) and makes the calls once it
-// released mu (Conn.unlockAndDeliver), in the order the events happened.
+// while it held mu: the events for the Recorder of Config.Tracer (and
+// Config.Qlog), the IDs for Transport.ConnectionIDAdded and the streams'
+// final sizes. No user callback runs under a lock of ours, so run takes
+// the outbox under mu (take) and makes the calls once it released mu
+// (Conn.unlockAndDeliver), in the order the events happened.
 // Guarded by mu.
 type callbackOutbox struct {
 	// recorder is Config.Tracer's Recorder; events are recorded for it and
@@ -19,11 +15,6 @@ type callbackOutbox struct {
 	recorder      qlogwriter.Recorder
 	events        []qlogwriter.Event
 	closeRecorder bool
-	// qlog's qlogChunk is a full buffer of records to write; qlogEnded is
-	// a qlogger the connection is done with, to write out and close.
-	qlog      *qlogger
-	qlogChunk []byte
-	qlogEnded *qlogger
 	// newRoutes are connection IDs a Transport started routing to us, for
 	// its ConnectionIDAdded; run calls it before writing the datagrams
 	// that announce them.
@@ -63,7 +54,7 @@ func (o *callbackOutbox) record(ev qlogwriter.Event) { o.events = append(o.event
 func (o *callbackOutbox) take(spare []qlogwriter.Event) callbackOutbox {
 	out := *o
 	o.events = spare[:0]
-	o.closeRecorder, o.qlog, o.qlogChunk, o.qlogEnded = false, nil, nil, nil
+	o.closeRecorder = false
 	o.newRoutes, o.finalSizes, o.notifications = nil, nil, nil
 	if out.closeRecorder {
 		o.recorder = nil
@@ -71,14 +62,10 @@ func (o *callbackOutbox) take(spare []qlogwriter.Event) callbackOutbox {
 	return out
 }
 
-// unlockAndDeliver takes what the callbacks are to be given (a full qlog
-// buffer along), releases mu, which the caller holds, and makes the calls
+// unlockAndDeliver takes what the callbacks are to be given, releases mu, which the caller holds, and makes the calls
 // without it. Only one goroutine at a time delivers: run, or the one
 // starting or ending a connection whose run is not going.
 func (c *Conn) unlockAndDeliver() {
-	if q := c.qlog; q != nil {
-		q.takeChunk(&c.out)
-	}
 	spare := c.outSpare
 	c.outSpare = nil
 	out := c.out.take(spare)
@@ -105,12 +92,6 @@ func (o *callbackOutbox) deliver() []qlogwriter.Event {
 		clear(o.events)
 		spare = o.events[:0]
 	}
-	if o.qlogChunk != nil {
-		o.qlog.write(o.qlogChunk)
-	}
-	if q := o.qlogEnded; q != nil {
-		q.close()
-	}
 	for _, f := range o.finalSizes {
 		f.cb(f.size)
 	}
@@ -118,9 +99,4 @@ func (o *callbackOutbox) deliver() []qlogwriter.Event {
 		cb()
 	}
 	return spare
-}
-
-// logQlogError logs a qlog writer's failure.
-func logQlogError(err error) {
-	slog.Warn("quic: qlog write failed; no more qlog for this connection", "err", err)
 }

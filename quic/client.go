@@ -136,17 +136,12 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 		return nil, err
 	}
 	// No lock: nothing else reaches c before startConn (its datagrams
-	// only queue, deliver), and the callbacks in here (Config.Qlog,
-	// Config.Tracer, the tls.Config's ClientSessionCache) must run
+	// only queue, deliver), and the callbacks in here (Config.Tracer,
+	// Config.Qlog, the tls.Config's ClientSessionCache) must run
 	// without one of ours.
 	c.startRecorders()
 	err = publicError(c.startTLS())
 	sendsEarly := c.sendsEarly()
-	if err != nil && c.qlog != nil {
-		c.close.err = err
-		c.qlog.closed(c.close.err, &c.out)
-		c.qlog = nil
-	}
 	if err != nil {
 		c.close.err = err
 		c.trace.end(c.close.err)

@@ -115,11 +115,14 @@ type Config struct {
 	DisableECN bool
 	// Qlog, when set, is called once per connection, with our perspective
 	// and the connection's original destination connection ID, for a
-	// writer that receives the connection's qlog (JSON-SEQ, qlog 0.3
-	// with the QUIC event definitions); QlogDir writes one file per
-	// connection. A nil writer skips that connection. The writer is
-	// closed when the connection ends; after a write error the qlog of
-	// that connection stops (the error is logged), the connection goes on.
+	// writer that receives the connection's qlog: the events a Tracer
+	// gets, and its HTTP/3 layer's, written by a
+	// qlogwriter.NewConnectionFileSeq (JSON-SEQ); QlogDir writes one file
+	// per connection. A nil writer skips that connection. The writer is
+	// closed when the trace ends (the connection closed, and any HTTP/3
+	// layer's recorders); after a write error nothing more is written
+	// (the error is logged), the connection goes on. With Tracer set too,
+	// both get every event.
 	Qlog func(p Perspective, odcid []byte) io.WriteCloser
 	// Tracer, when set, is called once per connection, as in quic-go, with
 	// the connection's context, its perspective and its original

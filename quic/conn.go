@@ -163,12 +163,11 @@ type Conn struct {
 
 	// Observability.
 	stats connStats
-	qlog  *qlogger    // nil unless Config.Qlog gave a writer
-	trace *connTracer // nil unless Config.Tracer gave a trace
-	// qlogTrace is the trace Config.Tracer returned (QlogTrace), kept
-	// after the connection's own recorder closed.
+	trace *connTracer // nil unless Config.Tracer or Config.Qlog gave a trace
+	// qlogTrace is the connection's trace (QlogTrace), kept after the
+	// connection's own recorder closed.
 	qlogTrace qlogwriter.Trace
-	// out holds the calls into the qlog and Tracer callbacks made under
+	// out holds the calls into the Tracer callbacks and others made under
 	// mu, for run to make without it (callbacks.go); outSpare, run's
 	// alone, is the events slice it delivered last.
 	out      callbackOutbox
@@ -431,9 +430,6 @@ func (c *Conn) onTimers(now time.Time) {
 			c.loss.onPathChanged(now)
 			c.mtu.restart(now, c.baseDatagram, &c.send, &c.loss, c.hs.confirmed, c.hs.peerParams, mtuEnabled(c.config, c.t))
 		}
-		if c.qlog != nil {
-			c.qlog.pathUpdated("failed", c.path.remote, c.cids.dest)
-		}
 	}
 	// As in quic-go: silence for the idle timeout (the handshake idle
 	// timeout before completion) is an IdleTimeoutError; a handshake that
@@ -452,9 +448,6 @@ func (c *Conn) onTimers(now time.Time) {
 	if lt := c.loss.rec.LossDetectionTimeout(); !lt.IsZero() && !now.Before(lt) {
 		c.loss.events.Reset()
 		act := c.loss.rec.OnLossDetectionTimeout(now, &c.loss.events)
-		if c.qlog != nil {
-			c.qlog.lost(&c.loss)
-		}
 		if c.trace != nil {
 			c.trace.lost(&c.loss)
 		}
@@ -462,9 +455,6 @@ func (c *Conn) onTimers(now time.Time) {
 			c.onPacketLost(p.Handle, now)
 		}
 		c.loss.countLost(now, &c.stats, &c.mtu, c.baseDatagram, &c.send)
-		if c.qlog != nil {
-			c.qlogMetrics()
-		}
 		if c.trace != nil {
 			c.traceMetrics()
 		}
@@ -587,10 +577,6 @@ func (c *Conn) teardownLocked() {
 	c.inbox.drop()
 	c.admit.release(c.server, c)
 	c.budget.release(c.streams.all, &c.recvMem, c.t)
-	if c.qlog != nil {
-		c.qlog.closed(c.close.err, &c.out)
-		c.qlog = nil
-	}
 	c.trace.end(c.close.err)
 	c.trace = nil
 }

@@ -153,9 +153,6 @@ func (c *Conn) handle0RTTPacket(pkt []byte, hdr *wire.LongHeader, p receivedPack
 		return
 	}
 	c.early.packets++
-	if c.qlog != nil {
-		c.qlog.packetReceived(wire.PacketType0RTT, pn, hdr.DestConnID, len(pkt), payload, c.hs.peerAckDelayExp)
-	}
 	if c.trace != nil {
 		c.trace.packetReceived(wire.PacketType0RTT, pn, hdr, pkt, nil, payload, p.ecn, c.hs.peerAckDelayExp)
 	}

@@ -147,25 +147,23 @@ func (ps *pathState) onPathChallenge(data [8]byte, isClient bool) {
 
 // onPathResponse completes the validation a matching PATH_RESPONSE answers,
 // whichever path it came on (RFC 9000 section 8.2.3), or the probe
-// challenge of pa it answers; it reports whether it validated the peer's
-// new address.
-func (ps *pathState) onPathResponse(data [8]byte, pa *preferredAddressState) bool {
+// challenge of pa it answers.
+func (ps *pathState) onPathResponse(data [8]byte, pa *preferredAddressState) {
 	if len(ps.extra) > 0 {
 		ps.validatedBy(data)
 	}
 	if !ps.migration.validating {
 		pa.onProbeResponse(data)
-		return false
+		return
 	}
 	for _, d := range ps.migration.open[:ps.migration.nOpen] {
 		if d == data {
 			ps.migration.validating = false
 			ps.migration.sendChallenge = false
 			ps.migration.prev = nil
-			return true
+			return
 		}
 	}
-	return false
 }
 
 // noteDCID records the Destination Connection ID of a packet from the
@@ -184,9 +182,6 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 		// Back on the address validated before: nothing to prove.
 		c.path.remote, c.path.remoteAP, c.x.local = c.path.migration.prev, c.path.migration.prevAP, c.path.migration.prevLocal
 		c.path.migration = migrationState{lastDCID: c.path.migration.lastDCID, dcidLen: c.path.migration.dcidLen}
-		if c.qlog != nil {
-			c.qlog.pathUpdated("returned", c.path.remote, c.cids.dest)
-		}
 		return
 	}
 	sameHost := to.Addr() == c.path.remoteAP.Addr() && c.path.rx.local == c.x.local
@@ -222,16 +217,10 @@ func (c *Conn) migrateTo(dcid []byte, now time.Time) {
 	if m := c.server.avMetrics(); m != nil {
 		m.pathMigrations.Inc()
 	}
-	if c.qlog != nil {
-		c.qlog.pathUpdated("validating", c.path.remote, c.cids.dest)
-	}
 	if c.x.pa.probeValidated(to, c.x.local) {
 		// The peer answered the challenge we sent with our answer to its
 		// probe from there: an address validated before (RFC 9000 9.3).
 		c.path.migration.validating, c.path.migration.sendChallenge, c.path.migration.prev = false, false, nil
-		if c.qlog != nil {
-			c.qlog.pathUpdated("validated", c.path.remote, c.cids.dest)
-		}
 	}
 	c.wake()
 }

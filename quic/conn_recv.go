@@ -176,9 +176,6 @@ func (c *Conn) handleLongPacket(space int, pkt []byte, hdr *wire.LongHeader, p r
 	if space == spaceHandshake {
 		pt = wire.PacketTypeHandshake
 	}
-	if c.qlog != nil {
-		c.qlog.packetReceived(pt, pn, hdr.DestConnID, len(pkt), payload, c.hs.peerAckDelayExp)
-	}
 	if c.trace != nil {
 		c.trace.packetReceived(pt, pn, hdr, pkt, nil, payload, p.ecn, c.hs.peerAckDelayExp)
 	}
@@ -252,9 +249,6 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 	}
 	if sp.tracker.IsDuplicate(pn) {
 		return
-	}
-	if c.qlog != nil {
-		c.qlog.packetReceived(wire.PacketType1RTT, pn, sh.DestConnID, len(pkt), payload, c.hs.peerAckDelayExp)
 	}
 	if c.trace != nil {
 		c.trace.packetReceived(wire.PacketType1RTT, pn, nil, pkt, sh.DestConnID, payload, p.ecn, c.hs.peerAckDelayExp)
@@ -365,9 +359,7 @@ func (c *Conn) handleFrame(space int, f *wire.Frame, now time.Time) error {
 	case wire.FrameTypePathChallenge:
 		c.path.onPathChallenge(f.PathData, c.isClient)
 	case wire.FrameTypePathResponse:
-		if c.path.onPathResponse(f.PathData, &c.x.pa) && c.qlog != nil {
-			c.qlog.pathUpdated("validated", c.path.remote, c.cids.dest)
-		}
+		c.path.onPathResponse(f.PathData, &c.x.pa)
 	case wire.FrameTypeDatagram:
 		if !c.config.EnableDatagrams {
 			return qerr.NewProtocolViolation(uint64(f.Type), "DATAGRAM frames not negotiated")
@@ -415,9 +407,6 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 	if !largestSent.IsZero() && len(f.AckRanges) > 0 && (!hadLargest || f.AckRanges[0].Largest > prevLargest) {
 		c.ecn.onAck(space, f, marked, largestSent, now, c.loss.rec)
 	}
-	if c.qlog != nil {
-		c.qlog.lost(&c.loss)
-	}
 	if c.trace != nil {
 		c.trace.lost(&c.loss)
 	}
@@ -425,9 +414,6 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 		c.onPacketLost(p.Handle, now)
 	}
 	c.loss.countLost(now, &c.stats, &c.mtu, c.baseDatagram, &c.send)
-	if c.qlog != nil {
-		c.qlogMetrics()
-	}
 	if c.trace != nil {
 		c.traceMetrics()
 	}

@@ -134,7 +134,7 @@ func (c *Conn) startTLS() error {
 		// A server sets its parameters once it has read the client's
 		// (QUICTransportParametersRequired): version_information names
 		// the version it negotiated from them.
-		if err := c.hs.setOurParams(c.ourParams(), role, c.isClient, c.qlog, c.trace); err != nil {
+		if err := c.hs.setOurParams(c.ourParams(), role, c.isClient, c.trace); err != nil {
 			return err
 		}
 	}
@@ -145,11 +145,8 @@ func (c *Conn) startTLS() error {
 }
 
 // setOurParams hands our transport parameters (ours) to TLS, and records
-// them in the qlog and the trace.
-func (hs *handshakeState) setOurParams(ours *wire.TransportParameters, role wire.Role, isClient bool, q *qlogger, trace *connTracer) error {
-	if q != nil {
-		q.params("local", ours)
-	}
+// them in the trace.
+func (hs *handshakeState) setOurParams(ours *wire.TransportParameters, role wire.Role, isClient bool, trace *connTracer) error {
 	if trace != nil {
 		trace.params(isClient, true, ours)
 	}
@@ -193,7 +190,7 @@ func (c *Conn) processTLSEvents() error {
 			if c.isClient {
 				return qerr.NewTransportError(qerr.InternalError, 0, "transport parameters not set")
 			}
-			if err := c.hs.setOurParams(c.ourParams(), wire.RoleServer, c.isClient, c.qlog, c.trace); err != nil {
+			if err := c.hs.setOurParams(c.ourParams(), wire.RoleServer, c.isClient, c.trace); err != nil {
 				return err
 			}
 		case tls.QUICHandshakeDone:
@@ -309,9 +306,6 @@ func (c *Conn) handlePeerParams(data []byte) error {
 		return err
 	}
 	c.hs.peerParams = &p
-	if c.qlog != nil {
-		c.qlog.params("remote", &p)
-	}
 	if c.trace != nil {
 		c.trace.params(c.isClient, false, &p)
 	}

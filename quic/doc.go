@@ -18,11 +18,12 @@
 // held (a connection's, its streams', a Transport's, a listener's): each
 // may call any method of its connection, Transport or listener.
 // Callbacks that state changes under a connection's lock call for
-// (AllowConnectionWindowIncrease, TokenStore.Put, Tracer recorders, Qlog
-// writers, ConnectionIDAdded, final-size callbacks) are queued and made by
-// the connection's goroutine once it released the lock, and the IDs of a
-// ConnectionIDGenerator are made ahead without it; WriteWithLimit's limiter
-// runs on the writing goroutine; the AllowConnectionWindowIncrease question
+// (AllowConnectionWindowIncrease, TokenStore.Put, Tracer recorders,
+// ConnectionIDAdded, final-size callbacks) are queued and made by the
+// connection's goroutine once it released the lock (Qlog writers are
+// written by their trace's own goroutine, from those recorders' events),
+// and the IDs of a ConnectionIDGenerator are made ahead without it;
+// WriteWithLimit's limiter runs on the writing goroutine; the AllowConnectionWindowIncrease question
 // goes to a goroutine of its own, so the callback may even close the
 // connection. The exception, run under the connection's lock, is
 // crypto/tls's callbacks during the handshake (GetCertificate,
@@ -147,14 +148,14 @@
 //     that allows early data, sending streams in 0-RTT. If the server
 //     rejects early data, as in quic-go, the early streams fail with
 //     Err0RTTRejected until NextConnection.
-//   - qlog (draft-ietf-quic-qlog-main-schema 0.3 with the QUIC event
-//     definitions, JSON-SEQ): Config.Qlog asks for a writer per connection
-//     (QlogDir writes <dir>/<odcid>_<client|server>.sqlog) and receives
-//     connection_started, parameters_set, packet_sent and packet_received
-//     with their frames, packet_lost, metrics_updated, path_updated and
-//     connection_closed. Off (nil) it costs one nil check per hook.
-//     Config.Tracer records quic-go's qlog events instead (packages qlog
-//     and qlogwriter; qlog.DefaultConnectionTracer writes $QLOGDIR).
+//   - qlog: a connection records quic-go's qlog events (package qlog:
+//     states, parameters, packets with their frames, losses, metrics, MTU
+//     and key updates, tuples, the close) into the qlogwriter.Trace that
+//     Config.Tracer returns (qlog.DefaultConnectionTracer writes
+//     $QLOGDIR). Config.Qlog asks for a writer per connection instead
+//     (QlogDir writes <dir>/<odcid>_<client|server>.sqlog) and gets the
+//     same events through a qlogwriter.FileSeq. Off (both nil) it costs
+//     one nil check per hook.
 //   - Limits and memory budgets (docs/api.md "Limits"): a listener's
 //     connections, handshakes and accept backlog are capped
 //     (Config.MaxConnections, MaxHandshakes, AcceptBacklog), a client beyond

@@ -251,9 +251,6 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 		if p.lengthPos >= 0 {
 			wire.PutVarintWithLen(buf[p.lengthPos:], uint64(p.payloadEnd-p.pnOffset+tagLen), 2)
 		}
-		if c.qlog != nil {
-			c.qlogPacketSent(buf, p)
-		}
 		if c.trace != nil {
 			c.tracePacketSent(buf, p)
 		}
@@ -301,9 +298,6 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 		if inFlight {
 			c.loss.pacer.OnPacketSent(now, size, c.loss.rec.Controller().CongestionWindow(), c.loss.pacingRTT())
 		}
-	}
-	if c.qlog != nil {
-		c.qlogMetrics()
 	}
 	if c.trace != nil {
 		c.traceMetrics()

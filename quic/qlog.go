@@ -1,17 +1,15 @@
 package quic
 
 import (
+	"bufio"
 	"encoding/hex"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"sync/atomic"
-	"time"
 
-	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/qlogwriter"
 	"github.com/turboretry/turboretry/quic/quictype"
 )
 
@@ -41,142 +39,90 @@ func QlogDir(dir string) func(Perspective, []byte) io.WriteCloser {
 			slog.Warn("quic: qlog", "err", err)
 			return nil
 		}
-		// The tracer buffers already: the file takes whole chunks.
-		return f
+		// The trace writes after every batch of events, often a few
+		// hundred bytes: the buffer turns them into whole chunks.
+		return &bufferedQlogFile{w: bufio.NewWriterSize(f, qlogFileBuffer), f: f}
 	}
 }
 
-// qlogFlushSize is how much the tracer buffers before writing.
-const qlogFlushSize = 32 << 10
+// qlogFileBuffer is how much a QlogDir file collects before writing.
+const qlogFileBuffer = 32 << 10
 
-// qlogger writes one connection's qlog (draft-ietf-quic-qlog-main-schema
-// 0.3, JSON-SEQ): events are appended to buf under the connection lock; run
-// takes full buffers (takeChunk) and writes them out without the lock
-// (write), as it closes the writer (close). A write error turns it off for
-// good (writeFailed, then failed), never the connection.
-type qlogger struct {
-	w      io.WriteCloser // written by run only, without mu
-	buf    []byte
-	start  time.Time
-	failed bool
-	frame  wire.Frame // scratch for parsing the frames of a packet
-	// writeFailed is set by write; the recording side sees it in
-	// takeChunk. spare is the buffer written last, to record into next.
-	writeFailed atomic.Bool
-	spare       []byte
-
-	// Last recovery metrics written, so metrics_updated carries changes
-	// only; haveMetrics is false before the first event.
-	haveMetrics bool
-	metrics     qlogMetrics
+// bufferedQlogFile is a QlogDir file behind a buffer that Close flushes.
+type bufferedQlogFile struct {
+	w *bufio.Writer
+	f *os.File
 }
 
-type qlogMetrics struct {
-	minRTT, smoothedRTT, latestRTT, rttVar time.Duration
-	cwnd, inFlight                         int
-}
+func (b *bufferedQlogFile) Write(p []byte) (int, error) { return b.w.Write(p) }
 
-// newQlogger asks conf.Qlog for the writer of a connection with original
-// destination connection ID odcid and writes the trace header; nil
-// without one.
-func newQlogger(conf *Config, isClient bool, odcid []byte) *qlogger {
-	if conf.Qlog == nil {
-		return nil
+func (b *bufferedQlogFile) Close() error {
+	err := b.w.Flush()
+	if cerr := b.f.Close(); err == nil {
+		err = cerr
 	}
+	return err
+}
+
+// qlogTrace is the adapter behind Config.Qlog: the writer it asks for
+// becomes a qlogwriter.FileSeq, which the Tracer path records into like
+// any other trace (startRecorders). It returns nil without a writer.
+func qlogTrace(newWriter func(Perspective, []byte) io.WriteCloser, isClient bool, odcid []byte) qlogwriter.Trace {
 	p := PerspectiveServer
 	if isClient {
 		p = PerspectiveClient
 	}
-	w := conf.Qlog(p, slices.Clone(odcid))
+	w := newWriter(p, slices.Clone(odcid))
 	if w == nil {
 		return nil
 	}
-	q := &qlogger{w: w, start: time.Now(), buf: make([]byte, 0, qlogFlushSize+4096)}
-	q.header(p, odcid)
-	return q
+	fs := qlogwriter.NewConnectionFileSeq(w, isClient, ConnectionIDFromBytes(odcid))
+	// Run writes without any lock of ours and closes the writer once the
+	// last producer (the connection, an HTTP/3 layer) closed.
+	go fs.Run()
+	return fs
 }
 
-// header appends the trace's first record.
-func (q *qlogger) header(p Perspective, odcid []byte) {
-	b := append(q.buf, 0x1e)
-	b = append(b, `{"qlog_version":"0.3","qlog_format":"JSON-SEQ","title":"turboretry qlog","trace":{"vantage_point":{"type":"`...)
-	b = append(b, p.String()...)
-	b = append(b, `"},"common_fields":{"ODCID":"`...)
-	b = hex.AppendEncode(b, odcid)
-	b = append(b, `","time_format":"relative","reference_time":`...)
-	b = strconv.AppendFloat(b, float64(q.start.UnixNano())/1e6, 'f', 3, 64)
-	b = append(b, "}}}\n"...)
-	q.buf = b
+// joinTraces returns a trace recording into both a and b (either may be
+// nil): Config.Tracer's and Config.Qlog's, when both are set.
+func joinTraces(a, b qlogwriter.Trace) qlogwriter.Trace {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return traceGroup{a, b}
 }
 
-// event starts a record; the caller appends the data object's fields
-// (each preceded by a comma, see field) and calls end.
-func (q *qlogger) event(name string) []byte {
-	b := append(q.buf, 0x1e)
-	b = append(b, `{"time":`...)
-	b = strconv.AppendFloat(b, float64(time.Since(q.start).Nanoseconds())/1e6, 'f', 3, 64)
-	b = append(b, `,"name":"`...)
-	b = append(b, name...)
-	b = append(b, `","data":{`...)
-	return b
+// traceGroup is a trace made of two.
+type traceGroup [2]qlogwriter.Trace
+
+// AddProducer returns a recorder for both traces, or for the one that
+// has not ended; nil once both ended.
+func (g traceGroup) AddProducer() qlogwriter.Recorder {
+	ra, rb := g[0].AddProducer(), g[1].AddProducer()
+	switch {
+	case ra == nil:
+		return rb // nil when both ended
+	case rb == nil:
+		return ra
+	}
+	return recorderGroup{ra, rb}
 }
 
-// end closes the record started by event; run writes the buffer out once
-// it is large enough (takeChunk).
-func (q *qlogger) end(b []byte) {
-	q.buf = append(b, "}}\n"...)
+// recorderGroup records each event into two recorders.
+type recorderGroup [2]qlogwriter.Recorder
+
+func (g recorderGroup) RecordEvent(ev qlogwriter.Event) {
+	g[0].RecordEvent(ev)
+	g[1].RecordEvent(ev)
 }
 
-// takeChunk (mu held) hands a full buffer to o for writing and records into
-// the spare one; after a write error it stops recording.
-func (q *qlogger) takeChunk(o *callbackOutbox) {
-	if q.failed {
-		return
+func (g recorderGroup) Close() error {
+	errA, errB := g[0].Close(), g[1].Close()
+	if errA != nil {
+		return errA
 	}
-	if q.writeFailed.Load() {
-		q.failed = true
-		q.buf = nil
-		return
-	}
-	if len(q.buf) < qlogFlushSize {
-		return
-	}
-	o.qlog, o.qlogChunk = q, q.buf
-	q.buf, q.spare = q.spare, nil
-	if q.buf == nil {
-		q.buf = make([]byte, 0, qlogFlushSize+4096)
-	}
-}
-
-// write writes a chunk of records, without mu; it keeps the chunk as the
-// next spare buffer.
-func (q *qlogger) write(chunk []byte) {
-	if q.writeFailed.Load() {
-		return
-	}
-	if _, err := q.w.Write(chunk); err != nil {
-		logQlogError(err)
-		q.writeFailed.Store(true)
-		_ = q.w.Close()
-		return
-	}
-	q.spare = chunk[:0]
-}
-
-// close writes what is buffered and closes the writer, without mu, once
-// the connection dropped q (qlogger.closed).
-func (q *qlogger) close() {
-	if q.failed || q.writeFailed.Load() {
-		return
-	}
-	if len(q.buf) > 0 {
-		q.write(q.buf)
-		if q.writeFailed.Load() {
-			return
-		}
-	}
-	q.failed = true // nothing more may be written
-	if err := q.w.Close(); err != nil {
-		slog.Warn("quic: qlog", "err", err)
-	}
+	return errB
 }

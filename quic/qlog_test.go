@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +19,8 @@ import (
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/qlog"
+	"github.com/turboretry/turboretry/qlogwriter"
 )
 
 // memQlog is an in-memory qlog writer; done is closed by Close.
@@ -88,11 +92,16 @@ func parseQlog(t *testing.T, data []byte) (map[string]any, []qlogEvent) {
 	return header, events
 }
 
-// checkQlogHeader checks the trace header's fields.
+// checkQlogHeader checks the trace header: qlogwriter's (sequential file
+// schema, the trace grouped by the ODCID), with the draft 0.3 version and
+// format that qvis reads.
 func checkQlogHeader(t *testing.T, h map[string]any, vantage string, odcid []byte) {
 	t.Helper()
 	if h["qlog_version"] != "0.3" || h["qlog_format"] != "JSON-SEQ" {
 		t.Fatalf("header version/format: %v", h)
+	}
+	if h["file_schema"] != "urn:ietf:params:qlog:file:sequential" || h["serialization_format"] != "application/qlog+json-seq" {
+		t.Fatalf("header schema/serialization: %v", h)
 	}
 	trace, _ := h["trace"].(map[string]any)
 	vp, _ := trace["vantage_point"].(map[string]any)
@@ -100,50 +109,83 @@ func checkQlogHeader(t *testing.T, h map[string]any, vantage string, odcid []byt
 		t.Fatalf("vantage point %v, want %s", vp, vantage)
 	}
 	cf, _ := trace["common_fields"].(map[string]any)
-	if cf["ODCID"] != hex.EncodeToString(odcid) || cf["time_format"] != "relative" {
-		t.Fatalf("common fields %v, want ODCID %x", cf, odcid)
+	if cf["group_id"] != hex.EncodeToString(odcid) {
+		t.Fatalf("common fields %v, want group_id %x", cf, odcid)
 	}
-	if ref, _ := cf["reference_time"].(float64); ref < 1e12 {
-		t.Fatalf("reference_time %v is not milliseconds since the epoch", cf["reference_time"])
+	ref, _ := cf["reference_time"].(map[string]any)
+	if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(ref["wall_clock_time"])); err != nil {
+		t.Fatalf("reference_time %v: %v", cf["reference_time"], err)
 	}
 }
 
 // qlogSummary counts what a test looks for in a trace.
 type qlogSummary struct {
-	names        map[string]int
-	frames       map[string]map[string]int // event name -> frame type -> count
-	streamBytes  map[string]uint64         // event name -> STREAM frame bytes
-	closed       map[string]any
-	paramsOwners map[string]bool
+	names       map[string]int
+	frames      map[string]map[string]int // event name -> frame type -> count
+	streamBytes map[string]uint64         // event name -> STREAM frame bytes
+	closed      map[string]any
+	closedAt    int // index of connection_closed
+	initiators  map[string]bool
 }
 
 func summarize(events []qlogEvent) qlogSummary {
-	s := qlogSummary{names: map[string]int{}, frames: map[string]map[string]int{}, streamBytes: map[string]uint64{}, paramsOwners: map[string]bool{}}
-	for _, ev := range events {
+	s := qlogSummary{names: map[string]int{}, frames: map[string]map[string]int{}, streamBytes: map[string]uint64{}, initiators: map[string]bool{}, closedAt: -1}
+	for i, ev := range events {
 		s.names[ev.Name]++
 		switch ev.Name {
 		case "transport:packet_sent", "transport:packet_received":
 			if s.frames[ev.Name] == nil {
 				s.frames[ev.Name] = map[string]int{}
 			}
+			for _, typ := range frameTypes(ev) {
+				s.frames[ev.Name][typ]++
+			}
 			frames, _ := ev.Data["frames"].([]any)
 			for _, f := range frames {
 				fm, _ := f.(map[string]any)
-				typ, _ := fm["frame_type"].(string)
-				s.frames[ev.Name][typ]++
-				if typ == "stream" {
+				if fm["frame_type"] == "stream" {
 					n, _ := fm["length"].(float64)
 					s.streamBytes[ev.Name] += uint64(n)
 				}
 			}
 		case "transport:connection_closed":
-			s.closed = ev.Data
+			s.closed, s.closedAt = ev.Data, i
 		case "transport:parameters_set":
-			owner, _ := ev.Data["owner"].(string)
-			s.paramsOwners[owner] = true
+			initiator, _ := ev.Data["initiator"].(string)
+			s.initiators[initiator] = true
 		}
 	}
 	return s
+}
+
+// frameTypes lists the frame types of a packet event.
+func frameTypes(ev qlogEvent) []string {
+	var types []string
+	frames, _ := ev.Data["frames"].([]any)
+	for _, f := range frames {
+		fm, _ := f.(map[string]any)
+		typ, _ := fm["frame_type"].(string)
+		types = append(types, typ)
+	}
+	return types
+}
+
+// checkEndsWithClose checks that connection_closed is recorded once and
+// that only the closed state and the packets carrying CONNECTION_CLOSE
+// follow it.
+func checkEndsWithClose(t *testing.T, events []qlogEvent, s qlogSummary) {
+	t.Helper()
+	if s.names["transport:connection_closed"] != 1 {
+		t.Fatalf("%d connection_closed events, want 1", s.names["transport:connection_closed"])
+	}
+	for _, ev := range events[s.closedAt+1:] {
+		switch {
+		case ev.Name == "quic:connection_state_updated" && ev.Data["new"] == "closed":
+		case ev.Name == "transport:packet_sent" && slices.Contains(frameTypes(ev), "connection_close"):
+		default:
+			t.Fatalf("%s %v after connection_closed", ev.Name, ev.Data)
+		}
+	}
 }
 
 // waitDone waits for a connection's goroutine to exit (teardown writes
@@ -214,6 +256,9 @@ func TestQlogOursToOurs(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no server connection")
 	}
+	// What each side counted before the close: its trace holds at least
+	// those packets (it ends with the close, before the closing period).
+	stats := map[*Conn]ConnectionStats{c: c.ConnectionStats(), sc: sc.ConnectionStats()}
 	_ = c.CloseWithError(0, "bye \"now\"\n")
 	waitDone(t, ctx, c)
 	waitDone(t, ctx, sc)
@@ -238,7 +283,7 @@ func TestQlogOursToOurs(t *testing.T) {
 			h, events := parseQlog(t, data)
 			checkQlogHeader(t, h, side.vantage, odcid)
 			s := summarize(events)
-			stats := side.conn.ConnectionStats()
+			stats := stats[side.conn]
 			if n := s.names["transport:packet_sent"]; uint64(n) < stats.PacketsSent {
 				t.Errorf("%d packet_sent events, stats count %d packets", n, stats.PacketsSent)
 			}
@@ -255,20 +300,18 @@ func TestQlogOursToOurs(t *testing.T) {
 					t.Errorf("%s STREAM frames carry %d bytes, want at least %d", ev, s.streamBytes[ev], len(msg))
 				}
 			}
-			for _, want := range []string{"transport:connection_started", "recovery:metrics_updated", "transport:connection_closed"} {
+			for _, want := range []string{"transport:connection_started", "quic:connection_state_updated", "recovery:metrics_updated", "transport:connection_closed"} {
 				if s.names[want] == 0 {
 					t.Errorf("no %s event", want)
 				}
 			}
-			if !s.paramsOwners["local"] || !s.paramsOwners["remote"] {
-				t.Errorf("parameters_set owners %v", s.paramsOwners)
+			if !s.initiators["local"] || !s.initiators["remote"] {
+				t.Errorf("parameters_set initiators %v", s.initiators)
 			}
-			if s.closed["owner"] != side.owner || s.closed["application_code"] != 0.0 || s.closed["reason"] != "bye \"now\"\n" {
+			if s.closed["initiator"] != side.owner || s.closed["application_error"] != "unknown" || s.closed["error_code"] != 0.0 || s.closed["reason"] != "bye \"now\"\n" {
 				t.Errorf("connection_closed %v", s.closed)
 			}
-			if s.names["transport:connection_closed"] != 1 || events[len(events)-1].Name != "transport:connection_closed" {
-				t.Errorf("connection_closed is not the single last event")
-			}
+			checkEndsWithClose(t, events, s)
 			for i := 1; i < len(events); i++ {
 				if events[i].Time < events[i-1].Time {
 					t.Fatalf("time goes back at event %d", i)
@@ -296,11 +339,11 @@ func TestQlogOurClientQuicGoServer(t *testing.T) {
 	echoOnce(t, ctx, c, msg)
 	stats := c.ConnectionStats()
 	_ = c.CloseWithError(7, "done")
-	waitDone(t, ctx, c)
+	// As a Tracer's recorder, the trace ends with the close.
 	select {
 	case <-w.done:
 	default:
-		t.Fatal("qlog writer not closed at teardown")
+		t.Fatal("qlog writer not closed when CloseWithError returned")
 	}
 	if gotPersp != PerspectiveClient || !bytes.Equal(gotODCID, c.cids.origDest) {
 		t.Fatalf("Qlog called with %v %x", gotPersp, gotODCID)
@@ -319,13 +362,14 @@ func TestQlogOurClientQuicGoServer(t *testing.T) {
 			t.Errorf("no %s frame received from quic-go: %v", ft, s.frames["transport:packet_received"])
 		}
 	}
-	if s.closed["owner"] != "local" || s.closed["application_code"] != 7.0 || s.closed["trigger"] != "application" {
+	if s.closed["initiator"] != "local" || s.closed["application_error"] != "unknown" || s.closed["error_code"] != 7.0 || s.closed["reason"] != "done" {
 		t.Errorf("connection_closed %v", s.closed)
 	}
+	checkEndsWithClose(t, events, s)
 }
 
 // A writer that fails must not disturb the connection; qlog stops after
-// the first failed write.
+// the first failed write (the trace header), and the writer is closed.
 func TestQlogFailingWriter(t *testing.T) {
 	ctx := testCtx(t)
 	sw := newMemQlog()
@@ -368,7 +412,7 @@ func TestQlogNilWriter(t *testing.T) {
 	defer c.CloseWithError(0, "")
 	echoOnce(t, ctx, c, []byte("hello"))
 	c.mu.Lock()
-	on := c.qlog != nil
+	on := c.trace != nil || c.qlogTrace != nil
 	c.mu.Unlock()
 	if calls != 1 || on {
 		t.Fatalf("calls %d, qlog on %v", calls, on)
@@ -384,6 +428,80 @@ func TestQlogDirUnwritable(t *testing.T) {
 	if w := QlogDir(filepath.Join(file, "qlog"))(PerspectiveServer, []byte{1, 2}); w != nil {
 		t.Fatal("QlogDir returned a writer for an impossible directory")
 	}
+}
+
+// namesTrace is a Config.Tracer trace that keeps the names of the events
+// recorded.
+type namesTrace struct {
+	mu     sync.Mutex
+	names  []string
+	closed bool
+}
+
+func (tr *namesTrace) AddProducer() qlogwriter.Recorder { return tr }
+
+func (tr *namesTrace) RecordEvent(ev qlogwriter.Event) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.names = append(tr.names, ev.Name())
+}
+
+func (tr *namesTrace) Close() error {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.closed = true
+	return nil
+}
+
+// TestQlogSameEventsAsTracer: Config.Qlog writes the events Config.Tracer
+// records, in the same order, when both are set (one pipeline); the
+// server's Config.Qlog trace, alone, is complete once its connection
+// drained.
+func TestQlogSameEventsAsTracer(t *testing.T) {
+	simTest(t, callbackLink, func(t *testing.T, s *sim) {
+		sw := newMemQlog()
+		srv := s.server(nil, &Config{Qlog: func(Perspective, []byte) io.WriteCloser { return sw }})
+		cw := newMemQlog()
+		tr := &namesTrace{}
+		c := s.dial(simClientAddr(1), srv.addr, &Config{
+			Qlog:   func(Perspective, []byte) io.WriteCloser { return cw },
+			Tracer: func(context.Context, bool, ConnectionID) qlogwriter.Trace { return tr },
+		})
+		echoN(t, s.ctx(), c, c.OpenStreamSync, 64<<10)
+		_ = c.CloseWithError(0, "")
+		select {
+		case <-cw.done:
+		default:
+			t.Fatal("the client's qlog writer is not closed when CloseWithError returned")
+		}
+		tr.mu.Lock()
+		names, closed := slices.Clone(tr.names), tr.closed
+		tr.mu.Unlock()
+		if !closed {
+			t.Fatal("the Tracer's recorder is not closed")
+		}
+		_, events := parseQlog(t, cw.bytes())
+		var written []string
+		for _, ev := range events {
+			written = append(written, ev.Name)
+		}
+		if !slices.Equal(written, names) {
+			t.Fatalf("Config.Qlog wrote %d events, Config.Tracer got %d:\n%v\n%v", len(written), len(names), written, names)
+		}
+		// The server drains on the client's CONNECTION_CLOSE.
+		select {
+		case <-sw.done:
+		case <-s.ctx().Done():
+			t.Fatal("the server's qlog writer was never closed")
+		}
+		h, events := parseQlog(t, sw.bytes())
+		checkQlogHeader(t, h, "server", c.cids.origDest)
+		sum := summarize(events)
+		if sum.closed["initiator"] != "remote" || sum.streamBytes["transport:packet_received"] < 64<<10 {
+			t.Fatalf("server qlog: connection_closed %v, %d STREAM bytes received", sum.closed, sum.streamBytes["transport:packet_received"])
+		}
+		checkEndsWithClose(t, events, sum)
+	})
 }
 
 // offlineRound drives a connection without a peer or event loop: each
@@ -467,9 +585,16 @@ func TestQlogHooksOnOfflinePaths(t *testing.T) {
 		r.run(t)
 	}
 	c.close.err = &TransportError{ErrorCode: ProtocolViolation, ErrorMessage: "bad \xff\x01"}
-	c.qlog.closed(c.close.err, &c.out)
-	c.qlog = nil
-	c.unlockAndDeliver() // the writer is written and closed without the lock
+	c.trace.end(c.close.err)
+	c.trace = nil
+	// The events are recorded, and the writer written and closed, once
+	// the lock is released.
+	c.unlockAndDeliver()
+	select {
+	case <-w.done:
+	default:
+		t.Fatal("the writer was not closed with the recorder")
+	}
 	_, events := parseQlog(t, w.bytes())
 	s := summarize(events)
 	if s.names["transport:packet_received"] != rounds || s.names["transport:packet_sent"] != rounds {
@@ -481,22 +606,8 @@ func TestQlogHooksOnOfflinePaths(t *testing.T) {
 	if s.names["recovery:metrics_updated"] == 0 {
 		t.Fatal("no metrics_updated after RTT samples")
 	}
-	if s.closed["connection_code"] != float64(ProtocolViolation) || s.closed["trigger"] != "error" || s.closed["reason"] != "bad \ufffd\x01" {
+	if s.closed["connection_error"] != "protocol_violation" || s.closed["initiator"] != "local" || s.closed["reason"] != "bad \ufffd\x01" {
 		t.Fatalf("connection_closed %v", s.closed)
-	}
-}
-
-func TestAppendJSONString(t *testing.T) {
-	for _, s := range []string{"", "plain", "q\"b\\s", "ctl\x00\x1f\x7f\t\r\n", "utf8 é ✓ 😀", "bad \xff\xfe end", "\xe2\x82"} {
-		var got string
-		b := appendJSONString(nil, s)
-		if err := json.Unmarshal(b, &got); err != nil {
-			t.Fatalf("%q: %v: %s", s, err, b)
-		}
-		want := string([]rune(s)) // U+FFFD for each invalid byte
-		if got != want {
-			t.Fatalf("%q: round trip gave %q, want %q", s, got, want)
-		}
 	}
 }
 
@@ -514,12 +625,17 @@ func BenchmarkQlogPacketRound(b *testing.B) {
 				r.c.config.Qlog = func(Perspective, []byte) io.WriteCloser { return discardCloser{} }
 			}
 			r.c.mu.Lock()
-			defer r.c.mu.Unlock()
 			r.c.startRecorders()
 			b.ReportAllocs()
 			for b.Loop() {
 				r.run(b)
+				// Recorded as run records after each turn.
+				r.c.unlockAndDeliver()
+				r.c.mu.Lock()
 			}
+			r.c.trace.end(nil)
+			r.c.trace = nil
+			r.c.unlockAndDeliver()
 		})
 	}
 }
@@ -528,3 +644,34 @@ type discardCloser struct{}
 
 func (discardCloser) Write(p []byte) (int, error) { return len(p), nil }
 func (discardCloser) Close() error                { return nil }
+
+// endedTrace is a trace that has ended: it gives no more recorders.
+type endedTrace struct{}
+
+func (endedTrace) AddProducer() qlogwriter.Recorder { return nil }
+
+// TestJoinTraces: the trace of Config.Tracer and Config.Qlog together
+// records into both, into the one that has not ended, or gives no
+// recorder once both ended.
+func TestJoinTraces(t *testing.T) {
+	a, b := &namesTrace{}, &namesTrace{}
+	if joinTraces(nil, a) != qlogwriter.Trace(a) || joinTraces(a, nil) != qlogwriter.Trace(a) || joinTraces(nil, nil) != nil {
+		t.Fatal("a trace joined with none is not itself")
+	}
+	r := joinTraces(a, b).AddProducer()
+	r.RecordEvent(qlog.ConnectionStateUpdated{State: qlog.ConnectionStateAttempted})
+	_ = r.Close()
+	if len(a.names) != 1 || len(b.names) != 1 || !a.closed || !b.closed {
+		t.Fatalf("recorded %v and %v, closed %v and %v", a.names, b.names, a.closed, b.closed)
+	}
+	c := &namesTrace{}
+	if r := joinTraces(endedTrace{}, c).AddProducer(); r != qlogwriter.Recorder(c) {
+		t.Fatalf("with the first trace ended: recorder %v", r)
+	}
+	if r := joinTraces(c, endedTrace{}).AddProducer(); r != qlogwriter.Recorder(c) {
+		t.Fatalf("with the second trace ended: recorder %v", r)
+	}
+	if r := joinTraces(endedTrace{}, endedTrace{}).AddProducer(); r != nil {
+		t.Fatalf("with both ended: recorder %v", r)
+	}
+}

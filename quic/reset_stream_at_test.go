@@ -612,20 +612,20 @@ func TestResetStreamAtSenderFrames(t *testing.T) {
 	})
 }
 
-// TestResetStreamAtLogged: both frame loggers name RESET_STREAM_AT and
-// its reliable size.
+// TestResetStreamAtLogged: the qlog names RESET_STREAM_AT and its
+// reliable size.
 func TestResetStreamAtLogged(t *testing.T) {
 	f := wire.Frame{Type: wire.FrameTypeResetStreamAt, StreamID: 4, ErrorCode: 7, FinalSize: 100, ReliableSize: 60}
-	q := &qlogger{}
-	b := string(q.appendFrames([]byte("{"), wire.AppendFrame(nil, &f), 3))
+	rs, ok := traceFrame(&f, 3).(*qlog.ResetStreamFrame)
+	if !ok || rs.ReliableSize != 60 || rs.FinalSize != 100 || rs.StreamID != 4 || rs.ErrorCode != 7 {
+		t.Fatalf("tracer frame %#v", traceFrame(&f, 3))
+	}
+	tr := &connTracer{}
+	b := string(encodeTraceEvent(t, qlog.PacketSent{Frames: tr.frames(wire.AppendFrame(nil, &f), 3, qlog.PacketType1RTT)}))
 	for _, want := range []string{`"frame_type":"reset_stream_at"`, `"stream_id":4`, `"error_code":7`, `"final_size":100`, `"reliable_size":60`} {
 		if !strings.Contains(b, want) {
 			t.Errorf("qlog %s lacks %s", b, want)
 		}
-	}
-	rs, ok := traceFrame(&f, 3).(*qlog.ResetStreamFrame)
-	if !ok || rs.ReliableSize != 60 || rs.FinalSize != 100 || rs.StreamID != 4 || rs.ErrorCode != 7 {
-		t.Errorf("tracer frame %#v", traceFrame(&f, 3))
 	}
 }
 

@@ -527,11 +527,6 @@ func (s *baseServer) newConn(ctx context.Context, conf *Config, hdr *wire.LongHe
 	c.startRecorders()
 	if err := c.startTLS(); err != nil {
 		t.countRefused(RefusedStartFailed)
-		if c.qlog != nil {
-			c.close.err = err
-			c.qlog.closed(c.close.err, &c.out)
-			c.qlog = nil
-		}
 		c.close.err = err
 		c.trace.end(c.close.err)
 		c.trace = nil

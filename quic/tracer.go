@@ -12,8 +12,8 @@ import (
 	"github.com/turboretry/turboretry/quic/quictype"
 )
 
-// connTracer is a connection's qlog recorder from Config.Tracer
-// (quic-go's event model, package qlog). Its hooks run with the lock held,
+// connTracer is a connection's qlog recorder, for Config.Tracer and
+// Config.Qlog (quic-go's event model, package qlog). Its hooks run with the lock held,
 // each behind `if c.trace != nil`, so a connection without a Tracer builds
 // nothing; they queue the events, which run records without the lock.
 type connTracer struct {
@@ -45,19 +45,21 @@ var connStates = [...]qlog.ConnectionState{
 	qlog.ConnectionStateClosed,
 }
 
-// startRecorders starts the connection's qlog (Config.Qlog, with
-// connection_started) and asks Config.Tracer for its trace; it runs once
-// the ODCID is known, before the first packet is sent or processed.
+// startRecorders asks Config.Tracer for the connection's trace, and
+// Config.Qlog for a writer to record the same events into (qlogTrace);
+// it runs once the ODCID is known, before the first packet is sent or
+// processed.
 func (c *Conn) startRecorders() {
-	if c.qlog == nil {
-		if c.qlog = newQlogger(c.config, c.isClient, c.cids.origDest); c.qlog != nil {
-			c.qlog.connectionStarted(c.t.Conn.LocalAddr(), c.path.remote, c.cids.src, c.cids.dest)
-		}
-	}
-	if c.config.Tracer == nil || c.trace != nil {
+	if c.qlogTrace != nil {
 		return
 	}
-	t := c.config.Tracer(c.ctx, c.isClient, ConnectionIDFromBytes(c.cids.origDest))
+	var t qlogwriter.Trace
+	if c.config.Tracer != nil {
+		t = c.config.Tracer(c.ctx, c.isClient, ConnectionIDFromBytes(c.cids.origDest))
+	}
+	if c.config.Qlog != nil {
+		t = joinTraces(t, qlogTrace(c.config.Qlog, c.isClient, c.cids.origDest))
+	}
 	if t == nil {
 		return
 	}
@@ -75,8 +77,8 @@ func (c *Conn) startRecorders() {
 	c.trace.connState(qlog.ConnectionStateAttempted)
 }
 
-// QlogTrace returns the qlog trace Config.Tracer returned for the
-// connection, or nil: other layers (HTTP/3) add their events to it with
+// QlogTrace returns the connection's qlog trace (Config.Tracer's, joined
+// with Config.Qlog's), or nil: other layers (HTTP/3) add their events to it with
 // AddProducer, which returns nil once the trace has ended.
 func (c *Conn) QlogTrace() qlogwriter.Trace {
 	c.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -164,10 +165,54 @@ func TestClientServer(t *testing.T) {
 					t.Errorf("%s has no handshake secret", f)
 				}
 			}
-			if qlogs, _ := filepath.Glob(filepath.Join(logs, "qlog", "*.sqlog")); len(qlogs) == 0 {
-				t.Error("no qlog written")
+			if qlogs, _ := filepath.Glob(filepath.Join(logs, "qlog", "*_server.sqlog")); len(qlogs) == 0 {
+				t.Error("no server qlog written")
+			}
+			// The client's connections are closed: their qlogs are complete.
+			qlogs, _ := filepath.Glob(filepath.Join(logs, "qlog", "*_client.sqlog"))
+			if len(qlogs) == 0 {
+				t.Error("no client qlog written")
+			}
+			for _, f := range qlogs {
+				checkClientQlog(t, f)
 			}
 		})
+	}
+}
+
+// checkClientQlog checks that f is a complete qlog (JSON-SEQ) of a client
+// connection: the header, then events up to connection_closed.
+func checkClientQlog(t *testing.T, f string) {
+	t.Helper()
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) == 0 || b[0] != 0x1e {
+		t.Fatalf("%s: no record separator first", f)
+	}
+	names := map[string]int{}
+	for i, rec := range bytes.Split(b[1:], []byte{0x1e}) {
+		var v struct {
+			Name  string `json:"name"`
+			Trace struct {
+				VantagePoint struct {
+					Type string `json:"type"`
+				} `json:"vantage_point"`
+			} `json:"trace"`
+		}
+		if !bytes.HasSuffix(rec, []byte("\n")) || json.Unmarshal(rec, &v) != nil {
+			t.Fatalf("%s: record %d is not one JSON object and a newline: %q", f, i, rec)
+		}
+		if i == 0 && v.Trace.VantagePoint.Type != "client" {
+			t.Fatalf("%s: header %s", f, rec)
+		}
+		names[v.Name]++
+	}
+	for _, want := range []string{"transport:packet_sent", "transport:packet_received", "transport:connection_closed"} {
+		if names[want] == 0 {
+			t.Errorf("%s: no %s event", f, want)
+		}
 	}
 }
 
