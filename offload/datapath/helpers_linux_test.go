@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/testutil/initial"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/offload/flood"
 	"github.com/turboretry/turboretry/token"
@@ -160,24 +161,7 @@ func initialWithToken(tb testing.TB, dcid, scid, tok []byte) []byte {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sealer, _, err := handshake.NewInitialKeys(dcid, handshake.Version1, true)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	const size, pnLen, lenLen = 1200, 4, 2
-	h := wire.LongHeader{Type: wire.PacketTypeInitial, Version: wire.Version1, DestConnID: dcid, SrcConnID: scid, Token: tok}
-	b := wire.AppendLongHeader(make([]byte, 0, size+64), &h, pnLen, lenLen)
-	lenOff, pnOff := len(b)-lenLen, len(b)
-	b = wire.AppendPacketNumber(b, 0, pnLen)
-	b = wire.AppendCryptoFrame(b, 0, hello)
-	if pad := size - sealer.Overhead() - len(b); pad > 0 {
-		b = append(b, make([]byte, pad)...) // PADDING frames
-	}
-	wire.PutVarintWithLen(b[lenOff:], uint64(len(b)-pnOff+sealer.Overhead()), lenLen)
-	b, err = sealer.ProtectPacket(b, pnOff, pnLen, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	b := initial.Build(tb, initial.Packet{DCID: dcid, SCID: scid, Token: tok, Payload: wire.AppendCryptoFrame(nil, 0, hello), Size: 1200})
 	if len(b) < 1200 {
 		tb.Fatalf("Initial with token is %d bytes", len(b))
 	}
