@@ -20,6 +20,7 @@ import (
 
 	quicgo "github.com/quic-go/quic-go"
 
+	"github.com/turboretry/turboretry/internal/testcert"
 	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/announce"
@@ -451,7 +452,7 @@ func TestReannounceSkipsClientChosenIDs(t *testing.T) {
 		}
 	}}
 	defer tr.Close()
-	ln, err := tr.Listen(&tls.Config{Certificates: []tls.Certificate{testCert(t)}, NextProtos: []string{testALPN}}, nil)
+	ln, err := tr.Listen(&tls.Config{Certificates: []tls.Certificate{testcert.Certificate(t)}, NextProtos: []string{testALPN}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
