@@ -30,3 +30,13 @@ func TestWaitForReturnsOnceTrue(t *testing.T) {
 		t.Fatalf("polled %d times, want 3", n)
 	}
 }
+
+func TestKeyRingFromSecret(t *testing.T) {
+	a, b := Secret(0x40), Secret(0x60)
+	if a[0] != 0x40 || a[1] != 0x41 || b[0] != 0x60 {
+		t.Fatalf("secrets %x, %x", a, b)
+	}
+	if KeyRing(t, a) == nil {
+		t.Fatal("no key ring")
+	}
+}
