@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/internal/testutil/initial"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/token"
@@ -52,22 +53,9 @@ type insertOnly struct{ c *fakeCache }
 
 func (c insertOnly) Insert(cid []byte) error { return c.c.Insert(cid) }
 
-func testRoot() []byte {
-	root := make([]byte, token.SecretLen)
-	for i := range root {
-		root[i] = byte(i)
-	}
-	return root
-}
+func testRoot() []byte { return testutil.Secret(0) }
 
-func testKeyRing(t testing.TB) *token.KeyRing {
-	t.Helper()
-	kr, err := token.NewKeyRing(testRoot(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kr
-}
+func testKeyRing(t testing.TB) *token.KeyRing { return testutil.KeyRing(t, testRoot()) }
 
 type testEnv struct {
 	eng   *Engine
