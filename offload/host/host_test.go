@@ -18,12 +18,7 @@ import (
 
 func testKeyRing(t *testing.T, seed byte) *token.KeyRing {
 	t.Helper()
-	secret := bytes.Repeat([]byte{seed}, 32)
-	kr, err := token.NewKeyRing(secret, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kr
+	return testutil.KeyRing(t, bytes.Repeat([]byte{seed}, 32))
 }
 
 func loopbackTransport(t *testing.T) *quic.Transport {
