@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/internal/testutil/initial"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/offload/flood"
@@ -37,15 +38,7 @@ type testEnv struct {
 
 func testKeyRing(tb testing.TB) *token.KeyRing {
 	tb.Helper()
-	root := make([]byte, token.SecretLen)
-	for i := range root {
-		root[i] = byte(0x40 + i)
-	}
-	kr, err := token.NewKeyRing(root, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return kr
+	return testutil.KeyRing(tb, testutil.Secret(0x40))
 }
 
 // newTestEnv builds the network (one queue per veth end) and starts the
