@@ -50,10 +50,7 @@ func TestSplitRestartAgentChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kr, err := token.NewKeyRing(root, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testutil.KeyRing(t, root)
 	a, err := Start(quickFailOpen(agentConfig(kr)))
 	if err != nil {
 		t.Fatal(err)
