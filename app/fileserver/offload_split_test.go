@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/quiclb"
-	"github.com/turboretry/turboretry/token"
 )
 
 // agentControl is the agent's side of the split mode's control channel:
@@ -93,18 +93,12 @@ func splitAnnounces(t *testing.T, cacheOnly bool) {
 		mu       sync.Mutex
 		admitted [][]byte
 	)
-	secret := make([]byte, 32)
-	for i := range secret {
-		secret[i] = byte(i)
-	}
+	secret := testutil.Secret(0)
 	secretFile := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secretFile, secret, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kr, err := token.NewKeyRing(secret, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testutil.KeyRing(t, secret)
 	ac := startAgentControl(t, announce.Key(kr))
 	ts := startServer(t, func(c *Config) {
 		c.SecretFile = secretFile
