@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestSyncBufferConcurrentWrites(t *testing.T) {
@@ -38,5 +39,12 @@ func TestKeyRingFromSecret(t *testing.T) {
 	}
 	if KeyRing(t, a) == nil {
 		t.Fatal("no key ring")
+	}
+}
+
+func TestWaitValueReturnsTheAcceptedValue(t *testing.T) {
+	n := 0
+	if got := WaitValue(t, "the counter at 3", time.Minute, func() int { n++; return n }, func(v int) bool { return v >= 3 }); got != 3 {
+		t.Fatalf("returned %d, want 3", got)
 	}
 }
