@@ -173,15 +173,7 @@ func echoOn(tb testing.TB, c *quic.Conn, msg string) {
 // value; it fails with the last value after hangGuard.
 func waitStats[S any](tb testing.TB, what string, get func() S, done func(S) bool) S {
 	tb.Helper()
-	for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
-		s := get()
-		if done(s) {
-			return s
-		}
-		if time.Since(start) > hangGuard {
-			tb.Fatalf("gave up waiting for %s; last %+v", what, s)
-		}
-	}
+	return testutil.WaitValue(tb, what, hangGuard, get, done)
 }
 
 // xdpLine reports whether ip -d link output shows an XDP program.
