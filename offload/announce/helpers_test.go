@@ -117,17 +117,7 @@ var waitFor = testutil.WaitFor
 // so one read right after that effect can come short.
 func waitStats[S any](t *testing.T, what string, get func() S, done func(S) bool) S {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
-		s := get()
-		if done(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s; last stats %+v", what, s)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return testutil.WaitValue(t, what, waitLimit, get, done)
 }
 
 func listenUDP(t *testing.T, addr string) *net.UDPConn {
