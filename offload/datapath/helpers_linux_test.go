@@ -112,15 +112,7 @@ func (env *testEnv) stats(tb testing.TB) Stats {
 // waitStats polls Stats until ok holds (hang guard: hangGuard).
 func (env *testEnv) waitStats(tb testing.TB, what string, ok func(Stats) bool) Stats {
 	tb.Helper()
-	for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
-		s := env.stats(tb)
-		if ok(s) {
-			return s
-		}
-		if time.Since(start) > hangGuard {
-			tb.Fatalf("waiting for %s: stats %+v", what, s)
-		}
-	}
+	return testutil.WaitValue(tb, what, hangGuard, func() Stats { return env.stats(tb) }, ok)
 }
 
 func randomCID(tb testing.TB, n int) []byte {
