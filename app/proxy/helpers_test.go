@@ -269,13 +269,7 @@ func labelValue(m *dto.Metric, name string) string {
 // broken build from hanging.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for range 1000 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("gave up waiting for %s", what)
+	testutil.WaitFor(t, what, cond)
 }
 
 // checkNoLeak fails when, after the test's cleanups ran, more goroutines
