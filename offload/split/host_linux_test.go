@@ -178,6 +178,3 @@ func waitStats[S any](tb testing.TB, what string, get func() S, done func(S) boo
 
 // xdpLine reports whether ip -d link output shows an XDP program.
 func xdpLine(out string) bool { return strings.Contains(out, "prog/xdp") }
-
-// waitFor polls until cond holds (testutil.WaitFor).
-var waitFor = testutil.WaitFor
