@@ -105,11 +105,8 @@ func (s *sink) missing(want [][]byte) int {
 // waitAll waits until every ID of want has been inserted.
 func (s *sink) waitAll(t *testing.T, want [][]byte) {
 	t.Helper()
-	waitFor(t, "all connection IDs inserted", func() bool { return s.missing(want) == 0 })
+	testutil.WaitFor(t, "all connection IDs inserted", func() bool { return s.missing(want) == 0 })
 }
-
-// waitFor polls until cond holds (testutil.WaitFor).
-var waitFor = testutil.WaitFor
 
 // waitStats polls get until done accepts its value and returns that
 // value; it fails with the last value after waitLimit. Stats counters are
