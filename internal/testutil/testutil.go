@@ -58,3 +58,18 @@ func WaitValue[V any](tb testing.TB, what string, limit time.Duration, get func(
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Serve runs serve (a server's Serve loop) on a goroutine of its own and
+// registers a Cleanup that calls stop and waits for serve to return, so
+// that nothing the server started outlives the test.
+func Serve(tb testing.TB, serve, stop func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		serve()
+	}()
+	tb.Cleanup(func() {
+		stop()
+		<-done
+	})
+}

@@ -48,3 +48,13 @@ func TestWaitValueReturnsTheAcceptedValue(t *testing.T) {
 		t.Fatalf("returned %d, want 3", got)
 	}
 }
+
+func TestServeStopsAndWaitsAtCleanup(t *testing.T) {
+	stopped, returned := make(chan struct{}), false
+	t.Run("server", func(t *testing.T) {
+		Serve(t, func() { <-stopped; returned = true }, func() { close(stopped) })
+	})
+	if !returned {
+		t.Fatal("Cleanup did not wait for serve to return")
+	}
+}
