@@ -95,15 +95,7 @@ func startProxyUpstream(t *testing.T) *proxyUpstream {
 			}
 		},
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		srv.Close()
-		<-done
-	})
+	testutil.Serve(t, func() { srv.Serve(ln) }, func() { srv.Close() })
 	u.url = "http://" + ln.Addr().String()
 	return u
 }
