@@ -184,15 +184,7 @@ func startUnixUpstream(t *testing.T, h http.Handler) string {
 
 func serveOn(t *testing.T, ln net.Listener, h http.Handler) string {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		srv.Close()
-		<-done
-	})
+	testutil.Serve(t, func() { srv.Serve(ln) }, func() { srv.Close() })
 	return ln.Addr().String()
 }
 
