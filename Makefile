@@ -118,11 +118,11 @@ BENCHSERVE_COUNT ?= 6
 bench-serve:
 	@mkdir -p out
 	$(GO) test -run '^$$' -bench '^BenchmarkServe$$' -benchtime 2s -count $(BENCHSERVE_COUNT) -timeout 90m \
-		./app/servebench/ | tee out/bench-serve.txt
+		./integrationtests/servebench/ | tee out/bench-serve.txt
 	$(GO) tool benchstat -col /server out/bench-serve.txt
 	$(GO) tool benchstat -col /proto out/bench-serve.txt
 	$(GO) test -run '^$$' -bench '^BenchmarkIdleConnMemory$$' -benchtime 1x -count 3 -timeout 30m \
-		./app/servebench/ | tee out/bench-idle.txt
+		./integrationtests/servebench/ | tee out/bench-idle.txt
 	$(GO) tool benchstat -col /server out/bench-idle.txt
 
 ## eval: the paper's evaluation (docs/evaluation.md; root, Linux >= 5.18): figures 9-13 as CSV
