@@ -118,16 +118,16 @@ bench:
 BENCHSERVE_COUNT ?= 6
 bench-serve:
 	@mkdir -p out
-	$(GO) test -c -o out/servebench.test ./app/servebench/
+	$(GO) test -c -o out/servebench.test ./integrationtests/servebench/
 	@rm -f out/bench-serve.txt out/bench-idle.txt
 	for i in $$(seq $(BENCHSERVE_COUNT)); do \
-		(cd app/servebench && ../../out/servebench.test -test.run '^$$' -test.bench '^BenchmarkServe$$' \
+		(cd integrationtests/servebench && ../../out/servebench.test -test.run '^$$' -test.bench '^BenchmarkServe$$' \
 			-test.benchtime 2s -test.timeout 30m) | tee -a out/bench-serve.txt || exit 1; \
 	done
 	$(GO) tool benchstat -col /server out/bench-serve.txt
 	$(GO) tool benchstat -col /proto out/bench-serve.txt
 	for i in 1 2 3; do \
-		(cd app/servebench && ../../out/servebench.test -test.run '^$$' -test.bench '^BenchmarkIdleConnMemory$$' \
+		(cd integrationtests/servebench && ../../out/servebench.test -test.run '^$$' -test.bench '^BenchmarkIdleConnMemory$$' \
 			-test.benchtime 1x -test.timeout 30m) | tee -a out/bench-idle.txt || exit 1; \
 	done
 	$(GO) tool benchstat -col /server out/bench-idle.txt
@@ -141,10 +141,10 @@ bench-serve:
 BENCHPROXY_COUNT ?= 6
 bench-proxy:
 	@mkdir -p out
-	$(GO) test -c -o out/servebench.test ./app/servebench/
+	$(GO) test -c -o out/servebench.test ./integrationtests/servebench/
 	@rm -f out/bench-proxy.txt
 	for i in $$(seq $(BENCHPROXY_COUNT)); do \
-		(cd app/servebench && ../../out/servebench.test -test.run '^$$' -test.bench '^BenchmarkProxy$$' \
+		(cd integrationtests/servebench && ../../out/servebench.test -test.run '^$$' -test.bench '^BenchmarkProxy$$' \
 			-test.benchtime 2s -test.timeout 20m) | tee -a out/bench-proxy.txt || exit 1; \
 	done
 	$(GO) tool benchstat -col /proxy out/bench-proxy.txt

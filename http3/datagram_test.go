@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/quic"
 )
@@ -319,12 +320,7 @@ func TestTakenOverStreamStaysActive(t *testing.T) {
 		t.Fatalf("%d active requests with the server's side still open", n)
 	}
 	srv.Close()
-	for i := 0; active() != 0; i++ {
-		if i == 5000 {
-			t.Fatal("the stream is still active after both sides closed")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, "the stream to end after both sides closed", func() bool { return active() == 0 })
 	if st := s.Stats(); st.RequestsActive != 0 || st.Requests != 1 {
 		t.Fatalf("stats %+v", st)
 	}

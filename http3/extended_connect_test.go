@@ -16,6 +16,7 @@ import (
 	quicgo "github.com/quic-go/quic-go"
 	quicgohttp3 "github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/quic-go/quicvarint"
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/quic"
 )
 
@@ -333,16 +334,8 @@ func startQuicGoServerWith(t testing.TB, h http.Handler, opts ...func(*quicgohtt
 	for _, o := range opts {
 		o(s)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Serve(pc)
-	}()
-	t.Cleanup(func() {
-		s.Close()
-		<-done
-		pc.Close()
-	})
+	t.Cleanup(func() { pc.Close() }) // after the server's Cleanup below
+	testutil.Serve(t, func() { s.Serve(pc) }, func() { s.Close() })
 	return pc.LocalAddr().String(), clientTLS
 }
 

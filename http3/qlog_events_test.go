@@ -17,6 +17,7 @@ import (
 	gqlogwriter "github.com/quic-go/quic-go/qlogwriter"
 
 	"github.com/turboretry/turboretry/http3/qlog"
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/qlogwriter"
 	"github.com/turboretry/turboretry/quic"
 )
@@ -234,14 +235,14 @@ func TestQlogFramesMatchQuicGo(t *testing.T) {
 	// own, which the response need not wait for: close only once our
 	// server logged the client's control stream and quic-go's client
 	// our SETTINGS.
-	waitFor(t, "our server to log the client's control stream", func() bool {
+	testutil.WaitFor(t, "our server to log the client's control stream", func() bool {
 		evs, _, _ := ours.snapshot()
 		return slices.ContainsFunc(evs, func(ev qlogwriter.Event) bool {
 			e, ok := ev.(qlog.StreamTypeSet)
 			return ok && e.StreamType == qlog.StreamTypeControl && e.Initiator != qlog.InitiatorLocal
 		})
 	})
-	waitFor(t, "quic-go's client to parse our SETTINGS", func() bool {
+	testutil.WaitFor(t, "quic-go's client to parse our SETTINGS", func() bool {
 		theirs.mu.Lock()
 		defer theirs.mu.Unlock()
 		return slices.ContainsFunc(theirs.events, func(ev gqlogwriter.Event) bool {

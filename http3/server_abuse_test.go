@@ -21,9 +21,6 @@ func heapInUse() uint64 {
 	return m.HeapAlloc
 }
 
-// waitFor polls until cond holds (testutil.WaitFor).
-var waitFor = testutil.WaitFor
-
 // declaredHeadersAttack opens conns connections with streams request
 // streams each; every stream sends the header of a HEADERS frame that
 // declares declared bytes, then sent bytes of it, and nothing more. It
@@ -89,7 +86,7 @@ func TestDeclaredHeadersStayBounded(t *testing.T) {
 
 	declaredHeadersAttack(t, addr, clientTLS, conns, streams, declared, sent)
 	budget := s.maxConnHeaderBytes()
-	waitFor(t, "the server to take every stream and fill the budgets", func() bool {
+	testutil.WaitFor(t, "the server to take every stream and fill the budgets", func() bool {
 		st := s.Stats()
 		return st.RequestsActive == conns*streams && uint64(st.HeaderBytesReserved) == conns*budget
 	})
@@ -128,7 +125,7 @@ func TestHeaderBudgetRefusals(t *testing.T) {
 	}
 	holder.Write(concat(requestSection(t, echoRequest...), dataFrame{Length: 1}.append(nil), []byte("x"),
 		appendFrameHeader(nil, frameTypeHeaders, 4<<10), make([]byte, 100)))
-	waitFor(t, "the trailer section to take the budget", func() bool { return s.Stats().HeaderBytesReserved == 4<<10 })
+	testutil.WaitFor(t, "the trailer section to take the budget", func() bool { return s.Stats().HeaderBytesReserved == 4<<10 })
 
 	var streams []*quic.Stream
 	for range waiting {
@@ -146,7 +143,7 @@ func TestHeaderBudgetRefusals(t *testing.T) {
 		t.Fatalf("header_budget counted %d times, want %d", n, waiting)
 	}
 	holder.CancelWrite(quic.StreamErrorCode(ErrCodeRequestCanceled))
-	waitFor(t, "the holder to release the budget", func() bool { return s.Stats().HeaderBytesReserved == 0 })
+	testutil.WaitFor(t, "the holder to release the budget", func() bool { return s.Stats().HeaderBytesReserved == 0 })
 	c.helloOn()
 }
 
@@ -176,7 +173,7 @@ func BenchmarkDeclaredHeadersMemory(b *testing.B) {
 				}
 				heap0 := heapInUse()
 				declaredHeadersAttack(b, addr, clientTLS, conns, streams, declared, sent)
-				waitFor(b, "every stream", ready)
+				testutil.WaitFor(b, "every stream", ready)
 				heap := heapInUse() - heap0
 				b.ReportMetric(float64(heap)/(conns*streams), "B/stream")
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/turboretry/turboretry/app/fileserver"
 	"github.com/turboretry/turboretry/app/proxy"
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
 // proxiedPage is the upstream application's page: once loaded, its script
@@ -60,15 +61,7 @@ func startProxiedApp(t *testing.T) string {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: mux}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		srv.Close()
-		<-done
-	})
+	testutil.Serve(t, func() { srv.Serve(ln) }, func() { srv.Close() })
 	return "http://" + ln.Addr().String()
 }
 

@@ -1,19 +1,14 @@
 package interop
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/turboretry/turboretry/internal/testcert"
 )
 
 // blobSize is the size of the file the ngtcp2 tests transfer: large
@@ -46,49 +41,11 @@ func checkSameContent(t *testing.T, what string, got []byte, size int, want [sha
 	}
 }
 
-// writeSelfSignedCert writes a fresh ECDSA P-256 key and a self-signed
-// certificate for 127.0.0.1 and localhost as PEM files in dir, and returns
-// their paths and a pool that trusts the certificate.
+// writeSelfSignedCert writes the test certificate (internal/testcert: for
+// localhost and the loopback addresses, its own root) and its key as PEM
+// files in dir, and returns their paths and a pool that trusts it.
 func writeSelfSignedCert(t *testing.T, dir string) (keyFile, certFile string, pool *x509.CertPool) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(now.UnixNano()),
-		Subject:               pkix.Name{CommonName: "localhost"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true, // self-signed: it is its own root in the pool
-		DNSNames:              []string{"localhost"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile = filepath.Join(dir, "key.pem")
-	certFile = filepath.Join(dir, "cert.pem")
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return keyFile, certFile, pool
+	keyFile, certFile = filepath.Join(dir, "key.pem"), filepath.Join(dir, "cert.pem")
+	return keyFile, certFile, testcert.WriteFiles(t, certFile, keyFile)
 }

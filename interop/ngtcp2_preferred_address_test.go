@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/quic"
 )
 
@@ -78,13 +79,8 @@ func TestOurClientMovesToNgtcp2PreferredAddress(t *testing.T) {
 	mu.Lock()
 	c := conn
 	mu.Unlock()
-	deadline := time.Now().Add(migrationWait)
-	for c.RemoteAddr().String() != pref {
-		if time.Now().After(deadline) {
-			t.Fatalf("remote address %s, want the preferred address %s", c.RemoteAddr(), pref)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitValue(t, "the move to the preferred address "+pref, migrationWait,
+		func() string { return c.RemoteAddr().String() }, func(addr string) bool { return addr == pref })
 	status, _, body = fetchHTTP3(ctx, t, tr, url)
 	if status != http.StatusOK {
 		t.Fatalf("status %d after the move", status)

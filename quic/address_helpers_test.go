@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/testutil/initial"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -85,26 +85,7 @@ func buildClientInitial(t testing.TB, dcid, scid, tok []byte, size int) []byte {
 // buildClientInitialWith is buildClientInitial carrying the frames in
 // payload.
 func buildClientInitialWith(t testing.TB, dcid, scid, tok, payload []byte, size int) []byte {
-	sealer, _, err := handshake.NewInitialKeys(dcid, handshake.Version1, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: wire.Version1, DestConnID: dcid, SrcConnID: scid, Token: tok}
-	const pnLen = 2
-	b := wire.AppendLongHeader(nil, &hdr, pnLen, 2)
-	lengthPos := len(b) - 2
-	pnOffset := len(b)
-	b = wire.AppendPacketNumber(b, 0, pnLen)
-	b = append(b, payload...)
-	for len(b)+sealer.Overhead() < size {
-		b = append(b, 0)
-	}
-	wire.PutVarintWithLen(b[lengthPos:], uint64(len(b)-pnOffset+sealer.Overhead()), 2)
-	b, err = sealer.ProtectPacket(b, pnOffset, pnLen, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return initial.Build(t, initial.Packet{DCID: dcid, SCID: scid, Token: tok, PNLen: 2, Payload: payload, Size: size})
 }
 
 // serverConns counts the listener's connections, established or not.

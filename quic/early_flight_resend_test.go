@@ -8,6 +8,7 @@ import (
 
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/simnet"
+	"github.com/turboretry/turboretry/internal/testutil/initial"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -68,14 +69,14 @@ func TestServerEarlyFlightResendsBounded(t *testing.T) {
 		}
 		flightBytes := sentBytes
 		mu.Unlock()
-		sealer, opener, err := handshake.NewInitialKeys(hdr.DestConnID, handshake.Version(wire.Version1), true)
+		_, opener, err := handshake.NewInitialKeys(hdr.DestConnID, handshake.Version(wire.Version1), true)
 		if err != nil {
 			t.Fatal(err)
 		}
 
 		const probes = 2 * maxEarlyFlightResends
 		for i := range probes {
-			probe := sealClientInitial(t, sealer, hdr.DestConnID, hdr.SrcConnID, uint64(100+i), []byte{byte(wire.FrameTypePing)})
+			probe := initial.Build(t, initial.Packet{DCID: hdr.DestConnID, SCID: hdr.SrcConnID, PN: uint64(100 + i), Payload: []byte{byte(wire.FrameTypePing)}, Size: minInitialSize})
 			s.net.Inject(simnet.Packet{From: client, To: simServerAddr, Data: probe}, simLink.Delay)
 			mu.Lock()
 			clientBytes += len(probe) // an injected datagram passes no tap
@@ -136,25 +137,4 @@ func TestServerEarlyFlightResendsBounded(t *testing.T) {
 			t.Errorf("the server sent %d bytes for %d received, beyond the amplification limit", sentBytes, clientBytes)
 		}
 	})
-}
-
-// sealClientInitial builds a client Initial datagram of minInitialSize
-// bytes carrying payload, sealed with the client's Initial keys.
-func sealClientInitial(t *testing.T, sealer *handshake.Sealer, dcid, scid []byte, pn uint64, payload []byte) []byte {
-	t.Helper()
-	const pnLen = 4
-	hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: wire.Version1, DestConnID: dcid, SrcConnID: scid}
-	b := wire.AppendLongHeader(nil, &hdr, pnLen, 2)
-	lengthPos := len(b) - 2
-	pnOffset := len(b)
-	b = wire.AppendPacketNumber(b, pn, pnLen)
-	b = append(b, payload...)
-	b = append(b, make([]byte, minInitialSize-tagLen-len(b))...) // PADDING
-	wire.PutVarintWithLen(b[lengthPos:], uint64(len(b)-pnOffset+tagLen), 2)
-	end := len(b)
-	b = append(b, make([]byte, tagLen)...)
-	if _, err := sealer.ProtectPacket(b[:end:end+tagLen], pnOffset, pnLen, pn); err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

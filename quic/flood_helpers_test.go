@@ -1,15 +1,14 @@
 package quic
 
 import (
-	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/testutil/initial"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -31,25 +30,7 @@ func completeInitial(tb testing.TB, dcid, scid []byte) []byte {
 	tp.InitialMaxStreamsUni = 100
 	tp.InitialSourceConnectionID = scid
 	tp.HasInitialSourceConnectionID = true
-	params, err := tp.Marshal(nil, wire.RoleClient)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	conf := clientTLS(tb)
-	conf.MinVersion = tls.VersionTLS13
-	conf.CurvePreferences = []tls.CurveID{tls.X25519}
-	qc := tls.QUICClient(&tls.QUICConfig{TLSConfig: conf})
-	defer qc.Close()
-	qc.SetTransportParameters(params)
-	if err := qc.Start(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	var hello []byte
-	for ev := qc.NextEvent(); ev.Kind != tls.QUICNoEvent; ev = qc.NextEvent() {
-		if ev.Kind == tls.QUICWriteData && ev.Level == tls.QUICEncryptionLevelInitial {
-			hello = append(hello, ev.Data...)
-		}
-	}
+	hello := initial.ClientHello(tb, clientTLS(tb), &tp)
 	pkt := buildClientInitialWith(tb, dcid, scid, nil, wire.AppendCryptoFrame(nil, 0, hello), minInitialSize)
 	if len(pkt) != minInitialSize {
 		tb.Fatalf("ClientHello of %d bytes does not fit one Initial", len(hello))

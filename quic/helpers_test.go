@@ -2,70 +2,26 @@ package quic
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"io"
-	"math/big"
 	"net"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/testcert"
 )
 
 const testALPN = "turboretry-test"
 
-var (
-	certOnce sync.Once
-	testCert tls.Certificate
-	testPool *x509.CertPool
-)
-
-func loadTestCert(t testing.TB) {
-	certOnce.Do(func() {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			panic(err)
-		}
-		// Valid in real time and in the virtual time of synctest bubbles,
-		// which starts at 2000-01-01.
-		tmpl := &x509.Certificate{
-			SerialNumber:          big.NewInt(1),
-			Subject:               pkix.Name{CommonName: "localhost"},
-			DNSNames:              []string{"localhost"},
-			IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-			NotBefore:             time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC),
-			NotAfter:              time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC),
-			BasicConstraintsValid: true,
-			IsCA:                  true,
-			KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-			ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		if err != nil {
-			panic(err)
-		}
-		cert, err := x509.ParseCertificate(der)
-		if err != nil {
-			panic(err)
-		}
-		testCert = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}
-		testPool = x509.NewCertPool()
-		testPool.AddCert(cert)
-	})
-}
-
 func serverTLS(t testing.TB) *tls.Config {
-	loadTestCert(t)
-	return &tls.Config{Certificates: []tls.Certificate{testCert}, NextProtos: []string{testALPN}}
+	server, _ := testcert.TLS(t, testALPN)
+	return server
 }
 
 func clientTLS(t testing.TB) *tls.Config {
-	loadTestCert(t)
-	return &tls.Config{RootCAs: testPool, ServerName: "localhost", NextProtos: []string{testALPN}}
+	_, client := testcert.TLS(t, testALPN)
+	return client
 }
 
 // testCtx is a hang guard, not a timing assertion.

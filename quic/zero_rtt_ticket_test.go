@@ -2,16 +2,10 @@ package quic
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/netip"
 	"sync"
@@ -20,6 +14,7 @@ import (
 
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/simnet"
+	"github.com/turboretry/turboretry/internal/testcert"
 )
 
 // ticketLink is a 1 Mbit/s path: a server flight of a few KiB arrives over
@@ -37,26 +32,13 @@ var (
 // about 4 KiB, a chain the size of a real one, so that the server's
 // Handshake flight takes several datagrams.
 func longChainCert(t testing.TB) tls.Certificate {
-	loadTestCert(t)
 	longChainOnce.Do(func() {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			panic(err)
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(2),
-			Subject:      pkix.Name{CommonName: "filler"},
-			NotBefore:    time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC),
-			NotAfter:     time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC),
-		}
+		names := []string{"filler"}
 		for i := range 120 {
-			tmpl.DNSNames = append(tmpl.DNSNames, fmt.Sprintf("filler-%03d.example.com", i))
+			names = append(names, fmt.Sprintf("filler-%03d.example.com", i))
 		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		if err != nil {
-			panic(err)
-		}
-		longChain = tls.Certificate{Certificate: [][]byte{testCert.Certificate[0], der}, PrivateKey: testCert.PrivateKey, Leaf: testCert.Leaf}
+		leaf, filler := testcert.Certificate(t), testcert.New(t, names...)
+		longChain = tls.Certificate{Certificate: [][]byte{leaf.Certificate[0], filler.Certificate[0]}, PrivateKey: leaf.PrivateKey, Leaf: leaf.Leaf}
 	})
 	return longChain
 }

@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/quic"
-	"github.com/turboretry/turboretry/token"
 )
 
 var testKey = Key{0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff}
@@ -229,14 +229,7 @@ func TestGeneratorPlugsIntoQUIC(t *testing.T) {
 // TestKeyFromRing pins the derivation: HKDF-Expand-Label(root, "quic-lb
 // cid mac", "", 16) for the root secret 00..1f of docs/design.md's vectors.
 func TestKeyFromRing(t *testing.T) {
-	root := make([]byte, token.SecretLen)
-	for i := range root {
-		root[i] = byte(i)
-	}
-	kr, err := token.NewKeyRing(root, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testutil.KeyRing(t, testutil.Secret(0))
 	k := KeyFromRing(kr)
 	if got := hex.EncodeToString(k[:]); got != keyVector {
 		t.Fatalf("KeyFromRing = %s, want %s", got, keyVector)

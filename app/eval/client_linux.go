@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/internal/netns"
 	"github.com/turboretry/turboretry/quic"
 )
 
@@ -43,7 +44,7 @@ func (c *client) get(ctx context.Context, path string, limit time.Duration) requ
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var pc net.PacketConn
-	if err := inNS(c.ns, func() (err error) {
+	if err := netns.In(c.ns, func() (err error) {
 		pc, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero})
 		return err
 	}); err != nil {

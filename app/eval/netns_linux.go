@@ -3,61 +3,20 @@ package eval
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/turboretry/turboretry/internal/netns"
 )
-
-// ip runs the ip command (iproute2) with args.
-func ip(args ...string) error {
-	out, err := exec.Command("ip", args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
-// inNS runs fn on the calling goroutine's thread switched into the named
-// network namespace; sockets fn creates stay there. The thread switches
-// back afterwards or, failing that, stays locked so the runtime retires
-// it with the goroutine.
-func inNS(ns string, fn func() error) error {
-	runtime.LockOSThread()
-	self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("eval: open own netns: %w", err)
-	}
-	defer unix.Close(self)
-	target, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("eval: open netns %s: %w", ns, err)
-	}
-	defer unix.Close(target)
-	if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("eval: setns %s: %w", ns, err)
-	}
-	defer func() {
-		if unix.Setns(self, unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	return fn()
-}
 
 // namespaces creates and deletes the network namespaces of one run.
 type namespaces struct{ names []string }
 
 func (n *namespaces) add(name string) error {
-	if err := ip("netns", "add", name); err != nil {
+	if err := netns.Add(name); err != nil {
 		return err
 	}
 	n.names = append(n.names, name)
@@ -68,32 +27,10 @@ func (n *namespaces) add(name string) error {
 func (n *namespaces) close() error {
 	var errs []error
 	for _, ns := range n.names {
-		if _, err := os.Stat("/run/netns/" + ns); errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		errs = append(errs, ip("netns", "del", ns))
+		errs = append(errs, netns.Del(ns))
 	}
 	n.names = nil
 	return errors.Join(errs...)
-}
-
-// waitUp waits until dev in ns is operationally up: until linkwatch has
-// seen the carrier a device drops everything it sends.
-func waitUp(ns, dev string) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, err := exec.Command("ip", "-n", ns, "-o", "link", "show", "dev", dev).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("ip link show %s: %v: %s", dev, err, out)
-		}
-		if strings.Contains(string(out), "state UP") {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("eval: %s in %s never came up: %s", dev, ns, out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // setThreaded switches dev in ns to threaded NAPI and returns the NAPI

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/netns"
 	"github.com/turboretry/turboretry/offload/flood"
 	"github.com/turboretry/turboretry/offload/flood/live"
 )
@@ -174,7 +175,7 @@ func (r *runner) generatorAlone(ctx context.Context) error {
 		err = func() error {
 			defer n.close()
 			var sink io.Closer
-			if err := inNS(n.server, func() (err error) {
+			if err := netns.In(n.server, func() (err error) {
 				sink, err = live.AttachDropSink(n.srvDev)
 				return err
 			}); err != nil {

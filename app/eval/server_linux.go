@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/netns"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -274,7 +275,7 @@ func (s *server) scrapeMetrics(dir, suffix string) {
 // http.Transport would dial on a goroutine of its own, outside ns).
 func scrape(ns string, addr netip.AddrPort) ([]byte, error) {
 	var conn net.Conn
-	if err := inNS(ns, func() (err error) {
+	if err := netns.In(ns, func() (err error) {
 		conn, err = net.DialTimeout("tcp", addr.String(), 5*time.Second)
 		return err
 	}); err != nil {

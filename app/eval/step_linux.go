@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/netns"
 	"github.com/turboretry/turboretry/offload/flood"
 	"github.com/turboretry/turboretry/offload/flood/live"
 )
@@ -28,7 +29,7 @@ func newAttacker(n *network, pool *flood.Generator, mode string, cpus []int) (*a
 		return nil, err
 	}
 	a := &attacker{n: n}
-	err = inNS(n.client, func() (err error) {
+	err = netns.In(n.client, func() (err error) {
 		a.gen, err = live.New(live.Config{Iface: n.cliDev, Target: netipAddrPort(ipServer, serverPort), Spoof: spoofNet,
 			DstMAC: dst, Mode: m, Generator: pool, CPUs: cpus})
 		return err

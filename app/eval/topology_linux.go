@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/turboretry/turboretry/internal/ethtool"
+	"github.com/turboretry/turboretry/internal/netns"
 	"github.com/turboretry/turboretry/offload/flood/live"
 )
 
@@ -75,17 +77,17 @@ func newNetwork(cfg *Config, tag string, v Variant, queues int) (n *network, err
 			{"-n", d, "link", "set", n.hostDev, "master", "br0"},
 			{"-n", d, "addr", "add", netip.PrefixFrom(ipDPU, 24).String(), "dev", "br0"},
 		} {
-			if err := ip(args...); err != nil {
+			if err := netns.IP(args...); err != nil {
 				return n, err
 			}
 		}
 		for _, dev := range []string{n.wireDev, n.hostDev, "br0", "lo"} {
-			if err := ip("-n", d, "link", "set", dev, "up"); err != nil {
+			if err := netns.IP("-n", d, "link", "set", dev, "up"); err != nil {
 				return n, err
 			}
 		}
 	} else {
-		if err := ip("link", "add", n.cliDev, "netns", c, "address", macClient, "type", "veth",
+		if err := netns.IP("link", "add", n.cliDev, "netns", c, "address", macClient, "type", "veth",
 			"peer", "name", n.srvDev, "netns", s, "address", macServer, "numrxqueues", q, "numtxqueues", q); err != nil {
 			return n, err
 		}
@@ -94,38 +96,31 @@ func newNetwork(cfg *Config, tag string, v Variant, queues int) (n *network, err
 		ns, dev string
 		addr    netip.Addr
 	}{{c, n.cliDev, ipClient}, {s, n.srvDev, ipServer}} {
-		for _, args := range [][]string{
-			{"-n", e.ns, "link", "set", e.dev, "addrgenmode", "none"},
-			{"-n", e.ns, "addr", "add", netip.PrefixFrom(e.addr, 24).String(), "dev", e.dev},
-			{"-n", e.ns, "link", "set", "lo", "up"},
-			{"-n", e.ns, "link", "set", e.dev, "up"},
-		} {
-			if err := ip(args...); err != nil {
-				return n, err
-			}
-		}
-	}
-	for _, args := range [][]string{
-		{"-n", c, "neigh", "replace", ipServer.String(), "lladdr", macServer, "dev", n.cliDev, "nud", "permanent"},
-		{"-n", s, "neigh", "replace", ipClient.String(), "lladdr", macClient, "dev", n.srvDev, "nud", "permanent"},
-		// Replies to spoofed sources go back to the client namespace.
-		{"-n", s, "route", "add", spoofNet.String(), "via", ipClient.String()},
-	} {
-		if err := ip(args...); err != nil {
+		if err := netns.Up(e.ns, e.dev, netip.PrefixFrom(e.addr, 24)); err != nil {
 			return n, err
 		}
+	}
+	if err := netns.Neigh(c, n.cliDev, ipServer, macServer); err != nil {
+		return n, err
+	}
+	if err := netns.Neigh(s, n.srvDev, ipClient, macClient); err != nil {
+		return n, err
+	}
+	// Replies to spoofed sources go back to the client namespace.
+	if err := netns.IP("-n", s, "route", "add", spoofNet.String(), "via", ipClient.String()); err != nil {
+		return n, err
 	}
 	if err := n.offloads(); err != nil {
 		return n, err
 	}
 	for _, w := range [][2]string{{c, n.cliDev}, {s, n.srvDev}} {
-		if err := waitUp(w[0], w[1]); err != nil {
+		if err := netns.WaitUp(w[0], w[1], 10*time.Second); err != nil {
 			return n, err
 		}
 	}
 	if n.dpu != "" {
 		for _, dev := range []string{n.wireDev, n.hostDev} {
-			if err := waitUp(n.dpu, dev); err != nil {
+			if err := netns.WaitUp(n.dpu, dev, 10*time.Second); err != nil {
 				return n, err
 			}
 		}
@@ -133,7 +128,7 @@ func newNetwork(cfg *Config, tag string, v Variant, queues int) (n *network, err
 	// The reply sink puts the client's veth in NAPI mode; then every
 	// receiving device gets threaded NAPI, pinned to the CPUs of the
 	// machine it belongs to.
-	if err := inNS(c, func() error {
+	if err := netns.In(c, func() error {
 		var err error
 		n.sink, err = live.AttachReplySink(n.cliDev, spoofNet, serverPort)
 		return err
@@ -154,7 +149,7 @@ func (n *network) offloads() error {
 		devs = append(devs, [2]string{n.dpu, n.wireDev}, [2]string{n.dpu, n.hostDev})
 	}
 	for _, d := range devs {
-		if err := inNS(d[0], func() error {
+		if err := netns.In(d[0], func() error {
 			for _, f := range []struct {
 				f  ethtool.Offload
 				on bool

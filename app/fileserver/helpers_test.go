@@ -129,14 +129,7 @@ func get(t *testing.T, c *http.Client, method, url string, hdr ...string) (*http
 // only keeps a broken build from hanging.
 func eventually(t *testing.T, cond func() error) {
 	t.Helper()
-	var err error
-	for range 1000 {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal(err)
+	testutil.WaitValue(t, "the condition", 10*time.Second, cond, func(err error) bool { return err == nil })
 }
 
 func errorf(format string, a ...any) error { return fmt.Errorf(format, a...) }

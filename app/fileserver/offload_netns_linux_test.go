@@ -21,6 +21,7 @@ import (
 	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/internal/fsutil"
 	"github.com/turboretry/turboretry/internal/netnstest"
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/datapath"
 	"github.com/turboretry/turboretry/offload/flood"
@@ -238,15 +239,7 @@ func (srv *offloadServer) dpStats(t *testing.T) datapath.Stats {
 // waitDP polls the datapath's counters until ok holds.
 func (srv *offloadServer) waitDP(t *testing.T, what string, ok func(datapath.Stats) bool) datapath.Stats {
 	t.Helper()
-	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
-		st := srv.dpStats(t)
-		if ok(st) {
-			return st
-		}
-		if time.Since(start) > offHangGuard {
-			t.Fatalf("datapath counters: %s never held: agent %v, xdp %v", what, st.Agent.Packets, st.XDP)
-		}
-	}
+	return testutil.WaitValue(t, "datapath counters: "+what, offHangGuard, func() datapath.Stats { return srv.dpStats(t) }, ok)
 }
 
 func (srv *offloadServer) quicStats() quic.AddressValidationStats {

@@ -3,6 +3,7 @@ package fileserver
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -12,10 +13,10 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/quiclb"
-	"github.com/turboretry/turboretry/token"
 )
 
 // agentControl is the agent's side of the split mode's control channel:
@@ -93,18 +94,12 @@ func splitAnnounces(t *testing.T, cacheOnly bool) {
 		mu       sync.Mutex
 		admitted [][]byte
 	)
-	secret := make([]byte, 32)
-	for i := range secret {
-		secret[i] = byte(i)
-	}
+	secret := testutil.Secret(0)
 	secretFile := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secretFile, secret, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kr, err := token.NewKeyRing(secret, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testutil.KeyRing(t, secret)
 	ac := startAgentControl(t, announce.Key(kr))
 	ts := startServer(t, func(c *Config) {
 		c.SecretFile = secretFile
@@ -133,17 +128,9 @@ func splitAnnounces(t *testing.T, cacheOnly bool) {
 		return parseMetrics(t, body)
 	}
 	if !cacheOnly {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			v, _ := metrics().value("turboretry_split_announce_skipped_total")
-			if v >= float64(len(ids)) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("/metrics counts %v skipped IDs, want at least %d", v, len(ids))
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testutil.WaitValue(t, fmt.Sprintf("/metrics to count at least %d skipped IDs", len(ids)), 10*time.Second,
+			func() float64 { v, _ := metrics().value("turboretry_split_announce_skipped_total"); return v },
+			func(v float64) bool { return v >= float64(len(ids)) })
 		for _, id := range ids {
 			if ac.has(id) {
 				t.Errorf("server ID %x, which the agent verifies by MAC, was announced", id)
@@ -152,27 +139,16 @@ func splitAnnounces(t *testing.T, cacheOnly bool) {
 		checkDashboardQueries(t, metrics(), host.ModeSplit)
 		return
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	for _, id := range ids {
-		for !ac.has(id) {
-			if time.Now().After(deadline) {
-				t.Fatalf("connection ID %x never reached the agent; listener stats %+v", id, ac.l.Stats())
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testutil.WaitFor(t, fmt.Sprintf("connection ID %x to reach the agent", id), func() bool { return ac.has(id) })
 	}
 	// The announcer counts a message once its write returned, which can
 	// be after the agent has read it.
-	for {
-		fams := metrics()
+	announced := func(fams metricFamilies) float64 {
 		v, _ := fams.value("turboretry_split_announced_cids_total")
-		if v >= float64(len(ids)) {
-			checkDashboardQueries(t, fams, host.ModeSplit)
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/metrics counts %v announced IDs, want at least %d", v, len(ids))
-		}
-		time.Sleep(5 * time.Millisecond)
+		return v
 	}
+	fams := testutil.WaitValue(t, fmt.Sprintf("/metrics to count at least %d announced IDs", len(ids)), 10*time.Second,
+		metrics, func(fams metricFamilies) bool { return announced(fams) >= float64(len(ids)) })
+	checkDashboardQueries(t, fams, host.ModeSplit)
 }

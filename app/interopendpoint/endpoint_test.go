@@ -3,18 +3,12 @@ package interopendpoint
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/netip"
 	"os"
@@ -22,44 +16,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/testcert"
 )
 
-// writeCerts writes a self-signed certificate for localhost as the runner
-// lays certificates out: cert.pem, priv.key and ca.pem in dir.
+// writeCerts writes the test certificate (internal/testcert: for localhost
+// and the loopback addresses, its own root) as the runner lays
+// certificates out: cert.pem, priv.key and ca.pem in dir.
 func writeCerts(t *testing.T, dir string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
+	testcert.WriteFiles(t, filepath.Join(dir, "cert.pem"), filepath.Join(dir, "priv.key"))
+	certPEM, _, _ := testcert.PEM(t)
+	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), certPEM, 0o600); err != nil {
 		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "localhost"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		DNSNames:              []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	for name, b := range map[string][]byte{
-		"cert.pem": certPEM,
-		"ca.pem":   certPEM,
-		"priv.key": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
 // rawCodec lets the test's gRPC service carry raw bytes, without
@@ -100,15 +101,7 @@ func startGRPCUpstream(t *testing.T) string {
 	}
 	s := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}))
 	s.RegisterService(&testService, struct{}{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		s.Stop()
-		<-done
-	})
+	testutil.Serve(t, func() { s.Serve(ln) }, s.Stop)
 	return "h2c://" + ln.Addr().String()
 }
 

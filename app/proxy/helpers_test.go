@@ -184,15 +184,7 @@ func startUnixUpstream(t *testing.T, h http.Handler) string {
 
 func serveOn(t *testing.T, ln net.Listener, h http.Handler) string {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		srv.Close()
-		<-done
-	})
+	testutil.Serve(t, func() { srv.Serve(ln) }, func() { srv.Close() })
 	return ln.Addr().String()
 }
 
@@ -269,13 +261,7 @@ func labelValue(m *dto.Metric, name string) string {
 // broken build from hanging.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for range 1000 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("gave up waiting for %s", what)
+	testutil.WaitFor(t, what, cond)
 }
 
 // checkNoLeak fails when, after the test's cleanups ran, more goroutines

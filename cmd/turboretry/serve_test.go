@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/turboretry/turboretry/internal/testutil"
 )
@@ -27,13 +26,7 @@ type serveBuffer = testutil.SyncBuffer
 // from hanging.
 func serveWait(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for range 1000 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("gave up waiting for %s", what)
+	testutil.WaitFor(t, what, cond)
 }
 
 func TestServeUsageErrors(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/internal/netnstest"
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/quic"
 )
 
@@ -135,11 +136,7 @@ func startE2EProcess(t *testing.T, ns, ready string, args ...string) *e2eProcess
 // e2eWait polls cond until it holds (hang guard e2eGuard).
 func e2eWait(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for start := time.Now(); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Since(start) > e2eGuard {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-	}
+	testutil.WaitValue(t, what, e2eGuard, cond, func(ok bool) bool { return ok })
 }
 
 // clientUDP opens a UDP socket in the client namespace, closed by Cleanup.

@@ -26,7 +26,7 @@ const (
 	tierOffload                 // offload/* but host: agent, fast path, datapath, split agent
 	tierOffloadHost             // offload/host: the one offload package that knows quic
 	tierApp                     // app/*: composition roots (what serve runs)
-	tierTop                     // cmd/*, interop: programs and the interop harness
+	tierTop                     // cmd/*, interop, integrationtests/*: programs, the interop harness and the end-to-end suites
 )
 
 var tierNames = [...]string{"internal/token", "quic", "http3", "offload", "offload/host", "app", "cmd/interop"}
@@ -49,7 +49,7 @@ func tierOf(rel string) (tier, bool) {
 		return tierOffload, true
 	case first == "app":
 		return tierApp, true
-	case first == "cmd" || first == "interop":
+	case first == "cmd" || first == "interop" || first == "integrationtests":
 		return tierTop, true
 	}
 	return 0, false
@@ -236,6 +236,8 @@ func TestTierRules(t *testing.T) {
 		{"http3", "app/fileserver", false},
 		{"internal/metrics", "offload/agent", false},
 		{"cmd/turboretry", "app/fileserver", true},
+		{"integrationtests/abuse", "app/fileserver", true},
+		{"app/fileserver", "integrationtests/abuse", false},
 	} {
 		from, ok1 := tierOf(tc.from)
 		to, ok2 := tierOf(tc.to)

@@ -6,24 +6,24 @@
 // 198.18.0.0/15 (it fails the test otherwise); every namespace New creates
 // is deleted by t.Cleanup, and the veths, addresses and routes in it with
 // it. It needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN for setns) and
-// iproute2's ip; RequireRoot skips a test where either is missing.
+// iproute2's ip; RequireRoot skips a test where either is missing. The
+// namespace work itself is internal/netns's, which the evaluation uses too.
 package netnstest
 
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/netip"
 	"os"
 	"os/exec"
-	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/turboretry/turboretry/internal/ethtool"
+	"github.com/turboretry/turboretry/internal/netns"
 )
 
 var seq atomic.Int32
@@ -61,8 +61,8 @@ func RequireAFXDP(tb testing.TB) {
 func New(tb testing.TB, prefix string) string {
 	tb.Helper()
 	ns := fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), seq.Add(1))
-	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-		tb.Skipf("skipping: cannot create network namespace %s: %v: %s", ns, err, out)
+	if err := netns.Add(ns); err != nil {
+		tb.Skipf("skipping: cannot create network namespace %s: %v", ns, err)
 	}
 	tb.Cleanup(func() { Del(tb, ns) })
 	return ns
@@ -72,40 +72,30 @@ func New(tb testing.TB, prefix string) string {
 // already; a test may call it before the Cleanup New registered does.
 func Del(tb testing.TB, ns string) {
 	tb.Helper()
-	if _, err := os.Stat("/run/netns/" + ns); errors.Is(err, fs.ErrNotExist) {
-		return
-	}
-	if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-		tb.Errorf("ip netns del %s: %v: %s", ns, err, out)
+	if err := netns.Del(ns); err != nil {
+		tb.Error(err)
 	}
 }
 
 // IP runs ip with args and fails the test if it fails.
 func IP(tb testing.TB, args ...string) {
 	tb.Helper()
-	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		tb.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	if err := netns.IP(args...); err != nil {
+		tb.Fatal(err)
 	}
 }
 
 // End is one end of a veth pair: its namespace, name and optional MAC
 // address ("" lets the kernel choose).
-type End struct{ NS, Dev, MAC string }
+type End = netns.End
 
 // Veth creates a veth pair between a and b; extra (such as "numrxqueues",
 // "2") is given to both ends.
 func Veth(tb testing.TB, a, b End, extra ...string) {
 	tb.Helper()
-	end := func(e End) []string {
-		s := append([]string{e.Dev, "netns", e.NS}, extra...)
-		if e.MAC != "" {
-			s = append(s, "address", e.MAC)
-		}
-		return s
+	if err := netns.Veth(a, b, extra...); err != nil {
+		tb.Fatal(err)
 	}
-	args := append([]string{"link", "add"}, end(a)...)
-	args = append(append(args, "type", "veth", "peer", "name"), end(b)...)
-	IP(tb, args...)
 }
 
 // Up gives dev in ns the address prefix (none for the zero Prefix; it must
@@ -116,98 +106,35 @@ func Up(tb testing.TB, ns, dev string, prefix netip.Prefix) {
 	if prefix.IsValid() && !benchRange.Contains(prefix.Addr()) {
 		tb.Fatalf("netnstest: %v is outside %v", prefix, benchRange)
 	}
-	IP(tb, "-n", ns, "link", "set", dev, "addrgenmode", "none")
-	if prefix.IsValid() {
-		IP(tb, "-n", ns, "addr", "add", prefix.String(), "dev", dev)
+	if err := netns.Up(ns, dev, prefix); err != nil {
+		tb.Fatal(err)
 	}
-	IP(tb, "-n", ns, "link", "set", "lo", "up")
-	IP(tb, "-n", ns, "link", "set", dev, "up")
 }
 
 // Neigh adds a permanent neighbour entry ip -> mac on dev in ns.
 func Neigh(tb testing.TB, ns, dev string, ip netip.Addr, mac string) {
 	tb.Helper()
-	IP(tb, "-n", ns, "neigh", "replace", ip.String(), "lladdr", mac, "dev", dev, "nud", "permanent")
+	if err := netns.Neigh(ns, dev, ip, mac); err != nil {
+		tb.Fatal(err)
+	}
 }
 
-// WaitUp waits until dev in ns is operationally up. Until linkwatch
-// (deferred work, rate limited to once a second) has seen the carrier, a
-// device sends through noop_qdisc, which drops everything.
+// WaitUp waits until dev in ns is operationally up (netns.WaitUp).
 func WaitUp(tb testing.TB, ns, dev string) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, err := exec.Command("ip", "-n", ns, "-o", "link", "show", "dev", dev).CombinedOutput()
-		if err != nil {
-			tb.Fatalf("ip link show %s: %v: %s", dev, err, out)
-		}
-		if strings.Contains(string(out), "state UP") {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s in %s never came up: %s", dev, ns, out)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := netns.WaitUp(ns, dev, 10*time.Second); err != nil {
+		tb.Fatal(err)
 	}
 }
 
-// TXChecksumOff is "ethtool -K dev tx off" (the legacy ETHTOOL_STXCSUM
-// ioctl, so no ethtool binary) in the calling thread's namespace: the
-// kernel then writes complete UDP checksums, as a real NIC would.
-func TXChecksumOff(dev string) error {
-	const ethtoolSTXCSUM = 0x17
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	val := &struct{ cmd, data uint32 }{cmd: ethtoolSTXCSUM}
-	// struct ifreq: the name, then ifr_data pointing at struct ethtool_value.
-	var ifr struct {
-		name [unix.IFNAMSIZ]byte
-		data unsafe.Pointer
-		_    [16]byte
-	}
-	copy(ifr.name[:], dev)
-	ifr.data = unsafe.Pointer(val)
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr)))
-	runtime.KeepAlive(val)
-	if errno != 0 {
-		return fmt.Errorf("ethtool tx off %s: %w", dev, errno)
-	}
-	return nil
-}
+// TXChecksumOff is "ethtool -K dev tx off" in the calling thread's
+// namespace: the kernel then writes complete UDP checksums, as a real NIC
+// would.
+func TXChecksumOff(dev string) error { return ethtool.SetOffload(dev, ethtool.TXChecksum, false) }
 
-// In runs fn on the calling goroutine's thread switched into namespace
-// ns; sockets fn creates stay there, and using them afterwards needs no
-// switch. The thread switches back afterwards (also when fn panics or
-// calls runtime.Goexit) or, failing that, stays locked so the runtime
-// retires it with the goroutine.
-func In(ns string, fn func() error) error {
-	runtime.LockOSThread()
-	self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("open own netns: %w", err)
-	}
-	defer unix.Close(self)
-	target, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("open netns %s: %w", ns, err)
-	}
-	defer unix.Close(target)
-	if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("setns %s: %w", ns, err)
-	}
-	defer func() {
-		if unix.Setns(self, unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	return fn()
-}
+// In runs fn on the calling goroutine's thread switched into namespace ns
+// (netns.In); sockets fn creates stay there.
+func In(ns string, fn func() error) error { return netns.In(ns, fn) }
 
 // UDPSocket opens a blocking IPv4 UDP socket in the calling thread's
 // namespace, bound to local and, when remote is valid, connected to it,

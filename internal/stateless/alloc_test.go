@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/token"
 )
@@ -35,10 +36,7 @@ func TestAllocs(t *testing.T) {
 	}); a != 0 {
 		t.Errorf("AppendRetry: %v allocations", a)
 	}
-	kr, err := token.NewKeyRing(make([]byte, token.SecretLen), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testutil.KeyRing(t, make([]byte, token.SecretLen))
 	iss, err := kr.NewIssuer(token.SourceAgent)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/token"
 )
@@ -48,10 +49,7 @@ func TestRetryRFCVectors(t *testing.T) {
 // TestRetryIssued: a Retry around a token from the token package, as both
 // callers build it, read back as the client and the host cooperator do.
 func TestRetryIssued(t *testing.T) {
-	kr, err := token.NewKeyRing(bytes.Repeat([]byte{7}, token.SecretLen), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testutil.KeyRing(t, bytes.Repeat([]byte{7}, token.SecretLen))
 	iss, err := kr.NewIssuer(token.SourceAgent)
 	if err != nil {
 		t.Fatal(err)

@@ -37,11 +37,39 @@ func (s *SyncBuffer) String() string {
 // hanging: a test must not depend on it.
 func WaitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	limit := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(limit) {
-			tb.Fatalf("gave up waiting for %s", what)
+	WaitValue(tb, what, time.Minute, cond, func(ok bool) bool { return ok })
+}
+
+// WaitValue polls get every few milliseconds until done accepts its value,
+// and returns that value: counters a test reads are often bumped just after
+// the effect it saw. After limit it fails the test naming what it waited
+// for and the last value; like WaitFor's, the limit is a hang guard only.
+func WaitValue[V any](tb testing.TB, what string, limit time.Duration, get func() V, done func(V) bool) V {
+	tb.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		v := get()
+		if done(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("gave up waiting for %s; last %+v", what, v)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Serve runs serve (a server's Serve loop) on a goroutine of its own and
+// registers a Cleanup that calls stop and waits for serve to return, so
+// that nothing the server started outlives the test.
+func Serve(tb testing.TB, serve, stop func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		serve()
+	}()
+	tb.Cleanup(func() {
+		stop()
+		<-done
+	})
 }

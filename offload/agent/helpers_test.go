@@ -1,13 +1,13 @@
 package agent
 
 import (
-	"context"
 	"crypto/tls"
 	"net/netip"
 	"sync"
 	"testing"
 
-	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/testutil"
+	"github.com/turboretry/turboretry/internal/testutil/initial"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/token"
 )
@@ -53,22 +53,9 @@ type insertOnly struct{ c *fakeCache }
 
 func (c insertOnly) Insert(cid []byte) error { return c.c.Insert(cid) }
 
-func testRoot() []byte {
-	root := make([]byte, token.SecretLen)
-	for i := range root {
-		root[i] = byte(i)
-	}
-	return root
-}
+func testRoot() []byte { return testutil.Secret(0) }
 
-func testKeyRing(t testing.TB) *token.KeyRing {
-	t.Helper()
-	kr, err := token.NewKeyRing(testRoot(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kr
-}
+func testKeyRing(t testing.TB) *token.KeyRing { return testutil.KeyRing(t, testRoot()) }
 
 type testEnv struct {
 	eng   *Engine
@@ -107,7 +94,6 @@ func (env *testEnv) hostValidator(t testing.TB) *token.Validator {
 var (
 	clientHelloOnce sync.Once
 	clientHello     []byte
-	clientHelloErr  error
 )
 
 // realClientHello returns the ClientHello of a crypto/tls QUIC client, the
@@ -119,39 +105,10 @@ func realClientHello(t testing.TB) []byte {
 		tp.InitialSourceConnectionID = []byte{1, 2, 3, 4, 5, 6, 7, 8}
 		tp.HasInitialSourceConnectionID = true
 		tp.InitialMaxData = 1 << 20
-		params, err := tp.Marshal(nil, wire.RoleClient)
-		if err != nil {
-			clientHelloErr = err
-			return
-		}
-		qc := tls.QUICClient(&tls.QUICConfig{TLSConfig: &tls.Config{
-			ServerName: "example.com",
-			NextProtos: []string{"h3"},
-			MinVersion: tls.VersionTLS13,
-			// X25519 alone keeps the ClientHello in one Initial; the
-			// hybrid post-quantum key share would not fit.
-			CurvePreferences: []tls.CurveID{tls.X25519},
-		}})
-		defer qc.Close()
-		qc.SetTransportParameters(params)
-		if clientHelloErr = qc.Start(context.Background()); clientHelloErr != nil {
-			return
-		}
-		for {
-			ev := qc.NextEvent()
-			if ev.Kind == tls.QUICNoEvent {
-				break
-			}
-			if ev.Kind == tls.QUICWriteData && ev.Level == tls.QUICEncryptionLevelInitial {
-				clientHello = append(clientHello, ev.Data...)
-			}
-		}
+		clientHello = initial.ClientHello(t, &tls.Config{ServerName: "example.com", NextProtos: []string{"h3"}}, &tp)
 	})
-	if clientHelloErr != nil {
-		t.Fatal(clientHelloErr)
-	}
 	if len(clientHello) == 0 {
-		t.Fatal("crypto/tls produced no ClientHello")
+		t.Fatal("no ClientHello")
 	}
 	return clientHello
 }
@@ -161,25 +118,7 @@ func realClientHello(t testing.TB) []byte {
 // content allows).
 func clientInitial(t testing.TB, v wire.Version, dcid, scid, tok []byte, size int) []byte {
 	t.Helper()
-	ch := realClientHello(t)
-	sealer, _, err := handshake.NewInitialKeys(dcid, handshake.Version(v), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := wire.LongHeader{Type: wire.PacketTypeInitial, Version: v, DestConnID: dcid, SrcConnID: scid, Token: tok}
-	b := wire.AppendLongHeader(make([]byte, 0, size+len(ch)+128), &h, 4, 2)
-	lenOff, pnOff := len(b)-2, len(b)
-	b = wire.AppendPacketNumber(b, 0, 4)
-	b = wire.AppendCryptoFrame(b, 0, ch)
-	if pad := size - sealer.Overhead() - len(b); pad > 0 {
-		b = append(b, make([]byte, pad)...) // PADDING frames
-	}
-	wire.PutVarintWithLen(b[lenOff:], uint64(len(b)-pnOff+sealer.Overhead()), 2)
-	b, err = sealer.ProtectPacket(b, pnOff, 4, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return initial.Build(t, initial.Packet{Version: v, DCID: dcid, SCID: scid, Token: tok, Payload: wire.AppendCryptoFrame(nil, 0, realClientHello(t)), Size: size})
 }
 
 // longPacket builds an unprotected long header packet of type typ, padded to

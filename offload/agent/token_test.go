@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/token"
 )
@@ -236,10 +237,7 @@ func TestSetKeyRingSwitchesWorkers(t *testing.T) {
 	dcid := []byte{1, 1, 2, 3, 5, 8, 13, 21, 34}
 	mustProcess(t, env.w, clientInitial(t, wire.Version1, dcid, cscid, oldTok, 1200), clientAddr, ReasonNewTokenForwarded)
 
-	kr2, err := token.NewKeyRing(bytes.Repeat([]byte{7}, token.SecretLen), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr2 := testutil.KeyRing(t, bytes.Repeat([]byte{7}, token.SecretLen))
 	if err := env.eng.SetKeyRing(kr2); err != nil {
 		t.Fatal(err)
 	}

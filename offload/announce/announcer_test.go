@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
 // TestRoundTrip sends more IDs than one message holds through a real
@@ -83,7 +85,7 @@ func TestAnnouncerSetKey(t *testing.T) {
 	b := newTestAnnouncer(t, AnnouncerConfig{Agent: old.addr, Interval: time.Hour})
 	b.SetKey(otherKey)
 	b.Add(cidN(99, 8))
-	waitFor(t, "a bad MAC rejection", func() bool { return old.l.Stats().Rejected[ReasonMAC] == 1 })
+	testutil.WaitFor(t, "a bad MAC rejection", func() bool { return old.l.Stats().Rejected[ReasonMAC] == 1 })
 	if old.sink.total() != 0 {
 		t.Fatal("inserted under the wrong key")
 	}
@@ -120,7 +122,7 @@ func TestReannounceReachesLateListener(t *testing.T) {
 		yield([]byte{1, 2, 3}) // wrong length: skipped and counted
 	}})
 	calls.Wait()
-	waitFor(t, "a completed re-announce", func() bool { return a.Stats().Reannounces >= 1 })
+	testutil.WaitFor(t, "a completed re-announce", func() bool { return a.Stats().Reannounces >= 1 })
 
 	srv := serve(t, listenUDP(t, addr.String()), ListenerConfig{})
 	srv.sink.waitAll(t, ids)
@@ -164,7 +166,7 @@ func TestAddNeverBlocks(t *testing.T) {
 		t.Fatalf("stats with the sender stuck: %+v", st)
 	}
 	close(release)
-	waitFor(t, "the queue sent", func() bool { return srv.sink.total() == QueueCIDs })
+	testutil.WaitFor(t, "the queue sent", func() bool { return srv.sink.total() == QueueCIDs })
 	// The announcer counts a message after its write returned, which can
 	// be after the listener inserted its IDs.
 	st := waitStats(t, "the announcer to count the queue", a.Stats, func(st AnnouncerStats) bool { return st.CIDs == QueueCIDs })
@@ -215,7 +217,7 @@ func TestCloseLeaksNothing(t *testing.T) {
 		}
 		srv.shutdown(t)
 	}()
-	waitFor(t, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= before })
+	testutil.WaitFor(t, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= before })
 }
 
 // TestAnnouncerConcurrent adds from many goroutines while keys are set and
@@ -339,7 +341,7 @@ func TestAnnouncerSkip(t *testing.T) {
 		a.Add(id)
 	}
 	srv.sink.waitAll(t, want)
-	waitFor(t, "two completed re-announces", func() bool { return a.Stats().Reannounces >= 2 })
+	testutil.WaitFor(t, "two completed re-announces", func() bool { return a.Stats().Reannounces >= 2 })
 	if m := srv.sink.missing(skipped); m != len(skipped) {
 		t.Fatalf("%d skipped IDs reached the agent", len(skipped)-m)
 	}

@@ -105,11 +105,8 @@ func (s *sink) missing(want [][]byte) int {
 // waitAll waits until every ID of want has been inserted.
 func (s *sink) waitAll(t *testing.T, want [][]byte) {
 	t.Helper()
-	waitFor(t, "all connection IDs inserted", func() bool { return s.missing(want) == 0 })
+	testutil.WaitFor(t, "all connection IDs inserted", func() bool { return s.missing(want) == 0 })
 }
-
-// waitFor polls until cond holds (testutil.WaitFor).
-var waitFor = testutil.WaitFor
 
 // waitStats polls get until done accepts its value and returns that
 // value; it fails with the last value after waitLimit. Stats counters are
@@ -117,17 +114,7 @@ var waitFor = testutil.WaitFor
 // so one read right after that effect can come short.
 func waitStats[S any](t *testing.T, what string, get func() S, done func(S) bool) S {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
-		s := get()
-		if done(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s; last stats %+v", what, s)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return testutil.WaitValue(t, what, waitLimit, get, done)
 }
 
 func listenUDP(t *testing.T, addr string) *net.UDPConn {

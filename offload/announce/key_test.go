@@ -6,17 +6,9 @@ import (
 	"crypto/sha256"
 	"testing"
 
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/token"
 )
-
-func keyRing(t *testing.T, root []byte) *token.KeyRing {
-	t.Helper()
-	kr, err := token.NewKeyRing(root, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kr
-}
 
 // TestKeyIsHKDFExpandLabel recomputes the key with the standard library's
 // HKDF-Expand and the TLS 1.3 HkdfLabel encoding (RFC 8446, section 7.1).
@@ -29,15 +21,15 @@ func TestKeyIsHKDFExpandLabel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := Key(keyRing(t, root))
+	got := Key(testutil.KeyRing(t, root))
 	if !bytes.Equal(got[:], want) {
 		t.Fatalf("Key = %x, want %x", got, want)
 	}
 }
 
 func TestKeyDependsOnRoot(t *testing.T) {
-	a := Key(keyRing(t, bytes.Repeat([]byte{1}, token.SecretLen)))
-	b := Key(keyRing(t, bytes.Repeat([]byte{2}, token.SecretLen)))
+	a := Key(testutil.KeyRing(t, bytes.Repeat([]byte{1}, token.SecretLen)))
+	b := Key(testutil.KeyRing(t, bytes.Repeat([]byte{2}, token.SecretLen)))
 	if a == b {
 		t.Fatal("different roots gave the same key")
 	}

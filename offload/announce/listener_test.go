@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
 // newDirectListener returns a Listener for handle() tests that need no
@@ -177,7 +179,7 @@ func TestListenerServeLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.sink.waitAll(t, ids)
-	waitFor(t, "the garbage counted", func() bool {
+	testutil.WaitFor(t, "the garbage counted", func() bool {
 		st := srv.l.Stats()
 		return st.Rejected[ReasonShort] == 2 && st.Rejected[ReasonMagic] == 1 && st.Rejected[ReasonMAC] == 1
 	})

@@ -11,6 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/testutil"
+	"github.com/turboretry/turboretry/internal/testutil/initial"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/offload/flood"
 	"github.com/turboretry/turboretry/token"
@@ -36,15 +38,7 @@ type testEnv struct {
 
 func testKeyRing(tb testing.TB) *token.KeyRing {
 	tb.Helper()
-	root := make([]byte, token.SecretLen)
-	for i := range root {
-		root[i] = byte(0x40 + i)
-	}
-	kr, err := token.NewKeyRing(root, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return kr
+	return testutil.KeyRing(tb, testutil.Secret(0x40))
 }
 
 // newTestEnv builds the network (one queue per veth end) and starts the
@@ -118,15 +112,7 @@ func (env *testEnv) stats(tb testing.TB) Stats {
 // waitStats polls Stats until ok holds (hang guard: hangGuard).
 func (env *testEnv) waitStats(tb testing.TB, what string, ok func(Stats) bool) Stats {
 	tb.Helper()
-	for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
-		s := env.stats(tb)
-		if ok(s) {
-			return s
-		}
-		if time.Since(start) > hangGuard {
-			tb.Fatalf("waiting for %s: stats %+v", what, s)
-		}
-	}
+	return testutil.WaitValue(tb, what, hangGuard, func() Stats { return env.stats(tb) }, ok)
 }
 
 func randomCID(tb testing.TB, n int) []byte {
@@ -160,24 +146,7 @@ func initialWithToken(tb testing.TB, dcid, scid, tok []byte) []byte {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sealer, _, err := handshake.NewInitialKeys(dcid, handshake.Version1, true)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	const size, pnLen, lenLen = 1200, 4, 2
-	h := wire.LongHeader{Type: wire.PacketTypeInitial, Version: wire.Version1, DestConnID: dcid, SrcConnID: scid, Token: tok}
-	b := wire.AppendLongHeader(make([]byte, 0, size+64), &h, pnLen, lenLen)
-	lenOff, pnOff := len(b)-lenLen, len(b)
-	b = wire.AppendPacketNumber(b, 0, pnLen)
-	b = wire.AppendCryptoFrame(b, 0, hello)
-	if pad := size - sealer.Overhead() - len(b); pad > 0 {
-		b = append(b, make([]byte, pad)...) // PADDING frames
-	}
-	wire.PutVarintWithLen(b[lenOff:], uint64(len(b)-pnOff+sealer.Overhead()), lenLen)
-	b, err = sealer.ProtectPacket(b, pnOff, pnLen, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	b := initial.Build(tb, initial.Packet{DCID: dcid, SCID: scid, Token: tok, Payload: wire.AppendCryptoFrame(nil, 0, hello), Size: 1200})
 	if len(b) < 1200 {
 		tb.Fatalf("Initial with token is %d bytes", len(b))
 	}

@@ -3,8 +3,8 @@ package fastpath
 import (
 	"testing"
 
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/offload/agent"
-	"github.com/turboretry/turboretry/token"
 )
 
 // The agent admits connections to this cache and asks it about known CIDs.
@@ -36,14 +36,8 @@ func TestContainsMatchesLookup(t *testing.T) {
 }
 
 func TestKeyFromRingMatchesDeriveKey(t *testing.T) {
-	root := make([]byte, token.SecretLen)
-	for i := range root {
-		root[i] = byte(i)
-	}
-	kr, err := token.NewKeyRing(root, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testutil.Secret(0)
+	kr := testutil.KeyRing(t, root)
 	if got, want := KeyFromRing(kr), DeriveKey(root); got != want {
 		t.Fatalf("KeyFromRing = %x, DeriveKey = %x", got, want)
 	}

@@ -8,6 +8,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
 const paperN = 1_200_000 // 40 k connections/s over T_W = 30 s
@@ -268,9 +270,7 @@ func TestRunRotation(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- c.RunRotation(ctx, time.Millisecond) }()
 	// Wait (without a deadline assertion) until it has rotated twice.
-	for c.Generation() < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, "the second rotation", func() bool { return c.Generation() >= 2 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("RunRotation returned %v", err)

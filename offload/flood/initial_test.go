@@ -3,17 +3,11 @@ package flood
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
-	"math/big"
 	"testing"
-	"time"
 
+	"github.com/turboretry/turboretry/internal/testcert"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -224,7 +218,7 @@ func TestClientHelloAcceptedByTLSServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := tls.QUICServer(&tls.QUICConfig{TLSConfig: &tls.Config{
-		Certificates: []tls.Certificate{testCert(t)},
+		Certificates: []tls.Certificate{testcert.New(t, DefaultServerName)},
 		NextProtos:   []string{"h3"},
 		MinVersion:   tls.VersionTLS13,
 	}})
@@ -262,24 +256,4 @@ func TestClientHelloAcceptedByTLSServer(t *testing.T) {
 		}
 	}
 	t.Fatal("TLS server kept producing events")
-}
-
-func testCert(t *testing.T) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: DefaultServerName},
-		DNSNames:     []string{DefaultServerName},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }

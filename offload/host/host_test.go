@@ -18,12 +18,7 @@ import (
 
 func testKeyRing(t *testing.T, seed byte) *token.KeyRing {
 	t.Helper()
-	secret := bytes.Repeat([]byte{seed}, 32)
-	kr, err := token.NewKeyRing(secret, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kr
+	return testutil.KeyRing(t, bytes.Repeat([]byte{seed}, 32))
 }
 
 func loopbackTransport(t *testing.T) *quic.Transport {
@@ -125,7 +120,7 @@ func TestAttachSplitAnnounces(t *testing.T) {
 	}
 	// The announcer counts after the send returns, so the agent may be
 	// first.
-	waitFor(t, "the announcement counted", func() bool {
+	testutil.WaitFor(t, "the announcement counted", func() bool {
 		st, err := o.Stats()
 		return err == nil && st.Mode == ModeSplit && st.Announcer.CIDs == 1 && st.Announcer.Messages == 1
 	})
@@ -143,11 +138,8 @@ func TestAttachSplitAnnounces(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.ConnectionIDAdded(bytes.Repeat([]byte{0xcd}, agent.DefaultCIDLen))
-	waitFor(t, "the old agent rejecting the new key", func() bool { return l.Stats().Rejected[announce.ReasonMAC] > 0 })
+	testutil.WaitFor(t, "the old agent rejecting the new key", func() bool { return l.Stats().Rejected[announce.ReasonMAC] > 0 })
 	if ls := l.Stats(); ls.CIDs != 1 {
 		t.Fatalf("the old agent admitted %d IDs, want only the one sent before the reload", ls.CIDs)
 	}
 }
-
-// waitFor polls until cond holds (testutil.WaitFor).
-var waitFor = testutil.WaitFor

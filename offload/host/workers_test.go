@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/turboretry/turboretry/internal/testcert"
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/offload/reuseport"
 	"github.com/turboretry/turboretry/quic"
@@ -122,7 +123,7 @@ func TestWorkersSplitAnnouncesWhatTheMACCannotCover(t *testing.T) {
 	}
 	foreign := bytes.Repeat([]byte{0xfe}, ids.Len())
 	w.Transports[1].ConnectionIDAdded(foreign)
-	waitFor(t, "the unverifiable ID announced", func() bool {
+	testutil.WaitFor(t, "the unverifiable ID announced", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return learned[string(foreign)]

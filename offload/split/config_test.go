@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -14,10 +15,7 @@ import (
 // a message naming the problem, before touching any interface; a valid
 // one gets its defaults.
 func TestConfigChecks(t *testing.T) {
-	kr, err := token.NewKeyRing(make([]byte, token.SecretLen), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testutil.KeyRing(t, make([]byte, token.SecretLen))
 	good := Config{WireIface: "p0", HostIface: "pf0hpf", Port: 443, KeyRing: kr, Control: netip.MustParseAddrPort("198.18.0.254:4434")}
 	for _, tc := range []struct {
 		name string

@@ -3,14 +3,8 @@ package split
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"io"
-	"math/big"
 	"net"
 	"net/netip"
 	"strings"
@@ -18,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/testcert"
 	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/quic"
@@ -81,7 +76,7 @@ func startHostEvery(tb testing.TB, e *emulation, root []byte, kr *token.KeyRing,
 		}
 		return nil
 	})
-	ln, err := h.tr.Listen(&tls.Config{Certificates: []tls.Certificate{testCert(tb)}, NextProtos: []string{testALPN}},
+	ln, err := h.tr.Listen(&tls.Config{Certificates: []tls.Certificate{testcert.Certificate(tb)}, NextProtos: []string{testALPN}},
 		&quic.Config{MaxIdleTimeout: 30 * time.Second})
 	if err != nil {
 		tb.Fatal(err)
@@ -174,54 +169,12 @@ func echoOn(tb testing.TB, c *quic.Conn, msg string) {
 	}
 }
 
-var (
-	certOnce sync.Once
-	cert     tls.Certificate
-	certErr  error
-)
-
-// testCert is a self-signed P-256 certificate for the server.
-func testCert(tb testing.TB) tls.Certificate {
-	tb.Helper()
-	certOnce.Do(func() {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			certErr = err
-			return
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(1),
-			Subject:      pkix.Name{CommonName: "localhost"},
-			DNSNames:     []string{"localhost"},
-			NotBefore:    time.Now().Add(-time.Hour),
-			NotAfter:     time.Now().Add(time.Hour),
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		cert, certErr = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, err
-	})
-	if certErr != nil {
-		tb.Fatal(certErr)
-	}
-	return cert
-}
-
 // waitStats polls get until done accepts its value and returns that
 // value; it fails with the last value after hangGuard.
 func waitStats[S any](tb testing.TB, what string, get func() S, done func(S) bool) S {
 	tb.Helper()
-	for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
-		s := get()
-		if done(s) {
-			return s
-		}
-		if time.Since(start) > hangGuard {
-			tb.Fatalf("gave up waiting for %s; last %+v", what, s)
-		}
-	}
+	return testutil.WaitValue(tb, what, hangGuard, get, done)
 }
 
 // xdpLine reports whether ip -d link output shows an XDP program.
 func xdpLine(out string) bool { return strings.Contains(out, "prog/xdp") }
-
-// waitFor polls until cond holds (testutil.WaitFor).
-var waitFor = testutil.WaitFor

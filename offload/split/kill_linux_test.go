@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -131,7 +132,7 @@ func TestSplitAgentKilledFailsOpen(t *testing.T) {
 	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("agent process: %v; want killed", err)
 	}
-	waitFor(t, "the kernel to remove the XDP program from p0", func() bool { return !e.xdpAttached(t) })
+	testutil.WaitFor(t, "the kernel to remove the XDP program from p0", func() bool { return !e.xdpAttached(t) })
 
 	echoOn(t, c, "after the kill, same connection")
 	echo(t, e, "after the kill, new connection")

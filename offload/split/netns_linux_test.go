@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/netnstest"
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/token"
 )
 
@@ -108,15 +109,8 @@ func (e *emulation) dump(tb testing.TB) {
 // testKeyRing is the root secret agent and host share.
 func testKeyRing(tb testing.TB) (*token.KeyRing, []byte) {
 	tb.Helper()
-	root := make([]byte, token.SecretLen)
-	for i := range root {
-		root[i] = byte(0x60 + i)
-	}
-	kr, err := token.NewKeyRing(root, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return kr, root
+	root := testutil.Secret(0x60)
+	return testutil.KeyRing(tb, root), root
 }
 
 // agentConfig is the agent's configuration in the emulation. Its heartbeat

@@ -20,6 +20,7 @@ import (
 
 	quicgo "github.com/quic-go/quic-go"
 
+	"github.com/turboretry/turboretry/internal/testcert"
 	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/announce"
@@ -49,10 +50,7 @@ func TestSplitRestartAgentChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kr, err := token.NewKeyRing(root, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testutil.KeyRing(t, root)
 	a, err := Start(quickFailOpen(agentConfig(kr)))
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +232,7 @@ func (p *agentProc) kill(tb testing.TB, e *emulation) {
 	if err := p.cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
 		tb.Fatalf("agent process: %v; want killed", err)
 	}
-	waitFor(tb, "the kernel to remove the XDP program from p0", func() bool { return !e.xdpAttached(tb) })
+	testutil.WaitFor(tb, "the kernel to remove the XDP program from p0", func() bool { return !e.xdpAttached(tb) })
 }
 
 // startReannouncingHost is startHost with a short re-announce interval, so
@@ -370,7 +368,7 @@ func TestSplitAgentRestart(t *testing.T) {
 		t.Fatalf("live IDs of A:%s, of B:%s; want some of each (announced A:%s B:%s)",
 			fmtCIDs(liveA), fmtCIDs(liveB), fmtCIDs(cidsA), fmtCIDs(cidsB))
 	}
-	waitFor(t, "the restarted agent to admit A's and B's live connection IDs", func() bool {
+	testutil.WaitFor(t, "the restarted agent to admit A's and B's live connection IDs", func() bool {
 		for _, c := range append(append([][]byte(nil), liveA...), liveB...) {
 			if !second.admitted(t, c) {
 				return false
@@ -396,7 +394,7 @@ func TestSplitAgentRestart(t *testing.T) {
 	// (ii) The host's NEW_TOKEN token is forwarded, no Retry for it.
 	before := second.stats(t).Datapath.Agent.Packets
 	dialEcho(t, e, &quic.Config{TokenStore: store}, "C with the host's NEW_TOKEN token")
-	waitFor(t, "the restarted agent's new_token verdict", func() bool {
+	testutil.WaitFor(t, "the restarted agent's new_token verdict", func() bool {
 		return second.stats(t).Datapath.Agent.Packets[agent.ReasonNewTokenForwarded] > before[agent.ReasonNewTokenForwarded]
 	})
 	after := second.stats(t).Datapath.Agent.Packets
@@ -412,7 +410,7 @@ func TestSplitAgentRestart(t *testing.T) {
 	// (iii) A token-less client gets the restarted agent's Retry.
 	before = after
 	dialEcho(t, e, &quic.Config{}, "D without a token")
-	waitFor(t, "the restarted agent's Retry", func() bool {
+	testutil.WaitFor(t, "the restarted agent's Retry", func() bool {
 		p := second.stats(t).Datapath.Agent.Packets
 		return p[agent.ReasonRetry] > before[agent.ReasonRetry] && p[agent.ReasonRetryTokenForwarded] > before[agent.ReasonRetryTokenForwarded]
 	})
@@ -451,7 +449,7 @@ func TestReannounceSkipsClientChosenIDs(t *testing.T) {
 		}
 	}}
 	defer tr.Close()
-	ln, err := tr.Listen(&tls.Config{Certificates: []tls.Certificate{testCert(t)}, NextProtos: []string{testALPN}}, nil)
+	ln, err := tr.Listen(&tls.Config{Certificates: []tls.Certificate{testcert.Certificate(t)}, NextProtos: []string{testALPN}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

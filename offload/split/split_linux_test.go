@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/turboretry/turboretry/internal/netnstest"
+	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/offload/agent"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/offload/datapath"
@@ -85,7 +86,7 @@ func TestSplitEndToEnd(t *testing.T) {
 	if _, err := unix.Write(probe, shortHeader(unknown)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "drop_miss", func() bool { return a.mustStats(t).Datapath.XDP[xdp.DropMiss] == 1 })
+	testutil.WaitFor(t, "drop_miss", func() bool { return a.mustStats(t).Datapath.XDP[xdp.DropMiss] == 1 })
 	if s := a.mustStats(t).Datapath.XDP; s[xdp.PassHit] != 0 || s[xdp.PassFailOpen] != 0 || s[xdp.AgentInitial] != 0 {
 		t.Errorf("XDP counters after the probe: %v; want only drop_miss", s)
 	}
@@ -113,7 +114,7 @@ func TestSplitEndToEnd(t *testing.T) {
 	if len(cids) < 2 {
 		t.Fatalf("the host announced %d connection IDs; want its handshake SCID and NEW_CONNECTION_ID IDs", len(cids))
 	}
-	waitFor(t, "every announced connection ID in the cache", func() bool {
+	testutil.WaitFor(t, "every announced connection ID in the cache", func() bool {
 		for _, cid := range h.announced() {
 			if !a.Admitted(cid) {
 				return false
@@ -140,7 +141,7 @@ func TestSplitEndToEnd(t *testing.T) {
 	if _, err := unix.Write(probe, shortHeader(cids[len(cids)-1])); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "pass_hit", func() bool { return a.mustStats(t).Datapath.XDP[xdp.PassHit] > hits })
+	testutil.WaitFor(t, "pass_hit", func() bool { return a.mustStats(t).Datapath.XDP[xdp.PassHit] > hits })
 	_ = c
 
 	if s := a.mustStats(t); s.HostSent == 0 || s.Datapath.Forwarded == 0 || s.Control.CIDs == 0 || s.Control.Rejected[announce.ReasonMAC] != 0 {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/netnstest"
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
 // attachChildEnv makes the test binary act as attachChild (see TestMain).
@@ -145,10 +146,5 @@ func TestAttachDetachAndCrash(t *testing.T) {
 	_ = cmd.Wait()
 	// The link's last descriptor closes as the process exits; allow the
 	// kernel a moment in case the release is deferred.
-	for i := 0; attached(); i++ {
-		if i == 100 {
-			t.Fatal("XDP program still on lo after its process was killed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, "the XDP program to leave lo after its process was killed", func() bool { return !attached() })
 }

@@ -73,7 +73,7 @@ func benchPrefixFrame(b *testing.B, frame []byte, over bool, want uint32) {
 
 // BenchmarkInitialOverPrefixRate: what the program spends on an Initial
 // with a token from a prefix over its rate (dropped): issue 27's attack
-// packet, against app/abuse's BenchmarkFloodOverPrefixRate for the host.
+// packet, against integrationtests/abuse's BenchmarkFloodOverPrefixRate for the host.
 func BenchmarkInitialOverPrefixRate(b *testing.B) {
 	benchPrefixFrame(b, udp4(testPort, initialWithToken(clientTok)), true, xdpDrop)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/turboretry/turboretry/internal/netnstest"
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
 // The fallback test's network: the attacker's namespace (198.18.2.3)
@@ -35,7 +36,7 @@ func TestFloodXDPAgentPaused(t *testing.T) {
 	if err := s.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the agent to pause", func() bool { return s.scrape()["turboretry_agent_paused"] == 1 })
+	testutil.WaitFor(t, "the agent to pause", func() bool { return s.scrape()["turboretry_agent_paused"] == 1 })
 	before := s.scrape()
 
 	r := runFlood(t, s, floodPlan{total: 3000, rate: 1000, probe: true})

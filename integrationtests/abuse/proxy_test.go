@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
 // proxyUpstream is an application behind `serve --upstream`, started by
@@ -94,15 +95,7 @@ func startProxyUpstream(t *testing.T) *proxyUpstream {
 			}
 		},
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		srv.Close()
-		<-done
-	})
+	testutil.Serve(t, func() { srv.Serve(ln) }, func() { srv.Close() })
 	u.url = "http://" + ln.Addr().String()
 	return u
 }
@@ -203,7 +196,7 @@ func TestProxySlowPeers(t *testing.T) {
 			})
 			go func() { _, _ = pw.Write(make([]byte, 1024)) }()
 		}
-		waitFor(t, "the uploads' first KiB at the upstream", func() bool { return up.received.Load() >= uploaders*1024 })
+		testutil.WaitFor(t, "the uploads' first KiB at the upstream", func() bool { return up.received.Load() >= uploaders*1024 })
 
 		// A stalled upstream: each request is answered 504 at the timeout.
 		stallClient := &http3.Transport{TLSClientConfig: s.clientTLS()}
@@ -230,7 +223,7 @@ func TestProxySlowPeers(t *testing.T) {
 		held := readerConns*readerStreams + uploaders // requests in flight now
 		// The stalled requests' upstream connections were closed at the
 		// timeout, which ends their handlers.
-		waitFor(t, "the stalled requests' upstream handlers to end", func() bool { return up.inFlight.Load() == int64(held) })
+		testutil.WaitFor(t, "the stalled requests' upstream handlers to end", func() bool { return up.inFlight.Load() == int64(held) })
 		waitQuiet(t, s)
 		m := s.scrape()
 		rss := s.rssMB()
@@ -263,7 +256,7 @@ func TestProxySlowPeers(t *testing.T) {
 	})
 	// The slow readers went away with the subtest: every upstream
 	// request ends.
-	waitFor(t, "every upstream request to end", func() bool { return up.inFlight.Load() == 0 })
-	waitFor(t, "the proxy's goroutines to be given back", func() bool { return s.scrape()[mGoroutines] < 100 })
+	testutil.WaitFor(t, "every upstream request to end", func() bool { return up.inFlight.Load() == 0 })
+	testutil.WaitFor(t, "the proxy's goroutines to be given back", func() bool { return s.scrape()[mGoroutines] < 100 })
 	checkNoPanics(t, s.scrape())
 }

@@ -7,5 +7,5 @@
 // Everything lives in the package's _test.go files; they need root
 // (network namespaces, XDP, AF_XDP) and skip otherwise. Run them with
 //
-//	go test -run='^$' -bench=. -benchtime=1x ./offload/benchmark/
+//	go test -run='^$' -bench=. -benchtime=1x ./integrationtests/benchmark/
 package benchmark

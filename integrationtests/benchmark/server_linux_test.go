@@ -3,17 +3,10 @@ package benchmark
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/netip"
@@ -32,6 +25,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/turboretry/turboretry/app/fileserver"
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/internal/testcert"
 	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/quic"
 )
@@ -212,7 +206,7 @@ type benchServer struct {
 func startServer(tb testing.TB, n *benchNet, v variant) *benchServer {
 	tb.Helper()
 	dir := tb.TempDir()
-	pool := writeCert(tb, dir)
+	pool := testcert.WriteFiles(tb, filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"))
 	agentPID := 0
 	if v == splitAgent {
 		agentPID = startAgent(tb, n, dir) // before the server, which announces to it
@@ -252,34 +246,6 @@ func startServer(tb testing.TB, n *benchNet, v variant) *benchServer {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// writeCert puts a fresh self-signed P-256 certificate for localhost into
-// dir and returns a pool trusting it.
-func writeCert(tb testing.TB, dir string) *x509.CertPool {
-	tb.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(tb, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "localhost"},
-		DNSNames:     []string{"localhost"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	must(tb, err)
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	must(tb, err)
-	must(tb, os.WriteFile(filepath.Join(dir, "cert.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	must(tb, os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600))
-	cert, err := x509.ParseCertificate(der)
-	must(tb, err)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return pool
 }
 
 // dial opens a QUIC connection from the client namespace (the transport

@@ -15,6 +15,7 @@ import (
 	quicgohttp3 "github.com/quic-go/quic-go/http3"
 
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
 // slowReadWindow is the slow readers' stream receive window.
@@ -151,7 +152,7 @@ func TestSlowReadersStalled(t *testing.T) {
 	early := slowReaders(ctx, t, s, conns, streams, "big.bin", true)
 	stalled := series(mH3Refused, "reason", "write_stall")
 	var m map[string]float64
-	waitFor(t, "the write-stall timeout to end every stream", func() bool {
+	testutil.WaitFor(t, "the write-stall timeout to end every stream", func() bool {
 		m = s.scrape()
 		return m[stalled] >= conns*streams && m["turboretry_http3_requests_active"] == 0
 	})

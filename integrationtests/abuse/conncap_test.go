@@ -99,7 +99,7 @@ func TestIdleConnectionCap(t *testing.T) {
 	// Every handshake done and every connection served over HTTP/3 (the
 	// keep-alives keep the server from ever going quiet).
 	var metrics map[string]float64
-	waitFor(t, "the server to finish the handshakes", func() bool {
+	testutil.WaitFor(t, "the server to finish the handshakes", func() bool {
 		metrics = s.scrape()
 		return metrics[mConns] == defaultMaxConnections && metrics["turboretry_quic_transport_handshaking"] == 0 &&
 			metrics["turboretry_http3_connections_active"] == defaultMaxConnections
@@ -123,7 +123,7 @@ func TestIdleConnectionCap(t *testing.T) {
 	// The server releases a slot when the connection's draining period
 	// (three PTOs) ends.
 	closed := time.Now()
-	waitFor(t, "the server to release the closed connections", func() bool {
+	testutil.WaitFor(t, "the server to release the closed connections", func() bool {
 		return s.scrape()[mConns] <= defaultMaxConnections-freed
 	})
 	t.Logf("released after %v", time.Since(closed))
@@ -159,6 +159,3 @@ func isRefused(err error) bool {
 	}
 	return false
 }
-
-// waitFor polls until cond holds (testutil.WaitFor).
-var waitFor = testutil.WaitFor
