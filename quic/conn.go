@@ -624,7 +624,7 @@ func (c *Conn) ConnectionState() ConnectionState {
 	defer c.mu.Unlock()
 	var s ConnectionState
 	s.TLS = c.hs.tlsConnectionState()
-	s.Version = Version(c.version)
+	s.Version = c.version
 	s.SupportsDatagrams.Local = c.config.EnableDatagrams
 	// As quic-go: what the peer advertised, even with ours off.
 	s.SupportsDatagrams.Remote = c.datagrams.peerSupports

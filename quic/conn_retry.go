@@ -74,12 +74,12 @@ func (c *Conn) handleVersionNegotiation(pkt []byte) {
 		if v == c.version {
 			return // RFC 9000 6.2: ignore a VN listing our version
 		}
-		theirs = append(theirs, Version(v))
+		theirs = append(theirs, v)
 	}
 	var v wire.Version
 	for _, ours := range c.config.Versions {
 		if slices.Contains(theirs, ours) {
-			v = wire.Version(ours)
+			v = ours
 			break
 		}
 	}

@@ -218,7 +218,7 @@ func (c *Conn) tracePacketSent(buf []byte, p *packetInfo) {
 		// The length field is final, so the header parses as received.
 		if err := wire.ParseLongHeader(buf[p.start:p.payloadEnd+tagLen], &lh); err == nil {
 			hdr.PacketType = tracePacketType(lh.Type)
-			hdr.Version = Version(lh.Version)
+			hdr.Version = lh.Version
 			hdr.SrcConnectionID = ConnectionIDFromBytes(lh.SrcConnID)
 			hdr.DestConnectionID = ConnectionIDFromBytes(lh.DestConnID)
 			if lh.Type == wire.PacketTypeInitial {
@@ -258,7 +258,7 @@ func (t *connTracer) datagram(p *receivedPacket) {
 func (t *connTracer) packetReceived(pt wire.PacketType, pn uint64, lh *wire.LongHeader, pkt, dcid []byte, payload []byte, ecn udpio.ECN, peerAckExp uint8) {
 	hdr := qlog.PacketHeader{PacketType: tracePacketType(pt), PacketNumber: qlog.PacketNumber(pn)}
 	if lh != nil {
-		hdr.Version = Version(lh.Version)
+		hdr.Version = lh.Version
 		hdr.SrcConnectionID = ConnectionIDFromBytes(lh.SrcConnID)
 		hdr.DestConnectionID = ConnectionIDFromBytes(lh.DestConnID)
 		if pt == wire.PacketTypeInitial {
@@ -289,7 +289,7 @@ func (t *connTracer) buffered(pkt []byte) {
 		var lh wire.LongHeader
 		if err := wire.ParseLongHeader(pkt, &lh); err == nil {
 			hdr.PacketType = tracePacketType(lh.Type)
-			hdr.Version = Version(lh.Version)
+			hdr.Version = lh.Version
 			hdr.SrcConnectionID = ConnectionIDFromBytes(lh.SrcConnID)
 			hdr.DestConnectionID = ConnectionIDFromBytes(lh.DestConnID)
 		}

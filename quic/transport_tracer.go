@@ -93,7 +93,7 @@ func (t *Transport) traceVersionNegotiation(dcid, scid []byte, vs []wire.Version
 		DestConnectionID: qlog.ArbitraryLenConnectionID(append([]byte(nil), dcid...)),
 	}}
 	for _, v := range vs {
-		ev.SupportedVersions = append(ev.SupportedVersions, Version(v))
+		ev.SupportedVersions = append(ev.SupportedVersions, v)
 	}
 	t.tracer.record(ev)
 }

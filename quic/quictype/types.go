@@ -3,8 +3,8 @@ package quictype
 import (
 	"fmt"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
-	"github.com/turboretry/turboretry/internal/wire"
 )
 
 // StreamID is a QUIC stream ID (RFC 9000 section 2.1).
@@ -35,10 +35,13 @@ const (
 type StreamNum int64
 
 // Version is a QUIC version number.
-type Version uint32
+type Version = protocol.Version
 
-// String returns "v1", "v2" or the hexadecimal value.
-func (v Version) String() string { return wire.Version(v).String() }
+// The QUIC versions this stack speaks.
+const (
+	Version1 = protocol.Version1
+	Version2 = protocol.Version2
+)
 
 // PacketNumber is a QUIC packet number; -1 means none.
 type PacketNumber int64
