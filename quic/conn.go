@@ -218,9 +218,9 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 		// Asked by askGrowth, without mu (flowcontrol's requests).
 		c.flow.recv.AskBeforeGrowth()
 	}
-	persp := flowcontrol.Server
+	persp := PerspectiveServer
 	if isClient {
-		persp = flowcontrol.Client
+		persp = PerspectiveClient
 	}
 	c.streams.persp = persp
 	c.streams.counts.Init(persp, uint64(conf.MaxIncomingStreams), uint64(conf.MaxIncomingUniStreams))

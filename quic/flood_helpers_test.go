@@ -31,7 +31,7 @@ func completeInitial(tb testing.TB, dcid, scid []byte) []byte {
 	tp.InitialMaxStreamsUni = 100
 	tp.InitialSourceConnectionID = scid
 	tp.HasInitialSourceConnectionID = true
-	params, err := tp.Marshal(nil, wire.RoleClient)
+	params, err := tp.Marshal(nil, PerspectiveClient)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/token"
 )
@@ -119,7 +120,7 @@ func realClientHello(t testing.TB) []byte {
 		tp.InitialSourceConnectionID = []byte{1, 2, 3, 4, 5, 6, 7, 8}
 		tp.HasInitialSourceConnectionID = true
 		tp.InitialMaxData = 1 << 20
-		params, err := tp.Marshal(nil, wire.RoleClient)
+		params, err := tp.Marshal(nil, protocol.PerspectiveClient)
 		if err != nil {
 			clientHelloErr = err
 			return

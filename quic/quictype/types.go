@@ -115,27 +115,13 @@ func (e EncryptionLevel) String() string {
 }
 
 // Perspective says which end of a connection an endpoint is.
-type Perspective int
+type Perspective = protocol.Perspective
 
 // The two perspectives, with quic-go's values.
 const (
-	PerspectiveServer Perspective = 1
-	PerspectiveClient Perspective = 2
+	PerspectiveServer = protocol.PerspectiveServer
+	PerspectiveClient = protocol.PerspectiveClient
 )
-
-// Opposite returns the other perspective.
-func (p Perspective) Opposite() Perspective { return 3 - p }
-
-// String returns "server" or "client".
-func (p Perspective) String() string {
-	switch p {
-	case PerspectiveServer:
-		return "server"
-	case PerspectiveClient:
-		return "client"
-	}
-	return "invalid perspective"
-}
 
 // TransportErrorCode is a QUIC transport error code (RFC 9000 section 20.1).
 type TransportErrorCode uint64
