@@ -13,10 +13,10 @@ import (
 	"github.com/turboretry/turboretry/internal/congestion"
 	"github.com/turboretry/turboretry/internal/flowcontrol"
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/streambuf"
-	"github.com/turboretry/turboretry/internal/udpio"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/qlog"
 	"github.com/turboretry/turboretry/qlogwriter"
@@ -62,7 +62,7 @@ type receivedPacket struct {
 	remote   net.Addr
 	addrPort netip.AddrPort
 	rcvTime  time.Time
-	ecn      udpio.ECN // the IP header's ECN codepoint
+	ecn      protocol.ECN // the IP header's ECN codepoint
 	// checksum (Config.Tracer) is that of the datagram a packet kept for
 	// later keys came in, which its packet events report.
 	checksum qlog.DatagramPayloadChecksum

@@ -317,7 +317,7 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 	if initialProbe && ackEliciting && c.spaces[space].cryptoReceived() == cryptoBefore {
 		c.onClientInitialProbe()
 	}
-	_ = c.spaces[space].tracker.Received(pn, ackEliciting, ackgenECN(c.path.rx.ecn), now)
+	_ = c.spaces[space].tracker.Received(pn, ackEliciting, c.path.rx.ecn, now)
 	c.stats.packetsRecv++
 	c.idle.lastActivity = now
 	c.idle.lastSendOrRecv = now

@@ -9,8 +9,8 @@ import (
 
 	"github.com/turboretry/turboretry/internal/ackgen"
 	"github.com/turboretry/turboretry/internal/flowcontrol"
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/recovery"
-	"github.com/turboretry/turboretry/internal/udpio"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -159,7 +159,7 @@ func (c *Conn) sendLocked(now time.Time) bool {
 		c.send.ecn, c.send.ecnTest = c.ecnCodepoint()
 		d := c.buildDatagram(now, limit, mayElicit)
 		mark, testing := c.send.ecn, c.send.ecnTest
-		c.send.ecn, c.send.ecnTest = udpio.ECNNotECT, false
+		c.send.ecn, c.send.ecnTest = protocol.ECNNotECT, false
 		if d == nil {
 			return false
 		}
@@ -286,7 +286,7 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 			MTUProbe:     p.mtuProbe,
 		})
 		if p.ackEliciting {
-			p.sp.ecn = c.send.ecn != udpio.ECNNotECT
+			p.sp.ecn = c.send.ecn != protocol.ECNNotECT
 			p.sp.ecnTest = p.sp.ecn && c.send.ecnTest
 			if p.sp.ecnTest {
 				c.ecn.sentTest++
@@ -666,7 +666,7 @@ type outDatagram struct {
 	pooled bool
 	to     net.Addr   // nil: the connection's peer address
 	via    *Transport // nil: the Transport the connection sends from
-	ecn    udpio.ECN
+	ecn    protocol.ECN
 	// from is the source address for a datagram to a probing peer
 	// address (zero: that of the current path, local_address.go).
 	from netip.Addr

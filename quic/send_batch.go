@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/udpio"
 )
 
@@ -25,7 +26,7 @@ type sendState struct {
 	// mark, ecnTest says it is one of the ECN testing period's.
 	pad           bool
 	handshakeOnly bool
-	ecn           udpio.ECN
+	ecn           protocol.ECN
 	ecnTest       bool
 	// pingPending: a PING is due (keep-alive); pacingDeadline is when
 	// the pacer lets the next datagram go.
@@ -52,7 +53,7 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) error {
 	}()
 	ap, ok := addrPort(c.path.remote)
 	local := c.x.local // a server's address on the path (local_address.go)
-	if (len(writes) == 1 && writes[0].ecn == udpio.ECNNotECT && !local.IsValid()) || !ok || anyElsewhere(writes) {
+	if (len(writes) == 1 && writes[0].ecn == protocol.ECNNotECT && !local.IsValid()) || !ok || anyElsewhere(writes) {
 		return c.writeEach(writes, sendT, local)
 	}
 	b := sendT.getSendBatch()
@@ -126,7 +127,7 @@ func (c *Conn) writeEach(writes []outDatagram, sendT *Transport, local netip.Add
 // socket bound to the unspecified address, local_address.go); a socket
 // without batched writes gets a plain write, the kernel choosing the
 // source.
-func (t *Transport) writeFrom(d []byte, to net.Addr, from netip.Addr, ecn udpio.ECN) error {
+func (t *Transport) writeFrom(d []byte, to net.Addr, from netip.Addr, ecn protocol.ECN) error {
 	ap, ok := addrPort(to)
 	b := t.getSendBatch()
 	defer t.sendBatches.Put(b)

@@ -26,18 +26,6 @@ func (s Space) String() string {
 	return "unknown"
 }
 
-// ECN is the ECN codepoint from the IP header of a received packet
-// (RFC 9000 section 13.4).
-type ECN uint8
-
-// ECN codepoints. ECNNotECT carries no mark and is not counted.
-const (
-	ECNNotECT ECN = iota
-	ECNECT0
-	ECNECT1
-	ECNCE
-)
-
 // Defaults used when a Config field is zero.
 const (
 	// DefaultMaxAckDelay is the max_ack_delay default of RFC 9000 section 18.2.

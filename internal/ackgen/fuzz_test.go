@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -30,7 +31,7 @@ func FuzzTracker(f *testing.F) {
 				if got := tr.IsDuplicate(pn); got != wantDup {
 					t.Fatalf("IsDuplicate(%d) = %v, want %v", pn, got, wantDup)
 				}
-				err := tr.Received(pn, op == 0, ECN(pn%4), now)
+				err := tr.Received(pn, op == 0, protocol.ECN(pn%4), now)
 				if wantDup != errors.Is(err, ErrDuplicate) {
 					t.Fatalf("Received(%d) = %v, duplicate %v", pn, err, wantDup)
 				}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -86,7 +87,7 @@ func (t *Tracker) LargestReceived() (pn uint64, ok bool) {
 // frame other than ACK, PADDING or CONNECTION_CLOSE; ecn is the packet's IP
 // ECN mark; now is its arrival time. A duplicate is reported as ErrDuplicate
 // and changes nothing.
-func (t *Tracker) Received(pn uint64, ackEliciting bool, ecn ECN, now time.Time) error {
+func (t *Tracker) Received(pn uint64, ackEliciting bool, ecn protocol.ECN, now time.Time) error {
 	if pn > MaxPacketNumber {
 		return ErrPacketNumberTooBig
 	}
@@ -101,11 +102,11 @@ func (t *Tracker) Received(pn uint64, ackEliciting bool, ecn ECN, now time.Time)
 		t.largestTime = now
 	}
 	switch ecn {
-	case ECNECT0:
+	case protocol.ECNECT0:
 		t.ect0++
-	case ECNECT1:
+	case protocol.ECNECT1:
 		t.ect1++
-	case ECNCE:
+	case protocol.ECNCE:
 		t.ce++
 	}
 	if !ackEliciting {
@@ -123,7 +124,7 @@ func (t *Tracker) Received(pn uint64, ackEliciting bool, ecn ECN, now time.Time)
 	case t.space != SpaceAppData:
 		// Initial and Handshake packets are acknowledged at once (13.2.1).
 		t.ackNow = true
-	case outOfOrder || ecn == ECNCE:
+	case outOfOrder || ecn == protocol.ECNCE:
 		// Quick feedback on reordering and congestion helps the sender's
 		// loss detection and congestion response.
 		t.ackNow = true

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -15,7 +16,7 @@ func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
 func mustReceive(t *testing.T, tr *Tracker, pn uint64, eliciting bool, now time.Time) {
 	t.Helper()
-	if err := tr.Received(pn, eliciting, ECNNotECT, now); err != nil {
+	if err := tr.Received(pn, eliciting, protocol.ECNNotECT, now); err != nil {
 		t.Fatalf("Received(%d): %v", pn, err)
 	}
 }
@@ -160,7 +161,7 @@ func TestFirstPacketAfterLossIsOutOfOrder(t *testing.T) {
 
 func TestECN(t *testing.T) {
 	tr := NewTracker(SpaceAppData, Config{AckElicitingThreshold: 100})
-	for pn, mark := range []ECN{ECNECT0, ECNECT0, ECNECT1, ECNNotECT} {
+	for pn, mark := range []protocol.ECN{protocol.ECNECT0, protocol.ECNECT0, protocol.ECNECT1, protocol.ECNNotECT} {
 		if err := tr.Received(uint64(pn), true, mark, t0); err != nil {
 			t.Fatal(err)
 		}
@@ -168,13 +169,13 @@ func TestECN(t *testing.T) {
 	if tr.AckNow() {
 		t.Fatal("ECT marks must not trigger an immediate ACK")
 	}
-	if err := tr.Received(4, false, ECNCE, t0); err != nil {
+	if err := tr.Received(4, false, protocol.ECNCE, t0); err != nil {
 		t.Fatal(err)
 	}
 	if tr.AckNow() {
 		t.Fatal("CE on a non-ack-eliciting packet must not trigger an ACK")
 	}
-	if err := tr.Received(5, true, ECNCE, t0); err != nil {
+	if err := tr.Received(5, true, protocol.ECNCE, t0); err != nil {
 		t.Fatal(err)
 	}
 	if !tr.AckNow() {
@@ -201,16 +202,16 @@ func TestDuplicates(t *testing.T) {
 		}
 	}
 	tr.OnAckSent()
-	if err := tr.Received(11, true, ECNNotECT, t0); !errors.Is(err, ErrDuplicate) {
+	if err := tr.Received(11, true, protocol.ECNNotECT, t0); !errors.Is(err, ErrDuplicate) {
 		t.Fatalf("duplicate: err = %v", err)
 	}
 	if tr.AckNow() || !tr.AlarmTime().IsZero() {
 		t.Fatal("a duplicate must not change the ACK state")
 	}
-	if err := tr.Received(MaxPacketNumber+1, true, ECNNotECT, t0); !errors.Is(err, ErrPacketNumberTooBig) {
+	if err := tr.Received(MaxPacketNumber+1, true, protocol.ECNNotECT, t0); !errors.Is(err, ErrPacketNumberTooBig) {
 		t.Fatalf("pn 2^62: err = %v", err)
 	}
-	if err := tr.Received(MaxPacketNumber, true, ECNNotECT, t0); err != nil {
+	if err := tr.Received(MaxPacketNumber, true, protocol.ECNNotECT, t0); err != nil {
 		t.Fatalf("pn 2^62-1: %v", err)
 	}
 }
