@@ -22,11 +22,11 @@ import (
 	"github.com/turboretry/turboretry/qlogwriter"
 )
 
-// Packet number spaces, indexed like recovery.Space.
+// The packet number spaces as indexes of Conn.spaces.
 const (
-	spaceInitial   = 0
-	spaceHandshake = 1
-	spaceApp       = 2
+	spaceInitial   = int(protocol.SpaceInitial)
+	spaceHandshake = int(protocol.SpaceHandshake)
+	spaceApp       = int(protocol.SpaceAppData)
 )
 
 const (
@@ -135,9 +135,9 @@ type Conn struct {
 	// of the package's locks is in doc.go ("# Locking").
 	mu sync.Mutex
 
-	version wire.Version // changes with Version Negotiation
-	spaces  [3]pnSpace   // Initial, Handshake and application data
-	frame   wire.Frame   // scratch: the frame being parsed
+	version wire.Version                // changes with Version Negotiation
+	spaces  [protocol.NumSpaces]pnSpace // Initial, Handshake and application data
+	frame   wire.Frame                  // scratch: the frame being parsed
 
 	hs        handshakeState // conn_tls.go
 	early     earlyData      // conn_early.go
@@ -206,9 +206,9 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 	if c.baseDatagram != maxPacketSize {
 		c.send.setMaxDatagram(c.baseDatagram, &c.loss)
 	}
-	c.spaces[spaceInitial].tracker.Init(ackgen.SpaceInitial, ackgen.Config{})
-	c.spaces[spaceHandshake].tracker.Init(ackgen.SpaceHandshake, ackgen.Config{})
-	c.spaces[spaceApp].tracker.Init(ackgen.SpaceAppData, ackgen.Config{})
+	c.spaces[spaceInitial].tracker.Init(protocol.SpaceInitial, ackgen.Config{})
+	c.spaces[spaceHandshake].tracker.Init(protocol.SpaceHandshake, ackgen.Config{})
+	c.spaces[spaceApp].tracker.Init(protocol.SpaceAppData, ackgen.Config{})
 	c.spaces[spaceApp].skip.Start(nil)
 	c.flow.recv = flowcontrol.NewConnReceiver(flowcontrol.WindowConfig{
 		Initial: conf.InitialConnectionReceiveWindow,
@@ -472,7 +472,7 @@ func (c *Conn) onTimers(now time.Time) {
 			c.stats.ptos++
 			sp := &c.spaces[act.Space]
 			sp.probes = act.Probes
-			if act.Space != spaceApp {
+			if act.Space != protocol.SpaceAppData {
 				// Resend the whole unacknowledged flight in the probe, of
 				// both handshake spaces: the peer needs all of it (a
 				// server's ServerHello in Initial and the rest in

@@ -37,7 +37,7 @@ type ecnTracker struct {
 	lostTest int // ack-eliciting packets marked during testing and lost
 	sentTest int // ack-eliciting packets marked during testing
 	// The peer's counts in the last ACK_ECN frame of each space.
-	ect0, ect1, ce [3]uint64
+	ect0, ect1, ce [protocol.NumSpaces]uint64
 	ceEvents       uint64 // congestion events from CE counts
 }
 

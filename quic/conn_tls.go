@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
-	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/streambuf"
 	"github.com/turboretry/turboretry/internal/testhook"
 	"github.com/turboretry/turboretry/internal/wire"
@@ -399,7 +399,7 @@ func (c *Conn) dropSpace(space int, now time.Time) {
 		sp.cryptoIn.Release()
 	}
 	sp.probes = 0
-	_ = c.loss.rec.DiscardSpace(recovery.Space(space), now)
+	_ = c.loss.rec.DiscardSpace(protocol.PacketNumberSpace(space), now)
 	for h, p := range c.loss.sent {
 		if p.space == space {
 			delete(c.loss.sent, h)

@@ -276,7 +276,7 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 		c.stats.packetsSent++
 		size := p.payloadEnd + tagLen - p.start
 		inFlight := p.ackEliciting || p.padded
-		_ = c.loss.rec.OnPacketSent(recovery.Space(p.space), recovery.SentPacket{
+		_ = c.loss.rec.OnPacketSent(protocol.PacketNumberSpace(p.space), recovery.SentPacket{
 			Number:       p.pn,
 			TimeSent:     now,
 			Handle:       c.loss.nextHandle,
@@ -339,7 +339,7 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 	b := *buf
 	pn := sp.nextPN
 	largestAcked := wire.NoPacketNumber
-	if la, ok := c.loss.rec.LargestAcked(recovery.Space(space)); ok {
+	if la, ok := c.loss.rec.LargestAcked(protocol.PacketNumberSpace(space)); ok {
 		largestAcked = la
 	}
 	pnLen := wire.PacketNumberLen(pn, largestAcked)

@@ -12,7 +12,7 @@ import (
 // order, an ACK every second packet, and our ACKs acknowledged a little
 // later so the range set stays small.
 func BenchmarkReceiveAndAck(b *testing.B) {
-	tr := NewTracker(SpaceAppData, Config{})
+	tr := NewTracker(protocol.SpaceAppData, Config{})
 	buf := make([]wire.AckRange, 0, DefaultMaxRanges)
 	now := time.Unix(0, 0)
 	b.ReportAllocs()
@@ -42,7 +42,7 @@ func BenchmarkReceiveAndAck(b *testing.B) {
 // BenchmarkReceiveReordered keeps several gaps open: every fourth packet
 // arrives late, so ACKs carry multiple ranges.
 func BenchmarkReceiveReordered(b *testing.B) {
-	tr := NewTracker(SpaceAppData, Config{})
+	tr := NewTracker(protocol.SpaceAppData, Config{})
 	buf := make([]wire.AckRange, 0, DefaultMaxRanges)
 	now := time.Unix(0, 0)
 	b.ReportAllocs()

@@ -18,7 +18,7 @@ func FuzzTracker(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 3, 0, 5, 0, 7, 0, 9, 0, 11, 0, 2, 0, 0})
 	f.Add([]byte{0, 10, 2, 10, 0, 10, 0, 11, 4, 255, 0, 3})
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		tr := NewTracker(SpaceAppData, Config{MaxRanges: 4})
+		tr := NewTracker(protocol.SpaceAppData, Config{MaxRanges: 4})
 		seen := map[uint64]bool{}
 		now := time.Unix(0, 0)
 		buf := make([]wire.AckRange, 0, 4)

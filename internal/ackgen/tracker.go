@@ -19,7 +19,7 @@ var (
 // decides when to acknowledge them. Create it with NewTracker or Init.
 // It is not safe for concurrent use.
 type Tracker struct {
-	space Space
+	space protocol.PacketNumberSpace
 	cfg   Config
 	set   rangeSet
 
@@ -54,20 +54,20 @@ type Ack struct {
 }
 
 // NewTracker returns a Tracker for the given space.
-func NewTracker(space Space, cfg Config) *Tracker {
+func NewTracker(space protocol.PacketNumberSpace, cfg Config) *Tracker {
 	t := new(Tracker)
 	t.Init(space, cfg)
 	return t
 }
 
 // Init (re)initializes t, so a Tracker can be embedded in a larger struct.
-func (t *Tracker) Init(space Space, cfg Config) {
+func (t *Tracker) Init(space protocol.PacketNumberSpace, cfg Config) {
 	*t = Tracker{space: space, cfg: cfg.withDefaults()}
 	t.set.init(t.cfg.MaxRanges)
 }
 
 // Space returns the packet number space t was created for.
-func (t *Tracker) Space() Space { return t.space }
+func (t *Tracker) Space() protocol.PacketNumberSpace { return t.space }
 
 // IsDuplicate reports whether pn was already received, or is so old that its
 // state was forgotten; such a packet must be dropped before processing.
@@ -121,7 +121,7 @@ func (t *Tracker) Received(pn uint64, ackEliciting bool, ecn protocol.ECN, now t
 	}
 	t.unackedEliciting++
 	switch {
-	case t.space != SpaceAppData:
+	case t.space != protocol.SpaceAppData:
 		// Initial and Handshake packets are acknowledged at once (13.2.1).
 		t.ackNow = true
 	case outOfOrder || ecn == protocol.ECNCE:
