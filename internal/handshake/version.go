@@ -19,7 +19,7 @@ const (
 )
 
 // MaxConnectionIDLen is the longest connection ID QUIC v1 and v2 allow.
-const MaxConnectionIDLen = 20
+const MaxConnectionIDLen = protocol.MaxConnectionIDLen
 
 // versionParams holds what changes between QUIC versions in packet
 // protection: the Initial salt, the HKDF labels and the Retry AEAD inputs.
