@@ -118,7 +118,7 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 		RemoteAddr:         remote,
 		DestConnID:         hdr.DestConnID,
 		SrcConnID:          hdr.SrcConnID,
-		Version:            Version(hdr.Version),
+		Version:            hdr.Version,
 		HandshakesInFlight: unvalidated,
 		UnvalidatedBytes:   unvalidatedBytes,
 	}

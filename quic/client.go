@@ -7,7 +7,6 @@ import (
 	"net"
 
 	"github.com/turboretry/turboretry/internal/handshake"
-	"github.com/turboretry/turboretry/internal/wire"
 )
 
 // DialAddr dials addr over a new UDP socket and returns once the handshake
@@ -110,7 +109,7 @@ func (t *Transport) dial(ctx context.Context, addr net.Addr, tlsConf *tls.Config
 			tc.ServerName = host
 		}
 	}
-	v := wire.Version(conf.Versions[0])
+	v := conf.Versions[0]
 	// The connection's context keeps ctx's values, not its cancellation.
 	c := newConn(context.WithoutCancel(ctx), t, true, conf, tc, v, addr)
 	c.early.dial = early

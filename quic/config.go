@@ -11,7 +11,6 @@ import (
 
 	"github.com/turboretry/turboretry/internal/congestion"
 	"github.com/turboretry/turboretry/internal/recovery"
-	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/qlogwriter"
 )
 
@@ -275,7 +274,7 @@ func populateConfig(c *Config) (*Config, error) {
 		cc.Versions = SupportedVersions()
 	}
 	for _, v := range cc.Versions {
-		if w := wire.Version(v); !w.IsSupported() && !w.IsReserved() {
+		if !v.IsSupported() && !v.IsReserved() {
 			return nil, fmt.Errorf("quic: unsupported version %s", v)
 		}
 	}

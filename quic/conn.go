@@ -13,20 +13,20 @@ import (
 	"github.com/turboretry/turboretry/internal/congestion"
 	"github.com/turboretry/turboretry/internal/flowcontrol"
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/streambuf"
-	"github.com/turboretry/turboretry/internal/udpio"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/qlog"
 	"github.com/turboretry/turboretry/qlogwriter"
 )
 
-// Packet number spaces, indexed like recovery.Space.
+// The packet number spaces as indexes of Conn.spaces.
 const (
-	spaceInitial   = 0
-	spaceHandshake = 1
-	spaceApp       = 2
+	spaceInitial   = int(protocol.SpaceInitial)
+	spaceHandshake = int(protocol.SpaceHandshake)
+	spaceApp       = int(protocol.SpaceAppData)
 )
 
 const (
@@ -62,7 +62,7 @@ type receivedPacket struct {
 	remote   net.Addr
 	addrPort netip.AddrPort
 	rcvTime  time.Time
-	ecn      udpio.ECN // the IP header's ECN codepoint
+	ecn      protocol.ECN // the IP header's ECN codepoint
 	// checksum (Config.Tracer) is that of the datagram a packet kept for
 	// later keys came in, which its packet events report.
 	checksum qlog.DatagramPayloadChecksum
@@ -135,9 +135,9 @@ type Conn struct {
 	// of the package's locks is in doc.go ("# Locking").
 	mu sync.Mutex
 
-	version wire.Version // changes with Version Negotiation
-	spaces  [3]pnSpace   // Initial, Handshake and application data
-	frame   wire.Frame   // scratch: the frame being parsed
+	version wire.Version                // changes with Version Negotiation
+	spaces  [protocol.NumSpaces]pnSpace // Initial, Handshake and application data
+	frame   wire.Frame                  // scratch: the frame being parsed
 
 	hs        handshakeState // conn_tls.go
 	early     earlyData      // conn_early.go
@@ -205,9 +205,9 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 	if c.baseDatagram != maxPacketSize {
 		c.send.setMaxDatagram(c.baseDatagram, &c.loss)
 	}
-	c.spaces[spaceInitial].tracker.Init(ackgen.SpaceInitial, ackgen.Config{})
-	c.spaces[spaceHandshake].tracker.Init(ackgen.SpaceHandshake, ackgen.Config{})
-	c.spaces[spaceApp].tracker.Init(ackgen.SpaceAppData, ackgen.Config{})
+	c.spaces[spaceInitial].tracker.Init(protocol.SpaceInitial, ackgen.Config{})
+	c.spaces[spaceHandshake].tracker.Init(protocol.SpaceHandshake, ackgen.Config{})
+	c.spaces[spaceApp].tracker.Init(protocol.SpaceAppData, ackgen.Config{})
 	c.spaces[spaceApp].skip.Start(nil)
 	c.flow.recv = flowcontrol.NewConnReceiver(flowcontrol.WindowConfig{
 		Initial: conf.InitialConnectionReceiveWindow,
@@ -217,9 +217,9 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 		// Asked by askGrowth, without mu (flowcontrol's requests).
 		c.flow.recv.AskBeforeGrowth()
 	}
-	persp := flowcontrol.Server
+	persp := PerspectiveServer
 	if isClient {
-		persp = flowcontrol.Client
+		persp = PerspectiveClient
 	}
 	c.streams.persp = persp
 	c.streams.counts.Init(persp, uint64(conf.MaxIncomingStreams), uint64(conf.MaxIncomingUniStreams))
@@ -462,7 +462,7 @@ func (c *Conn) onTimers(now time.Time) {
 			c.stats.ptos++
 			sp := &c.spaces[act.Space]
 			sp.probes = act.Probes
-			if act.Space != spaceApp {
+			if act.Space != protocol.SpaceAppData {
 				// Resend the whole unacknowledged flight in the probe, of
 				// both handshake spaces: the peer needs all of it (a
 				// server's ServerHello in Initial and the rest in
@@ -610,7 +610,7 @@ func (c *Conn) ConnectionState() ConnectionState {
 	defer c.mu.Unlock()
 	var s ConnectionState
 	s.TLS = c.hs.tlsConnectionState()
-	s.Version = Version(c.version)
+	s.Version = c.version
 	s.SupportsDatagrams.Local = c.config.EnableDatagrams
 	// As quic-go: what the peer advertised, even with ours off.
 	s.SupportsDatagrams.Remote = c.datagrams.peerSupports

@@ -3,9 +3,8 @@ package quic
 import (
 	"time"
 
-	"github.com/turboretry/turboretry/internal/ackgen"
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/recovery"
-	"github.com/turboretry/turboretry/internal/udpio"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -38,23 +37,23 @@ type ecnTracker struct {
 	lostTest int // ack-eliciting packets marked during testing and lost
 	sentTest int // ack-eliciting packets marked during testing
 	// The peer's counts in the last ACK_ECN frame of each space.
-	ect0, ect1, ce [3]uint64
+	ect0, ect1, ce [protocol.NumSpaces]uint64
 	ceEvents       uint64 // congestion events from CE counts
 }
 
 // ecnCodepoint is the mark for the next datagram, and whether it is one
 // of the testing period; onECNMarked counts it once it was built.
-func (c *Conn) ecnCodepoint() (udpio.ECN, bool) {
+func (c *Conn) ecnCodepoint() (protocol.ECN, bool) {
 	if !c.t.ecn || c.config.DisableECN {
-		return udpio.ECNNotECT, false
+		return protocol.ECNNotECT, false
 	}
 	switch c.ecn.state {
 	case ecnTesting:
-		return udpio.ECNECT0, true
+		return protocol.ECNECT0, true
 	case ecnCapable:
-		return udpio.ECNECT0, false
+		return protocol.ECNECT0, false
 	}
-	return udpio.ECNNotECT, false
+	return protocol.ECNNotECT, false
 }
 
 // onECNMarked counts a datagram marked during testing; the testing period
@@ -64,19 +63,6 @@ func (c *Conn) onECNMarked() {
 	if c.ecn.state == ecnTesting && c.ecn.marked >= ecnTestingPackets {
 		c.ecn.state = ecnUnknown
 	}
-}
-
-// ackgenECN converts an IP header codepoint to the ACK tracker's.
-func ackgenECN(e udpio.ECN) ackgen.ECN {
-	switch e {
-	case udpio.ECNECT0:
-		return ackgen.ECNECT0
-	case udpio.ECNECT1:
-		return ackgen.ECNECT1
-	case udpio.ECNCE:
-		return ackgen.ECNCE
-	}
-	return ackgen.ECNNotECT
 }
 
 // onPacketLost counts marked testing packets that were lost: when all

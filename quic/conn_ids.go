@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/turboretry/turboretry/internal/connid"
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/wire"
 )
@@ -49,7 +50,7 @@ type cidState struct {
 	// the generator never runs under mu; spareFailed: it returned an
 	// error, stop asking.
 	pooled      bool
-	spare       []connid.ConnectionID
+	spare       []ConnectionID
 	spareFailed bool
 }
 
@@ -85,8 +86,8 @@ func (s *cidState) popSpare(dst []byte) error {
 // newSpareIDs makes up to n IDs with gen, the application's
 // ConnectionIDGenerator, without Conn.mu; failed says gen returned an
 // error.
-func newSpareIDs(gen *connid.Generator, n int) (ids []connid.ConnectionID, failed bool) {
-	ids = make([]connid.ConnectionID, 0, n)
+func newSpareIDs(gen *connid.Generator, n int) (ids []ConnectionID, failed bool) {
+	ids = make([]ConnectionID, 0, n)
 	for range n {
 		id, err := gen.New()
 		if err != nil {
@@ -100,7 +101,7 @@ func newSpareIDs(gen *connid.Generator, n int) (ids []connid.ConnectionID, faile
 // addSpare takes the IDs newSpareIDs made and issues those the peer is
 // owed, unless the connection closed; it reports whether NEW_CONNECTION_ID
 // frames are to be sent.
-func (s *cidState) addSpare(ids []connid.ConnectionID, failed, closed bool) bool {
+func (s *cidState) addSpare(ids []ConnectionID, failed, closed bool) bool {
 	s.spareFailed = failed
 	if closed || s.local == nil {
 		return false
@@ -177,7 +178,7 @@ func (s *cidState) initLocal(t *Transport, c *Conn, out *callbackOutbox, ps *pat
 		Generator: gen,
 		ResetKey:  t.localResetKey(),
 		MaxActive: maxIssuedCIDs,
-		AddRoute: func(cid connid.ConnectionID) bool {
+		AddRoute: func(cid ConnectionID) bool {
 			b := cid.Bytes()
 			if !t.addHandler(b, c) {
 				return false
@@ -193,7 +194,7 @@ func (s *cidState) initLocal(t *Transport, c *Conn, out *callbackOutbox, ps *pat
 			}
 			return true
 		},
-		RemoveRoute: func(cid connid.ConnectionID) {
+		RemoveRoute: func(cid ConnectionID) {
 			b := cid.Bytes()
 			delete(s.own, string(b))
 			t.removeHandler(b, c)
@@ -231,7 +232,7 @@ func (s *cidState) owns(dcid []byte) bool {
 // caller wakes the connection to send the new IDs.
 func (s *cidState) initRemote(p *wire.TransportParameters, t *Transport, c *Conn) error {
 	if s.remote == nil {
-		cid, err := connid.FromBytes(s.dest)
+		cid, err := protocol.ParseConnectionID(s.dest)
 		if err != nil {
 			return qerr.NewProtocolViolation(0, "bad connection ID")
 		}

@@ -15,6 +15,7 @@ import (
 	quicgo "github.com/quic-go/quic-go"
 
 	"github.com/turboretry/turboretry/internal/connid"
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/wire"
 )
@@ -225,7 +226,7 @@ func TestConnectionIDFramesOffline(t *testing.T) {
 		t.Fatalf("%d NEW_CONNECTION_ID frames, want %d", len(frames), maxIssuedCIDs-1)
 	}
 	for i, f := range frames {
-		id, _ := connid.FromBytes(f.ConnectionID)
+		id, _ := protocol.ParseConnectionID(f.ConnectionID)
 		if f.Type != wire.FrameTypeNewConnectionID || f.SequenceNumber != uint64(i+1) || f.StatelessResetToken != connid.ResetTokenFor(key, id) {
 			t.Fatalf("frame %d: %+v", i, f)
 		}

@@ -7,8 +7,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/recovery"
-	"github.com/turboretry/turboretry/internal/udpio"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -93,7 +93,7 @@ type rxPath struct {
 	local  netip.Addr     // our address it was sent to, when known
 	via    *Transport     // the Transport it came in on, when known
 	size   int
-	ecn    udpio.ECN
+	ecn    protocol.ECN
 	// nonProbing is set when the packet being processed carries a frame
 	// other than PATH_CHALLENGE, PATH_RESPONSE, NEW_CONNECTION_ID and
 	// PADDING (RFC 9000 section 9.1).

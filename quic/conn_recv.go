@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
-	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/streambuf"
 	"github.com/turboretry/turboretry/internal/wire"
 )
@@ -311,7 +311,7 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 	if initialProbe && ackEliciting && c.spaces[space].cryptoReceived() == cryptoBefore {
 		c.onClientInitialProbe()
 	}
-	_ = c.spaces[space].tracker.Received(pn, ackEliciting, ackgenECN(c.path.rx.ecn), now)
+	_ = c.spaces[space].tracker.Received(pn, ackEliciting, c.path.rx.ecn, now)
 	c.stats.packetsRecv++
 	c.idle.lastActivity = now
 	c.idle.lastSendOrRecv = now
@@ -381,8 +381,8 @@ func (c *Conn) handleAckFrame(space int, f *wire.Frame, now time.Time) error {
 		delay = time.Duration(f.AckDelay<<exp) * time.Microsecond
 	}
 	c.loss.events.Reset()
-	prevLargest, hadLargest := c.loss.rec.LargestAcked(recovery.Space(space))
-	if err := c.loss.rec.OnAckReceived(recovery.Space(space), f.AckRanges, delay, now, &c.loss.events); err != nil {
+	prevLargest, hadLargest := c.loss.rec.LargestAcked(protocol.PacketNumberSpace(space))
+	if err := c.loss.rec.OnAckReceived(protocol.PacketNumberSpace(space), f.AckRanges, delay, now, &c.loss.events); err != nil {
 		var te *qerr.TransportError
 		if !errors.As(err, &te) {
 			return nil // our own bug, not the peer's

@@ -9,6 +9,7 @@ import (
 	"github.com/turboretry/turboretry/internal/ackgen"
 	"github.com/turboretry/turboretry/internal/congestion"
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/wire"
 )
@@ -74,12 +75,12 @@ func (c *Conn) handleVersionNegotiation(pkt []byte) {
 		if v == c.version {
 			return // RFC 9000 6.2: ignore a VN listing our version
 		}
-		theirs = append(theirs, Version(v))
+		theirs = append(theirs, v)
 	}
 	var v wire.Version
 	for _, ours := range c.config.Versions {
 		if slices.Contains(theirs, ours) {
-			v = wire.Version(ours)
+			v = ours
 			break
 		}
 	}
@@ -98,9 +99,9 @@ func (c *Conn) handleVersionNegotiation(pkt []byte) {
 	for i := range c.spaces {
 		c.spaces[i] = pnSpace{}
 	}
-	c.spaces[spaceInitial].tracker.Init(ackgen.SpaceInitial, ackgen.Config{})
-	c.spaces[spaceHandshake].tracker.Init(ackgen.SpaceHandshake, ackgen.Config{})
-	c.spaces[spaceApp].tracker.Init(ackgen.SpaceAppData, ackgen.Config{})
+	c.spaces[spaceInitial].tracker.Init(protocol.SpaceInitial, ackgen.Config{})
+	c.spaces[spaceHandshake].tracker.Init(protocol.SpaceHandshake, ackgen.Config{})
+	c.spaces[spaceApp].tracker.Init(protocol.SpaceAppData, ackgen.Config{})
 	c.loss.rec = recovery.New(c.config.recoveryConfig(false))
 	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
 	clear(c.loss.sent)

@@ -27,9 +27,9 @@ type streamSet struct {
 	prioOrder      []*stream // scratch for appendStreamFramesByPriority
 	acceptBidi     []*stream // opened by the peer, not accepted yet
 	acceptUni      []*stream
-	acceptableCB   func()                  // NotifyAcceptable
-	persp          flowcontrol.Perspective // ours: who opens which stream IDs
-	sig            chan struct{}           // broadcast: accept queues or stream limits changed
+	acceptableCB   func()        // NotifyAcceptable
+	persp          Perspective   // ours: who opens which stream IDs
+	sig            chan struct{} // broadcast: accept queues or stream limits changed
 }
 
 // connFlow is connection-level flow control (RFC 9000 section 4.1).

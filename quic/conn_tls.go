@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
-	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/streambuf"
 	"github.com/turboretry/turboretry/internal/testhook"
 	"github.com/turboretry/turboretry/internal/wire"
@@ -117,13 +117,13 @@ func (c *Conn) ourParams() *wire.TransportParameters {
 func (c *Conn) startTLS() error {
 	c.x.pa.issueCID(c.isClient, c.config, c.cids.local)
 	qc := &tls.QUICConfig{TLSConfig: c.tlsConf}
-	role := wire.RoleServer
+	role := PerspectiveServer
 	if c.isClient {
 		// Session events let the client remember the server's limits with
 		// its tickets, for 0-RTT.
 		qc.EnableSessionEvents = c.tlsConf.ClientSessionCache != nil
 		c.hs.tls = tls.QUICClient(qc)
-		role = wire.RoleClient
+		role = PerspectiveClient
 	} else {
 		// Session events let the server check a resumed session's 0-RTT
 		// limits (onResumeSession).
@@ -146,7 +146,7 @@ func (c *Conn) startTLS() error {
 
 // setOurParams hands our transport parameters (ours) to TLS, and records
 // them in the trace.
-func (hs *handshakeState) setOurParams(ours *wire.TransportParameters, role wire.Role, isClient bool, trace *connTracer) error {
+func (hs *handshakeState) setOurParams(ours *wire.TransportParameters, role Perspective, isClient bool, trace *connTracer) error {
 	if trace != nil {
 		trace.params(isClient, true, ours)
 	}
@@ -190,7 +190,7 @@ func (c *Conn) processTLSEvents() error {
 			if c.isClient {
 				return qerr.NewTransportError(qerr.InternalError, 0, "transport parameters not set")
 			}
-			if err := c.hs.setOurParams(c.ourParams(), wire.RoleServer, c.isClient, c.trace); err != nil {
+			if err := c.hs.setOurParams(c.ourParams(), PerspectiveServer, c.isClient, c.trace); err != nil {
 				return err
 			}
 		case tls.QUICHandshakeDone:
@@ -278,9 +278,9 @@ func (c *Conn) installKeys(ev tls.QUICEvent, write bool) error {
 }
 
 func (c *Conn) handlePeerParams(data []byte) error {
-	role := wire.RoleClient
+	role := PerspectiveClient
 	if c.isClient {
-		role = wire.RoleServer
+		role = PerspectiveServer
 	}
 	var p wire.TransportParameters
 	if err := p.Unmarshal(data, role); err != nil {
@@ -393,7 +393,7 @@ func (c *Conn) dropSpace(space int, now time.Time) {
 		sp.cryptoIn.Release()
 	}
 	sp.probes = 0
-	_ = c.loss.rec.DiscardSpace(recovery.Space(space), now)
+	_ = c.loss.rec.DiscardSpace(protocol.PacketNumberSpace(space), now)
 	for h, p := range c.loss.sent {
 		if p.space == space {
 			delete(c.loss.sent, h)

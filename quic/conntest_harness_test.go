@@ -881,7 +881,7 @@ func (tc *testConn) serveHandshake(peer *wire.TransportParameters) {
 		peer.InitialSourceConnectionID = tc.peerCID
 		peer.HasInitialSourceConnectionID = true
 	}
-	params, err := peer.Marshal(nil, wire.RoleServer)
+	params, err := peer.Marshal(nil, PerspectiveServer)
 	if err != nil {
 		tc.t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/ackgen"
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 // TestOptimisticAckOfSkippedPacketNumber: our sender leaves a 1-RTT packet
@@ -50,7 +50,7 @@ func TestOptimisticAckOfSkippedPacketNumber(t *testing.T) {
 
 		sc := srv.only(t)
 		sc.mu.Lock()
-		err = sc.spaces[spaceApp].tracker.Received(skipped, true, ackgen.ECNNotECT, time.Now())
+		err = sc.spaces[spaceApp].tracker.Received(skipped, true, protocol.ECNNotECT, time.Now())
 		sc.mu.Unlock()
 		if err != nil {
 			t.Fatal(err)

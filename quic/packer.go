@@ -9,8 +9,8 @@ import (
 
 	"github.com/turboretry/turboretry/internal/ackgen"
 	"github.com/turboretry/turboretry/internal/flowcontrol"
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/recovery"
-	"github.com/turboretry/turboretry/internal/udpio"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -161,7 +161,7 @@ func (c *Conn) sendLocked(now time.Time) bool {
 		c.send.ecn, c.send.ecnTest = c.ecnCodepoint()
 		d := c.buildDatagram(now, limit, mayElicit)
 		mark, testing := c.send.ecn, c.send.ecnTest
-		c.send.ecn, c.send.ecnTest = udpio.ECNNotECT, false
+		c.send.ecn, c.send.ecnTest = protocol.ECNNotECT, false
 		if d == nil {
 			return false
 		}
@@ -275,7 +275,7 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 		c.stats.packetsSent++
 		size := p.payloadEnd + tagLen - p.start
 		inFlight := p.ackEliciting || p.padded
-		_ = c.loss.rec.OnPacketSent(recovery.Space(p.space), recovery.SentPacket{
+		_ = c.loss.rec.OnPacketSent(protocol.PacketNumberSpace(p.space), recovery.SentPacket{
 			Number:       p.pn,
 			TimeSent:     now,
 			Handle:       c.loss.nextHandle,
@@ -285,7 +285,7 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 			MTUProbe:     p.mtuProbe,
 		})
 		if p.ackEliciting {
-			p.sp.ecn = c.send.ecn != udpio.ECNNotECT
+			p.sp.ecn = c.send.ecn != protocol.ECNNotECT
 			p.sp.ecnTest = p.sp.ecn && c.send.ecnTest
 			if p.sp.ecnTest {
 				c.ecn.sentTest++
@@ -335,7 +335,7 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 	b := *buf
 	pn := sp.nextPN
 	largestAcked := wire.NoPacketNumber
-	if la, ok := c.loss.rec.LargestAcked(recovery.Space(space)); ok {
+	if la, ok := c.loss.rec.LargestAcked(protocol.PacketNumberSpace(space)); ok {
 		largestAcked = la
 	}
 	pnLen := wire.PacketNumberLen(pn, largestAcked)
@@ -669,7 +669,7 @@ type outDatagram struct {
 	// The small fields last, where they pack into one word: a slice of
 	// these is what a connection keeps between runs.
 	arenaOff int32
-	ecn      udpio.ECN
+	ecn      protocol.ECN
 	pooled   bool
 }
 

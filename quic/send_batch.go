@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/udpio"
 )
 
@@ -26,7 +27,7 @@ type sendState struct {
 	// mark, ecnTest says it is one of the ECN testing period's.
 	pad           bool
 	handshakeOnly bool
-	ecn           udpio.ECN
+	ecn           protocol.ECN
 	ecnTest       bool
 	// pingPending: a PING is due (keep-alive); pacingDeadline is when
 	// the pacer lets the next datagram go.
@@ -96,7 +97,7 @@ func (s *sendState) releaseBuffer(b []byte) {
 
 // queueDatagram queues d, built in a buffer of datagramBuffer, for this
 // run's write.
-func (s *sendState) queueDatagram(d []byte, ecn udpio.ECN) {
+func (s *sendState) queueDatagram(d []byte, ecn protocol.ECN) {
 	if n := len(s.pending); n == cap(s.pending) && n >= 16 && n < maxDatagramsPerRun {
 		// A full run's worth at once: a slice grown past
 		// maxDatagramsPerRun is not kept for the next run (Conn.run),
@@ -137,7 +138,7 @@ func (c *Conn) writeDatagrams(writes []outDatagram, sendT *Transport) error {
 	}()
 	ap, ok := addrPort(c.path.remote)
 	local := c.x.local // a server's address on the path (local_address.go)
-	if (len(writes) == 1 && writes[0].ecn == udpio.ECNNotECT && !local.IsValid()) || !ok || anyElsewhere(writes) {
+	if (len(writes) == 1 && writes[0].ecn == protocol.ECNNotECT && !local.IsValid()) || !ok || anyElsewhere(writes) {
 		return c.writeEach(writes, sendT, local)
 	}
 	b := sendT.getSendBatch()
@@ -211,7 +212,7 @@ func (c *Conn) writeEach(writes []outDatagram, sendT *Transport, local netip.Add
 // socket bound to the unspecified address, local_address.go); a socket
 // without batched writes gets a plain write, the kernel choosing the
 // source.
-func (t *Transport) writeFrom(d []byte, to net.Addr, from netip.Addr, ecn udpio.ECN) error {
+func (t *Transport) writeFrom(d []byte, to net.Addr, from netip.Addr, ecn protocol.ECN) error {
 	ap, ok := addrPort(to)
 	b := t.getSendBatch()
 	defer t.sendBatches.Put(b)

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/turboretry/turboretry/internal/udpio"
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 // queueTestDatagram builds a datagram of size bytes of fill in a buffer of
 // datagramBuffer and queues it, as buildDatagram and sendLocked do.
-func queueTestDatagram(s *sendState, size int, fill byte, ecn udpio.ECN) {
+func queueTestDatagram(s *sendState, size int, fill byte, ecn protocol.ECN) {
 	b := s.datagramBuffer()
 	s.queueDatagram(append(b, bytes.Repeat([]byte{fill}, size)...), ecn)
 }
@@ -25,17 +25,17 @@ func TestGSOMessagesInPlace(t *testing.T) {
 	var s sendState
 	s.openArena()
 	arena := s.arena
-	queueTestDatagram(&s, 1452, 1, udpio.ECNNotECT)
-	queueTestDatagram(&s, 1452, 2, udpio.ECNNotECT)
-	queueTestDatagram(&s, 1000, 3, udpio.ECNNotECT) // ends the first run
-	queueTestDatagram(&s, 1200, 4, udpio.ECNECT0)
-	queueTestDatagram(&s, 1200, 5, udpio.ECNECT0)
+	queueTestDatagram(&s, 1452, 1, protocol.ECNNotECT)
+	queueTestDatagram(&s, 1452, 2, protocol.ECNNotECT)
+	queueTestDatagram(&s, 1000, 3, protocol.ECNNotECT) // ends the first run
+	queueTestDatagram(&s, 1200, 4, protocol.ECNECT0)
+	queueTestDatagram(&s, 1200, 5, protocol.ECNECT0)
 	s.closeArena()
 	if s.arena != nil || arena.used != 2*1452+1000+2*1200 {
 		t.Fatalf("arena after the run: %v, %d bytes used", s.arena, arena.used)
 	}
 	// A datagram built outside sendLocked comes from the pool.
-	queueTestDatagram(&s, 1200, 6, udpio.ECNNotECT)
+	queueTestDatagram(&s, 1200, 6, protocol.ECNNotECT)
 	if !s.pending[5].pooled || s.pending[5].arena != nil {
 		t.Fatal("a datagram built outside sendLocked is not pooled")
 	}
@@ -61,7 +61,7 @@ func TestGSOMessagesInPlace(t *testing.T) {
 			t.Errorf("message %d in the arena: %v, want %v", i, in, w.inArena >= 0)
 		}
 	}
-	if msgs[1].ECN != udpio.ECNECT0 || msgs[0].ECN != udpio.ECNNotECT {
+	if msgs[1].ECN != protocol.ECNECT0 || msgs[0].ECN != protocol.ECNNotECT {
 		t.Errorf("ECN marks %v, %v", msgs[0].ECN, msgs[1].ECN)
 	}
 	// The last datagram of the first run is its own content, right after
@@ -77,7 +77,7 @@ func TestGSOMessagesCopyWhenApart(t *testing.T) {
 	var s sendState
 	for fill := range byte(2) {
 		s.openArena()
-		queueTestDatagram(&s, 1200, fill+1, udpio.ECNNotECT)
+		queueTestDatagram(&s, 1200, fill+1, protocol.ECNNotECT)
 		s.closeArena()
 	}
 	if s.pending[0].arena == s.pending[1].arena {
@@ -102,13 +102,13 @@ func TestPendingKeptAcrossRuns(t *testing.T) {
 	var s sendState
 	s.openArena()
 	for range 3 {
-		queueTestDatagram(&s, 1200, 1, udpio.ECNNotECT)
+		queueTestDatagram(&s, 1200, 1, protocol.ECNNotECT)
 	}
 	if c := cap(s.pending); c > 4 {
 		t.Errorf("3 datagrams: capacity %d", c)
 	}
 	for len(s.pending) < maxDatagramsPerRun {
-		queueTestDatagram(&s, 1200, 1, udpio.ECNNotECT)
+		queueTestDatagram(&s, 1200, 1, protocol.ECNNotECT)
 	}
 	s.closeArena()
 	if c := cap(s.pending); c > maxDatagramsPerRun {

@@ -193,11 +193,7 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 	if err := checkPreferredAddressSocket(conf.PreferredAddress, t.Conn.LocalAddr()); err != nil {
 		return nil, err
 	}
-	versions := make([]wire.Version, len(conf.Versions))
-	for i, v := range conf.Versions {
-		versions[i] = wire.Version(v)
-	}
-	responder, err := stateless.New(versions)
+	responder, err := stateless.New(conf.Versions)
 	if err != nil {
 		return nil, fmt.Errorf("quic: Config.Versions: %w", err)
 	}

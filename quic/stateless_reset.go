@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 
 	"github.com/turboretry/turboretry/internal/connid"
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 const (
@@ -34,7 +35,7 @@ func (t *Transport) maybeSendStatelessReset(p receivedPacket) {
 // statelessResetToken derives the token of a connection ID from the key,
 // as connid.LocalCIDs does for the IDs it issues.
 func statelessResetToken(key *StatelessResetKey, cid []byte) [16]byte {
-	id, err := connid.FromBytes(cid)
+	id, err := protocol.ParseConnectionID(cid)
 	if err != nil {
 		return [16]byte{}
 	}

@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/turboretry/turboretry/internal/udpio"
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/qlog"
 	"github.com/turboretry/turboretry/qlogwriter"
@@ -187,20 +187,6 @@ func keyPhaseBit(firstByte byte) qlog.KeyPhaseBit {
 	return qlog.KeyPhaseZero
 }
 
-func traceECN(e udpio.ECN) qlog.ECN {
-	switch e {
-	case udpio.ECNNotECT:
-		return qlog.ECTNot
-	case udpio.ECNECT0:
-		return qlog.ECT0
-	case udpio.ECNECT1:
-		return qlog.ECT1
-	case udpio.ECNCE:
-		return qlog.ECNCE
-	}
-	return qlog.ECNUnsupported
-}
-
 // tracePacketSent records a packet of buf from its plaintext: the caller
 // runs it after padding, before sealing.
 func (c *Conn) tracePacketSent(buf []byte, p *packetInfo) {
@@ -220,7 +206,7 @@ func (c *Conn) tracePacketSent(buf []byte, p *packetInfo) {
 		// The length field is final, so the header parses as received.
 		if err := wire.ParseLongHeader(buf[p.start:p.payloadEnd+tagLen], &lh); err == nil {
 			hdr.PacketType = tracePacketType(lh.Type)
-			hdr.Version = Version(lh.Version)
+			hdr.Version = lh.Version
 			hdr.SrcConnectionID = ConnectionIDFromBytes(lh.SrcConnID)
 			hdr.DestConnectionID = ConnectionIDFromBytes(lh.DestConnID)
 			if lh.Type == wire.PacketTypeInitial {
@@ -231,7 +217,7 @@ func (c *Conn) tracePacketSent(buf []byte, p *packetInfo) {
 	payload := buf[p.pnOffset+p.pnLen : p.payloadEnd]
 	ecn := qlog.ECNUnsupported
 	if c.t.ecn {
-		ecn = traceECN(c.send.ecn)
+		ecn = qlog.ECN(c.send.ecn.String())
 	}
 	t.record(qlog.PacketSent{
 		Header:           hdr,
@@ -257,10 +243,10 @@ func (t *connTracer) datagram(p *receivedPacket) {
 // header, or nil for a 1-RTT packet (then pkt[0] has the key phase bit
 // without header protection, dcid the connection ID). peerAckExp is the
 // peer's ack_delay_exponent, which 1-RTT ACK frames use.
-func (t *connTracer) packetReceived(pt wire.PacketType, pn uint64, lh *wire.LongHeader, pkt, dcid []byte, payload []byte, ecn udpio.ECN, peerAckExp uint8) {
+func (t *connTracer) packetReceived(pt wire.PacketType, pn uint64, lh *wire.LongHeader, pkt, dcid []byte, payload []byte, ecn protocol.ECN, peerAckExp uint8) {
 	hdr := qlog.PacketHeader{PacketType: tracePacketType(pt), PacketNumber: qlog.PacketNumber(pn)}
 	if lh != nil {
-		hdr.Version = Version(lh.Version)
+		hdr.Version = lh.Version
 		hdr.SrcConnectionID = ConnectionIDFromBytes(lh.SrcConnID)
 		hdr.DestConnectionID = ConnectionIDFromBytes(lh.DestConnID)
 		if pt == wire.PacketTypeInitial {
@@ -279,7 +265,7 @@ func (t *connTracer) packetReceived(pt wire.PacketType, pn uint64, lh *wire.Long
 		Raw:                     qlog.RawInfo{Length: len(pkt), PayloadLength: len(payload)},
 		DatagramPayloadChecksum: t.checksum,
 		Frames:                  t.frames(payload, exp, hdr.PacketType),
-		ECN:                     traceECN(ecn),
+		ECN:                     qlog.ECN(ecn.String()),
 		Tuple:                   t.rxTuple,
 	})
 }
@@ -291,7 +277,7 @@ func (t *connTracer) buffered(pkt []byte) {
 		var lh wire.LongHeader
 		if err := wire.ParseLongHeader(pkt, &lh); err == nil {
 			hdr.PacketType = tracePacketType(lh.Type)
-			hdr.Version = Version(lh.Version)
+			hdr.Version = lh.Version
 			hdr.SrcConnectionID = ConnectionIDFromBytes(lh.SrcConnID)
 			hdr.DestConnectionID = ConnectionIDFromBytes(lh.DestConnID)
 		}

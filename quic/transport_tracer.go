@@ -92,8 +92,6 @@ func (t *Transport) traceVersionNegotiation(dcid, scid []byte, vs []wire.Version
 		SrcConnectionID:  qlog.ArbitraryLenConnectionID(append([]byte(nil), scid...)),
 		DestConnectionID: qlog.ArbitraryLenConnectionID(append([]byte(nil), dcid...)),
 	}}
-	for _, v := range vs {
-		ev.SupportedVersions = append(ev.SupportedVersions, Version(v))
-	}
+	ev.SupportedVersions = append(ev.SupportedVersions, vs...)
 	t.tracer.record(ev)
 }

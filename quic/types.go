@@ -3,7 +3,6 @@ package quic
 import (
 	"crypto/tls"
 
-	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/quic/quictype"
 )
 
@@ -15,8 +14,8 @@ type Version = quictype.Version
 
 // The QUIC versions this package speaks.
 const (
-	Version1 Version = Version(wire.Version1)
-	Version2 Version = Version(wire.Version2)
+	Version1 = quictype.Version1
+	Version2 = quictype.Version2
 )
 
 // SupportedVersions returns the versions this package speaks, preferred first.

@@ -72,8 +72,8 @@ func (vn *versionNegotiation) versionInformation(current wire.Version, isClient 
 		return vi
 	}
 	for _, v := range conf.Versions {
-		if wire.Version(v).IsSupported() {
-			vi.AvailableVersions = append(vi.AvailableVersions, wire.Version(v))
+		if v.IsSupported() {
+			vi.AvailableVersions = append(vi.AvailableVersions, v)
 		}
 	}
 	return vi
@@ -86,8 +86,8 @@ func (vn *versionNegotiation) offeredVersions(current wire.Version, conf *Config
 	chosen := vn.chosenVersion(current)
 	vs := make([]wire.Version, 0, len(conf.Versions)+1)
 	for _, v := range conf.Versions {
-		if w := wire.Version(v); w == chosen || compatibleVersions(chosen, w) {
-			vs = append(vs, w)
+		if v == chosen || compatibleVersions(chosen, v) {
+			vs = append(vs, v)
 		}
 	}
 	if !slices.Contains(vs, chosen) {
@@ -173,12 +173,11 @@ func (vn *versionNegotiation) negotiate(p *wire.TransportParameters, isClient bo
 		return versionNegotiationError("client's chosen version %s is not the version of its Initial packets %s", vi.ChosenVersion, *version)
 	}
 	for _, v := range conf.Versions {
-		w := wire.Version(v)
-		if !w.IsSupported() || !slices.Contains(vi.AvailableVersions, w) || !compatibleVersions(*version, w) {
+		if !v.IsSupported() || !slices.Contains(vi.AvailableVersions, v) || !compatibleVersions(*version, v) {
 			continue
 		}
-		if w != *version {
-			return vn.switchServerVersion(w, version, initial, clientDest)
+		if v != *version {
+			return vn.switchServerVersion(v, version, initial, clientDest)
 		}
 		return nil
 	}
@@ -235,8 +234,8 @@ func (vn *versionNegotiation) checkServerVersionInformation(vi *wire.VersionInfo
 // Negotiation: the first of ours that the server lists.
 func pickVersion(ours []Version, theirs []wire.Version) (wire.Version, bool) {
 	for _, v := range ours {
-		if w := wire.Version(v); w.IsSupported() && slices.Contains(theirs, w) {
-			return w, true
+		if v.IsSupported() && slices.Contains(theirs, v) {
+			return v, true
 		}
 	}
 	return 0, false

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -11,7 +12,7 @@ import (
 // order, an ACK every second packet, and our ACKs acknowledged a little
 // later so the range set stays small.
 func BenchmarkReceiveAndAck(b *testing.B) {
-	tr := NewTracker(SpaceAppData, Config{})
+	tr := NewTracker(protocol.SpaceAppData, Config{})
 	buf := make([]wire.AckRange, 0, DefaultMaxRanges)
 	now := time.Unix(0, 0)
 	b.ReportAllocs()
@@ -21,7 +22,7 @@ func BenchmarkReceiveAndAck(b *testing.B) {
 		if tr.IsDuplicate(pn) {
 			b.Fatal("duplicate")
 		}
-		if err := tr.Received(pn, true, ECNNotECT, now); err != nil {
+		if err := tr.Received(pn, true, protocol.ECNNotECT, now); err != nil {
 			b.Fatal(err)
 		}
 		if tr.ShouldSendAck(now) {
@@ -41,7 +42,7 @@ func BenchmarkReceiveAndAck(b *testing.B) {
 // BenchmarkReceiveReordered keeps several gaps open: every fourth packet
 // arrives late, so ACKs carry multiple ranges.
 func BenchmarkReceiveReordered(b *testing.B) {
-	tr := NewTracker(SpaceAppData, Config{})
+	tr := NewTracker(protocol.SpaceAppData, Config{})
 	buf := make([]wire.AckRange, 0, DefaultMaxRanges)
 	now := time.Unix(0, 0)
 	b.ReportAllocs()
@@ -54,7 +55,7 @@ func BenchmarkReceiveReordered(b *testing.B) {
 			pn--
 		}
 		now = now.Add(time.Microsecond)
-		_ = tr.Received(pn, true, ECNECT0, now)
+		_ = tr.Received(pn, true, protocol.ECNECT0, now)
 		if tr.ShouldSendAck(now) {
 			ack, _ := tr.BuildAck(buf, now)
 			buf = ack.Ranges

@@ -2,42 +2,6 @@ package ackgen
 
 import "time"
 
-// Space is a QUIC packet number space (RFC 9000 section 12.3). Each space has
-// its own Tracker; the space decides how quickly ACKs go out.
-type Space uint8
-
-// The three packet number spaces. 0-RTT and 1-RTT packets share SpaceAppData.
-const (
-	SpaceInitial Space = iota
-	SpaceHandshake
-	SpaceAppData
-)
-
-// String returns the space's name for logs.
-func (s Space) String() string {
-	switch s {
-	case SpaceInitial:
-		return "initial"
-	case SpaceHandshake:
-		return "handshake"
-	case SpaceAppData:
-		return "appdata"
-	}
-	return "unknown"
-}
-
-// ECN is the ECN codepoint from the IP header of a received packet
-// (RFC 9000 section 13.4).
-type ECN uint8
-
-// ECN codepoints. ECNNotECT carries no mark and is not counted.
-const (
-	ECNNotECT ECN = iota
-	ECNECT0
-	ECNECT1
-	ECNCE
-)
-
 // Defaults used when a Config field is zero.
 const (
 	// DefaultMaxAckDelay is the max_ack_delay default of RFC 9000 section 18.2.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -17,7 +18,7 @@ func FuzzTracker(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 3, 0, 5, 0, 7, 0, 9, 0, 11, 0, 2, 0, 0})
 	f.Add([]byte{0, 10, 2, 10, 0, 10, 0, 11, 4, 255, 0, 3})
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		tr := NewTracker(SpaceAppData, Config{MaxRanges: 4})
+		tr := NewTracker(protocol.SpaceAppData, Config{MaxRanges: 4})
 		seen := map[uint64]bool{}
 		now := time.Unix(0, 0)
 		buf := make([]wire.AckRange, 0, 4)
@@ -30,7 +31,7 @@ func FuzzTracker(f *testing.F) {
 				if got := tr.IsDuplicate(pn); got != wantDup {
 					t.Fatalf("IsDuplicate(%d) = %v, want %v", pn, got, wantDup)
 				}
-				err := tr.Received(pn, op == 0, ECN(pn%4), now)
+				err := tr.Received(pn, op == 0, protocol.ECN(pn%4), now)
 				if wantDup != errors.Is(err, ErrDuplicate) {
 					t.Fatalf("Received(%d) = %v, duplicate %v", pn, err, wantDup)
 				}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -18,7 +19,7 @@ var (
 // decides when to acknowledge them. Create it with NewTracker or Init.
 // It is not safe for concurrent use.
 type Tracker struct {
-	space Space
+	space protocol.PacketNumberSpace
 	cfg   Config
 	set   rangeSet
 
@@ -53,20 +54,20 @@ type Ack struct {
 }
 
 // NewTracker returns a Tracker for the given space.
-func NewTracker(space Space, cfg Config) *Tracker {
+func NewTracker(space protocol.PacketNumberSpace, cfg Config) *Tracker {
 	t := new(Tracker)
 	t.Init(space, cfg)
 	return t
 }
 
 // Init (re)initializes t, so a Tracker can be embedded in a larger struct.
-func (t *Tracker) Init(space Space, cfg Config) {
+func (t *Tracker) Init(space protocol.PacketNumberSpace, cfg Config) {
 	*t = Tracker{space: space, cfg: cfg.withDefaults()}
 	t.set.init(t.cfg.MaxRanges)
 }
 
 // Space returns the packet number space t was created for.
-func (t *Tracker) Space() Space { return t.space }
+func (t *Tracker) Space() protocol.PacketNumberSpace { return t.space }
 
 // IsDuplicate reports whether pn was already received, or is so old that its
 // state was forgotten; such a packet must be dropped before processing.
@@ -86,7 +87,7 @@ func (t *Tracker) LargestReceived() (pn uint64, ok bool) {
 // frame other than ACK, PADDING or CONNECTION_CLOSE; ecn is the packet's IP
 // ECN mark; now is its arrival time. A duplicate is reported as ErrDuplicate
 // and changes nothing.
-func (t *Tracker) Received(pn uint64, ackEliciting bool, ecn ECN, now time.Time) error {
+func (t *Tracker) Received(pn uint64, ackEliciting bool, ecn protocol.ECN, now time.Time) error {
 	if pn > MaxPacketNumber {
 		return ErrPacketNumberTooBig
 	}
@@ -101,11 +102,11 @@ func (t *Tracker) Received(pn uint64, ackEliciting bool, ecn ECN, now time.Time)
 		t.largestTime = now
 	}
 	switch ecn {
-	case ECNECT0:
+	case protocol.ECNECT0:
 		t.ect0++
-	case ECNECT1:
+	case protocol.ECNECT1:
 		t.ect1++
-	case ECNCE:
+	case protocol.ECNCE:
 		t.ce++
 	}
 	if !ackEliciting {
@@ -120,10 +121,10 @@ func (t *Tracker) Received(pn uint64, ackEliciting bool, ecn ECN, now time.Time)
 	}
 	t.unackedEliciting++
 	switch {
-	case t.space != SpaceAppData:
+	case t.space != protocol.SpaceAppData:
 		// Initial and Handshake packets are acknowledged at once (13.2.1).
 		t.ackNow = true
-	case outOfOrder || ecn == ECNCE:
+	case outOfOrder || ecn == protocol.ECNCE:
 		// Quick feedback on reordering and congestion helps the sender's
 		// loss detection and congestion response.
 		t.ackNow = true

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -15,7 +16,7 @@ func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
 func mustReceive(t *testing.T, tr *Tracker, pn uint64, eliciting bool, now time.Time) {
 	t.Helper()
-	if err := tr.Received(pn, eliciting, ECNNotECT, now); err != nil {
+	if err := tr.Received(pn, eliciting, protocol.ECNNotECT, now); err != nil {
 		t.Fatalf("Received(%d): %v", pn, err)
 	}
 }
@@ -30,7 +31,7 @@ func ranges(t *testing.T, tr *Tracker) []wire.AckRange {
 }
 
 func TestAppDataEverySecondPacket(t *testing.T) {
-	tr := NewTracker(SpaceAppData, Config{})
+	tr := NewTracker(protocol.SpaceAppData, Config{})
 	mustReceive(t, tr, 0, true, t0)
 	if tr.AckNow() {
 		t.Fatal("first in-order packet must not trigger an immediate ACK")
@@ -65,7 +66,7 @@ func TestAppDataEverySecondPacket(t *testing.T) {
 }
 
 func TestConfigurableThreshold(t *testing.T) {
-	tr := NewTracker(SpaceAppData, Config{AckElicitingThreshold: 4, MaxAckDelay: ms(10)})
+	tr := NewTracker(protocol.SpaceAppData, Config{AckElicitingThreshold: 4, MaxAckDelay: ms(10)})
 	for pn := uint64(0); pn < 3; pn++ {
 		mustReceive(t, tr, pn, true, t0.Add(ms(int(pn))))
 		if tr.AckNow() {
@@ -85,7 +86,7 @@ func TestConfigurableThreshold(t *testing.T) {
 }
 
 func TestHandshakeSpacesAckImmediately(t *testing.T) {
-	for _, sp := range []Space{SpaceInitial, SpaceHandshake} {
+	for _, sp := range []protocol.PacketNumberSpace{protocol.SpaceInitial, protocol.SpaceHandshake} {
 		tr := NewTracker(sp, Config{})
 		mustReceive(t, tr, 0, true, t0)
 		if !tr.AckNow() {
@@ -95,7 +96,7 @@ func TestHandshakeSpacesAckImmediately(t *testing.T) {
 }
 
 func TestNonElicitingNeverTriggers(t *testing.T) {
-	for _, sp := range []Space{SpaceInitial, SpaceHandshake, SpaceAppData} {
+	for _, sp := range []protocol.PacketNumberSpace{protocol.SpaceInitial, protocol.SpaceHandshake, protocol.SpaceAppData} {
 		tr := NewTracker(sp, Config{})
 		// Out of order, with gaps, and more than the threshold: still nothing.
 		for _, pn := range []uint64{5, 0, 9, 2, 3} {
@@ -111,7 +112,7 @@ func TestNonElicitingNeverTriggers(t *testing.T) {
 }
 
 func TestGapTriggersImmediateAck(t *testing.T) {
-	tr := NewTracker(SpaceAppData, Config{AckElicitingThreshold: 100})
+	tr := NewTracker(protocol.SpaceAppData, Config{AckElicitingThreshold: 100})
 	mustReceive(t, tr, 0, true, t0)
 	mustReceive(t, tr, 1, true, t0)
 	if tr.AckNow() {
@@ -136,7 +137,7 @@ func TestGapTriggersImmediateAck(t *testing.T) {
 }
 
 func TestGapDetectionCountsNonElicitingPackets(t *testing.T) {
-	tr := NewTracker(SpaceAppData, Config{AckElicitingThreshold: 100})
+	tr := NewTracker(protocol.SpaceAppData, Config{AckElicitingThreshold: 100})
 	mustReceive(t, tr, 0, true, t0)
 	mustReceive(t, tr, 1, false, t0) // an ACK-only packet: received, not missing
 	mustReceive(t, tr, 2, true, t0)
@@ -151,7 +152,7 @@ func TestGapDetectionCountsNonElicitingPackets(t *testing.T) {
 }
 
 func TestFirstPacketAfterLossIsOutOfOrder(t *testing.T) {
-	tr := NewTracker(SpaceAppData, Config{})
+	tr := NewTracker(protocol.SpaceAppData, Config{})
 	mustReceive(t, tr, 2, true, t0) // 0 and 1 lost
 	if !tr.AckNow() {
 		t.Fatal("first packet with missing predecessors must be acknowledged at once")
@@ -159,8 +160,8 @@ func TestFirstPacketAfterLossIsOutOfOrder(t *testing.T) {
 }
 
 func TestECN(t *testing.T) {
-	tr := NewTracker(SpaceAppData, Config{AckElicitingThreshold: 100})
-	for pn, mark := range []ECN{ECNECT0, ECNECT0, ECNECT1, ECNNotECT} {
+	tr := NewTracker(protocol.SpaceAppData, Config{AckElicitingThreshold: 100})
+	for pn, mark := range []protocol.ECN{protocol.ECNECT0, protocol.ECNECT0, protocol.ECNECT1, protocol.ECNNotECT} {
 		if err := tr.Received(uint64(pn), true, mark, t0); err != nil {
 			t.Fatal(err)
 		}
@@ -168,13 +169,13 @@ func TestECN(t *testing.T) {
 	if tr.AckNow() {
 		t.Fatal("ECT marks must not trigger an immediate ACK")
 	}
-	if err := tr.Received(4, false, ECNCE, t0); err != nil {
+	if err := tr.Received(4, false, protocol.ECNCE, t0); err != nil {
 		t.Fatal(err)
 	}
 	if tr.AckNow() {
 		t.Fatal("CE on a non-ack-eliciting packet must not trigger an ACK")
 	}
-	if err := tr.Received(5, true, ECNCE, t0); err != nil {
+	if err := tr.Received(5, true, protocol.ECNCE, t0); err != nil {
 		t.Fatal(err)
 	}
 	if !tr.AckNow() {
@@ -187,7 +188,7 @@ func TestECN(t *testing.T) {
 }
 
 func TestDuplicates(t *testing.T) {
-	tr := NewTracker(SpaceAppData, Config{})
+	tr := NewTracker(protocol.SpaceAppData, Config{})
 	if tr.IsDuplicate(0) {
 		t.Fatal("empty tracker reports a duplicate")
 	}
@@ -201,16 +202,16 @@ func TestDuplicates(t *testing.T) {
 		}
 	}
 	tr.OnAckSent()
-	if err := tr.Received(11, true, ECNNotECT, t0); !errors.Is(err, ErrDuplicate) {
+	if err := tr.Received(11, true, protocol.ECNNotECT, t0); !errors.Is(err, ErrDuplicate) {
 		t.Fatalf("duplicate: err = %v", err)
 	}
 	if tr.AckNow() || !tr.AlarmTime().IsZero() {
 		t.Fatal("a duplicate must not change the ACK state")
 	}
-	if err := tr.Received(MaxPacketNumber+1, true, ECNNotECT, t0); !errors.Is(err, ErrPacketNumberTooBig) {
+	if err := tr.Received(MaxPacketNumber+1, true, protocol.ECNNotECT, t0); !errors.Is(err, ErrPacketNumberTooBig) {
 		t.Fatalf("pn 2^62: err = %v", err)
 	}
-	if err := tr.Received(MaxPacketNumber, true, ECNNotECT, t0); err != nil {
+	if err := tr.Received(MaxPacketNumber, true, protocol.ECNNotECT, t0); err != nil {
 		t.Fatalf("pn 2^62-1: %v", err)
 	}
 }
@@ -218,7 +219,7 @@ func TestDuplicates(t *testing.T) {
 // TestRangesDescending checks the layout RFC 9000 section 19.3.1 requires:
 // ranges in descending order, largest first, whatever the arrival order.
 func TestRangesDescending(t *testing.T) {
-	tr := NewTracker(SpaceAppData, Config{})
+	tr := NewTracker(protocol.SpaceAppData, Config{})
 	for _, pn := range []uint64{2, 10, 5, 9, 6, 8} {
 		mustReceive(t, tr, pn, true, t0)
 	}
@@ -235,7 +236,7 @@ func TestRangesDescending(t *testing.T) {
 }
 
 func TestBuildAckUsesCallerBuffer(t *testing.T) {
-	tr := NewTracker(SpaceAppData, Config{})
+	tr := NewTracker(protocol.SpaceAppData, Config{})
 	mustReceive(t, tr, 0, true, t0)
 	mustReceive(t, tr, 2, true, t0)
 	buf := make([]wire.AckRange, 3, 8)
@@ -247,13 +248,13 @@ func TestBuildAckUsesCallerBuffer(t *testing.T) {
 	if !tr.AckNow() {
 		t.Fatal("BuildAck cleared the ACK state")
 	}
-	if _, ok := NewTracker(SpaceAppData, Config{}).BuildAck(buf, t0); ok {
+	if _, ok := NewTracker(protocol.SpaceAppData, Config{}).BuildAck(buf, t0); ok {
 		t.Fatal("BuildAck on an empty tracker returned a frame")
 	}
 }
 
 func TestMaxRangesDropsOldest(t *testing.T) {
-	tr := NewTracker(SpaceAppData, Config{MaxRanges: 3})
+	tr := NewTracker(protocol.SpaceAppData, Config{MaxRanges: 3})
 	for _, pn := range []uint64{0, 1, 3, 5, 7} { // ranges 0-1, 3, 5, 7
 		mustReceive(t, tr, pn, true, t0)
 	}
@@ -274,7 +275,7 @@ func TestMaxRangesDropsOldest(t *testing.T) {
 	}
 	// A packet older than every kept range, with the set full, is
 	// forgotten at once instead of evicting newer state.
-	tr2 := NewTracker(SpaceAppData, Config{MaxRanges: 2})
+	tr2 := NewTracker(protocol.SpaceAppData, Config{MaxRanges: 2})
 	for _, pn := range []uint64{5, 7, 3} {
 		mustReceive(t, tr2, pn, true, t0)
 	}
@@ -288,7 +289,7 @@ func TestMaxRangesDropsOldest(t *testing.T) {
 }
 
 func TestForgetAcknowledgedRanges(t *testing.T) {
-	tr := NewTracker(SpaceAppData, Config{})
+	tr := NewTracker(protocol.SpaceAppData, Config{})
 	for _, pn := range []uint64{0, 1, 2, 4, 5, 8, 9} {
 		mustReceive(t, tr, pn, true, t0)
 	}
@@ -327,7 +328,7 @@ func TestForgetAcknowledgedRanges(t *testing.T) {
 }
 
 func TestAckDelayClampsAndEncodes(t *testing.T) {
-	tr := NewTracker(SpaceAppData, Config{})
+	tr := NewTracker(protocol.SpaceAppData, Config{})
 	mustReceive(t, tr, 0, true, t0.Add(ms(10)))
 	mustReceive(t, tr, 1, true, t0.Add(ms(20)))
 	mustReceive(t, tr, 0+2, true, t0.Add(ms(30)))
@@ -357,13 +358,8 @@ func TestAckDelayClampsAndEncodes(t *testing.T) {
 	}
 }
 
-func TestSpaceString(t *testing.T) {
-	for sp, want := range map[Space]string{SpaceInitial: "initial", SpaceHandshake: "handshake", SpaceAppData: "appdata", 9: "unknown"} {
-		if sp.String() != want {
-			t.Errorf("Space(%d).String() = %q", sp, sp.String())
-		}
-	}
-	if NewTracker(SpaceHandshake, Config{}).Space() != SpaceHandshake {
+func TestTrackerSpace(t *testing.T) {
+	if NewTracker(protocol.SpaceHandshake, Config{}).Space() != protocol.SpaceHandshake {
 		t.Error("Space() lost the space")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
 )
 
@@ -87,7 +88,7 @@ func checkRemoteInvariants(t *testing.T, r *RemoteCIDs, limit int) {
 	if r.CurrentSequence() < r.retirePriorTo {
 		t.Fatalf("current sequence %d below retire_prior_to %d", r.CurrentSequence(), r.retirePriorTo)
 	}
-	cids := map[ConnectionID]bool{}
+	cids := map[protocol.ConnectionID]bool{}
 	for i, e := range r.active {
 		if i > 0 && r.active[i-1].seq >= e.seq {
 			t.Fatalf("active sequences out of order: %d then %d", r.active[i-1].seq, e.seq)
@@ -127,7 +128,7 @@ func FuzzLocalCIDs(f *testing.F) {
 			return
 		}
 		g, _ := NewGenerator(4)
-		rt := &routes{m: map[ConnectionID]bool{}}
+		rt := &routes{m: map[protocol.ConnectionID]bool{}}
 		l, err := NewLocalCIDs(LocalConfig{Generator: g, MaxActive: 3, AddRoute: rt.add, RemoveRoute: rt.remove})
 		if err != nil {
 			t.Fatal(err)
@@ -136,7 +137,7 @@ func FuzzLocalCIDs(f *testing.F) {
 			t.Fatal(err)
 		}
 		limit := min(max(int(data[0]%8), 2), 3)
-		bySeq := map[uint64]ConnectionID{0: l.HandshakeCID()}
+		bySeq := map[uint64]protocol.ConnectionID{0: l.HandshakeCID()}
 		for ops := data[1:]; len(ops) >= 3; ops = ops[3:] {
 			for nf, ok := l.PopNewConnectionID(); ok; nf, ok = l.PopNewConnectionID() {
 				bySeq[nf.SequenceNumber] = nf.ConnectionID

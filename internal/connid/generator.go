@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"sync"
+
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 // DefaultLen is the length of the connection IDs this stack issues unless
@@ -16,7 +18,7 @@ const DefaultLen = 8
 // provides: 204 eight-byte IDs per getrandom call.
 const randBufferSize = 2048
 
-// ErrBadLength is returned by NewGenerator for a length outside 0..MaxLen.
+// ErrBadLength is returned by NewGenerator for a length outside 0..protocol.MaxConnectionIDLen.
 var ErrBadLength = errors.New("connid: connection ID length must be 0..20")
 
 // Generator makes random connection IDs of one length. Random bytes come
@@ -30,10 +32,10 @@ type Generator struct {
 
 	mu      sync.Mutex
 	r       *bufio.Reader
-	scratch [MaxLen]byte
+	scratch [protocol.MaxConnectionIDLen]byte
 }
 
-// NewGenerator returns a Generator of IDs of the given length (0..MaxLen).
+// NewGenerator returns a Generator of IDs of the given length (0..protocol.MaxConnectionIDLen).
 // A length of 0 means the endpoint uses zero-length connection IDs.
 func NewGenerator(length int) (*Generator, error) {
 	return NewGeneratorFrom(length, rand.Reader)
@@ -42,18 +44,18 @@ func NewGenerator(length int) (*Generator, error) {
 // NewGeneratorFrom is NewGenerator reading randomness from r instead of
 // crypto/rand; tests use it for reproducible IDs.
 func NewGeneratorFrom(length int, r io.Reader) (*Generator, error) {
-	if length < 0 || length > MaxLen {
+	if length < 0 || length > protocol.MaxConnectionIDLen {
 		return nil, ErrBadLength
 	}
 	return &Generator{length: length, r: bufio.NewReaderSize(r, randBufferSize)}, nil
 }
 
 // NewGeneratorFunc returns a Generator of IDs of the given length
-// (0..MaxLen) that fill writes: it must fill all of dst, which is the
+// (0..protocol.MaxConnectionIDLen) that fill writes: it must fill all of dst, which is the
 // length long, or return an error. fill may be called concurrently: it
 // runs without a lock of the Generator's.
 func NewGeneratorFunc(length int, fill func(dst []byte) error) (*Generator, error) {
-	if length < 0 || length > MaxLen || fill == nil {
+	if length < 0 || length > protocol.MaxConnectionIDLen || fill == nil {
 		return nil, ErrBadLength
 	}
 	return &Generator{length: length, fill: fill}, nil
@@ -64,10 +66,9 @@ func (g *Generator) Len() int { return g.length }
 
 // New returns a fresh random connection ID. The error is that of the
 // random source, which crypto/rand never returns in practice.
-func (g *Generator) New() (ConnectionID, error) {
-	var c ConnectionID
+func (g *Generator) New() (protocol.ConnectionID, error) {
 	if g.length == 0 {
-		return c, nil
+		return protocol.ConnectionIDFromBytes(nil), nil
 	}
 	if g.fill != nil {
 		// The application's code, which must be safe for concurrent
@@ -75,21 +76,17 @@ func (g *Generator) New() (ConnectionID, error) {
 		// escapes; IDs are made a few times per connection).
 		buf := make([]byte, g.length)
 		if err := g.fill(buf); err != nil {
-			return ConnectionID{}, err
+			return protocol.ConnectionID{}, err
 		}
-		copy(c.b[:], buf)
-		c.n = uint8(g.length)
-		return c, nil
+		return protocol.ConnectionIDFromBytes(buf), nil
 	}
 	g.mu.Lock()
-	// Reading into the Generator's own array rather than into c keeps c
-	// on the caller's stack: an io.Reader would make it escape.
-	_, err := io.ReadFull(g.r, g.scratch[:g.length])
-	copy(c.b[:], g.scratch[:g.length])
-	g.mu.Unlock()
-	if err != nil {
-		return ConnectionID{}, err
+	defer g.mu.Unlock()
+	// Reading into the Generator's own array rather than into a local
+	// one keeps the ID on the caller's stack: an io.Reader would make it
+	// escape.
+	if _, err := io.ReadFull(g.r, g.scratch[:g.length]); err != nil {
+		return protocol.ConnectionID{}, err
 	}
-	c.n = uint8(g.length)
-	return c, nil
+	return protocol.ConnectionIDFromBytes(g.scratch[:g.length]), nil
 }

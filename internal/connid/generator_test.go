@@ -6,20 +6,22 @@ import (
 	"io"
 	"sync"
 	"testing"
+
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 func TestGeneratorLengths(t *testing.T) {
-	for n := 0; n <= MaxLen; n++ {
+	for n := 0; n <= protocol.MaxConnectionIDLen; n++ {
 		g, err := NewGenerator(n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c, err := g.New()
-		if err != nil || c.Len() != n || g.Len() != n {
+		if err != nil || !c.Valid() || c.Len() != n || g.Len() != n {
 			t.Fatalf("len %d: got %d, %v", n, c.Len(), err)
 		}
 	}
-	for _, n := range []int{-1, MaxLen + 1} {
+	for _, n := range []int{-1, protocol.MaxConnectionIDLen + 1} {
 		if _, err := NewGenerator(n); !errors.Is(err, ErrBadLength) {
 			t.Fatalf("length %d: err = %v", n, err)
 		}
@@ -28,7 +30,7 @@ func TestGeneratorLengths(t *testing.T) {
 
 func TestGeneratorUnique(t *testing.T) {
 	g, _ := NewGenerator(DefaultLen)
-	seen := map[ConnectionID]bool{}
+	seen := map[protocol.ConnectionID]bool{}
 	for range 10000 {
 		c, err := g.New()
 		if err != nil {
@@ -59,7 +61,7 @@ func TestGeneratorReadsSource(t *testing.T) {
 
 func TestGeneratorAllocs(t *testing.T) {
 	g, _ := NewGenerator(DefaultLen)
-	var sink ConnectionID
+	var sink protocol.ConnectionID
 	if n := testing.AllocsPerRun(1000, func() { sink, _ = g.New() }); n != 0 {
 		t.Fatalf("New allocates %v times", n)
 	}
@@ -70,7 +72,7 @@ func TestGeneratorAllocs(t *testing.T) {
 func TestGeneratorConcurrent(t *testing.T) {
 	g, _ := NewGenerator(DefaultLen)
 	var wg sync.WaitGroup
-	ids := make([][]ConnectionID, 4)
+	ids := make([][]protocol.ConnectionID, 4)
 	for w := range ids {
 		wg.Go(func() {
 			for range 500 {
@@ -84,7 +86,7 @@ func TestGeneratorConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	seen := map[ConnectionID]bool{}
+	seen := map[protocol.ConnectionID]bool{}
 	for _, l := range ids {
 		for _, c := range l {
 			if seen[c] {
@@ -118,7 +120,7 @@ func TestGeneratorFunc(t *testing.T) {
 	if c, err := g.New(); !errors.Is(err, io.ErrUnexpectedEOF) || c.Len() != 0 {
 		t.Fatalf("failing fill: %v, %v", c, err)
 	}
-	if _, err := NewGeneratorFunc(MaxLen+1, func([]byte) error { return nil }); !errors.Is(err, ErrBadLength) {
+	if _, err := NewGeneratorFunc(protocol.MaxConnectionIDLen+1, func([]byte) error { return nil }); !errors.Is(err, ErrBadLength) {
 		t.Fatalf("length 21: %v", err)
 	}
 	if _, err := NewGeneratorFunc(8, nil); !errors.Is(err, ErrBadLength) {

@@ -1,6 +1,10 @@
 package connid
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/turboretry/turboretry/internal/protocol"
+)
 
 // DefaultMaxActive is how many of our connection IDs the peer may hold at
 // once unless LocalConfig.MaxActive says otherwise; spare IDs let the peer
@@ -19,7 +23,7 @@ const routeAttempts = 8
 type NewConnectionID struct {
 	SequenceNumber      uint64
 	RetirePriorTo       uint64
-	ConnectionID        ConnectionID
+	ConnectionID        protocol.ConnectionID
 	StatelessResetToken [TokenLen]byte
 }
 
@@ -37,15 +41,15 @@ type LocalConfig struct {
 	// AddRoute is called for every ID that must reach this connection.
 	// It returns false if the ID already belongs to another connection,
 	// and a fresh one is drawn. Nil means the caller does not route.
-	AddRoute func(ConnectionID) bool
+	AddRoute func(protocol.ConnectionID) bool
 	// RemoveRoute is called for every ID that must no longer reach this
 	// connection. Nil means the caller does not route.
-	RemoveRoute func(ConnectionID)
+	RemoveRoute func(protocol.ConnectionID)
 }
 
 type localEntry struct {
 	seq     uint64
-	cid     ConnectionID
+	cid     protocol.ConnectionID
 	token   [TokenLen]byte
 	pending bool // a NEW_CONNECTION_ID frame for it is waiting to be sent
 }
@@ -59,13 +63,13 @@ type LocalCIDs struct {
 	key         [32]byte
 	maxActive   int
 	peerLimit   uint64
-	addRoute    func(ConnectionID) bool
-	removeRoute func(ConnectionID)
+	addRoute    func(protocol.ConnectionID) bool
+	removeRoute func(protocol.ConnectionID)
 
 	active  []localEntry // ordered by sequence number
 	nextSeq uint64
 
-	initialDCID    ConnectionID
+	initialDCID    protocol.ConnectionID
 	hasInitialDCID bool
 	closed         bool // RemoveAll was called: issue nothing more
 }
@@ -96,11 +100,11 @@ func NewLocalCIDs(cfg LocalConfig) (*LocalCIDs, error) {
 
 // HandshakeCID returns the ID of sequence 0, the Source Connection ID of
 // our long header packets.
-func (l *LocalCIDs) HandshakeCID() ConnectionID {
+func (l *LocalCIDs) HandshakeCID() protocol.ConnectionID {
 	if len(l.active) > 0 && l.active[0].seq == 0 {
 		return l.active[0].cid
 	}
-	return ConnectionID{}
+	return protocol.ConnectionID{}
 }
 
 // HandshakeResetToken returns the stateless reset token of sequence 0,
@@ -113,13 +117,13 @@ func (l *LocalCIDs) HandshakeResetToken() [TokenLen]byte {
 // IssuePreferredAddressCID issues sequence 1 for a server's
 // preferred_address transport parameter (RFC 9000 section 5.1.1). It needs
 // no NEW_CONNECTION_ID frame. Call it right after NewLocalCIDs.
-func (l *LocalCIDs) IssuePreferredAddressCID() (ConnectionID, [TokenLen]byte, error) {
+func (l *LocalCIDs) IssuePreferredAddressCID() (protocol.ConnectionID, [TokenLen]byte, error) {
 	if l.nextSeq != 1 || l.gen.Len() == 0 {
-		return ConnectionID{}, [TokenLen]byte{}, ErrPreferredAddress
+		return protocol.ConnectionID{}, [TokenLen]byte{}, ErrPreferredAddress
 	}
 	e, err := l.issue(false)
 	if err != nil {
-		return ConnectionID{}, [TokenLen]byte{}, err
+		return protocol.ConnectionID{}, [TokenLen]byte{}, err
 	}
 	return e.cid, e.token, nil
 }
@@ -265,7 +269,7 @@ func (l *LocalCIDs) HandleRetireConnectionID(seq uint64, packetDCID []byte) erro
 // connection until DropInitialDCID, so retransmitted Initials and 0-RTT
 // packets still arrive. A server calls it once; calling it again replaces
 // the previous one. A rejected route (collision) is reported as false.
-func (l *LocalCIDs) SetInitialDCID(cid ConnectionID) bool {
+func (l *LocalCIDs) SetInitialDCID(cid protocol.ConnectionID) bool {
 	l.DropInitialDCID()
 	if l.addRoute != nil && !l.addRoute(cid) {
 		return false
@@ -283,7 +287,7 @@ func (l *LocalCIDs) DropInitialDCID() {
 	if l.removeRoute != nil {
 		l.removeRoute(l.initialDCID)
 	}
-	l.initialDCID, l.hasInitialDCID = ConnectionID{}, false
+	l.initialDCID, l.hasInitialDCID = protocol.ConnectionID{}, false
 }
 
 // RemoveAll unroutes every ID of the connection, for when it is gone.
@@ -302,7 +306,7 @@ func (l *LocalCIDs) RemoveAll() {
 }
 
 // Active appends the IDs the peer may currently use to dst.
-func (l *LocalCIDs) Active(dst []ConnectionID) []ConnectionID {
+func (l *LocalCIDs) Active(dst []protocol.ConnectionID) []protocol.ConnectionID {
 	for _, e := range l.active {
 		dst = append(dst, e.cid)
 	}

@@ -4,17 +4,18 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
 )
 
 // routes is a fake Transport routing table.
 type routes struct {
-	m      map[ConnectionID]bool
+	m      map[protocol.ConnectionID]bool
 	adds   int
 	reject int // reject this many AddRoute calls first
 }
 
-func (r *routes) add(c ConnectionID) bool {
+func (r *routes) add(c protocol.ConnectionID) bool {
 	r.adds++
 	if r.reject > 0 {
 		r.reject--
@@ -27,7 +28,7 @@ func (r *routes) add(c ConnectionID) bool {
 	return true
 }
 
-func (r *routes) remove(c ConnectionID) {
+func (r *routes) remove(c protocol.ConnectionID) {
 	if !r.m[c] {
 		panic("removing an unrouted ID " + c.String())
 	}
@@ -40,7 +41,7 @@ func newLocal(t *testing.T, cidLen, maxActive int) (*LocalCIDs, *routes) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &routes{m: map[ConnectionID]bool{}}
+	r := &routes{m: map[protocol.ConnectionID]bool{}}
 	l, err := NewLocalCIDs(LocalConfig{
 		Generator: g, ResetKey: [32]byte{7}, MaxActive: maxActive,
 		AddRoute: r.add, RemoveRoute: r.remove,
@@ -227,7 +228,7 @@ func TestLocalRemoveAll(t *testing.T) {
 
 func TestLocalRouteCollision(t *testing.T) {
 	g, _ := NewGenerator(8)
-	r := &routes{m: map[ConnectionID]bool{}, reject: 3}
+	r := &routes{m: map[protocol.ConnectionID]bool{}, reject: 3}
 	l, err := NewLocalCIDs(LocalConfig{Generator: g, AddRoute: r.add, RemoveRoute: r.remove})
 	if err != nil || r.adds != 4 || len(r.m) != 1 {
 		t.Fatalf("adds %d, routes %d, err %v", r.adds, len(r.m), err)
@@ -297,7 +298,7 @@ func TestLocalNoIDNow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &routes{m: map[ConnectionID]bool{}}
+	r := &routes{m: map[protocol.ConnectionID]bool{}}
 	l, err := NewLocalCIDs(LocalConfig{Generator: g, MaxActive: 4, AddRoute: r.add, RemoveRoute: r.remove})
 	if err != nil {
 		t.Fatal(err)

@@ -1,5 +1,7 @@
 package connid
 
+import "github.com/turboretry/turboretry/internal/protocol"
+
 // MaxRemoteLimit is the largest active_connection_id_limit RemoteCIDs
 // accepts: the peer may fill it, and every entry costs memory and a
 // reset token comparison.
@@ -25,7 +27,7 @@ type RemoteConfig struct {
 
 type remoteEntry struct {
 	seq      uint64
-	cid      ConnectionID
+	cid      protocol.ConnectionID
 	token    [TokenLen]byte
 	hasToken bool
 	used     bool // we sent with it, so its token may reset us
@@ -61,7 +63,7 @@ type RemoteCIDs struct {
 // answers, the random Destination Connection ID of the first Initial. A
 // zero-length initial means the peer uses zero-length IDs, so it may not
 // send NEW_CONNECTION_ID frames.
-func NewRemoteCIDs(initial ConnectionID, cfg RemoteConfig) (*RemoteCIDs, error) {
+func NewRemoteCIDs(initial protocol.ConnectionID, cfg RemoteConfig) (*RemoteCIDs, error) {
 	limit := cfg.Limit
 	if limit == 0 {
 		limit = DefaultRemoteLimit
@@ -86,7 +88,7 @@ func NewRemoteCIDs(initial ConnectionID, cfg RemoteConfig) (*RemoteCIDs, error) 
 // SetHandshakeCID replaces sequence 0: a client calls it with the Source
 // Connection ID of the server's first Initial or of a Retry. It fails with
 // ErrHandshakeDone once NEW_CONNECTION_ID frames have arrived.
-func (r *RemoteCIDs) SetHandshakeCID(cid ConnectionID) error {
+func (r *RemoteCIDs) SetHandshakeCID(cid protocol.ConnectionID) error {
 	if r.sawFrame || len(r.active) != 1 || r.active[0].seq != 0 {
 		return ErrHandshakeDone
 	}
@@ -122,7 +124,7 @@ func (r *RemoteCIDs) HandleNewConnectionID(seq, retirePriorTo uint64, cid []byte
 	if r.zeroLen {
 		return errNCIDZeroLength
 	}
-	if len(cid) == 0 || len(cid) > MaxLen {
+	if len(cid) == 0 || len(cid) > protocol.MaxConnectionIDLen {
 		return errNCIDBadLength
 	}
 	if retirePriorTo > seq {
@@ -159,7 +161,7 @@ func (r *RemoteCIDs) HandleNewConnectionID(seq, retirePriorTo uint64, cid []byte
 		return errNCIDTooMany
 	}
 	e := remoteEntry{seq: seq, token: token, hasToken: true}
-	e.cid, _ = FromBytes(cid) // length checked above
+	e.cid, _ = protocol.ParseConnectionID(cid) // length checked above
 	pos := len(r.active)
 	for pos > 0 && r.active[pos-1].seq > seq {
 		pos--
@@ -236,9 +238,9 @@ func (r *RemoteCIDs) setToken(i int, token [TokenLen]byte) {
 }
 
 // Current returns the Destination Connection ID to send with.
-func (r *RemoteCIDs) Current() ConnectionID {
+func (r *RemoteCIDs) Current() protocol.ConnectionID {
 	if r.current < 0 {
-		return ConnectionID{}
+		return protocol.ConnectionID{}
 	}
 	return r.active[r.current].cid
 }

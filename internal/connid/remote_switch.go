@@ -1,20 +1,24 @@
 package connid
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/turboretry/turboretry/internal/protocol"
+)
 
 // NextUnused returns the lowest-sequence peer ID we have never sent with:
 // the one to use towards a new peer address, since an ID seen on two
 // paths would link them (RFC 9000 section 9.5). ok is false when the peer
 // has issued no spare ID (or uses zero-length IDs).
-func (r *RemoteCIDs) NextUnused() (cid ConnectionID, seq uint64, ok bool) {
+func (r *RemoteCIDs) NextUnused() (cid protocol.ConnectionID, seq uint64, ok bool) {
 	return r.NextUnusedExcept(nil)
 }
 
 // NextUnusedExcept is NextUnused skipping the sequences in reserved (the
 // IDs already set aside for other new paths).
-func (r *RemoteCIDs) NextUnusedExcept(reserved []uint64) (cid ConnectionID, seq uint64, ok bool) {
+func (r *RemoteCIDs) NextUnusedExcept(reserved []uint64) (cid protocol.ConnectionID, seq uint64, ok bool) {
 	if r.zeroLen {
-		return ConnectionID{}, 0, false
+		return protocol.ConnectionID{}, 0, false
 	}
 	for i := range r.active {
 		e := &r.active[i]
@@ -22,7 +26,7 @@ func (r *RemoteCIDs) NextUnusedExcept(reserved []uint64) (cid ConnectionID, seq 
 			return e.cid, e.seq, true
 		}
 	}
-	return ConnectionID{}, 0, false
+	return protocol.ConnectionID{}, 0, false
 }
 
 // SwitchTo makes the ID with sequence seq the one in use and retires the

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 func TestRemoteSwitchToUnused(t *testing.T) {
@@ -101,7 +103,7 @@ func TestRemoteSwitchBounded(t *testing.T) {
 }
 
 func TestRemoteSwitchZeroLength(t *testing.T) {
-	r, err := NewRemoteCIDs(ConnectionID{}, RemoteConfig{})
+	r, err := NewRemoteCIDs(protocol.ConnectionIDFromBytes(nil), RemoteConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
 )
 
@@ -86,7 +87,7 @@ func TestRemoteFrameErrors(t *testing.T) {
 }
 
 func TestRemoteZeroLengthPeer(t *testing.T) {
-	r, err := NewRemoteCIDs(ConnectionID{}, RemoteConfig{})
+	r, err := NewRemoteCIDs(protocol.ConnectionIDFromBytes(nil), RemoteConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestRemoteZeroLengthPeer(t *testing.T) {
 	wantCode(t, r.AddPreferredAddressCID(cidN(1), tokN(1)), qerr.ProtocolViolation, 0x18)
 	// A client that learns the server uses zero-length IDs.
 	r = newRemote(t, 2)
-	if err := r.SetHandshakeCID(ConnectionID{}); err != nil {
+	if err := r.SetHandshakeCID(protocol.ConnectionIDFromBytes(nil)); err != nil {
 		t.Fatal(err)
 	}
 	wantCode(t, r.HandleNewConnectionID(1, 0, cidN(1), tokN(1)), qerr.ProtocolViolation, 0x18)

@@ -4,6 +4,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"hash"
+
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 // TokenLen is the length of a stateless reset token.
@@ -21,10 +23,10 @@ const (
 // section 10.3.2 suggests. Any instance that knows the key can recompute
 // it from a packet's DCID after losing state. It does not allocate: HMAC
 // is computed over stack buffers with sha256.Sum256.
-func ResetTokenFor(key [32]byte, cid ConnectionID) [TokenLen]byte {
+func ResetTokenFor(key [32]byte, cid protocol.ConnectionID) [TokenLen]byte {
 	// inner = H((K xor ipad) || cid); the 32-byte key is zero padded to
 	// one block.
-	var in [hmacBlock + MaxLen]byte
+	var in [hmacBlock + protocol.MaxConnectionIDLen]byte
 	for i := range hmacBlock {
 		k := byte(0)
 		if i < len(key) {
@@ -32,7 +34,7 @@ func ResetTokenFor(key [32]byte, cid ConnectionID) [TokenLen]byte {
 		}
 		in[i] = k ^ ipadByte
 	}
-	n := copy(in[hmacBlock:], cid.b[:cid.n])
+	n := len(cid.AppendTo(in[hmacBlock:hmacBlock]))
 	inner := sha256.Sum256(in[:hmacBlock+n])
 
 	// outer = H((K xor opad) || inner)
@@ -58,7 +60,7 @@ func ResetTokenFor(key [32]byte, cid ConnectionID) [TokenLen]byte {
 // the Transport's receive loop). Token does not allocate.
 type ResetHasher struct {
 	mac hash.Hash
-	in  [MaxLen]byte
+	in  [protocol.MaxConnectionIDLen]byte
 	sum [sha256.Size]byte
 }
 
@@ -68,10 +70,10 @@ func NewResetHasher(key [32]byte) *ResetHasher {
 }
 
 // Token returns the stateless reset token of cid.
-func (h *ResetHasher) Token(cid ConnectionID) [TokenLen]byte {
+func (h *ResetHasher) Token(cid protocol.ConnectionID) [TokenLen]byte {
 	// Copy into h.in so cid itself does not escape through the
 	// hash.Hash interface.
-	n := copy(h.in[:], cid.b[:cid.n])
+	n := len(cid.AppendTo(h.in[:0]))
 	h.mac.Reset()
 	h.mac.Write(h.in[:n])
 	s := h.mac.Sum(h.sum[:0])

@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"testing"
+
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 // RFC 4231 section 4.2, test case 1: HMAC-SHA256 with a 20-byte key of
@@ -31,7 +33,7 @@ func TestResetTokenMatchesHMAC(t *testing.T) {
 	}
 	h := NewResetHasher(key)
 	seen := map[[TokenLen]byte]bool{}
-	for n := 0; n <= MaxLen; n++ {
+	for n := 0; n <= protocol.MaxConnectionIDLen; n++ {
 		raw := make([]byte, n)
 		for i := range raw {
 			raw[i] = byte(i * 7)

@@ -3,6 +3,8 @@ package flowcontrol
 import (
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 // BenchmarkReceiveConsumeUpdate is the receive path per packet: a STREAM
@@ -57,11 +59,11 @@ func BenchmarkSendCredit(b *testing.B) {
 // MAX_STREAMS updates as they close.
 func BenchmarkStreamOpenClose(b *testing.B) {
 	var c StreamCounts
-	c.Init(Server, 100, 100)
+	c.Init(protocol.PerspectiveServer, 100, 100)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		in := c.Incoming(Bidi)
-		id, _ := NthStreamID(in.Opened(), Client, Bidi)
+		id, _ := NthStreamID(in.Opened(), protocol.PerspectiveClient, Bidi)
 		if _, _, err := c.OnPeerFrame(id, true); err != nil {
 			b.Fatal(err)
 		}

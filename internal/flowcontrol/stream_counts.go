@@ -1,9 +1,11 @@
 package flowcontrol
 
+import "github.com/turboretry/turboretry/internal/protocol"
+
 // StreamCounts holds the four stream count limits of a connection and
 // validates the stream IDs in the peer's frames.
 type StreamCounts struct {
-	local         Perspective
+	local         protocol.Perspective
 	inBidi, inUni IncomingStreams
 	outBidi       OutgoingStreams
 	outUni        OutgoingStreams
@@ -11,7 +13,7 @@ type StreamCounts struct {
 
 // Init sets our perspective and the incoming limits we advertise. The
 // outgoing limits start at zero until SetPeerLimits.
-func (c *StreamCounts) Init(local Perspective, maxIncomingBidi, maxIncomingUni uint64) {
+func (c *StreamCounts) Init(local protocol.Perspective, maxIncomingBidi, maxIncomingUni uint64) {
 	*c = StreamCounts{local: local}
 	c.inBidi.Init(maxIncomingBidi)
 	c.inUni.Init(maxIncomingUni)
@@ -49,7 +51,7 @@ func (c *StreamCounts) OpenStream(d Direction) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return num<<2 | uint64(d) | uint64(c.local), nil
+	return num<<2 | uint64(d) | initiatorBit(c.local), nil
 }
 
 // OnPeerFrame validates stream id named in a frame from the peer. peerSends

@@ -1,17 +1,6 @@
 package flowcontrol
 
-// Perspective says which endpoint initiated a stream: bit 0 of the stream
-// ID (RFC 9000 section 2.1).
-type Perspective uint8
-
-// The two endpoints.
-const (
-	Client Perspective = 0
-	Server Perspective = 1
-)
-
-// Peer returns the other endpoint.
-func (p Perspective) Peer() Perspective { return p ^ 1 }
+import "github.com/turboretry/turboretry/internal/protocol"
 
 // Direction is bit 1 of the stream ID.
 type Direction uint8
@@ -32,8 +21,22 @@ const (
 	MaxOffset = 1<<62 - 1
 )
 
-// Initiator returns who opened stream id.
-func Initiator(id uint64) Perspective { return Perspective(id & 1) }
+// Initiator returns who opened stream id: bit 0 of a stream ID is set for
+// the streams a server opens (RFC 9000 section 2.1).
+func Initiator(id uint64) protocol.Perspective {
+	if id&1 == 0 {
+		return protocol.PerspectiveClient
+	}
+	return protocol.PerspectiveServer
+}
+
+// initiatorBit is bit 0 of the IDs of the streams p opens.
+func initiatorBit(p protocol.Perspective) uint64 {
+	if p == protocol.PerspectiveServer {
+		return 1
+	}
+	return 0
+}
 
 // DirectionOf returns whether stream id is bidirectional or unidirectional.
 func DirectionOf(id uint64) Direction { return Direction(id & 2) }
@@ -43,21 +46,21 @@ func DirectionOf(id uint64) Direction { return Direction(id & 2) }
 func StreamNum(id uint64) uint64 { return id >> 2 }
 
 // NthStreamID returns the ID of stream number n (0-based) of the given type.
-func NthStreamID(n uint64, initiator Perspective, dir Direction) (uint64, error) {
+func NthStreamID(n uint64, initiator protocol.Perspective, dir Direction) (uint64, error) {
 	if n >= MaxStreamCount {
 		return 0, ErrStreamNumTooBig
 	}
-	return n<<2 | uint64(dir) | uint64(initiator), nil
+	return n<<2 | uint64(dir) | initiatorBit(initiator), nil
 }
 
 // LocalCanSend reports whether the endpoint local may send data on stream
 // id: any bidirectional stream, and unidirectional streams it opened.
-func LocalCanSend(id uint64, local Perspective) bool {
+func LocalCanSend(id uint64, local protocol.Perspective) bool {
 	return DirectionOf(id) == Bidi || Initiator(id) == local
 }
 
 // LocalCanReceive reports whether the endpoint local may receive data on
 // stream id: any bidirectional stream, and the peer's unidirectional ones.
-func LocalCanReceive(id uint64, local Perspective) bool {
+func LocalCanReceive(id uint64, local protocol.Perspective) bool {
 	return DirectionOf(id) == Bidi || Initiator(id) != local
 }

@@ -3,6 +3,8 @@ package flowcontrol
 import (
 	"errors"
 	"testing"
+
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 func TestIncomingStreamLimit(t *testing.T) {
@@ -113,7 +115,7 @@ func TestOutgoingStreams(t *testing.T) {
 // but not 15.
 func TestServerUniLimitExample(t *testing.T) {
 	var c StreamCounts
-	c.Init(Server, 0, 0)
+	c.Init(protocol.PerspectiveServer, 0, 0)
 	mustNil(t, c.SetPeerLimits(0, 3))
 	for _, want := range []uint64{3, 7, 11} {
 		if id, err := c.OpenStream(Uni); err != nil || id != want {
@@ -129,7 +131,7 @@ func TestServerUniLimitExample(t *testing.T) {
 	// And the client side of the same example: stream 15 from the server is
 	// a STREAM_LIMIT_ERROR.
 	var cl StreamCounts
-	cl.Init(Client, 0, 3)
+	cl.Init(protocol.PerspectiveClient, 0, 3)
 	for _, id := range []uint64{3, 7, 11} {
 		if _, _, err := cl.OnPeerFrame(id, true); err != nil {
 			t.Fatalf("stream %d: %v", id, err)
@@ -142,12 +144,12 @@ func TestServerUniLimitExample(t *testing.T) {
 
 func TestOnPeerFrame(t *testing.T) {
 	var c StreamCounts
-	c.Init(Server, 10, 10)
+	c.Init(protocol.PerspectiveServer, 10, 10)
 	if err := c.SetPeerLimits(5, MaxStreamCount+1); code(err) != TransportParameterError {
 		t.Fatalf("peer uni limit 2^60+1: err = %v", err)
 	}
 	mustNil(t, c.SetPeerLimits(5, 5))
-	// Client bidi stream 8 (number 2) opens numbers 0..2.
+	// protocol.PerspectiveClient bidi stream 8 (number 2) opens numbers 0..2.
 	if first, n, err := c.OnPeerFrame(8, true); err != nil || first != 0 || n != 3 {
 		t.Fatalf("stream 8: %d, %d, %v", first, n, err)
 	}

@@ -3,23 +3,23 @@ package handshake
 import (
 	"fmt"
 
-	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
-// Version is a QUIC version number as carried in long headers; it is the
-// wire package's type, so headers and keys speak of versions alike.
-type Version = wire.Version
+// Version is the QUIC version whose packet protection applies; the type
+// is declared once, in internal/protocol.
+type Version = protocol.Version
 
 // The QUIC versions this package protects packets for.
 const (
 	// Version1 is QUIC version 1 (RFC 9000, RFC 9001).
-	Version1 = wire.Version1
+	Version1 = protocol.Version1
 	// Version2 is QUIC version 2 (RFC 9369).
-	Version2 = wire.Version2
+	Version2 = protocol.Version2
 )
 
 // MaxConnectionIDLen is the longest connection ID QUIC v1 and v2 allow.
-const MaxConnectionIDLen = 20
+const MaxConnectionIDLen = protocol.MaxConnectionIDLen
 
 // versionParams holds what changes between QUIC versions in packet
 // protection: the Initial salt, the HKDF labels and the Retry AEAD inputs.

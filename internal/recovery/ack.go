@@ -3,6 +3,7 @@ package recovery
 import (
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -16,8 +17,8 @@ import (
 //
 // An error leaves the state unchanged; TransportErrorCode maps it to the
 // code to close the connection with.
-func (r *Recovery) OnAckReceived(space Space, ranges []wire.AckRange, ackDelay time.Duration, now time.Time, ev *Events) error {
-	if !space.valid() {
+func (r *Recovery) OnAckReceived(space protocol.PacketNumberSpace, ranges []wire.AckRange, ackDelay time.Duration, now time.Time, ev *Events) error {
+	if !space.Valid() {
 		return ErrInvalidSpace
 	}
 	s := &r.spaces[space]
@@ -63,7 +64,7 @@ func (r *Recovery) OnAckReceived(space Space, ranges []wire.AckRange, ackDelay t
 		}
 	}
 	spurious := 0
-	if space == ApplicationData {
+	if space == protocol.SpaceAppData {
 		// Before loss detection: the thresholds it uses may rise, and an
 		// undone reduction lets this ACK's real losses count afresh.
 		ackTime := now.Add(-min(max(ackDelay, 0), r.rtt.MaxAckDelay()))
@@ -80,14 +81,14 @@ func (r *Recovery) OnAckReceived(space Space, ranges []wire.AckRange, ackDelay t
 	}
 
 	if largestNewlyAcked && includesAckEliciting && !largestSentTime.Before(r.sampledSent) {
-		if space == Initial {
+		if space == protocol.SpaceInitial {
 			// Initial ACKs are never delayed on purpose (RFC 9002 5.3).
 			ackDelay = 0
 		}
 		r.rtt.Update(now.Sub(largestSentTime), ackDelay, r.handshakeConfirmed, now)
 		r.sampledSent = largestSentTime
 	}
-	if space == Handshake && !r.isServer {
+	if space == protocol.SpaceHandshake && !r.isServer {
 		r.handshakeAckReceived = true
 	}
 	// ECN: when the frame carries ECN counts, validate them here and report

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/congestion"
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/wire"
 )
@@ -22,11 +23,11 @@ func TestAckSimplePathNoLoss(t *testing.T) {
 		sent := now
 		first := pn
 		for r.CanSend() {
-			send(t, r, ApplicationData, pn, sent)
+			send(t, r, protocol.SpaceAppData, pn, sent)
 			pn++
 		}
 		now = now.Add(ms(50))
-		ev := ack(t, r, ApplicationData, now, 0, rng(0, pn-1))
+		ev := ack(t, r, protocol.SpaceAppData, now, 0, rng(0, pn-1))
 		if len(ev.Lost) != 0 || uint64(len(ev.Acked)) != pn-first {
 			t.Fatalf("round %d: %d acked, %d lost; want %d, 0", round, len(ev.Acked), len(ev.Lost), pn-first)
 		}
@@ -46,7 +47,7 @@ func TestAckSimplePathNoLoss(t *testing.T) {
 	if r.RTT().SmoothedRTT() != ms(50) {
 		t.Fatalf("smoothed RTT %v", r.RTT().SmoothedRTT())
 	}
-	if la, ok := r.LargestAcked(ApplicationData); !ok || la != pn-1 {
+	if la, ok := r.LargestAcked(protocol.SpaceAppData); !ok || la != pn-1 {
 		t.Fatalf("largest acked %d %v", la, ok)
 	}
 }
@@ -54,14 +55,14 @@ func TestAckSimplePathNoLoss(t *testing.T) {
 func TestAckDuplicateNotCountedTwice(t *testing.T) {
 	r := confirmedServer()
 	for pn := range uint64(10) {
-		send(t, r, ApplicationData, pn, t0)
+		send(t, r, protocol.SpaceAppData, pn, t0)
 	}
-	ev := ack(t, r, ApplicationData, t0.Add(ms(30)), 0, rng(0, 4))
+	ev := ack(t, r, protocol.SpaceAppData, t0.Add(ms(30)), 0, rng(0, 4))
 	if !equalNumbers(ev.Acked, 0, 1, 2, 3, 4) {
 		t.Fatalf("acked %v", numbers(ev.Acked))
 	}
 	cwnd, inFlight, srtt := r.Controller().CongestionWindow(), r.BytesInFlight(), r.RTT().SmoothedRTT()
-	ev = ack(t, r, ApplicationData, t0.Add(ms(90)), 0, rng(0, 4))
+	ev = ack(t, r, protocol.SpaceAppData, t0.Add(ms(90)), 0, rng(0, 4))
 	if len(ev.Acked) != 0 || len(ev.Lost) != 0 {
 		t.Fatalf("duplicate ACK reported %v acked %v lost", numbers(ev.Acked), numbers(ev.Lost))
 	}
@@ -69,7 +70,7 @@ func TestAckDuplicateNotCountedTwice(t *testing.T) {
 		t.Fatal("duplicate ACK changed the window, bytes in flight or RTT")
 	}
 	// Overlapping ACK: only 5..6 are new.
-	ev = ack(t, r, ApplicationData, t0.Add(ms(95)), 0, rng(3, 6))
+	ev = ack(t, r, protocol.SpaceAppData, t0.Add(ms(95)), 0, rng(3, 6))
 	if !equalNumbers(ev.Acked, 5, 6) {
 		t.Fatalf("acked %v, want 5 6", numbers(ev.Acked))
 	}
@@ -81,9 +82,9 @@ func TestAckDuplicateNotCountedTwice(t *testing.T) {
 func TestAckMultipleRangesLargestFirst(t *testing.T) {
 	r := confirmedServer()
 	for pn := range uint64(12) {
-		send(t, r, ApplicationData, pn, t0)
+		send(t, r, protocol.SpaceAppData, pn, t0)
 	}
-	ev := ack(t, r, ApplicationData, t0.Add(ms(10)), 0, rng(10, 11), rng(6, 7), rng(1, 2))
+	ev := ack(t, r, protocol.SpaceAppData, t0.Add(ms(10)), 0, rng(10, 11), rng(6, 7), rng(1, 2))
 	if !equalNumbers(ev.Acked, 10, 11, 6, 7, 1, 2) {
 		t.Fatalf("acked %v", numbers(ev.Acked))
 	}
@@ -102,11 +103,11 @@ func TestAckMultipleRangesLargestFirst(t *testing.T) {
 func TestAckOfUnsentPacket(t *testing.T) {
 	r := confirmedServer()
 	for pn := range uint64(5) {
-		send(t, r, ApplicationData, pn, t0)
+		send(t, r, protocol.SpaceAppData, pn, t0)
 	}
 	inFlight := r.BytesInFlight()
 	var ev Events
-	err := r.OnAckReceived(ApplicationData, []wire.AckRange{rng(3, 5)}, 0, t0.Add(ms(10)), &ev)
+	err := r.OnAckReceived(protocol.SpaceAppData, []wire.AckRange{rng(3, 5)}, 0, t0.Add(ms(10)), &ev)
 	if !errors.Is(err, ErrUnsentPacketAcked) {
 		t.Fatalf("ACK of packet 5: %v", err)
 	}
@@ -116,11 +117,11 @@ func TestAckOfUnsentPacket(t *testing.T) {
 	if len(ev.Acked) != 0 || r.BytesInFlight() != inFlight || r.RTT().HasSample() {
 		t.Fatal("a rejected ACK changed state")
 	}
-	if _, ok := r.LargestAcked(ApplicationData); ok {
+	if _, ok := r.LargestAcked(protocol.SpaceAppData); ok {
 		t.Fatal("a rejected ACK set the largest acked")
 	}
 	// Nothing sent at all in a space.
-	if err := r.OnAckReceived(Handshake, []wire.AckRange{rng(0, 0)}, 0, t0, nil); !errors.Is(err, ErrUnsentPacketAcked) {
+	if err := r.OnAckReceived(protocol.SpaceHandshake, []wire.AckRange{rng(0, 0)}, 0, t0, nil); !errors.Is(err, ErrUnsentPacketAcked) {
 		t.Fatalf("ACK in an unused space: %v", err)
 	}
 }
@@ -129,30 +130,30 @@ func TestAckOfSkippedPacketNumber(t *testing.T) {
 	r := confirmedServer()
 	// Skip 0 at the start and 4 in the middle.
 	for _, pn := range []uint64{1, 2, 3, 5, 6, 7, 8, 9} {
-		send(t, r, ApplicationData, pn, t0)
+		send(t, r, protocol.SpaceAppData, pn, t0)
 	}
 	for _, bad := range [][]wire.AckRange{
 		{rng(4, 4)},
 		{rng(3, 5)},
 		{rng(8, 9), rng(0, 2)},
 	} {
-		if err := r.OnAckReceived(ApplicationData, bad, 0, t0.Add(ms(10)), nil); !errors.Is(err, ErrUnsentPacketAcked) {
+		if err := r.OnAckReceived(protocol.SpaceAppData, bad, 0, t0.Add(ms(10)), nil); !errors.Is(err, ErrUnsentPacketAcked) {
 			t.Fatalf("ACK %v of a skipped number: %v", bad, err)
 		}
 	}
-	ev := ack(t, r, ApplicationData, t0.Add(ms(10)), 0, rng(5, 9), rng(1, 3))
+	ev := ack(t, r, protocol.SpaceAppData, t0.Add(ms(10)), 0, rng(5, 9), rng(1, 3))
 	if len(ev.Acked) != 8 || r.BytesInFlight() != 0 {
 		t.Fatalf("acked %v, in flight %d", numbers(ev.Acked), r.BytesInFlight())
 	}
 	// Every packet is resolved and dropped from the ring; the skipped
 	// numbers are still remembered.
-	if r.spaces[ApplicationData].sent.len() != 0 {
-		t.Fatalf("ring holds %d packets", r.spaces[ApplicationData].sent.len())
+	if r.spaces[protocol.SpaceAppData].sent.len() != 0 {
+		t.Fatalf("ring holds %d packets", r.spaces[protocol.SpaceAppData].sent.len())
 	}
-	if err := r.OnAckReceived(ApplicationData, []wire.AckRange{rng(4, 4)}, 0, t0.Add(ms(20)), nil); !errors.Is(err, ErrUnsentPacketAcked) {
+	if err := r.OnAckReceived(protocol.SpaceAppData, []wire.AckRange{rng(4, 4)}, 0, t0.Add(ms(20)), nil); !errors.Is(err, ErrUnsentPacketAcked) {
 		t.Fatalf("late ACK of a skipped number: %v", err)
 	}
-	ev = ack(t, r, ApplicationData, t0.Add(ms(20)), 0, rng(5, 9))
+	ev = ack(t, r, protocol.SpaceAppData, t0.Add(ms(20)), 0, rng(5, 9))
 	if len(ev.Acked) != 0 {
 		t.Fatal("ACK of forgotten packets reported them again")
 	}
@@ -164,14 +165,14 @@ func TestAckOfSkippedNumberBeyondHistory(t *testing.T) {
 	// oldest ones are caught only because their neighbours are still
 	// tracked.
 	for pn := uint64(0); pn <= 40; pn += 2 {
-		send(t, r, ApplicationData, pn, t0)
+		send(t, r, protocol.SpaceAppData, pn, t0)
 	}
 	for _, gap := range []uint64{1, 3, 39} {
-		if err := r.OnAckReceived(ApplicationData, []wire.AckRange{rng(gap, gap)}, 0, t0, nil); !errors.Is(err, ErrUnsentPacketAcked) {
+		if err := r.OnAckReceived(protocol.SpaceAppData, []wire.AckRange{rng(gap, gap)}, 0, t0, nil); !errors.Is(err, ErrUnsentPacketAcked) {
 			t.Fatalf("ACK of skipped %d: %v", gap, err)
 		}
 	}
-	ev := ack(t, r, ApplicationData, t0.Add(ms(5)), 0, rng(40, 40), rng(0, 0))
+	ev := ack(t, r, protocol.SpaceAppData, t0.Add(ms(5)), 0, rng(40, 40), rng(0, 0))
 	if !equalNumbers(ev.Acked, 40, 0) {
 		t.Fatalf("acked %v", numbers(ev.Acked))
 	}
@@ -180,7 +181,7 @@ func TestAckOfSkippedNumberBeyondHistory(t *testing.T) {
 func TestAckInvalidRanges(t *testing.T) {
 	r := confirmedServer()
 	for pn := range uint64(10) {
-		send(t, r, ApplicationData, pn, t0)
+		send(t, r, protocol.SpaceAppData, pn, t0)
 	}
 	for _, bad := range [][]wire.AckRange{
 		nil,
@@ -188,7 +189,7 @@ func TestAckInvalidRanges(t *testing.T) {
 		{rng(1, 2), rng(5, 6)}, // ascending
 		{rng(4, 8), rng(2, 4)}, // overlapping
 	} {
-		err := r.OnAckReceived(ApplicationData, bad, 0, t0, nil)
+		err := r.OnAckReceived(protocol.SpaceAppData, bad, 0, t0, nil)
 		if !errors.Is(err, ErrInvalidAckRanges) {
 			t.Fatalf("ranges %v: %v", bad, err)
 		}
@@ -196,7 +197,7 @@ func TestAckInvalidRanges(t *testing.T) {
 			t.Fatalf("ranges %v: code %#x", bad, code)
 		}
 	}
-	if err := r.OnAckReceived(Space(7), []wire.AckRange{rng(0, 0)}, 0, t0, nil); !errors.Is(err, ErrInvalidSpace) {
+	if err := r.OnAckReceived(protocol.PacketNumberSpace(7), []wire.AckRange{rng(0, 0)}, 0, t0, nil); !errors.Is(err, ErrInvalidSpace) {
 		t.Fatalf("invalid space: %v", err)
 	}
 	if _, ok := peerCode(ErrInvalidSpace); ok {
@@ -206,7 +207,7 @@ func TestAckInvalidRanges(t *testing.T) {
 
 func TestOnPacketSentRejectsBadInput(t *testing.T) {
 	r := confirmedServer()
-	send(t, r, ApplicationData, 5, t0)
+	send(t, r, protocol.SpaceAppData, 5, t0)
 	for _, tc := range []struct {
 		p    SentPacket
 		want error
@@ -216,11 +217,11 @@ func TestOnPacketSentRejectsBadInput(t *testing.T) {
 		{SentPacket{Number: 6, TimeSent: t0, Size: -1}, ErrInvalidPacket},
 		{SentPacket{Number: 1 << 62, TimeSent: t0}, ErrInvalidPacket},
 	} {
-		if err := r.OnPacketSent(ApplicationData, tc.p); !errors.Is(err, tc.want) {
+		if err := r.OnPacketSent(protocol.SpaceAppData, tc.p); !errors.Is(err, tc.want) {
 			t.Fatalf("%+v: %v, want %v", tc.p, err, tc.want)
 		}
 	}
-	if err := r.OnPacketSent(numSpaces, SentPacket{}); !errors.Is(err, ErrInvalidSpace) {
+	if err := r.OnPacketSent(protocol.NumSpaces, SentPacket{}); !errors.Is(err, ErrInvalidSpace) {
 		t.Fatalf("invalid space: %v", err)
 	}
 	if r.BytesInFlight() != 1200 {
@@ -230,26 +231,26 @@ func TestOnPacketSentRejectsBadInput(t *testing.T) {
 
 func TestRTTSampleRules(t *testing.T) {
 	r := confirmedServer()
-	send(t, r, ApplicationData, 0, t0)
-	send(t, r, ApplicationData, 1, t0.Add(ms(10)))
+	send(t, r, protocol.SpaceAppData, 0, t0)
+	send(t, r, protocol.SpaceAppData, 1, t0.Add(ms(10)))
 	// An ACK-only packet: neither ack-eliciting nor in flight.
-	if err := r.OnPacketSent(ApplicationData, SentPacket{Number: 2, TimeSent: t0.Add(ms(20)), Size: 50}); err != nil {
+	if err := r.OnPacketSent(protocol.SpaceAppData, SentPacket{Number: 2, TimeSent: t0.Add(ms(20)), Size: 50}); err != nil {
 		t.Fatal(err)
 	}
 	// The largest acked (2) is newly acked but nothing newly acked is
 	// ack-eliciting: no sample.
-	ack(t, r, ApplicationData, t0.Add(ms(100)), 0, rng(2, 2))
+	ack(t, r, protocol.SpaceAppData, t0.Add(ms(100)), 0, rng(2, 2))
 	if r.RTT().HasSample() {
 		t.Fatal("sample from an ACK of only a non-ack-eliciting packet")
 	}
 	// The largest acked is not newly acked: no sample either.
-	ack(t, r, ApplicationData, t0.Add(ms(110)), 0, rng(2, 2), rng(0, 0))
+	ack(t, r, protocol.SpaceAppData, t0.Add(ms(110)), 0, rng(2, 2), rng(0, 0))
 	if r.RTT().HasSample() {
 		t.Fatal("sample when the largest acknowledged was not newly acked")
 	}
 	// Packet 3 newly acked and ack-eliciting: latest = 150 - 30.
-	send(t, r, ApplicationData, 3, t0.Add(ms(30)))
-	ack(t, r, ApplicationData, t0.Add(ms(150)), ms(5), rng(1, 3))
+	send(t, r, protocol.SpaceAppData, 3, t0.Add(ms(30)))
+	ack(t, r, protocol.SpaceAppData, t0.Add(ms(150)), ms(5), rng(1, 3))
 	if r.RTT().LatestRTT() != ms(120) || r.RTT().SmoothedRTT() != ms(120) {
 		t.Fatalf("latest %v smoothed %v, want 120ms", r.RTT().LatestRTT(), r.RTT().SmoothedRTT())
 	}
@@ -262,19 +263,19 @@ func TestRTTSampleRules(t *testing.T) {
 // Initial) or for the ACK, and would inflate the estimate.
 func TestNoSampleFromPacketSentBeforeSampled(t *testing.T) {
 	r := New(Config{IsServer: true})
-	send(t, r, Handshake, 0, t0)            // the first flight, buffered by the peer
-	send(t, r, Initial, 0, t0.Add(ms(300))) // the Initial resent on PTO
-	ack(t, r, Initial, t0.Add(ms(320)), 0, rng(0, 0))
+	send(t, r, protocol.SpaceHandshake, 0, t0)            // the first flight, buffered by the peer
+	send(t, r, protocol.SpaceInitial, 0, t0.Add(ms(300))) // the Initial resent on PTO
+	ack(t, r, protocol.SpaceInitial, t0.Add(ms(320)), 0, rng(0, 0))
 	if r.RTT().LatestRTT() != ms(20) {
 		t.Fatalf("latest %v, want 20ms from the Initial", r.RTT().LatestRTT())
 	}
-	ack(t, r, Handshake, t0.Add(ms(330)), 0, rng(0, 0))
+	ack(t, r, protocol.SpaceHandshake, t0.Add(ms(330)), 0, rng(0, 0))
 	if r.RTT().LatestRTT() != ms(20) || r.RTT().SmoothedRTT() != ms(20) {
 		t.Fatalf("latest %v smoothed %v after the ACK of the older Handshake packet, want 20ms", r.RTT().LatestRTT(), r.RTT().SmoothedRTT())
 	}
 	// A packet sent later samples again.
-	send(t, r, Handshake, 1, t0.Add(ms(340)))
-	ack(t, r, Handshake, t0.Add(ms(370)), 0, rng(1, 1))
+	send(t, r, protocol.SpaceHandshake, 1, t0.Add(ms(340)))
+	ack(t, r, protocol.SpaceHandshake, t0.Add(ms(370)), 0, rng(1, 1))
 	if r.RTT().LatestRTT() != ms(30) {
 		t.Fatalf("latest %v, want 30ms", r.RTT().LatestRTT())
 	}
@@ -282,14 +283,14 @@ func TestNoSampleFromPacketSentBeforeSampled(t *testing.T) {
 
 func TestAckDelayIgnoredInInitialSpace(t *testing.T) {
 	for _, tc := range []struct {
-		space Space
+		space protocol.PacketNumberSpace
 		want  int // smoothed RTT in ms after the second sample
 	}{
 		// Second sample 150 ms with 40 ms delay: Initial ignores the
 		// delay (smoothed = (700+150)/8), Handshake applies it uncapped
 		// before confirmation ((700+110)/8).
-		{Initial, 106250},
-		{Handshake, 101250},
+		{protocol.SpaceInitial, 106250},
+		{protocol.SpaceHandshake, 101250},
 	} {
 		r := New(Config{IsServer: true})
 		send(t, r, tc.space, 0, t0)
@@ -332,13 +333,13 @@ func TestCongestionControllerDriven(t *testing.T) {
 	}})
 	r.SetHandshakeConfirmed(t0)
 	for pn := range uint64(8) {
-		send(t, r, ApplicationData, pn, t0)
+		send(t, r, protocol.SpaceAppData, pn, t0)
 	}
 	// Non-in-flight packets never reach the controller.
-	if err := r.OnPacketSent(ApplicationData, SentPacket{Number: 8, TimeSent: t0, Size: 40}); err != nil {
+	if err := r.OnPacketSent(protocol.SpaceAppData, SentPacket{Number: 8, TimeSent: t0, Size: 40}); err != nil {
 		t.Fatal(err)
 	}
-	ack(t, r, ApplicationData, t0.Add(ms(40)), 0, rng(4, 8))
+	ack(t, r, protocol.SpaceAppData, t0.Add(ms(40)), 0, rng(4, 8))
 	if cc.acked != 4 || cc.lostCalls != 1 || cc.lostBytes != 4*1200 || cc.persistent != 0 {
 		t.Fatalf("controller saw %d acks, %d loss calls (%d bytes), %d persistent", cc.acked, cc.lostCalls, cc.lostBytes, cc.persistent)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -15,13 +16,13 @@ func TestSteadyStateDoesNotAllocate(t *testing.T) {
 	var pn uint64
 	step := func() {
 		now = now.Add(10 * time.Microsecond)
-		if err := r.OnPacketSent(ApplicationData, SentPacket{Number: pn, TimeSent: now, Size: 1200, AckEliciting: true, InFlight: true}); err != nil {
+		if err := r.OnPacketSent(protocol.SpaceAppData, SentPacket{Number: pn, TimeSent: now, Size: 1200, AckEliciting: true, InFlight: true}); err != nil {
 			t.Fatal(err)
 		}
 		if pn >= 20 {
 			ranges[0] = wire.AckRange{Smallest: pn - 20, Largest: pn - 20}
 			ev.Reset()
-			if err := r.OnAckReceived(ApplicationData, ranges, 0, now, &ev); err != nil {
+			if err := r.OnAckReceived(protocol.SpaceAppData, ranges, 0, now, &ev); err != nil {
 				t.Fatal(err)
 			}
 			r.OnLossDetectionTimeout(now, &ev)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -19,7 +20,7 @@ func benchSendAck(b *testing.B, window uint64, lossEvery uint64) {
 	b.ReportAllocs()
 	for b.Loop() {
 		now = now.Add(10 * time.Microsecond)
-		err := r.OnPacketSent(ApplicationData, SentPacket{Number: pn, TimeSent: now, Size: 1200, AckEliciting: true, InFlight: true, Handle: pn})
+		err := r.OnPacketSent(protocol.SpaceAppData, SentPacket{Number: pn, TimeSent: now, Size: 1200, AckEliciting: true, InFlight: true, Handle: pn})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -32,7 +33,7 @@ func benchSendAck(b *testing.B, window uint64, lossEvery uint64) {
 			}
 			if len(frame) > 0 {
 				ev.Reset()
-				if err := r.OnAckReceived(ApplicationData, frame, 0, now, &ev); err != nil {
+				if err := r.OnAckReceived(protocol.SpaceAppData, frame, 0, now, &ev); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -48,7 +49,7 @@ func FuzzOnAckReceived(f *testing.F) {
 				reported[p.Number] = true
 			}
 			total := 0
-			for sp := range numSpaces {
+			for sp := range protocol.NumSpaces {
 				q := &r.spaces[sp].sent
 				for i := range q.len() {
 					if p := q.at(i); p.state == stateOutstanding && p.InFlight {
@@ -73,7 +74,7 @@ func FuzzOnAckReceived(f *testing.F) {
 			case b < 0x40:
 				pn += uint64(b & 3) // skip 0..3 numbers
 				p := SentPacket{Number: pn, TimeSent: now, Size: 100 + int(b), AckEliciting: b&4 == 0, InFlight: b&8 == 0}
-				if err := r.OnPacketSent(ApplicationData, p); err != nil {
+				if err := r.OnPacketSent(protocol.SpaceAppData, p); err != nil {
 					t.Fatal(err)
 				}
 				sent[pn] = true
@@ -102,7 +103,7 @@ func FuzzOnAckReceived(f *testing.F) {
 					next = smallest - 1
 				}
 				inFlight := r.BytesInFlight()
-				err := r.OnAckReceived(ApplicationData, ranges, time.Duration(b)*time.Millisecond, now, &ev)
+				err := r.OnAckReceived(protocol.SpaceAppData, ranges, time.Duration(b)*time.Millisecond, now, &ev)
 				if err != nil {
 					if _, ok := peerCode(err); !ok {
 						t.Fatalf("unexpected error %v", err)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -13,7 +14,7 @@ func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // send records an ack-eliciting, in-flight 1200-byte packet whose handle
 // is its packet number.
-func send(t *testing.T, r *Recovery, space Space, pn uint64, at time.Time) {
+func send(t *testing.T, r *Recovery, space protocol.PacketNumberSpace, pn uint64, at time.Time) {
 	t.Helper()
 	p := SentPacket{Number: pn, TimeSent: at, Size: 1200, AckEliciting: true, InFlight: true, Handle: pn}
 	if err := r.OnPacketSent(space, p); err != nil {
@@ -22,7 +23,7 @@ func send(t *testing.T, r *Recovery, space Space, pn uint64, at time.Time) {
 }
 
 // ack processes an ACK frame and fails the test on error.
-func ack(t *testing.T, r *Recovery, space Space, now time.Time, delay time.Duration, ranges ...wire.AckRange) Events {
+func ack(t *testing.T, r *Recovery, space protocol.PacketNumberSpace, now time.Time, delay time.Duration, ranges ...wire.AckRange) Events {
 	t.Helper()
 	var ev Events
 	if err := r.OnAckReceived(space, ranges, delay, now, &ev); err != nil {

@@ -1,11 +1,15 @@
 package recovery
 
-import "time"
+import (
+	"time"
+
+	"github.com/turboretry/turboretry/internal/protocol"
+)
 
 // detectAndReportLosses declares lost the packets of space that the packet
 // or time threshold condemns, appends them to ev.Lost, and tells the
 // congestion controller, including about persistent congestion.
-func (r *Recovery) detectAndReportLosses(space Space, now time.Time, ev *Events) {
+func (r *Recovery) detectAndReportLosses(space protocol.PacketNumberSpace, now time.Time, ev *Events) {
 	lostBytes, largestLostSent, persistent := r.detectLosses(space, now, ev)
 	if lostBytes > 0 {
 		r.cc.OnPacketsLost(now, largestLostSent, lostBytes)
@@ -25,7 +29,7 @@ func (r *Recovery) detectAndReportLosses(space Space, now time.Time, ev *Events)
 // sent after the first RTT sample, further apart than the persistent
 // congestion duration, with no acknowledged packet between them. The RFC
 // allows the single-space simplification.
-func (r *Recovery) detectLosses(space Space, now time.Time, ev *Events) (lostBytes int, largestLostSent time.Time, persistent bool) {
+func (r *Recovery) detectLosses(space protocol.PacketNumberSpace, now time.Time, ev *Events) (lostBytes int, largestLostSent time.Time, persistent bool) {
 	s := &r.spaces[space]
 	s.lossTime = time.Time{}
 	if !s.hasLargestAcked {
@@ -67,7 +71,7 @@ func (r *Recovery) detectLosses(space Space, now time.Time, ev *Events) (lostByt
 			if p.TimeSent.After(largestLostSent) {
 				largestLostSent = p.TimeSent
 			}
-			if space == ApplicationData {
+			if space == protocol.SpaceAppData {
 				r.recordLost(p)
 			}
 		}

@@ -5,16 +5,17 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/congestion"
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 func TestLossByPacketThresholdThenTimeThreshold(t *testing.T) {
 	r := confirmedServer()
 	for pn := range uint64(6) {
-		send(t, r, ApplicationData, pn, t0.Add(ms(int(pn))))
+		send(t, r, protocol.SpaceAppData, pn, t0.Add(ms(int(pn))))
 	}
 	// First sample: latest = 50 - 5 = 45 ms, so the loss delay is
 	// 9/8 * 45 = 50.625 ms: nothing is old enough for the time threshold.
-	ev := ack(t, r, ApplicationData, t0.Add(ms(50)), 0, rng(5, 5))
+	ev := ack(t, r, protocol.SpaceAppData, t0.Add(ms(50)), 0, rng(5, 5))
 	if !equalNumbers(ev.Acked, 5) || !equalNumbers(ev.Lost, 0, 1, 2) {
 		t.Fatalf("acked %v lost %v; want 5 and 0 1 2", numbers(ev.Acked), numbers(ev.Lost))
 	}
@@ -32,7 +33,7 @@ func TestLossByPacketThresholdThenTimeThreshold(t *testing.T) {
 		t.Fatalf("early timeout acted: %+v", a)
 	}
 	a := r.OnLossDetectionTimeout(want, &ev)
-	if a.Kind != TimeoutLoss || a.Space != ApplicationData || !equalNumbers(ev.Lost, 3) {
+	if a.Kind != TimeoutLoss || a.Space != protocol.SpaceAppData || !equalNumbers(ev.Lost, 3) {
 		t.Fatalf("timeout %+v lost %v; want loss of 3", a, numbers(ev.Lost))
 	}
 	// Packet 4 goes next, 1 ms later.
@@ -52,13 +53,13 @@ func TestLossByPacketThresholdThenTimeThreshold(t *testing.T) {
 
 func TestLossByTimeThresholdOnAck(t *testing.T) {
 	r := confirmedServer()
-	send(t, r, ApplicationData, 0, t0)
-	ack(t, r, ApplicationData, t0.Add(ms(100)), 0, rng(0, 0)) // srtt 100
-	send(t, r, ApplicationData, 1, t0.Add(ms(100)))
-	send(t, r, ApplicationData, 2, t0.Add(ms(250)))
+	send(t, r, protocol.SpaceAppData, 0, t0)
+	ack(t, r, protocol.SpaceAppData, t0.Add(ms(100)), 0, rng(0, 0)) // srtt 100
+	send(t, r, protocol.SpaceAppData, 1, t0.Add(ms(100)))
+	send(t, r, protocol.SpaceAppData, 2, t0.Add(ms(250)))
 	// Packet 2 acked at 350: packet 1 was sent 250 ms ago, more than
 	// 9/8 * max(100, latest 100) = 112.5 ms, though it is only one below.
-	ev := ack(t, r, ApplicationData, t0.Add(ms(350)), 0, rng(2, 2))
+	ev := ack(t, r, protocol.SpaceAppData, t0.Add(ms(350)), 0, rng(2, 2))
 	if !equalNumbers(ev.Lost, 1) {
 		t.Fatalf("lost %v, want 1", numbers(ev.Lost))
 	}
@@ -72,16 +73,16 @@ func TestLossByTimeThresholdOnAck(t *testing.T) {
 func TestReorderingWithinThresholdsIsNotLoss(t *testing.T) {
 	r := confirmedServer()
 	for pn := range uint64(4) {
-		send(t, r, ApplicationData, pn, t0)
+		send(t, r, protocol.SpaceAppData, pn, t0)
 	}
 	// Packet 1 is only one below the largest acknowledged, short of
 	// kPacketThreshold.
-	ev := ack(t, r, ApplicationData, t0.Add(ms(20)), 0, rng(2, 2), rng(0, 0))
+	ev := ack(t, r, protocol.SpaceAppData, t0.Add(ms(20)), 0, rng(2, 2), rng(0, 0))
 	if len(ev.Lost) != 0 {
 		t.Fatalf("reordering declared %v lost", numbers(ev.Lost))
 	}
 	// The late packet arrives before its time threshold.
-	ev = ack(t, r, ApplicationData, t0.Add(ms(21)), 0, rng(0, 3))
+	ev = ack(t, r, protocol.SpaceAppData, t0.Add(ms(21)), 0, rng(0, 3))
 	if !equalNumbers(ev.Acked, 1, 3) || len(ev.Lost) != 0 {
 		t.Fatalf("acked %v lost %v", numbers(ev.Acked), numbers(ev.Lost))
 	}
@@ -96,12 +97,12 @@ func TestReorderingWithinThresholdsIsNotLoss(t *testing.T) {
 // them, and returns the ACK time for packet 9.
 func persistentScenario(t *testing.T, r *Recovery, gap time.Duration, sampleFirst bool) time.Time {
 	if sampleFirst {
-		send(t, r, ApplicationData, 0, t0)
-		ack(t, r, ApplicationData, t0.Add(ms(100)), 0, rng(0, 0))
+		send(t, r, protocol.SpaceAppData, 0, t0)
+		ack(t, r, protocol.SpaceAppData, t0.Add(ms(100)), 0, rng(0, 0))
 	}
 	at := t0.Add(time.Second)
 	for pn := uint64(1); pn <= 9; pn++ {
-		send(t, r, ApplicationData, pn, at)
+		send(t, r, protocol.SpaceAppData, pn, at)
 		at = at.Add(gap)
 	}
 	return at.Add(-gap + ms(100))
@@ -116,7 +117,7 @@ func TestPersistentCongestion(t *testing.T) {
 	// 1..8 lost, spanning 7*200 = 1400 ms > 975 ms: persistent.
 	r := confirmedServer()
 	now := persistentScenario(t, r, ms(200), true)
-	ev := ack(t, r, ApplicationData, now, 0, rng(9, 9))
+	ev := ack(t, r, protocol.SpaceAppData, now, 0, rng(9, 9))
 	if len(ev.Lost) != 8 {
 		t.Fatalf("lost %v", numbers(ev.Lost))
 	}
@@ -130,7 +131,7 @@ func TestPersistentCongestion(t *testing.T) {
 	// Spanning 7*100 = 700 ms < 975 ms: an ordinary loss.
 	r = confirmedServer()
 	now = persistentScenario(t, r, ms(100), true)
-	ack(t, r, ApplicationData, now, 0, rng(9, 9))
+	ack(t, r, protocol.SpaceAppData, now, 0, rng(9, 9))
 	if got := r.Controller().CongestionWindow(); got != initialCwnd/2 {
 		t.Fatalf("cwnd %d, want %d", got, initialCwnd/2)
 	}
@@ -138,7 +139,7 @@ func TestPersistentCongestion(t *testing.T) {
 	// Packet 5 acknowledged: the runs 1..4 and 6..8 are each shorter.
 	r = confirmedServer()
 	now = persistentScenario(t, r, ms(200), true)
-	ev = ack(t, r, ApplicationData, now, 0, rng(9, 9), rng(5, 5))
+	ev = ack(t, r, protocol.SpaceAppData, now, 0, rng(9, 9), rng(5, 5))
 	if len(ev.Lost) != 7 {
 		t.Fatalf("lost %v", numbers(ev.Lost))
 	}
@@ -151,7 +152,7 @@ func TestPersistentCongestion(t *testing.T) {
 	// No RTT sample before the packets were sent: not persistent.
 	r = confirmedServer()
 	now = persistentScenario(t, r, ms(200), false)
-	ev = ack(t, r, ApplicationData, now, 0, rng(9, 9))
+	ev = ack(t, r, protocol.SpaceAppData, now, 0, rng(9, 9))
 	if len(ev.Lost) != 8 {
 		t.Fatalf("lost %v", numbers(ev.Lost))
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/congestion"
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 // maxPacketNumber bounds packet numbers (RFC 9000 section 12.3).
@@ -44,7 +45,7 @@ type Recovery struct {
 	rtt      RTTStats
 	cc       congestion.Controller
 	newCC    func() congestion.Controller // builds cc afresh for a new path
-	spaces   [numSpaces]spaceState
+	spaces   [protocol.NumSpaces]spaceState
 	reorder  reordering // adaptive thresholds, spurious loss detection
 
 	bytesInFlight int
@@ -125,8 +126,8 @@ func (r *Recovery) PTOCount() int { return r.ptoCount }
 
 // LargestAcked returns the largest packet number the peer acknowledged in
 // a space, which packet number encoding needs (RFC 9000 section 17.1).
-func (r *Recovery) LargestAcked(space Space) (uint64, bool) {
-	if !space.valid() {
+func (r *Recovery) LargestAcked(space protocol.PacketNumberSpace) (uint64, bool) {
+	if !space.Valid() {
 		return 0, false
 	}
 	s := &r.spaces[space]
@@ -166,8 +167,8 @@ func (r *Recovery) SetAmplificationLimited(limited bool, now time.Time) {
 // OnPacketSent records a sent packet (RFC 9002 appendix A.5). Packet
 // numbers must increase within a space; gaps are remembered as skipped
 // numbers that the peer must never acknowledge.
-func (r *Recovery) OnPacketSent(space Space, p SentPacket) error {
-	if !space.valid() {
+func (r *Recovery) OnPacketSent(space protocol.PacketNumberSpace, p SentPacket) error {
+	if !space.Valid() {
 		return ErrInvalidSpace
 	}
 	s := &r.spaces[space]
@@ -198,11 +199,11 @@ func (r *Recovery) OnPacketSent(space Space, p SentPacket) error {
 // DiscardSpace drops the state of the Initial or Handshake space when its
 // keys are discarded (RFC 9002 section 6.4): its packets leave bytes in
 // flight without counting as acked or lost, and the PTO backoff restarts.
-func (r *Recovery) DiscardSpace(space Space, now time.Time) error {
-	if !space.valid() {
+func (r *Recovery) DiscardSpace(space protocol.PacketNumberSpace, now time.Time) error {
+	if !space.Valid() {
 		return ErrInvalidSpace
 	}
-	if space == ApplicationData {
+	if space == protocol.SpaceAppData {
 		return ErrCannotDiscardApplicationData
 	}
 	s := &r.spaces[space]
@@ -216,7 +217,7 @@ func (r *Recovery) DiscardSpace(space Space, now time.Time) error {
 	s.lossTime = time.Time{}
 	s.lastAckElicitingSent = time.Time{}
 	s.discarded = true
-	if space == Handshake {
+	if space == protocol.SpaceHandshake {
 		// Handshake keys are dropped on confirmation; whoever discards
 		// them had them.
 		r.hasHandshakeKeys = true

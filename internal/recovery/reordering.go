@@ -3,6 +3,7 @@ package recovery
 import (
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -155,8 +156,8 @@ func (r *Recovery) Reordering() ReorderingStats {
 }
 
 // thresholds returns the packet threshold and loss delay for a space.
-func (r *Recovery) thresholds(space Space) (uint64, time.Duration) {
-	if space != ApplicationData {
+func (r *Recovery) thresholds(space protocol.PacketNumberSpace) (uint64, time.Duration) {
+	if space != protocol.SpaceAppData {
 		return defaultPacketThreshold, r.rtt.LossDelay()
 	}
 	return r.reorder.packetThreshold, r.lossDelay(r.reorder.timeEighths)

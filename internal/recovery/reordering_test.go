@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -13,9 +14,9 @@ func loseTwoOfSix(t *testing.T) *Recovery {
 	t.Helper()
 	r := confirmedServer()
 	for pn := range uint64(6) {
-		send(t, r, ApplicationData, pn, t0)
+		send(t, r, protocol.SpaceAppData, pn, t0)
 	}
-	ev := ack(t, r, ApplicationData, t0.Add(ms(40)), 0, rng(2, 5))
+	ev := ack(t, r, protocol.SpaceAppData, t0.Add(ms(40)), 0, rng(2, 5))
 	if !equalNumbers(ev.Lost, 0, 1) || r.Controller().CongestionWindow() != initialCwnd/2 {
 		t.Fatalf("lost %v, cwnd %d; want 0 1 and %d", numbers(ev.Lost), r.Controller().CongestionWindow(), initialCwnd/2)
 	}
@@ -29,7 +30,7 @@ func TestSpuriousLossAdaptsThresholdsAndUndoes(t *testing.T) {
 	}
 	// The reordered packets arrive after all, in an ACK that newly
 	// acknowledges nothing else.
-	ev := ack(t, r, ApplicationData, t0.Add(ms(45)), 0, rng(0, 5))
+	ev := ack(t, r, protocol.SpaceAppData, t0.Add(ms(45)), 0, rng(0, 5))
 	if len(ev.Acked)+len(ev.Lost) != 0 {
 		t.Fatalf("events for an ACK of lost packets: acked %v lost %v", numbers(ev.Acked), numbers(ev.Lost))
 	}
@@ -44,16 +45,16 @@ func TestSpuriousLossAdaptsThresholdsAndUndoes(t *testing.T) {
 		t.Fatalf("cwnd %d after every loss proved spurious, want %d", cwnd, initialCwnd)
 	}
 	// A second report of the same packets changes nothing.
-	ack(t, r, ApplicationData, t0.Add(ms(46)), 0, rng(0, 5))
+	ack(t, r, protocol.SpaceAppData, t0.Add(ms(46)), 0, rng(0, 5))
 	if st := r.Reordering(); st != want {
 		t.Fatalf("repeated ACK: %+v", st)
 	}
 
 	// The new packet threshold: 6 below the largest is lost, 5 below not.
 	for pn := uint64(6); pn <= 12; pn++ {
-		send(t, r, ApplicationData, pn, t0.Add(ms(50)))
+		send(t, r, protocol.SpaceAppData, pn, t0.Add(ms(50)))
 	}
-	ev = ack(t, r, ApplicationData, t0.Add(ms(90)), 0, rng(8, 12))
+	ev = ack(t, r, protocol.SpaceAppData, t0.Add(ms(90)), 0, rng(8, 12))
 	if !equalNumbers(ev.Lost, 6) {
 		t.Fatalf("lost %v, want 6 alone", numbers(ev.Lost))
 	}
@@ -65,7 +66,7 @@ func TestSpuriousLossAdaptsThresholdsAndUndoes(t *testing.T) {
 
 func TestSpuriousLossPartlyRealKeepsReduction(t *testing.T) {
 	r := loseTwoOfSix(t)
-	ack(t, r, ApplicationData, t0.Add(ms(45)), 0, rng(1, 5)) // 0 really was lost
+	ack(t, r, protocol.SpaceAppData, t0.Add(ms(45)), 0, rng(1, 5)) // 0 really was lost
 	if st := r.Reordering(); st.SpuriousLosses != 1 || st.Undos != 0 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -76,12 +77,12 @@ func TestSpuriousLossPartlyRealKeepsReduction(t *testing.T) {
 
 func TestSpuriousLossThresholdCaps(t *testing.T) {
 	r := confirmedServer()
-	send(t, r, ApplicationData, 0, t0)
+	send(t, r, protocol.SpaceAppData, 0, t0)
 	for pn := uint64(1); pn <= 2000; pn++ {
-		send(t, r, ApplicationData, pn, t0.Add(ms(1)))
+		send(t, r, protocol.SpaceAppData, pn, t0.Add(ms(1)))
 	}
-	ack(t, r, ApplicationData, t0.Add(ms(41)), 0, rng(1, 2000))  // 0 lost, RTT 40 ms
-	ack(t, r, ApplicationData, t0.Add(ms(300)), 0, rng(0, 2000)) // 7.5 RTTs, inside the history
+	ack(t, r, protocol.SpaceAppData, t0.Add(ms(41)), 0, rng(1, 2000))  // 0 lost, RTT 40 ms
+	ack(t, r, protocol.SpaceAppData, t0.Add(ms(300)), 0, rng(0, 2000)) // 7.5 RTTs, inside the history
 	st := r.Reordering()
 	if st.SpuriousLosses != 1 || st.PacketThreshold != maxPacketThreshold || st.TimeThreshold != 2 {
 		t.Fatalf("stats %+v; want 1 spurious loss, thresholds %d and 2", st, maxPacketThreshold)
@@ -92,12 +93,12 @@ func TestLostHistoryBoundedByCount(t *testing.T) {
 	r := confirmedServer()
 	const lost = lostHistoryLen + 10
 	for pn := range uint64(lost) {
-		send(t, r, ApplicationData, pn, t0)
+		send(t, r, protocol.SpaceAppData, pn, t0)
 	}
 	for pn := uint64(lost); pn < lost+3; pn++ {
-		send(t, r, ApplicationData, pn, t0.Add(ms(1)))
+		send(t, r, protocol.SpaceAppData, pn, t0.Add(ms(1)))
 	}
-	ev := ack(t, r, ApplicationData, t0.Add(ms(41)), 0, rng(lost, lost+2))
+	ev := ack(t, r, protocol.SpaceAppData, t0.Add(ms(41)), 0, rng(lost, lost+2))
 	if len(ev.Lost) != lost {
 		t.Fatalf("%d lost, want %d", len(ev.Lost), lost)
 	}
@@ -105,7 +106,7 @@ func TestLostHistoryBoundedByCount(t *testing.T) {
 		t.Fatalf("%d lost packets remembered, want the cap %d", n, lostHistoryLen)
 	}
 	// Only the most recent lostHistoryLen losses are recognised.
-	ack(t, r, ApplicationData, t0.Add(ms(45)), 0, rng(0, lost+2))
+	ack(t, r, protocol.SpaceAppData, t0.Add(ms(45)), 0, rng(0, lost+2))
 	if st := r.Reordering(); st.SpuriousLosses != lostHistoryLen {
 		t.Fatalf("%d spurious losses recognised, want %d", st.SpuriousLosses, lostHistoryLen)
 	}
@@ -118,12 +119,12 @@ func TestLostHistoryBoundedByAge(t *testing.T) {
 	r := loseTwoOfSix(t)
 	age := lostHistoryPTOs * (r.RTT().PTOBase() + r.RTT().MaxAckDelay())
 	// Just inside the window, packet 1 is still known...
-	ack(t, r, ApplicationData, t0.Add(age), 0, rng(1, 5))
+	ack(t, r, protocol.SpaceAppData, t0.Add(age), 0, rng(1, 5))
 	if st := r.Reordering(); st.SpuriousLosses != 1 {
 		t.Fatalf("inside the window: %+v", st)
 	}
 	// ...and past it, packet 0 is forgotten.
-	ack(t, r, ApplicationData, t0.Add(age+time.Nanosecond), 0, rng(0, 5))
+	ack(t, r, protocol.SpaceAppData, t0.Add(age+time.Nanosecond), 0, rng(0, 5))
 	if st := r.Reordering(); st.SpuriousLosses != 1 || r.reorder.lost.n != 0 {
 		t.Fatalf("past the window: %+v, %d remembered", st, r.reorder.lost.n)
 	}
@@ -132,10 +133,10 @@ func TestLostHistoryBoundedByAge(t *testing.T) {
 func TestSpuriousLossOnlyInApplicationData(t *testing.T) {
 	r := New(Config{IsServer: true})
 	for pn := range uint64(6) {
-		send(t, r, Handshake, pn, t0)
+		send(t, r, protocol.SpaceHandshake, pn, t0)
 	}
-	ack(t, r, Handshake, t0.Add(ms(40)), 0, rng(2, 5))
-	ack(t, r, Handshake, t0.Add(ms(45)), 0, rng(0, 5))
+	ack(t, r, protocol.SpaceHandshake, t0.Add(ms(40)), 0, rng(2, 5))
+	ack(t, r, protocol.SpaceHandshake, t0.Add(ms(45)), 0, rng(0, 5))
 	if st := r.Reordering(); st != (ReorderingStats{PacketThreshold: 3, TimeThreshold: 9.0 / 8}) {
 		t.Fatalf("handshake reordering changed the 1-RTT thresholds: %+v", st)
 	}
@@ -143,7 +144,7 @@ func TestSpuriousLossOnlyInApplicationData(t *testing.T) {
 
 func TestPathChangeResetsReorderingThresholds(t *testing.T) {
 	r := loseTwoOfSix(t)
-	ack(t, r, ApplicationData, t0.Add(ms(45)), 0, rng(0, 5))
+	ack(t, r, protocol.SpaceAppData, t0.Add(ms(45)), 0, rng(0, 5))
 	r.OnPathChanged(t0.Add(ms(50)))
 	want := ReorderingStats{SpuriousLosses: 2, Undos: 1, PacketThreshold: 3, TimeThreshold: 9.0 / 8}
 	if st := r.Reordering(); st != want || r.reorder.lost.n != 0 {
@@ -162,7 +163,7 @@ func TestSpuriousLossDoesNotAllocate(t *testing.T) {
 	// each time, and its late ACK proves it spurious.
 	step := func() {
 		now = now.Add(10 * time.Microsecond)
-		if err := r.OnPacketSent(ApplicationData, SentPacket{Number: pn, TimeSent: now, Size: 1200, AckEliciting: true, InFlight: true}); err != nil {
+		if err := r.OnPacketSent(protocol.SpaceAppData, SentPacket{Number: pn, TimeSent: now, Size: 1200, AckEliciting: true, InFlight: true}); err != nil {
 			t.Fatal(err)
 		}
 		ranges = ranges[:0]
@@ -174,7 +175,7 @@ func TestSpuriousLossDoesNotAllocate(t *testing.T) {
 		}
 		if len(ranges) > 0 {
 			ev.Reset()
-			if err := r.OnAckReceived(ApplicationData, ranges, 0, now, &ev); err != nil {
+			if err := r.OnAckReceived(protocol.SpaceAppData, ranges, 0, now, &ev); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/turboretry/turboretry/internal/congestion"
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -78,7 +79,7 @@ func (s *simulation) sendChunk(now time.Time, chunk int) {
 	pn := s.nextPN
 	s.nextPN++
 	p := SentPacket{Number: pn, TimeSent: now, Size: 1200, AckEliciting: true, InFlight: true, Handle: uint64(chunk)}
-	if err := s.r.OnPacketSent(ApplicationData, p); err != nil {
+	if err := s.r.OnPacketSent(protocol.SpaceAppData, p); err != nil {
 		s.t.Fatalf("OnPacketSent: %v", err)
 	}
 	s.sent++
@@ -194,7 +195,7 @@ func runSimulation(t *testing.T, newCC func(congestion.RTTSource, int) congestio
 				s.receive(now, e.pn)
 				continue
 			}
-			if err := s.r.OnAckReceived(ApplicationData, e.ranges, 0, now, &ev); err != nil {
+			if err := s.r.OnAckReceived(protocol.SpaceAppData, e.ranges, 0, now, &ev); err != nil {
 				t.Fatalf("OnAckReceived: %v", err)
 			}
 			s.handle(&ev)

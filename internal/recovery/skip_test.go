@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -84,7 +85,7 @@ func TestSkippedPacketNumbersInRecovery(t *testing.T) {
 	s.Start(rand.NewPCG(7, 8))
 	var sent []uint64
 	for pn := uint64(0); len(sent) < 2000; pn = s.Next(pn) {
-		send(t, r, ApplicationData, pn, t0)
+		send(t, r, protocol.SpaceAppData, pn, t0)
 		sent = append(sent, pn)
 	}
 	var ranges []wire.AckRange // of what was sent, largest first
@@ -102,10 +103,10 @@ func TestSkippedPacketNumbersInRecovery(t *testing.T) {
 	optimistic := slices.Clone(ranges)
 	optimistic[0].Smallest = optimistic[1].Smallest
 	optimistic = slices.Delete(optimistic, 1, 2)
-	if err := r.OnAckReceived(ApplicationData, optimistic, 0, t0.Add(ms(50)), nil); !errors.Is(err, ErrUnsentPacketAcked) {
+	if err := r.OnAckReceived(protocol.SpaceAppData, optimistic, 0, t0.Add(ms(50)), nil); !errors.Is(err, ErrUnsentPacketAcked) {
 		t.Fatalf("optimistic ACK: %v", err)
 	}
-	ev := ack(t, r, ApplicationData, t0.Add(ms(50)), 0, ranges...)
+	ev := ack(t, r, protocol.SpaceAppData, t0.Add(ms(50)), 0, ranges...)
 	if len(ev.Acked) != len(sent) || len(ev.Lost) != 0 || r.BytesInFlight() != 0 {
 		t.Fatalf("acked %d of %d, lost %v, in flight %d", len(ev.Acked), len(sent), numbers(ev.Lost), r.BytesInFlight())
 	}

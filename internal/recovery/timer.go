@@ -1,6 +1,10 @@
 package recovery
 
-import "time"
+import (
+	"time"
+
+	"github.com/turboretry/turboretry/internal/protocol"
+)
 
 // maxPTOBackoff caps the PTO exponent so the timeout cannot overflow; the
 // idle timeout closes a connection long before it is reached.
@@ -37,7 +41,7 @@ const (
 // TimeoutAction is the result of OnLossDetectionTimeout.
 type TimeoutAction struct {
 	Kind  TimeoutKind
-	Space Space
+	Space protocol.PacketNumberSpace
 	// Probes is 1 for a client's anti-deadlock probe (a padded Initial or
 	// a Handshake packet) and 2 for a regular PTO (one is enough when
 	// there is little to send).
@@ -103,10 +107,10 @@ func (r *Recovery) setTimer(now time.Time) {
 
 // lossTimeAndSpace returns the earliest time threshold loss time among the
 // spaces (zero when none is set).
-func (r *Recovery) lossTimeAndSpace() (time.Time, Space) {
+func (r *Recovery) lossTimeAndSpace() (time.Time, protocol.PacketNumberSpace) {
 	var earliest time.Time
-	space := Initial
-	for sp := range numSpaces {
+	space := protocol.SpaceInitial
+	for sp := range protocol.NumSpaces {
 		t := r.spaces[sp].lossTime
 		if !t.IsZero() && (earliest.IsZero() || t.Before(earliest)) {
 			earliest, space = t, sp
@@ -126,30 +130,30 @@ func (r *Recovery) ptoDuration() time.Duration {
 	return d
 }
 
-func (r *Recovery) antiDeadlockSpace() Space {
-	if r.hasHandshakeKeys || r.spaces[Initial].discarded {
-		return Handshake
+func (r *Recovery) antiDeadlockSpace() protocol.PacketNumberSpace {
+	if r.hasHandshakeKeys || r.spaces[protocol.SpaceInitial].discarded {
+		return protocol.SpaceHandshake
 	}
-	return Initial
+	return protocol.SpaceInitial
 }
 
 // ptoTimeAndSpace is GetPtoTimeAndSpace of RFC 9002 appendix A.8. The
 // zero time means no PTO applies: the only packets in flight are
 // ApplicationData ones sent before the handshake was confirmed.
-func (r *Recovery) ptoTimeAndSpace(now time.Time) (time.Time, Space) {
+func (r *Recovery) ptoTimeAndSpace(now time.Time) (time.Time, protocol.PacketNumberSpace) {
 	d := r.ptoDuration()
 	if !r.ackElicitingInFlight() {
 		// Anti-deadlock PTO, counted from now.
 		return now.Add(d), r.antiDeadlockSpace()
 	}
 	var earliest time.Time
-	space := Initial
-	for sp := range numSpaces {
+	space := protocol.SpaceInitial
+	for sp := range protocol.NumSpaces {
 		s := &r.spaces[sp]
 		if s.ackElicitingInFlight == 0 {
 			continue
 		}
-		if sp == ApplicationData {
+		if sp == protocol.SpaceAppData {
 			if !r.handshakeConfirmed {
 				break
 			}

@@ -3,6 +3,8 @@ package recovery
 import (
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 func expectTimer(t *testing.T, r *Recovery, want time.Time) {
@@ -28,7 +30,7 @@ func fire(t *testing.T, r *Recovery, now time.Time) TimeoutAction {
 func TestPTOExponentialBackoff(t *testing.T) {
 	r := confirmedServer()
 	expectTimer(t, r, time.Time{})
-	send(t, r, ApplicationData, 0, t0)
+	send(t, r, protocol.SpaceAppData, 0, t0)
 	// 999 ms initial PTO + 25 ms max_ack_delay for ApplicationData.
 	expectTimer(t, r, t0.Add(ms(1024)))
 	if a := r.OnLossDetectionTimeout(t0.Add(ms(1023)), nil); a.Kind != TimeoutNone || r.PTOCount() != 0 {
@@ -36,14 +38,14 @@ func TestPTOExponentialBackoff(t *testing.T) {
 	}
 	now := t0.Add(ms(1024))
 	a := fire(t, r, now)
-	if a != (TimeoutAction{Kind: TimeoutProbe, Space: ApplicationData, Probes: 2}) || r.PTOCount() != 1 {
+	if a != (TimeoutAction{Kind: TimeoutProbe, Space: protocol.SpaceAppData, Probes: 2}) || r.PTOCount() != 1 {
 		t.Fatalf("action %+v, pto_count %d", a, r.PTOCount())
 	}
 	// Backoff doubles both terms: t0 + 2*1024.
 	expectTimer(t, r, t0.Add(ms(2048)))
 	// The probes restart the period from their send time.
-	send(t, r, ApplicationData, 1, now)
-	send(t, r, ApplicationData, 2, now)
+	send(t, r, protocol.SpaceAppData, 1, now)
+	send(t, r, protocol.SpaceAppData, 2, now)
 	expectTimer(t, r, now.Add(ms(2048)))
 	fire(t, r, now.Add(ms(2048)))
 	expectTimer(t, r, now.Add(ms(4096)))
@@ -53,7 +55,7 @@ func TestPTOExponentialBackoff(t *testing.T) {
 		t.Fatalf("pto_count %d, want 3", r.PTOCount())
 	}
 	// An ACK resets the backoff.
-	ack(t, r, ApplicationData, now.Add(ms(5000)), 0, rng(2, 2))
+	ack(t, r, protocol.SpaceAppData, now.Add(ms(5000)), 0, rng(2, 2))
 	if r.PTOCount() != 0 {
 		t.Fatalf("pto_count %d after ACK", r.PTOCount())
 	}
@@ -62,17 +64,17 @@ func TestPTOExponentialBackoff(t *testing.T) {
 func TestPTOSpaceSelection(t *testing.T) {
 	r := New(Config{}) // client
 	r.SetHandshakeKeys(t0)
-	send(t, r, Initial, 0, t0)
-	send(t, r, Handshake, 0, t0.Add(ms(10)))
-	send(t, r, ApplicationData, 0, t0.Add(ms(20))) // before confirmation
+	send(t, r, protocol.SpaceInitial, 0, t0)
+	send(t, r, protocol.SpaceHandshake, 0, t0.Add(ms(10)))
+	send(t, r, protocol.SpaceAppData, 0, t0.Add(ms(20))) // before confirmation
 	// The earliest space wins; ApplicationData is not eligible yet.
 	expectTimer(t, r, t0.Add(ms(999)))
-	if a := fire(t, r, t0.Add(ms(999))); a.Space != Initial || a.Kind != TimeoutProbe {
+	if a := fire(t, r, t0.Add(ms(999))); a.Space != protocol.SpaceInitial || a.Kind != TimeoutProbe {
 		t.Fatalf("action %+v, want a probe in Initial", a)
 	}
 	// An Initial ACK does not prove the server validated the client:
 	// pto_count stays.
-	ack(t, r, Initial, t0.Add(ms(1000)), 0, rng(0, 0))
+	ack(t, r, protocol.SpaceInitial, t0.Add(ms(1000)), 0, rng(0, 0))
 	if r.PTOCount() != 1 {
 		t.Fatalf("pto_count %d after an Initial ACK, want 1", r.PTOCount())
 	}
@@ -80,12 +82,12 @@ func TestPTOSpaceSelection(t *testing.T) {
 	// further before the handshake is confirmed (above 1 s):
 	// Handshake's at 10 ms + 3000 ms.
 	expectTimer(t, r, t0.Add(ms(3010)))
-	if a := fire(t, r, t0.Add(ms(3010))); a.Space != Handshake {
+	if a := fire(t, r, t0.Add(ms(3010))); a.Space != protocol.SpaceHandshake {
 		t.Fatalf("action %+v, want Handshake", a)
 	}
 	// A Handshake ACK validates the client: pto_count resets, and with
 	// only pre-confirmation ApplicationData in flight no PTO is armed.
-	ack(t, r, Handshake, t0.Add(ms(6100)), 0, rng(0, 0))
+	ack(t, r, protocol.SpaceHandshake, t0.Add(ms(6100)), 0, rng(0, 0))
 	if r.PTOCount() != 0 {
 		t.Fatalf("pto_count %d after a Handshake ACK", r.PTOCount())
 	}
@@ -94,28 +96,28 @@ func TestPTOSpaceSelection(t *testing.T) {
 	r.SetHandshakeConfirmed(t0.Add(ms(6100)))
 	want := t0.Add(ms(20)).Add(r.RTT().PTOBase() + DefaultMaxAckDelay)
 	expectTimer(t, r, want)
-	if a := fire(t, r, want); a.Space != ApplicationData {
+	if a := fire(t, r, want); a.Space != protocol.SpaceAppData {
 		t.Fatalf("action %+v, want ApplicationData", a)
 	}
 }
 
 func TestClientAntiDeadlockPTO(t *testing.T) {
 	r := New(Config{})
-	send(t, r, Initial, 0, t0)
-	ack(t, r, Initial, t0.Add(ms(100)), 0, rng(0, 0)) // srtt 100: PTO 300
+	send(t, r, protocol.SpaceInitial, 0, t0)
+	ack(t, r, protocol.SpaceInitial, t0.Add(ms(100)), 0, rng(0, 0)) // srtt 100: PTO 300
 	// Nothing in flight, but the client is not validated yet: it must
 	// keep a timer, counted from now.
 	now := t0.Add(ms(100))
 	expectTimer(t, r, now.Add(ms(300)))
 	now = now.Add(ms(300))
 	a := fire(t, r, now)
-	if a != (TimeoutAction{Kind: TimeoutProbe, Space: Initial, Probes: 1}) {
+	if a != (TimeoutAction{Kind: TimeoutProbe, Space: protocol.SpaceInitial, Probes: 1}) {
 		t.Fatalf("action %+v, want one padded Initial", a)
 	}
 	expectTimer(t, r, now.Add(ms(600)))
 	// With Handshake keys the probe is a Handshake packet.
 	r.SetHandshakeKeys(now)
-	if a := fire(t, r, now.Add(ms(600))); a.Space != Handshake || a.Probes != 1 {
+	if a := fire(t, r, now.Add(ms(600))); a.Space != protocol.SpaceHandshake || a.Probes != 1 {
 		t.Fatalf("action %+v, want one Handshake packet", a)
 	}
 	// Confirmation ends it.
@@ -124,14 +126,14 @@ func TestClientAntiDeadlockPTO(t *testing.T) {
 
 	// A server never arms the anti-deadlock timer.
 	s := New(Config{IsServer: true})
-	send(t, s, Initial, 0, t0)
-	ack(t, s, Initial, t0.Add(ms(100)), 0, rng(0, 0))
+	send(t, s, protocol.SpaceInitial, 0, t0)
+	ack(t, s, protocol.SpaceInitial, t0.Add(ms(100)), 0, rng(0, 0))
 	expectTimer(t, s, time.Time{})
 }
 
 func TestAmplificationLimitedServer(t *testing.T) {
 	r := New(Config{IsServer: true})
-	send(t, r, Initial, 0, t0)
+	send(t, r, protocol.SpaceInitial, 0, t0)
 	expectTimer(t, r, t0.Add(ms(999)))
 	r.SetAmplificationLimited(true, t0.Add(ms(1)))
 	expectTimer(t, r, time.Time{})
@@ -142,8 +144,8 @@ func TestAmplificationLimitedServer(t *testing.T) {
 	expectTimer(t, r, t0.Add(ms(999)))
 
 	// The loss timer is not subject to the limit.
-	send(t, r, Initial, 1, t0.Add(ms(1)))
-	ack(t, r, Initial, t0.Add(ms(51)), 0, rng(1, 1))
+	send(t, r, protocol.SpaceInitial, 1, t0.Add(ms(1)))
+	ack(t, r, protocol.SpaceInitial, t0.Add(ms(51)), 0, rng(1, 1))
 	// Packet 0 is lost at 9/8 * 50 ms after it was sent.
 	lossAt := t0.Add(56250 * time.Microsecond)
 	expectTimer(t, r, lossAt)
@@ -160,7 +162,7 @@ func TestAmplificationLimitedServer(t *testing.T) {
 func TestPTOBackoffBounded(t *testing.T) {
 	r := confirmedServer()
 	r.SetMaxAckDelay(ms(25))
-	send(t, r, ApplicationData, 0, t0)
+	send(t, r, protocol.SpaceAppData, 0, t0)
 	for range 100 {
 		// No packet is sent in between: each period counts from t0.
 		at := r.LossDetectionTimeout()
@@ -184,7 +186,7 @@ func TestClientHandshakePTOCapped(t *testing.T) {
 		if !server {
 			want = []time.Duration{ms(999), ms(1000), ms(1000), ms(1000)}
 		}
-		send(t, r, Initial, 0, t0)
+		send(t, r, protocol.SpaceInitial, 0, t0)
 		last := t0
 		for i := range want {
 			at := r.LossDetectionTimeout()
@@ -192,13 +194,13 @@ func TestClientHandshakePTOCapped(t *testing.T) {
 				t.Fatalf("server %v: PTO %d after %v, want %v", server, i+1, got, want[i])
 			}
 			fire(t, r, at)
-			send(t, r, Initial, uint64(i+1), at)
+			send(t, r, protocol.SpaceInitial, uint64(i+1), at)
 			last = at
 		}
 		if !server {
 			// Once confirmed, the backoff is the RFC's again.
 			r.SetHandshakeConfirmed(last)
-			send(t, r, ApplicationData, 0, last)
+			send(t, r, protocol.SpaceAppData, 0, last)
 			if got := r.LossDetectionTimeout().Sub(last); got <= ms(1000) {
 				t.Fatalf("PTO %v after confirmation, want the backed-off period", got)
 			}

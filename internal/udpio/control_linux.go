@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"net/netip"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,7 +35,7 @@ type rxInfo struct {
 	local   netip.Addr
 	ifIndex int
 	segSize int
-	ecn     ECN
+	ecn     protocol.ECN
 }
 
 // parseControl walks received control messages. Unknown or malformed entries are
@@ -66,9 +67,9 @@ func parseControl(b []byte) rxInfo {
 			info.local = netip.AddrFrom16([16]byte(data[:16])).Unmap()
 			info.ifIndex = int(binary.NativeEndian.Uint32(data[16:]))
 		case level == unix.IPPROTO_IP && typ == unix.IP_TOS && len(data) >= 1:
-			info.ecn = ECN(data[0] & 3)
+			info.ecn = protocol.ECN(data[0] & 3)
 		case level == unix.IPPROTO_IPV6 && typ == unix.IPV6_TCLASS && len(data) >= 4:
-			info.ecn = ECN(binary.NativeEndian.Uint32(data) & 3)
+			info.ecn = protocol.ECN(binary.NativeEndian.Uint32(data) & 3)
 		}
 		next := cmsgAlign(int(l))
 		if next >= len(b) {
@@ -103,14 +104,14 @@ func putCmsg(b []byte, level, typ int32, dataLen int) (data []byte, used int) {
 // peer, IPV6_TCLASS towards an IPv6 one: a dual-stack socket sends to IPv4 peers through
 // the IPv4 path, which reads only IP_TOS), and a PKTINFO choosing the source address
 // and/or the interface when either is set. It returns the control length.
-func buildTxControl(b []byte, segSize int, ecn ECN, to netip.AddrPort, local netip.Addr, ifIndex int, v6 bool) (int, error) {
+func buildTxControl(b []byte, segSize int, ecn protocol.ECN, to netip.AddrPort, local netip.Addr, ifIndex int, v6 bool) (int, error) {
 	n := 0
 	if segSize > 0 {
 		data, used := putCmsg(b, unix.SOL_UDP, unix.UDP_SEGMENT, 2)
 		binary.NativeEndian.PutUint16(data, uint16(segSize))
 		n += used
 	}
-	if ecn != ECNNotECT {
+	if ecn != protocol.ECNNotECT {
 		level, typ := int32(unix.IPPROTO_IP), int32(unix.IP_TOS)
 		if v6 && !to.Addr().Unmap().Is4() {
 			level, typ = unix.IPPROTO_IPV6, unix.IPV6_TCLASS

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,14 +22,14 @@ func rxCmsgs() []byte {
 	copy(d[8:12], []byte{192, 0, 2, 1})
 	n += used
 	d, used = putCmsg(b[n:], unix.IPPROTO_IP, unix.IP_TOS, 1)
-	d[0] = 0xb8 | byte(ECNCE)
+	d[0] = 0xb8 | byte(protocol.ECNCE)
 	n += used
 	return b[:n]
 }
 
 func TestParseControl(t *testing.T) {
 	info := parseControl(rxCmsgs())
-	want := rxInfo{local: netip.MustParseAddr("192.0.2.1"), ifIndex: 7, segSize: 1350, ecn: ECNCE}
+	want := rxInfo{local: netip.MustParseAddr("192.0.2.1"), ifIndex: 7, segSize: 1350, ecn: protocol.ECNCE}
 	if info != want {
 		t.Fatalf("got %+v, want %+v", info, want)
 	}
@@ -39,9 +40,9 @@ func TestParseControl(t *testing.T) {
 	copy(d, a[:])
 	binary.NativeEndian.PutUint32(d[16:], 1)
 	d, used := putCmsg(b[n:], unix.IPPROTO_IPV6, unix.IPV6_TCLASS, 4)
-	binary.NativeEndian.PutUint32(d, uint32(ECNECT0))
+	binary.NativeEndian.PutUint32(d, uint32(protocol.ECNECT0))
 	info = parseControl(b[:n+used])
-	if info.local != netip.MustParseAddr("127.0.0.1") || info.ifIndex != 1 || info.ecn != ECNECT0 {
+	if info.local != netip.MustParseAddr("127.0.0.1") || info.ifIndex != 1 || info.ecn != protocol.ECNECT0 {
 		t.Fatalf("IPv6 pktinfo: got %+v", info)
 	}
 
@@ -82,7 +83,7 @@ func TestBuildTxControl(t *testing.T) {
 		if tc.local != "" {
 			local = netip.MustParseAddr(tc.local)
 		}
-		n, err := buildTxControl(b, tc.seg, ECNNotECT, netip.AddrPort{}, local, tc.ifidx, tc.v6)
+		n, err := buildTxControl(b, tc.seg, protocol.ECNNotECT, netip.AddrPort{}, local, tc.ifidx, tc.v6)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +117,7 @@ func TestBuildTxControl(t *testing.T) {
 			}
 		}
 	}
-	if _, err := buildTxControl(b, 0, ECNNotECT, netip.AddrPort{}, netip.MustParseAddr("::1"), 0, false); !errorsIs(err, ErrAddrFamily) {
+	if _, err := buildTxControl(b, 0, protocol.ECNNotECT, netip.AddrPort{}, netip.MustParseAddr("::1"), 0, false); !errorsIs(err, ErrAddrFamily) {
 		t.Fatalf("IPv6 source on IPv4 socket: %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package udpio
 import (
 	"net/netip"
 	"testing"
+
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 // TestSendECN: a datagram sent with an ECN codepoint (plain and as a GSO
@@ -30,15 +32,15 @@ func TestSendECN(t *testing.T) {
 				to = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), to.Port())
 			}
 			msgs := []Message{
-				{Buf: payload(0, 100), Addr: to, ECN: ECNECT0},
-				{Buf: payload(1, 100), Addr: to, ECN: ECNCE},
+				{Buf: payload(0, 100), Addr: to, ECN: protocol.ECNECT0},
+				{Buf: payload(1, 100), Addr: to, ECN: protocol.ECNCE},
 				{Buf: payload(2, 100), Addr: to},
-				{Buf: append(payload(3, 100), payload(4, 100)...), Addr: to, SegmentSize: 100, ECN: ECNECT1},
+				{Buf: append(payload(3, 100), payload(4, 100)...), Addr: to, SegmentSize: 100, ECN: protocol.ECNECT1},
 			}
 			if n, err := w.WriteBatch(msgs); n != len(msgs) || err != nil {
 				t.Fatalf("WriteBatch = %d, %v", n, err)
 			}
-			want := []ECN{ECNECT0, ECNCE, ECNNotECT, ECNECT1, ECNECT1}
+			want := []protocol.ECN{protocol.ECNECT0, protocol.ECNCE, protocol.ECNNotECT, protocol.ECNECT1, protocol.ECNECT1}
 			got := readDatagrams(t, rc, r, len(want), 1500)
 			for i := range want {
 				if got[i].ecn != want[i] {

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 // hangGuard bounds every blocking read in the tests: a lost datagram fails the test
@@ -63,7 +65,7 @@ type received struct {
 	from      netip.AddrPort
 	local     netip.Addr
 	segmented bool // came in a GRO buffer holding more than one datagram
-	ecn       ECN
+	ecn       protocol.ECN
 }
 
 // readDatagrams reads with r until want datagrams arrived (GRO buffers are split).

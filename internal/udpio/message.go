@@ -3,6 +3,8 @@ package udpio
 import (
 	"errors"
 	"net/netip"
+
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 // DefaultBatch is the batch size used when NewReader or NewWriter is given zero.
@@ -26,17 +28,6 @@ var (
 	ErrAddrFamily      = errors.New("udpio: address family does not match the socket")
 	ErrSegmentSize     = errors.New("udpio: segment size out of range")
 	ErrTooManySegments = errors.New("udpio: too many segments in one message")
-)
-
-// ECN is the two-bit Explicit Congestion Notification codepoint of an IP header.
-type ECN uint8
-
-// ECN codepoints (RFC 3168).
-const (
-	ECNNotECT ECN = 0
-	ECNECT1   ECN = 1
-	ECNECT0   ECN = 2
-	ECNCE     ECN = 3
 )
 
 // Message is one datagram, or one GSO/GRO buffer holding several datagrams of one flow.
@@ -64,7 +55,7 @@ type Message struct {
 	SegmentSize int
 	// ECN is the ECN codepoint of a received datagram (ECNNotECT when unknown), or the
 	// one to send a datagram with (the whole GSO buffer).
-	ECN ECN
+	ECN protocol.ECN
 	// Truncated reports that the datagram did not fit into Buf and the rest was lost.
 	Truncated bool
 }

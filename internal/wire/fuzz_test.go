@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"reflect"
 	"testing"
+
+	"github.com/turboretry/turboretry/internal/protocol"
 )
 
 func FuzzParseHeader(f *testing.F) {
@@ -123,18 +125,18 @@ func FuzzParseFrames(f *testing.F) {
 
 func FuzzTransportParameters(f *testing.F) {
 	server := fullServerParams()
-	b, _ := server.Marshal(nil, RoleServer)
+	b, _ := server.Marshal(nil, protocol.PerspectiveServer)
 	f.Add(b, true)
 	client := DefaultTransportParameters()
 	client.InitialMaxData = 1 << 20
 	client.InitialSourceConnectionID, client.HasInitialSourceConnectionID = []byte{1, 2, 3, 4}, true
-	b, _ = client.Marshal(nil, RoleClient)
+	b, _ = client.Marshal(nil, protocol.PerspectiveClient)
 	f.Add(b, false)
 	f.Add(tpRaw(31*3+27, []byte("grease")), false)
 	f.Fuzz(func(t *testing.T, data []byte, fromServer bool) {
-		role := RoleClient
+		role := protocol.PerspectiveClient
 		if fromServer {
-			role = RoleServer
+			role = protocol.PerspectiveServer
 		}
 		var p TransportParameters
 		if err := p.Unmarshal(data, role); err != nil {

@@ -1,9 +1,13 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/turboretry/turboretry/internal/protocol"
+)
 
 // MaxConnIDLen is the longest connection ID QUIC v1 and v2 allow.
-const MaxConnIDLen = 20
+const MaxConnIDLen = protocol.MaxConnectionIDLen
 
 // RetryIntegrityTagLen is the size of the Retry Integrity Tag (RFC 9001 section 5.8).
 const RetryIntegrityTagLen = 16

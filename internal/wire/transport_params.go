@@ -5,26 +5,6 @@ import (
 	"time"
 )
 
-// Role says which endpoint sent or will send a set of transport parameters.
-type Role uint8
-
-// Endpoint roles. The zero value is invalid so a forgotten role is caught.
-const (
-	RoleClient Role = iota + 1
-	RoleServer
-)
-
-// String returns "client" or "server".
-func (r Role) String() string {
-	switch r {
-	case RoleClient:
-		return "client"
-	case RoleServer:
-		return "server"
-	}
-	return "invalid role"
-}
-
 // Transport parameter IDs (RFC 9000 section 18.2, RFC 9221 section 3,
 // RFC 9368 section 10.1, draft-ietf-quic-reliable-stream-reset section 3).
 const (

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
 )
 
@@ -12,7 +13,7 @@ import (
 // default are left out. Values the peer would reject and server-only
 // parameters in a client's set return a TRANSPORT_PARAMETER_ERROR naming
 // the parameter, and b unchanged.
-func (p *TransportParameters) Marshal(b []byte, sender Role) ([]byte, error) {
+func (p *TransportParameters) Marshal(b []byte, sender protocol.Perspective) ([]byte, error) {
 	if err := p.validate(sender); err != nil {
 		return b, err
 	}
@@ -111,11 +112,11 @@ func appendTPBytes(b []byte, id uint64, v []byte) []byte {
 
 // validate checks the rules RFC 9000 section 18.2, RFC 9221 and RFC 9368
 // put on parameter values, for parameters sent by sender.
-func (p *TransportParameters) validate(sender Role) error {
-	if sender != RoleClient && sender != RoleServer {
+func (p *TransportParameters) validate(sender protocol.Perspective) error {
+	if sender != protocol.PerspectiveClient && sender != protocol.PerspectiveServer {
 		return qerr.NewTransportParameterError("invalid sender role")
 	}
-	if sender == RoleClient {
+	if sender == protocol.PerspectiveClient {
 		switch {
 		case p.HasOriginalDestinationConnectionID:
 			return errServerOnly(tpOriginalDestinationConnectionID)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
 )
 
@@ -48,9 +49,9 @@ func TestTransportParametersRoundTrip(t *testing.T) {
 	client.InitialSourceConnectionID, client.HasInitialSourceConnectionID = nil, true // zero-length CID
 	client.VersionInformation = &VersionInformation{ChosenVersion: Version2}
 	for _, c := range []struct {
-		role Role
+		role protocol.Perspective
 		p    TransportParameters
-	}{{RoleServer, server}, {RoleClient, client}, {RoleClient, DefaultTransportParameters()}} {
+	}{{protocol.PerspectiveServer, server}, {protocol.PerspectiveClient, client}, {protocol.PerspectiveClient, DefaultTransportParameters()}} {
 		b, err := c.p.Marshal(nil, c.role)
 		if err != nil {
 			t.Fatalf("%s: Marshal: %v", c.role, err)
@@ -64,14 +65,14 @@ func TestTransportParametersRoundTrip(t *testing.T) {
 		}
 	}
 	def := DefaultTransportParameters()
-	if b, _ := def.Marshal(nil, RoleClient); len(b) != 0 {
+	if b, _ := def.Marshal(nil, protocol.PerspectiveClient); len(b) != 0 {
 		t.Errorf("defaults marshal to %x, want nothing", b)
 	}
 }
 
 func TestTransportParametersDefaultsAndPresence(t *testing.T) {
 	var p TransportParameters
-	if err := p.Unmarshal(nil, RoleServer); err != nil {
+	if err := p.Unmarshal(nil, protocol.PerspectiveServer); err != nil {
 		t.Fatal(err)
 	}
 	if p.MaxUDPPayloadSize != 65527 || p.AckDelayExponent != 3 || p.MaxAckDelay != 25*time.Millisecond ||
@@ -83,7 +84,7 @@ func TestTransportParametersDefaultsAndPresence(t *testing.T) {
 	b := tpRaw(0x10, nil)
 	b = append(b, tpRaw(31*5+27, []byte("grease"))...)
 	b = append(b, tpRaw(0x3fff, nil)...)
-	if err := p.Unmarshal(b, RoleServer); err != nil {
+	if err := p.Unmarshal(b, protocol.PerspectiveServer); err != nil {
 		t.Fatal(err)
 	}
 	if !p.HasRetrySourceConnectionID || len(p.RetrySourceConnectionID) != 0 {
@@ -94,14 +95,14 @@ func TestTransportParametersDefaultsAndPresence(t *testing.T) {
 	}
 	// reset_stream_at is 0x1d with an empty value (draft section 3), from
 	// either side.
-	for _, role := range []Role{RoleClient, RoleServer} {
+	for _, role := range []protocol.Perspective{protocol.PerspectiveClient, protocol.PerspectiveServer} {
 		if err := p.Unmarshal(tpRaw(0x1d, nil), role); err != nil || !p.ResetStreamAt {
 			t.Errorf("%s reset_stream_at: %v, %v", role, p.ResetStreamAt, err)
 		}
 	}
 	// Byte fields are copies, not views of the input.
 	b = tpRaw(0x0f, []byte{1, 2, 3})
-	if err := p.Unmarshal(b, RoleClient); err != nil {
+	if err := p.Unmarshal(b, protocol.PerspectiveClient); err != nil {
 		t.Fatal(err)
 	}
 	b[2] = 0xff
@@ -109,7 +110,7 @@ func TestTransportParametersDefaultsAndPresence(t *testing.T) {
 		t.Error("InitialSourceConnectionID aliases the input")
 	}
 	// A huge idle timeout is clamped rather than overflowing.
-	if err := p.Unmarshal(tpRaw(0x01, AppendVarint(nil, MaxVarint)), RoleClient); err != nil || p.MaxIdleTimeout <= 0 {
+	if err := p.Unmarshal(tpRaw(0x01, AppendVarint(nil, MaxVarint)), protocol.PerspectiveClient); err != nil || p.MaxIdleTimeout <= 0 {
 		t.Errorf("max idle timeout %v, %v", p.MaxIdleTimeout, err)
 	}
 }
@@ -132,40 +133,40 @@ func TestTransportParametersErrors(t *testing.T) {
 	tests := []struct {
 		name   string
 		b      []byte
-		sender Role
+		sender protocol.Perspective
 		reason string
 	}{
-		{"duplicate", append(tpVarint(0x04, 1), tpVarint(0x04, 2)...), RoleClient, "duplicate initial_max_data"},
-		{"truncated id", []byte{0x40}, RoleClient, "truncated parameter id"},
-		{"truncated length", []byte{0x04}, RoleClient, "truncated length"},
-		{"length beyond extension", []byte{0x04, 0x05, 0x01}, RoleClient, "longer than the extension"},
-		{"varint with trailing byte", tpRaw(0x04, []byte{1, 2}), RoleClient, "initial_max_data malformed"},
-		{"empty varint", tpRaw(0x01, nil), RoleClient, "max_idle_timeout malformed"},
-		{"max_udp_payload_size 1199", tpVarint(0x03, 1199), RoleClient, "max_udp_payload_size below 1200"},
-		{"ack_delay_exponent 21", tpVarint(0x0a, 21), RoleClient, "ack_delay_exponent above 20"},
-		{"max_ack_delay 2^14", tpVarint(0x0b, 1<<14), RoleClient, "max_ack_delay not below 2^14"},
-		{"active_connection_id_limit 1", tpVarint(0x0e, 1), RoleClient, "active_connection_id_limit below 2"},
-		{"active_connection_id_limit 0", tpVarint(0x0e, 0), RoleServer, "active_connection_id_limit below 2"},
-		{"initial_max_streams_bidi > 2^60", tpVarint(0x08, 1<<60+1), RoleClient, "initial_max_streams_bidi above 2^60"},
-		{"initial_max_streams_uni > 2^60", tpVarint(0x09, 1<<60+1), RoleClient, "initial_max_streams_uni above 2^60"},
-		{"initial_source_connection_id 21 bytes", tpRaw(0x0f, make([]byte, 21)), RoleClient, "initial_source_connection_id longer than 20"},
-		{"original_destination_connection_id 21 bytes", tpRaw(0x00, make([]byte, 21)), RoleServer, "original_destination_connection_id longer than 20"},
-		{"reset token 15 bytes", tpRaw(0x02, make([]byte, 15)), RoleServer, "stateless_reset_token not 16 bytes"},
-		{"disable_active_migration with value", tpRaw(0x0c, []byte{1}), RoleClient, "disable_active_migration not empty"},
-		{"reset_stream_at with value", tpRaw(0x1d, []byte{0}), RoleServer, "reset_stream_at not empty"},
-		{"duplicate reset_stream_at", append(tpRaw(0x1d, nil), tpRaw(0x1d, nil)...), RoleClient, "duplicate reset_stream_at"},
-		{"client sends original_destination_connection_id", tpRaw(0x00, []byte{1}), RoleClient, "original_destination_connection_id sent by a client"},
-		{"client sends stateless_reset_token", tpRaw(0x02, make([]byte, 16)), RoleClient, "stateless_reset_token sent by a client"},
-		{"client sends preferred_address", tpRaw(0x0d, prefAddr(4, 0)), RoleClient, "preferred_address sent by a client"},
-		{"client sends retry_source_connection_id", tpRaw(0x10, nil), RoleClient, "retry_source_connection_id sent by a client"},
-		{"preferred_address zero-length CID", tpRaw(0x0d, prefAddr(0, 0)), RoleServer, "preferred_address with zero-length connection ID"},
-		{"preferred_address CID 21", tpRaw(0x0d, prefAddr(21, 0)), RoleServer, "preferred_address connection ID longer than 20"},
-		{"preferred_address too long", tpRaw(0x0d, prefAddr(4, 1)), RoleServer, "preferred_address length does not match"},
-		{"preferred_address truncated", tpRaw(0x0d, make([]byte, 20)), RoleServer, "preferred_address truncated"},
-		{"version_information chosen 0", tpRaw(0x11, []byte{0, 0, 0, 0, 0, 0, 0, 1}), RoleClient, "version_information chosen version 0"},
-		{"version_information available 0", tpRaw(0x11, []byte{0, 0, 0, 1, 0, 0, 0, 0}), RoleClient, "version_information available version 0"},
-		{"version_information length 6", tpRaw(0x11, []byte{0, 0, 0, 1, 0, 0}), RoleClient, "version_information length not a positive multiple of 4"},
-		{"version_information empty", tpRaw(0x11, nil), RoleServer, "version_information length"},
+		{"duplicate", append(tpVarint(0x04, 1), tpVarint(0x04, 2)...), protocol.PerspectiveClient, "duplicate initial_max_data"},
+		{"truncated id", []byte{0x40}, protocol.PerspectiveClient, "truncated parameter id"},
+		{"truncated length", []byte{0x04}, protocol.PerspectiveClient, "truncated length"},
+		{"length beyond extension", []byte{0x04, 0x05, 0x01}, protocol.PerspectiveClient, "longer than the extension"},
+		{"varint with trailing byte", tpRaw(0x04, []byte{1, 2}), protocol.PerspectiveClient, "initial_max_data malformed"},
+		{"empty varint", tpRaw(0x01, nil), protocol.PerspectiveClient, "max_idle_timeout malformed"},
+		{"max_udp_payload_size 1199", tpVarint(0x03, 1199), protocol.PerspectiveClient, "max_udp_payload_size below 1200"},
+		{"ack_delay_exponent 21", tpVarint(0x0a, 21), protocol.PerspectiveClient, "ack_delay_exponent above 20"},
+		{"max_ack_delay 2^14", tpVarint(0x0b, 1<<14), protocol.PerspectiveClient, "max_ack_delay not below 2^14"},
+		{"active_connection_id_limit 1", tpVarint(0x0e, 1), protocol.PerspectiveClient, "active_connection_id_limit below 2"},
+		{"active_connection_id_limit 0", tpVarint(0x0e, 0), protocol.PerspectiveServer, "active_connection_id_limit below 2"},
+		{"initial_max_streams_bidi > 2^60", tpVarint(0x08, 1<<60+1), protocol.PerspectiveClient, "initial_max_streams_bidi above 2^60"},
+		{"initial_max_streams_uni > 2^60", tpVarint(0x09, 1<<60+1), protocol.PerspectiveClient, "initial_max_streams_uni above 2^60"},
+		{"initial_source_connection_id 21 bytes", tpRaw(0x0f, make([]byte, 21)), protocol.PerspectiveClient, "initial_source_connection_id longer than 20"},
+		{"original_destination_connection_id 21 bytes", tpRaw(0x00, make([]byte, 21)), protocol.PerspectiveServer, "original_destination_connection_id longer than 20"},
+		{"reset token 15 bytes", tpRaw(0x02, make([]byte, 15)), protocol.PerspectiveServer, "stateless_reset_token not 16 bytes"},
+		{"disable_active_migration with value", tpRaw(0x0c, []byte{1}), protocol.PerspectiveClient, "disable_active_migration not empty"},
+		{"reset_stream_at with value", tpRaw(0x1d, []byte{0}), protocol.PerspectiveServer, "reset_stream_at not empty"},
+		{"duplicate reset_stream_at", append(tpRaw(0x1d, nil), tpRaw(0x1d, nil)...), protocol.PerspectiveClient, "duplicate reset_stream_at"},
+		{"client sends original_destination_connection_id", tpRaw(0x00, []byte{1}), protocol.PerspectiveClient, "original_destination_connection_id sent by a client"},
+		{"client sends stateless_reset_token", tpRaw(0x02, make([]byte, 16)), protocol.PerspectiveClient, "stateless_reset_token sent by a client"},
+		{"client sends preferred_address", tpRaw(0x0d, prefAddr(4, 0)), protocol.PerspectiveClient, "preferred_address sent by a client"},
+		{"client sends retry_source_connection_id", tpRaw(0x10, nil), protocol.PerspectiveClient, "retry_source_connection_id sent by a client"},
+		{"preferred_address zero-length CID", tpRaw(0x0d, prefAddr(0, 0)), protocol.PerspectiveServer, "preferred_address with zero-length connection ID"},
+		{"preferred_address CID 21", tpRaw(0x0d, prefAddr(21, 0)), protocol.PerspectiveServer, "preferred_address connection ID longer than 20"},
+		{"preferred_address too long", tpRaw(0x0d, prefAddr(4, 1)), protocol.PerspectiveServer, "preferred_address length does not match"},
+		{"preferred_address truncated", tpRaw(0x0d, make([]byte, 20)), protocol.PerspectiveServer, "preferred_address truncated"},
+		{"version_information chosen 0", tpRaw(0x11, []byte{0, 0, 0, 0, 0, 0, 0, 1}), protocol.PerspectiveClient, "version_information chosen version 0"},
+		{"version_information available 0", tpRaw(0x11, []byte{0, 0, 0, 1, 0, 0, 0, 0}), protocol.PerspectiveClient, "version_information available version 0"},
+		{"version_information length 6", tpRaw(0x11, []byte{0, 0, 0, 1, 0, 0}), protocol.PerspectiveClient, "version_information length not a positive multiple of 4"},
+		{"version_information empty", tpRaw(0x11, nil), protocol.PerspectiveServer, "version_information length"},
 		{"invalid role", nil, 0, "invalid sender role"},
 	}
 	for _, tt := range tests {
@@ -180,7 +181,7 @@ func TestTransportParametersErrors(t *testing.T) {
 
 func TestTransportParametersMarshalErrors(t *testing.T) {
 	server := fullServerParams()
-	if _, err := server.Marshal(nil, RoleClient); err == nil || !strings.Contains(err.Error(), "original_destination_connection_id sent by a client") {
+	if _, err := server.Marshal(nil, protocol.PerspectiveClient); err == nil || !strings.Contains(err.Error(), "original_destination_connection_id sent by a client") {
 		t.Errorf("client marshalling server-only parameters: %v", err)
 	}
 	for name, mangle := range map[string]func(p *TransportParameters){
@@ -192,7 +193,7 @@ func TestTransportParametersMarshalErrors(t *testing.T) {
 	} {
 		p := fullServerParams()
 		mangle(&p)
-		b, err := p.Marshal([]byte{0xee}, RoleServer)
+		b, err := p.Marshal([]byte{0xee}, protocol.PerspectiveServer)
 		if err == nil || !strings.Contains(err.Error(), name) || len(b) != 1 {
 			t.Errorf("%s: err %v, output %x", name, err, b)
 		}
@@ -200,12 +201,12 @@ func TestTransportParametersMarshalErrors(t *testing.T) {
 	// A preferred address with unset families encodes as zeros.
 	p := fullServerParams()
 	p.PreferredAddress.IPv4 = netip.AddrPort{}
-	b, err := p.Marshal(nil, RoleServer)
+	b, err := p.Marshal(nil, protocol.PerspectiveServer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got TransportParameters
-	if err := got.Unmarshal(b, RoleServer); err != nil || got.PreferredAddress.IPv4 != netip.MustParseAddrPort("0.0.0.0:0") {
+	if err := got.Unmarshal(b, protocol.PerspectiveServer); err != nil || got.PreferredAddress.IPv4 != netip.MustParseAddrPort("0.0.0.0:0") {
 		t.Errorf("unset IPv4: %v %v", got.PreferredAddress, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
 )
 
@@ -17,9 +18,9 @@ import (
 // whose reason names the parameter. Byte fields are copied, so p does not
 // keep b alive. Duplicates are detected for the parameters this package
 // knows; repeated unknown parameters are not tracked.
-func (p *TransportParameters) Unmarshal(b []byte, sender Role) error {
+func (p *TransportParameters) Unmarshal(b []byte, sender protocol.Perspective) error {
 	*p = DefaultTransportParameters()
-	if sender != RoleClient && sender != RoleServer {
+	if sender != protocol.PerspectiveClient && sender != protocol.PerspectiveServer {
 		return qerr.NewTransportParameterError("invalid sender role")
 	}
 	var seen uint64 // bit i: parameter id i (every known id is below 64)
@@ -48,7 +49,7 @@ func (p *TransportParameters) Unmarshal(b []byte, sender Role) error {
 			return qerr.NewTransportParameterError("duplicate " + name)
 		}
 		seen |= bit
-		if sender == RoleClient && isServerOnly(id) {
+		if sender == protocol.PerspectiveClient && isServerOnly(id) {
 			return errServerOnly(id)
 		}
 		if err := p.parseParam(id, val); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -37,7 +38,7 @@ func ClientHello(serverName string, v Version, scid []byte) ([]byte, error) {
 			AvailableVersions: []wire.Version{wire.Version2, wire.Version1},
 		}
 	}
-	params, err := tp.Marshal(nil, wire.RoleClient)
+	params, err := tp.Marshal(nil, protocol.PerspectiveClient)
 	if err != nil {
 		return nil, fmt.Errorf("flood: transport parameters: %w", err)
 	}

@@ -36,8 +36,8 @@ func OpenInitial(pkt []byte) (*OpenedInitial, error) {
 	if h.Type != wire.PacketTypeInitial || len(h.DestConnID) < MinDCIDLen {
 		return nil, fmt.Errorf("%w: %v packet, DCID %d bytes", ErrNotInitial, h.Type, len(h.DestConnID))
 	}
-	v := Version(h.Version)
-	_, opener, err := handshake.NewInitialKeys(h.DestConnID, wire.Version(v), false)
+	v := h.Version
+	_, opener, err := handshake.NewInitialKeys(h.DestConnID, v, false)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotInitial, err)
 	}

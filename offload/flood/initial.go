@@ -62,11 +62,11 @@ func checkInitialArgs(v Version, dcid, scid, hello []byte) error {
 // clientSealer derives the client's Initial packet protection for dcid.
 // It is NewInitialKeys without the unused server-side Opener.
 func clientSealer(v Version, dcid []byte) (*handshake.Sealer, error) {
-	client, _, err := handshake.InitialSecrets(dcid, wire.Version(v))
+	client, _, err := handshake.InitialSecrets(dcid, v)
 	if err != nil {
 		return nil, err
 	}
-	return handshake.NewSealer(tls.TLS_AES_128_GCM_SHA256, client, wire.Version(v))
+	return handshake.NewSealer(tls.TLS_AES_128_GCM_SHA256, client, v)
 }
 
 // AppendInitial appends one protected client Initial packet of exactly
@@ -92,7 +92,7 @@ func appendInitial(dst []byte, s *handshake.Sealer, v Version, dcid, scid, hello
 	hdrLen := initialHeaderLen(len(dcid), len(scid))
 	h := wire.LongHeader{
 		Type:       wire.PacketTypeInitial,
-		Version:    wire.Version(v),
+		Version:    v,
 		DestConnID: dcid,
 		SrcConnID:  scid,
 		Length:     uint64(UDPPayloadSize - hdrLen),

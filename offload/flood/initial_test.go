@@ -7,6 +7,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/testcert"
 	"github.com/turboretry/turboretry/internal/wire"
 )
@@ -242,7 +243,7 @@ func TestClientHelloAcceptedByTLSServer(t *testing.T) {
 			srv.SetTransportParameters(nil)
 		case tls.QUICTransportParameters:
 			var tp wire.TransportParameters
-			if err := tp.Unmarshal(ev.Data, wire.RoleClient); err != nil {
+			if err := tp.Unmarshal(ev.Data, protocol.PerspectiveClient); err != nil {
 				t.Fatalf("client transport parameters: %v", err)
 			}
 			if !bytes.Equal(tp.InitialSourceConnectionID, o.SCID) {

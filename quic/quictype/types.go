@@ -3,8 +3,8 @@ package quictype
 import (
 	"fmt"
 
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
-	"github.com/turboretry/turboretry/internal/wire"
 )
 
 // StreamID is a QUIC stream ID (RFC 9000 section 2.1).
@@ -35,10 +35,13 @@ const (
 type StreamNum int64
 
 // Version is a QUIC version number.
-type Version uint32
+type Version = protocol.Version
 
-// String returns "v1", "v2" or the hexadecimal value.
-func (v Version) String() string { return wire.Version(v).String() }
+// The QUIC versions this stack speaks.
+const (
+	Version1 = protocol.Version1
+	Version2 = protocol.Version2
+)
 
 // PacketNumber is a QUIC packet number; -1 means none.
 type PacketNumber int64
@@ -112,27 +115,13 @@ func (e EncryptionLevel) String() string {
 }
 
 // Perspective says which end of a connection an endpoint is.
-type Perspective int
+type Perspective = protocol.Perspective
 
 // The two perspectives, with quic-go's values.
 const (
-	PerspectiveServer Perspective = 1
-	PerspectiveClient Perspective = 2
+	PerspectiveServer = protocol.PerspectiveServer
+	PerspectiveClient = protocol.PerspectiveClient
 )
-
-// Opposite returns the other perspective.
-func (p Perspective) Opposite() Perspective { return 3 - p }
-
-// String returns "server" or "client".
-func (p Perspective) String() string {
-	switch p {
-	case PerspectiveServer:
-		return "server"
-	case PerspectiveClient:
-		return "client"
-	}
-	return "invalid perspective"
-}
 
 // TransportErrorCode is a QUIC transport error code (RFC 9000 section 20.1).
 type TransportErrorCode uint64

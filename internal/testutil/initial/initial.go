@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/turboretry/turboretry/internal/handshake"
+	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -69,7 +70,7 @@ func Build(tb testing.TB, p Packet) []byte {
 // share would not fit one Initial.
 func ClientHello(tb testing.TB, conf *tls.Config, tp *wire.TransportParameters) []byte {
 	tb.Helper()
-	params, err := tp.Marshal(nil, wire.RoleClient)
+	params, err := tp.Marshal(nil, protocol.PerspectiveClient)
 	if err != nil {
 		tb.Fatal(err)
 	}
