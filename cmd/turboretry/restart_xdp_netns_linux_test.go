@@ -90,4 +90,37 @@ func TestRestartKeepsConnectionsXDP(t *testing.T) {
 		t.Logf("%s: %s", name, strings.TrimSpace(out))
 	}
 	time.Sleep(200 * time.Millisecond) // a few more new connections on the last successor
+	t.Logf("without a fast path (released to started, the failed restart first): %v", xdpGaps(e.firstOut.String()))
+}
+
+// xdpGaps returns, from the servers' merged log, how long each time the
+// interface had no XDP program: from a datapath's "closed" to the next
+// "started" (the successor's, or the old process's own after a failed
+// restart).
+func xdpGaps(log string) []time.Duration {
+	var gaps []time.Duration
+	var closed time.Time
+	for _, line := range strings.Split(log, "\n") {
+		ts, ok := logTime(line)
+		switch {
+		case !ok:
+		case strings.Contains(line, `msg="datapath: closed"`):
+			closed = ts
+		case strings.Contains(line, `msg="datapath: started"`) && !closed.IsZero():
+			gaps = append(gaps, ts.Sub(closed))
+			closed = time.Time{}
+		}
+	}
+	return gaps
+}
+
+// logTime reads a log line's time= field.
+func logTime(line string) (time.Time, bool) {
+	_, rest, ok := strings.Cut(line, "time=")
+	if !ok {
+		return time.Time{}, false
+	}
+	field, _, _ := strings.Cut(rest, " ")
+	ts, err := time.Parse(time.RFC3339Nano, field)
+	return ts, err == nil
 }
