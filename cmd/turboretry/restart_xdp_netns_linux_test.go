@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ import (
 // program and its AF_XDP sockets before it starts the successor, which
 // attaches its own; a successor that fails gives them back. Throughout, a
 // stream of new connections (ours and quic-go's) and slow downloads run,
-// and nothing may fail: the old process's packets pass the kernel stack
+// during the second restart a flood of Initials too, and nothing may fail: the old process's packets pass the kernel stack
 // with or without a program (its IDs verify on their MAC), Initials in the
 // gap meet the host's own address validation, and after the successor's
 // "ready" its agent answers every new connection with a Retry.
@@ -61,6 +62,20 @@ func TestRestartKeepsConnectionsXDP(t *testing.T) {
 		started, done := e.slowDownloads(name)
 		started()
 		migrate, migrated := e.migratingDownload(name)
+		var flood *exec.Cmd
+		var floodOut serveBuffer
+		if round == 1 {
+			// A flood of Initials across the handover: the old agent
+			// answers it, then the host stacks in the gap without a
+			// program (--retry auto), then the new agent.
+			flood = exec.Command("ip", "netns", "exec", e.nsC, e.bin, "flood", "--target", rsAddr,
+				"--count", "12000", "--duration", "4s", "--rate", "3000")
+			flood.Stdout, flood.Stderr = &floodOut, &floodOut
+			if err := flood.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(500 * time.Millisecond) // under way when the restart comes
+		}
 		out, code := e.restart()
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", name, code, out)
@@ -78,6 +93,12 @@ func TestRestartKeepsConnectionsXDP(t *testing.T) {
 		}
 		done()
 		migrated()
+		if flood != nil {
+			if err := flood.Wait(); err != nil {
+				t.Errorf("%s: flood: %v: %s", name, err, floodOut.String())
+			}
+			t.Logf("%s: flood: %s", name, strings.TrimSpace(floodOut.String()))
+		}
 		// New connections went on every 50 ms while the downloads
 		// finished: the successor's agent sent them Retries (the host,
 		// unflooded, would not).
