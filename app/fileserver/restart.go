@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/offload/reuseport"
 )
 
@@ -82,6 +83,9 @@ func (s *Server) CanHandOver() error {
 	}
 	if w.Group.Mode() != reuseport.ModeSteered {
 		return notSteered(w.Group.Reason())
+	}
+	if off := s.cfg.Offload; off.Mode == host.ModeXDP && off.CacheOnly {
+		return fmt.Errorf("%w: %w", ErrNotRestartable, host.ErrReleaseBloomOnly)
 	}
 	return nil
 }

@@ -181,6 +181,10 @@ func (o *Offload) Stats() (Stats, error) {
 	return st, err
 }
 
+// ErrReleaseBloomOnly is Release's refusal in ModeXDP with the Bloom-only
+// fast path (Config.CacheOnly).
+var ErrReleaseBloomOnly = errors.New("the Bloom-only fast path (--fastpath bloom) keeps this process's connection IDs in its own XDP program's cache, which a successor's program would not have; use the MAC fast path (the default) or stop and start")
+
 // Release gives up what a successor process needs to take the offload
 // over at a restart, and keeps serving without it: in ModeXDP the XDP
 // program detaches and the AF_XDP sockets close, so every packet reaches

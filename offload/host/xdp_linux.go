@@ -124,7 +124,7 @@ func (p *xdpPart) release() error {
 	if p.cfg.CacheOnly {
 		// The connections' IDs live in this program's cache only: a
 		// successor's program would drop their packets.
-		return errors.New("the Bloom-only fast path (--fastpath bloom) keeps this process's connection IDs in its own XDP program's cache, which a successor's program would not have; use the MAC fast path (the default) or stop and start")
+		return ErrReleaseBloomOnly
 	}
 	p.mu.Lock()
 	dp := p.dp

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -12,7 +13,7 @@ import (
 func TestReleaseRefusedBloomOnly(t *testing.T) {
 	p := &xdpPart{cfg: &Config{Mode: ModeXDP, CacheOnly: true}}
 	err := p.release()
-	if err == nil || !strings.Contains(err.Error(), "--fastpath bloom") {
+	if !errors.Is(err, ErrReleaseBloomOnly) || !strings.Contains(err.Error(), "--fastpath bloom") {
 		t.Fatalf("release with the Bloom-only fast path: %v, want a refusal naming --fastpath bloom", err)
 	}
 	// With the MAC fast path there is nothing to refuse; nothing runs
