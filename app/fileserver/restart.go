@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/turboretry/turboretry/offload/host"
 	"github.com/turboretry/turboretry/offload/reuseport"
 )
 
@@ -82,6 +83,9 @@ func (s *Server) CanHandOver() error {
 	}
 	if w.Group.Mode() != reuseport.ModeSteered {
 		return notSteered(w.Group.Reason())
+	}
+	if off := s.cfg.Offload; off.Mode == host.ModeXDP && off.CacheOnly {
+		return fmt.Errorf("%w: %w", ErrNotRestartable, host.ErrReleaseBloomOnly)
 	}
 	return nil
 }
@@ -171,4 +175,29 @@ func (s *Server) Generation() int {
 		return -1
 	}
 	return s.h3.workers.Group.Generation()
+}
+
+// ReleaseOffload gives the integrated XDP offload's interface up for a
+// successor (restart): the program detaches and the AF_XDP sockets close,
+// so until the successor attaches its own every packet reaches the kernel
+// stack and this process's own address validation. The connections keep
+// their packets: short headers pass to the kernel with or without the
+// program. It fails where a successor's program would drop this process's
+// packets (the Bloom-only fast path). Nothing to do without an offload.
+func (s *Server) ReleaseOffload() error {
+	o := s.h3.offload()
+	if o == nil {
+		return nil
+	}
+	return o.Release()
+}
+
+// ReacquireOffload starts the offload ReleaseOffload gave up again (the
+// successor failed).
+func (s *Server) ReacquireOffload() error {
+	o := s.h3.offload()
+	if o == nil {
+		return nil
+	}
+	return o.Reacquire()
 }

@@ -40,8 +40,9 @@ const restartSynopsis = "turboretry restart --pid-file FILE [--state-dir DIR] [-
 	"connections (GOAWAY for HTTP/3, graceful close for HTTPS) and exits when they are done or\n" +
 	"after its --drain-timeout. If the new process fails or is not ready within --timeout, it is\n" +
 	"killed, the old one keeps serving, and restart exits 1 with the reason. --state-dir must be\n" +
-	"serve's (the same default). Needs the steering program (root or CAP_BPF), not with\n" +
-	"--offload xdp, and refuses while the process before the previous restart is still draining\n" +
+	"serve's (the same default). Needs the steering program (root or CAP_BPF); with --offload\n" +
+	"xdp the old process gives the interface up for the new one's program (not with --fastpath\n" +
+	"bloom), and it refuses while the process before the previous restart is still draining\n" +
 	"(docs/operations.md)."
 
 // restartControlName is the control socket's name in the state directory.
@@ -168,7 +169,6 @@ type restarter struct {
 	pidFile      string
 	stateDir     string
 	drainTimeout time.Duration
-	offloading   bool                // the integrated XDP offload runs: not handed over yet
 	inherited    *handover.Inherited // the predecessor, when this process is a successor
 	drain        context.CancelFunc  // ends Serve gracefully
 
@@ -203,8 +203,6 @@ func (r *restarter) start() error {
 	go r.accept(ln)
 	if err := r.srv.CanHandOver(); err != nil {
 		r.log.Warn("restart: turboretry restart will be refused", "reason", err)
-	} else if r.offloading {
-		r.log.Warn("restart: turboretry restart will be refused", "reason", "restart with --offload xdp is not supported yet")
 	}
 	return nil
 }
@@ -289,9 +287,6 @@ func (r *restarter) restart(req restartRequest) restartReply {
 				r.inherited.Header.ParentPID))
 		}
 	}
-	if r.offloading {
-		return fail(errors.New("restart with --offload xdp is not supported yet (the XDP program and AF_XDP sockets on the interface are this process's): stop and start instead"))
-	}
 	binary := req.Binary
 	if binary == "" {
 		var err error
@@ -323,6 +318,14 @@ func (r *restarter) restart(req restartRequest) restartReply {
 	if len(req.Args) > 0 {
 		args = req.Args
 	}
+	// The XDP program slot and the receive queues' AF_XDP sockets take one
+	// owner each: give them up so the successor can attach its own. Until it
+	// has, the kernel stack sees every packet (our connections' as before;
+	// Initials meet the host's own Retry policy, as when the agent fails
+	// open).
+	if err := r.srv.ReleaseOffload(); err != nil {
+		return fail(fmt.Errorf("handing the XDP offload over: %w", err))
+	}
 	r.log.Info("restart: starting the new process", "binary", binary, "args", strings.Join(args, " "), "timeout", req.Timeout)
 	began := time.Now()
 	child, err := handover.Start(context.Background(), handover.Spec{
@@ -334,6 +337,11 @@ func (r *restarter) restart(req restartRequest) restartReply {
 		// The child may have switched the steering before it failed.
 		if terr := r.srv.TakeBack(); terr != nil {
 			err = errors.Join(err, fmt.Errorf("taking new connections back: %w", terr))
+		}
+		// It has been reaped: its program and sockets are gone.
+		if oerr := r.srv.ReacquireOffload(); oerr != nil {
+			r.log.Error("restart: the XDP offload could not be started again; serving without it (the host validates addresses itself)", "err", oerr)
+			err = errors.Join(err, fmt.Errorf("starting the XDP offload again (serving without it): %w", oerr))
 		}
 		return fail(err)
 	}

@@ -81,7 +81,8 @@ func buildTurboretry(t *testing.T) string {
 	return bin
 }
 
-func newRestartEnv(t *testing.T) *restartEnv {
+// newRestartEnv starts the first server with extra serve arguments.
+func newRestartEnv(t *testing.T, extra ...string) *restartEnv {
 	t.Helper()
 	netnstest.RequireRoot(t, "the restart test (network namespaces, the sk_reuseport program)")
 	e := &restartEnv{t: t, nsC: netnstest.New(t, "trrs-c"), nsS: netnstest.New(t, "trrs-s")}
@@ -109,6 +110,7 @@ func newRestartEnv(t *testing.T) *restartEnv {
 	}
 	e.first = exec.Command("ip", "netns", "exec", e.nsS, e.bin, "serve", "--addr", rsAddr, "--root", root,
 		"--state-dir", e.state, "--pid-file", e.pidFile, "--workers", "2", "--drain-timeout", "30s")
+	e.first.Args = append(e.first.Args, extra...)
 	e.first.Stdout, e.first.Stderr = &e.firstOut, &e.firstOut
 	if err := e.first.Start(); err != nil {
 		t.Fatal(err)

@@ -232,7 +232,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var restart *restarter
 	if *pidFile != "" {
 		restart = &restarter{srv: srv, log: log, pidFile: *pidFile, stateDir: *stateDir, drainTimeout: *drainTimeout,
-			offloading: offMode == host.ModeXDP, inherited: inherited, drain: drain}
+			inherited: inherited, drain: drain}
 		defer restart.stop()
 	}
 

@@ -98,7 +98,8 @@ type Config struct {
 	CacheOnly bool
 	// Admitted, when set, sees every connection ID the Transport routes
 	// and the outcome of handing it to the fast path (nil when admitted or
-	// announced), on the goroutine that created the ID. It must not block.
+	// announced; in ModeXDP, an error while a restart has released the
+	// datapath), on the goroutine that created the ID. It must not block.
 	Admitted func(cid []byte, err error)
 }
 

@@ -21,6 +21,10 @@ type agentPart interface {
 	paused() bool
 	setKeyRing(kr *token.KeyRing) error
 	stats(st *Stats) error
+	// release gives the interface up for a successor process (restart);
+	// reacquire takes it back should the successor fail.
+	release() error
+	reacquire() error
 	close() error
 }
 
@@ -176,6 +180,26 @@ func (o *Offload) Stats() (Stats, error) {
 	err := o.part.stats(&st)
 	return st, err
 }
+
+// ErrReleaseBloomOnly is Release's refusal in ModeXDP with the Bloom-only
+// fast path (Config.CacheOnly).
+var ErrReleaseBloomOnly = errors.New("the Bloom-only fast path (--fastpath bloom) keeps this process's connection IDs in its own XDP program's cache, which a successor's program would not have; use the MAC fast path (the default) or stop and start")
+
+// Release gives up what a successor process needs to take the offload
+// over at a restart, and keeps serving without it: in ModeXDP the XDP
+// program detaches and the AF_XDP sockets close, so every packet reaches
+// the kernel stack, the Initials included, which the Transports' own
+// address validation (their Retry policy) handles, as when the agent
+// fails open. It is refused for the Bloom-only fast path (Config.CacheOnly):
+// the connections' IDs are in this process's program cache only. Nothing
+// to release in ModeSplit (the agent is another process). Reacquire undoes
+// it.
+func (o *Offload) Release() error { return o.part.release() }
+
+// Reacquire starts again what Release gave up (the successor failed). It
+// waits a little for the interface to come free (a successor just
+// reaped). A no-op when nothing was released.
+func (o *Offload) Reacquire() error { return o.part.reacquire() }
 
 // Close stops the offload: in ModeXDP the program detaches, so the
 // interface passes everything to the kernel again.

@@ -88,4 +88,8 @@ func (p *splitPart) stats(st *Stats) error {
 	return nil
 }
 
+// The agent is another process, which the successor joins.
+func (p *splitPart) release() error   { return nil }
+func (p *splitPart) reacquire() error { return nil }
+
 func (p *splitPart) close() error { return p.a.Close() }
