@@ -1,8 +1,9 @@
 // Package prefixrate is the fast path's rate limit by source prefix
 // (issue 27): a token bucket per IPv4 /24 or IPv6 /56 (configurable) for the
-// validated Initials that the Retry agent forwards to the host, so that a
-// prefix of real addresses opening connections faster than its rate is
-// answered (CONNECTION_REFUSED, or dropped) before the host works.
+// connection attempts (validated first Initials, each attempt charged
+// once) that the Retry agent forwards to the host, so that a prefix of
+// real addresses opening connections faster than its rate is answered
+// (CONNECTION_REFUSED, or dropped) before the host works.
 //
 // The bucket is kept as a GCRA theoretical arrival time (TAT), one number
 // per prefix: a bucket of Burst tokens refilled by one every Interval is
