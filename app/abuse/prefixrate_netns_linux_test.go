@@ -12,7 +12,7 @@ import (
 // the clients' /24 may start 4 connection attempts (no refill during the
 // test); quic-go's fetches get through until the agent has taken them,
 // exactly 4 (a ClientHello in two datagrams takes one token; before
-// issue 27's fix it took two, and 2 fetches got through), then one is
+// issue 27's fix it took two, and 1 or 2 fetches got through), then one is
 // refused with CONNECTION_REFUSED at once, by the agent (the program
 // leaves it to the agent to build the close), before the QUIC host sees
 // it. Needs root and AF_XDP.
