@@ -186,9 +186,10 @@ func (a *admission) release(s *baseServer, c *Conn) {
 	}
 }
 
-// closed gives back, when connection c starts closing or draining, its
-// handshake slot and its connection slot (and its prefix's share of both)
-// of listener s: it will never carry data again, and a closing connection
+// closed gives back, when its connection starts closing or draining, the
+// handshake slot and the connection slot (and its prefix's share of both)
+// held of listener s (nil for a client): the connection will never carry
+// data again, and a closing connection
 // only answers packets with its CONNECTION_CLOSE (RFC 9000 section 10.2),
 // so holding a slot for its three PTOs would refuse new clients for
 // connections that have ended. It counts among the listener's closing
