@@ -447,3 +447,75 @@ func TestAdmissionHandshakeShare(t *testing.T) {
 		}
 	})
 }
+
+// TestAdmissionClosedGiveBackSlots: a connection that has closed gives its
+// connection slot, and its prefix's share, back when it starts draining,
+// not three PTOs later at teardown (RFC 9000 section 10.2: a draining
+// connection only absorbs late packets). Visits one after another, each
+// closed by the client, fill neither the global cap (2) nor, with
+// admission, a lone prefix's share (half of 4) with connections that have
+// ended. Before the fix the visit after the cap's (the share's) worth was
+// refused (connection_cap, prefix_connections) while the others drained.
+// Closing connections have a bound of their own (MaxConnections), so the
+// count is checked only while under it.
+func TestAdmissionClosedGiveBackSlots(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		conf *Config
+	}{
+		{"GlobalCap", &Config{MaxConnections: 3, MaxIdleTimeout: 5 * time.Minute}},
+		{"PrefixShare", &Config{MaxConnections: 4, MaxIdleTimeout: 5 * time.Minute, Admission: &AdmissionConfig{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			simTest(t, simLink, func(t *testing.T, s *sim) {
+				tr, addr := s.admissionServer(nil, tc.conf)
+				cl := s.transport(simPrefixAddr(1, 1))
+				for i := range tc.conf.MaxConnections + 1 {
+					if err := fetch(t, cl, addr, nil); err != nil {
+						t.Fatalf("visit %d: %v (refused: %v)", i, err, tr.Stats().Refused)
+					}
+					// The client's close reaches the server, which drains
+					// for three PTOs (over 100 ms here).
+					time.Sleep(20 * time.Millisecond)
+					if n := tr.Stats().Connections; n != 0 && i < tc.conf.MaxConnections {
+						t.Fatalf("after visit %d: %d connections counted, want 0 (draining ones hold none)", i, n)
+					}
+				}
+				tr.server.mu.Lock()
+				closing := tr.server.load.closing
+				tr.server.mu.Unlock()
+				if closing == 0 {
+					t.Fatal("no draining connection counted among the closing: the test saw no draining period")
+				}
+			})
+		})
+	}
+}
+
+// TestAdmissionClosingBounded: closing connections count in a bound of
+// their own, MaxConnections of them; past it a closing connection keeps
+// its connection slot until teardown. Everything is given back once.
+func TestAdmissionClosingBounded(t *testing.T) {
+	s := &baseServer{config: &Config{MaxConnections: 2}}
+	var conns [3]admission
+	for i := range conns {
+		conns[i].holdsConnSlot, conns[i].holdsHandshakeSlot = true, true
+	}
+	s.load.conns, s.load.handshaking = 3, 3
+	for i := range conns {
+		conns[i].closed(s)
+		conns[i].closed(s) // closing, then draining: counted once
+	}
+	if s.load.conns != 1 || s.load.closing != 2 || s.load.handshaking != 0 {
+		t.Fatalf("conns %d, closing %d, handshaking %d; want 1, 2, 0", s.load.conns, s.load.closing, s.load.handshaking)
+	}
+	if !conns[2].holdsConnSlot || conns[2].holdsClosingSlot {
+		t.Fatal("the third closing connection did not keep its connection slot")
+	}
+	for i := range conns {
+		conns[i].release(s, nil)
+	}
+	if s.load != (serverLoad{}) {
+		t.Fatalf("after teardown: %+v, want nothing held", s.load)
+	}
+}

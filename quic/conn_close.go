@@ -68,6 +68,7 @@ func (c *Conn) closeLocal(err error) {
 		c.close.finished = true
 	} else {
 		c.send.pending = append(c.send.pending, outDatagram{b: c.close.packet})
+		c.admit.closed(c.server)
 	}
 	// The recorder sees the CONNECTION_CLOSE packet, then closes: quic-go
 	// closes it before CloseWithError returns.
@@ -185,4 +186,5 @@ func (c *Conn) drainOnPeerClose(err error) {
 	c.trace = nil
 	c.close.draining = true
 	c.close.deadline = time.Now().Add(c.close.period(c.t.singleDial, c.loss.pto()))
+	c.admit.closed(c.server)
 }

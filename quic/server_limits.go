@@ -39,8 +39,12 @@ type admission struct {
 	// among the unvalidated connections with its estimated cost.
 	holdsConnSlot      bool
 	holdsHandshakeSlot bool
-	holdsUnvalidated   bool
-	unvalidatedCost    int64
+	// holdsClosingSlot: the connection is closing or draining and counts
+	// among the listener's closing connections instead of its connections
+	// (admission.closed).
+	holdsClosingSlot bool
+	holdsUnvalidated bool
+	unvalidatedCost  int64
 	// prefix is the entry of the client's source prefix that the slots
 	// are counted in too (Config.Admission), nil without.
 	prefix *prefixEntry
@@ -51,6 +55,10 @@ type admission struct {
 type serverLoad struct {
 	conns       int
 	handshaking int
+	// closing counts connections in their closing or draining period
+	// that gave their connection slot back (admission.closed); at most
+	// MaxConnections.
+	closing     int
 	unvalidated int
 	// unvalidatedBytes sums the unvalidated connections' unvalidatedCost.
 	unvalidatedBytes int64
@@ -160,6 +168,12 @@ func (a *admission) release(s *baseServer, c *Conn) {
 	s.notPending(c)
 	a.handshakeSlotDone(s)
 	a.leaveUnvalidated(s)
+	if a.holdsClosingSlot {
+		a.holdsClosingSlot = false
+		s.mu.Lock()
+		s.load.closing--
+		s.mu.Unlock()
+	}
 	if a.holdsConnSlot {
 		a.holdsConnSlot = false
 		s.mu.Lock()
@@ -169,6 +183,36 @@ func (a *admission) release(s *baseServer, c *Conn) {
 			a.prefix = nil
 		}
 		s.mu.Unlock()
+	}
+}
+
+// closed gives back, when its connection starts closing or draining, the
+// handshake slot and the connection slot (and its prefix's share of both)
+// held of listener s (nil for a client): the connection will never carry
+// data again, and a closing connection
+// only answers packets with its CONNECTION_CLOSE (RFC 9000 section 10.2),
+// so holding a slot for its three PTOs would refuse new clients for
+// connections that have ended. It counts among the listener's closing
+// connections instead, a bound of its own (MaxConnections of them); with
+// that full it keeps its connection slot until teardown, as before.
+// Its place among the unvalidated stays until teardown: its memory does.
+func (a *admission) closed(s *baseServer) {
+	if s == nil || !a.holdsConnSlot {
+		return
+	}
+	a.handshakeSlotDone(s)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.load.closing >= s.config.MaxConnections {
+		return
+	}
+	s.load.closing++
+	a.holdsClosingSlot = true
+	a.holdsConnSlot = false
+	s.load.conns--
+	if e := a.prefix; e != nil {
+		s.prefixes.connDone(e)
+		a.prefix = nil
 	}
 }
 

@@ -129,8 +129,8 @@ type transportCounters struct {
 // as you like (the file server's /metrics does).
 type TransportStats struct {
 	// Connections is the listener's server connections now (established
-	// or in the handshake, not yet released), bounded by
-	// Config.MaxConnections.
+	// or in the handshake; one that is closing or draining gives its slot
+	// back), bounded by Config.MaxConnections.
 	Connections int
 	// Handshaking is the listener's connections whose handshake has not
 	// completed, bounded by Config.MaxHandshakes.

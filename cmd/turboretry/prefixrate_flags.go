@@ -12,8 +12,8 @@ import (
 // (serve has its own --prefix-len4/6, which the fast path shares). The
 // returned function builds the prefixrate.Config after parsing.
 func prefixRateFlags(fs *flag.FlagSet, pre string, withLens bool) func(len4, len6 int) (prefixrate.Config, error) {
-	rate := fs.Float64(pre+"prefix-rate", 0, "validated Initials per second one source prefix may send through the fast path; past it they are refused or dropped before the host sees them (see --"+pre+"prefix-action); 0: no limit")
-	burst := fs.Int(pre+"prefix-burst", 0, "validated Initials one source prefix may send at once before --"+pre+"prefix-rate applies; 0: twice the rate")
+	rate := fs.Float64(pre+"prefix-rate", 0, "connection attempts (validated first Initials; a ClientHello in two datagrams counts once) per second one source prefix may start through the fast path; past it they are refused or dropped before the host sees them (see --"+pre+"prefix-action); 0: no limit")
+	burst := fs.Int(pre+"prefix-burst", 0, "connection attempts one source prefix may start at once before --"+pre+"prefix-rate applies; 0: twice the rate")
 	action := fs.String(pre+"prefix-action", "refuse", "what an over-rate Initial gets (`ACTION`): refuse (CONNECTION_REFUSED, built by the agent) or drop (in the XDP program)")
 	maxPrefixes := fs.Int(pre+"max-prefixes", prefixrate.DefaultMaxPrefixes, "source prefixes the fast path's rate limit tracks (least recently used ones are forgotten)")
 	var l4, l6 *int

@@ -37,12 +37,12 @@ var (
 const (
 	pnBenign  = 32 // benign clients, each in a /24 of its own
 	pnFetches = 2  // fetches per benign client, one after the other
-	// The server's limits. With 128 connections (reserve 16) the benign
-	// clients' closed connections, which hold their slots while they
-	// drain (3 PTO), fill what the attackers leave faster than it frees
-	// on this machine, and a quarter of the benign fetches are refused
-	// (docs/abuse.md); 512 leaves room for the 64 fetches of a round.
-	pnMaxConns    = 512
+	// The server's limits: small, so that the benign clients' closed
+	// connections matter. They give their slots back when they start
+	// draining; when they held them for the draining period (3 PTO) they
+	// filled the few slots the attackers leave, and up to half of the
+	// returning clients were refused (docs/abuse.md).
+	pnMaxConns    = 128
 	pnMaxHs       = 128
 	pnAttackPause = 100 * time.Millisecond // an attacker address's pause after a refusal
 )
@@ -50,7 +50,7 @@ const (
 func pnBenignIP(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 19, byte(10 + i), 1}) }
 
 // TestPrefixAdmissionOneSlash24 is issue 27's namespace test of the stack's
-// admission by source prefix: `turboretry serve` (admission on, 512
+// admission by source prefix: `turboretry serve` (admission on, 128
 // connections, 128 handshakes, Retry always) in a namespace; 256 real
 // addresses of one /24 run quic-go clients that pass Retry, complete their
 // handshakes and hold every connection they get, and dial again after
@@ -317,11 +317,12 @@ func pct(ds []time.Duration, p int) time.Duration {
 // TestPrefixAdmissionSpread is issue 27's spread attack: 256 attacker
 // addresses, one in each of 256 /24s (198.18.0-255.1), hold every
 // connection they can get (the whole cap but the returning clients'
-// reserve: 448 of 512) and dial again after each refusal. 32 returning
+// reserve: 112 of 128) and dial again after each refusal. 32 returning
 // clients (quic-go with a token store, holding a NEW_TOKEN token from a
 // visit before the attack) fetch once each: every fetch must succeed, on
-// the reserve (64). 32 fresh clients fetch once too: what fair sharing gives them
-// is logged, and each that is not served must be refused with
+// the reserve (16: the visits' closed connections must give their slots
+// back as they close). 32 fresh clients fetch once too: what fair sharing
+// gives them is logged, and each that is not served must be refused with
 // CONNECTION_REFUSED, never left to time out. Needs root.
 func TestPrefixAdmissionSpread(t *testing.T) {
 	var attackers []netip.Addr
@@ -329,7 +330,7 @@ func TestPrefixAdmissionSpread(t *testing.T) {
 		attackers = append(attackers, netip.AddrFrom4([4]byte{198, 18, byte(i), 1}))
 	}
 	returning, fresh := pnBenignAddrs(0, pnBenign), pnBenignAddrs(40, pnBenign)
-	// The returning clients' reserve is 64 of the 512 (1/8).
+	// The returning clients' reserve is 16 of the 128 (1/8).
 	const maxConns = pnMaxConns
 	s := pnStartServer(t, append(slices.Clone(returning), fresh...), attackers)
 	ctx := ctxFor(t)

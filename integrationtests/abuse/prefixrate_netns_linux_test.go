@@ -9,11 +9,13 @@ import (
 
 // TestServeXDPPrefixRate is issue 27's fast-path limit in the integrated
 // mode, through `turboretry serve --offload xdp --offload-prefix-rate`:
-// the clients' /24 may send 4 validated Initials (no refill during the
+// the clients' /24 may start 4 connection attempts (no refill during the
 // test); quic-go's fetches get through until the agent has taken them,
-// then one is refused with CONNECTION_REFUSED at once, by the agent (the
-// program leaves it to the agent to build the close), before the QUIC
-// host sees it. Needs root and AF_XDP.
+// exactly 4 (a ClientHello in two datagrams takes one token; before
+// issue 27's fix it took two, and 1 or 2 fetches got through), then one is
+// refused with CONNECTION_REFUSED at once, by the agent (the program
+// leaves it to the agent to build the close), before the QUIC host sees
+// it. Needs root and AF_XDP.
 func TestServeXDPPrefixRate(t *testing.T) {
 	s := startXDPServer(t, "the integrated offload's prefix-rate test (network namespaces, XDP, AF_XDP)",
 		"--offload-prefix-rate", "0.001", "--offload-prefix-burst", "4")
@@ -34,8 +36,8 @@ func TestServeXDPPrefixRate(t *testing.T) {
 			t.Fatalf("fetch %d: %v", i, err)
 		}
 	}
-	if fetched == 0 || !refused {
-		t.Fatalf("%d fetches, refused %v: want at least one fetch, then a refusal", fetched, refused)
+	if fetched != 4 || !refused {
+		t.Fatalf("%d fetches, refused %v: want 4 fetches (one token each), then a refusal", fetched, refused)
 	}
 	m := s.scrape()
 	taken := m[series("turboretry_agent_prefix_rate_tokens_total", "result", "taken")]

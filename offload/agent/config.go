@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/turboretry/turboretry/internal/stateless"
@@ -113,7 +114,9 @@ type Config struct {
 	// send (issue 27); the zero value is off. An Initial with a token from
 	// a prefix over its rate is answered with CONNECTION_REFUSED
 	// (prefixrate.Refuse) or dropped (prefixrate.Drop) without validating
-	// the token; a validated first Initial takes a token from its prefix.
+	// the token, unless it belongs to a connection attempt that took its
+	// token earlier; an attempt's first validated Initial takes a token
+	// from its prefix, its other datagrams none.
 	PrefixRate prefixrate.Config
 	// OnPrefixEmpty, if set, is called when a validated Initial empties its
 	// prefix's bucket, with Unix nanoseconds of the packet's time (the
@@ -121,6 +124,13 @@ type Config struct {
 	// the prefix's Initials itself). It runs on a worker goroutine, outside
 	// the agent's locks, and must not block for long.
 	OnPrefixEmpty prefixrate.EmptyFunc
+	// OnAttemptAdmitted, if set, is called when a connection attempt
+	// takes its prefix's token (its first validated Initial; dcid is its
+	// DCID, valid only during the call): the datapath hands it to the XDP
+	// program, which then lets the attempt's other Initials through while
+	// the prefix is over. It runs on a worker goroutine, outside the
+	// agent's locks.
+	OnAttemptAdmitted func(prefix netip.Prefix, dcid []byte)
 	// OnHeartbeat, if set, is called with each heartbeat's time (for
 	// example to write it where the fast path reads it). It runs on the
 	// heartbeat goroutine and must not block for long.

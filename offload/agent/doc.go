@@ -21,12 +21,16 @@
 //     after the retransmission window, gets a Retry (reason token_replayed). The host applies the same rule to what the
 //     agent forwards, so the two agree. The connection's later Initials
 //     (DCID known to the cache) pass unchecked.
-//   - With Config.PrefixRate, a first Initial whose token validated takes a
-//     token from its source prefix's bucket (package offload/prefixrate);
-//     while the bucket is empty, every Initial with a token from the prefix
-//     is answered with CONNECTION_REFUSED (or dropped) before its token is
-//     checked, and Config.OnPrefixEmpty hands the bucket to the XDP program,
-//     which then sheds the prefix's Initials itself.
+//   - With Config.PrefixRate, a connection attempt whose first Initial's
+//     token validated takes a token from its source prefix's bucket, once
+//     (package offload/prefixrate): the attempt, its prefix and first DCID,
+//     is remembered, and its other Initials take none. While the bucket is
+//     empty, every Initial with a token from the prefix is answered with
+//     CONNECTION_REFUSED (or dropped) before its token is checked, except
+//     an admitted attempt's (and a known DCID's, whose token must then tie
+//     it to one); Config.OnPrefixEmpty hands the bucket, and
+//     Config.OnAttemptAdmitted each admitted attempt, to the XDP program,
+//     which then sheds the prefix's other Initials itself.
 //   - A long header of an unknown version (1200 bytes or more) gets Version
 //     Negotiation; version 0 and everything else is dropped.
 //   - An Initial whose DCID is under 8 bytes opens nothing unless a valid

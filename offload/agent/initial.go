@@ -19,12 +19,14 @@ func (w *Worker) initial(from netip.AddrPort, out []byte) (Reason, []byte) {
 	if len(h.Token) == 0 {
 		return w.retry(from, out, ReasonRetry)
 	}
-	// An over-rate prefix's Initials are answered before any token work.
-	// A later Initial of a connection admitted earlier is among them: its
-	// loss costs the handshake nothing (the client's Handshake packets
-	// pass the fast path), and a close keyed to its DCID, the host's ID,
-	// is not one the client can open.
-	if lim := w.eng.prefixes; lim != nil && lim.Over(from.Addr(), w.now) {
+	// An over-rate prefix's Initials are answered before any token work,
+	// except those of a connection attempt admitted earlier: the other
+	// datagram of its ClientHello and its retransmissions (the attempt's
+	// first DCID, remembered), and its later Initials, to the host's ID,
+	// which the token ties to the attempt (checked below, once it opens).
+	lim := w.eng.prefixes
+	over := lim != nil && lim.Over(from.Addr(), w.now)
+	if over && !lim.Admitted(from.Addr(), h.DestConnID) && !w.mayBeLater(h.DestConnID) {
 		return w.overRate(out)
 	}
 	res, err := w.validator.Validate(h.Token, token.TypeAny, from, w.now, w.payload[:0])
@@ -42,7 +44,7 @@ func (w *Worker) initial(from netip.AddrPort, out []byte) (Reason, []byte) {
 		return w.newTokenInitial(w.now, from, out)
 	}
 	if bytes.Equal(res.RSCID, h.DestConnID) {
-		if !w.takePrefixToken(from) {
+		if !w.takePrefixToken(from, h.DestConnID) {
 			return w.overRate(out)
 		}
 		// An RSCID whose MAC the fast path verifies needs no entry.
@@ -53,10 +55,21 @@ func (w *Worker) initial(from netip.AddrPort, out []byte) (Reason, []byte) {
 	}
 	// The client's later Initials keep the token but switch the DCID to
 	// the host's SCID, which egress admitted or which verifies.
-	if w.verifies(h.DestConnID) || w.lookup != nil && w.lookup.Contains(h.DestConnID) {
+	if w.mayBeLater(h.DestConnID) {
+		// While the prefix is over, only an attempt that took its token
+		// (the token's RSCID was its first DCID) goes on.
+		if over && !lim.Admitted(from.Addr(), res.RSCID) {
+			return w.overRate(out)
+		}
 		return ReasonRetryTokenKnownCID, nil
 	}
 	return ReasonRSCIDMismatch, nil
+}
+
+// mayBeLater reports whether an Initial's DCID may be a connection's
+// later one: one of the server's IDs, or a DCID in the fast path's cache.
+func (w *Worker) mayBeLater(dcid []byte) bool {
+	return w.verifies(dcid) || w.lookup != nil && w.lookup.Contains(dcid)
 }
 
 // newTokenInitial handles an Initial in w.hdr whose new_token token
@@ -85,7 +98,7 @@ func (w *Worker) newTokenInitial(now time.Time, from netip.AddrPort, out []byte)
 			return ReasonDCIDTooShort, nil
 		}
 	}
-	if !w.takePrefixToken(from) {
+	if !w.takePrefixToken(from, h.DestConnID) {
 		return w.overRate(out)
 	}
 	// The client's 0-RTT packets carry this DCID too. It is the client's
@@ -97,11 +110,21 @@ func (w *Worker) newTokenInitial(now time.Time, from netip.AddrPort, out []byte)
 }
 
 // takePrefixToken takes a token from the bucket of from's prefix for a
-// validated first Initial, and reports whether there was one (always
-// true with the limit off).
-func (w *Worker) takePrefixToken(from netip.AddrPort) bool {
+// validated first Initial with DCID dcid, once per connection attempt (the
+// ClientHello's other datagram and retransmissions take none), and
+// reports whether the attempt may go on (always with the limit off). A
+// newly admitted attempt goes to Config.OnAttemptAdmitted, so that the
+// XDP program lets its other datagrams through while the prefix is over.
+func (w *Worker) takePrefixToken(from netip.AddrPort, dcid []byte) bool {
 	lim := w.eng.prefixes
-	return lim == nil || lim.Allow(from.Addr(), w.now)
+	if lim == nil {
+		return true
+	}
+	ok, first := lim.AllowAttempt(from.Addr(), dcid, w.now)
+	if first && w.eng.cfg.OnAttemptAdmitted != nil {
+		w.eng.cfg.OnAttemptAdmitted(lim.Config().PrefixOf(from.Addr()), dcid)
+	}
+	return ok
 }
 
 // overRate answers the Initial in w.hdr, whose prefix is over its rate:

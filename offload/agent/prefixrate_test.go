@@ -148,10 +148,10 @@ func TestPrefixRateDropAndSpoofing(t *testing.T) {
 	processAt(t, w, later, from, start, ReasonNewTokenKnownCID)
 	processAt(t, w, later, from, start, ReasonNewTokenKnownCID)
 	processAt(t, w, validInitial(t, w, from, start), from, start, ReasonRetryTokenForwarded)
-	// Empty now: every Initial with a token is dropped, a later one of an
-	// admitted connection too (its loss costs the handshake nothing).
+	// Empty now: every new attempt's Initial with a token is dropped, but
+	// not a later one of an admitted connection (its DCID is known).
 	processAt(t, w, validInitial(t, w, from, start), from, start, ReasonPrefixRateDropped)
-	processAt(t, w, later, from, start, ReasonPrefixRateDropped)
+	processAt(t, w, later, from, start, ReasonNewTokenKnownCID)
 	processAt(t, w, forged, from, start, ReasonPrefixRateDropped)
 	if ps := env.eng.PrefixRateStats(); ps.Allowed != 2 || ps.Refused != 0 {
 		t.Fatalf("prefix stats %+v: a refused or forged Initial took a token", ps)
@@ -192,11 +192,14 @@ func benchOverRate(b *testing.B, act prefixrate.Action, want Reason) {
 		c.PrefixRate = prefixrate.Config{Rate: 0.001, Burst: 1, Action: act, RefuseRate: 1e12}
 	})
 	tok, rscid := agentRetryToken(b, env)
-	pkt := clientInitial(b, wire.Version1, rscid, cscid, tok, 1200)
+	first := clientInitial(b, wire.Version1, rscid, cscid, tok, 1200)
 	out := make([]byte, 0, MaxReplyLen)
-	if _, r, _ := env.w.Process(pkt, clientAddr, out); r != ReasonRetryTokenForwarded {
+	if _, r, _ := env.w.Process(first, clientAddr, out); r != ReasonRetryTokenForwarded {
 		b.Fatalf("first Initial: %v", r)
 	}
+	// Another attempt of the prefix (the first one's datagrams pass).
+	tok, rscid = agentRetryToken(b, env)
+	pkt := clientInitial(b, wire.Version1, rscid, cscid, tok, 1200)
 	if _, r, _ := env.w.Process(pkt, clientAddr, out); r != want {
 		b.Fatalf("reason %v, want %v", r, want)
 	}
@@ -217,4 +220,57 @@ func BenchmarkPrefixRateRefuse(b *testing.B) {
 // before the XDP program has the prefix's bucket).
 func BenchmarkPrefixRateDrop(b *testing.B) {
 	benchOverRate(b, prefixrate.Drop, ReasonPrefixRateDropped)
+}
+
+// TestPrefixRateChargesAttemptOnce: a connection attempt takes one token
+// of its prefix however many datagrams its ClientHello spans (two here,
+// and a retransmission), so an attempt admitted just before its prefix
+// runs empty is not refused halfway; while the prefix is over, the
+// admitted attempts' datagrams and their later Initials (to the host's
+// ID, with the token) go on, a new attempt's do not, nor a later Initial
+// whose token's attempt was refused. Each admitted attempt goes to
+// OnAttemptAdmitted once.
+func TestPrefixRateChargesAttemptOnce(t *testing.T) {
+	type admitted struct {
+		prefix netip.Prefix
+		dcid   string
+	}
+	var hooked []admitted
+	env := newTestEnv(t, func(c *Config) {
+		c.PrefixRate = prefixrate.Config{Rate: 10, Burst: 2, Action: prefixrate.Drop}
+		c.OnAttemptAdmitted = func(p netip.Prefix, dcid []byte) { hooked = append(hooked, admitted{p, string(dcid)}) }
+	})
+	w := env.w
+	from := clientAddr
+	attempt := func() (first, second []byte, rscid, tok []byte) {
+		tok, rscid = retryTokenFor(t, w, from, start)
+		return clientInitial(t, wire.Version1, rscid, cscid, tok, 1200),
+			clientInitial(t, wire.Version1, rscid, cscid, tok, 1250), rscid, tok
+	}
+	a1, a2, rscidA, tokA := attempt()
+	b1, b2, rscidB, _ := attempt()
+	processAt(t, w, a1, from, start, ReasonRetryTokenForwarded)
+	processAt(t, w, a2, from, start, ReasonRetryTokenForwarded)
+	processAt(t, w, b1, from, start, ReasonRetryTokenForwarded) // the last token
+	processAt(t, w, b2, from, start, ReasonRetryTokenForwarded) // over now, but B's
+	c1, _, _, tokC := attempt()
+	processAt(t, w, c1, from, start, ReasonPrefixRateDropped)
+	processAt(t, w, a1, from, start.Add(time.Millisecond), ReasonRetryTokenForwarded) // a retransmission
+
+	// Later Initials, to the host's SCID (which egress admitted).
+	hostSCID := []byte{9, 9, 9, 9, 8, 8, 8, 8}
+	if err := env.cache.Insert(hostSCID); err != nil {
+		t.Fatal(err)
+	}
+	processAt(t, w, clientInitial(t, wire.Version1, hostSCID, cscid, tokA, 1200), from, start, ReasonRetryTokenKnownCID)
+	processAt(t, w, clientInitial(t, wire.Version1, hostSCID, cscid, tokC, 1200), from, start, ReasonPrefixRateDropped)
+
+	if ps := env.eng.PrefixRateStats(); ps.Allowed != 2 {
+		t.Fatalf("prefix stats %+v: want 2 tokens taken, one per attempt", ps)
+	}
+	pfx := netip.PrefixFrom(from.Addr(), 24).Masked()
+	want := []admitted{{pfx, string(rscidA)}, {pfx, string(rscidB)}}
+	if len(hooked) != 2 || hooked[0] != want[0] || hooked[1] != want[1] {
+		t.Fatalf("OnAttemptAdmitted calls %v, want %v", hooked, want)
+	}
 }

@@ -92,6 +92,7 @@ func Start(cfg Config) (*Datapath, error) {
 		OnHeartbeat:       func(time.Time) { d.beat() },
 		PrefixRate:        cfg.PrefixRate,
 		OnPrefixEmpty:     prog.PrefixEmptied,
+		OnAttemptAdmitted: prog.AttemptAdmitted,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

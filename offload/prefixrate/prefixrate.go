@@ -1,8 +1,9 @@
 // Package prefixrate is the fast path's rate limit by source prefix
 // (issue 27): a token bucket per IPv4 /24 or IPv6 /56 (configurable) for the
-// validated Initials that the Retry agent forwards to the host, so that a
-// prefix of real addresses opening connections faster than its rate is
-// answered (CONNECTION_REFUSED, or dropped) before the host works.
+// connection attempts (validated first Initials, each attempt charged
+// once) that the Retry agent forwards to the host, so that a prefix of
+// real addresses opening connections faster than its rate is answered
+// (CONNECTION_REFUSED, or dropped) before the host works.
 //
 // The bucket is kept as a GCRA theoretical arrival time (TAT), one number
 // per prefix: a bucket of Burst tokens refilled by one every Interval is
@@ -18,6 +19,7 @@ package prefixrate
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"net/netip"
 	"sync"
@@ -29,6 +31,7 @@ const (
 	DefaultPrefixLen4  = 24
 	DefaultPrefixLen6  = 56
 	DefaultMaxPrefixes = 65536
+	DefaultMaxAttempts = 4096
 )
 
 // Action is what happens to a validated Initial over its prefix's rate.
@@ -66,9 +69,11 @@ func ParseAction(s string) (Action, error) {
 
 // Config configures the limit. The zero Config is off.
 type Config struct {
-	// Rate is the number of validated Initials (datagrams) a prefix may
-	// send per second; 0 turns the limit off. A ClientHello in two
-	// datagrams costs two.
+	// Rate is the number of connection attempts (validated first
+	// Initials) a prefix may start per second; 0 turns the limit off. An
+	// attempt is charged once: the other datagrams of its ClientHello, and
+	// its retransmissions, carry the same DCID and take nothing
+	// (Limiter.AllowAttempt).
 	Rate float64
 	// Burst is the bucket's size; 0 means max(1, ceil(2*Rate)).
 	Burst int
@@ -80,6 +85,11 @@ type Config struct {
 	// XDP program's LRU map); 0 means DefaultMaxPrefixes, and it is at
 	// least 16. The least recently charged one is forgotten first.
 	MaxPrefixes int
+	// MaxAttempts bounds the connection attempts remembered as admitted,
+	// by (prefix, first DCID), so that an attempt is charged once and its
+	// later datagrams pass while its prefix is over; 0 means
+	// DefaultMaxAttempts, and it is at least 64. The oldest go first.
+	MaxAttempts int
 	// Action is what an over-rate Initial gets.
 	Action Action
 	// RefuseRate bounds the CONNECTION_REFUSED closes each agent worker
@@ -111,9 +121,14 @@ func (c Config) WithDefaults() (Config, error) {
 	if c.RefuseRate == 0 {
 		c.RefuseRate = DefaultRefuseRate
 	}
-	if c.Burst < 0 || c.MaxPrefixes < 0 {
-		return c, errors.New("prefixrate: negative Burst or MaxPrefixes")
+	if c.Burst < 0 || c.MaxPrefixes < 0 || c.MaxAttempts < 0 {
+		return c, errors.New("prefixrate: negative Burst, MaxPrefixes or MaxAttempts")
 	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	// One set per shard at least.
+	c.MaxAttempts = max(c.MaxAttempts, numShards*attemptWays)
 	if c.Burst == 0 {
 		c.Burst = max(1, int(math.Ceil(2*c.Rate)))
 	}
@@ -182,6 +197,7 @@ type Limiter struct {
 	interval  int64
 	tolerance int64
 	onEmpty   EmptyFunc
+	seed      maphash.Seed // keys the attempts' hashes: unpredictable sets
 	shards    [numShards]shard
 }
 
@@ -195,6 +211,21 @@ type shard struct {
 	evictions  uint64
 	refused    uint64
 	allowed    uint64
+
+	// attempts are the connection attempts of the shard's prefixes
+	// admitted lately, a set-associative table of attemptWays ways: an
+	// attempt's key picks a set, a new attempt replaces the oldest of it.
+	attempts []attempt
+}
+
+// attemptWays is the associativity of the attempts' table.
+const attemptWays = 4
+
+// attempt is an admitted connection attempt: a hash of its prefix and
+// first DCID (never 0; 0 marks a free way), and when it was admitted.
+type attempt struct {
+	key uint64
+	at  int64
 }
 
 type entry struct {
@@ -210,8 +241,9 @@ func NewLimiter(cfg Config, onEmpty EmptyFunc) (*Limiter, error) {
 	if err != nil || !cfg.Enabled() {
 		return nil, err
 	}
-	l := &Limiter{cfg: cfg, interval: int64(cfg.Interval()), tolerance: int64(cfg.Tolerance()), onEmpty: onEmpty}
+	l := &Limiter{cfg: cfg, interval: int64(cfg.Interval()), tolerance: int64(cfg.Tolerance()), onEmpty: onEmpty, seed: maphash.MakeSeed()}
 	per := cfg.MaxPrefixes / numShards
+	sets := cfg.MaxAttempts / (numShards * attemptWays)
 	for i := range l.shards {
 		s := &l.shards[i]
 		s.limit = per
@@ -221,6 +253,7 @@ func NewLimiter(cfg Config, onEmpty EmptyFunc) (*Limiter, error) {
 		s.index = make(map[netip.Prefix]int32, s.limit)
 		s.entries = make([]entry, 0, s.limit)
 		s.head, s.tail = -1, -1
+		s.attempts = make([]attempt, sets*attemptWays)
 	}
 	return l, nil
 }
@@ -256,6 +289,104 @@ func (l *Limiter) Allow(addr netip.Addr, now time.Time) bool {
 	t := now.UnixNano()
 	s := l.shardOf(p)
 	s.mu.Lock()
+	next, ok := l.takeLocked(s, p, t)
+	s.mu.Unlock()
+	l.emptied(p, next, t, ok)
+	return ok
+}
+
+// AllowAttempt is Allow for the validated Initial of a connection attempt
+// whose first DCID is dcid: the attempt's first Initial takes a token and
+// is remembered (Config.MaxAttempts), so that its other datagrams (a
+// ClientHello in two, retransmissions) take none and pass even while the
+// prefix is over. first reports that this Initial took the token.
+func (l *Limiter) AllowAttempt(addr netip.Addr, dcid []byte, now time.Time) (ok, first bool) {
+	p := l.cfg.PrefixOf(addr)
+	t := now.UnixNano()
+	key := l.attemptKey(p, dcid)
+	s := l.shardOf(p)
+	s.mu.Lock()
+	if s.hasAttempt(key) {
+		s.mu.Unlock()
+		return true, false
+	}
+	next, ok := l.takeLocked(s, p, t)
+	if ok {
+		s.addAttempt(key, t)
+	}
+	s.mu.Unlock()
+	l.emptied(p, next, t, ok)
+	return ok, ok
+}
+
+// Admitted reports whether the connection attempt from addr's prefix whose
+// first DCID is dcid took its token (AllowAttempt) and is still
+// remembered: its Initials are not over the rate.
+func (l *Limiter) Admitted(addr netip.Addr, dcid []byte) bool {
+	p := l.cfg.PrefixOf(addr)
+	key := l.attemptKey(p, dcid)
+	s := l.shardOf(p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hasAttempt(key)
+}
+
+// attemptKey hashes prefix p and a DCID (at most 20 bytes count) into an
+// attempt's key; never 0.
+func (l *Limiter) attemptKey(p netip.Prefix, dcid []byte) uint64 {
+	var b [16 + 2 + 20]byte
+	a := p.Addr().As16()
+	copy(b[:16], a[:])
+	b[16] = byte(p.Bits())
+	n := copy(b[18:], dcid)
+	b[17] = byte(n)
+	return maphash.Bytes(l.seed, b[:18+n]) | 1
+}
+
+// set returns the ways of the set key falls in.
+func (s *shard) set(key uint64) []attempt {
+	sets := uint64(len(s.attempts) / attemptWays)
+	i := (key >> 32) % sets * attemptWays
+	return s.attempts[i : i+attemptWays]
+}
+
+func (s *shard) hasAttempt(key uint64) bool {
+	for _, a := range s.set(key) {
+		if a.key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// addAttempt remembers key in place of the oldest attempt of its set.
+func (s *shard) addAttempt(key uint64, now int64) {
+	set := s.set(key)
+	oldest := 0
+	for i := range set {
+		if set[i].key == 0 {
+			oldest = i
+			break
+		}
+		if set[i].at < set[oldest].at {
+			oldest = i
+		}
+	}
+	set[oldest] = attempt{key: key, at: now}
+}
+
+// emptied calls the OnEmpty hook when a token taken at now (ok) left the
+// bucket of p empty until next.
+func (l *Limiter) emptied(p netip.Prefix, next, now int64, ok bool) {
+	if ok && next > now+l.tolerance && l.onEmpty != nil {
+		l.onEmpty(p, next, now)
+	}
+}
+
+// takeLocked takes a token from p's bucket at t, making its entry, and
+// returns the bucket's new TAT and whether there was one. Called with
+// s.mu held.
+func (l *Limiter) takeLocked(s *shard, p netip.Prefix, t int64) (int64, bool) {
 	i, ok := s.index[p]
 	if !ok {
 		i = s.insert(p, t)
@@ -264,18 +395,12 @@ func (l *Limiter) Allow(addr netip.Addr, now time.Time) bool {
 	next := max(e.tat, t) + l.interval
 	if next-t > l.tolerance+l.interval {
 		s.refused++
-		s.mu.Unlock()
-		return false
+		return 0, false
 	}
 	e.tat = next
 	s.touch(i)
 	s.allowed++
-	empty := next > t+l.tolerance
-	s.mu.Unlock()
-	if empty && l.onEmpty != nil {
-		l.onEmpty(p, next, t)
-	}
-	return true
+	return next, true
 }
 
 // insert makes an entry for p with a full bucket, reusing the least

@@ -204,3 +204,86 @@ func TestAllowDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per Allow", allocs)
 	}
 }
+
+// TestAttemptChargedOnce: a connection attempt (prefix, first DCID) takes
+// one token, however many datagrams its ClientHello spans, and its later
+// datagrams pass while the prefix is over; the same DCID from another
+// prefix is another attempt.
+func TestAttemptChargedOnce(t *testing.T) {
+	l := newLimiter(t, Config{Rate: 10, Burst: 2}, nil)
+	a := netip.MustParseAddr("198.51.100.7")
+	dcidA, dcidB, dcidC := []byte("attempt-a"), []byte("attempt-b"), []byte("attempt-c")
+	if ok, first := l.AllowAttempt(a, dcidA, t0); !ok || !first {
+		t.Fatalf("attempt A's first datagram: ok %v, first %v", ok, first)
+	}
+	if ok, first := l.AllowAttempt(a, dcidA, t0); !ok || first {
+		t.Fatalf("attempt A's second datagram: ok %v, first %v; want passed, uncharged", ok, first)
+	}
+	if ok, _ := l.AllowAttempt(a, dcidB, t0); !ok {
+		t.Fatal("attempt B refused with a token left")
+	}
+	if !l.Over(a, t0) {
+		t.Fatal("two attempts did not empty a bucket of 2")
+	}
+	// Over now; A's and B's later datagrams still pass, a new attempt not.
+	for _, d := range [][]byte{dcidA, dcidB} {
+		if ok, first := l.AllowAttempt(a, d, t0.Add(time.Millisecond)); !ok || first {
+			t.Fatalf("%s while over: ok %v, first %v", d, ok, first)
+		}
+		if !l.Admitted(a, d) {
+			t.Fatalf("%s not admitted", d)
+		}
+	}
+	if ok, _ := l.AllowAttempt(a, dcidC, t0); ok {
+		t.Fatal("a third attempt passed a bucket of 2")
+	}
+	if l.Admitted(a, dcidC) || l.Admitted(netip.MustParseAddr("198.51.101.7"), dcidA) {
+		t.Fatal("a refused attempt, or another prefix's, counted as admitted")
+	}
+	if st := l.Stats(); st.Allowed != 2 || st.Refused != 1 {
+		t.Fatalf("stats %+v: want 2 tokens taken, 1 refused", st)
+	}
+}
+
+// TestAttemptsBounded: 10 000 attempts leave at most MaxAttempts
+// remembered, the newest of each set kept.
+func TestAttemptsBounded(t *testing.T) {
+	l := newLimiter(t, Config{Rate: 1e9, Burst: 1 << 20, MaxAttempts: 64}, nil)
+	a := netip.MustParseAddr("192.0.2.1")
+	var dcid [8]byte
+	for i := range 10_000 {
+		dcid[0], dcid[1] = byte(i), byte(i>>8)
+		if ok, _ := l.AllowAttempt(a, dcid[:], t0.Add(time.Duration(i))); !ok {
+			t.Fatalf("attempt %d refused", i)
+		}
+	}
+	n := 0
+	for i := range l.shards {
+		if len(l.shards[i].attempts) > 64 {
+			t.Fatalf("shard %d holds %d ways", i, len(l.shards[i].attempts))
+		}
+		for _, at := range l.shards[i].attempts {
+			if at.key != 0 {
+				n++
+			}
+		}
+	}
+	if n == 0 || n > 64 {
+		t.Fatalf("%d attempts remembered, want 1..64", n)
+	}
+	if !l.Admitted(a, dcid[:]) {
+		t.Fatal("the newest attempt was forgotten")
+	}
+}
+
+func TestAllowAttemptDoesNotAllocate(t *testing.T) {
+	l := newLimiter(t, Config{Rate: 100, Burst: 10}, nil)
+	a := netip.MustParseAddr("192.0.2.1")
+	dcid := []byte("0123456789")
+	if n := testing.AllocsPerRun(100, func() {
+		l.AllowAttempt(a, dcid, t0)
+		l.Admitted(a, dcid)
+	}); n != 0 {
+		t.Fatalf("%v allocations per attempt", n)
+	}
+}

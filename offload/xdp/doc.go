@@ -26,8 +26,11 @@
 // prefix whose bucket is empty (the LRU hash map tr_prefixes, which only the
 // agent writes, through [Program.PrefixEmptied], when a validated Initial
 // takes the last token; package offload/prefixrate) is dropped
-// (DropPrefixRate) or left to the agent to refuse (AgentPrefixRate); the
-// program refills the bucket by its own clock.
+// (DropPrefixRate) or left to the agent to refuse (AgentPrefixRate), unless
+// its prefix and DCID are an attempt the agent admitted (the LRU hash map
+// tr_attempts, written through [Program.AttemptAdmitted]: the other
+// datagram of a ClientHello, retransmissions); the program refills the
+// bucket by its own clock.
 //
 // Every packet increments one per-CPU counter by Reason ([Program.Counters]).
 //

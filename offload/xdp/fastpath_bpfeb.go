@@ -13,6 +13,13 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type fastpathTrAttemptKey struct {
+	_       structs.HostLayout
+	Prefix  fastpathTrPrefixKey
+	DcidLen uint32
+	Dcid    [20]uint8
+}
+
 type fastpathTrPrefixKey struct {
 	_      structs.HostLayout
 	Family uint32
@@ -78,6 +85,7 @@ type fastpathTrXdpTable struct {
 const (
 	fastpathMapFpGen       = "fp_gen"
 	fastpathMapFpTables    = "fp_tables"
+	fastpathMapTrAttempts  = "tr_attempts"
 	fastpathMapTrClock     = "tr_clock"
 	fastpathMapTrConfig    = "tr_config"
 	fastpathMapTrCounters  = "tr_counters"
@@ -138,6 +146,7 @@ type fastpathProgramSpecs struct {
 type fastpathMapSpecs struct {
 	FpGen       *ebpf.MapSpec `ebpf:"fp_gen"`
 	FpTables    *ebpf.MapSpec `ebpf:"fp_tables"`
+	TrAttempts  *ebpf.MapSpec `ebpf:"tr_attempts"`
 	TrClock     *ebpf.MapSpec `ebpf:"tr_clock"`
 	TrConfig    *ebpf.MapSpec `ebpf:"tr_config"`
 	TrCounters  *ebpf.MapSpec `ebpf:"tr_counters"`
@@ -174,6 +183,7 @@ func (o *fastpathObjects) Close() error {
 type fastpathMaps struct {
 	FpGen       *ebpf.Map `ebpf:"fp_gen"`
 	FpTables    *ebpf.Map `ebpf:"fp_tables"`
+	TrAttempts  *ebpf.Map `ebpf:"tr_attempts"`
 	TrClock     *ebpf.Map `ebpf:"tr_clock"`
 	TrConfig    *ebpf.Map `ebpf:"tr_config"`
 	TrCounters  *ebpf.Map `ebpf:"tr_counters"`
@@ -186,6 +196,7 @@ func (m *fastpathMaps) Close() error {
 	return _FastpathClose(
 		m.FpGen,
 		m.FpTables,
+		m.TrAttempts,
 		m.TrClock,
 		m.TrConfig,
 		m.TrCounters,

@@ -12,5 +12,5 @@ package xdp
 // -mcpu=v3: the cache sets bits with BPF atomic OR (Linux >= 5.12).
 // fastpath.sources records the SHA-256 of the C inputs the objects were
 // built from; TestObjectUpToDate fails when they changed since.
-//go:generate go tool bpf2go -target bpfel,bpfeb -type tr_xdp_config -type tr_xdp_reason -type tr_prefix_key fastpath bpf/fastpath.bpf.c -- -mcpu=v3 -Wall -Wextra -Werror -I../../dpa-firmware/include
+//go:generate go tool bpf2go -target bpfel,bpfeb -type tr_xdp_config -type tr_xdp_reason -type tr_prefix_key -type tr_attempt_key fastpath bpf/fastpath.bpf.c -- -mcpu=v3 -Wall -Wextra -Werror -I../../dpa-firmware/include
 //go:generate sh -c "sha256sum bpf/fastpath.bpf.c ../../dpa-firmware/include/tr_fastpath.h ../../dpa-firmware/include/tr_cid.h ../../dpa-firmware/include/tr_types.h > fastpath.sources"

@@ -51,7 +51,44 @@ func (p *Program) PrefixEmptied(prefix netip.Prefix, tat, now int64) {
 	}
 }
 
-// PrefixWriteErrors counts the buckets PrefixEmptied could not write.
+// AttemptAdmitted is the agent's agent.Config.OnAttemptAdmitted: the
+// connection attempt from prefix whose first DCID is dcid took its token,
+// so the program lets its Initials through while the prefix is over (the
+// other datagram of its ClientHello, retransmissions). A failed write is
+// counted (PrefixWriteErrors); the agent still lets them through when
+// they reach it (prefixrate.Refuse).
+func (p *Program) AttemptAdmitted(prefix netip.Prefix, dcid []byte) {
+	if len(dcid) > len(fastpathTrAttemptKey{}.Dcid) {
+		return // no QUIC v1 DCID: the agent never admits one
+	}
+	k := fastpathTrAttemptKey{Prefix: prefixKey(prefix), DcidLen: uint32(len(dcid))}
+	copy(k.Dcid[:], dcid)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	if err := p.objs.TrAttempts.Update(k, uint64(0), ebpf.UpdateAny); err != nil {
+		p.prefixWriteErrors.Add(1)
+	}
+}
+
+// attemptEntries counts the attempts in the program's LRU map.
+func (p *Program) attemptEntries() (int, error) {
+	var (
+		k fastpathTrAttemptKey
+		v uint64
+		n int
+	)
+	it := p.objs.TrAttempts.Iterate()
+	for it.Next(&k, &v) {
+		n++
+	}
+	return n, it.Err()
+}
+
+// PrefixWriteErrors counts the buckets PrefixEmptied, and the attempts
+// AttemptAdmitted, could not write.
 func (p *Program) PrefixWriteErrors() uint64 { return p.prefixWriteErrors.Load() }
 
 // monoNow is the program's clock for the prefix buckets: the test clock

@@ -218,3 +218,74 @@ func TestPrefixRateLRUBounded(t *testing.T) {
 	}
 	expect(t, off, udp4(testPort, initialWithToken(clientTok)), xdpPass, PassNoSocket)
 }
+
+// initialWithDCID is initialWithToken with dcid as the DCID.
+func initialWithDCID(dcid, tok []byte) []byte {
+	b := []byte{0xc0, 0, 0, 0, 1, byte(len(dcid))}
+	b = append(b, dcid...)
+	b = append(b, 4, 9, 9, 9, 9, byte(len(tok)))
+	b = append(b, tok...)
+	for len(b) < 1200 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// TestPrefixRateXDPAdmittedAttempt: a connection attempt the agent
+// admitted (its token taken, AttemptAdmitted written) keeps getting its
+// Initials through while its prefix is over: the second datagram of its
+// ClientHello and its retransmissions, whichever address of the prefix
+// they come from; a new attempt's Initials, the same DCID from another
+// prefix, and a DCID differing in its length only, are dropped.
+func TestPrefixRateXDPAdmittedAttempt(t *testing.T) {
+	p, l := loadPrefixLimited(t, prefixrate.Config{Rate: 10, Burst: 2, Action: prefixrate.Drop})
+	frame := func(src string, dcid []byte) []byte {
+		return from4(udp4(testPort, initialWithDCID(dcid, clientTok)), src)
+	}
+	dcidA := []byte{0xa, 1, 2, 3, 4, 5, 6, 7}
+	dcidB := []byte{0xb, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}
+	dcidC := []byte{0xc, 1, 2, 3, 4, 5, 6, 7}
+	src := netip.MustParseAddr("203.0.113.1")
+	now := agentTime(prefixTestClock)
+	// The agent admits A and B, as it does on their first datagrams.
+	for _, d := range [][]byte{dcidA, dcidB} {
+		expect(t, p, frame("203.0.113.1", d), xdpPass, PassNoSocket)
+		if ok, first := l.AllowAttempt(src, d, now); !ok || !first {
+			t.Fatalf("agent: attempt %x ok %v first %v", d, ok, first)
+		}
+		p.AttemptAdmitted(l.Config().PrefixOf(src), d)
+	}
+	// Over now: B's second datagram, A's retransmission (from another
+	// address of the /24) pass; a new attempt does not.
+	expect(t, p, frame("203.0.113.1", dcidB), xdpPass, PassNoSocket)
+	expect(t, p, frame("203.0.113.9", dcidA), xdpPass, PassNoSocket)
+	expect(t, p, frame("203.0.113.1", dcidC), xdpDrop, DropPrefixRate)
+	expect(t, p, frame("203.0.113.1", dcidA[:7]), xdpDrop, DropPrefixRate)
+	// Another /24, over too, did not admit A.
+	other := netip.MustParseAddr("203.0.114.1")
+	for range 2 {
+		l.AllowAttempt(other, dcidC, now)
+		l.AllowAttempt(other, dcidB, now)
+	}
+	expect(t, p, frame("203.0.114.1", dcidA), xdpDrop, DropPrefixRate)
+	if e := p.PrefixWriteErrors(); e != 0 {
+		t.Fatalf("%d writes failed", e)
+	}
+}
+
+// TestPrefixRateXDPAttemptsBounded: the attempts' map holds at most
+// MaxAttempts entries however many the agent writes.
+func TestPrefixRateXDPAttemptsBounded(t *testing.T) {
+	p, _ := loadPrefixLimited(t, prefixrate.Config{Rate: 1, Burst: 1, MaxAttempts: 64, Action: prefixrate.Drop})
+	pr := netip.MustParsePrefix("198.18.0.0/24")
+	for i := range 5000 {
+		p.AttemptAdmitted(pr, []byte{byte(i), byte(i >> 8), 0, 0, 0, 0, 0, 0})
+	}
+	n, err := p.attemptEntries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 || n > 64 || p.PrefixWriteErrors() != 0 {
+		t.Fatalf("%d attempts in the map (bound 64), %d write errors", n, p.PrefixWriteErrors())
+	}
+}

@@ -61,8 +61,10 @@ func Load(cfg Config) (*Program, error) {
 	spec.Maps[fastpathMapTrXsks].MaxEntries = uint32(cfg.Queues)
 	// An LRU hash preallocates its entries: one when the limit is off.
 	spec.Maps[fastpathMapTrPrefixes].MaxEntries = 1
+	spec.Maps[fastpathMapTrAttempts].MaxEntries = 1
 	if cfg.PrefixRate.Enabled() {
 		spec.Maps[fastpathMapTrPrefixes].MaxEntries = uint32(cfg.PrefixRate.MaxPrefixes)
+		spec.Maps[fastpathMapTrAttempts].MaxEntries = uint32(cfg.PrefixRate.MaxAttempts)
 	}
 
 	p := &Program{cfg: cfg}

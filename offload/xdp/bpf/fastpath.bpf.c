@@ -14,7 +14,9 @@
  * With a prefix rate configured, an Initial carrying a token from a source
  * prefix whose bucket is empty (tr_prefixes, written by the agent, which
  * alone validates tokens and takes them) is dropped, or left to the agent
- * to refuse (the program cannot build the encrypted close).
+ * to refuse (the program cannot build the encrypted close), unless it
+ * belongs to a connection attempt that took its token already
+ * (tr_attempts, also the agent's).
  * Each packet bumps one per-CPU counter (enum tr_xdp_reason). Other
  * traffic, IPv4 fragments and IPv6 packets with extension headers pass
  * untouched. When the agent's heartbeat is unset or older than the
@@ -102,6 +104,14 @@ struct tr_prefix_key {
 	tr_u8 addr[16];
 };
 
+/* A connection attempt the agent admitted (it took its prefix's token):
+ * the source prefix and the DCID of its first Initial, zero-padded. */
+struct tr_attempt_key {
+	struct tr_prefix_key prefix;
+	tr_u32 dcid_len;
+	tr_u8 dcid[TR_FP_CID_MAX];
+};
+
 /* One Bloom table, the value of one tr_fp_tables entry. */
 struct tr_xdp_table {
 	tr_u64 words[TR_FP_WORDS];
@@ -158,6 +168,17 @@ struct {
 	__type(key, struct tr_prefix_key);
 	__type(value, tr_u64);
 } tr_prefixes SEC(".maps");
+
+/* The connection attempts the agent admitted lately: their Initials (the
+ * other datagram of a ClientHello, retransmissions) are not shed while
+ * their prefix is over, since the attempt was charged already. Only the
+ * agent writes it (the value is unused); the loader sizes it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct tr_attempt_key);
+	__type(value, tr_u64);
+} tr_attempts SEC(".maps");
 
 /* Tests only: a non-zero value replaces bpf_ktime_get_ns for the prefix
  * buckets, so that refill is tested without waiting. */
@@ -251,15 +272,14 @@ static __attribute__((always_inline)) tr_u64 now_ns(void)
 	return bpf_ktime_get_ns();
 }
 
-/* The bucket of the prefix of src (4 or 16 bytes, by v6) is empty. */
-static __attribute__((always_inline)) int prefix_over(const struct tr_xdp_config *cfg, const tr_u8 *src, int v6)
+/* key (zeroed) becomes the prefix of src (4 or 16 bytes, by v6). */
+static __attribute__((always_inline)) void prefix_of(const struct tr_xdp_config *cfg, const tr_u8 *src, int v6,
+						     struct tr_prefix_key *key)
 {
-	struct tr_prefix_key key = {0};
-	const tr_u64 *tat;
 	int bits = v6 ? (int)cfg->prefix_len6 : (int)cfg->prefix_len4;
 	int i;
 
-	key.family = v6 ? 6 : 4;
+	key->family = v6 ? 6 : 4;
 #pragma unroll
 	for (i = 0; i < 16; i++) {
 		int left = bits - 8 * i;
@@ -267,12 +287,49 @@ static __attribute__((always_inline)) int prefix_over(const struct tr_xdp_config
 		if (i >= 4 && !v6)
 			break;
 		if (left >= 8)
-			key.addr[i] = src[i];
+			key->addr[i] = src[i];
 		else if (left > 0)
-			key.addr[i] = src[i] & (tr_u8)(0xff << (8 - left));
+			key->addr[i] = src[i] & (tr_u8)(0xff << (8 - left));
 	}
-	tat = bpf_map_lookup_elem(&tr_prefixes, &key);
+}
+
+/* The bucket of prefix key is empty. */
+static __attribute__((always_inline)) int prefix_over(const struct tr_xdp_config *cfg, const struct tr_prefix_key *key)
+{
+	const tr_u64 *tat = bpf_map_lookup_elem(&tr_prefixes, key);
+
 	return tat && *tat > now_ns() + cfg->prefix_tolerance_ns;
+}
+
+/* The Initial at q (at least TR_MIN_INITIAL bytes) belongs to an attempt
+ * the agent admitted: ak holds its prefix, the DCID is filled in here. */
+static __attribute__((always_inline)) int attempt_admitted(struct tr_attempt_key *ak, const tr_u8 *q, const tr_u8 *end)
+{
+	tr_u32 dcil;
+	int i;
+
+	if (q + 6 + TR_FP_CID_MAX > end)
+		return 0;
+	dcil = q[5];
+	if (dcil > TR_FP_CID_MAX)
+		return 0;
+	ak->dcid_len = dcil;
+#pragma unroll
+	for (i = 0; i < TR_FP_CID_MAX; i++)
+		if ((tr_u32)i < dcil)
+			ak->dcid[i] = q[6 + i];
+	return bpf_map_lookup_elem(&tr_attempts, ak) != 0;
+}
+
+/* The Initial at q, with a token, is to be shed: its prefix is over and
+ * its attempt was not admitted before. */
+static __attribute__((always_inline)) int initial_over(const struct tr_xdp_config *cfg, const tr_u8 *q, const tr_u8 *end,
+						       const tr_u8 *src, int v6)
+{
+	struct tr_attempt_key ak = {0};
+
+	prefix_of(cfg, src, v6, &ak.prefix);
+	return prefix_over(cfg, &ak.prefix) && !attempt_admitted(&ak, q, end);
 }
 
 /* q: start of the UDP payload of plen bytes (per the UDP header); src the
@@ -312,7 +369,7 @@ static __attribute__((always_inline)) int quic(struct xdp_md *ctx, const struct 
 		if (type == 0) {
 			if (plen < TR_MIN_INITIAL)
 				return verdict(XDP_DROP, TR_XDP_DROP_SMALL_INITIAL);
-			if (cfg->prefix_interval_ns && has_token(q, end) && prefix_over(cfg, src, v6)) {
+			if (cfg->prefix_interval_ns && has_token(q, end) && initial_over(cfg, q, end, src, v6)) {
 				if (cfg->prefix_drop)
 					return verdict(XDP_DROP, TR_XDP_DROP_PREFIX_RATE);
 				return to_agent(ctx, TR_XDP_AGENT_PREFIX_RATE);
