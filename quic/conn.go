@@ -130,6 +130,9 @@ type Conn struct {
 	// inbox is the datagrams the Transport handed over and the goroutine
 	// has not taken yet, under a lock of its own (conn_inbox.go).
 	inbox inbox
+	// parking says whether the goroutine exited while idle, with atomics
+	// of its own (conn_park.go).
+	parking parkState
 
 	// mu guards all that follows. It is the outermost lock: the order
 	// of the package's locks is in doc.go ("# Locking").
@@ -227,14 +230,6 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 	return c
 }
 
-// wake asks the connection goroutine to look for work.
-func (c *Conn) wake() {
-	select {
-	case c.wakeCh <- struct{}{}:
-	default:
-	}
-}
-
 // deliver queues a datagram from the Transport; it never blocks.
 func (c *Conn) deliver(p receivedPacket) {
 	queued, first := c.inbox.push(p)
@@ -249,8 +244,11 @@ func (c *Conn) deliver(p receivedPacket) {
 }
 
 // run is the connection's event loop.
+//
+// The goroutine exits while the connection is idle (park) and wake starts
+// it again; it closes runDone only when the connection ends.
 func (c *Conn) run() {
-	defer close(c.runDone)
+	c.unpark()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	received := false // a datagram arrived since the timer last fired
@@ -266,7 +264,10 @@ func (c *Conn) run() {
 		if c.close.finished {
 			c.teardownLocked()
 			c.unlockAndDeliver()
+			c.unpark()
+			close(c.runDone)
 			c.t.connDone(c)
+			c.t.connEnded(c)
 			return
 		}
 		var more bool
@@ -323,9 +324,13 @@ func (c *Conn) run() {
 		} else {
 			wait = time.Hour
 		}
-		timer.Reset(wait)
+		// Past parkAfter with nothing to do, the goroutine parks.
+		timer.Reset(min(wait, parkAfter))
 		select {
 		case <-timer.C:
+			if wait > parkAfter && (deadline.IsZero() || time.Until(deadline) > parkAfter) && c.park(deadline) {
+				return
+			}
 			if !received {
 				c.inbox.shrink()
 			}
