@@ -140,7 +140,7 @@ type Conn struct {
 
 	version wire.Version // changes with Version Negotiation
 	spaces  [3]pnSpace   // Initial, Handshake and application data
-	frame   wire.Frame   // scratch: the frame being parsed
+	frame   *wire.Frame  // scratch: the frame being parsed (nil while parked)
 
 	hs        handshakeState // conn_tls.go
 	early     earlyData      // conn_early.go

@@ -46,7 +46,7 @@ func (c *Conn) wake() {
 // calling goroutine is to exit: false when a wake came in meanwhile, and
 // the loop goes on.
 func (c *Conn) park(deadline time.Time) bool {
-	c.inbox.shrink()
+	c.releaseIdle()
 	if !deadline.IsZero() {
 		// Armed before parked is stored: its wake then always finds
 		// either this goroutine or parked.
@@ -84,4 +84,16 @@ func (c *Conn) unpark() {
 	if c.parking.timer != nil {
 		c.parking.timer.Stop()
 	}
+}
+
+// releaseIdle gives back the scratch memory a parking connection can make
+// again when it wakes: the receive queue's and send queue's slices, the
+// frame being parsed, the sent-packet rings with nothing in them.
+func (c *Conn) releaseIdle() {
+	c.inbox.release()
+	c.send.spare = nil // run's alone (Locking)
+	c.mu.Lock()
+	c.frame = nil
+	c.loss.rec.ReleaseIdle()
+	c.mu.Unlock()
 }
