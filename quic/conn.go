@@ -75,7 +75,9 @@ type receivedPacket struct {
 
 // Locking. A Conn is driven by one goroutine, run (the event loop), and
 // called from any number of application goroutines (Conn and stream
-// methods). Its fields follow one rule, by group:
+// methods). While idle it has no goroutine (parked, conn_park.go); wake
+// starts a new one, and one runs the loop at a time, so "run's alone"
+// below holds across them. Its fields follow one rule, by group:
 //
 //   - Set once: the fields above mu in Conn (the Transport, config, role,
 //     context, and the channels wakeCh, closedCh, closeWritten, runDone and
