@@ -72,3 +72,27 @@ func TestIdleConnParks(t *testing.T) {
 		}
 	})
 }
+
+// TestParkWakeRaces: requests that arrive around the moment the loops
+// park, at the same virtual instant included (the datagram and the park
+// timer race for real then), are all answered: no wake is lost, and the
+// loops end with their Transports.
+func TestParkWakeRaces(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.server(nil, &Config{MaxIdleTimeout: time.Minute})
+		c := s.dial(simClientAddr(1), srv.addr, &Config{MaxIdleTimeout: time.Minute})
+		echoOurs(t, ctx, c, 100)
+		// The loops park parkAfter after their last work (the server's:
+		// the client's delayed ACK, up to 25 ms and a one-way delay after
+		// the echo returned): step the next request across those moments.
+		for gap := parkAfter - 10*time.Millisecond; gap <= parkAfter+60*time.Millisecond; gap += time.Millisecond / 2 {
+			time.Sleep(gap)
+			echoOurs(t, ctx, c, 100)
+		}
+		time.Sleep(time.Second)
+		if runningLoop(srv.only(t)) || runningLoop(c) {
+			t.Fatal("a loop did not park after the last request")
+		}
+	})
+}
