@@ -88,12 +88,15 @@ func (c *Conn) unpark() {
 
 // releaseIdle gives back the scratch memory a parking connection can make
 // again when it wakes: the receive queue's and send queue's slices, the
-// frame being parsed, the sent-packet rings with nothing in them.
+// frame being parsed, the sent-packet records kept for reuse (up to 1024
+// after a transfer), the sent-packet rings with nothing in them.
 func (c *Conn) releaseIdle() {
 	c.inbox.release()
 	c.send.spare = nil // run's alone (Locking)
 	c.mu.Lock()
 	c.frame = nil
+	clear(c.loss.freeSent)
+	c.loss.freeSent = nil
 	c.loss.rec.ReleaseIdle()
 	c.mu.Unlock()
 }

@@ -96,3 +96,29 @@ func TestParkWakeRaces(t *testing.T) {
 		}
 	})
 }
+
+// TestParkReleasesScratch: after a transfer, a parked connection holds
+// none of the per-packet records and queue slices kept for reuse while it
+// was busy.
+func TestParkReleasesScratch(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.server(nil, nil)
+		c := s.dial(simClientAddr(1), srv.addr, nil)
+		echoOurs(t, ctx, c, 1<<20)
+		sc := srv.only(t)
+		time.Sleep(time.Second)
+		for _, conn := range []*Conn{sc, c} {
+			if runningLoop(conn) {
+				t.Fatal("a loop did not park")
+			}
+			conn.mu.Lock()
+			free, frame := len(conn.loss.freeSent), conn.frame != nil
+			conn.mu.Unlock()
+			if free != 0 || frame {
+				t.Errorf("parked, the connection keeps %d sent-packet records for reuse, frame scratch %v", free, frame)
+			}
+		}
+		echoOurs(t, ctx, c, 1<<10)
+	})
+}
