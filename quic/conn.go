@@ -75,7 +75,9 @@ type receivedPacket struct {
 
 // Locking. A Conn is driven by one goroutine, run (the event loop), and
 // called from any number of application goroutines (Conn and stream
-// methods). Its fields follow one rule, by group:
+// methods). While idle it has no goroutine (parked, conn_park.go); wake
+// starts a new one, and one runs the loop at a time, so "run's alone"
+// below holds across them. Its fields follow one rule, by group:
 //
 //   - Set once: the fields above mu in Conn (the Transport, config, role,
 //     context, and the channels wakeCh, closedCh, closeWritten, runDone and
@@ -130,6 +132,9 @@ type Conn struct {
 	// inbox is the datagrams the Transport handed over and the goroutine
 	// has not taken yet, under a lock of its own (conn_inbox.go).
 	inbox inbox
+	// parking says whether the goroutine exited while idle, with atomics
+	// of its own (conn_park.go).
+	parking parkState
 
 	// mu guards all that follows. It is the outermost lock: the order
 	// of the package's locks is in doc.go ("# Locking").
@@ -137,7 +142,7 @@ type Conn struct {
 
 	version wire.Version                // changes with Version Negotiation
 	spaces  [protocol.NumSpaces]pnSpace // Initial, Handshake and application data
-	frame   wire.Frame                  // scratch: the frame being parsed
+	frame   *wire.Frame                 // scratch: the frame being parsed (nil while parked)
 
 	hs        handshakeState // conn_tls.go
 	early     earlyData      // conn_early.go
@@ -226,14 +231,6 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 	return c
 }
 
-// wake asks the connection goroutine to look for work.
-func (c *Conn) wake() {
-	select {
-	case c.wakeCh <- struct{}{}:
-	default:
-	}
-}
-
 // deliver queues a datagram from the Transport; it never blocks.
 func (c *Conn) deliver(p receivedPacket) {
 	queued, first := c.inbox.push(p)
@@ -248,8 +245,11 @@ func (c *Conn) deliver(p receivedPacket) {
 }
 
 // run is the connection's event loop.
+//
+// The goroutine exits while the connection is idle (park) and wake starts
+// it again; it closes runDone only when the connection ends.
 func (c *Conn) run() {
-	defer close(c.runDone)
+	c.unpark()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	received := false // a datagram arrived since the timer last fired
@@ -265,7 +265,10 @@ func (c *Conn) run() {
 		if c.close.finished {
 			c.teardownLocked()
 			c.unlockAndDeliver()
+			c.unpark()
+			close(c.runDone)
 			c.t.connDone(c)
+			c.t.connEnded(c)
 			return
 		}
 		var more bool
@@ -322,9 +325,13 @@ func (c *Conn) run() {
 		} else {
 			wait = time.Hour
 		}
-		timer.Reset(wait)
+		// Past parkAfter with nothing to do, the goroutine parks.
+		timer.Reset(min(wait, parkAfter))
 		select {
 		case <-timer.C:
+			if wait > parkAfter && (deadline.IsZero() || time.Until(deadline) > parkAfter) && c.park(deadline) {
+				return
+			}
 			if !received {
 				c.inbox.shrink()
 			}

@@ -71,6 +71,17 @@ func (in *inbox) shrink() {
 	in.mu.Unlock()
 }
 
+// release drops the empty slices, for a connection that parks: it
+// allocates them again when datagrams come.
+func (in *inbox) release() {
+	in.mu.Lock()
+	in.spare = nil
+	if len(in.queue) == 0 {
+		in.queue = nil
+	}
+	in.mu.Unlock()
+}
+
 // drop frees the datagrams still queued, at teardown.
 func (in *inbox) drop() {
 	in.mu.Lock()

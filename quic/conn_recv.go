@@ -282,7 +282,10 @@ func (c *Conn) processPayload(space int, pt wire.PacketType, pn uint64, payload 
 	if initialProbe {
 		cryptoBefore = c.spaces[space].cryptoReceived()
 	}
-	f := &c.frame
+	if c.frame == nil {
+		c.frame = new(wire.Frame) // released while the connection is idle
+	}
+	f := c.frame
 	for len(payload) > 0 {
 		n, err := wire.ParseFrame(payload, f)
 		if err != nil {

@@ -10,7 +10,10 @@
 // a single use. Each Conn runs one goroutine that processes received
 // packets, timers (loss detection and PTO, ACK delay, idle and handshake
 // timeouts, pacing, key discard) and sends; streams block on their own
-// condition signals with deadlines.
+// condition signals with deadlines. The goroutine exits when the
+// connection has had nothing to do for a while (parkAfter) and is started
+// again by the next datagram, API call or timer (conn_park.go), so an
+// idle connection holds no goroutine stack.
 //
 // # Locking
 //
@@ -57,8 +60,9 @@
 //     RecordEvent calls in progress), lruTokenStore.mu and
 //     connid.Generator.mu: leaves.
 //
-// Transport.Close waits for the connections' goroutines and its read
-// loop, so it must not run under any of these locks (none does).
+// Transport.Close wakes the parked connections, waits for the
+// connections' goroutines and its read loop, so it must not run under any
+// of these locks (none does).
 //
 // # Implemented
 //

@@ -116,7 +116,14 @@ type preferredAddressState struct {
 	// switchTo is the path to a new server address that Path.Switch moved
 	// to, whose address the connection's goroutine takes over.
 	switchTo *Path
-	// Our challenges to probing addresses and the addresses they proved.
+	// probes is made by the first probe we answer (most connections see
+	// none).
+	probes *probeChallenges
+}
+
+// probeChallenges is our challenges to probing addresses and the addresses
+// they proved.
+type probeChallenges struct {
 	challenges  [maxProbeChallenges]probeChallenge
 	nChallenges int
 	validated   [maxProbeValidated]probeChallenge // data unused
@@ -265,7 +272,11 @@ func (c *Conn) tryPreferredAddress(ap netip.AddrPort, cid []byte, wait time.Dura
 // appendProbeChallenge appends a PATH_CHALLENGE for the path a probe came
 // on (from to, sent to our from) to the frames answering it, and remembers
 // it.
-func (st *preferredAddressState) appendProbeChallenge(b []byte, to netip.AddrPort, from netip.Addr) []byte {
+func (pa *preferredAddressState) appendProbeChallenge(b []byte, to netip.AddrPort, from netip.Addr) []byte {
+	if pa.probes == nil {
+		pa.probes = new(probeChallenges)
+	}
+	st := pa.probes
 	pc := probeChallenge{to: to, from: from}
 	_, _ = rand.Read(pc.data[:])
 	if st.nChallenges == maxProbeChallenges {
@@ -279,7 +290,11 @@ func (st *preferredAddressState) appendProbeChallenge(b []byte, to netip.AddrPor
 
 // onProbeResponse records the address a PATH_RESPONSE to one of our probe
 // challenges proves, whichever path the response came on.
-func (st *preferredAddressState) onProbeResponse(data [8]byte) {
+func (pa *preferredAddressState) onProbeResponse(data [8]byte) {
+	st := pa.probes
+	if st == nil {
+		return
+	}
 	for i := range st.nChallenges {
 		pc := st.challenges[i]
 		if pc.data != data {
@@ -300,6 +315,7 @@ func (st *preferredAddressState) onProbeResponse(data [8]byte) {
 
 // probeValidated reports whether an answered probe challenge proved the
 // path from ap to our address local.
-func (st *preferredAddressState) probeValidated(ap netip.AddrPort, local netip.Addr) bool {
-	return slices.Contains(st.validated[:st.nValidated], probeChallenge{to: ap, from: local})
+func (pa *preferredAddressState) probeValidated(ap netip.AddrPort, local netip.Addr) bool {
+	st := pa.probes
+	return st != nil && slices.Contains(st.validated[:st.nValidated], probeChallenge{to: ap, from: local})
 }

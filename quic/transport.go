@@ -139,6 +139,9 @@ type Transport struct {
 	closedCh    chan struct{}
 	readDone    chan struct{}
 	conns       sync.WaitGroup
+	// live is the connections started and not ended: Close wakes them,
+	// since a parked one has no goroutine watching closedCh.
+	live map[*Conn]struct{}
 
 	sendBatches  sync.Pool    // *sendBatch, shared by the connections' writes
 	sendBudget   sendBudget   // MaxSendBuffer
@@ -489,19 +492,30 @@ func (t *Transport) startConn(c *Conn) {
 	closed := t.closed
 	if !closed {
 		t.conns.Add(1)
+		if t.live == nil {
+			t.live = make(map[*Conn]struct{})
+		}
+		t.live[c] = struct{}{}
 	}
 	t.mu.Unlock()
 	if closed {
 		c.endUnstarted(t.closedErr())
 		return
 	}
-	go func() {
-		defer t.conns.Done()
-		c.run()
-	}()
+	go c.run()
 }
 
-// connDone is called by a connection's goroutine when it exits.
+// connEnded is called by the goroutine of a connection startConn started
+// when the connection ended (not when the goroutine parks), before
+// connDone.
+func (t *Transport) connEnded(c *Conn) {
+	t.mu.Lock()
+	delete(t.live, c)
+	t.mu.Unlock()
+	t.conns.Done()
+}
+
+// connDone is called when a connection ended.
 func (t *Transport) connDone(*Conn) {
 	if t.isSingleUse {
 		t.mu.Lock()
@@ -555,7 +569,14 @@ func (t *Transport) closeWith(cause error, waitConns bool) {
 	close(t.closedCh)
 	srv := t.server
 	t.server = nil
+	live := make([]*Conn, 0, len(t.live))
+	for c := range t.live {
+		live = append(live, c)
+	}
 	t.mu.Unlock()
+	for _, c := range live {
+		c.wake() // a parked connection sees closedCh once started
+	}
 	if srv != nil {
 		srv.closeLocked(cause)
 		// Unlike Listener.Close, closing the Transport ends the queued

@@ -84,6 +84,17 @@ func New(cfg Config) *Recovery {
 	return r
 }
 
+// ReleaseIdle gives back the storage of the spaces with no packet
+// tracked, for an idle connection; the next packet sent allocates it
+// again.
+func (r *Recovery) ReleaseIdle() {
+	for i := range r.spaces {
+		if q := &r.spaces[i].sent; q.n == 0 {
+			q.release()
+		}
+	}
+}
+
 // OnECNCongestion reacts to an increase of the peer's CE count in an ACK
 // frame whose largest newly acknowledged packet was sent at sentTime: a
 // congestion event, without loss (RFC 9002 section 7.1).

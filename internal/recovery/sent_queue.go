@@ -18,8 +18,9 @@ type sentQueue struct {
 
 	// skipped remembers the most recent ranges of packet numbers that were
 	// never sent, so that an ACK for one is caught even after the ring
-	// dropped the packets around it.
-	skipped     [skippedHistory]wire.AckRange
+	// dropped the packets around it; made at the first skip (a handshake
+	// space seldom has one).
+	skipped     *[skippedHistory]wire.AckRange
 	skippedNext int
 	skippedLen  int
 }
@@ -94,6 +95,9 @@ func (q *sentQueue) search(pn uint64) int {
 }
 
 func (q *sentQueue) recordSkipped(smallest, largest uint64) {
+	if q.skipped == nil {
+		q.skipped = new([skippedHistory]wire.AckRange)
+	}
 	q.skipped[q.skippedNext] = wire.AckRange{Smallest: smallest, Largest: largest}
 	q.skippedNext = (q.skippedNext + 1) % skippedHistory
 	q.skippedLen = min(q.skippedLen+1, skippedHistory)
@@ -106,7 +110,8 @@ func (q *sentQueue) acksUnsent(r wire.AckRange) bool {
 	if !q.anySent || r.Largest > q.largestSent {
 		return true
 	}
-	for _, s := range q.skipped[:q.skippedLen] {
+	for i := range q.skippedLen {
+		s := q.skipped[i]
 		if r.Smallest <= s.Largest && s.Smallest <= r.Largest {
 			return true
 		}
