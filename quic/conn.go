@@ -249,7 +249,7 @@ func (c *Conn) deliver(p receivedPacket) {
 // The goroutine exits while the connection is idle (park) and wake starts
 // it again; it closes runDone only when the connection ends.
 func (c *Conn) run() {
-	c.unpark()
+	c.parking.unpark()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	received := false // a datagram arrived since the timer last fired
@@ -265,7 +265,7 @@ func (c *Conn) run() {
 		if c.close.finished {
 			c.teardownLocked()
 			c.unlockAndDeliver()
-			c.unpark()
+			c.parking.unpark()
 			close(c.runDone)
 			c.t.connDone(c)
 			c.t.connEnded(c)

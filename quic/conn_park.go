@@ -67,7 +67,7 @@ func (c *Conn) park(deadline time.Time) bool {
 		return true
 	}
 	if c.parking.parked.CompareAndSwap(true, false) {
-		c.unpark()
+		c.parking.unpark()
 		c.wake() // the token taken above: the loop's select handles it
 		return false
 	}
@@ -80,9 +80,9 @@ func (c *Conn) park(deadline time.Time) bool {
 // unpark is called by the goroutine that runs the loop after a park: the
 // park timer's wake is not needed while it runs (a stale one would cost a
 // turn, nothing more).
-func (c *Conn) unpark() {
-	if c.parking.timer != nil {
-		c.parking.timer.Stop()
+func (p *parkState) unpark() {
+	if p.timer != nil {
+		p.timer.Stop()
 	}
 }
 
