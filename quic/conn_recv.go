@@ -452,3 +452,13 @@ func (sp *pnSpace) receiveCrypto(space int, f *wire.Frame, hs *handshakeState) e
 	}
 	return nil
 }
+
+// bufferError turns a reassembly error into the transport error that closes
+// the connection, naming the STREAM or CRYPTO frame that caused it.
+func bufferError(err error, frameType uint64) error {
+	var be *streambuf.Error
+	if errors.As(err, &be) {
+		return qerr.NewTransportError(be.Code, frameType, be.Reason)
+	}
+	return qerr.NewTransportError(qerr.InternalError, frameType, err.Error())
+}
