@@ -134,6 +134,9 @@ func newRestartEnv(t *testing.T, extra ...string) *restartEnv {
 		}
 	})
 	e.wait("the pid file", func() bool { _, err := readPIDFile(e.pidFile); return err == nil })
+	// The log reaches firstOut through a pipe copied on another goroutine:
+	// the line may land after the pid file.
+	e.waitFor(func() bool { return strings.Contains(e.firstOut.String(), "serving HTTP/3") })
 	if !strings.Contains(e.firstOut.String(), "steering=steered") {
 		t.Skipf("skipping: the steering program is not attached here, so restart refuses: %s", e.firstOut.String())
 	}
@@ -576,10 +579,15 @@ func TestRestartKeepsConnections(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", name, code, out)
 		}
-		if round == 2 && !strings.Contains(e.firstOut.String(), "workers=3 steering=steered") {
+		// The successor's log comes through the same pipe, copied on
+		// another goroutine: it may land after restart returned.
+		logged := func(line string) bool {
+			return e.waitFor(func() bool { return strings.Contains(e.firstOut.String(), line) })
+		}
+		if round == 2 && !logged("workers=3 steering=steered") {
 			t.Errorf("%s: the new command line's 3 workers do not serve", name)
 		}
-		if round == 1 && !strings.Contains(e.firstOut.String(), "keeping the running process's connection-ID MAC key") {
+		if round == 1 && !logged("keeping the running process's connection-ID MAC key") {
 			t.Errorf("%s: the successor did not say it keeps the MAC key after the secret changed", name)
 		}
 		successor, _ := readPIDFile(e.pidFile)

@@ -20,6 +20,8 @@ import (
 func TestRestartKeepsConnectionsXDP(t *testing.T) {
 	e := newRestartEnv(t, "--offload", "xdp", "--iface", "s0")
 	attached := func() int { return strings.Count(e.firstOut.String(), "datapath: started") }
+	// The log comes through a pipe copied on another goroutine.
+	e.waitFor(func() bool { return attached() >= 1 })
 	if attached() != 1 {
 		t.Fatalf("the first server did not start its XDP datapath:\n%s", e.firstOut.String())
 	}
@@ -52,6 +54,7 @@ func TestRestartKeepsConnectionsXDP(t *testing.T) {
 	if pid, _ := readPIDFile(e.pidFile); pid != pid0 || !running(pid0) {
 		t.Fatalf("after the failed restart the pid file names %d, want %d still running", pid, pid0)
 	}
+	e.waitFor(func() bool { return attached() >= 2 })
 	if n := attached(); n != 2 {
 		t.Fatalf("after the failed restart the datapath started %d times, want 2 (taken back)", n)
 	}
@@ -80,6 +83,7 @@ func TestRestartKeepsConnectionsXDP(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", name, code, out)
 		}
+		e.waitFor(func() bool { return attached() >= 3+round })
 		if n := attached(); n != 3+round {
 			t.Errorf("%s: the datapath started %d times, want %d (the successor's)", name, n, 3+round)
 		}
