@@ -479,7 +479,7 @@ func (c *Conn) onTimers(now time.Time) {
 				// with data in flight).
 				c.requeueHandshakeCrypto()
 			} else {
-				for _, p := range c.loss.oldestData(act.Probes) {
+				for _, p := range c.loss.takeOldestData(act.Probes) {
 					if p != nil {
 						c.requeueFrames(p, time.Time{})
 					}

@@ -148,18 +148,24 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 	}
 }
 
-// oldestData returns the n oldest unacknowledged 1-RTT packets with
-// frames (at most two; nil for none). A PTO queues what they carried (stream data, HANDSHAKE_DONE, control frames) for sending again,
-// without declaring them lost: a PTO probe that has no new data to carry
-// resends the oldest (RFC 9002 section 6.2.4), else a lost last flight (a
-// whole response, say, or the HANDSHAKE_DONE while the ACKs that would
-// declare it lost keep getting lost) would only ever be probed with PINGs
-// that the peer answers with ACKs alone. An ACK of the original packets
+// takeOldestData returns the n oldest unacknowledged 1-RTT packets (at
+// most two; nil for none) with frames to resend that no PTO took before,
+// and marks them taken. A PTO queues what they carried (stream data,
+// HANDSHAKE_DONE, control frames) for sending again, without declaring
+// them lost: a PTO probe that has no new data to carry resends the oldest
+// (RFC 9002 section 6.2.4), else a lost last flight (a whole response,
+// say, or the HANDSHAKE_DONE while the ACKs that would declare it lost keep
+// getting lost) would only ever be probed with PINGs that the peer answers
+// with ACKs alone. A taken packet stays in flight, so the next PTO must
+// pass over it: taking the oldest again would resend the same frames at
+// every PTO and never what was sent after them (the response that
+// followed a lost HANDSHAKE_DONE). The copy a probe sent is a packet of
+// its own, which a later PTO may take. An ACK of the original packets
 // that arrives later cancels the resend.
-func (l *lossState) oldestData(n int) [2]*sentPacket {
+func (l *lossState) takeOldestData(n int) [2]*sentPacket {
 	var oldest [2]uint64 // handles, ascending; 0: none
 	for h, p := range l.sent {
-		if p.space != spaceApp || len(p.frames) == 0 {
+		if p.space != spaceApp || p.resent || !p.hasResendable() {
 			continue
 		}
 		switch {
@@ -171,7 +177,10 @@ func (l *lossState) oldestData(n int) [2]*sentPacket {
 	}
 	var ps [2]*sentPacket
 	for i, h := range oldest[:min(max(n, 1), len(oldest))] {
-		ps[i] = l.sent[h]
+		if p := l.sent[h]; p != nil {
+			p.resent = true
+			ps[i] = p
+		}
 	}
 	return ps
 }

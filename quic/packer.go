@@ -58,9 +58,21 @@ type sentPacket struct {
 	eliciting  bool   // carries an ack-eliciting frame that is not in frames
 	keyGen     uint64 // 1-RTT key generation it was sealed with
 	ptoProbe   bool   // sent because the PTO asked for a probe
+	resent     bool   // a PTO queued its frames again (lossState.takeOldestData)
 	ecn        bool   // sent marked ECT(0)
 	ecnTest    bool   // marked during the ECN testing period
 	frames     []sentFrame
+}
+
+// hasResendable reports whether p carries a frame that a PTO can queue
+// again: an MTU probe is not sent again by a PTO.
+func (p *sentPacket) hasResendable() bool {
+	for _, f := range p.frames {
+		if f.kind != sfMTUProbe {
+			return true
+		}
+	}
+	return false
 }
 
 // packetInfo locates a packet inside the datagram being built.

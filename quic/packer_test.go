@@ -258,6 +258,42 @@ func TestPackerPTOResendsData(t *testing.T) {
 	})
 }
 
+// TestPackerPTOResendsLaterData: while nothing is acknowledged, each PTO
+// resends data that no earlier PTO resent: the data written after the
+// first probe goes out again at the second, not the first data a third
+// time (RFC 9002 section 6.2.4: a probe carries unacknowledged data). A
+// server whose HANDSHAKE_DONE flight was lost, with the peer's ACKs lost
+// too, otherwise probed with that flight forever and never resent the
+// response that followed it (TestCorruptHandshakesQuicGoClientOurServer).
+func TestPackerPTOResendsLaterData(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc := newTestConn(t, serverSide)
+		mustWrite(t, tc.openUniStream(), 100)
+		first := tc.findFrame("the first data", wire.FrameTypeStream)
+		tc.advanceToTimer()
+		tc.findFrame("the first PTO", wire.FrameTypeStream)
+		tc.readFrames()
+		mustWrite(t, tc.openUniStream(), 100)
+		later := tc.findFrame("the later data", wire.FrameTypeStream)
+		if later.StreamID == first.StreamID {
+			t.Fatalf("both writes on stream %d", later.StreamID)
+		}
+		tc.readFrames()
+		for pto := 2; pto <= 3; pto++ {
+			tc.advanceToTimer()
+			resent := map[uint64]bool{}
+			for _, f := range tc.readFrames() {
+				if f.Type == wire.FrameTypeStream {
+					resent[f.StreamID] = true
+				}
+			}
+			if !resent[later.StreamID] {
+				t.Fatalf("PTO %d resent streams %v, want the later stream %d too", pto, resent, later.StreamID)
+			}
+		}
+	})
+}
+
 // TestPackerPTOSendsPing: a probe with nothing to resend is a PING (RFC
 // 9002 section 6.2.4).
 func TestPackerPTOSendsPing(t *testing.T) {
