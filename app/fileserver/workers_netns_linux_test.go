@@ -375,7 +375,10 @@ func TestWorkersNATRebindingRelay(t *testing.T) {
 	if kept != relayClients {
 		t.Fatalf("steered: %d of %d connections behind rebinding NATs kept all their bytes\n%s", kept, relayClients, srv.logs.String())
 	}
-	if rebinds < 4*relayClients {
+	// Two downloads each: at least one rebinding per download. (quic-go's
+	// client acknowledges every tenth packet once under way, so a 1 MiB
+	// download makes few client datagrams: 2-4 rebindings per client.)
+	if rebinds < 2*relayClients {
 		t.Fatalf("the relays rebound only %d times: the test did not exercise rebinding", rebinds)
 	}
 	after := srv.quicStats()
