@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,6 +54,7 @@ func TestIdleConnectionCap(t *testing.T) {
 	// timeout on a slow machine.
 	qconf := &quicgo.Config{KeepAlivePeriod: 10 * time.Second, HandshakeIdleTimeout: 30 * time.Second}
 
+	var redials atomic.Int64
 	var (
 		mu      sync.Mutex
 		idle    []*quicgo.Conn
@@ -70,6 +72,15 @@ func TestIdleConnectionCap(t *testing.T) {
 			wg.Go(func() {
 				for range work {
 					c, err := qtr.Dial(ctx, raddr, tlsConf, qconf)
+					for try := 0; try < 2 && isClientTimeout(err); try++ {
+						// One client socket reads for thousands of
+						// connections: under the race detector and CI load
+						// its buffer overflows, and a handshake can go
+						// unanswered until quic-go gives up. Dial again;
+						// the count shows how often.
+						redials.Add(1)
+						c, err = qtr.Dial(ctx, raddr, tlsConf, qconf)
+					}
 					mu.Lock()
 					switch {
 					case err == nil:
@@ -88,6 +99,7 @@ func TestIdleConnectionCap(t *testing.T) {
 	start := time.Now()
 	dial(defaultMaxConnections)
 	filled := time.Since(start)
+	t.Logf("filling the cap: %d dials timed out and were made again", redials.Load())
 	if len(other) > 0 || refused > 0 {
 		t.Fatalf("filling the cap: %d connected, %d refused, %d other errors (first: %v)", len(idle), refused, len(other), errors.Join(other[:min(1, len(other))]...))
 	}
@@ -158,4 +170,12 @@ func isRefused(err error) bool {
 		return ours.Remote && ours.ErrorCode == quic.ConnectionRefused
 	}
 	return false
+}
+
+// isClientTimeout reports whether quic-go's dial gave up for lack of an
+// answer (its handshake or idle timeout), not for a refusal.
+func isClientTimeout(err error) bool {
+	var idle *quicgo.IdleTimeoutError
+	var hs *quicgo.HandshakeTimeoutError
+	return errors.As(err, &idle) || errors.As(err, &hs)
 }
