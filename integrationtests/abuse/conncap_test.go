@@ -103,10 +103,36 @@ func TestIdleConnectionCap(t *testing.T) {
 	if len(other) > 0 || refused > 0 {
 		t.Fatalf("filling the cap: %d connected, %d refused, %d other errors (first: %v)", len(idle), refused, len(other), errors.Join(other[:min(1, len(other))]...))
 	}
+	// The cap is about what the server holds. Under CI load (this client
+	// under the race detector, thousands of connections on one socket) the
+	// server can end a few handshakes the client took as complete; they are
+	// dialled again until the server holds the cap, at most maxLost of them
+	// (more would be a server fault, not load).
+	const maxLost = 64
+	lost := 0
+	for {
+		m := testutil.WaitValue(t, "the server to finish the handshakes", time.Minute, s.scrape, func(m map[string]float64) bool {
+			return m["turboretry_quic_transport_handshaking"] == 0
+		})
+		missing := defaultMaxConnections - int(m[mConns])
+		if missing <= 0 {
+			break
+		}
+		lost += missing
+		t.Logf("the server holds %.0f of the %d connections the client dialled; dialling %d again", m[mConns], len(idle), missing)
+		if lost > maxLost {
+			t.Fatalf("the server ended %d of the client's connections while the cap filled (at most %d allowed for load)", lost, maxLost)
+		}
+		dial(missing)
+		if len(other) > 0 || refused > 0 {
+			t.Fatalf("filling the cap again: %d refused, %d other errors (first: %v)", refused, len(other), errors.Join(other[:min(1, len(other))]...))
+		}
+	}
+	held := len(idle)
 	dial(extra)
-	if len(idle) != defaultMaxConnections || refused != extra || len(other) > 0 {
+	if len(idle) != held || refused != extra || len(other) > 0 {
 		t.Fatalf("past the cap: %d connected, %d refused, %d other errors (%v); want %d, %d, 0",
-			len(idle), refused, len(other), errors.Join(other...), defaultMaxConnections, extra)
+			len(idle), refused, len(other), errors.Join(other...), held, extra)
 	}
 	// Every handshake done and every connection served over HTTP/3 (the
 	// keep-alives keep the server from ever going quiet).
@@ -118,7 +144,7 @@ func TestIdleConnectionCap(t *testing.T) {
 	})
 	rss, fds := s.rssMB(), s.fds()
 	t.Logf("%d idle connections in %v: %.0f live on the server, RSS %.1f MB (%.1f at start: %.1f KiB per connection), %d fds; %d past the cap refused",
-		len(idle), filled.Round(time.Millisecond), metrics[mConns], rss, baseRSS, (rss-baseRSS)*1024/float64(len(idle)), fds, refused)
+		len(idle), filled.Round(time.Millisecond), metrics[mConns], rss, baseRSS, (rss-baseRSS)*1024/metrics[mConns], fds, refused)
 
 	// While the cap is full a benign client is refused at once, with a
 	// clear error.
@@ -128,8 +154,9 @@ func TestIdleConnectionCap(t *testing.T) {
 			t.Errorf("%s client while the cap is full: %v, want CONNECTION_REFUSED", c.name, err)
 		}
 	}
-	// Closing a few idle connections makes room for the benign ones.
-	for _, c := range idle[:freed] {
+	// Closing a few idle connections makes room for the benign ones: the
+	// newest, which the server holds for certain.
+	for _, c := range idle[len(idle)-freed:] {
 		c.CloseWithError(0, "")
 	}
 	// The server releases a slot when the connection's draining period
