@@ -54,7 +54,6 @@ func BenchmarkFloodAutoRetry(b *testing.B) {
 		b.Fatal(err)
 	}
 	to := a.server.AddrPort()
-	msgs := make([]udpio.Message, batch)
 	answered := func() int {
 		a.mu.Lock()
 		defer a.mu.Unlock()
@@ -64,9 +63,30 @@ func BenchmarkFloodAutoRetry(b *testing.B) {
 	cpu0 := s.cpu()
 	start := time.Now()
 	b.ResetTimer()
+	sent := a.floodWindowed(b, w, batch, answered, func(i int) udpio.Message {
+		return udpio.Message{Buf: a.pkts[cycle[i%len(cycle)]], Addr: to}
+	})
+	b.StopTimer()
+	elapsed := time.Since(start)
+	cpu := s.cpu() - cpu0
+	a.mu.Lock()
+	gotRetries := a.allRetries - retries0
+	a.mu.Unlock()
+	b.ReportMetric(float64(gotRetries)/elapsed.Seconds(), "retries/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(sent), "server-cpu-ns/pkt")
+	b.ReportMetric(100*float64(gotRetries)/float64(sent), "%retried")
+}
+
+// floodWindowed sends Initials while b.Loop runs, msg(i) the i-th, in
+// sendmmsg batches of batch through w, keeping at most floodWindow of
+// them unanswered, then waits until every one is answered (answered
+// counts them); it returns how many it sent. A flood that goes
+// unanswered for floodGiveUp fails b.
+func (a *floodAttack) floodWindowed(b *testing.B, w *udpio.Writer, batch int, answered func() int, msg func(i int) udpio.Message) int {
+	msgs := make([]udpio.Message, batch)
 	sent := 0
 	for b.Loop() {
-		msgs[sent%batch] = udpio.Message{Buf: a.pkts[cycle[sent%len(cycle)]], Addr: to}
+		msgs[sent%batch] = msg(sent)
 		sent++
 		if sent%batch != 0 {
 			continue
@@ -87,7 +107,6 @@ func BenchmarkFloodAutoRetry(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	// Until every Initial was answered (or none was for floodGiveUp).
 	for answered() < sent {
 		select {
 		case <-a.got:
@@ -95,13 +114,5 @@ func BenchmarkFloodAutoRetry(b *testing.B) {
 			b.Fatalf("%d of %d flood Initials unanswered", sent-answered(), sent)
 		}
 	}
-	b.StopTimer()
-	elapsed := time.Since(start)
-	cpu := s.cpu() - cpu0
-	a.mu.Lock()
-	gotRetries := a.allRetries - retries0
-	a.mu.Unlock()
-	b.ReportMetric(float64(gotRetries)/elapsed.Seconds(), "retries/s")
-	b.ReportMetric(float64(cpu.Nanoseconds())/float64(sent), "server-cpu-ns/pkt")
-	b.ReportMetric(100*float64(gotRetries)/float64(sent), "%retried")
+	return sent
 }

@@ -85,7 +85,6 @@ func BenchmarkFloodOverPrefixRate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	msgs := make([]udpio.Message, batch)
 	answered := func() int {
 		a.mu.Lock()
 		defer a.mu.Unlock()
@@ -94,36 +93,9 @@ func BenchmarkFloodOverPrefixRate(b *testing.B) {
 	refused0 := s.scrape()[series("turboretry_quic_refused_total", "reason", "prefix_rate")]
 	cpu0 := s.cpu()
 	b.ResetTimer()
-	sent := 0
-	for b.Loop() {
-		msgs[sent%batch] = udpio.Message{Buf: a.pkts[sent%pool], Addr: to.AddrPort()}
-		sent++
-		if sent%batch != 0 {
-			continue
-		}
-		for sent-answered() > floodWindow {
-			select {
-			case <-a.got:
-			case <-time.After(floodGiveUp):
-				b.Fatalf("no answer for %v after %d flood Initials", floodGiveUp, sent)
-			}
-		}
-		if _, err := w.WriteBatch(msgs); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if n := sent % batch; n > 0 {
-		if _, err := w.WriteBatch(msgs[:n]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for answered() < sent {
-		select {
-		case <-a.got:
-		case <-time.After(floodGiveUp):
-			b.Fatalf("%d of %d flood Initials unanswered", sent-answered(), sent)
-		}
-	}
+	sent := a.floodWindowed(b, w, batch, answered, func(i int) udpio.Message {
+		return udpio.Message{Buf: a.pkts[i%pool], Addr: to.AddrPort()}
+	})
 	b.StopTimer()
 	cpu := s.cpu() - cpu0
 	refused := s.scrape()[series("turboretry_quic_refused_total", "reason", "prefix_rate")] - refused0
