@@ -500,23 +500,8 @@ func rss(pid int) int {
 // and the new one serves (the pid file names it).
 func TestRestartKeepsConnections(t *testing.T) {
 	e := newRestartEnv(t)
-	stop := make(chan struct{})
-	stream := e.newConnections(stop)
-	// Also after a Fatal: what failed before it is the interesting part.
-	defer func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		stream.Wait()
-		e.failMu.Lock()
-		defer e.failMu.Unlock()
-		for _, f := range e.failures {
-			t.Error(f)
-		}
-		t.Logf("%d new connections during the test, %d failed", e.newConns.Load(), e.newFails.Load())
-	}()
+	// Deferred: what failed before a Fatal is the interesting part.
+	defer e.streamNewConnections()()
 
 	// A bad binary, and one that is never ready: the server keeps serving.
 	hang := filepath.Join(t.TempDir(), "hang")
@@ -641,4 +626,22 @@ func TestRestartKeepsConnections(t *testing.T) {
 	}
 	t.Logf("%d restarts: %d slow downloads (%d of them migrating during the handover) and %d new connections (%d of them validated by a Retry)",
 		*restartRounds, 6*(*restartRounds+1)+*restartRounds, *restartRounds, e.newConns.Load(), retried(e.firstOut.String()))
+}
+
+// streamNewConnections starts the stream of new connections
+// (newConnections) and returns what ends it: stop the stream, wait for it,
+// and report the connections that failed.
+func (e *restartEnv) streamNewConnections() (end func()) {
+	stop := make(chan struct{})
+	stream := e.newConnections(stop)
+	return func() {
+		close(stop)
+		stream.Wait()
+		e.failMu.Lock()
+		defer e.failMu.Unlock()
+		for _, f := range e.failures {
+			e.t.Error(f)
+		}
+		e.t.Logf("%d new connections during the test, %d failed", e.newConns.Load(), e.newFails.Load())
+	}
 }

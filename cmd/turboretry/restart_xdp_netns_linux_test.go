@@ -25,22 +25,8 @@ func TestRestartKeepsConnectionsXDP(t *testing.T) {
 	if attached() != 1 {
 		t.Fatalf("the first server did not start its XDP datapath:\n%s", e.firstOut.String())
 	}
-	stop := make(chan struct{})
-	stream := e.newConnections(stop)
-	defer func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		stream.Wait()
-		e.failMu.Lock()
-		defer e.failMu.Unlock()
-		for _, f := range e.failures {
-			t.Error(f)
-		}
-		t.Logf("%d new connections during the test, %d failed", e.newConns.Load(), e.newFails.Load())
-	}()
+	// Deferred: what failed before a Fatal is the interesting part.
+	defer e.streamNewConnections()()
 
 	// A bad binary: the server had released the interface, and takes it
 	// back once the child is reaped.
