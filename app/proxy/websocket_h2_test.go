@@ -68,30 +68,6 @@ func TestWebSocketOverHTTP2(t *testing.T) {
 	if rsp.StatusCode != http.StatusOK || rsp.ProtoMajor != 2 {
 		t.Fatalf("%s %d, want HTTP/2 200", rsp.Proto, rsp.StatusCode)
 	}
-	if got := rsp.Header.Get("Sec-WebSocket-Protocol"); got != "echo" {
-		t.Errorf("subprotocol %q, want echo", got)
-	}
-	if got := rsp.Header.Get("Sec-WebSocket-Accept"); got != "" {
-		t.Errorf("Sec-WebSocket-Accept %q reached the HTTP/2 client (RFC 8441 has none)", got)
-	}
-	for _, msg := range []string{"hello", "over h2"} {
-		if err := writeClientFrame(pw, opText, []byte(msg)); err != nil {
-			t.Fatal(err)
-		}
-		op, got, err := readServerFrame(rsp.Body)
-		if err != nil || op != opText || string(got) != msg {
-			t.Fatalf("echo: op %d %q %v, want text %q", op, got, err, msg)
-		}
-	}
-	if got := f.metric(t, "turboretry_proxy_websockets_open", nil); got != 1 {
-		t.Errorf("websockets open: %v, want 1", got)
-	}
-	// The client ends its stream: the upstream's connection closes, its
-	// handler ends, and so does the response stream.
-	pw.Close()
-	<-ended
-	if rest, err := io.ReadAll(rsp.Body); err != nil || len(rest) != 0 {
-		t.Fatalf("after the client's end: %q %v", rest, err)
-	}
+	checkWebSocketEcho(t, f, rsp, pw, ended, "HTTP/2 client (RFC 8441", "hello", "over h2")
 	eventually(t, "no WebSocket open", func() bool { return f.metric(t, "turboretry_proxy_websockets_open", nil) == 0 })
 }

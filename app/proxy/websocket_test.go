@@ -144,32 +144,7 @@ func TestWebSocketOverHTTP3(t *testing.T) {
 		if rsp.StatusCode != http.StatusOK {
 			t.Fatalf("status %d, want 200", rsp.StatusCode)
 		}
-		if got := rsp.Header.Get("Sec-WebSocket-Protocol"); got != "echo" {
-			t.Errorf("subprotocol %q, want echo", got)
-		}
-		if got := rsp.Header.Get("Sec-WebSocket-Accept"); got != "" {
-			t.Errorf("Sec-WebSocket-Accept %q reached the HTTP/3 client (RFC 9220 has none)", got)
-		}
-		for _, msg := range []string{"hello", "over h3"} {
-			if err := writeClientFrame(pw, opText, []byte(msg)); err != nil {
-				t.Fatal(err)
-			}
-			op, got, err := readServerFrame(rsp.Body)
-			if err != nil || op != opText || string(got) != msg {
-				t.Fatalf("echo: op %d %q %v, want text %q", op, got, err, msg)
-			}
-		}
-		if got := f.metric(t, "turboretry_proxy_websockets_open", nil); got != 1 {
-			t.Errorf("websockets open: %v, want 1", got)
-		}
-		// The client ends its stream without a close frame: the
-		// upstream's connection closes, its handler ends, and so does
-		// the response stream.
-		pw.Close()
-		<-ended
-		if rest, err := io.ReadAll(rsp.Body); err != nil || len(rest) != 0 {
-			t.Fatalf("after the client's end: %q %v", rest, err)
-		}
+		checkWebSocketEcho(t, f, rsp, pw, ended, "HTTP/3 client (RFC 9220", "hello", "over h3")
 	})
 
 	t.Run("upstream ends", func(t *testing.T) {
@@ -245,4 +220,37 @@ func TestWebSocketOverHTTP1(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-ended
+}
+
+// checkWebSocketEcho checks an extended-CONNECT WebSocket through f to
+// startWebSocketUpstream's /echo (rsp, and pw its request body): the
+// subprotocol, no Sec-WebSocket-Accept (who names the client and its RFC
+// for the message), msgs echoed, one WebSocket counted open. Then the
+// client ends its stream without a close frame: the upstream's connection
+// closes, its handler ends (ended), and so does the response stream.
+func checkWebSocketEcho(t *testing.T, f *front, rsp *http.Response, pw *io.PipeWriter, ended <-chan struct{}, who string, msgs ...string) {
+	t.Helper()
+	if got := rsp.Header.Get("Sec-WebSocket-Protocol"); got != "echo" {
+		t.Errorf("subprotocol %q, want echo", got)
+	}
+	if got := rsp.Header.Get("Sec-WebSocket-Accept"); got != "" {
+		t.Errorf("Sec-WebSocket-Accept %q reached the %s has none)", got, who)
+	}
+	for _, msg := range msgs {
+		if err := writeClientFrame(pw, opText, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		op, got, err := readServerFrame(rsp.Body)
+		if err != nil || op != opText || string(got) != msg {
+			t.Fatalf("echo: op %d %q %v, want text %q", op, got, err, msg)
+		}
+	}
+	if got := f.metric(t, "turboretry_proxy_websockets_open", nil); got != 1 {
+		t.Errorf("websockets open: %v, want 1", got)
+	}
+	pw.Close()
+	<-ended
+	if rest, err := io.ReadAll(rsp.Body); err != nil || len(rest) != 0 {
+		t.Fatalf("after the client's end: %q %v", rest, err)
+	}
 }
