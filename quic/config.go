@@ -232,7 +232,8 @@ func (cc CongestionControl) newController(rtt congestion.RTTSource, maxDatagramS
 
 // recoveryConfig is the loss detector configuration for a connection.
 func (c *Config) recoveryConfig(isServer bool) recovery.Config {
-	return recovery.Config{IsServer: isServer, NewController: c.CongestionControl.newController}
+	// Until the handshake completes, the handshake idle timeout is in force.
+	return recovery.Config{IsServer: isServer, NewController: c.CongestionControl.newController, IdleTimeout: c.HandshakeIdleTimeout}
 }
 
 const (

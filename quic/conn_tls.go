@@ -335,6 +335,9 @@ func (c *Conn) onHandshakeComplete() {
 		return
 	}
 	c.hs.complete = true
+	// The idle timeout in force changes from the handshake's to the
+	// negotiated one; the PTO backoff stops short of it.
+	c.loss.rec.SetIdleTimeout(c.idle.timeout(c.config, &c.hs, &c.loss))
 	if c.trace != nil {
 		c.trace.connState(qlog.ConnectionStateHandshakeComplete)
 	}

@@ -24,6 +24,9 @@ type Config struct {
 	// NewController builds the congestion controller from the estimator
 	// the Recovery owns. nil means NewReno.
 	NewController func(rtt congestion.RTTSource, maxDatagramSize int) congestion.Controller
+	// IdleTimeout is the idle timeout in force (see SetIdleTimeout); 0
+	// means none bounds the PTO backoff.
+	IdleTimeout time.Duration
 }
 
 // spaceState is the loss detection state of one packet number space.
@@ -51,6 +54,7 @@ type Recovery struct {
 	bytesInFlight int
 	ptoCount      int
 	timer         time.Time
+	idleTimeout   time.Duration // bounds the PTO backoff; 0: no bound
 
 	handshakeConfirmed   bool
 	hasHandshakeKeys     bool
@@ -67,7 +71,7 @@ type Recovery struct {
 
 // New returns a loss detector with an empty history in every space.
 func New(cfg Config) *Recovery {
-	r := &Recovery{isServer: cfg.IsServer, rtt: NewRTTStats(cfg.InitialRTT), reorder: newReordering()}
+	r := &Recovery{isServer: cfg.IsServer, rtt: NewRTTStats(cfg.InitialRTT), reorder: newReordering(), idleTimeout: cfg.IdleTimeout}
 	mds := cfg.MaxDatagramSize
 	if mds <= 0 {
 		mds = congestion.DefaultMaxDatagramSize
@@ -116,6 +120,12 @@ func (r *Recovery) OnPathChanged(now time.Time) {
 	r.ptoCount = 0
 	r.setTimer(now)
 }
+
+// SetIdleTimeout sets the idle timeout in force, which bounds the PTO
+// backoff: probes stay at most a quarter of it apart, so a peer that
+// counts its idle timeout from our last packet gets several before it
+// gives up. The timer already armed keeps its time.
+func (r *Recovery) SetIdleTimeout(d time.Duration) { r.idleTimeout = d }
 
 // RTT returns the RTT estimator.
 func (r *Recovery) RTT() *RTTStats { return &r.rtt }

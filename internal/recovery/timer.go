@@ -24,6 +24,13 @@ const maxPTOPeriod = time.Minute
 // three in a row are lost.
 const maxClientHandshakePTOPeriod = time.Second
 
+// probesPerIdleTimeout is how many probes at least fit in the idle timeout
+// once the PTO has backed off: the peer counts its idle timeout from the
+// last packet of ours it received, so a sender whose next probe came after
+// it would lose a connection that one delivered probe saves. Four leave
+// room for three lost ones in a row.
+const probesPerIdleTimeout = 4
+
 // TimeoutKind says what a loss detection timeout asks of the connection.
 type TimeoutKind uint8
 
@@ -119,13 +126,22 @@ func (r *Recovery) lossTimeAndSpace() (time.Time, protocol.PacketNumberSpace) {
 	return earliest, space
 }
 
-// ptoDuration returns the PTO period with exponential backoff, without
-// max_ack_delay, at most maxPTOPeriod (a client's, before the handshake is
-// confirmed, at most maxClientHandshakePTOPeriod or the unbacked-off PTO).
-func (r *Recovery) ptoDuration() time.Duration {
-	d := min(r.rtt.PTOBase()<<min(r.ptoCount, maxPTOBackoff), maxPTOPeriod)
+// ptoDuration returns the PTO period with exponential backoff, with
+// max_ack_delay (also backed off) when withAckDelay, at most maxPTOPeriod.
+// Backoff stops at a quarter of the idle timeout and, for a client before
+// the handshake is confirmed, at maxClientHandshakePTOPeriod; neither cap
+// shortens the period below the unbacked-off one.
+func (r *Recovery) ptoDuration(withAckDelay bool) time.Duration {
+	base := r.rtt.PTOBase()
+	if withAckDelay {
+		base += r.rtt.MaxAckDelay()
+	}
+	d := min(base<<min(r.ptoCount, maxPTOBackoff), maxPTOPeriod)
+	if r.idleTimeout > 0 {
+		d = min(d, max(r.idleTimeout/probesPerIdleTimeout, base))
+	}
 	if !r.isServer && !r.handshakeConfirmed {
-		d = min(d, max(maxClientHandshakePTOPeriod, r.rtt.PTOBase()))
+		d = min(d, max(maxClientHandshakePTOPeriod, base))
 	}
 	return d
 }
@@ -141,7 +157,7 @@ func (r *Recovery) antiDeadlockSpace() protocol.PacketNumberSpace {
 // zero time means no PTO applies: the only packets in flight are
 // ApplicationData ones sent before the handshake was confirmed.
 func (r *Recovery) ptoTimeAndSpace(now time.Time) (time.Time, protocol.PacketNumberSpace) {
-	d := r.ptoDuration()
+	d := r.ptoDuration(false)
 	if !r.ackElicitingInFlight() {
 		// Anti-deadlock PTO, counted from now.
 		return now.Add(d), r.antiDeadlockSpace()
@@ -159,7 +175,7 @@ func (r *Recovery) ptoTimeAndSpace(now time.Time) (time.Time, protocol.PacketNum
 			}
 			// The peer may delay ACKs of 1-RTT packets by up to
 			// max_ack_delay.
-			d = min(d+r.rtt.MaxAckDelay()<<min(r.ptoCount, maxPTOBackoff), maxPTOPeriod)
+			d = r.ptoDuration(true)
 		}
 		if t := s.lastAckElicitingSent.Add(d); earliest.IsZero() || t.Before(earliest) {
 			earliest, space = t, sp

@@ -207,3 +207,33 @@ func TestClientHandshakePTOCapped(t *testing.T) {
 		}
 	}
 }
+
+// With an idle timeout in force, the backoff stops at a quarter of it:
+// a peer that has heard nothing for its idle timeout closes, so a probe
+// later than that is wasted, and several before it give lost ones a
+// second chance. A PTO already longer than the quarter is not shortened.
+func TestPTOBackoffStopsShortOfIdleTimeout(t *testing.T) {
+	r := confirmedServer()
+	r.SetIdleTimeout(30 * time.Second)
+	send(t, r, protocol.SpaceAppData, 0, t0)
+	// 999 ms initial PTO + 25 ms max_ack_delay, doubled per timeout up to
+	// 7.5 s.
+	want := []time.Duration{ms(1024), ms(2048), ms(4096), ms(7500), ms(7500), ms(7500)}
+	last := t0
+	for i, w := range want {
+		at := r.LossDetectionTimeout()
+		if got := at.Sub(last); got != w {
+			t.Fatalf("PTO %d after %v, want %v", i+1, got, w)
+		}
+		fire(t, r, at)
+		send(t, r, protocol.SpaceAppData, uint64(i+1), at)
+		last = at
+	}
+
+	r = confirmedServer()
+	r.SetIdleTimeout(2 * time.Second)
+	send(t, r, protocol.SpaceAppData, 0, t0)
+	fire(t, r, t0.Add(ms(1024)))
+	send(t, r, protocol.SpaceAppData, 1, t0.Add(ms(1024)))
+	expectTimer(t, r, t0.Add(ms(2048)))
+}
