@@ -58,9 +58,10 @@ arm64:
 firmware:
 	$(MAKE) -C dpa-firmware test riscv-check bpf-check
 
-# The evaluation (`turboretry eval`) and its tests build only with -tags eval,
-# which keeps its plotting library out of the default binary; the tests run
-# with the tag, plus the default build's own eval test.
+# The evaluation, flood and interop subcommands (`turboretry eval|flood|interop`)
+# and their tests build only with -tags eval, which keeps them and the plotting
+# library out of the default binary; the tests run with the tag, plus the
+# default build's own test that it answers them with how to build them.
 unit:
 	$(GO) test -race -count=1 -tags eval $(PKGS)
 	$(GO) test -count=1 -run '^TestEvalUnavailable' ./cmd/turboretry/

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/testutil"
+
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/token"
 )
@@ -15,10 +17,7 @@ import (
 // host validator. It must never panic, and it may accept a retry token as
 // validated only with the Initial's DCID as RSCID.
 func FuzzAddressValidation(f *testing.F) {
-	kr, err := token.NewKeyRing(testTokenSecret, 0)
-	if err != nil {
-		f.Fatal(err)
-	}
+	kr := testutil.KeyRing(f, testTokenSecret)
 	client := netip.MustParseAddrPort("192.0.2.10:54321")
 	rscid := []byte{1, 2, 3, 4, 5, 6, 7, 8}
 	now := time.Now().UnixMilli()

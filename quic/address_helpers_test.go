@@ -6,19 +6,15 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/turboretry/turboretry/internal/testutil"
+
 	"github.com/turboretry/turboretry/internal/testutil/initial"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
 // testTokenSecret is the root secret of the address-validation tests (the
 // docs/design.md test vector secret 000102...1f).
-var testTokenSecret = func() []byte {
-	b := make([]byte, 32)
-	for i := range b {
-		b[i] = byte(i)
-	}
-	return b
-}()
+var testTokenSecret = testutil.Secret(0)
 
 // avEchoServer starts a listener with address validation on a Transport
 // and echoes the first stream of every connection it accepts.

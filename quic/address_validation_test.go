@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/testutil"
+
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/offload/agent"
-	"github.com/turboretry/turboretry/token"
 )
 
 // TestAlwaysRetryServer: with AlwaysRetry both clients see a host Retry,
@@ -120,10 +121,7 @@ type agentRelay struct {
 }
 
 func newAgentRelay(t *testing.T, server net.Addr) *agentRelay {
-	kr, err := token.NewKeyRing(testTokenSecret, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testutil.KeyRing(t, testTokenSecret)
 	eng, err := agent.New(agent.Config{KeyRing: kr})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/testutil"
+
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/token"
@@ -72,10 +74,7 @@ func TestBadInitialsOpenNothing(t *testing.T) {
 	for i := range 40 {
 		send(c, buildClientInitial(t, cid(8), cid(8), cid(1+i*3), 1200))
 	}
-	kr, err := token.NewKeyRing(testTokenSecret, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testutil.KeyRing(t, testTokenSecret)
 	me := c.LocalAddr().(*net.UDPAddr).AddrPort()
 	odcid, rscid := cid(8), cid(8)
 	retryTok, err := kr.Mint(nil, token.MintParams{

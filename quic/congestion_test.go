@@ -11,6 +11,7 @@ import (
 
 	"github.com/turboretry/turboretry/internal/recovery"
 	"github.com/turboretry/turboretry/internal/simnet"
+	"github.com/turboretry/turboretry/internal/testutil/coalesced"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -130,7 +131,7 @@ func TestZeroRTTFirstFlightFillsInitialWindow(t *testing.T) {
 
 // has0RTTPacket reports whether a datagram holds a 0-RTT packet.
 func has0RTTPacket(d []byte) bool {
-	for pkt, err := range wire.CoalescedPackets(d) {
+	for pkt, err := range coalesced.Packets(d) {
 		if err != nil {
 			return false
 		}

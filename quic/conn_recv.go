@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/connid"
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/protocol"
 	"github.com/turboretry/turboretry/internal/qerr"
@@ -192,7 +193,7 @@ func (c *Conn) handleShortPacket(pkt []byte, p receivedPacket) {
 	now := p.rcvTime
 	// Decryption works in place: keep what a stateless reset token would be.
 	var tail [16]byte
-	mayBeReset := len(pkt) >= minStatelessResetLen
+	mayBeReset := len(pkt) >= connid.MinStatelessResetSize
 	if mayBeReset {
 		copy(tail[:], pkt[len(pkt)-16:])
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/recovery"
+	"github.com/turboretry/turboretry/internal/testutil/coalesced"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -533,7 +534,7 @@ func (tc *testConn) collect() {
 
 func (tc *testConn) parseDatagram(d []byte, to net.Addr) {
 	tc.t.Helper()
-	for pkt, err := range wire.CoalescedPackets(d) {
+	for pkt, err := range coalesced.Packets(d) {
 		if err != nil {
 			tc.t.Fatalf("malformed datagram from the connection: %v", err)
 		}

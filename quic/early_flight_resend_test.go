@@ -8,6 +8,7 @@ import (
 
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/simnet"
+	"github.com/turboretry/turboretry/internal/testutil/coalesced"
 	"github.com/turboretry/turboretry/internal/testutil/initial"
 	"github.com/turboretry/turboretry/internal/wire"
 )
@@ -91,7 +92,7 @@ func TestServerEarlyFlightResendsBounded(t *testing.T) {
 		defer mu.Unlock()
 		flights, acked := 0, map[uint64]bool{}
 		for _, d := range fromServer {
-			for pkt, err := range wire.CoalescedPackets(d) {
+			for pkt, err := range coalesced.Packets(d) {
 				var h wire.LongHeader
 				if err != nil || wire.ParseLongHeader(pkt, &h) != nil || h.Type != wire.PacketTypeInitial {
 					continue

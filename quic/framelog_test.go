@@ -15,6 +15,7 @@ import (
 
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/simnet"
+	"github.com/turboretry/turboretry/internal/testutil/coalesced"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -121,7 +122,7 @@ func (l *frameLog) packets(t *testing.T, c *Conn, fromClient bool, cidLen int) [
 		if (d.from == l.client) != fromClient {
 			continue
 		}
-		for pkt, err := range wire.CoalescedPackets(slices.Clone(d.data)) {
+		for pkt, err := range coalesced.Packets(slices.Clone(d.data)) {
 			if err != nil || wire.IsLongHeader(pkt[0]) {
 				continue
 			}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/testutil"
+
 	quicgo "github.com/quic-go/quic-go"
 
 	"github.com/turboretry/turboretry/internal/wire"
@@ -115,10 +117,7 @@ func hostValidatorForTest(t testing.TB, policy AddressPolicy) *tokenValidator {
 
 func mintNewToken(t *testing.T, client netip.Addr) []byte {
 	t.Helper()
-	kr, err := token.NewKeyRing(testTokenSecret, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testutil.KeyRing(t, testTokenSecret)
 	tok, err := kr.Mint(nil, token.MintParams{Source: token.SourceHost, Type: token.TypeNewToken, TimeMs: time.Now().UnixMilli(), Client: netip.AddrPortFrom(client, 0)})
 	if err != nil {
 		t.Fatal(err)
@@ -171,10 +170,7 @@ func TestNewTokenRetransmissionAtHost(t *testing.T) {
 // replay; both refuse the token under another DCID (the host when the
 // agent is down and traffic reaches it directly).
 func TestAgentAndHostAgreeOnNewTokens(t *testing.T) {
-	kr, err := token.NewKeyRing(testTokenSecret, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testutil.KeyRing(t, testTokenSecret)
 	cache, err := fastpath.New(fastpath.KeyFromRing(kr), agent.DefaultCIDLen)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/testutil"
+
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/token"
 )
@@ -110,10 +112,7 @@ func TestNewTokenSkipsRetry(t *testing.T) {
 	retries = st.RetriesSent
 
 	// Expired: a genuine host token issued 25 hours ago.
-	kr, err := token.NewKeyRing(testTokenSecret, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testutil.KeyRing(t, testTokenSecret)
 	old, err := kr.Mint(nil, token.MintParams{
 		Source: token.SourceHost, Type: token.TypeNewToken,
 		TimeMs: time.Now().Add(-25 * time.Hour).UnixMilli(),

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/testutil"
+
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/offload/agent"
@@ -62,10 +64,7 @@ func readVN(t *testing.T, c *net.UDPConn) ([]byte, []wire.Version) {
 func TestStatelessAnswersLikeTheAgent(t *testing.T) {
 	ctx := testCtx(t)
 	tr, _ := avEchoServer(t, ctx, &AddressValidationConfig{Policy: AlwaysRetry(), TokenSecret: testTokenSecret})
-	kr, err := token.NewKeyRing(testTokenSecret, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testutil.KeyRing(t, testTokenSecret)
 	eng, err := agent.New(agent.Config{KeyRing: kr})
 	if err != nil {
 		t.Fatal(err)
@@ -161,10 +160,7 @@ func TestServerVersionsForVN(t *testing.T) {
 func TestNewTokenShortDCIDAtHost(t *testing.T) {
 	client := netip.MustParseAddrPort("192.0.2.10:54321")
 	remote := net.UDPAddrFromAddrPort(client)
-	kr, err := token.NewKeyRing(testTokenSecret, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testutil.KeyRing(t, testTokenSecret)
 	newToken := func(r uint32) []byte {
 		tok, err := kr.Mint(nil, token.MintParams{Source: token.SourceHost, Type: token.TypeNewToken, TimeMs: time.Now().UnixMilli(), R: r, Client: client})
 		if err != nil {

@@ -368,7 +368,7 @@ func (t *Transport) handleDatagram(p receivedPacket) {
 	}
 	t.mu.Lock()
 	c := t.handlers[string(dcid)]
-	if c == nil && !wire.IsLongHeader(p.data[0]) && len(p.data) >= minStatelessResetLen {
+	if c == nil && !wire.IsLongHeader(p.data[0]) && len(p.data) >= connid.MinStatelessResetSize {
 		c = t.resetTokens[[16]byte(p.data[len(p.data)-16:])]
 	}
 	srv := t.server

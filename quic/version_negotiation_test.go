@@ -2,6 +2,7 @@ package quic
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"net"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/qerr"
+	"github.com/turboretry/turboretry/internal/testutil/coalesced"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -56,7 +58,11 @@ func newVersionRelay(t *testing.T, server net.Addr, forgeVN ...wire.Version) *ve
 		}
 		var hdr wire.LongHeader
 		if fromClient && forgeVN != nil && wire.ParseLongHeader(d, &hdr) == nil && !slices.Contains(forgeVN, hdr.Version) {
-			return false, wire.AppendVersionNegotiation(nil, hdr.DestConnID, hdr.SrcConnID, forgeVN)
+			vn := wire.AppendVersionNegotiationHeader(nil, 0, hdr.DestConnID, hdr.SrcConnID)
+			for _, v := range forgeVN {
+				vn = binary.BigEndian.AppendUint32(vn, uint32(v))
+			}
+			return false, vn
 		}
 		return true, nil
 	})
@@ -66,7 +72,7 @@ func newVersionRelay(t *testing.T, server net.Addr, forgeVN ...wire.Version) *ve
 // record notes the long-header packets of datagram d and reports whether
 // one is a 0-RTT packet. r.mu is held.
 func (r *versionRelay) record(d []byte, fromClient bool) (zeroRTT bool) {
-	for pkt, err := range wire.CoalescedPackets(d) {
+	for pkt, err := range coalesced.Packets(d) {
 		if err != nil || !wire.IsLongHeader(pkt[0]) {
 			return zeroRTT
 		}

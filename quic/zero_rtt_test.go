@@ -13,6 +13,7 @@ import (
 
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/simnet"
+	"github.com/turboretry/turboretry/internal/testutil/coalesced"
 	"github.com/turboretry/turboretry/internal/wire"
 )
 
@@ -79,7 +80,7 @@ func (h *handshakeHold) shortPassedCount() int {
 }
 
 func hasHandshakePacket(d []byte) bool {
-	for pkt, err := range wire.CoalescedPackets(d) {
+	for pkt, err := range coalesced.Packets(d) {
 		if err != nil {
 			return false
 		}

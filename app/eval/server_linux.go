@@ -2,17 +2,12 @@ package eval
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/netip"
@@ -22,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/turboretry/turboretry/app/fileserver"
 	"github.com/turboretry/turboretry/internal/netns"
 	"github.com/turboretry/turboretry/token"
 )
@@ -34,29 +30,12 @@ type files struct {
 	sizes                        []int // the files under root, named by size
 }
 
-// newFiles writes a self-signed P-256 certificate for localhost, a root
+// newFiles writes serve's self-signed certificate for localhost, a root
 // secret and one file per size (plus index.html) into dir.
 func newFiles(dir string, sizes []int) (*files, error) {
 	f := &files{dir: dir, cert: filepath.Join(dir, "cert.pem"), key: filepath.Join(dir, "key.pem"),
 		secret: filepath.Join(dir, "secret.key"), root: filepath.Join(dir, "www"), sizes: sizes}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "localhost"},
-		DNSNames:     []string{"localhost"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(7 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	certPEM, keyPEM, err := fileserver.GenerateSelfSigned(time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -72,8 +51,8 @@ func newFiles(dir string, sizes []int) (*files, error) {
 		data []byte
 		mode os.FileMode
 	}{
-		{f.cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644},
-		{f.key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600},
+		{f.cert, certPEM, 0o644},
+		{f.key, keyPEM, 0o600},
 		{f.secret, []byte(token.FormatSecret(secret)), 0o600},
 		{filepath.Join(f.root, "index.html"), []byte("<html><body>turboretry eval</body></html>\n"), 0o644},
 	} {
@@ -90,12 +69,10 @@ func newFiles(dir string, sizes []int) (*files, error) {
 			return nil, err
 		}
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
 	f.pool = x509.NewCertPool()
-	f.pool.AddCert(cert)
+	if !f.pool.AppendCertsFromPEM(certPEM) {
+		return nil, errors.New("eval: the generated certificate does not parse")
+	}
 	return f, nil
 }
 

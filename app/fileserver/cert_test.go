@@ -193,7 +193,7 @@ func TestSecretCreatedAndReused(t *testing.T) {
 // writePair writes a fresh self-signed pair to dir and returns its SPKI.
 func writePair(t *testing.T, certPath, keyPath string) string {
 	t.Helper()
-	cp, kp, err := generateSelfSigned(time.Now())
+	cp, kp, err := GenerateSelfSigned(time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 // Command turboretry is the TurboRetry-Go command line: one binary whose
-// subcommands (serve, agent, keygen, token, flood, doctor, interop, eval)
-// each live in their own file and register themselves with register.
+// subcommands (serve, restart, agent, keygen, token, doctor) each live in
+// their own file and register themselves with register. The tools that
+// measure or test the stack (eval, flood, interop) build only with
+// -tags eval; the default build answers them with how to get them.
 package main
 
 import (

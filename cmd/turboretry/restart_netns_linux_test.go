@@ -69,11 +69,13 @@ type restartEnv struct {
 	failures           []string
 }
 
-// buildTurboretry builds cmd/turboretry into a temporary directory.
+// buildTurboretry builds cmd/turboretry into a temporary directory, with
+// the eval tag because the restart tests attack the server with its flood
+// subcommand.
 func buildTurboretry(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "turboretry")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd := exec.Command("go", "build", "-tags", "eval", "-o", bin, ".")
 	cmd.Env = append(os.Environ(), "GOFLAGS=")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/testutil"
+	"github.com/turboretry/turboretry/internal/testutil/coalesced"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/quic"
 )
@@ -178,7 +179,7 @@ const sparseMaxDatagram = 1200
 func (a *sparseTap) rewrite(datagram []byte) ([]byte, error) {
 	cidLen := int(a.cidLen.Load())
 	out := make([]byte, 0, len(datagram)+len(a.frames)+64)
-	for pkt, err := range wire.CoalescedPackets(datagram) {
+	for pkt, err := range coalesced.Packets(datagram) {
 		if err != nil {
 			return nil, err
 		}

@@ -53,13 +53,6 @@ type Ack struct {
 	ECT0, ECT1, CE uint64
 }
 
-// NewTracker returns a Tracker for the given space.
-func NewTracker(space protocol.PacketNumberSpace, cfg Config) *Tracker {
-	t := new(Tracker)
-	t.Init(space, cfg)
-	return t
-}
-
 // Init (re)initializes t, so a Tracker can be embedded in a larger struct.
 func (t *Tracker) Init(space protocol.PacketNumberSpace, cfg Config) {
 	*t = Tracker{space: space, cfg: cfg.withDefaults()}

@@ -18,15 +18,6 @@ func BenchmarkResetTokenFor(b *testing.B) {
 	}
 }
 
-func BenchmarkResetHasherToken(b *testing.B) {
-	h := NewResetHasher([32]byte{1})
-	cid := mustCID(b, cidN(1))
-	b.ReportAllocs()
-	for b.Loop() {
-		h.Token(cid)
-	}
-}
-
 func BenchmarkAppendStatelessReset(b *testing.B) {
 	buf := make([]byte, 0, 64)
 	b.ReportAllocs()

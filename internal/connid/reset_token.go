@@ -1,9 +1,7 @@
 package connid
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
-	"hash"
 
 	"github.com/turboretry/turboretry/internal/protocol"
 )
@@ -51,33 +49,5 @@ func ResetTokenFor(key [32]byte, cid protocol.ConnectionID) [TokenLen]byte {
 
 	var t [TokenLen]byte
 	copy(t[:], sum[:TokenLen])
-	return t
-}
-
-// ResetHasher computes the same tokens as ResetTokenFor with a keyed HMAC
-// state that is set up once, which halves the SHA-256 blocks per token. It
-// is not safe for concurrent use: keep one per goroutine (for example in
-// the Transport's receive loop). Token does not allocate.
-type ResetHasher struct {
-	mac hash.Hash
-	in  [protocol.MaxConnectionIDLen]byte
-	sum [sha256.Size]byte
-}
-
-// NewResetHasher returns a ResetHasher for key.
-func NewResetHasher(key [32]byte) *ResetHasher {
-	return &ResetHasher{mac: hmac.New(sha256.New, key[:])}
-}
-
-// Token returns the stateless reset token of cid.
-func (h *ResetHasher) Token(cid protocol.ConnectionID) [TokenLen]byte {
-	// Copy into h.in so cid itself does not escape through the
-	// hash.Hash interface.
-	n := len(cid.AppendTo(h.in[:0]))
-	h.mac.Reset()
-	h.mac.Write(h.in[:n])
-	s := h.mac.Sum(h.sum[:0])
-	var t [TokenLen]byte
-	copy(t[:], s[:TokenLen])
 	return t
 }

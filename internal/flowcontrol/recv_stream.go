@@ -15,13 +15,6 @@ type StreamReceiver struct {
 	abandoned  bool // the application will read no more: release at once
 }
 
-// NewStreamReceiver returns the receiver of stream id, drawing on conn.
-func NewStreamReceiver(id uint64, conn *ConnReceiver, cfg WindowConfig) *StreamReceiver {
-	s := new(StreamReceiver)
-	s.Init(id, conn, cfg)
-	return s
-}
-
 // Init (re)initializes s, for embedding in a stream. conn must not be nil.
 func (s *StreamReceiver) Init(id uint64, conn *ConnReceiver, cfg WindowConfig) {
 	*s = StreamReceiver{conn: conn, id: id}

@@ -12,14 +12,6 @@ type SendCredit struct {
 	blockedLimit uint64
 }
 
-// NewSendCredit returns credit starting at the peer's initial limit, from
-// its transport parameters.
-func NewSendCredit(initialLimit uint64) *SendCredit {
-	c := new(SendCredit)
-	c.Init(initialLimit)
-	return c
-}
-
 // Init (re)initializes c, for embedding.
 func (c *SendCredit) Init(initialLimit uint64) {
 	*c = SendCredit{limit: min(initialLimit, MaxOffset)}
@@ -82,14 +74,6 @@ func (c *SendCredit) BlockedDue(n uint64) bool {
 type StreamSender struct {
 	stream SendCredit
 	conn   *SendCredit
-}
-
-// NewStreamSender returns a stream sender with the peer's initial stream
-// limit, drawing on the connection credit conn.
-func NewStreamSender(conn *SendCredit, initialLimit uint64) *StreamSender {
-	s := new(StreamSender)
-	s.Init(conn, initialLimit)
-	return s
 }
 
 // Init (re)initializes s, for embedding in a stream. conn must not be nil.

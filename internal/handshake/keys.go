@@ -12,36 +12,10 @@ const ivLen = 12
 // maxKeyLen is the longest AEAD or header protection key of the suites.
 const maxKeyLen = 32
 
-// PacketKeys is the keying material derived from one traffic secret
-// (RFC 9001 section 5.1): the AEAD key, the IV the packet number is
-// XORed into, and the header protection key.
-type PacketKeys struct {
-	Key []byte
-	IV  []byte
-	HP  []byte
-}
-
-// DerivePacketKeys derives the AEAD key, IV and header protection key for
-// cipher suite suiteID from a traffic secret, with version v's labels.
-func DerivePacketKeys(suiteID uint16, secret []byte, v Version) (PacketKeys, error) {
-	s, vp, err := lookup(suiteID, secret, v)
-	if err != nil {
-		return PacketKeys{}, err
-	}
-	m, err := deriveKeyMaterial(s, vp, secret)
-	if err != nil {
-		return PacketKeys{}, err
-	}
-	// One allocation for the three; the capacities keep an append to one
-	// from overwriting the next.
-	n := s.keyLen
-	buf := make([]byte, 0, 2*n+ivLen)
-	buf = append(append(append(buf, m.aeadKey(s)...), m.iv[:]...), m.hpKey(s)...)
-	return PacketKeys{Key: buf[:n:n], IV: buf[n : n+ivLen : n+ivLen], HP: buf[n+ivLen:]}, nil
-}
-
-// keyMaterial is PacketKeys in fixed arrays: building a Sealer or Opener
-// derives its keys on the stack and hands them to crypto/aes and
+// keyMaterial is the keying material derived from one traffic secret
+// (RFC 9001 section 5.1: the AEAD key, the IV the packet number is XORed
+// into, the header protection key) in fixed arrays: building a Sealer or
+// Opener derives its keys on the stack and hands them to crypto/aes and
 // crypto/cipher, which copy them, so nothing is allocated for them.
 type keyMaterial struct {
 	key [maxKeyLen]byte
@@ -86,16 +60,6 @@ func initDirection(s *suiteParams, vp *versionParams, secret []byte, pc *packetC
 		return err
 	}
 	return pc.init(s, m.aeadKey(s), m.iv[:])
-}
-
-// NextSecret derives the traffic secret of the next key phase
-// (RFC 9001 section 6.1: "quic ku", RFC 9369: "quicv2 ku").
-func NextSecret(suiteID uint16, secret []byte, v Version) ([]byte, error) {
-	s, vp, err := lookup(suiteID, secret, v)
-	if err != nil {
-		return nil, err
-	}
-	return nextSecret(s, vp, secret)
 }
 
 func nextSecret(s *suiteParams, vp *versionParams, secret []byte) ([]byte, error) {

@@ -60,16 +60,6 @@ func suiteByID(id uint16) (*suiteParams, error) {
 	return nil, fmt.Errorf("%w: %#04x", ErrUnsupportedCipherSuite, id)
 }
 
-// AEADLimits returns the confidentiality and integrity limits (RFC 9001
-// section 6.6) of the TLS cipher suite suiteID.
-func AEADLimits(suiteID uint16) (confidentiality, integrity uint64, err error) {
-	s, err := suiteByID(suiteID)
-	if err != nil {
-		return 0, 0, err
-	}
-	return s.confLimit, s.intLimit, nil
-}
-
 func (s *suiteParams) newAEAD(key []byte) (cipher.AEAD, error) {
 	if s.chacha {
 		return chacha20poly1305.New(key)

@@ -3,8 +3,7 @@
 // and the universal token key schedule both build on.
 //
 // ExpandLabel works with any hash and allocates. For SHA-256, the hash of
-// QUIC Initial keys, ExtractSHA256, ExpanderSHA256 and ExpandLabelSHA256
-// give the same bytes without allocating, for paths that derive keys per
+// QUIC Initial keys, ExtractSHA256 and ExpanderSHA256 give the same bytes without allocating, for paths that derive keys per
 // connection or per packet.
 package tlskdf
 

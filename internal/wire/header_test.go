@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
-	"errors"
 	"testing"
 )
 
@@ -260,40 +259,6 @@ func TestInvariantsAndDCID(t *testing.T) {
 	}
 	if _, err := ParseDestConnID(long[:20], 4); err != ErrPacketTruncated {
 		t.Errorf("truncated long: %v", err)
-	}
-}
-
-func TestCoalesced(t *testing.T) {
-	mk := func(pt PacketType, n int) []byte {
-		h := LongHeader{Type: pt, Version: Version2, DestConnID: []byte{1, 2, 3, 4}, Length: uint64(n)}
-		return append(AppendLongHeader(nil, &h, 1, 2), bytes.Repeat([]byte{byte(pt)}, n)...)
-	}
-	initial, hs := mk(PacketTypeInitial, 40), mk(PacketTypeHandshake, 30)
-	short := append(AppendShortHeader(nil, []byte{1, 2, 3, 4}, 1, false, false), 1, 2, 3)
-	dgram := append(append(append([]byte{}, initial...), hs...), short...)
-	var got [][]byte
-	for pkt, err := range CoalescedPackets(dgram) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, pkt)
-	}
-	if len(got) != 3 || !bytes.Equal(got[0], initial) || !bytes.Equal(got[1], hs) || !bytes.Equal(got[2], short) {
-		t.Fatalf("split into %d packets: %x", len(got), got)
-	}
-	// A broken second packet: the first one is still returned.
-	broken := append(append([]byte{}, initial...), hs[:20]...)
-	pkt, rest, err := SplitCoalesced(broken)
-	if err != nil || !bytes.Equal(pkt, initial) {
-		t.Fatalf("first packet: %v", err)
-	}
-	if _, _, err := SplitCoalesced(rest); !errors.Is(err, ErrLengthBeyondPacket) {
-		t.Errorf("second packet err = %v", err)
-	}
-	// An unknown version takes the whole datagram.
-	unknown := []byte{0xc0, 0, 0, 0, 9, 0, 0, 1, 2, 3}
-	if pkt, rest, err := SplitCoalesced(unknown); err != nil || len(pkt) != len(unknown) || len(rest) != 0 {
-		t.Errorf("unknown version: %x %x %v", pkt, rest, err)
 	}
 }
 

@@ -41,26 +41,6 @@ func AppendPacketNumber(b []byte, pn uint64, n int) []byte {
 	panic("wire: packet number length must be 1 to 4")
 }
 
-// PacketNumberLenFromFirstByte returns the packet number length encoded in
-// the first byte. Only meaningful after header protection is removed.
-func PacketNumberLenFromFirstByte(b0 byte) int { return int(b0&3) + 1 }
-
-// ReadPacketNumber reads an n-byte (1-4) truncated packet number from the
-// start of b, after header protection is removed.
-func ReadPacketNumber(b []byte, n int) (uint64, error) {
-	if n < 1 || n > 4 {
-		return 0, ErrInvalidPacketNumber
-	}
-	if len(b) < n {
-		return 0, ErrPacketTruncated
-	}
-	var pn uint64
-	for _, c := range b[:n] {
-		pn = pn<<8 | uint64(c)
-	}
-	return pn, nil
-}
-
 // DecodePacketNumber recovers a full packet number from its n-byte
 // truncation, given the largest packet number received so far in the
 // packet number space (NoPacketNumber if none), as in RFC 9000 appendix

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"encoding/binary"
-	"math/rand/v2"
 )
 
 // ParseVersionNegotiation parses a Version Negotiation packet (RFC 9000
@@ -26,23 +25,10 @@ func ParseVersionNegotiation(b []byte, versions []Version) (dcid, scid []byte, v
 	return h.DestConnID, h.SrcConnID, versions, nil
 }
 
-// AppendVersionNegotiation appends a Version Negotiation packet answering a
-// client packet with the connection IDs clientDCID and clientSCID. As RFC
-// 9000 section 17.2.1 requires, the client's source connection ID becomes
-// the destination connection ID and vice versa. The unused bits of the
-// first byte are random except 0x40, which is set so the packet looks like
-// it has a fixed bit. Connection IDs longer than 255 bytes panic.
-func AppendVersionNegotiation(b []byte, clientDCID, clientSCID []byte, versions []Version) []byte {
-	b = AppendVersionNegotiationHeader(b, byte(rand.Uint32()), clientDCID, clientSCID)
-	for _, v := range versions {
-		b = binary.BigEndian.AppendUint32(b, uint32(v))
-	}
-	return b
-}
-
 // AppendVersionNegotiationHeader appends the header of a Version
-// Negotiation packet, AppendVersionNegotiation's packet without the
-// version list, which the caller appends (4 bytes each, big-endian).
+// Negotiation packet (RFC 9000 section 17.2.1: the client's connection IDs
+// swapped) without the version list, which the caller appends (4 bytes
+// each, big-endian).
 // The low six bits of unused fill the first byte's unused bits.
 func AppendVersionNegotiationHeader(b []byte, unused byte, clientDCID, clientSCID []byte) []byte {
 	if len(clientDCID) > 255 || len(clientSCID) > 255 {
