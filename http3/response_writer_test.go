@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	quicqlog "github.com/turboretry/turboretry/qlog"
-	"github.com/turboretry/turboretry/quic"
 	"github.com/turboretry/turboretry/qlogwriter"
+	"github.com/turboretry/turboretry/quic"
 )
 
 func TestResponseWriterBodies(t *testing.T) {
