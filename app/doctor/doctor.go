@@ -17,7 +17,6 @@ import (
 	"strings"
 
 	"github.com/turboretry/turboretry/internal/udpio"
-	"github.com/turboretry/turboretry/offload/reuseport"
 )
 
 // Status is a check's outcome.
@@ -107,8 +106,8 @@ type Options struct {
 	// Iface is the interface clients arrive on; empty skips the NIC
 	// checks.
 	Iface string
-	// Workers is the number of sockets (serve --workers); 0 means
-	// serve's default (reuseport.DefaultWorkers).
+	// Workers is the number of sockets (serve --workers); 0 means the
+	// CPUs.
 	Workers int
 	// RecvBuffer and SendBuffer are the socket buffers the server asks
 	// for; 0 means what it asks by default (internal/udpio).
@@ -118,7 +117,7 @@ type Options struct {
 // Run runs every check that applies.
 func Run(sys System, o Options) []Result {
 	if o.Workers <= 0 {
-		o.Workers = reuseport.DefaultWorkers(sys.NumCPU())
+		o.Workers = sys.NumCPU()
 	}
 	if o.RecvBuffer <= 0 {
 		o.RecvBuffer = udpio.DefaultRecvBuffer

@@ -146,7 +146,7 @@ func TestDefaults(t *testing.T) {
 	f.proc["proc/sys/net/core/rmem_max"] = &fstest.MapFile{Data: []byte("not a number")}
 	delete(f.proc, "proc/sys/net/core/wmem_max")
 	m := byCheck(Run(f, Options{}))
-	if m["workers"].Detail != "2 workers on 4 CPUs" { // serve's default: one per two CPUs
+	if m["workers"].Detail != "4 workers on 4 CPUs" {
 		t.Errorf("default workers: %v", m["workers"])
 	}
 	if m["rmem_max"].Status != Info || m["wmem_max"].Status != Info {

@@ -116,8 +116,7 @@ type Config struct {
 	// and quic.Transport, that HTTP/3 is spread over (serve --workers); a
 	// connection lives on one worker, and an sk_reuseport program keeps
 	// its packets there whatever address the client sends from
-	// (docs/reuseport.md). 0 means one per two CPUs
-	// (reuseport.DefaultWorkers). Where the program
+	// (docs/reuseport.md). 0 means the number of CPUs. Where the program
 	// cannot be loaded (no CAP_BPF), the listener falls back to one
 	// socket and says so in the log.
 	Workers int
@@ -175,7 +174,7 @@ func (c *Config) fillDefaults() {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if c.Workers == 0 {
-		c.Workers = reuseport.DefaultWorkers(runtime.NumCPU())
+		c.Workers = min(runtime.NumCPU(), reuseport.MaxWorkers)
 	}
 	if c.Limits == nil {
 		d := DefaultLimits()
@@ -197,7 +196,7 @@ func (c *Config) check() error {
 		return fmt.Errorf("invalid retry mode %v", c.Retry)
 	}
 	if c.Workers < 0 || c.Workers > reuseport.MaxWorkers {
-		return fmt.Errorf("--workers %d: want 1..%d (0: one per two CPUs)", c.Workers, reuseport.MaxWorkers)
+		return fmt.Errorf("--workers %d: want 1..%d (0: the number of CPUs)", c.Workers, reuseport.MaxWorkers)
 	}
 	if _, err := quiclb.NewCodec(quiclb.Config{ConfigID: c.ConnectionIDs.ConfigID, HostID: c.ConnectionIDs.HostID,
 		NonceLen: c.ConnectionIDs.NonceLen, MACKey: new(quiclb.Key)}); err != nil {

@@ -30,7 +30,7 @@ const doctorSynopsis = "turboretry doctor [--iface IF] [--workers N] [--strict]\
 func runDoctor(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	flags := newFlagSet("doctor", doctorSynopsis, stderr)
 	iface := flags.String("iface", "", "also check the network interface `IF` clients arrive on")
-	workers := flags.Int("workers", 0, "the `N` workers serve will run (default: serve's, one per two CPUs)")
+	workers := flags.Int("workers", 0, "the `N` workers serve will run (default: the number of CPUs)")
 	strict := flags.Bool("strict", false, "exit 1 when a check needs a fix")
 	pos, err := parseArgs(flags, args)
 	if err != nil {
@@ -40,7 +40,7 @@ func runDoctor(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return usageError(flags, "unexpected argument %q", pos[0])
 	}
 	if *workers < 0 {
-		return usageError(flags, "--workers %d: want 1 or more (0: serve's default)", *workers)
+		return usageError(flags, "--workers %d: want 1 or more (0: the CPUs)", *workers)
 	}
 	if *iface != "" {
 		if _, err := net.InterfaceByName(*iface); err != nil {

@@ -51,7 +51,7 @@ const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE 
 	"pauses the agent (fail-open: the host validates) and SIGUSR2 resumes it. --offload split\n" +
 	"--agent-control ADDR works with a separate `turboretry agent` in front of this host\n" +
 	"(docs/split.md): the server announces its connection IDs to the agent at ADDR, and its\n" +
-	"own --retry policy takes over whenever the agent is gone. --workers N (default: one per two CPUs)\n" +
+	"own --retry policy takes over whenever the agent is gone. --workers N (default: the CPUs)\n" +
 	"spreads HTTP/3 over N UDP sockets of the port, each with its own receive loop; an\n" +
 	"sk_reuseport program keeps each connection on its worker by the worker index in its\n" +
 	"connection IDs, also when the client's address changes (root or CAP_BPF; without it one\n" +
@@ -103,7 +103,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	limits := limitFlags(flags)
 	proxyConfig := proxyFlags(flags)
 	stateDir := flags.String("state-dir", "", "keep the generated certificate, key and secret in `DIR` (default $XDG_STATE_HOME/turboretry or ~/.local/state/turboretry)")
-	workers := flags.Int("workers", 0, "spread HTTP/3 over `N` sockets and receive loops (default: one per two CPUs)")
+	workers := flags.Int("workers", 0, "spread HTTP/3 over `N` sockets and receive loops (default: the number of CPUs)")
 	cids := addCIDFlags(flags)
 	pidFile := flags.String("pid-file", "", "write the process ID to `FILE` and accept `turboretry restart --pid-file FILE`")
 	drainTimeout := flags.Duration("drain-timeout", 5*time.Minute, "after handing over to a restarted process, wait at most `D` for this one's connections to finish")
@@ -156,7 +156,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageError(flags, "--cert and --key go together: give both or neither")
 	}
 	if *workers < 0 || *workers > reuseport.MaxWorkers {
-		return usageError(flags, "--workers %d: want 1..%d (0: one per two CPUs)", *workers, reuseport.MaxWorkers)
+		return usageError(flags, "--workers %d: want 1..%d (0: the number of CPUs)", *workers, reuseport.MaxWorkers)
 	}
 	layout, cacheOnly, err := cids.layout()
 	if err != nil {

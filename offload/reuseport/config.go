@@ -13,16 +13,6 @@ import (
 // connection ID.
 const MaxWorkers = quiclb.MaxWorkers
 
-// DefaultWorkers is the number of workers for a host with cpus CPUs when
-// none is configured: one per two CPUs, at least one. A worker's receive
-// loop is one of several goroutines busy per datagram (the connections'
-// loops and handlers seal and send), so a loop per CPU oversubscribes the
-// host; on 2 CPUs one worker served 100 KB and 64 MiB files over HTTP/3
-// for no more CPU than two, in most runs less (docs/performance.md).
-func DefaultWorkers(cpus int) int {
-	return min(max(cpus/2, 1), MaxWorkers)
-}
-
 // Mode is how a Group spreads datagrams over its sockets.
 type Mode uint8
 
@@ -69,7 +59,7 @@ type Config struct {
 	// Addr is the address to bind, host:port.
 	Addr string
 	// Workers is the number of sockets, 1..MaxWorkers; 0 means
-	// DefaultWorkers(runtime.NumCPU()).
+	// runtime.NumCPU().
 	Workers int
 	// IDs is the layout of the server's connection IDs, whose worker
 	// octet the program reads. Required. With a MAC the program verifies
@@ -94,7 +84,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Network = "udp"
 	}
 	if c.Workers == 0 {
-		c.Workers = DefaultWorkers(runtime.NumCPU())
+		c.Workers = min(runtime.NumCPU(), MaxWorkers)
 	}
 	switch {
 	case c.Network != "udp" && c.Network != "udp4" && c.Network != "udp6":
