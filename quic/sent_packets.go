@@ -9,10 +9,12 @@ import "iter"
 // handle does what a map would without hashing, and without allocating
 // once it has grown to the window in flight. It spans the handles from
 // the oldest packet held to the newest; handles in between that left, or
-// were never held (packets that elicit no ACK), are empty slots. Recovery
-// keeps every packet from its oldest outstanding one in its own queues
-// (internal/recovery's sentQueue), so this span is no wider than what
-// recovery holds.
+// were never held (packets that elicit no ACK), are empty slots. So it
+// spans the packets sent since the oldest one still in flight, which loss
+// detection bounds as it bounds its own queues (internal/recovery's
+// sentQueue keeps every packet of a space from its oldest outstanding
+// one): a packet is acknowledged or declared lost within a few RTTs, or
+// its space is dropped.
 type sentPackets struct {
 	ring  []*sentPacket // len is zero or a power of two; slot: handle & (len-1)
 	first uint64        // the oldest handle held (when count > 0)
