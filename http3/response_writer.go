@@ -76,7 +76,7 @@ func newResponseWriter(sc *serverConn, str *quic.Stream, method string) *respons
 		declaredCL: -1,
 	}
 	w.enc.log.on = sc.qlog != nil
-	w.sw = streamWriter{str: str, stall: sc.s.writeStallTimeout(), stats: &sc.s.stats}
+	w.sw = streamWriter{str: str, stall: sc.s.writeStallTimeout(), stats: &sc.s.stats, testHook: sc.s.testHookResponseWrite}
 	w.bw.Reset(&w.sw)
 	return w
 }
@@ -159,18 +159,28 @@ const readFromSize = writeChunk
 // readFromBuffers holds ReadFrom's buffers between responses.
 var readFromBuffers = sync.Pool{New: func() any { return new([readFromSize]byte) }}
 
+// headerRoom is the room ReadFrom leaves in front of its first read: enough
+// for a usual response's HEADERS frame beside the DATA frame's header, so
+// that both reach the stream in one Write with the start of the body (a
+// separate Write would let the connection send the HEADERS frame in a
+// small packet of its own: a datagram and a wakeup more per response).
+const headerRoom = 512
+
 // ReadFrom copies r's bytes into the body as Write would, reading into a
-// buffer that leaves room in front for the DATA frame's header: a frame
-// goes to the stream in one Write, without passing through the buffered
-// writer (http.FileServer's io.Copy comes here).
+// buffer that leaves room in front for the DATA frame's header (and, the
+// first time, the HEADERS frame): a frame goes to the stream in one Write,
+// without passing through the buffered writer (http.FileServer's io.Copy
+// comes here).
 func (w *responseWriter) ReadFrom(r io.Reader) (int64, error) {
 	buf := readFromBuffers.Get().(*[readFromSize]byte)
 	defer readFromBuffers.Put(buf)
 	var total int64
+	room := headerRoom
 	for {
-		n, rerr := r.Read(buf[maxDataFrameHeader:])
+		n, rerr := r.Read(buf[room:])
 		if n > 0 {
-			k, err := w.writeBody(buf[:maxDataFrameHeader+n], maxDataFrameHeader)
+			k, err := w.writeBody(buf[:room+n], room)
+			room = maxDataFrameHeader
 			total += int64(k)
 			if err != nil {
 				return total, err
@@ -224,7 +234,15 @@ func (w *responseWriter) writeBody(frame []byte, room int) (int, error) {
 			w.buf = append(w.buf, p...)
 			return len(p), nil
 		}
-		if err := w.sendHeader(); err != nil {
+		if len(w.buf) == 0 && w.bw.Buffered() == 0 && len(p) >= w.bw.Size() {
+			sent, err := w.sendHeaderWithData(frame, room)
+			if err != nil {
+				return 0, err
+			}
+			if sent {
+				return len(p), nil
+			}
+		} else if err := w.sendHeader(); err != nil {
 			return 0, err
 		}
 	}
@@ -272,6 +290,40 @@ func (w *responseWriter) writeDataInPlace(frame []byte, room int) error {
 	return nil
 }
 
+// sendHeaderWithData sends the final response header and frame[room:] as
+// one DATA frame in a single stream Write, the two frames' headers and the
+// field section built in the room in front of the data, and reports
+// whether they fitted there. If not, the header alone is in the buffered
+// writer, as sendHeader leaves it, and nothing of the data is sent.
+func (w *responseWriter) sendHeaderWithData(frame []byte, room int) (bool, error) {
+	section, err := w.encodeHeader()
+	if err != nil {
+		return false, err
+	}
+	n := len(frame) - room
+	var headersHdr, dataHdr [16]byte
+	hh := appendFrameHeader(headersHdr[:0], frameTypeHeaders, uint64(len(section)))
+	dh := dataFrame{Length: uint64(n)}.append(dataHdr[:0])
+	front := len(hh) + len(section) + len(dh)
+	if front > room {
+		return false, w.writeFieldSection(section)
+	}
+	start := room - front
+	copy(frame[start:], hh)
+	copy(frame[start+len(hh):], section)
+	copy(frame[room-len(dh):], dh)
+	if w.sc.qlog != nil {
+		w.sc.qlog.frameCreated(w.str.StreamID(), frameTypeHeaders, uint64(len(section)), w.enc.log.frame())
+		w.sc.qlog.frameCreated(w.str.StreamID(), frameTypeData, uint64(n), qlog.DataFrame{})
+	}
+	// Nothing is buffered and the frame is larger than the buffer: it
+	// goes straight to the stream writer.
+	if _, err := w.bw.Write(frame[start:]); err != nil {
+		return true, fromQUICError(err)
+	}
+	return true, nil
+}
+
 // WriteString is Write without a conversion for io.WriteString callers.
 func (w *responseWriter) WriteString(s string) (int, error) {
 	return w.Write([]byte(s))
@@ -315,13 +367,19 @@ func (w *responseWriter) writeData(a, b []byte) error {
 // writeHeaders writes one HEADERS frame with status and header, less
 // the fields that are trailers.
 func (w *responseWriter) writeHeaders(status int, header http.Header) error {
-	header = withoutTrailers(header, w.trailers)
-	var err error
-	w.scratch, err = w.enc.encodeResponse(w.scratch[:0], status, header)
+	section, err := w.encodeFields(status, header)
 	if err != nil {
 		return err
 	}
-	return w.writeFieldSection(w.scratch)
+	return w.writeFieldSection(section)
+}
+
+// encodeFields returns the field section of status and header, less the
+// fields that are trailers, in w.scratch.
+func (w *responseWriter) encodeFields(status int, header http.Header) ([]byte, error) {
+	var err error
+	w.scratch, err = w.enc.encodeResponse(w.scratch[:0], status, withoutTrailers(header, w.trailers))
+	return w.scratch, err
 }
 
 func (w *responseWriter) writeFieldSection(section []byte) error {
@@ -362,6 +420,16 @@ func withoutTrailers(h http.Header, trailers []string) http.Header {
 // Content-Encoding is set) when the handler set none, as net/http and
 // quic-go do.
 func (w *responseWriter) sendHeader() error {
+	section, err := w.encodeHeader()
+	if err != nil {
+		return err
+	}
+	return w.writeFieldSection(section)
+}
+
+// encodeHeader marks the header sent and returns its field section, as
+// sendHeader describes, in w.scratch.
+func (w *responseWriter) encodeHeader() ([]byte, error) {
 	w.headersSent = true
 	h := w.header
 	if _, ok := h["Date"]; !ok {
@@ -377,7 +445,7 @@ func (w *responseWriter) sendHeader() error {
 			}
 		}
 	}
-	return w.writeHeaders(w.status, h)
+	return w.encodeFields(w.status, h)
 }
 
 // hasTrailers reports whether the handler declared or set trailers.

@@ -6,9 +6,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	quicqlog "github.com/turboretry/turboretry/qlog"
 	"github.com/turboretry/turboretry/qlogwriter"
+	"github.com/turboretry/turboretry/quic"
 )
 
 func TestResponseWriterBodies(t *testing.T) {
@@ -138,11 +141,27 @@ func TestResponseWriterReadFrom(t *testing.T) {
 	mux.HandleFunc("/small", func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(w, onlyReader{strings.NewReader("<html>hello</html>")})
 	})
+	longValue := strings.Repeat("v", 2*headerRoom)
+	mux.HandleFunc("/longheader", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Long", longValue) // no room for it in front of the data
+		io.Copy(w, onlyReader{bytes.NewReader(big)})
+	})
 	mux.HandleFunc("/prefixed", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "prefix:")
 		io.Copy(w, onlyReader{bytes.NewReader(big)})
 	})
-	_, addr, clientTLS := startServer(t, mux, func(s *Server) { s.QUICConfig.Tracer = trace.tracer() })
+	var writesMu sync.Mutex
+	firstWrites := make(map[quic.StreamID][]byte) // each response's first stream Write
+	_, addr, clientTLS := startServer(t, mux, func(s *Server) {
+		s.QUICConfig.Tracer = trace.tracer()
+		s.testHookResponseWrite = func(id quic.StreamID, p []byte) {
+			writesMu.Lock()
+			defer writesMu.Unlock()
+			if _, ok := firstWrites[id]; !ok {
+				firstWrites[id] = slices.Clone(p)
+			}
+		}
+	})
 	tr := &Transport{TLSClientConfig: clientTLS}
 	defer tr.Close()
 	c := &http.Client{Transport: tr}
@@ -163,16 +182,41 @@ func TestResponseWriterReadFrom(t *testing.T) {
 	if _, b := get(http.MethodGet, "/big"); !bytes.Equal(b, big) {
 		t.Errorf("big: %d bytes", len(b))
 	}
+	evs, _, _ := trace.snapshot()
 	var sizes []int
-	for _, f := range ourFrames(func() []qlogwriter.Event { evs, _, _ := trace.snapshot(); return evs }()) {
+	headersLen, bigStream := -1, uint64(0)
+	for _, f := range ourFrames(evs) {
 		if f.created && f.kind == "data" {
 			sizes = append(sizes, f.payload)
 		}
+		if f.created && f.kind == "headers" && headersLen < 0 {
+			headersLen, bigStream = f.length, f.stream
+		}
 	}
-	full := readFromSize - maxDataFrameHeader
-	want := []int{full, full, full, full, len(big) - 4*full}
+	// The first read leaves room for the HEADERS frame, the others for
+	// the DATA frame's header alone.
+	first, full := readFromSize-headerRoom, readFromSize-maxDataFrameHeader
+	want := []int{first}
+	for rest := len(big) - first; rest > 0; rest -= full {
+		want = append(want, min(rest, full))
+	}
 	if !slices.Equal(sizes, want) {
 		t.Errorf("DATA frames of /big: %v, want %v", sizes, want)
+	}
+	// The HEADERS frame goes to the stream in the same Write as the first
+	// DATA frame, so that the connection cannot send it in a packet of
+	// its own; and so the packet that starts the response carries body
+	// bytes too.
+	writesMu.Lock()
+	firstWrite := firstWrites[quic.StreamID(bigStream)]
+	writesMu.Unlock()
+	if wantLen := headersLen + len(dataFrame{Length: uint64(first)}.append(nil)) + first; len(firstWrite) != wantLen || FrameType(firstWrite[0]) != frameTypeHeaders ||
+		!bytes.Equal(firstWrite[wantLen-first:], big[:first]) {
+		t.Errorf("the first stream Write of /big's response has %d bytes, want the %d-byte HEADERS frame, a DATA frame header and %d bytes of body",
+			len(firstWrite), headersLen, first)
+	}
+	if firstSent := firstStreamFrame(evs, bigStream); firstSent == nil || firstSent.Length <= int64(headersLen) {
+		t.Errorf("the first STREAM frame of /big's response is %+v, want more than its %d-byte HEADERS frame", firstSent, headersLen)
 	}
 	if rsp, b := get(http.MethodGet, "/small"); string(b) != "<html>hello</html>" || rsp.ContentLength != int64(len(b)) ||
 		!strings.HasPrefix(rsp.Header.Get("Content-Type"), "text/html") {
@@ -181,7 +225,27 @@ func TestResponseWriterReadFrom(t *testing.T) {
 	if rsp, b := get(http.MethodHead, "/small"); len(b) != 0 || rsp.ContentLength != 18 {
 		t.Errorf("HEAD small: content-length %d, %d body bytes", rsp.ContentLength, len(b))
 	}
+	if rsp, b := get(http.MethodGet, "/longheader"); !bytes.Equal(b, big) || rsp.Header.Get("X-Long") != longValue {
+		t.Errorf("longheader: %d bytes, X-Long of %d bytes", len(b), len(rsp.Header.Get("X-Long")))
+	}
 	if _, b := get(http.MethodGet, "/prefixed"); string(b[:7]) != "prefix:" || !bytes.Equal(b[7:], big) {
 		t.Errorf("prefixed: %d bytes", len(b))
 	}
+}
+
+// firstStreamFrame returns the STREAM frame at offset 0 of stream id in
+// the first packet sent that carries one, nil if none.
+func firstStreamFrame(evs []qlogwriter.Event, id uint64) *quicqlog.StreamFrame {
+	for _, ev := range evs {
+		sent, ok := ev.(quicqlog.PacketSent)
+		if !ok {
+			continue
+		}
+		for _, f := range sent.Frames {
+			if sf, ok := f.Frame.(*quicqlog.StreamFrame); ok && uint64(sf.StreamID) == id && sf.Offset == 0 {
+				return sf
+			}
+		}
+	}
+	return nil
 }

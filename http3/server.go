@@ -156,6 +156,9 @@ type Server struct {
 	// testHookStreamType, when set by a test, is called once the type of
 	// each peer unidirectional stream has been read.
 	testHookStreamType func(*quic.Conn, StreamType)
+	// testHookResponseWrite, when set by a test, sees each Write a
+	// response makes to its request stream.
+	testHookResponseWrite func(quic.StreamID, []byte)
 }
 
 // acceptContext returns the context that ends all Accept calls.

@@ -39,6 +39,8 @@ type streamWriter struct {
 	// stats counts a stall once, when a write first fails for it (nil:
 	// not counted).
 	stats *serverCounters
+	// testHook is Server.testHookResponseWrite.
+	testHook func(quic.StreamID, []byte)
 
 	// mu orders the deadline updates of Write and SetWriteDeadline,
 	// which the handler may call from another goroutine to interrupt a
@@ -54,6 +56,9 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 	for len(p) > 0 {
 		chunk := p[:min(len(p), writeChunk)]
 		w.arm()
+		if w.testHook != nil {
+			w.testHook(w.str.StreamID(), chunk)
+		}
 		n, err := w.str.Write(chunk)
 		total += n
 		if err != nil {

@@ -194,7 +194,6 @@ func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tls
 	}
 	c.streams.all = make(map[uint64]*stream)
 	c.keys.first1RTTPN = -1
-	c.loss.sent = make(map[uint64]*sentPacket)
 	c.hs.peerAckDelayExp = wire.DefaultAckDelayExponent
 	c.path.remote = remote
 	c.idle.lastActivity = time.Now()

@@ -235,7 +235,7 @@ func TestConnectionIDFramesOffline(t *testing.T) {
 		}
 	}
 	// Their loss queues them again.
-	c.loss.sent[1] = p
+	c.loss.sent.add(1, p)
 	c.onPacketLost(1, time.Now())
 	if again, _ := offlineFrames(t, c); len(again) != len(frames) {
 		t.Fatalf("%d frames after loss, want %d", len(again), len(frames))
@@ -272,7 +272,7 @@ func TestConnectionIDFramesOffline(t *testing.T) {
 	if len(frames) != 1 || frames[0].Type != wire.FrameTypeRetireConnectionID || frames[0].SequenceNumber != 0 {
 		t.Fatalf("frames %+v, want RETIRE_CONNECTION_ID 0", frames)
 	}
-	c.loss.sent[2] = p
+	c.loss.sent.add(2, p)
 	c.onPacketLost(2, time.Now())
 	if again, _ := offlineFrames(t, c); len(again) != 1 || again[0].SequenceNumber != 0 {
 		t.Fatalf("after loss: %+v", again)
@@ -325,7 +325,7 @@ func TestResetTokenRouting(t *testing.T) {
 		}
 		// Acknowledge the RETIRE_CONNECTION_ID frames so more may follow.
 		_, p := offlineFrames(t, c)
-		c.loss.sent[seq] = p
+		c.loss.sent.add(seq, p)
 		c.onPacketAcked(seq)
 	}
 	var want [16]byte

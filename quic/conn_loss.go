@@ -13,10 +13,10 @@ type lossState struct {
 	rec    *recovery.Recovery
 	pacer  *congestion.Pacer
 	events recovery.Events // scratch: what one ACK or timeout acknowledged and lost
-	// sent is the packets in flight by handle, the number recovery knows
-	// them by (nextHandle is the next one); freeSent keeps released ones
-	// for reuse.
-	sent       map[uint64]*sentPacket
+	// sent is the ack-eliciting packets in flight by handle, the number
+	// recovery knows them by (nextHandle is the last one given out);
+	// freeSent keeps released ones for reuse.
+	sent       sentPackets
 	freeSent   []*sentPacket
 	nextHandle uint64
 }
@@ -40,12 +40,11 @@ func (l *lossState) pto() time.Duration {
 // onPacketAcked releases what an acknowledged packet carried and reports
 // whether it was sent marked ECT(0).
 func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
-	p := c.loss.sent[handle]
+	p := c.loss.sent.remove(handle)
 	if p == nil {
 		return false
 	}
 	ecnMarked = p.ecn
-	delete(c.loss.sent, handle)
 	defer c.putSentPacket(p)
 	if p.space == spaceApp && c.keys.app != nil && p.keyGen == c.keys.app.Generation() {
 		c.keys.phaseAcked = true
@@ -88,11 +87,10 @@ func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
 
 // onPacketLost queues what a lost packet carried for retransmission.
 func (c *Conn) onPacketLost(handle uint64, now time.Time) {
-	p := c.loss.sent[handle]
+	p := c.loss.sent.remove(handle)
 	if p == nil {
 		return
 	}
-	delete(c.loss.sent, handle)
 	defer c.putSentPacket(p)
 	c.ecn.onPacketLost(p)
 	c.requeueFrames(p, now)
@@ -163,24 +161,18 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 // its own, which a later PTO may take. An ACK of the original packets
 // that arrives later cancels the resend.
 func (l *lossState) takeOldestData(n int) [2]*sentPacket {
-	var oldest [2]uint64 // handles, ascending; 0: none
-	for h, p := range l.sent {
+	var ps [2]*sentPacket
+	taken := 0
+	for _, p := range l.sent.all() { // oldest first
+		if taken == min(max(n, 1), len(ps)) {
+			break
+		}
 		if p.space != spaceApp || p.resent || !p.hasResendable() {
 			continue
 		}
-		switch {
-		case oldest[0] == 0 || h < oldest[0]:
-			oldest[0], oldest[1] = h, oldest[0]
-		case oldest[1] == 0 || h < oldest[1]:
-			oldest[1] = h
-		}
-	}
-	var ps [2]*sentPacket
-	for i, h := range oldest[:min(max(n, 1), len(oldest))] {
-		if p := l.sent[h]; p != nil {
-			p.resent = true
-			ps[i] = p
-		}
+		p.resent = true
+		ps[taken] = p
+		taken++
 	}
 	return ps
 }

@@ -97,6 +97,7 @@ func (c *Conn) releaseIdle() {
 	c.frame = nil
 	clear(c.loss.freeSent)
 	c.loss.freeSent = nil
+	c.loss.sent.releaseIfEmpty()
 	c.loss.rec.ReleaseIdle()
 	c.mu.Unlock()
 }

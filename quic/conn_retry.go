@@ -46,11 +46,11 @@ func (c *Conn) handleRetry(pkt []byte, hdr *wire.LongHeader) {
 	// congestion control and loss recovery start over (RFC 9002 section
 	// 6.3). Packet numbers go on.
 	now := time.Now()
-	for h, p := range c.loss.sent {
+	for h, p := range c.loss.sent.all() {
 		if p.space == spaceApp {
 			c.requeueFrames(p, now)
 		}
-		delete(c.loss.sent, h)
+		c.loss.sent.remove(h)
 		c.putSentPacket(p)
 	}
 	c.loss.rec = recovery.New(c.config.recoveryConfig(false))
@@ -104,7 +104,7 @@ func (c *Conn) handleVersionNegotiation(pkt []byte) {
 	c.spaces[spaceApp].tracker.Init(protocol.SpaceAppData, ackgen.Config{})
 	c.loss.rec = recovery.New(c.config.recoveryConfig(false))
 	c.loss.pacer = congestion.NewPacer(congestion.DefaultMaxDatagramSize)
-	clear(c.loss.sent)
+	c.loss.sent.clear()
 	c.keys.app = nil
 	sealer, opener, err := handshake.NewInitialKeys(c.cids.dest, handshake.Version(v), true)
 	if err != nil {

@@ -397,9 +397,9 @@ func (c *Conn) dropSpace(space int, now time.Time) {
 	}
 	sp.probes = 0
 	_ = c.loss.rec.DiscardSpace(protocol.PacketNumberSpace(space), now)
-	for h, p := range c.loss.sent {
+	for h, p := range c.loss.sent.all() {
 		if p.space == space {
-			delete(c.loss.sent, h)
+			c.loss.sent.remove(h)
 		}
 	}
 }

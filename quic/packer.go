@@ -302,7 +302,7 @@ func (c *Conn) finishDatagram(buf []byte, pkts []packetInfo, limit int, now time
 			if p.sp.ecnTest {
 				c.ecn.sentTest++
 			}
-			c.loss.sent[c.loss.nextHandle] = p.sp
+			c.loss.sent.add(c.loss.nextHandle, p.sp)
 			anyEliciting = true
 		} else {
 			c.putSentPacket(p.sp)

@@ -481,7 +481,7 @@ func packOffline(t *testing.T, c *Conn) ([]wire.Frame, uint64) {
 		b = b[n:]
 	}
 	c.loss.nextHandle++
-	c.loss.sent[c.loss.nextHandle] = p
+	c.loss.sent.add(c.loss.nextHandle, p)
 	return frames, c.loss.nextHandle
 }
 

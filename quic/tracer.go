@@ -392,7 +392,7 @@ func (t *connTracer) lost(loss *lossState) {
 	for _, lp := range loss.events.Lost {
 		pt := qlog.PacketType1RTT
 		mtuProbe := false
-		if sp := loss.sent[lp.Handle]; sp != nil {
+		if sp := loss.sent.get(lp.Handle); sp != nil {
 			switch sp.space {
 			case spaceInitial:
 				pt = qlog.PacketTypeInitial

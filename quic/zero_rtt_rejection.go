@@ -32,7 +32,7 @@ func (c *Conn) on0RTTRejected() {
 	clear(c.streams.all)
 	c.streams.sendList, c.streams.ctrlList = c.streams.sendList[:0], c.streams.ctrlList[:0]
 	c.streams.acceptBidi, c.streams.acceptUni = nil, nil
-	for _, p := range c.loss.sent {
+	for _, p := range c.loss.sent.all() {
 		if p.space == spaceApp {
 			p.frames = p.frames[:0]
 		}
