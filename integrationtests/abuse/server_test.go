@@ -5,6 +5,7 @@ package abuse
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -38,6 +39,10 @@ var serveBin struct {
 }
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(pnAttackerEnv); spec != "" {
+		// This binary is the attacker process of a namespace test.
+		os.Exit(pnAttackerMain(spec))
+	}
 	code := m.Run()
 	if serveBin.dir != "" {
 		os.RemoveAll(serveBin.dir)
@@ -90,6 +95,7 @@ type server struct {
 	url     string // https://addr/
 	metrics string // http://.../metrics
 	pool    *x509.CertPool
+	certPEM []byte // the server's certificate, the clients' only root
 	exited  chan struct{}
 	log     *serverLog
 
@@ -175,6 +181,9 @@ type serveOptions struct {
 	// args follow the suite's own (--addr 127.0.0.1:0, --state-dir,
 	// --metrics, --workers 1); a later --addr or --workers wins.
 	args []string
+	// place is the server's CPUs and priority (the zero value: anywhere,
+	// normal priority).
+	place placement
 }
 
 func startServerWith(t testing.TB, o serveOptions) *server {
@@ -204,7 +213,7 @@ func startServerWith(t testing.TB, o serveOptions) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startPlaced(cmd, o.place); err != nil {
 		t.Fatal(err)
 	}
 	s := &server{t: t, cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}), ns: o.ns, clientNS: o.clientNS, serverName: o.serverName,
@@ -258,6 +267,7 @@ func startServerWith(t testing.TB, o serveOptions) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.certPEM = pemData
 	s.pool = x509.NewCertPool()
 	s.pool.AddCert(cert)
 	if s.ns != "" {
@@ -332,17 +342,29 @@ func (s *server) fds() int {
 // cpu is the server's user plus system CPU time so far.
 func (s *server) cpu() time.Duration {
 	s.t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.pid))
+	d, err := procCPU(s.pid)
 	if err != nil {
 		s.t.Fatalf("reading the server's stat: %v", err)
+	}
+	return d
+}
+
+// procCPU is process pid's user plus system CPU time so far.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
 	}
 	// Fields after the command name, which may hold spaces: state is
 	// field 3, utime and stime are fields 14 and 15.
 	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	const clockTicks = 100 // USER_HZ, 100 on every Linux architecture Go supports
-	return time.Duration(utime+stime) * time.Second / clockTicks
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
 }
 
 // scrape reads the server's /metrics and sums each metric over its
@@ -501,4 +523,36 @@ func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// histogramQuantile estimates the q quantile (0..1) of the observations a
+// histogram of the server's /metrics (name, without _bucket) made between
+// two scrapes, as the upper bound of the bucket it falls in; 0 for none,
+// +Inf past the last bucket.
+func histogramQuantile(before, after map[string]float64, name string, q float64) float64 {
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	prefix := name + `_bucket{le="`
+	for k, v := range after {
+		le, ok := strings.CutPrefix(k, prefix)
+		if !ok {
+			continue
+		}
+		bound, err := strconv.ParseFloat(strings.TrimSuffix(le, `"}`), 64)
+		if err != nil {
+			continue
+		}
+		bs = append(bs, bucket{bound, v - before[k]})
+	}
+	slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
+	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
+		return 0
+	}
+	want := q * bs[len(bs)-1].n
+	for _, b := range bs {
+		if b.n >= want {
+			return b.le
+		}
+	}
+	return bs[len(bs)-1].le
 }
