@@ -51,6 +51,9 @@ const (
 	// than a refusal (none is expected: it keeps a broken setup from
 	// spinning); after a refusal it dials again at once.
 	pnErrorPause = 100 * time.Millisecond
+	// pnTTFBMargin is what the benign p95 time to first byte under attack
+	// may exceed twice the unloaded one by.
+	pnTTFBMargin = time.Second
 )
 
 func pnBenignIP(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 19, byte(10 + i), 1}) }
@@ -63,11 +66,13 @@ func pnBenignIP(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 19, byte
 // after each refusal, in an attacker process on a CPU of its own (as if on
 // a machine of its own: isolatedCPUs); then 32 benign clients from 32
 // other /24s fetch the page twice each, with quic-go, as they did before
-// the attack (after a warm-up round). It asserts that every benign fetch
-// succeeds and that the attacker's /24 holds at most half of the
-// connections (its share while alone; less once others hold some), and
-// reports the benign time to first byte with and without the attack, the
-// handshake's part of it, and the server's CPU time. Needs root.
+// the attack (after a warm-up round) and do after it. It asserts that
+// every benign fetch succeeds, that the attacker's /24 holds at most half
+// of the connections (its share while alone; less once others hold some),
+// and that the benign p95 time to first byte under the attack is within
+// twice the faster unloaded round's plus pnTTFBMargin; it reports the
+// times, the handshake's part of them, and the server's CPU time. Needs
+// root.
 func TestPrefixAdmissionOneSlash24(t *testing.T) {
 	var addrs []netip.Addr
 	for a := pnAttackNet.Addr(); pnAttackNet.Contains(a); a = a.Next() {
@@ -82,7 +87,7 @@ func TestPrefixAdmissionOneSlash24(t *testing.T) {
 		t.Fatalf("%d benign fetches failed before the attack: %v", len(warm.errs), warm.errs[0])
 	}
 	unloaded := pnBenignRound(ctx, t, s, pnBenignAddrs(0, pnBenign), nil)
-	t.Logf("benign, unloaded: %v", unloaded)
+	t.Logf("benign, before the attack: %v", unloaded)
 	if len(unloaded.errs) != 0 {
 		t.Fatalf("%d benign fetches failed before the attack", len(unloaded.errs))
 	}
@@ -94,13 +99,29 @@ func TestPrefixAdmissionOneSlash24(t *testing.T) {
 	m := s.scrape()
 	ac := a.stop()
 	a.report(t, "attacker /24", ac)
+	// Unloaded again: other jobs on a shared machine slow a round now and
+	// then, before the attack as often as after it (docs/abuse.md); the
+	// faster of the two is the baseline, the stricter choice.
+	after := pnBenignRound(ctx, t, s, pnBenignAddrs(0, pnBenign), nil)
+	t.Logf("benign, after the attack: %v", after)
 	t.Logf("server: refused prefix_connections %.0f, prefix_handshakes %.0f, prefix_rate %.0f, connection_cap %.0f",
 		m[series("turboretry_quic_refused_total", "reason", "prefix_connections")], m[series("turboretry_quic_refused_total", "reason", "prefix_handshakes")],
 		m[series("turboretry_quic_refused_total", "reason", "prefix_rate")], m[series("turboretry_quic_refused_total", "reason", "connection_cap")])
-	ratio := float64(pct(loaded.ttfb, 95)) / float64(pct(unloaded.ttfb, 95))
-	t.Logf("benign p95 time to first byte under attack / unloaded: %.2fx", ratio)
+	p95, p95Unloaded := pct(loaded.ttfb, 95), min(pct(unloaded.ttfb, 95), pct(after.ttfb, 95))
+	t.Logf("benign p95 time to first byte under attack / unloaded: %.2fx", float64(p95)/float64(p95Unloaded))
 	if failed := len(loaded.errs); failed != 0 {
 		t.Errorf("%d of %d benign fetches failed under the attack", failed, pnBenign*pnFetches)
+	}
+	if failed := len(after.errs); failed != 0 {
+		t.Errorf("%d of %d benign fetches failed after the attack", failed, pnBenign*pnFetches)
+	}
+	// Issue 27's bound is 2x. The margin is for the machine, not the
+	// server: other jobs on the shared CPUs stall a round for hundreds of
+	// milliseconds now and then (docs/abuse.md has the figures). A benign
+	// client that waits behind the attack (a lost Initial, a backlog)
+	// waits for its retransmission timers: seconds.
+	if bound := 2*p95Unloaded + pnTTFBMargin; p95 > bound {
+		t.Errorf("benign p95 time to first byte under attack %v, over 2 x %v unloaded + %v", p95, p95Unloaded, pnTTFBMargin)
 	}
 	// The server's count: the attacker's own may include connections the
 	// server closed before the attacker noticed (a handshake that timed
