@@ -51,6 +51,11 @@ const (
 	// than a refusal (none is expected: it keeps a broken setup from
 	// spinning); after a refusal it dials again at once.
 	pnErrorPause = 100 * time.Millisecond
+	// pnDialsInFlight bounds the attacker's dials at once: enough to keep
+	// its CPU busy (a dial waits only for round trips on a veth), few
+	// enough that on a starved CPU (other jobs, -race) its handshakes
+	// complete instead of all timing out together.
+	pnDialsInFlight = 32
 	// pnTTFBMargin is what the benign p95 time to first byte under attack
 	// may exceed twice the unloaded one by.
 	pnTTFBMargin = time.Second
@@ -222,7 +227,8 @@ type pnAttackCounts struct {
 // pnAttackerMain is the attacker process: one goroutine per address dials
 // (quic-go: Retry, handshake), holds every connection it gets and dials
 // again at once, as fast as its CPU lets it, refused or not (after any
-// other error it waits pnErrorPause). It ends when its stdin closes.
+// other error it waits pnErrorPause), pnDialsInFlight dials at a time. It
+// ends when its stdin closes.
 func pnAttackerMain(specJSON string) int {
 	var spec pnAttackerSpec
 	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
@@ -249,10 +255,11 @@ func pnAttackerMain(specJSON string) int {
 		cancel()
 	}()
 	var (
-		mu     sync.Mutex
-		counts pnAttackCounts
-		held   []*quicgo.Conn
-		wg     sync.WaitGroup
+		mu       sync.Mutex
+		counts   pnAttackCounts
+		held     []*quicgo.Conn
+		wg       sync.WaitGroup
+		inFlight = make(chan struct{}, pnDialsInFlight)
 	)
 	for _, as := range spec.Addrs {
 		local, err := netip.ParseAddr(as)
@@ -264,7 +271,13 @@ func pnAttackerMain(specJSON string) int {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
+				select {
+				case inFlight <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
 				c, err := pnDialIn(ctx, nil, local, raddr, tc, qc)
+				<-inFlight
 				mu.Lock()
 				counts.Dials++
 				other := false
