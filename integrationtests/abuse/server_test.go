@@ -181,8 +181,7 @@ type serveOptions struct {
 	// args follow the suite's own (--addr 127.0.0.1:0, --state-dir,
 	// --metrics, --workers 1); a later --addr or --workers wins.
 	args []string
-	// place is the server's CPUs and priority (the zero value: anywhere,
-	// normal priority).
+	// place is the server's CPUs (the zero value: anywhere).
 	place placement
 }
 
