@@ -356,10 +356,7 @@ type pnAttacker struct {
 // returns once it holds want connections (or after 30 s), and a second
 // more of refusals.
 func pnAttack(t *testing.T, s *server, addrs []netip.Addr, want int, place placement) *pnAttacker {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := pnAttackerBinary(t)
 	spec := pnAttackerSpec{Server: netip.AddrPortFrom(pnServerIP, 4433).String(), ServerName: s.serverName, CertPEM: s.certPEM}
 	for _, a := range addrs {
 		spec.Addrs = append(spec.Addrs, a.String())
@@ -435,6 +432,44 @@ func (al pnAlone) String() string {
 	}
 	return fmt.Sprintf("the server holds %d connections; it refused %.0f Initials in %v (%.0f/s) with %v of CPU (%.1f%% of one CPU; %s per refused Initial, an upper bound)",
 		al.conns, al.refused, al.wall.Round(time.Millisecond), al.refused/al.wall.Seconds(), al.cpu, 100*al.cpu.Seconds()/al.wall.Seconds(), per)
+}
+
+// pnAttackerBin is the attacker process's binary when this one has the
+// race detector: its rate is the point, as the server's memory is for
+// serve, and the detector makes a dial several times slower.
+var pnAttackerBin struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// pnAttackerBinary returns this test binary, or under -race one of this
+// package built without it (once per test binary, in its directory).
+func pnAttackerBinary(t *testing.T) string {
+	t.Helper()
+	if !raceEnabled {
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return exe
+	}
+	pnAttackerBin.once.Do(func() {
+		if pnAttackerBin.dir, pnAttackerBin.err = os.MkdirTemp("", "abuse-attacker-"); pnAttackerBin.err != nil {
+			return
+		}
+		pnAttackerBin.path = filepath.Join(pnAttackerBin.dir, "abuse.test")
+		// go test runs a test binary in its package's directory.
+		cmd := exec.Command("go", "test", "-c", "-o", pnAttackerBin.path, ".")
+		cmd.Env = append(os.Environ(), "GOFLAGS=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			pnAttackerBin.err = fmt.Errorf("go test -c (the attacker, without -race): %v\n%s", err, out)
+		}
+	})
+	if pnAttackerBin.err != nil {
+		t.Fatal(pnAttackerBin.err)
+	}
+	return pnAttackerBin.path
 }
 
 // stop ends the attack (once): the attacker process closes what it held

@@ -47,6 +47,9 @@ func TestMain(m *testing.M) {
 	if serveBin.dir != "" {
 		os.RemoveAll(serveBin.dir)
 	}
+	if pnAttackerBin.dir != "" {
+		os.RemoveAll(pnAttackerBin.dir)
+	}
 	os.Exit(code)
 }
 
