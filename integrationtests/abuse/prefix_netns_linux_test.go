@@ -437,14 +437,10 @@ func (al pnAlone) String() string {
 // pnAttackerBin is the attacker process's binary when this one has the
 // race detector: its rate is the point, as the server's memory is for
 // serve, and the detector makes a dial several times slower.
-var pnAttackerBin struct {
-	once      sync.Once
-	dir, path string
-	err       error
-}
+var pnAttackerBin builtBinary
 
 // pnAttackerBinary returns this test binary, or under -race one of this
-// package built without it (once per test binary, in its directory).
+// package built without it.
 func pnAttackerBinary(t *testing.T) string {
 	t.Helper()
 	if !raceEnabled {
@@ -454,22 +450,7 @@ func pnAttackerBinary(t *testing.T) string {
 		}
 		return exe
 	}
-	pnAttackerBin.once.Do(func() {
-		if pnAttackerBin.dir, pnAttackerBin.err = os.MkdirTemp("", "abuse-attacker-"); pnAttackerBin.err != nil {
-			return
-		}
-		pnAttackerBin.path = filepath.Join(pnAttackerBin.dir, "abuse.test")
-		// go test runs a test binary in its package's directory.
-		cmd := exec.Command("go", "test", "-c", "-o", pnAttackerBin.path, ".")
-		cmd.Env = append(os.Environ(), "GOFLAGS=")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			pnAttackerBin.err = fmt.Errorf("go test -c (the attacker, without -race): %v\n%s", err, out)
-		}
-	})
-	if pnAttackerBin.err != nil {
-		t.Fatal(pnAttackerBin.err)
-	}
-	return pnAttackerBin.path
+	return pnAttackerBin.build(t, "abuse.test", "test", "-c", ".")
 }
 
 // stop ends the attack (once): the attacker process closes what it held

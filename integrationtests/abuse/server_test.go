@@ -28,15 +28,19 @@ import (
 	"github.com/turboretry/turboretry/internal/netnstest"
 )
 
+// builtBinary is a program a test binary builds once, without the race
+// detector or other flags from the environment, into a temporary
+// directory that TestMain removes.
+type builtBinary struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
 // The suite runs the real `turboretry serve`, built once per test binary
 // without the race detector (its memory figures are the point), as a child
 // process.
-var serveBin struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
+var serveBin builtBinary
 
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(pnAttackerEnv); spec != "" {
@@ -44,49 +48,46 @@ func TestMain(m *testing.M) {
 		os.Exit(pnAttackerMain(spec))
 	}
 	code := m.Run()
-	if serveBin.dir != "" {
-		os.RemoveAll(serveBin.dir)
-	}
-	if pnAttackerBin.dir != "" {
-		os.RemoveAll(pnAttackerBin.dir)
+	for _, b := range []*builtBinary{&serveBin, &pnAttackerBin} {
+		if b.dir != "" {
+			os.RemoveAll(b.dir)
+		}
 	}
 	os.Exit(code)
 }
 
-// buildServe builds cmd/turboretry once and returns the binary's path:
-// TURBORETRY_ABUSE_SERVE names a binary built elsewhere instead (another
-// commit's, to see a test fail without a fix).
-func buildServe(t testing.TB) string {
+// build runs `go verb -o PATH args...` once, PATH being name in a new
+// temporary directory, and returns PATH. The go command on PATH, as
+// internal/archtest uses, in this test's directory (its package's).
+func (b *builtBinary) build(t testing.TB, name, verb string, args ...string) string {
 	t.Helper()
-	serveBin.once.Do(func() {
-		if bin := os.Getenv("TURBORETRY_ABUSE_SERVE"); bin != "" {
-			serveBin.path = bin
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "abuse-"+name+"-"); b.err != nil {
 			return
 		}
-		// The go command on PATH, as internal/archtest uses.
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			serveBin.err = fmt.Errorf("go env GOMOD: %w", err)
-			return
-		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
-		if serveBin.dir, serveBin.err = os.MkdirTemp("", "abuse-serve-"); serveBin.err != nil {
-			return
-		}
-		serveBin.path = filepath.Join(serveBin.dir, "turboretry")
-		cmd := exec.Command("go", "build", "-o", serveBin.path, "./cmd/turboretry")
-		cmd.Dir = root
-		// No -race (or other flags) from the environment: the figures are
-		// those of the binary an operator runs.
+		b.path = filepath.Join(b.dir, name)
+		cmd := exec.Command("go", append([]string{verb, "-o", b.path}, args...)...)
 		cmd.Env = append(os.Environ(), "GOFLAGS=")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			serveBin.err = fmt.Errorf("go build ./cmd/turboretry: %v\n%s", err, out)
+			b.err = fmt.Errorf("%v: %v\n%s", cmd.Args, err, out)
 		}
 	})
-	if serveBin.err != nil {
-		t.Fatal(serveBin.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return serveBin.path
+	return b.path
+}
+
+// buildServe builds cmd/turboretry once and returns the binary's path:
+// TURBORETRY_ABUSE_SERVE names a binary built elsewhere instead (another
+// commit's, to see a test fail without a fix). No -race: the figures are
+// those of the binary an operator runs.
+func buildServe(t testing.TB) string {
+	t.Helper()
+	if bin := os.Getenv("TURBORETRY_ABUSE_SERVE"); bin != "" {
+		return bin
+	}
+	return serveBin.build(t, "turboretry", "build", "github.com/turboretry/turboretry/cmd/turboretry")
 }
 
 // server is a running `turboretry serve` child.
