@@ -5,12 +5,15 @@ package abuse
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,9 +45,20 @@ const (
 	// draining; when they held them for the draining period (3 PTO) they
 	// filled the few slots the attackers leave, and up to half of the
 	// returning clients were refused (docs/abuse.md).
-	pnMaxConns    = 128
-	pnMaxHs       = 128
-	pnAttackPause = 100 * time.Millisecond // an attacker address's pause after a refusal
+	pnMaxConns = 128
+	pnMaxHs    = 128
+	// pnErrorPause is an attacker address's pause after an error other
+	// than a refusal (none is expected: it keeps a broken setup from
+	// spinning); after a refusal it dials again at once.
+	pnErrorPause = 100 * time.Millisecond
+	// pnDialsInFlight bounds the attacker's dials at once: enough to keep
+	// its CPU busy (a dial waits only for round trips on a veth), few
+	// enough that on a starved CPU (other jobs, -race) its handshakes
+	// complete instead of all timing out together.
+	pnDialsInFlight = 32
+	// pnTTFBMargin is what the benign p95 time to first byte under attack
+	// may exceed twice the unloaded one by.
+	pnTTFBMargin = time.Second
 )
 
 func pnBenignIP(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 19, byte(10 + i), 1}) }
@@ -53,43 +67,74 @@ func pnBenignIP(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 19, byte
 // admission by source prefix: `turboretry serve` (admission on, 128
 // connections, 128 handshakes, Retry always) in a namespace; 256 real
 // addresses of one /24 run quic-go clients that pass Retry, complete their
-// handshakes and hold every connection they get, and dial again after
-// each refusal (100 ms later: the 2 shared cores bound how fast); then 32
-// benign clients from 32 other /24s fetch the page twice each, with
-// quic-go, as they did before the attack. It asserts that every benign
-// fetch succeeds and that the attacker's /24 holds at most half of the
-// connections (its share while alone; less once others hold some), and
-// reports the benign time to first byte with and without the attack
-// (not asserted: wall-clock figures on a shared machine). Needs root.
+// handshakes and hold every connection they get, and dial again at once
+// after each refusal, in an attacker process on a CPU of its own (as if on
+// a machine of its own: isolatedCPUs); then 32 benign clients from 32
+// other /24s fetch the page twice each, with quic-go, as they did before
+// the attack (after a warm-up round) and do after it. It asserts that
+// every benign fetch succeeds, that the attacker's /24 holds at most half
+// of the connections (its share while alone; less once others hold some),
+// and that the benign p95 time to first byte under the attack is within
+// twice the faster unloaded round's plus pnTTFBMargin; it reports the
+// times, the handshake's part of them, and the server's CPU time. Needs
+// root.
 func TestPrefixAdmissionOneSlash24(t *testing.T) {
 	var addrs []netip.Addr
 	for a := pnAttackNet.Addr(); pnAttackNet.Contains(a); a = a.Next() {
 		addrs = append(addrs, a)
 	}
-	s := pnStartServer(t, pnBenignAddrs(0, pnBenign), addrs)
+	s, attackerPlace := pnStartServer(t, pnBenignAddrs(0, pnBenign), addrs)
 	ctx := ctxFor(t)
 
-	unloaded, failed := pnBenignRound(ctx, t, s, pnBenignAddrs(0, pnBenign), nil)
-	if failed != 0 {
-		t.Fatalf("%d benign fetches failed before the attack", failed)
+	// The first connections of a new server and clients are slower (the
+	// neighbour entries, the runtimes' first handshakes): not a figure.
+	if warm := pnBenignFetches(ctx, s, pnBenignAddrs(0, pnBenign), nil, 1); len(warm.errs) != 0 {
+		t.Fatalf("%d benign fetches failed before the attack: %v", len(warm.errs), warm.errs[0])
 	}
-	a := pnAttack(ctx, t, s, addrs, pnMaxConns/2)
-	loaded, failed := pnBenignRound(ctx, t, s, pnBenignAddrs(0, pnBenign), nil)
+	unloaded := pnBenignRound(ctx, t, s, pnBenignAddrs(0, pnBenign), nil)
+	t.Logf("benign, before the attack: %v", unloaded)
+	if len(unloaded.errs) != 0 {
+		t.Fatalf("%d benign fetches failed before the attack", len(unloaded.errs))
+	}
+	a := pnAttack(t, s, addrs, pnMaxConns/2, attackerPlace)
+	alone := pnAttackAlone(t, s, time.Second)
+	t.Logf("the attack alone: %v", alone)
+	loaded := pnBenignRound(ctx, t, s, pnBenignAddrs(0, pnBenign), nil)
+	t.Logf("benign, under attack: %v", loaded)
 	m := s.scrape()
-	n, r, o, d, firstErr := a.stop()
-	t.Logf("attacker /24: %d connections held, %d dials, %d refused (CONNECTION_REFUSED), %d other errors (first: %v)", n, d, r, o, firstErr)
+	ac := a.stop()
+	a.report(t, "attacker /24", ac)
+	// Unloaded again: other jobs on a shared machine slow a round now and
+	// then, before the attack as often as after it (docs/abuse.md); the
+	// faster of the two is the baseline, the stricter choice.
+	after := pnBenignRound(ctx, t, s, pnBenignAddrs(0, pnBenign), nil)
+	t.Logf("benign, after the attack: %v", after)
 	t.Logf("server: refused prefix_connections %.0f, prefix_handshakes %.0f, prefix_rate %.0f, connection_cap %.0f",
 		m[series("turboretry_quic_refused_total", "reason", "prefix_connections")], m[series("turboretry_quic_refused_total", "reason", "prefix_handshakes")],
 		m[series("turboretry_quic_refused_total", "reason", "prefix_rate")], m[series("turboretry_quic_refused_total", "reason", "connection_cap")])
-	t.Logf("benign time to first byte: unloaded p50 %v p95 %v; under attack p50 %v p95 %v (%d of %d fetches failed)",
-		pct(unloaded, 50), pct(unloaded, 95), pct(loaded, 50), pct(loaded, 95), failed, pnBenign*pnFetches)
-	if failed != 0 {
+	p95, p95Unloaded := pct(loaded.ttfb, 95), min(pct(unloaded.ttfb, 95), pct(after.ttfb, 95))
+	t.Logf("benign p95 time to first byte under attack / unloaded: %.2fx", float64(p95)/float64(p95Unloaded))
+	if failed := len(loaded.errs); failed != 0 {
 		t.Errorf("%d of %d benign fetches failed under the attack", failed, pnBenign*pnFetches)
 	}
-	if n > pnMaxConns/2 {
-		t.Errorf("the attacker's /24 holds %d connections, more than half of %d", n, pnMaxConns)
+	if failed := len(after.errs); failed != 0 {
+		t.Errorf("%d of %d benign fetches failed after the attack", failed, pnBenign*pnFetches)
 	}
-	if r == 0 {
+	// Issue 27's bound is 2x. The margin is for the machine, not the
+	// server: other jobs on the shared CPUs stall a round for hundreds of
+	// milliseconds now and then (docs/abuse.md has the figures). A benign
+	// client that waits behind the attack (a lost Initial, a backlog)
+	// waits for its retransmission timers: seconds.
+	if bound := 2*p95Unloaded + pnTTFBMargin; p95 > bound {
+		t.Errorf("benign p95 time to first byte under attack %v, over 2 x %v unloaded + %v", p95, p95Unloaded, pnTTFBMargin)
+	}
+	// The server's count: the attacker's own may include connections the
+	// server closed before the attacker noticed (a handshake that timed
+	// out while the attacker, on a loaded machine, had no CPU).
+	if alone.conns > pnMaxConns/2 {
+		t.Errorf("the attacker's /24 holds %d connections, more than half of %d", alone.conns, pnMaxConns)
+	}
+	if ac.Refused == 0 {
 		t.Error("the attacker was never refused: the attack did not reach the limits")
 	}
 	checkNoPanics(t, m)
@@ -108,8 +153,10 @@ func pnBenignAddrs(from, n int) []netip.Addr {
 // pnStartServer builds the two namespaces, gives the clients' veth every
 // address of benign and attackers (all in 198.18.0.0/15, as is the
 // server's), and starts `turboretry serve` with admission on, the small
-// limits above, Retry always, and args.
-func pnStartServer(t *testing.T, benign, attackers []netip.Addr, args ...string) *server {
+// limits above, Retry always, and args, on the CPU isolatedCPUs gives it,
+// and moves this process (the benign clients) to theirs. It returns the
+// server and where the attacker process is to run.
+func pnStartServer(t *testing.T, benign, attackers []netip.Addr, args ...string) (*server, placement) {
 	netnstest.RequireRoot(t, "the prefix admission namespace tests (hundreds of addresses on a veth)")
 	nsS, nsC := netnstest.New(t, "trpa-s"), netnstest.New(t, "trpa-c")
 	netnstest.Veth(t, netnstest.End{NS: nsC, Dev: "pac0"}, netnstest.End{NS: nsS, Dev: "pas0"})
@@ -126,93 +173,363 @@ func pnStartServer(t *testing.T, benign, attackers []netip.Addr, args ...string)
 	netnstest.IP(t, "-n", nsC, "-batch", file)
 	netnstest.WaitUp(t, nsS, "pas0")
 	netnstest.WaitUp(t, nsC, "pac0")
-	return startServerWith(t, serveOptions{
-		ns: nsS, clientNS: nsC, serverName: "localhost",
+	layout, isolated := isolatedCPUs()
+	if isolated {
+		t.Logf("server on %v; attacker process on %v; benign clients (this process) on CPUs %v", layout.server, layout.attacker, layout.benign)
+	} else {
+		t.Log("one CPU: the attacker process shares the server's CPU")
+	}
+	s := startServerWith(t, serveOptions{
+		ns: nsS, clientNS: nsC, serverName: "localhost", place: layout.server,
 		args: append([]string{"--addr", netip.AddrPortFrom(pnServerIP, 4433).String(), "--prefix-admission=true",
 			"--max-conns", fmt.Sprint(pnMaxConns), "--max-handshakes", fmt.Sprint(pnMaxHs), "--retry", "always"}, args...),
 	})
+	// Pinned once the server is built and started (the build is a child
+	// of this process).
+	if layout.benign != nil {
+		restore, err := pinSelf(layout.benign)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(restore)
+	}
+	return s, layout.attacker
 }
 
-// pnAttacker is a running attack: one goroutine per address dials
-// (quic-go: Retry, handshake), holds every connection it gets, and dials
-// again, pnAttackPause after a refusal.
-type pnAttacker struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+// The attacker runs in a process of its own, the test binary started again
+// with pnAttackerEnv set (TestMain hands it to pnAttackerMain), in the
+// clients' namespace, pinned to one CPU at the lowest priority, while the
+// server has another CPU and the benign clients (this process) run at
+// normal priority: the figures are then the server's fairness, not the
+// contention of the attacker's hundreds of clients with the benign ones
+// inside one process (docs/abuse.md).
+const pnAttackerEnv = "TURBORETRY_ABUSE_PN_ATTACKER"
 
-	mu                        sync.Mutex
-	held                      []*quicgo.Conn
-	refusals, otherErrs, dial int
-	firstErr                  error
+// pnAttackerSpec is the attacker process's task, JSON in pnAttackerEnv.
+type pnAttackerSpec struct {
+	Server     string   // the server's address, host:port
+	ServerName string   // its TLS server name
+	CertPEM    []byte   // its certificate, the clients' only root
+	Addrs      []string // the attacker's addresses, one client each
 }
 
-// pnAttack starts the attack from addrs and returns once it holds want
-// connections (or after 30 s), and a second more of refusals.
-func pnAttack(ctx context.Context, t *testing.T, s *server, addrs []netip.Addr, want int) *pnAttacker {
-	actx, cancel := context.WithCancel(ctx)
-	a := &pnAttacker{cancel: cancel}
-	t.Cleanup(func() { a.stop() })
-	tlsConf := s.clientTLS("h3")
-	qconf := &quicgo.Config{KeepAlivePeriod: 10 * time.Second, HandshakeIdleTimeout: 10 * time.Second}
-	raddr := net.UDPAddrFromAddrPort(netip.AddrPortFrom(pnServerIP, 4433))
-	for _, addr := range addrs {
-		a.wg.Add(1)
+// pnAttackCounts is the attack's state: the attacker process writes it as
+// a JSON line on its stdout every 100 ms, and once more, with Done, when
+// it has closed what it held. Held is the connections open now (not
+// closed as far as the attacker knows), MaxHeld the most at one report,
+// Got every connection it got.
+type pnAttackCounts struct {
+	Held, MaxHeld, Got, Refused, Other, Dials int
+	FirstErr                                  string `json:",omitempty"`
+	Done                                      bool   `json:",omitempty"`
+}
+
+// pnAttackerMain is the attacker process: one goroutine per address dials
+// (quic-go: Retry, handshake), holds every connection it gets and dials
+// again at once, as fast as its CPU lets it, refused or not (after any
+// other error it waits pnErrorPause), pnDialsInFlight dials at a time. It
+// ends when its stdin closes.
+func pnAttackerMain(specJSON string) int {
+	var spec pnAttackerSpec
+	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
+		fmt.Fprintln(os.Stderr, "attacker spec:", err)
+		return 2
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(spec.CertPEM) {
+		fmt.Fprintln(os.Stderr, "attacker spec: no certificate")
+		return 2
+	}
+	raddr, err := net.ResolveUDPAddr("udp", spec.Server)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "attacker spec:", err)
+		return 2
+	}
+	tc := &tls.Config{RootCAs: pool, ServerName: spec.ServerName, NextProtos: []string{"h3"}}
+	qc := &quicgo.Config{KeepAlivePeriod: 10 * time.Second, HandshakeIdleTimeout: 10 * time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The test closes stdin to end the attack; so does its death.
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	var (
+		mu       sync.Mutex
+		counts   pnAttackCounts
+		held     []*quicgo.Conn
+		wg       sync.WaitGroup
+		inFlight = make(chan struct{}, pnDialsInFlight)
+	)
+	for _, as := range spec.Addrs {
+		local, err := netip.ParseAddr(as)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "attacker spec:", err)
+			return 2
+		}
+		wg.Add(1)
 		go func() {
-			defer a.wg.Done()
-			for actx.Err() == nil {
-				c, err := pnDial(actx, s, addr, raddr, tlsConf, qconf)
-				a.mu.Lock()
-				a.dial++
+			defer wg.Done()
+			for ctx.Err() == nil {
+				select {
+				case inFlight <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				c, err := pnDialIn(ctx, nil, local, raddr, tc, qc)
+				<-inFlight
+				mu.Lock()
+				counts.Dials++
+				other := false
 				switch {
 				case err == nil:
-					a.held = append(a.held, c)
+					held = append(held, c)
+					counts.Got++
 				case isRefused(err):
-					a.refusals++
-				case actx.Err() == nil:
-					a.otherErrs++
-					if a.firstErr == nil {
-						a.firstErr = err
+					counts.Refused++
+				case ctx.Err() == nil:
+					other = true
+					counts.Other++
+					if counts.FirstErr == "" {
+						counts.FirstErr = err.Error()
 					}
 				}
-				a.mu.Unlock()
-				if err != nil {
+				mu.Unlock()
+				if other {
 					select {
-					case <-actx.Done():
-					case <-time.After(pnAttackPause):
+					case <-ctx.Done():
+					case <-time.After(pnErrorPause):
 					}
 				}
 			}
 		}()
 	}
-	held := func() int { a.mu.Lock(); defer a.mu.Unlock(); return len(a.held) }
-	for deadline := time.Now().Add(30 * time.Second); held() < want && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
+	out := json.NewEncoder(os.Stdout)
+	report := func() {
+		mu.Lock()
+		counts.Held = 0
+		for _, c := range held {
+			if c.Context().Err() == nil {
+				counts.Held++
+			}
+		}
+		counts.MaxHeld = max(counts.MaxHeld, counts.Held)
+		c := counts
+		mu.Unlock()
+		_ = out.Encode(c)
 	}
-	time.Sleep(time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+			report()
+		}
+	}
+	wg.Wait()
+	report()
+	for _, c := range held {
+		_ = c.CloseWithError(0, "")
+	}
+	counts.Done = true
+	_ = out.Encode(counts)
+	return 0
+}
+
+// pnAttacker is a running attacker process, seen from the test.
+type pnAttacker struct {
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	exited  chan struct{}
+	stderr  *cappedBuffer
+	started time.Time
+
+	mu       sync.Mutex
+	counts   pnAttackCounts
+	stopped  bool
+	cpu      time.Duration // its CPU time, read as it stops
+	duration time.Duration // from its start to its stop
+}
+
+// pnAttack starts the attacker process on addrs, placed by place, and
+// returns once it holds want connections (or after 30 s), and a second
+// more of refusals.
+func pnAttack(t *testing.T, s *server, addrs []netip.Addr, want int, place placement) *pnAttacker {
+	exe := pnAttackerBinary(t)
+	spec := pnAttackerSpec{Server: netip.AddrPortFrom(pnServerIP, 4433).String(), ServerName: s.serverName, CertPEM: s.certPEM}
+	for _, a := range addrs {
+		spec.Addrs = append(spec.Addrs, a.String())
+	}
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &pnAttacker{exited: make(chan struct{}), stderr: &cappedBuffer{max: 64 << 10}}
+	a.cmd = exec.Command("ip", "netns", "exec", s.clientNS, exe)
+	a.cmd.Env = append(os.Environ(), pnAttackerEnv+"="+string(specJSON), "QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING=true")
+	a.cmd.Stderr = a.stderr
+	if a.stdin, err = a.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := a.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := startPlaced(a.cmd, place); err != nil {
+		t.Fatal(err)
+	}
+	a.started = time.Now()
+	go func() {
+		dec := json.NewDecoder(stdout)
+		for {
+			var c pnAttackCounts
+			if dec.Decode(&c) != nil {
+				break
+			}
+			a.mu.Lock()
+			a.counts = c
+			a.mu.Unlock()
+		}
+		_ = a.cmd.Wait()
+		close(a.exited)
+	}()
+	t.Cleanup(func() { a.stop() })
+	held := func() int { a.mu.Lock(); defer a.mu.Unlock(); return a.counts.Held }
+	for deadline := time.Now().Add(30 * time.Second); held() < want && time.Now().Before(deadline); {
+		select {
+		case <-a.exited:
+			t.Fatalf("the attacker process exited: %v\n%s", a.cmd.ProcessState, a.stderr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 	return a
 }
 
-// stop ends the attack, closes what it held (once) and returns its counts.
-func (a *pnAttacker) stop() (held, refusals, otherErrs, dials int, firstErr error) {
-	a.cancel()
-	a.wg.Wait()
+// pnAlone is the server under the attack alone, no benign client
+// connected: the connections it holds (all the attacker's), its CPU
+// time, and the Initials it refused, over wall.
+type pnAlone struct {
+	conns     int
+	cpu, wall time.Duration
+	refused   float64
+}
+
+// pnAttackAlone measures the server for d of the attack alone.
+func pnAttackAlone(t *testing.T, s *server, d time.Duration) pnAlone {
+	t.Helper()
+	refusals := func(m map[string]float64) float64 { return m["turboretry_quic_refused_total"] }
+	m0, cpu0, start := s.scrape(), s.cpu(), time.Now()
+	time.Sleep(d)
+	m1 := s.scrape()
+	return pnAlone{conns: int(m1[mConns]), cpu: s.cpu() - cpu0, wall: time.Since(start), refused: refusals(m1) - refusals(m0)}
+}
+
+func (al pnAlone) String() string {
+	per := "-"
+	if al.refused > 0 {
+		per = (time.Duration(float64(al.cpu) / al.refused)).Round(100 * time.Nanosecond).String()
+	}
+	return fmt.Sprintf("the server holds %d connections; it refused %.0f Initials in %v (%.0f/s) with %v of CPU (%.1f%% of one CPU; %s per refused Initial, an upper bound)",
+		al.conns, al.refused, al.wall.Round(time.Millisecond), al.refused/al.wall.Seconds(), al.cpu, 100*al.cpu.Seconds()/al.wall.Seconds(), per)
+}
+
+// pnAttackerBin is the attacker process's binary when this one has the
+// race detector: its rate is the point, as the server's memory is for
+// serve, and the detector makes a dial several times slower.
+var pnAttackerBin builtBinary
+
+// pnAttackerBinary returns this test binary, or under -race one of this
+// package built without it.
+func pnAttackerBinary(t *testing.T) string {
+	t.Helper()
+	if !raceEnabled {
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return exe
+	}
+	return pnAttackerBin.build(t, "abuse.test", "test", "-c", ".")
+}
+
+// stop ends the attack (once): the attacker process closes what it held
+// and exits; it returns the attack's last counts.
+func (a *pnAttacker) stop() pnAttackCounts {
+	a.mu.Lock()
+	stopped := a.stopped
+	a.stopped = true
+	a.mu.Unlock()
+	if !stopped {
+		cpu, _ := procCPU(a.cmd.Process.Pid)
+		d := time.Since(a.started)
+		_ = a.stdin.Close()
+		select {
+		case <-a.exited:
+		case <-time.After(20 * time.Second):
+			_ = a.cmd.Process.Kill()
+			<-a.exited
+		}
+		a.mu.Lock()
+		a.cpu, a.duration = cpu, d
+		a.mu.Unlock()
+	}
+	<-a.exited
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	held = len(a.held)
-	for _, c := range a.held {
-		_ = c.CloseWithError(0, "")
+	return a.counts
+}
+
+// report logs the attack's counts, its rate and the CPU it used.
+func (a *pnAttacker) report(t *testing.T, what string, c pnAttackCounts) {
+	t.Helper()
+	a.mu.Lock()
+	cpu, d := a.cpu, a.duration
+	a.mu.Unlock()
+	t.Logf("%s: %d connections held at the end, %d at most, %d got in all; %d dials in %v (%.0f/s, %v CPU), %d refused (CONNECTION_REFUSED), %d other errors (first: %q)",
+		what, c.Held, c.MaxHeld, c.Got, c.Dials, d.Round(time.Millisecond), float64(c.Dials)/d.Seconds(), cpu, c.Refused, c.Other, c.FirstErr)
+	if !c.Done {
+		t.Errorf("the attacker process did not finish cleanly (%v):\n%s", a.cmd.ProcessState, a.stderr)
 	}
-	a.held = nil
-	return held, a.refusals, a.otherErrs, a.dial, a.firstErr
+}
+
+// cappedBuffer keeps the first max bytes written to it.
+type cappedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p[:min(len(p), b.max-len(b.buf))]...)
+	return len(p), nil
+}
+
+func (b *cappedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
 }
 
 // pnDial dials from local (its own UDP socket in the clients' namespace).
 func pnDial(ctx context.Context, s *server, local netip.Addr, raddr *net.UDPAddr, tc *tls.Config, qc *quicgo.Config) (*quicgo.Conn, error) {
+	return pnDialIn(ctx, s.inClientNS, local, raddr, tc, qc)
+}
+
+// pnDialIn dials from local on a UDP socket of its own, made by inNS
+// (nil: in this thread's namespace).
+func pnDialIn(ctx context.Context, inNS func(func() error) error, local netip.Addr, raddr *net.UDPAddr, tc *tls.Config, qc *quicgo.Config) (*quicgo.Conn, error) {
 	var udp *net.UDPConn
-	if err := s.inClientNS(func() (err error) {
+	listen := func() (err error) {
 		udp, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, 0)))
 		return err
-	}); err != nil {
+	}
+	if inNS == nil {
+		inNS = func(fn func() error) error { return fn() }
+	}
+	if err := inNS(listen); err != nil {
 		return nil, err
 	}
 	tr := &quicgo.Transport{Conn: udp}
@@ -225,22 +542,46 @@ func pnDial(ctx context.Context, s *server, local netip.Addr, raddr *net.UDPAddr
 	return c, nil
 }
 
-// pnBenignRound runs pnFetches fetches of / from each of addrs, 8 clients
-// at a time, and returns the times to first byte of those that succeeded
-// and the number that failed. With stores, client i keeps its NEW_TOKEN
-// tokens in stores[i] (a returning client).
-func pnBenignRound(ctx context.Context, t *testing.T, s *server, addrs []netip.Addr, stores []quicgo.TokenStore) (ttfb []time.Duration, failed int) {
-	ttfb, errs := pnBenignFetches(ctx, s, addrs, stores, pnFetches)
-	for _, err := range errs {
-		t.Log("benign fetch:", err)
-	}
-	return ttfb, len(errs)
+// pnRound is what one round of benign fetches saw: each successful fetch's
+// time to first byte and its handshake (the dial, Retry included), the
+// failures, and the server's side of the same time: its CPU time and its
+// own handshake durations (its histogram: from the first Initial after
+// the Retry to the client's Finished).
+type pnRound struct {
+	ttfb, handshake []time.Duration
+	errs            []error
+	wall, serverCPU time.Duration
+	serverHSp95     float64 // seconds, a histogram bucket's upper bound
 }
 
-// pnBenignFetches is pnBenignRound with fetches per client, returning the
-// errors.
-func pnBenignFetches(ctx context.Context, s *server, addrs []netip.Addr, stores []quicgo.TokenStore, fetches int) (ttfb []time.Duration, errs []error) {
+// pnBenignRound runs pnFetches fetches of / from each of addrs, 8 clients
+// at a time, logging each failure. With stores, client i keeps its
+// NEW_TOKEN tokens in stores[i] (a returning client).
+func pnBenignRound(ctx context.Context, t *testing.T, s *server, addrs []netip.Addr, stores []quicgo.TokenStore) pnRound {
+	t.Helper()
+	before, cpu := s.scrape(), s.cpu()
+	start := time.Now()
+	r := pnBenignFetches(ctx, s, addrs, stores, pnFetches)
+	r.wall, r.serverCPU = time.Since(start), s.cpu()-cpu
+	r.serverHSp95 = histogramQuantile(before, s.scrape(), "turboretry_quic_handshake_duration_seconds", 0.95)
+	for _, err := range r.errs {
+		t.Log("benign fetch:", err)
+	}
+	return r
+}
+
+// String is the round's figures.
+func (r pnRound) String() string {
+	return fmt.Sprintf("time to first byte p50 %v p95 %v, of which the handshake p50 %v p95 %v; %d of %d failed; server CPU %v in %v, its handshakes p95 <= %v",
+		pct(r.ttfb, 50), pct(r.ttfb, 95), pct(r.handshake, 50), pct(r.handshake, 95), len(r.errs), len(r.ttfb)+len(r.errs),
+		r.serverCPU, r.wall.Round(time.Millisecond), time.Duration(r.serverHSp95*float64(time.Second)))
+}
+
+// pnBenignFetches runs fetches fetches of / from each of addrs (8 clients
+// at a time) and returns what they saw (the server's side left out).
+func pnBenignFetches(ctx context.Context, s *server, addrs []netip.Addr, stores []quicgo.TokenStore, fetches int) pnRound {
 	var mu sync.Mutex
+	var r pnRound
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	for i, addr := range addrs {
@@ -254,53 +595,58 @@ func pnBenignFetches(ctx context.Context, s *server, addrs []netip.Addr, stores 
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			for range fetches {
-				d, err := pnFetch(ctx, s, addr, store)
+				hs, ttfb, err := pnFetch(ctx, s, addr, store)
 				mu.Lock()
 				if err != nil {
-					errs = append(errs, fmt.Errorf("client %v: %w", addr, err))
+					r.errs = append(r.errs, fmt.Errorf("client %v: %w", addr, err))
 				} else {
-					ttfb = append(ttfb, d)
+					r.ttfb = append(r.ttfb, ttfb)
+					r.handshake = append(r.handshake, hs)
 				}
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	return ttfb, errs
+	return r
 }
 
 // pnFetch GETs / over a new quic-go HTTP/3 connection from local and
-// returns the time from the dial to the response's headers.
-func pnFetch(ctx context.Context, s *server, local netip.Addr, store quicgo.TokenStore) (time.Duration, error) {
+// returns the time from the dial to the end of the handshake and to the
+// response's headers.
+func pnFetch(ctx context.Context, s *server, local netip.Addr, store quicgo.TokenStore) (handshake, ttfb time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
+	var start time.Time
 	tr := &quicgohttp3.Transport{TLSClientConfig: s.clientTLS(), QUICConfig: &quicgo.Config{TokenStore: store},
 		Dial: func(ctx context.Context, addr string, tc *tls.Config, qc *quicgo.Config) (*quicgo.Conn, error) {
 			raddr, err := net.ResolveUDPAddr("udp", addr)
 			if err != nil {
 				return nil, err
 			}
-			return pnDial(ctx, s, local, raddr, tc, qc)
+			c, err := pnDial(ctx, s, local, raddr, tc, qc)
+			handshake = time.Since(start)
+			return c, err
 		}}
 	defer tr.Close()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	start := time.Now()
+	start = time.Now()
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	d := time.Since(start)
+	ttfb = time.Since(start)
 	defer resp.Body.Close()
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusTemporaryRedirect {
-		return 0, fmt.Errorf("status %d", resp.StatusCode)
+		return 0, 0, fmt.Errorf("status %d", resp.StatusCode)
 	}
-	return d, nil
+	return handshake, ttfb, nil
 }
 
 // pct is the p-th percentile of ds (nearest rank), 0 for none.
@@ -317,9 +663,11 @@ func pct(ds []time.Duration, p int) time.Duration {
 // TestPrefixAdmissionSpread is issue 27's spread attack: 256 attacker
 // addresses, one in each of 256 /24s (198.18.0-255.1), hold every
 // connection they can get (the whole cap but the returning clients'
-// reserve: 112 of 128) and dial again after each refusal. 32 returning
-// clients (quic-go with a token store, holding a NEW_TOKEN token from a
-// visit before the attack) fetch once each: every fetch must succeed, on
+// reserve: 112 of 128) and dial again at once after each refusal, from
+// an attacker process on a CPU of its own (as in
+// TestPrefixAdmissionOneSlash24). 32 returning clients (quic-go with a
+// token store, holding a NEW_TOKEN token from a visit before the attack)
+// fetch once each: every fetch must succeed, on
 // the reserve (16: the visits' closed connections must give their slots
 // back as they close). 32 fresh clients fetch once too: what fair sharing
 // gives them is logged, and each that is not served must be refused with
@@ -332,33 +680,34 @@ func TestPrefixAdmissionSpread(t *testing.T) {
 	returning, fresh := pnBenignAddrs(0, pnBenign), pnBenignAddrs(40, pnBenign)
 	// The returning clients' reserve is 16 of the 128 (1/8).
 	const maxConns = pnMaxConns
-	s := pnStartServer(t, append(slices.Clone(returning), fresh...), attackers)
+	s, attackerPlace := pnStartServer(t, append(slices.Clone(returning), fresh...), attackers)
 	ctx := ctxFor(t)
 	stores := make([]quicgo.TokenStore, len(returning))
 	for i := range stores {
 		stores[i] = quicgo.NewLRUTokenStore(1, 4)
 	}
-	unloaded, errs := pnBenignFetches(ctx, s, returning, stores, 1)
-	if len(errs) != 0 {
-		t.Fatalf("before the attack: %v", errs)
+	unloaded := pnBenignFetches(ctx, s, returning, stores, 1)
+	if len(unloaded.errs) != 0 {
+		t.Fatalf("before the attack: %v", unloaded.errs)
 	}
-	a := pnAttack(ctx, t, s, attackers, maxConns-maxConns/8)
-	ret, retErrs := pnBenignFetches(ctx, s, returning, stores, 1)
-	served, freshErrs := pnBenignFetches(ctx, s, fresh, nil, 1)
+	a := pnAttack(t, s, attackers, maxConns-maxConns/8, attackerPlace)
+	t.Logf("the attack alone: %v", pnAttackAlone(t, s, time.Second))
+	ret := pnBenignFetches(ctx, s, returning, stores, 1)
+	fresh1 := pnBenignFetches(ctx, s, fresh, nil, 1)
 	m := s.scrape()
-	n, r, o, d, firstErr := a.stop()
-
-	t.Logf("attackers (256 /24s): %d connections held, %d dials, %d refused, %d other errors (first: %v)", n, d, r, o, firstErr)
+	ac := a.stop()
+	a.report(t, "attackers (256 /24s)", ac)
+	n := ac.MaxHeld
 	t.Logf("server: refused connection_cap %.0f, prefix_connections %.0f, prefix_handshakes %.0f",
 		m[series("turboretry_quic_refused_total", "reason", "connection_cap")],
 		m[series("turboretry_quic_refused_total", "reason", "prefix_connections")], m[series("turboretry_quic_refused_total", "reason", "prefix_handshakes")])
 	t.Logf("returning: %d of %d fetches served, time to first byte p50 %v p95 %v (before the attack: p50 %v p95 %v)",
-		len(ret), pnBenign, pct(ret, 50), pct(ret, 95), pct(unloaded, 50), pct(unloaded, 95))
-	t.Logf("fresh: %d of %d fetches served, %d refused", len(served), pnBenign, len(freshErrs))
-	for _, err := range retErrs {
+		len(ret.ttfb), pnBenign, pct(ret.ttfb, 50), pct(ret.ttfb, 95), pct(unloaded.ttfb, 50), pct(unloaded.ttfb, 95))
+	t.Logf("fresh: %d of %d fetches served, %d refused", len(fresh1.ttfb), pnBenign, len(fresh1.errs))
+	for _, err := range ret.errs {
 		t.Errorf("returning client under the attack: %v", err)
 	}
-	for _, err := range freshErrs {
+	for _, err := range fresh1.errs {
 		if !isRefused(err) {
 			t.Errorf("a fresh client was not refused with CONNECTION_REFUSED: %v", err)
 		}

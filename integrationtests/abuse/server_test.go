@@ -5,6 +5,7 @@ package abuse
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -27,58 +28,66 @@ import (
 	"github.com/turboretry/turboretry/internal/netnstest"
 )
 
+// builtBinary is a program a test binary builds once, without the race
+// detector or other flags from the environment, into a temporary
+// directory that TestMain removes.
+type builtBinary struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
 // The suite runs the real `turboretry serve`, built once per test binary
 // without the race detector (its memory figures are the point), as a child
 // process.
-var serveBin struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
+var serveBin builtBinary
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(pnAttackerEnv); spec != "" {
+		// This binary is the attacker process of a namespace test.
+		os.Exit(pnAttackerMain(spec))
+	}
 	code := m.Run()
-	if serveBin.dir != "" {
-		os.RemoveAll(serveBin.dir)
+	for _, b := range []*builtBinary{&serveBin, &pnAttackerBin} {
+		if b.dir != "" {
+			os.RemoveAll(b.dir)
+		}
 	}
 	os.Exit(code)
 }
 
-// buildServe builds cmd/turboretry once and returns the binary's path:
-// TURBORETRY_ABUSE_SERVE names a binary built elsewhere instead (another
-// commit's, to see a test fail without a fix).
-func buildServe(t testing.TB) string {
+// build runs `go verb -o PATH args...` once, PATH being name in a new
+// temporary directory, and returns PATH. The go command on PATH, as
+// internal/archtest uses, in this test's directory (its package's).
+func (b *builtBinary) build(t testing.TB, name, verb string, args ...string) string {
 	t.Helper()
-	serveBin.once.Do(func() {
-		if bin := os.Getenv("TURBORETRY_ABUSE_SERVE"); bin != "" {
-			serveBin.path = bin
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "abuse-"+name+"-"); b.err != nil {
 			return
 		}
-		// The go command on PATH, as internal/archtest uses.
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			serveBin.err = fmt.Errorf("go env GOMOD: %w", err)
-			return
-		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
-		if serveBin.dir, serveBin.err = os.MkdirTemp("", "abuse-serve-"); serveBin.err != nil {
-			return
-		}
-		serveBin.path = filepath.Join(serveBin.dir, "turboretry")
-		cmd := exec.Command("go", "build", "-o", serveBin.path, "./cmd/turboretry")
-		cmd.Dir = root
-		// No -race (or other flags) from the environment: the figures are
-		// those of the binary an operator runs.
+		b.path = filepath.Join(b.dir, name)
+		cmd := exec.Command("go", append([]string{verb, "-o", b.path}, args...)...)
 		cmd.Env = append(os.Environ(), "GOFLAGS=")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			serveBin.err = fmt.Errorf("go build ./cmd/turboretry: %v\n%s", err, out)
+			b.err = fmt.Errorf("%v: %v\n%s", cmd.Args, err, out)
 		}
 	})
-	if serveBin.err != nil {
-		t.Fatal(serveBin.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return serveBin.path
+	return b.path
+}
+
+// buildServe builds cmd/turboretry once and returns the binary's path:
+// TURBORETRY_ABUSE_SERVE names a binary built elsewhere instead (another
+// commit's, to see a test fail without a fix). No -race: the figures are
+// those of the binary an operator runs.
+func buildServe(t testing.TB) string {
+	t.Helper()
+	if bin := os.Getenv("TURBORETRY_ABUSE_SERVE"); bin != "" {
+		return bin
+	}
+	return serveBin.build(t, "turboretry", "build", "github.com/turboretry/turboretry/cmd/turboretry")
 }
 
 // server is a running `turboretry serve` child.
@@ -90,6 +99,7 @@ type server struct {
 	url     string // https://addr/
 	metrics string // http://.../metrics
 	pool    *x509.CertPool
+	certPEM []byte // the server's certificate, the clients' only root
 	exited  chan struct{}
 	log     *serverLog
 
@@ -175,6 +185,8 @@ type serveOptions struct {
 	// args follow the suite's own (--addr 127.0.0.1:0, --state-dir,
 	// --metrics, --workers 1); a later --addr or --workers wins.
 	args []string
+	// place is the server's CPUs (the zero value: anywhere).
+	place placement
 }
 
 func startServerWith(t testing.TB, o serveOptions) *server {
@@ -204,7 +216,7 @@ func startServerWith(t testing.TB, o serveOptions) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startPlaced(cmd, o.place); err != nil {
 		t.Fatal(err)
 	}
 	s := &server{t: t, cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}), ns: o.ns, clientNS: o.clientNS, serverName: o.serverName,
@@ -258,6 +270,7 @@ func startServerWith(t testing.TB, o serveOptions) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.certPEM = pemData
 	s.pool = x509.NewCertPool()
 	s.pool.AddCert(cert)
 	if s.ns != "" {
@@ -332,17 +345,29 @@ func (s *server) fds() int {
 // cpu is the server's user plus system CPU time so far.
 func (s *server) cpu() time.Duration {
 	s.t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.pid))
+	d, err := procCPU(s.pid)
 	if err != nil {
 		s.t.Fatalf("reading the server's stat: %v", err)
+	}
+	return d
+}
+
+// procCPU is process pid's user plus system CPU time so far.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
 	}
 	// Fields after the command name, which may hold spaces: state is
 	// field 3, utime and stime are fields 14 and 15.
 	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	const clockTicks = 100 // USER_HZ, 100 on every Linux architecture Go supports
-	return time.Duration(utime+stime) * time.Second / clockTicks
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
 }
 
 // scrape reads the server's /metrics and sums each metric over its
@@ -501,4 +526,36 @@ func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// histogramQuantile estimates the q quantile (0..1) of the observations a
+// histogram of the server's /metrics (name, without _bucket) made between
+// two scrapes, as the upper bound of the bucket it falls in; 0 for none,
+// +Inf past the last bucket.
+func histogramQuantile(before, after map[string]float64, name string, q float64) float64 {
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	prefix := name + `_bucket{le="`
+	for k, v := range after {
+		le, ok := strings.CutPrefix(k, prefix)
+		if !ok {
+			continue
+		}
+		bound, err := strconv.ParseFloat(strings.TrimSuffix(le, `"}`), 64)
+		if err != nil {
+			continue
+		}
+		bs = append(bs, bucket{bound, v - before[k]})
+	}
+	slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
+	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
+		return 0
+	}
+	want := q * bs[len(bs)-1].n
+	for _, b := range bs {
+		if b.n >= want {
+			return b.le
+		}
+	}
+	return bs[len(bs)-1].le
 }

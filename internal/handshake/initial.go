@@ -36,3 +36,30 @@ func NewInitialKeys(dcid []byte, v Version, isClient bool) (*Sealer, *Opener, er
 	}
 	return &k.sealer, &k.opener, nil
 }
+
+// initialSealer holds one direction of the Initial level in one
+// allocation.
+type initialSealer struct {
+	sealer Sealer
+	hp     headerProtector
+}
+
+// NewInitialSealer derives only the Initial-level Sealer of one endpoint
+// (NewInitialKeys without the Opener), for a packet sent without a
+// connection: a server's stateless close pays it for every refused
+// Initial, so it builds half of the AES and GCM state.
+func NewInitialSealer(dcid []byte, v Version, isClient bool) (*Sealer, error) {
+	vp, client, server, err := initialSecrets(dcid, v)
+	if err != nil {
+		return nil, err
+	}
+	send := &server
+	if isClient {
+		send = &client
+	}
+	k := new(initialSealer)
+	if err := k.sealer.initFromSecret(&suiteAES128, vp, send[:], &k.hp); err != nil {
+		return nil, err
+	}
+	return &k.sealer, nil
+}

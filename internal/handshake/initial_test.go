@@ -62,9 +62,9 @@ func checkDirection(t *testing.T, what string, pc *packetCipher, hp *headerProte
 	}
 }
 
-// NewInitialKeys matches a crypto/hkdf derivation for every connection ID
-// length, both versions and both roles, beyond the single DCID of the RFC
-// vectors.
+// NewInitialKeys, and NewInitialSealer's one direction, match a
+// crypto/hkdf derivation for every connection ID length, both versions
+// and both roles, beyond the single DCID of the RFC vectors.
 func TestInitialKeysMatchHKDF(t *testing.T) {
 	for _, v := range []Version{Version1, Version2} {
 		vp, err := paramsFor(v)
@@ -89,6 +89,11 @@ func TestInitialKeysMatchHKDF(t *testing.T) {
 				}
 				checkDirection(t, "sealer", &sealer.packetCipher, sealer.hp, send)
 				checkDirection(t, "opener", &opener.packetCipher, opener.hp, recv)
+				only, err := NewInitialSealer(dcid, v, isClient)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkDirection(t, "NewInitialSealer", &only.packetCipher, only.hp, send)
 			}
 		}
 	}
@@ -114,6 +119,16 @@ func TestInitialKeysAllocs(t *testing.T) {
 	const want = 4 + 2 + 1
 	if n > want {
 		t.Errorf("NewInitialKeys: %v allocs per run, want at most %d", n, want)
+	}
+	// One direction: half the AES and GCM state (a stateless close pays it
+	// for every refused Initial).
+	n = testing.AllocsPerRun(50, func() {
+		if _, err := NewInitialSealer(dcid, Version1, false); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n > 2+1+1 {
+		t.Errorf("NewInitialSealer: %v allocs per run, want at most 4", n)
 	}
 	secret := testSecret(suiteAES128.id, 3)
 	n = testing.AllocsPerRun(50, func() {

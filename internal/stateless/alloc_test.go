@@ -5,13 +5,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turboretry/turboretry/internal/qerr"
 	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/internal/wire"
 	"github.com/turboretry/turboretry/token"
 )
 
 // TestAllocs: examining a datagram, Version Negotiation and a Retry do not
-// allocate, so a flood cannot make the garbage collector work.
+// allocate, so a flood cannot make the garbage collector work; a close
+// allocates only its sealing keys.
 func TestAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under -race")
@@ -49,5 +51,16 @@ func TestAllocs(t *testing.T) {
 		}
 	}); a != 0 {
 		t.Errorf("AppendIssuedRetry: %v allocations", a)
+	}
+	// A close derives the server's Initial sealing keys, only those: the
+	// AES state of the AEAD and header protection keys, a GCM state, and
+	// one struct; the client's direction would double it.
+	e := &qerr.TransportError{Code: qerr.ConnectionRefused}
+	if a := testing.AllocsPerRun(100, func() {
+		if _, err := r.AppendClose(out[:0], &h, e); err != nil {
+			t.Fatal(err)
+		}
+	}); a > 4 {
+		t.Errorf("AppendClose: %v allocations, want at most 4", a)
 	}
 }

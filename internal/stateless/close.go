@@ -41,7 +41,7 @@ var ErrCloseCode = errors.New("stateless: error code or frame type over 2^62-1")
 // retry token (RFC 9000 section 8.1.3) and CONNECTION_REFUSED for a server
 // at its limits are the two uses. The packet is packet number 0 and is not
 // padded: CONNECTION_CLOSE is not ack-eliciting (RFC 9000 section 14.1).
-// Deriving the Initial keys allocates the AES state.
+// Deriving the server's Initial sealing keys allocates their AES state.
 func (r *Responder) AppendClose(b []byte, hdr *wire.LongHeader, e *qerr.TransportError) ([]byte, error) {
 	switch {
 	case hdr.Type != wire.PacketTypeInitial:
@@ -51,7 +51,7 @@ func (r *Responder) AppendClose(b []byte, hdr *wire.LongHeader, e *qerr.Transpor
 	case uint64(e.Code) > wire.MaxVarint || e.FrameType > wire.MaxVarint:
 		return b, ErrCloseCode
 	}
-	sealer, _, err := handshake.NewInitialKeys(hdr.DestConnID, hdr.Version, false)
+	sealer, err := handshake.NewInitialSealer(hdr.DestConnID, hdr.Version, false)
 	if err != nil {
 		return b, err
 	}
