@@ -101,14 +101,33 @@ func TestIdleConnectionCap(t *testing.T) {
 	if len(other) > 0 || refused > 0 {
 		t.Fatalf("filling the cap: %d connected, %d refused, %d other errors (first: %v)", len(idle), refused, len(other), errors.Join(other[:min(1, len(other))]...))
 	}
-	// The server holds every connection the client holds: none ended on
-	// one side only.
-	m := testutil.WaitValue(t, "the server to finish the handshakes", time.Minute, s.scrape, func(m map[string]float64) bool {
-		return m["turboretry_quic_transport_handshaking"] == 0
-	})
-	if int(m[mConns]) != len(idle) {
-		t.Fatalf("the server holds %.0f connections, the client %d (%s); the server dropped %.0f datagrams for unknown connection IDs",
-			m[mConns], len(idle), clientEnded(idle), m[series("turboretry_quic_datagrams_dropped_total", "reason", "unknown_connection")])
+	// Every handshake the client completed, the server completed too: it
+	// ended none that the client then finished alone.
+	const maxIdled = 16
+	for idled := 0; ; {
+		st := testutil.WaitValue(t, "the server to complete every handshake the client completed", time.Minute,
+			func() fillState { return s.fillState() }, func(st fillState) bool {
+				return st.handshaking == 0 && st.handshakes >= len(idle)
+			})
+		missing := defaultMaxConnections - st.conns
+		if missing <= 0 {
+			break
+		}
+		// An established connection can still end on both sides under
+		// load: quic-go sends its keep-alive after max(KeepAlivePeriod,
+		// 1.5 PTO), and a handshake stretched to seconds leaves it a PTO
+		// that puts the keep-alive past the server's 30 s idle timeout
+		// (the client learns it from the stateless reset its keep-alive
+		// gets). Those are dialled again, logged, at most maxIdled.
+		idled += missing
+		t.Logf("the server idled out %d established connections of the client's %d (the client: %s); dialling them again", missing, len(idle), clientEnded(idle))
+		if idled > maxIdled {
+			t.Fatalf("the server idled out %d established connections while the cap filled, more than the %d allowed for load", idled, maxIdled)
+		}
+		dial(missing)
+		if len(other) > 0 || refused > 0 {
+			t.Fatalf("filling the cap again: %d refused, %d other errors (first: %v)", refused, len(other), errors.Join(other[:min(1, len(other))]...))
+		}
 	}
 	held := len(idle)
 	dial(extra)
@@ -179,6 +198,16 @@ func isRefused(err error) bool {
 		return ours.Remote && ours.ErrorCode == quic.ConnectionRefused
 	}
 	return false
+}
+
+// fillState is what the server holds while the cap fills: connections,
+// those handshaking, and the handshakes it completed.
+type fillState struct{ conns, handshaking, handshakes int }
+
+func (s *server) fillState() fillState {
+	m := s.scrape()
+	return fillState{conns: int(m[mConns]), handshaking: int(m["turboretry_quic_transport_handshaking"]),
+		handshakes: int(m["turboretry_quic_handshake_duration_seconds_count"])}
 }
 
 // clientEnded says how many of conns quic-go has ended since their
