@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/offload/host"
 )
 
@@ -113,7 +112,7 @@ func TestDashboardQueriesExported(t *testing.T) {
 	h2, h1 := ts.clients(t)
 	get(t, h1, "GET", ts.URL())
 	get(t, h2, "GET", ts.URL()+"missing")
-	tr := &http3.Transport{TLSClientConfig: ts.h3TLS()}
+	tr := ts.h3Transport()
 	defer tr.Close()
 	ts.h3Fetch(t, tr, "")
 	_, body := get(t, h1, "GET", "http://"+ts.MetricsAddr().String()+"/metrics")

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	quicgohttp3 "github.com/quic-go/quic-go/http3"
-
-	"github.com/turboretry/turboretry/http3"
 )
 
 // hardeningTree is traversalTree (links out of the root) plus dotfiles,
@@ -46,7 +44,7 @@ func hardeningTree(t *testing.T) string {
 // client and quic-go's, all trusting ts and following no redirects.
 func protocolClients(t *testing.T, ts *testServer) map[string]*http.Client {
 	h2, h1 := ts.clients(t)
-	ours := &http3.Transport{TLSClientConfig: ts.h3TLS()}
+	ours := ts.h3Transport()
 	theirs := &quicgohttp3.Transport{TLSClientConfig: ts.h3TLS()}
 	t.Cleanup(func() { ours.Close(); theirs.Close() })
 	cs := map[string]*http.Client{"h1": h1, "h2": h2, "h3": {Transport: ours}, "h3-quic-go": {Transport: theirs}}

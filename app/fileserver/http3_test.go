@@ -21,6 +21,14 @@ func (ts *testServer) h3TLS() *tls.Config {
 	return &tls.Config{RootCAs: ts.certPool()}
 }
 
+// h3Transport returns an HTTP/3 client for the server. Its handshake may
+// go 30 s without a packet: the QUIC default, 5 s, is a wall-clock bound
+// that CI load (the race detector, packages testing in parallel) has been
+// seen to exceed ("timeout: no recent network activity" in TestQlogDir).
+func (ts *testServer) h3Transport() *http3.Transport {
+	return &http3.Transport{TLSClientConfig: ts.h3TLS(), QUICConfig: &quic.Config{HandshakeIdleTimeout: 30 * time.Second}}
+}
+
 // h3Fetch GETs path (without the leading slash) over HTTP/3 with tr and
 // returns the access log record of that request.
 func (ts *testServer) h3Fetch(t *testing.T, tr *http3.Transport, path string) map[string]any {
@@ -111,7 +119,7 @@ func TestHTTP3ReadySignal(t *testing.T) {
 
 func TestServeHTTP3WithOurClient(t *testing.T) {
 	ts := startServer(t, nil)
-	tr := &http3.Transport{TLSClientConfig: ts.h3TLS()}
+	tr := ts.h3Transport()
 	defer tr.Close()
 	checkHTTP3DemoPage(t, ts, &http.Client{Transport: tr})
 	udp := strings.TrimSuffix(strings.TrimPrefix(ts.URL(), "https://"), "/")
@@ -130,7 +138,7 @@ func TestServeHTTP3WithOurClient(t *testing.T) {
 // Retry-validated and the QUIC metrics count the Retry and the token.
 func TestServeHTTP3RetryAlways(t *testing.T) {
 	ts := startServer(t, func(c *Config) { c.Retry = RetryAlways })
-	tr := &http3.Transport{TLSClientConfig: ts.h3TLS()}
+	tr := ts.h3Transport()
 	defer tr.Close()
 	checkHTTP3DemoPage(t, ts, &http.Client{Transport: tr})
 	eventually(t, func() error {

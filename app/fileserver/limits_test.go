@@ -127,7 +127,7 @@ func TestServeConnectionCap(t *testing.T) {
 	ts := startServer(t, func(c *Config) { c.Limits, c.Workers = &lim, 1 })
 	var holders []*http3.Transport
 	for range 2 {
-		tr := &http3.Transport{TLSClientConfig: ts.h3TLS()}
+		tr := ts.h3Transport()
 		defer tr.Close()
 		if resp, _ := get(t, &http.Client{Transport: tr}, "GET", ts.URL()); resp.StatusCode != 200 {
 			t.Fatalf("holder: %d", resp.StatusCode)

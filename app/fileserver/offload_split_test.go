@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/internal/testutil"
 	"github.com/turboretry/turboretry/offload/announce"
 	"github.com/turboretry/turboretry/offload/host"
@@ -113,7 +112,7 @@ func splitAnnounces(t *testing.T, cacheOnly bool) {
 		}}
 	})
 
-	tr := &http3.Transport{TLSClientConfig: ts.h3TLS()}
+	tr := ts.h3Transport()
 	defer tr.Close()
 	ts.h3Fetch(t, tr, "/")
 	mu.Lock()

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/turboretry/turboretry/http3"
 )
 
 // TestQlogDir: with QlogDir set, an HTTP/3 request leaves a server-side
@@ -15,7 +13,7 @@ import (
 func TestQlogDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "qlog")
 	ts := startServer(t, func(c *Config) { c.QlogDir = dir })
-	tr := &http3.Transport{TLSClientConfig: ts.h3TLS()}
+	tr := ts.h3Transport()
 	ts.h3Fetch(t, tr, "")
 	tr.Close()
 	var body string
