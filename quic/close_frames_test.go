@@ -2,6 +2,7 @@ package quic
 
 import (
 	"errors"
+	"net"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -316,5 +317,35 @@ func TestClosePeerCloseEndsStreams(t *testing.T) {
 		if _, err := readNow(t, st, 10); !errors.As(err, &ae) || ae.ErrorCode != 7 {
 			t.Fatalf("read after the peer's close: %v, want its application error 7", err)
 		}
+	})
+}
+
+// TestIdleTimeoutCountsQueuedDatagram: a datagram that reached the
+// connection's inbox before the idle deadline keeps it open, even when the
+// connection's goroutine (restarted from parking, or late under load)
+// runs only after the deadline passed: queued datagrams are handled before
+// the timers.
+func TestIdleTimeoutCountsQueuedDatagram(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc := newTestConn(t, serverSide, func(c *Config, _ *wire.TransportParameters) {
+			c.MaxIdleTimeout = 10 * time.Second
+		})
+		tc.acceptFrames(wire.FrameTypeAck)
+		tc.advance(10*time.Second - time.Millisecond)
+		tc.wantOpen("just before the idle timeout")
+		// Queued as the Transport queues it, but with no wake: the
+		// goroutine (parked by now) first runs at the deadline.
+		buf := getBuffer()
+		d := tc.sealPacket((*buf)[:0], spaceApp, tc.nextPN[spaceApp], []byte{byte(wire.FrameTypePing)})
+		tc.nextPN[spaceApp]++
+		if queued, _ := tc.conn.inbox.push(receivedPacket{buf: buf, data: d, remote: tc.peer, addrPort: tc.peer.(*net.UDPAddr).AddrPort(), rcvTime: time.Now()}); !queued {
+			t.Fatal("the inbox refused the datagram")
+		}
+		tc.advance(time.Millisecond)
+		tc.wantOpen("a PING queued before the idle deadline")
+		tc.advance(30 * time.Millisecond) // max_ack_delay
+		tc.wantFrameType("the queued PING is acknowledged", wire.FrameTypeAck)
+		tc.advance(10*time.Second - 40*time.Millisecond)
+		tc.wantOpen("the idle timeout counts from the PING")
 	})
 }

@@ -252,7 +252,37 @@ func (c *Conn) run() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	received := false // a datagram arrived since the timer last fired
+	// handleInbox handles a batch of datagrams taken from the inbox (a
+	// closure: quic.Conn keeps its method budget, internal/archtest).
+	handleInbox := func(q []receivedPacket) {
+		c.mu.Lock()
+		c.guard(func() {
+			for _, p := range q {
+				c.handleDatagram(p)
+			}
+			for c.keys.retryLater {
+				c.keys.retryLater = false
+				c.retryUndecryptable()
+			}
+		})
+		c.syncBudgets()
+		c.admit.updateCost(c.server, &c.spaces, len(c.keys.undecryptable))
+		tokens := c.tokens.takeToStore()
+		c.unlockAndDeliver()
+		c.inbox.done(q)
+		for _, tok := range tokens {
+			c.config.TokenStore.Put(c.tokens.storeKey, tok)
+		}
+	}
 	for {
+		// Datagrams already queued count before the timers: one that
+		// arrived before the idle deadline keeps the connection open
+		// even when this goroutine (restarted from parking, or late
+		// under load) runs after it.
+		if q := c.inbox.take(); len(q) > 0 {
+			received = true
+			handleInbox(q)
+		}
 		c.mu.Lock()
 		now := time.Now()
 		c.guard(func() { c.onTimers(now) })
@@ -336,27 +366,7 @@ func (c *Conn) run() {
 			}
 			received = false
 		case <-c.wakeCh:
-			if q := c.inbox.take(); len(q) > 0 {
-				received = true
-				c.mu.Lock()
-				c.guard(func() {
-					for _, p := range q {
-						c.handleDatagram(p)
-					}
-					for c.keys.retryLater {
-						c.keys.retryLater = false
-						c.retryUndecryptable()
-					}
-				})
-				c.syncBudgets()
-				c.admit.updateCost(c.server, &c.spaces, len(c.keys.undecryptable))
-				tokens := c.tokens.takeToStore()
-				c.unlockAndDeliver()
-				c.inbox.done(q)
-				for _, tok := range tokens {
-					c.config.TokenStore.Put(c.tokens.storeKey, tok)
-				}
-			}
+			// The loop's top takes what the inbox holds.
 		case <-c.t.closedCh:
 			err := c.t.closedErr()
 			c.mu.Lock()
