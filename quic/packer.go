@@ -414,9 +414,11 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 			// (NEW_TOKEN, a session ticket) taken with it would push
 			// part of it into the next datagram, and the peer would need
 			// both probes through instead of either (RFC 9002 6.2.4).
-			// They take the room left, the rest goes in the next packet.
+			// They take the room left, the rest goes in the next packet;
+			// only the one-byte HANDSHAKE_DONE goes in front.
 			appProbe := space == spaceApp && sp.probes > 0
 			if appProbe {
+				b = c.appendHandshakeDone(b, maxEnd, p)
 				b = c.appendStreamFrames(b, maxEnd, p)
 			}
 			if space == spaceApp {
@@ -537,13 +539,19 @@ func appendIfFits(b []byte, maxEnd int, f *wire.Frame) ([]byte, bool) {
 	return wire.AppendFrame(b, f), true
 }
 
-func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentPacket) []byte {
-	var ok bool
+// appendHandshakeDone appends the HANDSHAKE_DONE frame when one is due.
+func (c *Conn) appendHandshakeDone(b []byte, maxEnd int, p *sentPacket) []byte {
 	if c.hs.sendDone && maxEnd-len(b) >= 1 {
 		b = append(b, byte(wire.FrameTypeHandshakeDone))
 		c.hs.sendDone = false
 		p.frames = append(p.frames, sentFrame{kind: sfHandshakeDone})
 	}
+	return b
+}
+
+func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentPacket) []byte {
+	var ok bool
+	b = c.appendHandshakeDone(b, maxEnd, p)
 	if c.tokens.sendIssued {
 		f := wire.Frame{Type: wire.FrameTypeNewToken, Token: c.tokens.issued}
 		if b, ok = appendIfFits(b, maxEnd, &f); ok {
