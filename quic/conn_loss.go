@@ -105,10 +105,7 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 		case sfCrypto:
 			c.spaces[p.space].crypto.OnLost(f.off, int(f.n), false)
 		case sfStream:
-			if s := c.streams.all[f.id]; s != nil && (s.sendErr == nil || s.resetReliable > 0) {
-				s.send.OnLost(f.off, int(f.n), f.fin)
-				s.queueSend()
-			}
+			c.requeueStreamFrame(f)
 		case sfResetStream:
 			if s := c.streams.all[f.id]; s != nil && !s.resetAcked && f.off == s.resetReliable {
 				s.resetPending = true
@@ -143,6 +140,28 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 				c.mtu.onProbeLost(int(f.n), now, c.loss.pto(), c.trace)
 			}
 		}
+	}
+}
+
+// requeueStreamData schedules again the stream data a packet carried, and
+// nothing else it carried; it reports whether the packet had any.
+func (c *Conn) requeueStreamData(p *sentPacket) bool {
+	found := false
+	for _, f := range p.frames {
+		if f.kind == sfStream {
+			c.requeueStreamFrame(f)
+			found = true
+		}
+	}
+	return found
+}
+
+// requeueStreamFrame schedules the data of a sent STREAM frame again,
+// unless its stream is gone or was reset before that data.
+func (c *Conn) requeueStreamFrame(f sentFrame) {
+	if s := c.streams.all[f.id]; s != nil && (s.sendErr == nil || s.resetReliable > 0) {
+		s.send.OnLost(f.off, int(f.n), f.fin)
+		s.queueSend()
 	}
 }
 

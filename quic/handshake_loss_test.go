@@ -10,6 +10,7 @@ import (
 
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/simnet"
+	"github.com/turboretry/turboretry/internal/wire"
 )
 
 // The interop runner's handshakeloss and handshakecorruption cases in
@@ -323,4 +324,65 @@ func TestLossyHandshakesOursToOurs(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestHandshakeBlackoutQuicGoClientOurServer: for the first 3.5 s nothing
+// from our server reaches quic-go's client, which has its default 5 s
+// handshake idle timeout and closes when it hears nothing for that long.
+// Our server (default handshake idle timeout, 5 s too) has no RTT sample:
+// its Handshake PTO, 999 ms, would back off to 2 s and put the first
+// probe after the blackout at 5 s, too late; stopped at a quarter of the
+// handshake idle timeout, one comes by 4.25 s. Until the client's
+// address is validated, the server sends at most three times what it
+// received (RFC 9000 8.1), probes included.
+func TestHandshakeBlackoutQuicGoClientOurServer(t *testing.T) {
+	simTest(t, lossyHandshakeLink, func(t *testing.T, s *sim) {
+		n := newLossyHandshakeNet(s, 1, 0, false)
+		srv := s.server(nil, nil)
+		start := time.Now()
+		var (
+			mu                 sync.Mutex
+			received, sent     int
+			validated          bool
+			amplificationError string
+		)
+		s.tap(func(p *simnet.Packet) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if p.To == simServerAddr {
+				received += len(p.Data)
+				// A Handshake packet proves the client's address.
+				for pkt, err := range wire.CoalescedPackets(p.Data) {
+					validated = validated || err == nil && pkt[0]&0xf0 == 0xe0
+				}
+				return true
+			}
+			if !validated {
+				sent += len(p.Data)
+				if sent > 3*received && amplificationError == "" {
+					amplificationError = fmt.Sprintf("the server sent %d bytes after receiving %d", sent, received)
+				}
+			}
+			return time.Since(start) > 3500*time.Millisecond
+		})
+		tr := &quicgo.Transport{Conn: s.socket(simClientAddr(1)).Conn}
+		defer tr.Close()
+		c, err := tr.Dial(s.ctx(), srv.addr, clientTLS(t), &quicgo.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseWithError(0, "")
+		if err := echoErr(s.ctx(), c, c.OpenStreamSync, lossyHandshakeBytes); err != nil {
+			t.Fatal(err)
+		}
+		if got := n.handshakes(); got != 1 {
+			t.Errorf("the server saw %d handshakes for one connection", got)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if amplificationError != "" {
+			t.Error(amplificationError)
+		}
+		t.Logf("until the client's address was validated, the server sent %d bytes after receiving %d", sent, received)
+	})
 }

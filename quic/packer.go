@@ -129,6 +129,7 @@ func (c *Conn) sendLocked(now time.Time) bool {
 	}
 	c.send.openArena()
 	defer c.send.closeArena()
+	c.send.appProbe, c.send.repeatProbe = nil, false
 	for range maxDatagramsPerRun {
 		limit := c.pathSendLimit(c.send.maxDatagram)
 		if limit < minPacketRoom {
@@ -184,6 +185,15 @@ func (c *Conn) sendLocked(now time.Time) bool {
 			c.path.migration.sent += uint64(len(d))
 		}
 		c.send.queueDatagram(d, mark)
+		if probe := c.send.appProbe; probe != nil {
+			c.send.appProbe = nil
+			if c.spaces[spaceApp].probes > 0 && len(c.streams.sendList) == 0 {
+				// The next probe has no stream data of its own: it
+				// carries this one's again, so that either probe
+				// getting through delivers it.
+				c.send.repeatProbe = c.requeueStreamData(probe)
+			}
+		}
 	}
 	return true
 }
@@ -399,13 +409,27 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 		// the client waits for the rest of the ServerHello).
 		b = c.appendAck(b, sp, maxEnd, now, p, sp.probes > 0)
 		if mayElicit || sp.probes > 0 {
+			// A 1-RTT probe puts the stream data first, the data a PTO
+			// took again included: control frames and CRYPTO data
+			// (NEW_TOKEN, a session ticket) taken with it would push
+			// part of it into the next datagram, and the peer would need
+			// both probes through instead of either (RFC 9002 6.2.4).
+			// They take the room left, the rest goes in the next packet;
+			// only the one-byte HANDSHAKE_DONE goes in front.
+			appProbe := space == spaceApp && sp.probes > 0
+			if appProbe {
+				b = c.appendHandshakeDone(b, maxEnd, p)
+				b = c.appendStreamFrames(b, maxEnd, p)
+			}
 			if space == spaceApp {
 				b = c.appendControlFrames(b, maxEnd, now, p)
 			}
 			b = c.appendCrypto(b, sp, maxEnd, p)
 			if space == spaceApp {
 				b = c.appendDatagrams(b, maxEnd, p)
-				b = c.appendStreamFrames(b, maxEnd, p)
+				if !appProbe {
+					b = c.appendStreamFrames(b, maxEnd, p)
+				}
 			}
 		}
 		if len(p.frames) == 0 && !p.eliciting && (sp.probes > 0 || (space == spaceApp && c.send.pingPending && mayElicit)) {
@@ -432,6 +456,15 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 		// data at the base size.
 		sp.probes--
 		p.ptoProbe = true
+		if space == spaceApp && !early {
+			// A probe that repeats the one before is left to loss
+			// detection: a later PTO takes that data from the one
+			// before (takeOldestData), and the two copies must not
+			// crowd out the data sent after them.
+			p.resent = c.send.repeatProbe
+			c.send.repeatProbe = false
+			c.send.appProbe = p
+		}
 	}
 	for len(b)-pnOffset < 4 {
 		b = append(b, 0) // PADDING so header protection has its sample
@@ -506,13 +539,19 @@ func appendIfFits(b []byte, maxEnd int, f *wire.Frame) ([]byte, bool) {
 	return wire.AppendFrame(b, f), true
 }
 
-func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentPacket) []byte {
-	var ok bool
+// appendHandshakeDone appends the HANDSHAKE_DONE frame when one is due.
+func (c *Conn) appendHandshakeDone(b []byte, maxEnd int, p *sentPacket) []byte {
 	if c.hs.sendDone && maxEnd-len(b) >= 1 {
 		b = append(b, byte(wire.FrameTypeHandshakeDone))
 		c.hs.sendDone = false
 		p.frames = append(p.frames, sentFrame{kind: sfHandshakeDone})
 	}
+	return b
+}
+
+func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentPacket) []byte {
+	var ok bool
+	b = c.appendHandshakeDone(b, maxEnd, p)
 	if c.tokens.sendIssued {
 		f := wire.Frame{Type: wire.FrameTypeNewToken, Token: c.tokens.issued}
 		if b, ok = appendIfFits(b, maxEnd, &f); ok {

@@ -34,6 +34,11 @@ type sendState struct {
 	pingPending    bool
 	pacingDeadline time.Time
 	ackScratch     []byte // where ACK frames are built, reused
+	// appProbe is the 1-RTT PTO probe packet just built, whose stream
+	// data the next probe may carry again (sendLocked); repeatProbe says
+	// the next one does. Both are reset at the start of each run.
+	appProbe    *sentPacket
+	repeatProbe bool
 	// arena is where sendLocked builds this run's datagrams, one after
 	// the other; it goes with them to writeDatagrams, which gives it
 	// back. nil outside sendLocked.

@@ -237,3 +237,36 @@ func TestPTOBackoffStopsShortOfIdleTimeout(t *testing.T) {
 	send(t, r, protocol.SpaceAppData, 1, t0.Add(ms(1024)))
 	expectTimer(t, r, t0.Add(ms(2048)))
 }
+
+// A server's Initial and Handshake PTO stops backing off at a quarter of
+// the handshake idle timeout (the idle timeout in force until the
+// handshake completes): quic-go's client, whose handshake idle timeout is
+// 5 s by default, gets a probe every 1.25 s from a server with the same
+// default, and every 5 s from one with 20 s (the interop runner's, with a
+// client that waits as long). The amplification limit still disarms it.
+func TestServerHandshakePTOStopsShortOfIdleTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		idle time.Duration
+		want []time.Duration
+	}{
+		{5 * time.Second, []time.Duration{ms(999), ms(1250), ms(1250), ms(1250)}},
+		{20 * time.Second, []time.Duration{ms(999), ms(1998), ms(3996), ms(5000), ms(5000)}},
+	} {
+		r := New(Config{IsServer: true, IdleTimeout: tc.idle})
+		send(t, r, protocol.SpaceHandshake, 0, t0)
+		last := t0
+		for i, w := range tc.want {
+			at := r.LossDetectionTimeout()
+			if got := at.Sub(last); got != w {
+				t.Fatalf("handshake idle timeout %v: PTO %d after %v, want %v", tc.idle, i+1, got, w)
+			}
+			fire(t, r, at)
+			send(t, r, protocol.SpaceHandshake, uint64(i+1), at)
+			last = at
+		}
+		r.SetAmplificationLimited(true, last)
+		expectTimer(t, r, time.Time{})
+		r.SetAmplificationLimited(false, last.Add(ms(10)))
+		expectTimer(t, r, last.Add(tc.want[len(tc.want)-1]))
+	}
+}
