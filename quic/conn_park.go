@@ -89,7 +89,8 @@ func (p *parkState) unpark() {
 // releaseIdle gives back the scratch memory a parking connection can make
 // again when it wakes: the receive queue's and send queue's slices, the
 // frame being parsed, the sent-packet records kept for reuse (up to 1024
-// after a transfer), the sent-packet rings with nothing in them.
+// after a transfer), the sent-packet rings and stream lists with nothing in
+// them.
 func (c *Conn) releaseIdle() {
 	c.inbox.release()
 	c.send.spare = nil // run's alone (Locking)
@@ -98,5 +99,6 @@ func (c *Conn) releaseIdle() {
 	clear(c.loss.freeSent)
 	c.loss.freeSent = nil
 	c.loss.rec.ReleaseIdle()
+	c.streams.releaseIdle()
 	c.mu.Unlock()
 }

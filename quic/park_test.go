@@ -122,3 +122,45 @@ func TestParkReleasesScratch(t *testing.T) {
 		echoOurs(t, ctx, c, 1<<10)
 	})
 }
+
+// TestParkedConnHoldsNoFinishedStream: a stream both of whose sides are
+// done is forgotten by the connection, and no stream list's array keeps
+// a pointer to it (a vacated slot left behind by removal from the send
+// list kept a finished request stream alive, 640 bytes and more, for as
+// long as an idle connection lived); a parked connection's empty lists
+// hold no arrays.
+func TestParkedConnHoldsNoFinishedStream(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.server(nil, nil)
+		c := s.dial(simClientAddr(1), srv.addr, nil)
+		echoOurs(t, ctx, c, 3000)
+		echoOurs(t, ctx, c, 10)
+		sc := srv.only(t)
+		time.Sleep(time.Second)
+		for _, conn := range []*Conn{sc, c} {
+			if runningLoop(conn) {
+				t.Fatal("a loop did not park")
+			}
+			conn.mu.Lock()
+			ss := &conn.streams
+			open := len(ss.all)
+			var stale []uint64
+			for _, list := range [][]*stream{ss.sendList, ss.ctrlList, ss.prioOrder, ss.acceptBidi, ss.acceptUni} {
+				if cap(list) > 0 {
+					t.Errorf("a parked connection keeps an empty stream list of capacity %d", cap(list))
+				}
+				for _, st := range list[:cap(list)] {
+					if st != nil && ss.all[st.id] != st {
+						stale = append(stale, st.id)
+					}
+				}
+			}
+			conn.mu.Unlock()
+			if open != 0 || len(stale) != 0 {
+				t.Errorf("parked: %d streams open, finished streams %v still referenced", open, stale)
+			}
+		}
+		echoOurs(t, ctx, c, 1<<10)
+	})
+}
