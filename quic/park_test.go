@@ -128,7 +128,8 @@ func TestParkReleasesScratch(t *testing.T) {
 // a pointer to it (a vacated slot left behind by removal from the send
 // list kept a finished request stream alive, 640 bytes and more, for as
 // long as an idle connection lived); a parked connection's empty lists
-// hold no arrays.
+// hold no arrays. The server's connection holds no tls.Config either (a
+// clone per connection when the config has GetCertificate).
 func TestParkedConnHoldsNoFinishedStream(t *testing.T) {
 	simTest(t, simLink, func(t *testing.T, s *sim) {
 		ctx := s.ctx()
@@ -138,6 +139,9 @@ func TestParkedConnHoldsNoFinishedStream(t *testing.T) {
 		echoOurs(t, ctx, c, 10)
 		sc := srv.only(t)
 		time.Sleep(time.Second)
+		if sc.tlsConf != nil {
+			t.Error("the server connection keeps its tls.Config after the handshake")
+		}
 		for _, conn := range []*Conn{sc, c} {
 			if runningLoop(conn) {
 				t.Fatal("a loop did not park")
