@@ -1,6 +1,8 @@
 package quic
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -166,5 +168,55 @@ func TestParkedConnHoldsNoFinishedStream(t *testing.T) {
 			}
 		}
 		echoOurs(t, ctx, c, 1<<10)
+	})
+}
+
+// TestStreamContextMadeOnDemand: a stream's context is made by the first
+// Context call, not with the stream (most streams, an HTTP/3 connection's
+// control streams among them, are never asked for it), and behaves as
+// before: canceled with the first cause once the send side ends, also
+// when it is made after that.
+func TestStreamContextMadeOnDemand(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.server(nil, nil)
+		c := s.dial(simClientAddr(1), srv.addr, nil)
+		asked, err := c.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		live := asked.Context()
+		late, err := c.OpenUniStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := late.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		c.mu.Lock()
+		made := late.s.sendCtx != nil
+		c.mu.Unlock()
+		if made {
+			t.Fatal("a stream's context was made before anyone asked for it")
+		}
+		if live.Err() != nil {
+			t.Fatalf("an open stream's context: %v", live.Err())
+		}
+		late.Close()
+		late.CancelWrite(3) // after Close: the first cause stays
+		lateCtx := late.Context()
+		if cause := context.Cause(lateCtx); !errors.Is(cause, ErrStreamClosed) {
+			t.Fatalf("context made after Close: cause %v, want ErrStreamClosed", cause)
+		}
+		if asked.Context() != live {
+			t.Fatal("a second Context call made another context")
+		}
+		asked.CancelWrite(5)
+		<-live.Done()
+		var se *StreamError
+		if cause := context.Cause(live); !errors.As(cause, &se) || se.ErrorCode != 5 {
+			t.Fatalf("cause after CancelWrite: %v", cause)
+		}
+		echoOurs(t, ctx, c, 10)
 	})
 }
