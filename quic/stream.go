@@ -48,12 +48,12 @@ type stream struct {
 	// streams are never asked: the context, its cancel function and its
 	// entry in the connection context's children are saved). sendCause is
 	// why the send side ended, for a context made after that.
-	sendCtx       context.Context
-	sendCancel    context.CancelCauseFunc
-	sendCause     error
-	limited       *limitedWrite // a WriteWithLimit waiting for its limiter
-	urgency       int8          // SetPriority (RFC 9218); default 3
-	nonIncr       bool          // not incremental: served whole, in ID order
+	sendCtx    context.Context
+	sendCancel context.CancelCauseFunc
+	sendCause  error
+	limited    *limitedWrite // a WriteWithLimit waiting for its limiter
+	urgency    int8          // SetPriority (RFC 9218); default 3
+	nonIncr    bool          // not incremental: served whole, in ID order
 	// reliableSize is what SetReliableBoundary marked; resetReliable the
 	// Reliable Size of the reset being sent: RESET_STREAM_AT when above
 	// 0, and the data below it is still delivered (resetDue).
