@@ -116,9 +116,10 @@ func TestParkReleasesScratch(t *testing.T) {
 			}
 			conn.mu.Lock()
 			free, frame := len(conn.loss.freeSent), conn.frame != nil
+			events := cap(conn.loss.events.Acked) + cap(conn.loss.events.Lost)
 			conn.mu.Unlock()
-			if free != 0 || frame {
-				t.Errorf("parked, the connection keeps %d sent-packet records for reuse, frame scratch %v", free, frame)
+			if free != 0 || frame || events != 0 {
+				t.Errorf("parked, the connection keeps %d sent-packet records for reuse, frame scratch %v, room for %d acknowledged or lost packets", free, frame, events)
 			}
 		}
 		echoOurs(t, ctx, c, 1<<10)
