@@ -11,7 +11,7 @@ import (
 // the heap grow to twice its live size between collections, and the
 // memory a server keeps from the operating system follows that peak: an
 // idle HTTP/3 connection, about 16 KiB of live heap, cost 33-38 KiB of
-// RSS at 100 and 26-27 KiB at 50. The collections come about three times
+// RSS at 100 and 26-29 KiB at 50. The collections come about three times
 // as often, each of a small heap: the serving benchmark's CPU per GB did
 // not change beyond its noise (docs/performance.md "Idle connection
 // memory").
