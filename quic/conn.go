@@ -117,7 +117,7 @@ type Conn struct {
 	t            *Transport
 	isClient     bool
 	config       *Config
-	tlsConf      *tls.Config
+	tlsConf      *tls.Config // a server's is dropped once crypto/tls has it (startTLS)
 	server       *baseServer // server side: where to queue the conn once ready
 	baseDatagram int         // Config.InitialPacketSize: the size to start at and fall back to
 	ctx          context.Context

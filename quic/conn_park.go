@@ -3,6 +3,8 @@ package quic
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/recovery"
 )
 
 // parkAfter is how long a connection's goroutine waits with nothing to
@@ -89,7 +91,8 @@ func (p *parkState) unpark() {
 // releaseIdle gives back the scratch memory a parking connection can make
 // again when it wakes: the receive queue's and send queue's slices, the
 // frame being parsed, the sent-packet records kept for reuse (up to 1024
-// after a transfer), the sent-packet rings with nothing in them.
+// after a transfer), the acknowledged and lost packets' scratch lists, the
+// sent-packet rings and stream lists with nothing in them.
 func (c *Conn) releaseIdle() {
 	c.inbox.release()
 	c.send.spare = nil // run's alone (Locking)
@@ -99,5 +102,7 @@ func (c *Conn) releaseIdle() {
 	c.loss.freeSent = nil
 	c.loss.sent.releaseIfEmpty()
 	c.loss.rec.ReleaseIdle()
+	c.loss.events = recovery.Events{}
+	c.streams.releaseIdle()
 	c.mu.Unlock()
 }

@@ -267,6 +267,16 @@ func (c *Conn) AcceptAnyStream(ctx context.Context) (str *Stream, rs *ReceiveStr
 	return &Stream{s}, nil, nil
 }
 
+// releaseIdle drops the stream lists' arrays while they are empty, for a
+// parking connection: they grow again on the next send or accept.
+func (ss *streamSet) releaseIdle() {
+	for _, list := range []*[]*stream{&ss.sendList, &ss.ctrlList, &ss.prioOrder, &ss.acceptBidi, &ss.acceptUni} {
+		if len(*list) == 0 {
+			*list = nil
+		}
+	}
+}
+
 // popStream takes the first stream of an accept queue, or nil.
 func popStream(q *[]*stream) *stream {
 	if len(*q) == 0 {

@@ -129,6 +129,10 @@ func (c *Conn) startTLS() error {
 		// limits (onResumeSession).
 		qc.EnableSessionEvents = true
 		c.hs.tls = tls.QUICServer(qc)
+		// crypto/tls holds the config for the handshake and the server
+		// never starts it again: a per-connection clone
+		// (withClientHelloConn) goes with crypto/tls (releaseTLS).
+		c.tlsConf = nil
 	}
 	if c.isClient {
 		// A server sets its parameters once it has read the client's

@@ -683,7 +683,9 @@ func (c *Conn) appendStreamFrames(b []byte, maxEnd int, p *sentPacket) []byte {
 		}
 		if !s.wantsToSend() {
 			s.inSendList = false
-			c.streams.sendList = append(c.streams.sendList[:i], c.streams.sendList[i+1:]...)
+			// Delete clears the vacated slot: a stale pointer there would
+			// keep a finished stream alive.
+			c.streams.sendList = slices.Delete(c.streams.sendList, i, i+1)
 			if added {
 				served = i
 			}

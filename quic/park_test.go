@@ -1,6 +1,8 @@
 package quic
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -114,11 +116,108 @@ func TestParkReleasesScratch(t *testing.T) {
 			}
 			conn.mu.Lock()
 			free, frame := len(conn.loss.freeSent), conn.frame != nil
+			events := cap(conn.loss.events.Acked) + cap(conn.loss.events.Lost)
 			conn.mu.Unlock()
-			if free != 0 || frame {
-				t.Errorf("parked, the connection keeps %d sent-packet records for reuse, frame scratch %v", free, frame)
+			if free != 0 || frame || events != 0 {
+				t.Errorf("parked, the connection keeps %d sent-packet records for reuse, frame scratch %v, room for %d acknowledged or lost packets", free, frame, events)
 			}
 		}
 		echoOurs(t, ctx, c, 1<<10)
+	})
+}
+
+// TestParkedConnHoldsNoFinishedStream: a stream both of whose sides are
+// done is forgotten by the connection, and no stream list's array keeps
+// a pointer to it (a vacated slot left behind by removal from the send
+// list kept a finished request stream alive, 640 bytes and more, for as
+// long as an idle connection lived); a parked connection's empty lists
+// hold no arrays. The server's connection holds no tls.Config either (a
+// clone per connection when the config has GetCertificate).
+func TestParkedConnHoldsNoFinishedStream(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.server(nil, nil)
+		c := s.dial(simClientAddr(1), srv.addr, nil)
+		echoOurs(t, ctx, c, 3000)
+		echoOurs(t, ctx, c, 10)
+		sc := srv.only(t)
+		time.Sleep(time.Second)
+		if sc.tlsConf != nil {
+			t.Error("the server connection keeps its tls.Config after the handshake")
+		}
+		for _, conn := range []*Conn{sc, c} {
+			if runningLoop(conn) {
+				t.Fatal("a loop did not park")
+			}
+			conn.mu.Lock()
+			ss := &conn.streams
+			open := len(ss.all)
+			var stale []uint64
+			for _, list := range [][]*stream{ss.sendList, ss.ctrlList, ss.prioOrder, ss.acceptBidi, ss.acceptUni} {
+				if cap(list) > 0 {
+					t.Errorf("a parked connection keeps an empty stream list of capacity %d", cap(list))
+				}
+				for _, st := range list[:cap(list)] {
+					if st != nil && ss.all[st.id] != st {
+						stale = append(stale, st.id)
+					}
+				}
+			}
+			conn.mu.Unlock()
+			if open != 0 || len(stale) != 0 {
+				t.Errorf("parked: %d streams open, finished streams %v still referenced", open, stale)
+			}
+		}
+		echoOurs(t, ctx, c, 1<<10)
+	})
+}
+
+// TestStreamContextMadeOnDemand: a stream's context is made by the first
+// Context call, not with the stream (most streams, an HTTP/3 connection's
+// control streams among them, are never asked for it), and behaves as
+// before: canceled with the first cause once the send side ends, also
+// when it is made after that.
+func TestStreamContextMadeOnDemand(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.server(nil, nil)
+		c := s.dial(simClientAddr(1), srv.addr, nil)
+		asked, err := c.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		live := asked.Context()
+		late, err := c.OpenUniStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := late.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		c.mu.Lock()
+		made := late.s.sendCtx != nil
+		c.mu.Unlock()
+		if made {
+			t.Fatal("a stream's context was made before anyone asked for it")
+		}
+		if live.Err() != nil {
+			t.Fatalf("an open stream's context: %v", live.Err())
+		}
+		late.Close()
+		late.CancelWrite(3) // after Close: the first cause stays
+		lateCtx := late.Context()
+		if cause := context.Cause(lateCtx); !errors.Is(cause, ErrStreamClosed) {
+			t.Fatalf("context made after Close: cause %v, want ErrStreamClosed", cause)
+		}
+		if asked.Context() != live {
+			t.Fatal("a second Context call made another context")
+		}
+		asked.CancelWrite(5)
+		<-live.Done()
+		var se *StreamError
+		if cause := context.Cause(live); !errors.As(cause, &se) || se.ErrorCode != 5 {
+			t.Fatalf("cause after CancelWrite: %v", cause)
+		}
+		echoOurs(t, ctx, c, 10)
 	})
 }

@@ -2,6 +2,7 @@ package quic
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/turboretry/turboretry/internal/flowcontrol"
@@ -20,6 +21,8 @@ type stream struct {
 	id      uint64
 	hasSend bool
 	hasRecv bool
+	// sendCtxMade says sendCtx is set, for Context calls that take no lock.
+	sendCtxMade atomic.Bool
 
 	// Send side.
 	send       streambuf.SendBuffer
@@ -41,11 +44,16 @@ type stream struct {
 	writeSig      chan struct{}
 	inSendList    bool
 	sendCharged   int64 // bytes counted in the connection's budget.sendHeld
-	sendCtx       context.Context
-	sendCancel    context.CancelCauseFunc
-	limited       *limitedWrite // a WriteWithLimit waiting for its limiter
-	urgency       int8          // SetPriority (RFC 9218); default 3
-	nonIncr       bool          // not incremental: served whole, in ID order
+	// sendCtx is the handles' Context, made by the first call (most
+	// streams are never asked: the context, its cancel function and its
+	// entry in the connection context's children are saved). sendCause is
+	// why the send side ended, for a context made after that.
+	sendCtx    context.Context
+	sendCancel context.CancelCauseFunc
+	sendCause  error
+	limited    *limitedWrite // a WriteWithLimit waiting for its limiter
+	urgency    int8          // SetPriority (RFC 9218); default 3
+	nonIncr    bool          // not incremental: served whole, in ID order
 	// reliableSize is what SetReliableBoundary marked; resetReliable the
 	// Reliable Size of the reset being sent: RESET_STREAM_AT when above
 	// 0, and the data below it is still delivered (resetDue).
@@ -94,7 +102,6 @@ func newStream(c *Conn, id uint64) *stream {
 		hasRecv: flowcontrol.LocalCanReceive(id, c.streams.persp),
 		urgency: defaultUrgency,
 	}
-	s.sendCtx, s.sendCancel = context.WithCancelCause(c.ctx)
 	if s.hasSend {
 		var limit uint64
 		if c.hs.peerParams != nil {
@@ -110,7 +117,7 @@ func newStream(c *Conn, id uint64) *stream {
 		}
 		s.fcSend.Init(&c.flow.send, limit)
 	} else {
-		s.sendCancel(context.Canceled)
+		s.sendCause = context.Canceled
 	}
 	if s.hasRecv {
 		// Flow control rejects data beyond the window first; the buffer's
@@ -151,7 +158,44 @@ func (s *stream) signalRead() {
 func (s *stream) onConnClosed() {
 	s.signalRead()
 	s.signalWrite()
-	s.sendCancel(s.c.close.err)
+	s.endSend(s.c.close.err)
+}
+
+// endSend cancels the send side's context with cause; the first cause
+// stays, as with context.WithCancelCause.
+func (s *stream) endSend(cause error) {
+	if s.sendCause != nil {
+		return
+	}
+	if cause == nil {
+		cause = context.Canceled
+	}
+	s.sendCause = cause
+	if s.sendCancel != nil {
+		s.sendCancel(cause)
+	}
+}
+
+// context returns the send side's context, made on the first call: a
+// child of the connection's, or, once the send side ended, one already
+// canceled with its cause (with the connection context's values).
+func (s *stream) context() context.Context {
+	if s.sendCtxMade.Load() {
+		return s.sendCtx
+	}
+	c := s.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.sendCtx == nil {
+		if s.sendCause != nil {
+			s.sendCtx, s.sendCancel = context.WithCancelCause(context.WithoutCancel(c.ctx))
+			s.sendCancel(s.sendCause)
+		} else {
+			s.sendCtx, s.sendCancel = context.WithCancelCause(c.ctx)
+		}
+		s.sendCtxMade.Store(true)
+	}
+	return s.sendCtx
 }
 
 // sendFinished reports whether the send side needs nothing more.

@@ -55,7 +55,7 @@ func (s *Stream) CancelRead(code StreamErrorCode) { s.s.cancelRead(code) }
 
 // Context is canceled once the send side is closed, reset or the
 // connection closes.
-func (s *Stream) Context() context.Context { return s.s.sendCtx }
+func (s *Stream) Context() context.Context { return s.s.context() }
 
 // SetDeadline sets the read and write deadlines.
 func (s *Stream) SetDeadline(t time.Time) error {
@@ -89,7 +89,7 @@ func (s *SendStream) SetReliableBoundary() { s.s.setReliableBoundary() }
 
 // Context is canceled once the stream is closed, reset or the connection
 // closes.
-func (s *SendStream) Context() context.Context { return s.s.sendCtx }
+func (s *SendStream) Context() context.Context { return s.s.context() }
 
 // SetWriteDeadline sets the deadline for Write; the zero time disables it.
 func (s *SendStream) SetWriteDeadline(t time.Time) error { s.s.setWriteDeadline(t); return nil }

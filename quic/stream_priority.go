@@ -68,7 +68,7 @@ func (c *Conn) appendStreamFramesByPriority(b []byte, maxEnd int, p *sentPacket)
 		done := !s.wantsToSend()
 		if done || (added && !s.nonIncr) {
 			i := slices.Index(c.streams.sendList, s)
-			c.streams.sendList = append(c.streams.sendList[:i], c.streams.sendList[i+1:]...)
+			c.streams.sendList = slices.Delete(c.streams.sendList, i, i+1)
 			if done {
 				s.inSendList = false
 			} else {

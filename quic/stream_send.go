@@ -113,7 +113,7 @@ func (s *stream) closeSend() error {
 	}
 	s.sendClosed = true
 	s.send.Close()
-	s.sendCancel(ErrStreamClosed)
+	s.endSend(ErrStreamClosed)
 	s.queueSend()
 	return nil
 }
@@ -164,7 +164,7 @@ func (s *stream) resetLocked(code uint64, err error, reliable uint64) {
 		s.resetFinal = s.send.Reset()
 	}
 	s.c.budget.charge(s)
-	s.sendCancel(err)
+	s.endSend(err)
 	s.signalWrite()
 	s.queueControl()
 }

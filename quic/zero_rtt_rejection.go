@@ -25,7 +25,7 @@ func (c *Conn) on0RTTRejected() {
 		c.budget.charge(s)
 		c.recvMem.release(s)
 		s.removed = true
-		s.sendCancel(Err0RTTRejected)
+		s.endSend(Err0RTTRejected)
 		s.signalRead()
 		s.signalWrite()
 	}

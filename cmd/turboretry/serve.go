@@ -31,7 +31,7 @@ func init() {
 
 const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE --key FILE] [--retry auto|always|never]\n" +
 	"         [--dotfiles] [--list-dirs] [--secret FILE] [--metrics ADDR] [--state-dir DIR] [--qlog-dir DIR]\n" +
-	"         [--workers N] [--cid-host-id HEX] [--cid-config-id N] [--cid-nonce-len N] [--fastpath mac|bloom]\n" +
+	"         [--workers N] [--gc-percent N] [--cid-host-id HEX] [--cid-config-id N] [--cid-nonce-len N] [--fastpath mac|bloom]\n" +
 	"         [--offload none | xdp --iface IF | split --agent-control ADDR] [limits: --max-conns N ...]\n" +
 	"         [--upstream URL ... | --route /PREFIX=URL ...] [--upstream-ca FILE | --upstream-insecure]\n" +
 	"         [--upstream-connect-timeout D] [--upstream-timeout D] [--max-body-bytes SIZE] [--trust-forwarded CIDR ...]\n" +
@@ -57,7 +57,10 @@ const serveSynopsis = "turboretry serve [--addr :443] [--root DIR] [--cert FILE 
 	"connection IDs, also when the client's address changes (root or CAP_BPF; without it one\n" +
 	"socket serves, and the log says so; docs/reuseport.md). The IDs are QUIC-LB IDs with a\n" +
 	"MAC keyed from the root secret (--cid-*, docs/cid.md); an agent must be given the same\n" +
-	"--cid-* and --fastpath. At start serve logs a summary of turboretry doctor's checks.\n" +
+	"--cid-* and --fastpath. --gc-percent N (default 50; GOGC in the environment replaces\n" +
+	"the default) is the Go collector's GOGC: half the runtime's default, for about a quarter\n" +
+	"less memory per idle connection (docs/performance.md).\n" +
+	"At start serve logs a summary of turboretry doctor's checks.\n" +
 	"The default address, 127.0.0.1:4433, is\n" +
 	"reachable from this machine only; use --addr :443 to serve the network. The limits (--max-conns\n" +
 	"to --write-stall-timeout) bound what clients can make the server hold, per worker; their\n" +
@@ -104,6 +107,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	proxyConfig := proxyFlags(flags)
 	stateDir := flags.String("state-dir", "", "keep the generated certificate, key and secret in `DIR` (default $XDG_STATE_HOME/turboretry or ~/.local/state/turboretry)")
 	workers := flags.Int("workers", 0, "spread HTTP/3 over `N` sockets and receive loops (default: the number of CPUs)")
+	applyGC := gcFlag(flags)
 	cids := addCIDFlags(flags)
 	pidFile := flags.String("pid-file", "", "write the process ID to `FILE` and accept `turboretry restart --pid-file FILE`")
 	drainTimeout := flags.Duration("drain-timeout", 5*time.Minute, "after handing over to a restarted process, wait at most `D` for this one's connections to finish")
@@ -154,6 +158,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if (*certFile == "") != (*keyFile == "") {
 		return usageError(flags, "--cert and --key go together: give both or neither")
+	}
+	if err := applyGC(); err != nil {
+		return usageError(flags, "%v", err)
 	}
 	if *workers < 0 || *workers > reuseport.MaxWorkers {
 		return usageError(flags, "--workers %d: want 1..%d (0: the number of CPUs)", *workers, reuseport.MaxWorkers)

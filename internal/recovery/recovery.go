@@ -90,11 +90,17 @@ func New(cfg Config) *Recovery {
 
 // ReleaseIdle gives back the storage of the spaces with no packet
 // tracked, for an idle connection; the next packet sent allocates it
-// again.
+// again. A space whose only outstanding packets carry nothing but ACK
+// frames counts as empty: the peer acknowledges those only along with a
+// later ack-eliciting packet, which an idle connection does not send, so
+// they would keep the ring forever. Forgetting them loses nothing: they
+// are not in flight, carry no frames to declare lost, and a late ACK of
+// their numbers acknowledges nothing new.
 func (r *Recovery) ReleaseIdle() {
 	for i := range r.spaces {
-		if q := &r.spaces[i].sent; q.n == 0 {
-			q.release()
+		s := &r.spaces[i]
+		if s.lossTime.IsZero() && s.sent.onlyAckOnlyOutstanding() {
+			s.sent.release()
 		}
 	}
 }

@@ -79,6 +79,18 @@ func (q *sentQueue) release() {
 	q.buf, q.head, q.n = nil, 0, 0
 }
 
+// onlyAckOnlyOutstanding reports whether every packet still held is
+// resolved or an outstanding one that neither elicits an ACK nor counts
+// in flight (true for an empty queue).
+func (q *sentQueue) onlyAckOnlyOutstanding() bool {
+	for i := range q.n {
+		if p := q.at(i); p.state == stateOutstanding && (p.AckEliciting || p.InFlight) {
+			return false
+		}
+	}
+	return true
+}
+
 // search returns the index of the oldest packet numbered pn or above
 // (q.n when there is none).
 func (q *sentQueue) search(pn uint64) int {
