@@ -105,7 +105,7 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 		case sfCrypto:
 			c.spaces[p.space].crypto.OnLost(f.off, int(f.n), false)
 		case sfStream:
-			c.requeueStreamFrame(f)
+			c.streams.requeueFrame(f)
 		case sfResetStream:
 			if s := c.streams.all[f.id]; s != nil && !s.resetAcked && f.off == s.resetReliable {
 				s.resetPending = true
@@ -143,23 +143,23 @@ func (c *Conn) requeueFrames(p *sentPacket, now time.Time) {
 	}
 }
 
-// requeueStreamData schedules again the stream data a packet carried, and
+// requeueData schedules again the stream data a packet carried, and
 // nothing else it carried; it reports whether the packet had any.
-func (c *Conn) requeueStreamData(p *sentPacket) bool {
+func (ss *streamSet) requeueData(p *sentPacket) bool {
 	found := false
 	for _, f := range p.frames {
 		if f.kind == sfStream {
-			c.requeueStreamFrame(f)
+			ss.requeueFrame(f)
 			found = true
 		}
 	}
 	return found
 }
 
-// requeueStreamFrame schedules the data of a sent STREAM frame again,
-// unless its stream is gone or was reset before that data.
-func (c *Conn) requeueStreamFrame(f sentFrame) {
-	if s := c.streams.all[f.id]; s != nil && (s.sendErr == nil || s.resetReliable > 0) {
+// requeueFrame schedules the data of a sent STREAM frame again, unless
+// its stream is gone or was reset before that data.
+func (ss *streamSet) requeueFrame(f sentFrame) {
+	if s := ss.all[f.id]; s != nil && (s.sendErr == nil || s.resetReliable > 0) {
 		s.send.OnLost(f.off, int(f.n), f.fin)
 		s.queueSend()
 	}

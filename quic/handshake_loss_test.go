@@ -10,7 +10,7 @@ import (
 
 	quicgo "github.com/quic-go/quic-go"
 	"github.com/turboretry/turboretry/internal/simnet"
-	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/internal/testutil/coalesced"
 )
 
 // The interop runner's handshakeloss and handshakecorruption cases in
@@ -352,7 +352,7 @@ func TestHandshakeBlackoutQuicGoClientOurServer(t *testing.T) {
 			if p.To == simServerAddr {
 				received += len(p.Data)
 				// A Handshake packet proves the client's address.
-				for pkt, err := range wire.CoalescedPackets(p.Data) {
+				for pkt, err := range coalesced.Packets(p.Data) {
 					validated = validated || err == nil && pkt[0]&0xf0 == 0xe0
 				}
 				return true

@@ -191,7 +191,7 @@ func (c *Conn) sendLocked(now time.Time) bool {
 				// The next probe has no stream data of its own: it
 				// carries this one's again, so that either probe
 				// getting through delivers it.
-				c.send.repeatProbe = c.requeueStreamData(probe)
+				c.send.repeatProbe = c.streams.requeueData(probe)
 			}
 		}
 	}
@@ -418,7 +418,7 @@ func (c *Conn) buildPacket(buf *[]byte, space, room int, now time.Time, mayElici
 			// only the one-byte HANDSHAKE_DONE goes in front.
 			appProbe := space == spaceApp && sp.probes > 0
 			if appProbe {
-				b = c.appendHandshakeDone(b, maxEnd, p)
+				b = c.hs.appendDone(b, maxEnd, p)
 				b = c.appendStreamFrames(b, maxEnd, p)
 			}
 			if space == spaceApp {
@@ -539,11 +539,11 @@ func appendIfFits(b []byte, maxEnd int, f *wire.Frame) ([]byte, bool) {
 	return wire.AppendFrame(b, f), true
 }
 
-// appendHandshakeDone appends the HANDSHAKE_DONE frame when one is due.
-func (c *Conn) appendHandshakeDone(b []byte, maxEnd int, p *sentPacket) []byte {
-	if c.hs.sendDone && maxEnd-len(b) >= 1 {
+// appendDone appends the HANDSHAKE_DONE frame when one is due.
+func (hs *handshakeState) appendDone(b []byte, maxEnd int, p *sentPacket) []byte {
+	if hs.sendDone && maxEnd-len(b) >= 1 {
 		b = append(b, byte(wire.FrameTypeHandshakeDone))
-		c.hs.sendDone = false
+		hs.sendDone = false
 		p.frames = append(p.frames, sentFrame{kind: sfHandshakeDone})
 	}
 	return b
@@ -551,7 +551,7 @@ func (c *Conn) appendHandshakeDone(b []byte, maxEnd int, p *sentPacket) []byte {
 
 func (c *Conn) appendControlFrames(b []byte, maxEnd int, now time.Time, p *sentPacket) []byte {
 	var ok bool
-	b = c.appendHandshakeDone(b, maxEnd, p)
+	b = c.hs.appendDone(b, maxEnd, p)
 	if c.tokens.sendIssued {
 		f := wire.Frame{Type: wire.FrameTypeNewToken, Token: c.tokens.issued}
 		if b, ok = appendIfFits(b, maxEnd, &f); ok {
