@@ -187,12 +187,6 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 	if err != nil {
 		return nil, err
 	}
-	if err := t.init(); err != nil {
-		return nil, err
-	}
-	if err := checkPreferredAddressSocket(conf.PreferredAddress, t.Conn.LocalAddr()); err != nil {
-		return nil, err
-	}
 	responder, err := stateless.New(conf.Versions)
 	if err != nil {
 		return nil, fmt.Errorf("quic: Config.Versions: %w", err)
@@ -226,6 +220,15 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 	}
 	if t.server != nil {
 		return nil, errors.New("quic: Transport already has a listener")
+	}
+	// The read loop starts here, if it has not yet; mu, held until the
+	// listener is registered, keeps it from taking a client's Initial
+	// that was waiting in the socket for one of an unknown connection.
+	if err := t.init(); err != nil {
+		return nil, err
+	}
+	if err := checkPreferredAddressSocket(conf.PreferredAddress, t.Conn.LocalAddr()); err != nil {
+		return nil, err
 	}
 	av := t.AddressValidation
 	if av == nil {
