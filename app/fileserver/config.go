@@ -127,7 +127,7 @@ type Config struct {
 	ConnectionIDs IDLayout
 	// Offload puts a Retry agent in front of the QUIC listener
 	// (offload/host); the zero value runs none. Its KeyRing and Logger are
-	// the server's, its IdleTimeout is QUICIdleTimeout.
+	// the server's, its IdleTimeout the listener's (Limits.IdleTimeout).
 	Offload host.Config
 	// Limits bound the listeners' resources; nil means DefaultLimits().
 	Limits *Limits
@@ -180,9 +180,9 @@ func (c *Config) fillDefaults() {
 		d := DefaultLimits()
 		c.Limits = &d
 	}
-	// The listener's idle timeout is fixed; the offload's T_W check
-	// compares against it.
-	c.Offload.IdleTimeout = QUICIdleTimeout
+	// The offload's T_W check compares against the listener's idle
+	// timeout.
+	c.Offload.IdleTimeout = c.Limits.idleTimeout()
 }
 
 func (c *Config) check() error {

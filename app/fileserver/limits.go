@@ -37,6 +37,10 @@ type Limits struct {
 	// HandshakeTimeout bounds a QUIC handshake (quic.Config's
 	// HandshakeIdleTimeout).
 	HandshakeTimeout time.Duration
+	// IdleTimeout is the idle timeout the HTTP/3 listener advertises
+	// (quic.Config's MaxIdleTimeout): an established connection that
+	// hears nothing for this long ends. 0 means QUICIdleTimeout.
+	IdleTimeout time.Duration
 	// ConnSendBuffer bounds the response data one connection holds unsent
 	// or unacknowledged; a handler's Write waits beyond it.
 	ConnSendBuffer uint64
@@ -91,6 +95,7 @@ func DefaultLimits() Limits {
 		MaxStreams:        100,
 		MaxUniStreams:     16,
 		HandshakeTimeout:  5 * time.Second,
+		IdleTimeout:       QUICIdleTimeout,
 		ConnSendBuffer:    16 << 20,
 		SendBuffer:        256 << 20,
 		ReceiveBuffer:     256 << 20,
@@ -128,6 +133,8 @@ func (l *Limits) Check() error {
 		return fmt.Errorf("limits: HTTP/3 clients need %d unidirectional streams, got %d", minUniStreams, l.MaxUniStreams)
 	case l.HandshakeTimeout <= 0:
 		return errors.New("limits: the handshake timeout must be positive")
+	case l.IdleTimeout < 0:
+		return errors.New("limits: negative idle timeout (0 means the default)")
 	case l.ConnSendBuffer == 0 || l.SendBuffer == 0 || l.ReceiveBuffer == 0:
 		return errors.New("limits: send and receive buffers must be positive")
 	case l.RetryThreshold < 0 || l.UnvalidatedBudget <= 0:
@@ -194,7 +201,7 @@ func (l Limits) perWorker(n int) Limits {
 func (l *Limits) quicConfig() *quic.Config {
 	return &quic.Config{
 		Allow0RTT:               true, // the HTTP/3 client sends only safe, bodiless requests early
-		MaxIdleTimeout:          QUICIdleTimeout,
+		MaxIdleTimeout:          l.idleTimeout(),
 		HandshakeIdleTimeout:    l.HandshakeTimeout,
 		MaxIncomingStreams:      int64(l.MaxStreams),
 		MaxIncomingUniStreams:   int64(l.MaxUniStreams),
@@ -204,6 +211,15 @@ func (l *Limits) quicConfig() *quic.Config {
 		MaxConnectionSendBuffer: l.ConnSendBuffer,
 		Admission:               l.admission(),
 	}
+}
+
+// idleTimeout returns the listener's idle timeout: IdleTimeout, or
+// QUICIdleTimeout when it is 0.
+func (l *Limits) idleTimeout() time.Duration {
+	if l.IdleTimeout == 0 {
+		return QUICIdleTimeout
+	}
+	return l.IdleTimeout
 }
 
 // admission returns the QUIC listener's admission by source prefix, nil

@@ -19,7 +19,7 @@ import (
 func oddLimits() Limits {
 	return Limits{
 		MaxConnections: 7, MaxHandshakes: 5, AcceptBacklog: 3, MaxStreams: 11, MaxUniStreams: 4,
-		HandshakeTimeout: 3 * time.Second, ConnSendBuffer: 1 << 20, SendBuffer: 2 << 20, ReceiveBuffer: 3 << 20,
+		HandshakeTimeout: 3 * time.Second, IdleTimeout: 45 * time.Second, ConnSendBuffer: 1 << 20, SendBuffer: 2 << 20, ReceiveBuffer: 3 << 20,
 		RetryThreshold: 2, UnvalidatedBudget: 1000,
 		MaxHeaderBytes: 2000, ConnHeaderBytes: 5000,
 		HeaderTimeout: 4 * time.Second, UniStreamTimeout: 6 * time.Second, WriteStallTimeout: 7 * time.Second,
@@ -34,7 +34,7 @@ func TestLimitsReachTheLibraries(t *testing.T) {
 	l := oddLimits()
 	q := l.quicConfig()
 	if q.MaxConnections != 7 || q.MaxHandshakes != 5 || q.AcceptBacklog != 3 || q.MaxIncomingStreams != 11 || q.MaxIncomingUniStreams != 4 ||
-		q.HandshakeIdleTimeout != 3*time.Second || q.MaxConnectionSendBuffer != 1<<20 || q.MaxIdleTimeout != QUICIdleTimeout || !q.Allow0RTT {
+		q.HandshakeIdleTimeout != 3*time.Second || q.MaxConnectionSendBuffer != 1<<20 || q.MaxIdleTimeout != 45*time.Second || !q.Allow0RTT {
 		t.Errorf("quic.Config %+v", q)
 	}
 	if a := q.Admission; a == nil || *a != (quic.AdmissionConfig{IPv4PrefixLen: 20, IPv6PrefixLen: 48, NewConnectionRate: 3,
@@ -94,6 +94,7 @@ func TestLimitsChecked(t *testing.T) {
 		"no streams":            func(l *Limits) { l.MaxStreams = 0 },
 		"two uni streams":       func(l *Limits) { l.MaxUniStreams = 2 },
 		"no handshake time":     func(l *Limits) { l.HandshakeTimeout = 0 },
+		"negative idle timeout": func(l *Limits) { l.IdleTimeout = -time.Second },
 		"no send buffer":        func(l *Limits) { l.SendBuffer = 0 },
 		"negative threshold":    func(l *Limits) { l.RetryThreshold = -1 },
 		"no header bytes":       func(l *Limits) { l.MaxHeaderBytes = 0 },

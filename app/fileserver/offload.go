@@ -2,8 +2,9 @@ package fileserver
 
 import "time"
 
-// QUICIdleTimeout is the idle timeout the HTTP/3 listener advertises. The
-// fast-path aging window must not be shorter (host.Config.RotateEvery).
+// QUICIdleTimeout is the idle timeout the HTTP/3 listener advertises
+// unless Limits.IdleTimeout says otherwise. The fast-path aging window must
+// not be shorter (host.Config.RotateEvery).
 const QUICIdleTimeout = 30 * time.Second
 
 // inNetns runs fn where the HTTP/3 listener's sockets belong: in the

@@ -284,11 +284,13 @@ func (e *restartEnv) newConnections(stop chan struct{}) *sync.WaitGroup {
 			wg.Go(func() {
 				rt, closeClient := e.client(kind)
 				defer closeClient()
+				began := time.Now()
 				body, proto, err := e.fetch(rt, "small.bin", 0, nil)
 				e.newConns.Add(1)
 				if err != nil || proto != "HTTP/3.0" || !bytes.Equal(body, e.small) {
+					// The times place it among the server log's restarts.
 					e.newFails.Add(1)
-					e.fail("new %s connection: %s, %d bytes, %v", kind, proto, len(body), err)
+					e.fail("new %s connection (%s to %s): %s, %d bytes, %v", kind, began.UTC().Format("15:04:05.000"), time.Now().UTC().Format("15:04:05.000"), proto, len(body), err)
 				}
 			})
 		}

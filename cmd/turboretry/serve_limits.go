@@ -77,6 +77,7 @@ func limitFlags(fs *flag.FlagSet) func() (fileserver.Limits, error) {
 	streams := fs.Int("max-streams", d.MaxStreams, "concurrent requests (bidirectional streams) per QUIC connection")
 	uniStreams := fs.Int("max-uni-streams", d.MaxUniStreams, "unidirectional streams a client may open per connection (HTTP/3 needs 3)")
 	handshakeTimeout := fs.Duration("handshake-timeout", d.HandshakeTimeout, "time a QUIC handshake may take")
+	idleTimeout := fs.Duration("idle-timeout", d.IdleTimeout, "an established QUIC connection that hears nothing for this long ends (the max_idle_timeout announced; the peer's, when smaller, applies)")
 	connSend := sizeFlag(fs, "conn-send-buffer", d.ConnSendBuffer, "one connection holds at most `SIZE` of response data unacknowledged; a handler's write waits past it")
 	send := sizeFlag(fs, "send-buffer", d.SendBuffer, "all QUIC connections together hold at most `SIZE` of response data unacknowledged")
 	recv := sizeFlag(fs, "recv-buffer", d.ReceiveBuffer, "while the QUIC connections hold more than `SIZE` of received, unread request data, no receive window grows")
@@ -102,6 +103,7 @@ func limitFlags(fs *flag.FlagSet) func() (fileserver.Limits, error) {
 			MaxStreams:        *streams,
 			MaxUniStreams:     *uniStreams,
 			HandshakeTimeout:  *handshakeTimeout,
+			IdleTimeout:       *idleTimeout,
 			ConnSendBuffer:    uint64(*connSend),
 			SendBuffer:        uint64(*send),
 			ReceiveBuffer:     uint64(*recv),

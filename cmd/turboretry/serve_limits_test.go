@@ -34,13 +34,13 @@ func TestServeLimitFlags(t *testing.T) {
 		t.Fatalf("no flags: %+v, %v; want the defaults", l, err)
 	}
 	l, err = parseLimits(t, "--max-conns", "0", "--max-handshakes", "9", "--accept-backlog", "8", "--max-streams", "7",
-		"--max-uni-streams", "6", "--handshake-timeout", "3s", "--conn-send-buffer", "2MiB", "--send-buffer", "1GiB",
+		"--max-uni-streams", "6", "--handshake-timeout", "3s", "--idle-timeout", "90s", "--conn-send-buffer", "2MiB", "--send-buffer", "1GiB",
 		"--recv-buffer", "65536", "--retry-threshold", "0", "--retry-budget", "1MiB", "--max-header-bytes", "16KiB",
 		"--conn-header-bytes", "32KiB", "--header-timeout", "0", "--uni-stream-timeout", "2s", "--write-stall-timeout", "30s",
 		"--prefix-admission=false", "--prefix-len4", "20", "--prefix-len6", "48", "--prefix-rate", "2.5", "--prefix-burst", "0",
 		"--returning-reserve", "0.25", "--max-prefixes", "100")
 	want := fileserver.Limits{MaxConnections: 0, MaxHandshakes: 9, AcceptBacklog: 8, MaxStreams: 7, MaxUniStreams: 6,
-		HandshakeTimeout: 3 * time.Second, ConnSendBuffer: 2 << 20, SendBuffer: 1 << 30, ReceiveBuffer: 65536,
+		HandshakeTimeout: 3 * time.Second, IdleTimeout: 90 * time.Second, ConnSendBuffer: 2 << 20, SendBuffer: 1 << 30, ReceiveBuffer: 65536,
 		RetryThreshold: 0, UnvalidatedBudget: 1 << 20, MaxHeaderBytes: 16 << 10, ConnHeaderBytes: 32 << 10,
 		HeaderTimeout: 0, UniStreamTimeout: 2 * time.Second, WriteStallTimeout: 30 * time.Second,
 		PrefixAdmission: false, PrefixLen4: 20, PrefixLen6: 48, PrefixRate: 2.5, PrefixBurst: 0, ReturningReserve: 0.25, MaxPrefixes: 100}
