@@ -9,12 +9,21 @@ LONGFUZZ  ?= 60s
 BENCHTIME ?= 1s
 BENCHOUT  ?= bench.txt
 
-.PHONY: serve demo firmware arm64 all build test unit lint fmt vet staticcheck deadcode fuzz fuzz-short bench bench-serve bench-proxy clean eval interop-runner interop-fast interop-dropin dropin
+.PHONY: serve demo firmware arm64 all build release test unit lint fmt vet staticcheck deadcode fuzz fuzz-short bench bench-serve bench-proxy clean eval interop-runner interop-fast interop-dropin dropin
 
 all: build
 
 build:
 	$(GO) build $(PKGS)
+
+## release: the binary an operator installs, out/turboretry: without the evaluation, the
+## flood generator and the interop endpoint (-tags eval adds them), paths trimmed, the ELF
+## symbol table and DWARF left out (-s -w: Go's own stack traces and pprof still name every
+## function; perf and debuggers need the plain `go build` instead). docs/evaluation.md has
+## the sizes.
+release:
+	@mkdir -p out
+	$(GO) build -trimpath -ldflags "-s -w" -o out/turboretry ./cmd/turboretry
 
 ## test: lint, unit and integration tests (race detector on), short fuzz runs,
 ## the portable C of the fast-path cache (gcc host tests, RISC-V and BPF compile checks),

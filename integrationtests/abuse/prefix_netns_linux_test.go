@@ -56,9 +56,9 @@ const (
 	// enough that on a starved CPU (other jobs, -race) its handshakes
 	// complete instead of all timing out together.
 	pnDialsInFlight = 32
-	// pnTTFBMargin is what the benign p95 time to first byte under attack
-	// may exceed twice the unloaded one by.
-	pnTTFBMargin = time.Second
+	// pnRounds is how many rounds of benign fetches run before, under
+	// and after an attack: the figures are medians over rounds.
+	pnRounds = 5
 )
 
 func pnBenignIP(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 19, byte(10 + i), 1}) }
@@ -71,13 +71,13 @@ func pnBenignIP(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 19, byte
 // after each refusal, in an attacker process on a CPU of its own (as if on
 // a machine of its own: isolatedCPUs); then 32 benign clients from 32
 // other /24s fetch the page twice each, with quic-go, as they did before
-// the attack (after a warm-up round) and do after it. It asserts that
-// every benign fetch succeeds, that the attacker's /24 holds at most half
-// of the connections (its share while alone; less once others hold some),
-// and that the benign p95 time to first byte under the attack is within
-// twice the faster unloaded round's plus pnTTFBMargin; it reports the
-// times, the handshake's part of them, and the server's CPU time. Needs
-// root.
+// the attack (after a warm-up round) and do after it, pnRounds rounds in
+// each phase. It asserts that at least 99 % of the benign fetches
+// succeed, that the attacker's /24 holds at most half of the connections
+// (its share while alone; less once others hold some), and that the
+// benign p95 time to first byte under the attack is within twice the
+// unloaded one (medians of the rounds' p95s); it reports the times, the
+// handshake's part of them, and the server's CPU time. Needs root.
 func TestPrefixAdmissionOneSlash24(t *testing.T) {
 	var addrs []netip.Addr
 	for a := pnAttackNet.Addr(); pnAttackNet.Contains(a); a = a.Next() {
@@ -91,42 +91,39 @@ func TestPrefixAdmissionOneSlash24(t *testing.T) {
 	if warm := pnBenignFetches(ctx, s, pnBenignAddrs(0, pnBenign), nil, 1); len(warm.errs) != 0 {
 		t.Fatalf("%d benign fetches failed before the attack: %v", len(warm.errs), warm.errs[0])
 	}
-	unloaded := pnBenignRound(ctx, t, s, pnBenignAddrs(0, pnBenign), nil)
-	t.Logf("benign, before the attack: %v", unloaded)
-	if len(unloaded.errs) != 0 {
-		t.Fatalf("%d benign fetches failed before the attack", len(unloaded.errs))
-	}
+	before := pnBenignRounds(ctx, t, s, "before the attack")
 	a := pnAttack(t, s, addrs, pnMaxConns/2, attackerPlace)
 	alone := pnAttackAlone(t, s, time.Second)
 	t.Logf("the attack alone: %v", alone)
-	loaded := pnBenignRound(ctx, t, s, pnBenignAddrs(0, pnBenign), nil)
-	t.Logf("benign, under attack: %v", loaded)
+	loaded := pnBenignRounds(ctx, t, s, "under attack")
 	m := s.scrape()
 	ac := a.stop()
 	a.report(t, "attacker /24", ac)
-	// Unloaded again: other jobs on a shared machine slow a round now and
-	// then, before the attack as often as after it (docs/abuse.md); the
-	// faster of the two is the baseline, the stricter choice.
-	after := pnBenignRound(ctx, t, s, pnBenignAddrs(0, pnBenign), nil)
-	t.Logf("benign, after the attack: %v", after)
+	after := pnBenignRounds(ctx, t, s, "after the attack")
 	t.Logf("server: refused prefix_connections %.0f, prefix_handshakes %.0f, prefix_rate %.0f, connection_cap %.0f",
 		m[series("turboretry_quic_refused_total", "reason", "prefix_connections")], m[series("turboretry_quic_refused_total", "reason", "prefix_handshakes")],
 		m[series("turboretry_quic_refused_total", "reason", "prefix_rate")], m[series("turboretry_quic_refused_total", "reason", "connection_cap")])
-	p95, p95Unloaded := pct(loaded.ttfb, 95), min(pct(unloaded.ttfb, 95), pct(after.ttfb, 95))
-	t.Logf("benign p95 time to first byte under attack / unloaded: %.2fx", float64(p95)/float64(p95Unloaded))
-	if failed := len(loaded.errs); failed != 0 {
-		t.Errorf("%d of %d benign fetches failed under the attack", failed, pnBenign*pnFetches)
+	// Each figure is the median of its rounds' p95s: other jobs on a
+	// shared machine stall a whole round now and then (by hundreds of
+	// milliseconds, before the attack as often as under it:
+	// docs/abuse.md), and the median of several rounds is what such a
+	// stall does not move. Before and after the attack together are the
+	// unloaded baseline.
+	p95, p95Unloaded := pct(loaded.p95s, 50), pct(append(slices.Clone(before.p95s), after.p95s...), 50)
+	t.Logf("benign p95 time to first byte (median of %d rounds) under attack %v, unloaded %v: %.2fx",
+		pnRounds, p95, p95Unloaded, float64(p95)/float64(p95Unloaded))
+	// Issue 27: at least 99 % of the benign fetches succeed under the
+	// attack, and their p95 time to first byte is within twice the
+	// unloaded one. A benign client that waited behind the attack (a lost
+	// Initial, a backlog) would wait for its retransmission timers:
+	// seconds, not a few milliseconds.
+	for _, r := range []pnPhase{before, loaded, after} {
+		if r.failed*100 > r.fetches {
+			t.Errorf("%d of %d benign fetches failed %s (more than 1 %%)", r.failed, r.fetches, r.label)
+		}
 	}
-	if failed := len(after.errs); failed != 0 {
-		t.Errorf("%d of %d benign fetches failed after the attack", failed, pnBenign*pnFetches)
-	}
-	// Issue 27's bound is 2x. The margin is for the machine, not the
-	// server: other jobs on the shared CPUs stall a round for hundreds of
-	// milliseconds now and then (docs/abuse.md has the figures). A benign
-	// client that waits behind the attack (a lost Initial, a backlog)
-	// waits for its retransmission timers: seconds.
-	if bound := 2*p95Unloaded + pnTTFBMargin; p95 > bound {
-		t.Errorf("benign p95 time to first byte under attack %v, over 2 x %v unloaded + %v", p95, p95Unloaded, pnTTFBMargin)
+	if p95 > 2*p95Unloaded {
+		t.Errorf("benign p95 time to first byte under attack %v, over twice the unloaded %v", p95, p95Unloaded)
 	}
 	// The server's count: the attacker's own may include connections the
 	// server closed before the attacker noticed (a handshake that timed
@@ -552,6 +549,29 @@ type pnRound struct {
 	errs            []error
 	wall, serverCPU time.Duration
 	serverHSp95     float64 // seconds, a histogram bucket's upper bound
+}
+
+// pnPhase is a phase's rounds of benign fetches.
+type pnPhase struct {
+	label           string
+	p95s            []time.Duration // each round's p95 time to first byte
+	failed, fetches int
+}
+
+// pnBenignRounds runs pnRounds rounds of benign fetches from the benign
+// clients (pnBenignRound), logging each, and returns their p95s and
+// failures.
+func pnBenignRounds(ctx context.Context, t *testing.T, s *server, label string) pnPhase {
+	t.Helper()
+	rs := pnPhase{label: label}
+	for i := range pnRounds {
+		r := pnBenignRound(ctx, t, s, pnBenignAddrs(0, pnBenign), nil)
+		t.Logf("benign, %s, round %d: %v", label, i+1, r)
+		rs.p95s = append(rs.p95s, pct(r.ttfb, 95))
+		rs.failed += len(r.errs)
+		rs.fetches += len(r.errs) + len(r.ttfb)
+	}
+	return rs
 }
 
 // pnBenignRound runs pnFetches fetches of / from each of addrs, 8 clients
