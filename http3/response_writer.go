@@ -242,7 +242,7 @@ func (w *responseWriter) writeBody(frame []byte, room int) (int, error) {
 			if sent {
 				return len(p), nil
 			}
-		} else if err := w.sendHeader(); err != nil {
+		} else if err := w.sendHeader(p); err != nil {
 			return 0, err
 		}
 	}
@@ -296,7 +296,7 @@ func (w *responseWriter) writeDataInPlace(frame []byte, room int) error {
 // whether they fitted there. If not, the header alone is in the buffered
 // writer, as sendHeader leaves it, and nothing of the data is sent.
 func (w *responseWriter) sendHeaderWithData(frame []byte, room int) (bool, error) {
-	section, err := w.encodeHeader()
+	section, err := w.encodeHeader(frame[room:])
 	if err != nil {
 		return false, err
 	}
@@ -416,27 +416,34 @@ func withoutTrailers(h http.Header, trailers []string) http.Header {
 }
 
 // sendHeader sends the final response header as the handler's map holds
-// it now, adding Date and a sniffed Content-Type (unless a
-// Content-Encoding is set) when the handler set none, as net/http and
+// it now, adding Date and a Content-Type sniffed from the body's start
+// (what is buffered, then next: the bytes about to follow it) unless a
+// Content-Encoding is set, when the handler set none, as net/http and
 // quic-go do.
-func (w *responseWriter) sendHeader() error {
-	section, err := w.encodeHeader()
+func (w *responseWriter) sendHeader(next []byte) error {
+	section, err := w.encodeHeader(next)
 	if err != nil {
 		return err
 	}
 	return w.writeFieldSection(section)
 }
 
+// sniffLen is how much of a body http.DetectContentType looks at.
+const sniffLen = 512
+
 // encodeHeader marks the header sent and returns its field section, as
 // sendHeader describes, in w.scratch.
-func (w *responseWriter) encodeHeader() ([]byte, error) {
+func (w *responseWriter) encodeHeader(next []byte) ([]byte, error) {
 	w.headersSent = true
 	h := w.header
 	if _, ok := h["Date"]; !ok {
 		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	}
-	if _, ok := h["Content-Type"]; !ok && w.bodyAllowed && len(w.buf) > 0 && h.Get("Content-Encoding") == "" {
-		h.Set("Content-Type", http.DetectContentType(w.buf))
+	if _, ok := h["Content-Type"]; !ok && w.bodyAllowed && len(w.buf)+len(next) > 0 && h.Get("Content-Encoding") == "" {
+		var start [sniffLen]byte
+		n := copy(start[:], w.buf)
+		n += copy(start[n:], next)
+		h.Set("Content-Type", http.DetectContentType(start[:n]))
 	}
 	for _, v := range h["Trailer"] {
 		for name := range strings.SplitSeq(v, ",") {
@@ -476,7 +483,7 @@ func (w *responseWriter) flush() error {
 		w.writeHeader(http.StatusOK)
 	}
 	if !w.headersSent {
-		if err := w.sendHeader(); err != nil {
+		if err := w.sendHeader(nil); err != nil {
 			return err
 		}
 		if !w.isHead && w.bodyAllowed {
