@@ -3,11 +3,14 @@ package quic
 import (
 	"bufio"
 	"encoding/hex"
+	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"github.com/turboretry/turboretry/qlogwriter"
 	"github.com/turboretry/turboretry/quic/quictype"
@@ -25,16 +28,19 @@ const (
 
 // QlogDir returns a Config.Qlog function that writes each connection's
 // qlog to <dir>/<ODCID in hex>_<client|server>.sqlog, creating dir (0755)
-// when needed. When the directory or file cannot be created, the error is
-// logged and that connection runs without qlog.
+// when needed. A file already there is kept: the next connection with
+// the same original DCID (a client that reuses it, an earlier run of the
+// program) writes <ODCID>_<client|server>_2.sqlog, then _3, up to
+// qlogNameTries names. When no file can be created, the error is logged
+// and that connection runs without qlog.
 func QlogDir(dir string) func(Perspective, []byte) io.WriteCloser {
 	return func(p Perspective, odcid []byte) io.WriteCloser {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			slog.Warn("quic: qlog", "err", err)
 			return nil
 		}
-		name := filepath.Join(dir, hex.EncodeToString(odcid)+"_"+p.String()+".sqlog")
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		base := filepath.Join(dir, hex.EncodeToString(odcid)+"_"+p.String())
+		f, err := createQlogFile(base)
 		if err != nil {
 			slog.Warn("quic: qlog", "err", err)
 			return nil
@@ -42,6 +48,23 @@ func QlogDir(dir string) func(Perspective, []byte) io.WriteCloser {
 		// The trace writes after every batch of events, often a few
 		// hundred bytes: the buffer turns them into whole chunks.
 		return &bufferedQlogFile{w: bufio.NewWriterSize(f, qlogFileBuffer), f: f}
+	}
+}
+
+// qlogNameTries bounds the names QlogDir tries for one original DCID, so
+// that many connections reusing one cannot make it search without end.
+const qlogNameTries = 16
+
+// createQlogFile creates base.sqlog, or base_2.sqlog, base_3.sqlog, ...
+// when that exists, never truncating a file already there.
+func createQlogFile(base string) (*os.File, error) {
+	name := base + ".sqlog"
+	for i := 2; ; i++ {
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil || !errors.Is(err, fs.ErrExist) || i > qlogNameTries {
+			return f, err
+		}
+		name = base + "_" + strconv.Itoa(i) + ".sqlog"
 	}
 }
 

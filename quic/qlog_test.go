@@ -430,6 +430,44 @@ func TestQlogDirUnwritable(t *testing.T) {
 	}
 }
 
+// TestQlogDirKeepsEarlierFiles: a second connection with the same
+// original DCID gets a file of its own instead of truncating the first's;
+// past qlogNameTries names the connection runs without qlog.
+func TestQlogDirKeepsEarlierFiles(t *testing.T) {
+	dir := t.TempDir()
+	open := QlogDir(dir)
+	odcid := []byte{0xab, 0xcd}
+	for i := range qlogNameTries {
+		w := open(PerspectiveServer, odcid)
+		if w == nil {
+			t.Fatalf("connection %d: no writer", i+1)
+		}
+		fmt.Fprintf(w, "connection %d\n", i+1)
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range qlogNameTries {
+		name := "abcd_server.sqlog"
+		if i > 0 {
+			name = fmt.Sprintf("abcd_server_%d.sqlog", i+1)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if want := fmt.Sprintf("connection %d\n", i+1); err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if w := open(PerspectiveServer, odcid); w != nil {
+		w.Close()
+		t.Errorf("a writer past %d files for one original DCID", qlogNameTries)
+	}
+	if w := open(PerspectiveClient, odcid); w == nil {
+		t.Error("the client's file for the same DCID was refused")
+	} else {
+		w.Close()
+	}
+}
+
 // namesTrace is a Config.Tracer trace that keeps the names of the events
 // recorded.
 type namesTrace struct {
