@@ -426,8 +426,9 @@ func (s *baseServer) checkAdmission(remote net.Addr, returning bool) (RefusalRea
 }
 
 // refuseInitial refuses a client's connection attempt for r with a
-// stateless CONNECTION_REFUSED (built in buf), counting it, and with
-// Config.Admission in its prefix's refusals too.
+// stateless CONNECTION_REFUSED (built in buf, or the one sent for an
+// earlier Initial of the same attempt: refusalCloses), counting it, and
+// with Config.Admission in its prefix's refusals too.
 func (s *baseServer) refuseInitial(r RefusalReason, hdr *wire.LongHeader, remote net.Addr, buf []byte) {
 	s.t.countRefused(r)
 	if a := s.prefixes; a != nil {
@@ -435,7 +436,11 @@ func (s *baseServer) refuseInitial(r RefusalReason, hdr *wire.LongHeader, remote
 		a.countRefusal(a.prefixOf(remote))
 		s.mu.Unlock()
 	}
-	s.sendStatelessClose(hdr, remote, ConnectionRefused, buf)
+	b, err := s.refusals.appendClose(buf, s.responder, hdr, ConnectionRefused)
+	if err != nil {
+		return
+	}
+	s.t.write(b, remote)
 }
 
 // TopRefusedPrefixes returns up to 8 client source prefixes whose

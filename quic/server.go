@@ -43,6 +43,10 @@ type baseServer struct {
 	// (internal/stateless): Version Negotiation, which Initials may open a
 	// connection, the Retry and stateless close packets.
 	responder *stateless.Responder
+	// refusals holds the CONNECTION_REFUSED closes sent last, so an
+	// attempt's later Initials are refused without sealing again
+	// (refusal_closes.go).
+	refusals refusalCloses
 }
 
 // Listener accepts QUIC connections once their handshake completed.
