@@ -69,3 +69,46 @@ func BenchmarkFloodAutoRetry(b *testing.B) {
 		b.Fatalf("%d connections under the flood", st.Connections)
 	}
 }
+
+// BenchmarkRefusedInitials measures a listener at its connection cap
+// refusing a flood of Initials fed from memory, each with a stateless
+// CONNECTION_REFUSED: "fresh" attempts of one Initial each, and "pairs",
+// each attempt's Initial twice in a row, as quic-go's ClientHello with its
+// ML-KEM key share comes in two datagrams. It reports the process's CPU
+// time per refused Initial (the feed's copy included):
+//
+//	go test -run='^$' -bench=RefusedInitials -benchmem -cpu=1 ./quic/
+func BenchmarkRefusedInitials(b *testing.B) {
+	const attempts = 8192
+	for _, perAttempt := range []int{1, 2} {
+		name := map[int]string{1: "fresh", 2: "pairs"}[perAttempt]
+		b.Run(name, func(b *testing.B) {
+			pkts := make([][]byte, 0, attempts*perAttempt)
+			for i := range attempts {
+				dcid := []byte{1, 2, 3, 4, 5, 6, byte(i >> 8), byte(i)}
+				pkt := buildClientInitial(b, dcid, []byte{9, 9, 9, byte(i)}, nil, minInitialSize)
+				for range perAttempt {
+					pkts = append(pkts, pkt)
+				}
+			}
+			c := newFeedConn(pkts)
+			tr := &Transport{Conn: c}
+			defer tr.Close()
+			ln, err := tr.Listen(serverTLS(b), &Config{MaxConnections: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			// The cap is taken: every Initial is refused.
+			ln.s.mu.Lock()
+			ln.s.load.conns = 1
+			ln.s.mu.Unlock()
+			c.run(b, 100)
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0, refused0 := cpuTime(b), tr.Stats().Refused[RefusedConnectionCap.String()]
+			c.run(b, b.N)
+			cpu, refused := cpuTime(b)-cpu0, tr.Stats().Refused[RefusedConnectionCap.String()]-refused0
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(refused), "cpu-ns/refused")
+		})
+	}
+}
