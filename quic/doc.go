@@ -57,7 +57,8 @@
 //     it.
 //   - sendBudget.mu (writers waiting for MaxSendBuffer), earlyQueue.mu
 //     (0-RTT datagrams ahead of their Initial), transportTracer.mu (the
-//     RecordEvent calls in progress), lruTokenStore.mu and
+//     RecordEvent calls in progress), lruTokenStore.mu,
+//     refusalCloses.mu (the refusal closes sent last) and
 //     connid.Generator.mu: leaves.
 //
 // Transport.Close wakes the parked connections, waits for the
