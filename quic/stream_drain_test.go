@@ -83,6 +83,42 @@ func TestDrainingWriteNotWokenByAcks(t *testing.T) {
 	})
 }
 
+// The run that packs a draining Write's data down to writeDrain bytes
+// wakes the writer only after it released mu (run closes the channel
+// wakeDrained took), so that the writer does not wake to block on mu while
+// the rest of the run's packets are built.
+func TestDrainingWriteWokenAfterUnlock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tc, s, done, _ := drainWriteTest(t, 64<<10)
+		c := tc.conn
+		// Pack the rest of the stream's data by hand, under mu, as
+		// sendLocked would in a run with the window open.
+		c.mu.Lock()
+		sig := s.writeSig
+		b := make([]byte, 0, 1500)
+		var p sentPacket
+		for s.send.Unsent() > writeDrain {
+			b, _ = s.appendStreamFrame(b[:0], 1400, &p)
+		}
+		closedUnderMu := isClosed(sig)
+		taken := c.send.takeDrained()
+		c.mu.Unlock()
+		if closedUnderMu {
+			t.Error("the writer's wait channel was closed while mu was held")
+		}
+		if len(taken) != 1 || taken[0] != sig {
+			t.Fatalf("%d channels taken for waking after the run, want the writer's one", len(taken))
+		}
+		c.send.wakeWriters(taken)
+		tc.wait()
+		select {
+		case <-done:
+		default:
+			t.Fatal("the Write did not return after the run")
+		}
+	})
+}
+
 func isClosed(ch chan struct{}) bool {
 	select {
 	case <-ch:
