@@ -187,9 +187,11 @@ const headerRoom = 512
 // comes here).
 func (w *responseWriter) ReadFrom(r io.Reader) (int64, error) {
 	small := readFromBuffers.Get().(*[readFromSize]byte)
-	defer readFromBuffers.Put(small)
 	var large *[largeReadSize]byte
 	defer func() {
+		if small != nil {
+			readFromBuffers.Put(small)
+		}
 		if large != nil {
 			largeReadBuffers.Put(large)
 		}
@@ -201,6 +203,8 @@ func (w *responseWriter) ReadFrom(r io.Reader) (int64, error) {
 		if large == nil && total >= largeBodyAfter {
 			large = largeReadBuffers.Get().(*[largeReadSize]byte)
 			buf = large[:]
+			readFromBuffers.Put(small) // the stream copied what it held
+			small = nil
 		}
 		n, rerr := r.Read(buf[room:])
 		if n > 0 {
