@@ -249,3 +249,64 @@ func firstStreamFrame(evs []qlogwriter.Event, id uint64) *quicqlog.StreamFrame {
 	}
 	return nil
 }
+
+// Past largeBodyAfter bytes, ReadFrom reads largeReadSize bytes at a time,
+// and each goes to the QUIC stream as one DATA frame in one Write: a large
+// file costs the handler a quarter of the wakeups and file reads.
+func TestResponseWriterReadFromLargeBody(t *testing.T) {
+	huge := bytes.Repeat([]byte("0123456789abcdef"), (largeBodyAfter+600<<10)/16)
+	type onlyReader struct{ io.Reader } // no WriteTo: io.Copy uses ReadFrom
+	trace := newRecordingTrace()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/huge", func(w http.ResponseWriter, r *http.Request) {
+		if n, err := io.Copy(w, onlyReader{bytes.NewReader(huge)}); n != int64(len(huge)) || err != nil {
+			t.Errorf("io.Copy: %d, %v", n, err)
+		}
+	})
+	var writesMu sync.Mutex
+	var writes []int // the sizes of the stream Writes
+	_, addr, clientTLS := startServer(t, mux, func(s *Server) {
+		s.QUICConfig.Tracer = trace.tracer()
+		s.testHookResponseWrite = func(id quic.StreamID, p []byte) {
+			writesMu.Lock()
+			writes = append(writes, len(p))
+			writesMu.Unlock()
+		}
+	})
+	tr := &Transport{TLSClientConfig: clientTLS}
+	defer tr.Close()
+	rsp, err := (&http.Client{Transport: tr}).Get("https://" + addr + "/huge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(rsp.Body)
+	rsp.Body.Close()
+	if err != nil || !bytes.Equal(b, huge) {
+		t.Fatalf("huge: %d bytes, %v", len(b), err)
+	}
+	evs, _, _ := trace.snapshot()
+	var sizes []int
+	for _, f := range ourFrames(evs) {
+		if f.created && f.kind == "data" {
+			sizes = append(sizes, f.payload)
+		}
+	}
+	want := []int{readFromSize - headerRoom}
+	for total := want[0]; total < len(huge); {
+		size := readFromSize - maxDataFrameHeader
+		if total >= largeBodyAfter {
+			size = largeReadSize - maxDataFrameHeader
+		}
+		n := min(len(huge)-total, size)
+		want = append(want, n)
+		total += n
+	}
+	if !slices.Equal(sizes, want) {
+		t.Errorf("DATA frames of /huge: %v, want %v", sizes, want)
+	}
+	writesMu.Lock()
+	defer writesMu.Unlock()
+	if len(writes) != len(want) || slices.Max(writes) <= writeChunk {
+		t.Errorf("stream Writes of /huge: %v; want one per DATA frame, the large ones whole", writes)
+	}
+}

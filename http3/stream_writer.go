@@ -9,13 +9,18 @@ import (
 	"github.com/turboretry/turboretry/quic"
 )
 
-// writeChunk is the most a response hands to the QUIC stream in one
-// Write, each with a fresh WriteStallTimeout: a client that takes less
-// than writeChunk bytes per WriteStallTimeout counts as stalled. Each
-// Write waits until most of its data is sent (the writer's goroutine
-// sleeps and is woken again), so larger chunks cost fewer wakeups per
-// byte; 64 KiB is about one GSO batch.
+// writeChunk is what a response usually hands to the QUIC stream in one
+// Write (ReadFrom's buffer, until a body is large); 64 KiB is about one GSO
+// batch. Each Write waits until most of its data is sent (the writer's
+// goroutine sleeps and is woken again), so larger ones cost fewer wakeups
+// per byte.
 const writeChunk = 64 << 10
+
+// maxStreamWrite is the most a response hands to the QUIC stream in one
+// Write, each with a fresh WriteStallTimeout: a client that takes less
+// than maxStreamWrite bytes per WriteStallTimeout counts as stalled.
+// ReadFrom writes this much at a time once a body is large.
+const maxStreamWrite = 256 << 10
 
 // errWriteStalled is the error of a response write that made no progress
 // for the server's WriteStallTimeout. It matches os.ErrDeadlineExceeded.
@@ -30,7 +35,7 @@ func (*writeStallError) Timeout() bool        { return true }
 func (*writeStallError) Is(target error) bool { return target == os.ErrDeadlineExceeded }
 
 // streamWriter is what a response's buffered writer writes to: the
-// request stream, in chunks of at most writeChunk bytes, each under a
+// request stream, in chunks of at most maxStreamWrite bytes, each under a
 // write deadline of now+stall or the handler's own deadline
 // (http.ResponseController.SetWriteDeadline), whichever comes first.
 type streamWriter struct {
@@ -54,7 +59,7 @@ type streamWriter struct {
 func (w *streamWriter) Write(p []byte) (int, error) {
 	total := 0
 	for len(p) > 0 {
-		chunk := p[:min(len(p), writeChunk)]
+		chunk := p[:min(len(p), maxStreamWrite)]
 		w.arm()
 		if w.testHook != nil {
 			w.testHook(w.str.StreamID(), chunk)

@@ -304,6 +304,7 @@ func (c *Conn) run() {
 		c.guard(func() { more = c.sendLocked(now) })
 		writes := c.send.pending
 		c.send.pending, c.send.spare = c.send.spare, nil
+		drained := c.send.takeDrained()
 		sendT := c.path.sendT
 		deadline := c.nextDeadlineLocked(now)
 		notifyClose := c.close.closing && !c.close.notified
@@ -327,6 +328,8 @@ func (c *Conn) run() {
 		if askGrowth {
 			go c.askGrowth(growth)
 		}
+		// The writers read their next data while the datagrams go out.
+		c.send.wakeWriters(drained)
 		if err := c.writeDatagrams(writes, sendT); err != nil {
 			c.mu.Lock()
 			c.destroyLocked(&sendError{err})

@@ -63,7 +63,13 @@ func (c *Conn) onPacketAcked(handle uint64) (ecnMarked bool) {
 			if s := c.streams.all[f.id]; s != nil {
 				s.send.OnAcked(f.off, int(f.n), f.fin)
 				c.budget.charge(s)
-				s.signalWrite()
+				if !s.drainWaiting {
+					// A Write waiting in drainLocked waits for its data
+					// to be packed, which an acknowledgement does not
+					// change: waking it would only have it take mu
+					// and sleep again, once per ACK the loop handles.
+					s.signalWrite()
+				}
 				s.maybeRemove()
 			}
 		case sfResetStream:

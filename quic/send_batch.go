@@ -13,7 +13,7 @@ import (
 )
 
 // sendState is what one run of the event loop builds and sends. Guarded
-// by Conn.mu, except spare, which run alone touches.
+// by Conn.mu, except spare and drainedSpare, which run alone touches.
 type sendState struct {
 	// pending are the datagrams built, which run writes once it let go
 	// of mu; spare is the slice they go into next time, so steady
@@ -43,6 +43,43 @@ type sendState struct {
 	// the other; it goes with them to writeDatagrams, which gives it
 	// back. nil outside sendLocked.
 	arena *sendArena
+	// drained are the wait channels of Writes whose data was packed
+	// down to writeDrain in this run; run closes them once it released
+	// mu (wakeWriters), so that the writer does not wake while the
+	// rest of the run's packets are built and block on mu.
+	// drainedSpare is the slice they go into next time; run alone
+	// touches it, as spare.
+	drained, drainedSpare []chan struct{}
+}
+
+// wakeDrained takes the channel a drained Write waits on (a stream's
+// writeSig) for closing once mu is released, as broadcast would close it.
+func (s *sendState) wakeDrained(sig *chan struct{}) {
+	if *sig != nil {
+		s.drained = append(s.drained, *sig)
+		*sig = nil
+	}
+}
+
+// takeDrained returns the channels wakeDrained took in this run, for
+// wakeWriters; called with mu held.
+func (s *sendState) takeDrained() []chan struct{} {
+	d := s.drained
+	s.drained, s.drainedSpare = s.drainedSpare, nil
+	return d
+}
+
+// wakeWriters closes the channels takeDrained returned, without mu, and
+// keeps the slice for a later run.
+func (s *sendState) wakeWriters(d []chan struct{}) {
+	if len(d) == 0 {
+		return
+	}
+	for _, ch := range d {
+		close(ch)
+	}
+	clear(d)
+	s.drainedSpare = d[:0]
 }
 
 // sendArena holds the datagrams of one run of the event loop back to back:

@@ -378,7 +378,7 @@ func (s *stream) appendStreamFrame(b []byte, maxEnd int, p *sentPacket) ([]byte,
 	if !retx && n > 0 {
 		_ = s.fcSend.Consume(uint64(n))
 		if s.drainWaiting && s.send.Unsent() <= writeDrain {
-			s.signalWrite()
+			s.c.send.wakeDrained(&s.writeSig)
 		}
 	}
 	p.frames = append(p.frames, sentFrame{kind: sfStream, id: s.id, off: off, n: uint64(n), fin: fin})
