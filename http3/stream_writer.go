@@ -17,10 +17,22 @@ import (
 const writeChunk = 64 << 10
 
 // maxStreamWrite is the most a response hands to the QUIC stream in one
-// Write, each with a fresh WriteStallTimeout: a client that takes less
-// than maxStreamWrite bytes per WriteStallTimeout counts as stalled.
-// ReadFrom writes this much at a time once a body is large.
+// Write, each with a fresh WriteStallTimeout. ReadFrom writes this much at
+// a time once a body is large.
 const maxStreamWrite = 256 << 10
+
+// minStallProgress is what a client must take per WriteStallTimeout not
+// to count as stalled, whatever the size of the Write: a Write whose
+// deadline passed after at least this much went on goes on with a fresh
+// one, so larger Writes do not raise the rate a slow reader needs.
+const minStallProgress = writeChunk
+
+// stallStream is what streamWriter needs of a request stream.
+type stallStream interface {
+	Write(p []byte) (int, error)
+	SetWriteDeadline(t time.Time) error
+	StreamID() quic.StreamID
+}
 
 // errWriteStalled is the error of a response write that made no progress
 // for the server's WriteStallTimeout. It matches os.ErrDeadlineExceeded.
@@ -39,7 +51,7 @@ func (*writeStallError) Is(target error) bool { return target == os.ErrDeadlineE
 // write deadline of now+stall or the handler's own deadline
 // (http.ResponseController.SetWriteDeadline), whichever comes first.
 type streamWriter struct {
-	str   *quic.Stream
+	str   stallStream
 	stall time.Duration // 0: no stall limit
 	// stats counts a stall once, when a write first fails for it (nil:
 	// not counted).
@@ -66,12 +78,26 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 		}
 		n, err := w.str.Write(chunk)
 		total += n
+		p = p[n:]
 		if err != nil {
+			if n >= minStallProgress && w.stallOnly(err) {
+				continue // slow, not stalled: a fresh stall deadline
+			}
 			return total, w.writeError(err)
 		}
-		p = p[n:]
 	}
 	return total, nil
+}
+
+// stallOnly reports whether err is the stall deadline's expiry and not
+// the handler's own deadline's.
+func (w *streamWriter) stallOnly(err error) bool {
+	if w.stall <= 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.user.IsZero() || time.Now().Before(w.user)
 }
 
 // arm sets the deadline for the next chunk.
