@@ -29,7 +29,7 @@ func (s *slowStream) Write(p []byte) (int, error) {
 }
 
 func (s *slowStream) SetWriteDeadline(time.Time) error { return nil }
-func (s *slowStream) StreamID() quic.StreamID         { return 0 }
+func (s *slowStream) StreamID() quic.StreamID          { return 0 }
 
 // TestStreamWriterSlowReaderIsNotStalled: a client that takes at least
 // minStallProgress bytes per stall period is slow, not stalled, however
