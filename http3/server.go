@@ -148,7 +148,7 @@ type Server struct {
 	shutdown     bool
 	acceptCtx    context.Context // canceled by Close and Shutdown
 	acceptCancel context.CancelFunc
-	connWG       sync.WaitGroup
+	noConns      chan struct{} // closed when the last of conns is done; nil while none waits
 	altSvc       string
 
 	stats serverCounters
@@ -179,6 +179,13 @@ func (s *Server) closing() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed || s.shutdown
+}
+
+// shuttingDown reports whether Shutdown began and Close did not come.
+func (s *Server) shuttingDown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shutdown && !s.closed
 }
 
 func (s *Server) logger() *slog.Logger {
@@ -411,7 +418,12 @@ func (s *Server) serveListener(ln QUICListener, owned bool) error {
 // ServeQUICConn serves one QUIC connection (its TLS configuration must
 // have negotiated "h3") until it closes, then waits for its handlers to
 // return. It returns the reason the connection ended, as quic-go does,
-// or ErrServerClosed when the server is closing.
+// or ErrServerClosed after Close. After Shutdown began the connection is
+// served going away (GOAWAY; its requests are refused with
+// H3_REQUEST_REJECTED, which clients retry on a new connection): a
+// server draining after a restart takes this way the connections whose
+// handshake its listener finished after Shutdown (Shutdown itself stops
+// taking connections from the listeners).
 func (s *Server) ServeQUICConn(conn *quic.Conn) error {
 	if _, err := s.additionalSettings(); err != nil {
 		return err
@@ -490,10 +502,13 @@ func (s *Server) SetQUICHeaders(hdr http.Header) error {
 	return nil
 }
 
-// newConn registers a connection, or returns nil when the server is
-// closing.
+// newConn registers a connection, or returns nil after Close. During
+// Shutdown the connection goes away once started (serverConn.start).
 func (s *Server) newConn(qc *quic.Conn) *serverConn {
-	if s.closing() {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
 		return nil
 	}
 	other, _ := s.additionalSettings() // the Serve methods checked them
@@ -502,14 +517,13 @@ func (s *Server) newConn(qc *quic.Conn) *serverConn {
 	sc := newServerConn(s, qc, other)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.shutdown {
+	if s.closed {
 		return nil
 	}
 	if s.conns == nil {
 		s.conns = make(map[*serverConn]struct{})
 	}
 	s.conns[sc] = struct{}{}
-	s.connWG.Add(1)
 	s.stats.connsAccepted.Add(1)
 	s.stats.connsActive.Add(1)
 	return sc
@@ -518,9 +532,30 @@ func (s *Server) newConn(qc *quic.Conn) *serverConn {
 func (s *Server) connDone(sc *serverConn) {
 	s.mu.Lock()
 	delete(s.conns, sc)
+	if len(s.conns) == 0 && s.noConns != nil {
+		close(s.noConns)
+		s.noConns = nil
+	}
 	s.mu.Unlock()
 	s.stats.connsActive.Add(-1)
-	s.connWG.Done()
+}
+
+// connsDone returns a channel closed once no connection is open. Unlike
+// a WaitGroup's Wait, waiting on it may overlap new connections (those
+// Shutdown serves going away).
+func (s *Server) connsDone() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.noConns == nil {
+		s.noConns = make(chan struct{})
+		if len(s.conns) == 0 {
+			close(s.noConns)
+			ch := s.noConns
+			s.noConns = nil
+			return ch
+		}
+	}
+	return s.noConns
 }
 
 // openConns returns the open connections.
@@ -572,25 +607,22 @@ func (s *Server) Close() error {
 // naming the first request stream it will not process (RFC 9114 section
 // 5.2), waits for the requests in flight to finish and for the clients to
 // close their connections (at most drainTimeout after the last request),
-// then closes the listeners it created. When ctx ends first, everything
-// is closed at once and ctx's error is returned.
+// then closes the listeners it created. A connection taken from a
+// listener meanwhile (by the accept loop it stops, or given to
+// ServeQUICConn) goes away at once and is waited for too. When ctx ends
+// first, everything is closed at once and ctx's error is returned.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopAccepting(true)
 	for _, sc := range s.openConns() {
 		sc.goAway()
 	}
-	done := make(chan struct{})
-	go func() {
-		s.connWG.Wait()
-		close(done)
-	}()
 	var err error
 	select {
-	case <-done:
+	case <-s.connsDone():
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
 	s.Close()
-	<-done
+	<-s.connsDone()
 	return err
 }

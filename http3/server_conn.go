@@ -23,8 +23,9 @@ type serverConn struct {
 	maxHeader uint64
 	ctx       context.Context // base context of requests
 
-	ctrlMu sync.Mutex
-	ctrl   *quic.SendStream
+	ctrlMu     sync.Mutex
+	ctrl       *quic.SendStream
+	goAwaySent bool // GOAWAY written on ctrl
 
 	uni     *uniStreams
 	peer    *peerState
@@ -88,6 +89,13 @@ func (sc *serverConn) start() error {
 	sc.ctrlMu.Lock()
 	sc.ctrl = ctrl
 	sc.ctrlMu.Unlock()
+	if sc.s.shuttingDown() {
+		// Taken after Shutdown began (its handshake ended after it), or
+		// reached by Shutdown before it had a control stream: it goes
+		// away now, its requests refused with H3_REQUEST_REJECTED, which
+		// clients retry on a new connection.
+		sc.goAway()
+	}
 	if d := sc.s.IdleTimeout; d > 0 {
 		sc.mu.Lock()
 		sc.idle = time.AfterFunc(d, sc.closeIfIdle)
@@ -277,24 +285,25 @@ func (sc *serverConn) packets() uint64 {
 
 // goAway starts a graceful close: GOAWAY names the first request stream
 // we will not process; the connection closes when the last request before
-// it ends.
+// it ends. Called again once the control stream exists, it sends the
+// GOAWAY a first call could not.
 func (sc *serverConn) goAway() {
 	sc.mu.Lock()
-	if sc.goingAway {
-		sc.mu.Unlock()
-		return
+	first := !sc.goingAway
+	if first {
+		sc.goingAway = true
+		sc.goAwayID = sc.nextStreamID
 	}
-	sc.goingAway = true
-	sc.goAwayID = sc.nextStreamID
 	id, idle := sc.goAwayID, sc.active == 0
 	sc.mu.Unlock()
 	sc.ctrlMu.Lock()
-	if sc.ctrl != nil {
+	if sc.ctrl != nil && !sc.goAwaySent {
+		sc.goAwaySent = true
 		_, _ = sc.ctrl.Write(goAwayFrame{ID: id}.append(nil))
 		sc.ctrlQlog.frameCreated(sc.ctrl.StreamID(), frameTypeGoAway, uint64(wire.VarintLen(id)), qlog.GoAwayFrame{StreamID: quic.StreamID(id)})
 	}
 	sc.ctrlMu.Unlock()
-	if idle {
+	if first && idle {
 		go sc.drain()
 	}
 }

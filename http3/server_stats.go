@@ -41,8 +41,8 @@ const (
 	// RefusedWriteStall: a response whose writes made no progress for
 	// WriteStallTimeout; the stream is reset with H3_REQUEST_CANCELLED.
 	RefusedWriteStall
-	// RefusedServerClosing: a connection accepted while the server was
-	// closing, closed with H3_NO_ERROR.
+	// RefusedServerClosing: a connection accepted after Close, closed
+	// with H3_NO_ERROR (one accepted during Shutdown goes away instead).
 	RefusedServerClosing
 
 	// NumRefusals is the number of reasons.

@@ -247,13 +247,49 @@ func (l *http3Listener) Serve(ctx context.Context) error {
 	case <-ctx.Done():
 		// Close, called by the file server after its shutdown timeout,
 		// cuts this short.
+		stopLate := serveLateConns(srv, lns)
 		_ = srv.Shutdown(context.Background())
+		stopLate()
 		<-errc
 	}
 	for range len(lns) - 1 {
 		<-errc
 	}
 	return first
+}
+
+// serveLateConns takes, until the returned function is called (it waits
+// for them), the connections lns still hand out once srv's Shutdown has
+// stopped taking them, and gives them to srv, which serves them going
+// away: their requests are refused with H3_REQUEST_REJECTED, which
+// clients retry on a new connection. After a restart these are clients
+// whose first Initial came just before the switch and whose handshake
+// this process finished after its drain began; their retries go to the
+// successor. Left in the listeners' queues, they would wait for an answer
+// until their idle timeout.
+func serveLateConns(srv *http3.Server, lns []*quic.EarlyListener) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var serving sync.WaitGroup
+	for _, ln := range lns {
+		serving.Go(func() {
+			for {
+				qc, err := ln.Accept(ctx)
+				if err != nil {
+					return
+				}
+				serving.Go(func() {
+					if err := srv.ServeQUICConn(qc); errors.Is(err, http3.ErrServerClosed) {
+						// Taken after Close: nothing will serve it.
+						_ = qc.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "server closed")
+					}
+				})
+			}
+		})
+	}
+	return func() {
+		cancel()
+		serving.Wait()
+	}
 }
 
 // inheritedIDs returns ids with the MAC key of the program a successor
