@@ -454,9 +454,9 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 	case initialRetry:
 		// Stateless and cheaper than the trial decryption below, which a
 		// flood of Initials would make us pay: a Retry answers before it.
-		// One for a corrupted Initial is harmless: the client accepts it
-		// only if its integrity tag, over the DCID the client chose,
-		// checks.
+		// One for a corrupted Initial costs the client a round trip at
+		// most (it takes a Retry only before the server's Initial, and
+		// only if the integrity tag over its own DCID checks).
 		s.sendRetry(&hdr, p.remote, dec.retryToken, dec.retrySCID, (*out)[:0])
 		return
 	default:
