@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,11 +101,7 @@ func newLossyHandshakeNet(s *sim, seed uint64, rate float64, corrupt bool) *loss
 		} else if b.inARow > 0 {
 			what = "corrupted"
 		}
-		ids := ""
-		if dcid, scid, ok := longHeaderIDs(p.Data); ok {
-			ids = fmt.Sprintf(", DCID %x SCID %x", dcid, scid)
-		}
-		n.log = append(n.log, fmt.Sprintf("%v %v -> %v %d bytes, first byte %#02x%s: %s", time.Since(t0), p.From, p.To, len(p.Data), p.Data[0], ids, what))
+		n.log = append(n.log, fmt.Sprintf("%v %v -> %v %d bytes, first byte %#02x%s: %s", time.Since(t0), p.From, p.To, len(p.Data), p.Data[0], packetHeaders(p.Data), what))
 		return delivered
 	}
 	s.tap(func(p *simnet.Packet) bool {
@@ -164,6 +161,27 @@ func initialSCID(b []byte) ([]byte, bool) {
 	}
 	_, scid, ok := longHeaderIDs(b)
 	return scid, ok
+}
+
+// packetHeaders describes the packets of a datagram for the log: the
+// type, length and connection IDs of each long-header packet, and a short
+// header's first bytes (its DCID, if the datagram is not corrupted).
+func packetHeaders(datagram []byte) string {
+	var b strings.Builder
+	for pkt, err := range coalesced.Packets(datagram) {
+		if err != nil {
+			b.WriteString(", unparsable")
+			return b.String()
+		}
+		if pkt[0]&0x80 == 0 {
+			fmt.Fprintf(&b, ", 1-RTT %d bytes, DCID? %x", len(pkt), pkt[1:min(len(pkt), 9)])
+			continue
+		}
+		dcid, scid, _ := longHeaderIDs(pkt)
+		typ := [4]string{"Initial", "0-RTT", "Handshake", "Retry"}[pkt[0]>>4&3]
+		fmt.Fprintf(&b, ", %s %d bytes, DCID %x SCID %x", typ, len(pkt), dcid, scid)
+	}
+	return b.String()
 }
 
 // longHeaderIDs returns the connection IDs of a long-header packet at the
