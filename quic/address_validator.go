@@ -137,8 +137,8 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 		v.m.dropped.Inc()
 		return initialDecision{action: initialDrop}
 	case tk.Kind == TokenRetry && !tk.Valid:
-		// RFC 9000 section 8.1.3: a bad retry token ends the attempt.
-		v.m.invalidToken.Inc()
+		// RFC 9000 section 8.1.3: a bad retry token ends the attempt
+		// (the server counts the close once the Initial decrypted).
 		return initialDecision{action: initialInvalidToken}
 	case tk.Valid && tk.Kind == TokenRetry:
 		return initialDecision{

@@ -490,6 +490,21 @@ func (c *Conn) onTimers(now time.Time) {
 				// (RFC 9002 6.2.4: coalesce packets of the other spaces
 				// with data in flight).
 				c.requeueHandshakeCrypto()
+				// A client whose handshake completed but is not confirmed
+				// has 1-RTT packets in flight that no PTO of their own
+				// covers (RFC 9002 6.2.1), and the server, which got our
+				// Finished, may have dropped its Handshake keys: then only
+				// a 1-RTT packet draws an answer, whose acknowledgment
+				// confirms the handshake. The probe carries one too
+				// (RFC 9002 6.2.4: the other spaces with data in flight).
+				if c.hs.complete && !c.hs.confirmed && c.canSealIn(spaceApp) && c.loss.appInFlight() {
+					c.spaces[spaceApp].probes = act.Probes
+					for _, p := range c.loss.takeOldestData(act.Probes) {
+						if p != nil {
+							c.requeueFrames(p, time.Time{})
+						}
+					}
+				}
 			} else {
 				for _, p := range c.loss.takeOldestData(act.Probes) {
 					if p != nil {

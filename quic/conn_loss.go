@@ -202,6 +202,17 @@ func (l *lossState) takeOldestData(n int) [2]*sentPacket {
 	return ps
 }
 
+// appInFlight reports whether an ack-eliciting 1-RTT (or 0-RTT) packet is
+// in flight.
+func (l *lossState) appInFlight() bool {
+	for _, p := range l.sent.all() {
+		if p.space == spaceApp {
+			return true
+		}
+	}
+	return false
+}
+
 // countLost adds the packets in l.events.Lost to the statistics, and the
 // fates of large packets in l.events to black hole detection (mtu, with
 // base the size to fall back to).

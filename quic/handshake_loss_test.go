@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,13 +77,18 @@ func (b *burstyImpairment) apply(p *simnet.Packet) bool {
 // lossyHandshakeNet installs the impairment on s (seeded with seed) and
 // counts the server's handshakes as the runner does.
 type lossyHandshakeNet struct {
-	mu    sync.Mutex
-	scids map[string]bool
+	mu sync.Mutex
+	// scids are the source connection IDs of the server's Initial
+	// packets, each with the client it was sent to.
+	scids map[string]netip.AddrPort
 	log   []string // the datagrams since the current connection began
+	// logs are the finished connections' logs, by client address, for
+	// a handshake count that comes out wrong.
+	logs map[netip.AddrPort][]string
 }
 
 func newLossyHandshakeNet(s *sim, seed uint64, rate float64, corrupt bool) *lossyHandshakeNet {
-	n := &lossyHandshakeNet{scids: make(map[string]bool)}
+	n := &lossyHandshakeNet{scids: make(map[string]netip.AddrPort), logs: make(map[netip.AddrPort][]string)}
 	toServer := &burstyImpairment{rng: rand.New(rand.NewPCG(seed, 1)), rate: rate, burst: 3, corrupt: corrupt}
 	toClient := &burstyImpairment{rng: rand.New(rand.NewPCG(seed, 2)), rate: rate, burst: 3, corrupt: corrupt}
 	t0 := time.Now()
@@ -93,7 +101,7 @@ func newLossyHandshakeNet(s *sim, seed uint64, rate float64, corrupt bool) *loss
 		} else if b.inARow > 0 {
 			what = "corrupted"
 		}
-		n.log = append(n.log, fmt.Sprintf("%v %v -> %v %d bytes, first byte %#02x: %s", time.Since(t0), p.From, p.To, len(p.Data), p.Data[0], what))
+		n.log = append(n.log, fmt.Sprintf("%v %v -> %v %d bytes, first byte %#02x%s: %s", time.Since(t0), p.From, p.To, len(p.Data), p.Data[0], packetHeaders(p.Data), what))
 		return delivered
 	}
 	s.tap(func(p *simnet.Packet) bool {
@@ -106,13 +114,34 @@ func newLossyHandshakeNet(s *sim, seed uint64, rate float64, corrupt bool) *loss
 		}
 		if p.From == simServerAddr {
 			if scid, ok := initialSCID(p.Data); ok {
-				n.scids[string(scid)] = true
+				n.scids[string(scid)] = p.To
 			}
 			return record(p, toClient, toClient.apply(p))
 		}
 		return true
 	})
 	return n
+}
+
+// logExtraHandshakes logs the datagrams of each connection whose client
+// got server Initials with more than one source connection ID.
+func (n *lossyHandshakeNet) logExtraHandshakes(t *testing.T) {
+	t.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	perClient := make(map[netip.AddrPort][]string)
+	for scid, to := range n.scids {
+		perClient[to] = append(perClient[to], fmt.Sprintf("%x", scid))
+	}
+	for to, scids := range perClient {
+		if len(scids) < 2 {
+			continue
+		}
+		t.Logf("client %v got server Initials from %d source connection IDs %v; its datagrams:", to, len(scids), scids)
+		for _, l := range n.logs[to] {
+			t.Log(l)
+		}
+	}
 }
 
 func (n *lossyHandshakeNet) handshakes() int {
@@ -130,16 +159,47 @@ func initialSCID(b []byte) ([]byte, bool) {
 	if b[1] != 0 || b[2] != 0 || b[3] != 0 || b[4] != 1 {
 		return nil, false
 	}
+	_, scid, ok := longHeaderIDs(b)
+	return scid, ok
+}
+
+// packetHeaders describes the packets of a datagram for the log: the
+// type, length and connection IDs of each long-header packet, and a short
+// header's first bytes (its DCID, if the datagram is not corrupted).
+func packetHeaders(datagram []byte) string {
+	var b strings.Builder
+	for pkt, err := range coalesced.Packets(datagram) {
+		if err != nil {
+			b.WriteString(", unparsable")
+			return b.String()
+		}
+		if pkt[0]&0x80 == 0 {
+			fmt.Fprintf(&b, ", 1-RTT %d bytes, DCID? %x", len(pkt), pkt[1:min(len(pkt), 9)])
+			continue
+		}
+		dcid, scid, _ := longHeaderIDs(pkt)
+		typ := [4]string{"Initial", "0-RTT", "Handshake", "Retry"}[pkt[0]>>4&3]
+		fmt.Fprintf(&b, ", %s %d bytes, DCID %x SCID %x", typ, len(pkt), dcid, scid)
+	}
+	return b.String()
+}
+
+// longHeaderIDs returns the connection IDs of a long-header packet at the
+// start of a datagram.
+func longHeaderIDs(b []byte) (dcid, scid []byte, ok bool) {
+	if len(b) < 7 || b[0]&0x80 == 0 {
+		return nil, nil, false
+	}
 	dcidLen := int(b[5])
 	i := 6 + dcidLen
 	if len(b) <= i {
-		return nil, false
+		return nil, nil, false
 	}
 	scidLen := int(b[i])
 	if len(b) < i+1+scidLen {
-		return nil, false
+		return nil, nil, false
 	}
-	return b[i+1 : i+1+scidLen], true
+	return b[6:i], b[i+1 : i+1+scidLen], true
 }
 
 // lossyHandshakeLink is the runner's delay; the impairment is the filter's.
@@ -160,6 +220,9 @@ func runLossyHandshakes(t *testing.T, n *lossyHandshakeNet, connect func(ctx con
 		n.mu.Unlock()
 		err := connect(ctx, i)
 		cancel()
+		n.mu.Lock()
+		n.logs[simClientAddr(i)] = slices.Clone(n.log)
+		n.mu.Unlock()
 		if err != nil {
 			n.mu.Lock()
 			for _, l := range n.log {
@@ -172,6 +235,7 @@ func runLossyHandshakes(t *testing.T, n *lossyHandshakeNet, connect func(ctx con
 	}
 	if got := n.handshakes(); got != lossyHandshakes {
 		t.Errorf("the server saw %d handshakes for %d connections", got, lossyHandshakes)
+		n.logExtraHandshakes(t)
 	}
 	t.Logf("%d of %d connections failed, %d handshakes", failed, lossyHandshakes, n.handshakes())
 }

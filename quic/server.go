@@ -454,19 +454,26 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 		}
 	}
 	switch dec.action {
-	case initialAccept:
+	case initialAccept, initialInvalidToken:
 	case initialRetry:
+		// Stateless and cheaper than the trial decryption below, which a
+		// flood of Initials would make us pay: a Retry answers before it.
+		// One for a corrupted Initial costs the client a round trip at
+		// most (it takes a Retry only before the server's Initial, and
+		// only if the integrity tag over its own DCID checks).
 		s.sendRetry(&hdr, p.remote, dec.retryToken, dec.retrySCID, (*out)[:0])
-		return
-	case initialInvalidToken:
-		// RFC 9000 section 8.1.3: a bad retry token ends the attempt.
-		s.sendStatelessClose(&hdr, p.remote, InvalidToken, (*out)[:0])
 		return
 	default:
 		return
 	}
-	// Only an Initial that decrypts creates state: garbage after a valid
-	// header is dropped here (on a copy; decryption works in place).
+	// Only an Initial that decrypts creates state, or ends the attempt
+	// for a bad retry token: RFC 9000 section 8.1.3 closes when the
+	// Initial is otherwise valid. Garbage after a valid header is dropped
+	// here (decrypted on a copy: decryption works in place), and so is a
+	// client Initial that a flipped bit on the way turned into one with a
+	// token (a token length read from another byte); a close for that one
+	// would end the handshake of a client that gets it under its own
+	// connection IDs, and be one more server Initial in a trace.
 	sealer, opener, err := handshake.NewInitialKeys(hdr.DestConnID, handshake.Version(hdr.Version), false)
 	if err != nil {
 		return
@@ -476,6 +483,13 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 	pkt := append((*trial)[:0], p.data[:hdr.PacketLen]...)
 	if _, _, err := opener.UnprotectPacket(pkt, hdr.PNOffset, -1); err != nil {
 		s.t.countRefused(RefusedUndecryptable)
+		return
+	}
+	if dec.action == initialInvalidToken {
+		if m := s.avMetrics(); m != nil {
+			m.invalidToken.Inc()
+		}
+		s.sendStatelessClose(&hdr, p.remote, InvalidToken, (*out)[:0])
 		return
 	}
 	ctx, conf, err := s.connectionFor(p.remote, dec.validated)

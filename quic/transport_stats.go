@@ -28,8 +28,9 @@ const (
 	RefusedAcceptQueueFull
 	// RefusedServerClosed: the listener closed before Accept took it.
 	RefusedServerClosed
-	// RefusedUndecryptable: an Initial that would create a connection did
-	// not decrypt (garbage behind a valid-looking header). Dropped.
+	// RefusedUndecryptable: an Initial that would create a connection, or
+	// be answered with INVALID_TOKEN, did not decrypt (garbage behind a
+	// valid-looking header, or a header corrupted on the way). Dropped.
 	RefusedUndecryptable
 	// RefusedCIDInUse: the Initial's DCID is routed to another connection
 	// already. Dropped.
