@@ -2,7 +2,10 @@ package http3
 
 import (
 	"bytes"
+	"io"
+	"net/http"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"testing"
@@ -69,4 +72,43 @@ func TestRequestWorkersReuse(t *testing.T) {
 		rw.stop()
 		synctest.Wait()
 	})
+}
+
+// goroutinesCreated is the process's count of goroutines created so far.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// TestRequestsReuseGoroutines: sequential requests on one connection start
+// (almost) no goroutines in the server. Before request workers each one
+// started two: its handler's, and the one context.AfterFunc starts when
+// the response's FIN ends the stream's context.
+func TestRequestsReuseGoroutines(t *testing.T) {
+	_, addr, clientTLS := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}))
+	tr := &Transport{TLSClientConfig: clientTLS}
+	defer tr.Close()
+	c := &http.Client{Transport: tr}
+	get := func() {
+		rsp, err := c.Get("https://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, rsp.Body)
+		rsp.Body.Close()
+	}
+	get() // the handshake and the connection's own goroutines
+	const requests = 50
+	before := goroutinesCreated()
+	for range requests {
+		get()
+	}
+	created := goroutinesCreated() - before
+	t.Logf("%d goroutines created for %d requests (client and server)", created, requests)
+	if created > requests/2 {
+		t.Errorf("%d goroutines created for %d sequential requests, want at most %d", created, requests, requests/2)
+	}
 }
