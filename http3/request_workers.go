@@ -12,7 +12,10 @@ import (
 // next one, of any connection of the Server. A new goroutine per request
 // starts on a small stack and grows it, copying it each time, as the
 // request goes down the handler chain; a reused one has grown already.
-// The zero value is ready to use.
+// The zero value is ready to use. A handler that leaves its goroutine
+// locked to its thread (runtime.LockOSThread without Unlock) keeps the
+// worker locked for the requests after it; on a goroutine of its own the
+// thread would have ended with it. net/http handlers have no reason to.
 type requestWorkers struct {
 	once sync.Once
 	// handoff is unbuffered: a send succeeds only when a worker waits.
