@@ -140,10 +140,15 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 		})
 		return
 	}
+	// The handler is done and its context ends with the cleanup below, so
+	// the stream need not be watched any more. Stopped before finish
+	// closes the send side (which ends str.Context()), the AfterFunc
+	// does not fire: it would start a goroutine per request just to call
+	// cancel.
+	stop()
 	defer func() {
 		w.release()
 		sc.peer.untrackDatagrams(str, ends.datagrams())
-		stop()
 		cancel()
 		putReader(br)
 		sc.requestDone()

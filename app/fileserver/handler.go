@@ -79,11 +79,19 @@ func (h *fileHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, http.StatusText(code), code)
 		return
 	}
-	if !h.listDirs && h.isUnindexedDir(fsName(r.URL.Path)) {
+	// One stat of the name answers both questions below: a request for
+	// a file (the common case) then costs a single lookup before
+	// FileServer's own open.
+	name := fsName(r.URL.Path)
+	fi, err := fs.Stat(h.fsys, name)
+	if err != nil {
+		fi = nil // FileServer answers the error itself
+	}
+	if !h.listDirs && h.isUnindexedDir(name, fi) {
 		http.NotFound(w, r) // nor a redirect to the slash form
 		return
 	}
-	if tag := h.etag(r.URL.Path); tag != "" {
+	if tag := h.etag(r.URL.Path, name, fi); tag != "" {
 		// http.ServeContent reads this header to answer If-None-Match
 		// and If-Range.
 		w.Header().Set("ETag", tag)
@@ -118,29 +126,29 @@ func fsName(urlPath string) string {
 	return name
 }
 
-// isUnindexedDir reports whether name is a directory without an
-// index.html, which only a listing could answer.
-func (h *fileHandler) isUnindexedDir(name string) bool {
-	fi, err := fs.Stat(h.fsys, name)
-	if err != nil || !fi.IsDir() {
+// isUnindexedDir reports whether name, whose stat is fi (nil when the
+// stat failed), is a directory without an index.html, which only a
+// listing could answer.
+func (h *fileHandler) isUnindexedDir(name string, fi fs.FileInfo) bool {
+	if fi == nil || !fi.IsDir() {
 		return false
 	}
-	fi, err = fs.Stat(h.fsys, path.Join(name, "index.html"))
-	return err != nil || fi.IsDir()
+	index, err := fs.Stat(h.fsys, path.Join(name, "index.html"))
+	return err != nil || index.IsDir()
 }
 
 // etag returns the ETag of the file that http.FileServer will send for
 // urlPath, or "" when it will send something else (a redirect, a listing,
-// an error).
-func (h *fileHandler) etag(urlPath string) string {
+// an error). name is fsName(urlPath) and fi its stat (nil when the stat
+// failed).
+func (h *fileHandler) etag(urlPath, name string, fi fs.FileInfo) string {
 	if strings.HasSuffix(urlPath, "/index.html") {
 		return "" // FileServer redirects these to the directory
 	}
-	name := fsName(urlPath)
-	fi, err := fs.Stat(h.fsys, name)
-	if err != nil {
+	if fi == nil {
 		return ""
 	}
+	var err error
 	if fi.IsDir() {
 		if !strings.HasSuffix(urlPath, "/") {
 			return "" // redirect to the slash form
@@ -156,7 +164,14 @@ func (h *fileHandler) etag(urlPath string) string {
 	if !h.immutable {
 		// Modification time and size, as most servers do: cheap, and it
 		// changes whenever the file is replaced.
-		return fmt.Sprintf(`"%x-%x"`, fi.ModTime().UnixNano(), fi.Size())
+		// Appended by hand, not with fmt.Sprintf: this runs for every
+		// file request.
+		var buf [40]byte
+		tag := append(buf[:0], '"')
+		tag = strconv.AppendInt(tag, fi.ModTime().UnixNano(), 16)
+		tag = append(tag, '-')
+		tag = strconv.AppendInt(tag, fi.Size(), 16)
+		return string(append(tag, '"'))
 	}
 	if tag, ok := h.hashes.Load(name); ok {
 		return tag.(string)

@@ -30,10 +30,12 @@ func hidden(name string) bool {
 	if name == "." {
 		return false
 	}
-	for i, elem := range strings.Split(name, "/") {
-		if strings.HasPrefix(elem, ".") && (i > 0 || elem != wellKnown) {
+	first := true // SplitSeq, not Split: no slice per lookup
+	for elem := range strings.SplitSeq(name, "/") {
+		if strings.HasPrefix(elem, ".") && (!first || elem != wellKnown) {
 			return true
 		}
+		first = false
 	}
 	return false
 }
