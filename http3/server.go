@@ -152,8 +152,6 @@ type Server struct {
 	altSvc       string
 
 	stats serverCounters
-	// workers run the request handlers of every connection.
-	workers requestWorkers
 
 	// testHookStreamType, when set by a test, is called once the type of
 	// each peer unidirectional stream has been read.
@@ -593,7 +591,6 @@ func (s *Server) Close() error {
 	for _, sc := range s.openConns() {
 		sc.close(ErrCodeNoError, "server closed")
 	}
-	s.workers.stop()
 	s.mu.Lock()
 	lns := s.listeners
 	s.listeners = nil

@@ -105,8 +105,8 @@ func (sc *serverConn) start() error {
 }
 
 // serve runs the connection: our control stream, the peer's
-// unidirectional streams and a worker goroutine per request stream
-// (startRequest, tracked by sc.requests). It returns once the connection is closed, with the
+// unidirectional streams and one goroutine per request stream (tracked
+// by sc.requests). It returns once the connection is closed, with the
 // reason.
 func (sc *serverConn) serve() error {
 	defer sc.s.connDone(sc)
@@ -126,7 +126,7 @@ func (sc *serverConn) serve() error {
 			return fmt.Errorf("http3: accepting stream failed: %w", fromQUICError(err))
 		}
 		if sc.admit(str) {
-			sc.startRequest(str)
+			sc.requests.Go(func() { sc.handleRequest(str) })
 		}
 	}
 }
@@ -161,7 +161,7 @@ func (sc *serverConn) acceptWaiting() {
 			go sc.uni.serve(rs)
 		case str != nil:
 			if sc.admit(str) {
-				sc.startRequest(str)
+				sc.requests.Go(func() { sc.handleRequest(str) })
 			}
 		case errors.Is(err, context.Canceled) && sc.qc.Context().Err() == nil:
 			// None waits: on to the next.
@@ -180,16 +180,6 @@ var acceptNowContext = func() context.Context {
 	cancel()
 	return ctx
 }()
-
-// startRequest serves an admitted request stream on a worker goroutine,
-// counted by sc.requests.
-func (sc *serverConn) startRequest(str *quic.Stream) {
-	sc.requests.Add(1)
-	sc.s.workers.run(func() {
-		defer sc.requests.Done()
-		sc.handleRequest(str)
-	})
-}
 
 func (sc *serverConn) stopIdleTimer() {
 	sc.mu.Lock()
