@@ -128,6 +128,9 @@ func testFaultyPacketConn(t *testing.T, s *sim, clientFails bool, n int, data []
 		return err
 	}()
 	clientDone := time.Now()
+	// The server's connections at the moment the client gives up (its
+	// last Initial came less than the handshake timeout before).
+	atClientDone := str.Stats()
 	if clientErr == nil {
 		t.Fatal("the transfer succeeded over a failing socket")
 	}
@@ -155,9 +158,34 @@ func testFaultyPacketConn(t *testing.T, s *sim, clientFails bool, n int, data []
 			t.Fatalf("server: %v, want a timeout", r.err)
 		}
 	case <-ctx.Done():
-		if !clientFails || n > 0 {
+		switch {
+		case clientFails && n == 0:
+			// The client's Initial never left: there is no server
+			// connection.
+		case !clientFails && n == 0:
+			// The server's socket fails from the start: a connection
+			// made from the first datagram of the client's two-datagram
+			// Initial flight acknowledges it at once, that write fails
+			// and the connection closes before the ClientHello is
+			// complete, so none may ever reach Accept. What must hold:
+			// the server tried to send, and held no connection when the
+			// client gave up: each closed at its failed write, not with
+			// its handshake timeout.
+			if faulty.failureCount() == 0 {
+				t.Fatal("the server never tried to send")
+			}
+			if st := atClientDone; st.Connections != 0 || st.Handshaking != 0 {
+				t.Fatalf("the server held %d connections (%d handshaking) on a socket that cannot send", st.Connections, st.Handshaking)
+			}
+		default:
 			t.Fatal("the server's connection did not close")
 		}
-		// The client's Initial never left: there is no server connection.
 	}
+}
+
+// failureCount is how many writes failed.
+func (f *faultySocket) failureCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.failures)
 }
