@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -129,4 +131,54 @@ func setAllThreads(set *unix.CPUSet) error {
 			return nil
 		}
 	}
+}
+
+// schedWait is the time the threads of process pid have spent runnable,
+// waiting for a CPU (the second field of each task's schedstat): what a
+// starved process shows that its CPU time does not.
+func schedWait(pid int) (time.Duration, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, task.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			continue
+		}
+		ns, _ := strconv.ParseInt(f[1], 10, 64)
+		sum += time.Duration(ns)
+	}
+	return sum, nil
+}
+
+// udpQueue is the bytes queued to read and the datagrams dropped so far
+// by the UDP sockets bound to port in process pid's network namespace
+// (/proc/net/udp's rx_queue and drops columns, summed).
+func udpQueue(pid int, port uint16) (queued, drops int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/udp", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	suffix := fmt.Sprintf(":%04X", port)
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 13 || !strings.HasSuffix(f[1], suffix) {
+			continue
+		}
+		_, rx, ok := strings.Cut(f[4], ":")
+		if !ok {
+			continue
+		}
+		q, _ := strconv.ParseInt(rx, 16, 64)
+		d, _ := strconv.ParseInt(f[12], 10, 64)
+		queued += q
+		drops += d
+	}
+	return queued, drops, nil
 }
