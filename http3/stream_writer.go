@@ -97,7 +97,14 @@ func (w *streamWriter) stallOnly(err error) bool {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.user.IsZero() || time.Now().Before(w.user)
+	return !w.userDeadlinePassedLocked()
+}
+
+// userDeadlinePassedLocked reports whether the handler's own write
+// deadline, if it set one, has passed: a deadline error is then the
+// handler's, not a stall's.
+func (w *streamWriter) userDeadlinePassedLocked() bool {
+	return !w.user.IsZero() && !time.Now().Before(w.user)
 }
 
 // arm sets the deadline for the next chunk.
@@ -138,7 +145,7 @@ func (w *streamWriter) writeError(err error) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.user.IsZero() && !time.Now().Before(w.user) {
+	if w.userDeadlinePassedLocked() {
 		return err
 	}
 	if !w.stalled && w.stats != nil {
