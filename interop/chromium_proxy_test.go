@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -19,25 +21,51 @@ import (
 
 // proxiedPage is the upstream application's page: once loaded, its script
 // opens a WebSocket to the same origin and shows what the upstream echoed.
+//
+// Headless Chromium dumps the DOM once the page has loaded, and a
+// WebSocket's message does not hold that back (nor a --virtual-time-budget,
+// which stops only while a fetch is pending: the DOM was dumped before the
+// echo came back in 1 CI run). So the page has an image, /hold, that the
+// app answers only once the page has shown the echo (or the error) and
+// fetched /seen: the load event, and the dump, wait for it.
 const proxiedPage = `<!doctype html>
 <html><head><meta charset="utf-8"><title>proxied</title></head>
 <body style="font: 32px sans-serif; background: #fed; color: #124">
 <h1>Proxied by TurboRetry</h1>
 <p id="ws">no echo yet</p>
+<img src="/hold" alt="" width="1" height="1">
 <script>
+const done = (text) => { document.getElementById("ws").textContent = text; fetch("/seen"); };
 const ws = new WebSocket("wss://" + location.host + "/ws");
 ws.onopen = () => ws.send("ping from chromium");
-ws.onmessage = (e) => { document.getElementById("ws").textContent = "echo: " + e.data; ws.close(); };
-ws.onerror = () => { document.getElementById("ws").textContent = "websocket error"; };
+ws.onmessage = (e) => { done("echo: " + e.data); ws.close(); };
+ws.onerror = () => done("websocket error");
 </script>
 </body></html>
 `
 
+// proxiedHoldLimit bounds how long /hold waits for /seen: a page whose
+// WebSocket never answers is dumped without the echo, and the test says so.
+const proxiedHoldLimit = 10 * time.Second
+
 // startProxiedApp serves proxiedPage on / and a coder/websocket echo on
-// /ws over HTTP/1.1 on the loopback, until the test ends.
+// /ws over HTTP/1.1 on the loopback, until the test ends; /hold answers
+// once /seen has been asked for (or after proxiedHoldLimit).
 func startProxiedApp(t *testing.T) string {
 	t.Helper()
 	mux := http.NewServeMux()
+	seen := make(chan struct{})
+	var seenOnce sync.Once
+	mux.HandleFunc("/seen", func(w http.ResponseWriter, r *http.Request) {
+		seenOnce.Do(func() { close(seen) })
+	})
+	mux.HandleFunc("/hold", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-seen:
+		case <-r.Context().Done():
+		case <-time.After(proxiedHoldLimit):
+		}
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		io.WriteString(w, proxiedPage)
@@ -84,8 +112,8 @@ func TestChromiumThroughProxyOverHTTP3(t *testing.T) {
 	defer srv.Stop()
 
 	shot := filepath.Join(t.TempDir(), "chromium-proxy-http3.png")
-	// The virtual time budget lets the page's WebSocket run before the DOM is dumped.
-	p := startPeer(ctx, t, chromium, chromiumOverQUIC(t, srv, shot, "--virtual-time-budget=10000")...)
+	// The page's /hold image keeps it loading until its WebSocket has echoed.
+	p := startPeer(ctx, t, chromium, chromiumOverQUIC(t, srv, shot)...)
 	if err := p.wait(ctx); err != nil {
 		p.logTail(t, 30)
 		t.Fatalf("chromium: %v", err)
