@@ -619,7 +619,8 @@ func (c *Conn) teardownLocked() {
 }
 
 // Context returns a context that is canceled when the connection closes,
-// with the close error as its cause.
+// with the close error as its cause; by then the connection's qlog trace
+// (Config.Tracer, Config.Qlog) has ended.
 func (c *Conn) Context() context.Context { return c.ctx }
 
 // HandshakeComplete returns a channel closed when the TLS handshake completed.
