@@ -15,9 +15,6 @@ type callbackOutbox struct {
 	recorder      qlogwriter.Recorder
 	events        []qlogwriter.Event
 	closeRecorder bool
-	// closed makes a decided close visible to the application once the
-	// recorder closed (closeSignal).
-	closed closeSignal
 	// newRoutes are connection IDs a Transport started routing to us, for
 	// its ConnectionIDAdded; run calls it before writing the datagrams
 	// that announce them.
@@ -49,14 +46,8 @@ func (o *callbackOutbox) routed(t *Transport, cid []byte) {
 	}
 }
 
-// record queues ev for the recorder; once the recorder is closed (or
-// was never there) ev is dropped: a trace gets nothing after its end.
-func (o *callbackOutbox) record(ev qlogwriter.Event) {
-	if o.recorder == nil || o.closeRecorder {
-		return
-	}
-	o.events = append(o.events, ev)
-}
+// record queues ev for the recorder.
+func (o *callbackOutbox) record(ev qlogwriter.Event) { o.events = append(o.events, ev) }
 
 // take returns what is to be delivered and empties o; spare (an events
 // slice delivered before) takes the next events.
@@ -64,7 +55,6 @@ func (o *callbackOutbox) take(spare []qlogwriter.Event) callbackOutbox {
 	out := *o
 	o.events = spare[:0]
 	o.closeRecorder = false
-	o.closed = closeSignal{}
 	o.newRoutes, o.finalSizes, o.notifications = nil, nil, nil
 	if out.closeRecorder {
 		o.recorder = nil
@@ -97,7 +87,6 @@ func (o *callbackOutbox) deliver() []qlogwriter.Event {
 	if o.closeRecorder {
 		_ = o.recorder.Close()
 	}
-	o.closed.send()
 	var spare []qlogwriter.Event
 	if o.events != nil {
 		clear(o.events)

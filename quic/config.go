@@ -118,30 +118,20 @@ type Config struct {
 	// gets, and its HTTP/3 layer's, written by a
 	// qlogwriter.NewConnectionFileSeq (JSON-SEQ); QlogDir writes one file
 	// per connection. A nil writer skips that connection. The writer is
-	// closed when the trace ends: when the connection closes (as for
-	// Tracer: before Context is done and before CloseWithError returns),
-	// unless an HTTP/3 layer still records into it (its recorders close
-	// after the connection's Context is done and its requests ended).
-	// After a write error nothing more is written (the error is logged),
-	// the connection goes on. With Tracer set too, both get every event.
+	// closed when the trace ends (the connection closed, and any HTTP/3
+	// layer's recorders); after a write error nothing more is written
+	// (the error is logged), the connection goes on. With Tracer set too,
+	// both get every event.
 	Qlog func(p Perspective, odcid []byte) io.WriteCloser
 	// Tracer, when set, is called once per connection, as in quic-go, with
 	// the connection's context, its perspective and its original
 	// destination connection ID; the connection records qlog events
 	// (package qlog) into the Trace it returns, through one Recorder that
-	// it closes when the connection closes: on entering the closing or
-	// draining state (RFC 9000 section 10.2), after connection_closed,
-	// the closed state and our CONNECTION_CLOSE packet, and before the
-	// application can see the close (before Context is done and
-	// CloseWithError returns), so a program may exit then with its trace
-	// complete. As in quic-go, what happens during the closing or draining
-	// period (packets received or dropped, the CONNECTION_CLOSE sent
-	// again) is not recorded. qlog.DefaultConnectionTracer writes the
-	// events to $QLOGDIR. A nil Trace skips the connection. Events
+	// it closes when the connection closes. qlog.DefaultConnectionTracer
+	// writes them to $QLOGDIR. A nil Trace skips the connection. Events
 	// are recorded on the connection's goroutine without any lock of ours
 	// held (they are queued and handed over after each of its turns): a
-	// Recorder may call the connection (not CloseWithError, which waits
-	// for the connection's goroutine), and should not block for long.
+	// Recorder may call the connection, and should not block for long.
 	Tracer func(ctx context.Context, isClient bool, connID ConnectionID) qlogwriter.Trace
 	// PreferredAddress, on a server, is advertised to clients in the
 	// preferred_address transport parameter (RFC 9000 section 9.6) with a

@@ -83,9 +83,8 @@ type receivedPacket struct {
 //     context, and the channels wakeCh, closedCh, closeWritten, runDone and
 //     handshakeDoneCh) are written in newConn, or before the goroutine
 //     starts, and never reassigned. Anyone reads them without a lock; the
-//     channels are closed exactly once (handshakeDoneCh under mu, closedCh
-//     by the goroutine delivering the callbackOutbox, after the qlog
-//     recorder closed, closeWritten and runDone by run).
+//     channels are closed exactly once (closedCh and handshakeDoneCh under
+//     mu, closeWritten and runDone by run).
 //   - recvMu guards the receive queue (recvQueue, recvSpare) only: the
 //     Transport's read loop hands datagrams over without touching mu.
 //   - mu guards everything else: every field below mu in Conn, each of the
@@ -568,17 +567,15 @@ func (c *Conn) nextDeadlineLocked(now time.Time) time.Time {
 	return d
 }
 
-// signalClosedLocked records the close; API callers see it under mu at once,
-// and through closedCh and the context once the outbox is delivered.
+// signalClosedLocked makes the close visible to API callers.
 func (c *Conn) signalClosedLocked(err error) {
 	c.close.err = err
 	c.hs.abandon()
 	if c.trace != nil {
 		c.trace.closed(err)
 	}
-	// Seen once the trace has ended (closeSignal); whoever decided the
-	// close delivers the outbox or wakes run, which does.
-	c.out.closed = closeSignal{err: err, ch: c.closedCh, cancel: c.cancelCtx}
+	close(c.closedCh)
+	c.cancelCtx(err)
 	for _, s := range c.streams.all {
 		s.onConnClosed()
 	}
@@ -619,8 +616,7 @@ func (c *Conn) teardownLocked() {
 }
 
 // Context returns a context that is canceled when the connection closes,
-// with the close error as its cause; by then the connection's qlog trace
-// (Config.Tracer, Config.Qlog) has ended.
+// with the close error as its cause.
 func (c *Conn) Context() context.Context { return c.ctx }
 
 // HandshakeComplete returns a channel closed when the TLS handshake completed.
@@ -663,27 +659,22 @@ func (c *Conn) ConnectionState() ConnectionState {
 
 // CloseWithError closes the connection with an application error code and
 // message, which the peer sees as an ApplicationError. It returns once the
-// CONNECTION_CLOSE was written, or, when the connection was closed
-// already (by the peer, say), once that close is visible (Context is
-// done); either way the qlog trace (Config.Tracer, Config.Qlog) has ended
-// by then. The connection's goroutine stays for the closing period (three
-// PTOs) to answer late packets, except for a connection of Dial or
-// DialAddr, whose Transport closes with it at once.
+// CONNECTION_CLOSE was written; the connection's goroutine stays for the
+// closing period (three PTOs) to answer late packets, except for a
+// connection of Dial or DialAddr, whose Transport closes with it at once.
 func (c *Conn) CloseWithError(code ApplicationErrorCode, msg string) error {
 	c.mu.Lock()
 	initiated := c.close.err == nil && !c.close.finished
 	c.closeLocal(&ApplicationError{ErrorCode: code, ErrorMessage: msg})
 	c.mu.Unlock()
 	c.wake()
-	done := c.closedCh
 	if initiated {
 		// Like quic-go, return once CONNECTION_CLOSE went to the socket,
 		// so closing the Transport right after cannot swallow it.
-		done = c.closeWritten
-	}
-	select {
-	case <-done:
-	case <-c.runDone:
+		select {
+		case <-c.closeWritten:
+		case <-c.runDone:
+		}
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package quic
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -28,26 +27,6 @@ type closeState struct {
 	// masked: the peer's bare APPLICATION_ERROR from an Initial or
 	// Handshake packet of the datagram being read (peerClose).
 	masked *TransportError
-}
-
-// closeSignal makes a decided close visible to the application: it closes
-// Conn.closedCh and cancels the connection's context with err. It goes
-// through the callbackOutbox, after the events and the Close of the qlog
-// recorder, so that the trace is complete when the application sees the
-// close (Context, CloseWithError) and may exit. The zero value does
-// nothing.
-type closeSignal struct {
-	err    error
-	ch     chan struct{}
-	cancel context.CancelCauseFunc
-}
-
-func (s closeSignal) send() {
-	if s.ch == nil {
-		return
-	}
-	close(s.ch)
-	s.cancel(s.err)
 }
 
 // flowError passes a flowcontrol transport error on and turns any other

@@ -159,12 +159,8 @@
 //     Config.Tracer returns (qlog.DefaultConnectionTracer writes
 //     $QLOGDIR). Config.Qlog asks for a writer per connection instead
 //     (QlogDir writes <dir>/<odcid>_<client|server>.sqlog) and gets the
-//     same events through a qlogwriter.FileSeq. The trace ends when the
-//     close is decided (closing or draining, RFC 9000 section 10.2),
-//     before Context is done and before CloseWithError returns: a program
-//     may exit then with a whole trace (one with an HTTP/3 layer, once
-//     that closed too); the closing or draining period is not recorded,
-//     as in quic-go. Off (both nil) it costs one nil check per hook.
+//     same events through a qlogwriter.FileSeq. Off (both nil) it costs
+//     one nil check per hook.
 //   - Limits and memory budgets (docs/api.md "Limits"): a listener's
 //     connections, handshakes and accept backlog are capped
 //     (Config.MaxConnections, MaxHandshakes, AcceptBacklog), a client beyond

@@ -137,11 +137,9 @@ func TestClientServer(t *testing.T) {
 			if qlogs, _ := filepath.Glob(filepath.Join(logs, "qlog", "*_server.sqlog")); len(qlogs) == 0 {
 				t.Error("no server qlog written")
 			}
-			// The client's connections are closed, and so are their own
-			// qlog recorders, but an HTTP/3 connection's trace stays open
-			// until its HTTP/3 recorder closes, which happens after the
-			// connection's Context is done (http3/qlog_events.go): without
-			// the wait, 10 of 30 runs found an http3 qlog cut short.
+			// The client's connections are closed, but a connection the
+			// server closed first (CloseWithError then returns at once)
+			// closes its qlog only when its draining period ends.
 			qlogs, _ := filepath.Glob(filepath.Join(logs, "qlog", "*_client.sqlog"))
 			if len(qlogs) == 0 {
 				t.Error("no client qlog written")
@@ -154,6 +152,8 @@ func TestClientServer(t *testing.T) {
 	}
 }
 
+// checkClientQlog checks that f is a complete qlog (JSON-SEQ) of a client
+// connection: the header, then events up to connection_closed.
 // waitQlogClosed waits, at most 10 s, until the qlog file f holds its
 // connection_closed event, ends with a whole record and has stopped
 // growing: what its writer leaves when it is closed.
@@ -168,8 +168,6 @@ func waitQlogClosed(f string) {
 	}
 }
 
-// checkClientQlog checks that f is a complete qlog (JSON-SEQ) of a client
-// connection: the header, then events up to connection_closed.
 func checkClientQlog(t *testing.T, f string) {
 	t.Helper()
 	b, err := os.ReadFile(f)
