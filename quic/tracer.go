@@ -414,6 +414,11 @@ func (t *connTracer) lost(loss *lossState) {
 // RTTs that changed, and the congestion window and bytes in flight.
 func (c *Conn) traceMetrics() {
 	t := c.trace
+	if t.state == len(connStates)-1 {
+		// Closed: only our CONNECTION_CLOSE follows connection_closed,
+		// not the figures its sending changed.
+		return
+	}
 	rtt := c.loss.rec.RTT()
 	now := qlog.MetricsUpdated{
 		CongestionWindow: c.loss.rec.Controller().CongestionWindow(),
