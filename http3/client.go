@@ -508,7 +508,7 @@ func (t *Transport) CloseIdleConnections() {
 // client's close), and RFC 9114 section 9 has peers treat an unknown code
 // as H3_NO_ERROR.
 func (cc *ClientConn) closeByTransport() {
-	_ = cc.qc.CloseWithError(0, "")
+	_ = cc.CloseWithError(0, "")
 }
 
 // Close closes every connection (with application error 0, as quic-go)

@@ -157,8 +157,11 @@ func (cc *ClientConn) ReceivedSettings() <-chan struct{} { return cc.peer.Receiv
 func (cc *ClientConn) Settings() *Settings { return cc.peer.Settings() }
 
 // CloseWithError closes the connection with an application error code.
+// Its qlog trace, QUIC and HTTP/3 events, has ended when it returns.
 func (cc *ClientConn) CloseWithError(code quic.ApplicationErrorCode, msg string) error {
-	return cc.qc.CloseWithError(code, msg)
+	err := cc.qc.CloseWithError(code, msg)
+	cc.qlog.endConn()
+	return err
 }
 
 // Context returns a context that ends when the connection closes.

@@ -23,9 +23,10 @@ import (
 // still records what it writes, and nothing is recorded into a closed
 // recorder.
 type qlogProducer struct {
-	mu    sync.Mutex
-	r     qlogwriter.Recorder // nil once closed
-	holds int
+	mu        sync.Mutex
+	r         qlogwriter.Recorder // nil once closed
+	holds     int
+	connEnded bool // the connection's hold was released (endConn)
 }
 
 // newQlogProducer adds a producer to qc's trace; nil when qc has none or
@@ -40,8 +41,25 @@ func newQlogProducer(qc *quic.Conn) *qlogProducer {
 		return nil
 	}
 	p := &qlogProducer{r: r, holds: 1}
-	context.AfterFunc(qc.Context(), p.release)
+	context.AfterFunc(qc.Context(), p.endConn)
 	return p
+}
+
+// endConn releases the connection's hold, once: when its context is done,
+// or earlier where we close the connection ourselves and the application
+// may exit as soon as the close returns (ClientConn.closeByTransport),
+// which the AfterFunc's goroutine would race.
+func (p *qlogProducer) endConn() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	ended := p.connEnded
+	p.connEnded = true
+	p.mu.Unlock()
+	if !ended {
+		p.release()
+	}
 }
 
 // hold keeps the recorder open until the matching release.

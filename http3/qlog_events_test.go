@@ -31,6 +31,10 @@ type recordingTrace struct {
 	open   int
 	late   int
 	closed chan struct{}
+	// slowClose makes each Close take that long first, as a file's flush
+	// may: a close left to another goroutine is then still running when
+	// the caller returns.
+	slowClose time.Duration
 }
 
 func newRecordingTrace() *recordingTrace { return &recordingTrace{closed: make(chan struct{}, 16)} }
@@ -81,6 +85,7 @@ func (r *recordingRecorder) RecordEvent(ev qlogwriter.Event) {
 }
 
 func (r *recordingRecorder) Close() error {
+	time.Sleep(r.t.slowClose)
 	r.t.mu.Lock()
 	r.closed = true
 	r.t.open--
@@ -435,5 +440,31 @@ func TestQlogResponseHeaderTooLarge(t *testing.T) {
 				t.Fatalf("no HEADERS frame logged as parsed: %v", joinFrames(ourFrames(evs)))
 			}
 		})
+	}
+}
+
+// TestQlogClientTraceEndsWithClose checks that our client's trace, the
+// QUIC producer and the HTTP/3 one, is closed when Transport.Close
+// returns, so a program may exit right after: the HTTP/3 producer's
+// release had waited for a goroutine run when the connection's context
+// ended.
+func TestQlogClientTraceEndsWithClose(t *testing.T) {
+	_, addr, clientTLS := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	for i := range 5 {
+		ours := newRecordingTrace()
+		ours.slowClose = 5 * time.Millisecond
+		tr := &Transport{TLSClientConfig: clientTLS, QUICConfig: &quic.Config{Tracer: ours.tracer()}}
+		rsp, err := tr.RoundTrip(mustRequest(t, localhostURL(t, addr, "/")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.ReadAll(rsp.Body)
+		rsp.Body.Close()
+		tr.Close()
+		if _, open, _ := ours.snapshot(); open != 0 {
+			t.Fatalf("run %d: %d client qlog producers open after Transport.Close returned", i, open)
+		}
 	}
 }
