@@ -31,6 +31,10 @@ type tokenValidator struct {
 	cfg         AddressValidationConfig // token lifetimes and rotation, for setSecret
 	payload     [token.MaxPayloadLen]byte
 	tok         [token.MaxTokenLen]byte
+
+	// info is the policy's argument, reused so that it does not escape
+	// per Initial: only the receive goroutine calls decide.
+	info InitialInfo
 }
 
 func newTokenValidator(cfg *AddressValidationConfig, s *baseServer) (*tokenValidator, error) {
@@ -110,11 +114,12 @@ func addrPortOf(remote net.Addr) netip.AddrPort {
 	return netip.AddrPort{}
 }
 
-// decide is the addressValidator the server calls for a client Initial.
-func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDecision {
+// decide is the address-validation verdict on a client Initial. A Retry
+// decision's token and SCID are written into room.
+func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr, room *retryRoom) initialDecision {
 	from := addrPortOf(remote)
 	unvalidated, unvalidatedBytes := v.s.unvalidatedLoad()
-	info := InitialInfo{
+	v.info = InitialInfo{
 		RemoteAddr:         remote,
 		DestConnID:         hdr.DestConnID,
 		SrcConnID:          hdr.SrcConnID,
@@ -122,6 +127,7 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 		HandshakesInFlight: unvalidated,
 		UnvalidatedBytes:   unvalidatedBytes,
 	}
+	info := &v.info
 	now := time.Now()
 	if len(hdr.Token) > 0 {
 		v.mu.Lock()
@@ -130,7 +136,7 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 	}
 	// The policy is the application's: it runs without our lock (it may
 	// call SetTokenSecret, say).
-	d := v.policy(&info)
+	d := v.policy(info)
 	tk := &info.Token
 	switch {
 	case d == AddressDrop:
@@ -162,7 +168,7 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 	if !from.IsValid() || len(hdr.DestConnID) > token.MaxCIDLen {
 		return initialDecision{action: initialDrop}
 	}
-	scid := v.s.t.newConnID() // the ConnectionIDGenerator's: without our lock
+	scid := v.s.t.appendConnID(room.scid[:0]) // the ConnectionIDGenerator's: without our lock
 	if len(scid) == 0 {
 		scid = make([]byte, defaultConnIDLength)
 		_, _ = rand.Read(scid)
@@ -174,7 +180,10 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 		return initialDecision{action: initialDrop}
 	}
 	v.m.retriesSent.Inc()
-	return initialDecision{action: initialRetry, retryToken: bytes.Clone(tok), retrySCID: scid}
+	// Copied out of v.tok, which the lock guards; issuing into room.token
+	// directly would move room to the heap (sealing the token leaks dst).
+	tok = append(room.token[:0], tok...)
+	return initialDecision{action: initialRetry, retryToken: tok, retrySCID: scid}
 }
 
 // replayedLabel is TokenInfo.RejectReason for a replayed NEW_TOKEN token.
