@@ -29,12 +29,22 @@ type tokenValidator struct {
 	retryIssuer *token.Issuer
 	newIssuer   *token.Issuer
 	cfg         AddressValidationConfig // token lifetimes and rotation, for setSecret
-	payload     [token.MaxPayloadLen]byte
 	tok         [token.MaxTokenLen]byte
 
-	// info is the policy's argument, reused so that it does not escape
-	// per Initial: only the receive goroutine calls decide.
-	info InitialInfo
+	// scratch holds *initialScratch: the policy's argument escapes (the
+	// policy is a func value), so each decide borrows one instead of
+	// allocating it. Pooled, not one per validator: the read loop and
+	// Transport.InjectDatagram (the offload agent's goroutine) may decide
+	// at the same time.
+	scratch sync.Pool
+}
+
+// initialScratch is what one decide needs beyond the stack: the policy's
+// argument and the token's payload, which the argument's token fields
+// point into until the policy returned.
+type initialScratch struct {
+	info    InitialInfo
+	payload [token.MaxPayloadLen]byte
 }
 
 func newTokenValidator(cfg *AddressValidationConfig, s *baseServer) (*tokenValidator, error) {
@@ -119,7 +129,12 @@ func addrPortOf(remote net.Addr) netip.AddrPort {
 func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr, room *retryRoom) initialDecision {
 	from := addrPortOf(remote)
 	unvalidated, unvalidatedBytes := v.s.unvalidatedLoad()
-	v.info = InitialInfo{
+	sc, _ := v.scratch.Get().(*initialScratch)
+	if sc == nil {
+		sc = new(initialScratch)
+	}
+	defer v.scratch.Put(sc)
+	sc.info = InitialInfo{
 		RemoteAddr:         remote,
 		DestConnID:         hdr.DestConnID,
 		SrcConnID:          hdr.SrcConnID,
@@ -127,11 +142,11 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr, room *ret
 		HandshakesInFlight: unvalidated,
 		UnvalidatedBytes:   unvalidatedBytes,
 	}
-	info := &v.info
+	info := &sc.info
 	now := time.Now()
 	if len(hdr.Token) > 0 {
 		v.mu.Lock()
-		v.checkToken(hdr, from, now, &info.Token)
+		v.checkToken(hdr, from, now, &info.Token, sc.payload[:0])
 		v.mu.Unlock()
 	}
 	// The policy is the application's: it runs without our lock (it may
@@ -189,10 +204,10 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr, room *ret
 // replayedLabel is TokenInfo.RejectReason for a replayed NEW_TOKEN token.
 var replayedLabel = rejectLabel(token.ReasonReplayed)
 
-// checkToken validates the Initial's token into ti and counts the result.
-// Call with v.mu held.
-func (v *tokenValidator) checkToken(hdr *wire.LongHeader, from netip.AddrPort, now time.Time, ti *TokenInfo) {
-	res, err := v.val.Validate(hdr.Token, token.TypeAny, from, now, v.payload[:0])
+// checkToken validates the Initial's token into ti and counts the result;
+// ti's connection IDs point into payload's array. Call with v.mu held.
+func (v *tokenValidator) checkToken(hdr *wire.LongHeader, from netip.AddrPort, now time.Time, ti *TokenInfo, payload []byte) {
+	res, err := v.val.Validate(hdr.Token, token.TypeAny, from, now, payload)
 	src := 0
 	if res.Source == token.SourceHost || res.Source == token.SourceAgent {
 		src = int(res.Source)
