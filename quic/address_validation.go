@@ -120,8 +120,9 @@ type TokenInfo struct {
 	IssuedAt time.Time
 }
 
-// InitialInfo is what an AddressPolicy sees about a client Initial. Its
-// byte slices are only valid during the call.
+// InitialInfo is what an AddressPolicy sees about a client Initial. It and
+// its byte slices are only valid during the call: the listener reuses it
+// for the next Initial.
 type InitialInfo struct {
 	RemoteAddr net.Addr
 	// DestConnID and SrcConnID are the Initial's connection IDs.

@@ -29,8 +29,22 @@ type tokenValidator struct {
 	retryIssuer *token.Issuer
 	newIssuer   *token.Issuer
 	cfg         AddressValidationConfig // token lifetimes and rotation, for setSecret
-	payload     [token.MaxPayloadLen]byte
 	tok         [token.MaxTokenLen]byte
+
+	// scratch holds *initialScratch: the policy's argument escapes (the
+	// policy is a func value), so each decide borrows one instead of
+	// allocating it. Pooled, not one per validator: the read loop and
+	// Transport.InjectDatagram (the offload agent's goroutine) may decide
+	// at the same time.
+	scratch sync.Pool
+}
+
+// initialScratch is what one decide needs beyond the stack: the policy's
+// argument and the token's payload, which the argument's token fields
+// point into until the policy returned.
+type initialScratch struct {
+	info    InitialInfo
+	payload [token.MaxPayloadLen]byte
 }
 
 func newTokenValidator(cfg *AddressValidationConfig, s *baseServer) (*tokenValidator, error) {
@@ -110,11 +124,17 @@ func addrPortOf(remote net.Addr) netip.AddrPort {
 	return netip.AddrPort{}
 }
 
-// decide is the addressValidator the server calls for a client Initial.
-func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDecision {
+// decide is the address-validation verdict on a client Initial. A Retry
+// decision's token and SCID are written into room.
+func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr, room *retryRoom) initialDecision {
 	from := addrPortOf(remote)
 	unvalidated, unvalidatedBytes := v.s.unvalidatedLoad()
-	info := InitialInfo{
+	sc, _ := v.scratch.Get().(*initialScratch)
+	if sc == nil {
+		sc = new(initialScratch)
+	}
+	defer v.scratch.Put(sc)
+	sc.info = InitialInfo{
 		RemoteAddr:         remote,
 		DestConnID:         hdr.DestConnID,
 		SrcConnID:          hdr.SrcConnID,
@@ -122,15 +142,16 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 		HandshakesInFlight: unvalidated,
 		UnvalidatedBytes:   unvalidatedBytes,
 	}
+	info := &sc.info
 	now := time.Now()
 	if len(hdr.Token) > 0 {
 		v.mu.Lock()
-		v.checkToken(hdr, from, now, &info.Token)
+		v.checkToken(hdr, from, now, &info.Token, sc.payload[:0])
 		v.mu.Unlock()
 	}
 	// The policy is the application's: it runs without our lock (it may
 	// call SetTokenSecret, say).
-	d := v.policy(&info)
+	d := v.policy(info)
 	tk := &info.Token
 	switch {
 	case d == AddressDrop:
@@ -162,7 +183,7 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 	if !from.IsValid() || len(hdr.DestConnID) > token.MaxCIDLen {
 		return initialDecision{action: initialDrop}
 	}
-	scid := v.s.t.newConnID() // the ConnectionIDGenerator's: without our lock
+	scid := v.s.t.appendConnID(room.scid[:0]) // the ConnectionIDGenerator's: without our lock
 	if len(scid) == 0 {
 		scid = make([]byte, defaultConnIDLength)
 		_, _ = rand.Read(scid)
@@ -174,16 +195,19 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr) initialDe
 		return initialDecision{action: initialDrop}
 	}
 	v.m.retriesSent.Inc()
-	return initialDecision{action: initialRetry, retryToken: bytes.Clone(tok), retrySCID: scid}
+	// Copied out of v.tok, which the lock guards; issuing into room.token
+	// directly would move room to the heap (sealing the token leaks dst).
+	tok = append(room.token[:0], tok...)
+	return initialDecision{action: initialRetry, retryToken: tok, retrySCID: scid}
 }
 
 // replayedLabel is TokenInfo.RejectReason for a replayed NEW_TOKEN token.
 var replayedLabel = rejectLabel(token.ReasonReplayed)
 
-// checkToken validates the Initial's token into ti and counts the result.
-// Call with v.mu held.
-func (v *tokenValidator) checkToken(hdr *wire.LongHeader, from netip.AddrPort, now time.Time, ti *TokenInfo) {
-	res, err := v.val.Validate(hdr.Token, token.TypeAny, from, now, v.payload[:0])
+// checkToken validates the Initial's token into ti and counts the result;
+// ti's connection IDs point into payload's array. Call with v.mu held.
+func (v *tokenValidator) checkToken(hdr *wire.LongHeader, from netip.AddrPort, now time.Time, ti *TokenInfo, payload []byte) {
+	res, err := v.val.Validate(hdr.Token, token.TypeAny, from, now, payload)
 	src := 0
 	if res.Source == token.SourceHost || res.Source == token.SourceAgent {
 		src = int(res.Source)

@@ -2,7 +2,6 @@ package quic
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"github.com/turboretry/turboretry/internal/handshake"
 	"github.com/turboretry/turboretry/internal/stateless"
 	"github.com/turboretry/turboretry/internal/wire"
+	"github.com/turboretry/turboretry/token"
 )
 
 // baseServer is the server side of a Transport, shared by Listener and
@@ -36,9 +36,10 @@ type baseServer struct {
 	// them.
 	pending map[*Conn]struct{}
 
-	validator addressValidator // guarded by t.mu
-	early0RTT earlyQueue       // 0-RTT datagrams ahead of their Initial (Allow0RTT)
-	tokens    *tokenValidator  // set when Transport.AddressValidation is
+	early0RTT earlyQueue // 0-RTT datagrams ahead of their Initial (Allow0RTT)
+	// tokens is the address validation (Transport.AddressValidation, or
+	// quic-go's default), set before the listener is registered.
+	tokens *tokenValidator
 	// responder applies the stateless rules the offload agent applies too
 	// (internal/stateless): Version Negotiation, which Initials may open a
 	// connection, the Retry and stateless close packets.
@@ -87,8 +88,12 @@ type initialDecision struct {
 	validatedBy TokenKind
 }
 
-// addressValidator decides what to do with a connection-creating Initial.
-type addressValidator func(hdr *wire.LongHeader, remote net.Addr) initialDecision
+// retryRoom is the caller's room for what a Retry decision points to,
+// its token and SCID, so that deciding on an Initial does not allocate.
+type retryRoom struct {
+	token [token.MaxTokenLen]byte
+	scid  [wire.MaxConnIDLen]byte
+}
 
 // ListenAddr listens for QUIC connections on a new UDP socket bound to addr.
 // Closing the listener stops accepting; the socket closes once its last
@@ -244,7 +249,6 @@ func (t *Transport) listen(tlsConf *tls.Config, config *Config, early bool) (*ba
 			return nil, err
 		}
 		s.tokens = v
-		s.validator = v.decide
 		t.avMetrics = v.m
 	}
 	t.server = s
@@ -346,37 +350,22 @@ func (s *baseServer) notPending(c *Conn) {
 
 // decideInitial is the address-validation hook: it runs on a client Initial
 // that would create a connection, before any connection state exists.
-// Without a validator (Transport.AddressValidation nil) every Initial is
-// accepted; with one, tokenValidator.decide checks universal tokens and
-// asks the AddressPolicy.
-func (s *baseServer) decideInitial(hdr *wire.LongHeader, remote net.Addr) initialDecision {
-	s.t.mu.Lock()
-	v := s.validator
-	s.t.mu.Unlock()
-	if v == nil {
+// tokenValidator.decide checks universal tokens and asks the AddressPolicy;
+// a server without one (tests) accepts every Initial. The Retry decision's
+// token and SCID are in room.
+func (s *baseServer) decideInitial(hdr *wire.LongHeader, remote net.Addr, room *retryRoom) initialDecision {
+	if s.tokens == nil {
 		return initialDecision{action: initialAccept}
 	}
-	return v(hdr, remote)
-}
-
-// setValidator installs the address-validation hook.
-func (s *baseServer) setValidator(v addressValidator) {
-	s.t.mu.Lock()
-	s.validator = v
-	s.t.mu.Unlock()
+	// A concrete method, not a func value: escape analysis follows it,
+	// so the caller's header and room stay on its stack.
+	return s.tokens.decide(hdr, remote, room)
 }
 
 // sendRetry answers a client Initial with a Retry carrying token
-// (RFC 9000 section 17.2.5), without creating any state; buf takes the
-// packet. A nil scid picks one of the Transport's IDs.
+// (RFC 9000 section 17.2.5), without creating any state; scid is the
+// Retry's SCID, which the token binds, and buf takes the packet.
 func (s *baseServer) sendRetry(hdr *wire.LongHeader, remote net.Addr, token, scid, buf []byte) {
-	if scid == nil {
-		scid = s.t.newConnID()
-	}
-	if len(scid) == 0 {
-		scid = make([]byte, defaultConnIDLength)
-		_, _ = rand.Read(scid)
-	}
 	b, err := s.responder.AppendRetry(buf, hdr, scid, token)
 	if err != nil {
 		return
@@ -442,7 +431,8 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 		s.refuseInitial(r, &hdr, p.remote, (*out)[:0])
 		return
 	}
-	dec := s.decideInitial(&hdr, p.remote)
+	var room retryRoom
+	dec := s.decideInitial(&hdr, p.remote, &room)
 	if full {
 		if dec.action != initialAccept || dec.validatedBy != TokenNewToken {
 			s.refuseInitial(r, &hdr, p.remote, (*out)[:0])

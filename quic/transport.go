@@ -399,22 +399,26 @@ func (t *Transport) write(b []byte, addr net.Addr) error {
 	return err
 }
 
-// newConnID returns a connection ID of our length not in use, from the
-// Transport's generator; should that fail, a random one.
-func (t *Transport) newConnID() []byte {
+// appendConnID appends a connection ID of our length not in use to dst,
+// from the Transport's generator; should that fail (or a Transport never
+// initialized have none: tests), a random one. With room in dst it does
+// not allocate, but for the random one.
+func (t *Transport) appendConnID(dst []byte) []byte {
 	for {
-		var b []byte
-		if t.cidGen == nil {
-			b = make([]byte, t.cidLen) // a Transport never initialized (tests)
-			_, _ = rand.Read(b)
-		} else if c, err := t.cidGen.New(); err == nil {
-			b = c.Bytes()
-		} else {
-			b = make([]byte, t.cidLen)
-			_, _ = rand.Read(b)
+		b := dst
+		if t.cidGen != nil {
+			if c, err := t.cidGen.New(); err == nil {
+				b = c.AppendTo(dst)
+			}
+		}
+		if len(b) == len(dst) && t.cidLen > 0 {
+			// A fresh slice: crypto/rand.Read would make dst escape.
+			r := make([]byte, t.cidLen)
+			_, _ = rand.Read(r)
+			b = append(dst, r...)
 		}
 		t.mu.Lock()
-		_, used := t.handlers[string(b)]
+		_, used := t.handlers[string(b[len(dst):])]
 		t.mu.Unlock()
 		if !used || t.cidLen == 0 {
 			return b
