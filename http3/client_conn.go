@@ -157,10 +157,11 @@ func (cc *ClientConn) ReceivedSettings() <-chan struct{} { return cc.peer.Receiv
 func (cc *ClientConn) Settings() *Settings { return cc.peer.Settings() }
 
 // CloseWithError closes the connection with an application error code.
-// Its qlog trace, QUIC and HTTP/3 events, has ended when it returns.
+// Its qlog trace, QUIC and HTTP/3 events, has ended when it returns (so
+// it must not be called from the trace's own recorder).
 func (cc *ClientConn) CloseWithError(code quic.ApplicationErrorCode, msg string) error {
 	err := cc.qc.CloseWithError(code, msg)
-	cc.qlog.endConn()
+	cc.qlog.endConnAndWait()
 	return err
 }
 

@@ -26,7 +26,8 @@ type qlogProducer struct {
 	mu        sync.Mutex
 	r         qlogwriter.Recorder // nil once closed
 	holds     int
-	connEnded bool // the connection's hold was released (endConn)
+	connEnded bool          // the connection's hold was released (endConn)
+	done      chan struct{} // closed once the recorder is
 }
 
 // newQlogProducer adds a producer to qc's trace; nil when qc has none or
@@ -40,7 +41,7 @@ func newQlogProducer(qc *quic.Conn) *qlogProducer {
 	if r == nil {
 		return nil
 	}
-	p := &qlogProducer{r: r, holds: 1}
+	p := &qlogProducer{r: r, holds: 1, done: make(chan struct{})}
 	context.AfterFunc(qc.Context(), p.endConn)
 	return p
 }
@@ -60,6 +61,17 @@ func (p *qlogProducer) endConn() {
 	if !ended {
 		p.release()
 	}
+}
+
+// endConnAndWait is endConn, then waits for the recorder to be closed:
+// an event being recorded on another goroutine meanwhile (a client's only
+// other holder) closes it when it is done.
+func (p *qlogProducer) endConnAndWait() {
+	if p == nil {
+		return
+	}
+	p.endConn()
+	<-p.done
 }
 
 // hold keeps the recorder open until the matching release.
@@ -93,6 +105,7 @@ func (p *qlogProducer) release() {
 	p.mu.Unlock()
 	if r != nil {
 		_ = r.Close()
+		close(p.done)
 	}
 }
 
