@@ -37,8 +37,8 @@ func readGroup(t *testing.T, g *Group, got chan received) {
 // that joins the port. Before the switch new clients still go to
 // generation 0; after it they go to generation 1 while every ID of
 // generation 0 (short headers and Handshakes, from any port) still reaches
-// its generation-0 worker, and an Initial with a generation-0 ID (a client
-// Retried by the old process) goes to generation 1. Switching back (the
+// its generation-0 worker, Initials too (the rest of a handshake the old
+// process began). Switching back (the
 // successor failed) returns new clients to generation 0. A third group
 // cannot take generation 0 while its sockets are open, and can once they
 // are closed (the old process exited).
@@ -110,10 +110,13 @@ func TestHandoverOnLoopback(t *testing.T) {
 	}
 	newClients(1)
 	ownIDs()
-	retried, _ := ids.Append(nil, 3) // a Retry SCID of generation 0
+	// An Initial to a generation-0 ID (the rest of a handshake the old
+	// process began, or a client it sent a Retry) goes to that process,
+	// which alone can decrypt it.
+	retried, _ := ids.Append(nil, 3) // generation 0, worker 3
 	for i, s := range senders {
-		if w := deliver(t, s, got, longHeader(0, retried, 1200, next())); w>>7 != 1 {
-			t.Fatalf("Initial after the old generation's Retry, port %d: slot %d", i, w)
+		if w := deliver(t, s, got, longHeader(0, retried, 1200, next())); w != 3 {
+			t.Fatalf("Initial to generation 0 worker 3, port %d: slot %d", i, w)
 		}
 	}
 	if w := deliver(t, senders[0], got, longHeader(2, retried, 80, next())); w != 3 {

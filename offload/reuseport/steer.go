@@ -1,8 +1,6 @@
 package reuseport
 
 import (
-	"encoding/binary"
-
 	"github.com/turboretry/turboretry/internal/siphash"
 	"github.com/turboretry/turboretry/quiclb"
 )
@@ -60,18 +58,6 @@ func (s *steering) serverSlot(cid []byte) int {
 	return int(octet)
 }
 
-// isInitial is is_initial of the C program.
-func isInitial(p []byte) bool {
-	typ := p[0] >> 4 & 3
-	if binary.BigEndian.Uint32(p[1:5]) == quicV2 {
-		return typ == 1
-	}
-	return typ == 0
-}
-
-// quicV2 is QUIC version 2 (RFC 9369), whose Initial is long-header type 1.
-const quicV2 = 0x6b3343cf
-
 // pick returns the socket slot of a UDP payload, or -1 with the reason
 // when the kernel's default choice applies. It mirrors tr_steer line by
 // line.
@@ -96,7 +82,7 @@ func (s *steering) pick(p []byte) (int, Reason) {
 	}
 	dcid := p[longHeaderLen : longHeaderLen+dlen]
 	if dlen == n {
-		if w := s.serverSlot(dcid); w >= 0 && (w>>7 == s.current || !isInitial(p)) {
+		if w := s.serverSlot(dcid); w >= 0 {
 			return w, Steered
 		}
 	}

@@ -8,8 +8,10 @@
  *   - a short header, or a long header whose DCID has the server's length,
  *     whose DCID is one of the server's IDs (tr_cid.h: first octet, and the
  *     MAC when configured) -> the generation and worker inside the ID,
- *     except an Initial of the other generation (a client that got a
- *     Retry from the process that is draining), which is hashed;
+ *     Initials too: a client that got our first Initial (an ACK of the
+ *     first datagram of its two-datagram ClientHello, say) sends the rest
+ *     of its handshake's Initials to our ID, and only the process that
+ *     issued it holds that connection;
  *   - any other long header (a client-chosen DCID: first Initials, their
  *     retransmissions, 0-RTT) -> SipHash of the DCID modulo the current
  *     generation's workers, so all packets of one client DCID land
@@ -142,17 +144,6 @@ static __attribute__((always_inline)) int server_slot(const struct tr_rp_config 
 	return w;
 }
 
-/* An Initial packet (QUIC v1 type 0, v2 type 1; RFC 9369). */
-static __attribute__((always_inline)) int is_initial(const tr_u8 *b)
-{
-	tr_u32 version = (tr_u32)b[1] << 24 | (tr_u32)b[2] << 16 | (tr_u32)b[3] << 8 | b[4];
-	tr_u32 type = (b[0] >> 4) & 3;
-
-	if (version == 0x6b3343cf)
-		return type == 1;
-	return type == 0;
-}
-
 static __attribute__((always_inline)) int select_worker(struct sk_reuseport_md *ctx, tr_u32 index,
 						     enum tr_rp_reason reason)
 {
@@ -201,10 +192,12 @@ int tr_steer(struct sk_reuseport_md *ctx)
 		return count(TR_RP_TRUNCATED);
 	if (dlen == cfg->cid.len) {
 		w = server_slot(cfg, b + TR_LONG_HLEN);
-		/* The other generation's Initial is the second Initial of a
-		 * client the draining process sent a Retry: the current
-		 * generation accepts it (the token keys are shared). */
-		if (w >= 0 && ((tr_u32)w >> 7 == gen || !is_initial(b)))
+		/* An Initial to the draining generation's ID goes there too: it
+		 * may be the rest of a handshake in progress there (the current
+		 * generation cannot decrypt it: the keys come from the client's
+		 * first DCID). A client the draining process sent a Retry
+		 * gets its connection there, served going away. */
+		if (w >= 0)
 			return select_worker(ctx, (tr_u32)w, TR_RP_STEERED);
 	}
 	/* A client-chosen DCID: a hash keeps an Initial's retransmissions and
