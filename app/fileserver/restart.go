@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/turboretry/turboretry/offload/host"
@@ -42,7 +43,9 @@ func (in *Inheritance) Close() {
 var ErrNotRestartable = errors.New("this server cannot hand over without losing connections")
 
 // listen binds the TCP and metrics listeners, or takes the inherited ones.
-func (c *Config) listen() (ln, metricsLn net.Listener, err error) {
+// probeUDP checks that HTTP/3 will be able to bind the TCP port's number
+// (see listenTCPWithUDPFree); it runs where the UDP sockets will live.
+func (c *Config) listen(probeUDP func(*net.TCPAddr) error) (ln, metricsLn net.Listener, err error) {
 	in := c.Inherited
 	if in != nil && in.TCP != nil {
 		if ln, err = net.FileListener(in.TCP); err != nil {
@@ -50,8 +53,8 @@ func (c *Config) listen() (ln, metricsLn net.Listener, err error) {
 		}
 		_ = in.TCP.Close()
 		in.TCP = nil
-	} else if ln, err = net.Listen("tcp", c.Addr); err != nil {
-		return nil, nil, fmt.Errorf("listening on %s: %w", c.Addr, err)
+	} else if ln, err = c.listenTCPWithUDPFree(probeUDP); err != nil {
+		return nil, nil, err
 	}
 	if c.MetricsAddr == "" {
 		return ln, nil, nil
@@ -71,6 +74,53 @@ func (c *Config) listen() (ln, metricsLn net.Listener, err error) {
 		return nil, nil, fmt.Errorf("metrics: listening on %s: %w", c.MetricsAddr, err)
 	}
 	return ln, metricsLn, nil
+}
+
+// udpPortTries bounds how many kernel-chosen ports listenTCPWithUDPFree
+// tries before it gives up.
+const udpPortTries = 16
+
+// listenTCPWithUDPFree binds the TCP listener on a port whose number is
+// also free for UDP, where HTTP/3 binds later (in Serve, after "Serving"
+// is printed). Without the check, a port the kernel chose for TCP could
+// be held by some other program's UDP socket, and the server would
+// announce a URL and then fail; with an explicit port, the operator gets
+// the UDP error at once. The probe socket is closed at once, so a socket
+// bound in between can still take the port; Serve then fails, clearly.
+func (c *Config) listenTCPWithUDPFree(probeUDP func(*net.TCPAddr) error) (net.Listener, error) {
+	for try := 1; ; try++ {
+		ln, err := net.Listen("tcp", c.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("listening on %s: %w", c.Addr, err)
+		}
+		tcp := ln.Addr().(*net.TCPAddr)
+		if probeUDP == nil {
+			return ln, nil
+		}
+		err = probeUDP(tcp)
+		if err == nil {
+			return ln, nil
+		}
+		ln.Close()
+		if !c.kernelChoosesPort() || try == udpPortTries || !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("HTTP/3: UDP port %d (the TCP port's number) is not free: %w", tcp.Port, err)
+		}
+	}
+}
+
+// kernelChoosesPort reports whether Addr leaves the port to the kernel.
+func (c *Config) kernelChoosesPort() bool {
+	_, port, err := net.SplitHostPort(c.Addr)
+	return err == nil && (port == "" || port == "0")
+}
+
+// probeUDPPort binds and closes a UDP socket on the TCP address's port.
+func probeUDPPort(tcp *net.TCPAddr) error {
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: tcp.IP, Port: tcp.Port, Zone: tcp.Zone})
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 // CanHandOver returns nil when Handover would succeed, or why not.

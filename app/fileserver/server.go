@@ -94,7 +94,11 @@ func New(cfg Config) (_ *Server, err error) {
 
 	// Listeners first: an address in use should fail before any file
 	// is created in the state directory.
-	if s.ln, s.metricsLn, err = cfg.listen(); err != nil {
+	probe := func(tcp *net.TCPAddr) error { return s.inNetns(func() error { return probeUDPPort(tcp) }) }
+	if cfg.Inherited != nil {
+		probe = nil // the previous process holds the UDP port
+	}
+	if s.ln, s.metricsLn, err = cfg.listen(probe); err != nil {
 		return nil, err
 	}
 
