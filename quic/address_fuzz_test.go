@@ -40,7 +40,7 @@ func FuzzAddressValidation(f *testing.F) {
 			dcid = dcid[:wire.MaxConnIDLen]
 		}
 		hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: wire.Version1, DestConnID: dcid, SrcConnID: []byte{7}, Token: tok}
-		dec := v.decide(&hdr, remote, new(retryRoom))
+		dec := v.decide(&hdr, addrPortOf(remote), nil, new(retryRoom))
 		switch dec.action {
 		case initialAccept:
 			if !dec.validated {

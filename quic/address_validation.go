@@ -2,6 +2,8 @@ package quic
 
 import (
 	"net"
+	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/turboretry/turboretry/token"
@@ -120,11 +122,18 @@ type TokenInfo struct {
 	IssuedAt time.Time
 }
 
-// InitialInfo is what an AddressPolicy sees about a client Initial. It and
-// its byte slices are only valid during the call: the listener reuses it
-// for the next Initial.
+// InitialInfo is what an AddressPolicy sees about a client Initial. It, its
+// byte slices and the address RemoteAddr points to are only valid during
+// the call: the listener reuses them for the next Initial. Keep
+// RemoteAddrPort, a value, to remember the client.
 type InitialInfo struct {
+	// RemoteAddr is the client's address, a *net.UDPAddr unless the
+	// Transport's socket is another PacketConn that gives other addresses.
 	RemoteAddr net.Addr
+	// RemoteAddrPort is the client's address and port, an IPv4-mapped
+	// IPv6 address unmapped; the zero AddrPort when RemoteAddr is no IP
+	// address.
+	RemoteAddrPort netip.AddrPort
 	// DestConnID and SrcConnID are the Initial's connection IDs.
 	DestConnID []byte
 	SrcConnID  []byte
@@ -196,9 +205,21 @@ func AutoRetryBudget(threshold int, maxBytes int64) AddressPolicy {
 // verify returns true get a Retry.
 func VerifySourceAddress(verify func(net.Addr) bool) AddressPolicy {
 	return func(in *InitialInfo) AddressDecision {
-		if in.Token.Valid || !verify(in.RemoteAddr) {
+		// A copy: quic-go's callback may keep its argument.
+		if in.Token.Valid || !verify(cloneAddr(in.RemoteAddr)) {
 			return AddressAccept
 		}
 		return AddressRetry
 	}
+}
+
+// cloneAddr returns a copy of a *net.UDPAddr, or a itself.
+func cloneAddr(a net.Addr) net.Addr {
+	ua, ok := a.(*net.UDPAddr)
+	if !ok {
+		return a
+	}
+	c := *ua
+	c.IP = slices.Clone(ua.IP)
+	return &c
 }

@@ -3,6 +3,8 @@ package quic
 import (
 	"errors"
 	"net"
+	"net/netip"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -317,5 +319,36 @@ func TestSetTokenSecret(t *testing.T) {
 	defer bare.Close()
 	if err := bare.SetTokenSecret(other); err == nil {
 		t.Error("SetTokenSecret without a listener succeeded")
+	}
+}
+
+// The policy sees the sender of a batched read (a netip.AddrPort, no
+// net.Addr yet) as both RemoteAddr and RemoteAddrPort, an IPv4-mapped
+// address unmapped; VerifySourceAddress gets a copy it may keep.
+func TestPolicySeesSender(t *testing.T) {
+	var seen []string
+	var kept []net.Addr
+	verify := VerifySourceAddress(func(a net.Addr) bool { kept = append(kept, a); return false })
+	policy := func(in *InitialInfo) AddressDecision {
+		seen = append(seen, in.RemoteAddr.String()+" "+in.RemoteAddrPort.String())
+		verify(in)
+		return AddressDrop
+	}
+	tr := &Transport{Conn: newSinkPacketConn(), AddressValidation: &AddressValidationConfig{Policy: policy}}
+	t.Cleanup(func() { tr.Close() })
+	ln, err := tr.Listen(serverTLS(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkt := buildClientInitial(t, []byte{1, 2, 3, 4, 5, 6, 7, 8}, []byte{9}, nil, minInitialSize)
+	for _, from := range []string{"[::ffff:198.18.0.7]:4433", "[2001:db8::1]:443", "198.18.0.9:1"} {
+		ln.s.handleUnknownLongHeader(receivedPacket{data: pkt, addrPort: netip.MustParseAddrPort(from)})
+	}
+	want := []string{"198.18.0.7:4433 198.18.0.7:4433", "[2001:db8::1]:443 [2001:db8::1]:443", "198.18.0.9:1 198.18.0.9:1"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("the policy saw %q, want %q", seen, want)
+	}
+	if len(kept) != 3 || kept[0].String() != "198.18.0.7:4433" || kept[1].String() != "[2001:db8::1]:443" {
+		t.Errorf("VerifySourceAddress's callback kept %v: its addresses changed after the call", kept)
 	}
 }

@@ -45,6 +45,27 @@ type tokenValidator struct {
 type initialScratch struct {
 	info    InitialInfo
 	payload [token.MaxPayloadLen]byte
+	// remote is info.RemoteAddr, its IP in ip: the datagram's sender
+	// came as a netip.AddrPort, and a fresh net.UDPAddr would allocate
+	// twice per Initial.
+	remote net.UDPAddr
+	ip     [16]byte
+}
+
+// remoteAddr returns from as a *net.UDPAddr held in sc (valid until sc
+// goes back to the pool).
+func (sc *initialScratch) remoteAddr(from netip.AddrPort) *net.UDPAddr {
+	a := from.Addr()
+	var n int
+	if a.Is4() {
+		b := a.As4()
+		n = copy(sc.ip[:], b[:])
+	} else if a.IsValid() {
+		b := a.As16()
+		n = copy(sc.ip[:], b[:])
+	}
+	sc.remote = net.UDPAddr{IP: sc.ip[:n:n], Port: int(from.Port()), Zone: a.Zone()}
+	return &sc.remote
 }
 
 func newTokenValidator(cfg *AddressValidationConfig, s *baseServer) (*tokenValidator, error) {
@@ -126,16 +147,21 @@ func addrPortOf(remote net.Addr) netip.AddrPort {
 
 // decide is the address-validation verdict on a client Initial. A Retry
 // decision's token and SCID are written into room.
-func (v *tokenValidator) decide(hdr *wire.LongHeader, remote net.Addr, room *retryRoom) initialDecision {
-	from := addrPortOf(remote)
+// The sender is from, and remote when the socket gave a net.Addr
+// (a PacketConn that is no *net.UDPConn), else nil.
+func (v *tokenValidator) decide(hdr *wire.LongHeader, from netip.AddrPort, remote net.Addr, room *retryRoom) initialDecision {
 	unvalidated, unvalidatedBytes := v.s.unvalidatedLoad()
 	sc, _ := v.scratch.Get().(*initialScratch)
 	if sc == nil {
 		sc = new(initialScratch)
 	}
 	defer v.scratch.Put(sc)
+	if remote == nil {
+		remote = sc.remoteAddr(from)
+	}
 	sc.info = InitialInfo{
 		RemoteAddr:         remote,
+		RemoteAddrPort:     from,
 		DestConnID:         hdr.DestConnID,
 		SrcConnID:          hdr.SrcConnID,
 		Version:            hdr.Version,

@@ -2,7 +2,6 @@ package quic
 
 import (
 	"math"
-	"net"
 	"net/netip"
 	"time"
 	"unsafe"
@@ -172,8 +171,8 @@ func orDefault(v, def int) int {
 
 // prefixOf returns the source prefix remote belongs to; the zero Prefix
 // when remote is no IP address (all such clients share one entry).
-func (a *prefixAdmission) prefixOf(remote net.Addr) netip.Prefix {
-	addr := addrPortOf(remote).Addr()
+func (a *prefixAdmission) prefixOf(from netip.AddrPort) netip.Prefix {
+	addr := from.Addr()
 	bits := a.v6Bits
 	if addr.Is4() {
 		bits = a.v4Bits
@@ -399,7 +398,7 @@ func (a *prefixAdmission) tableBytes() int64 {
 // connection: the listener's global limits, less the part reserved for
 // returning clients unless it is one, then its prefix's share and rate
 // (when Config.Admission is set). It counts nothing: refuseInitial does.
-func (s *baseServer) checkAdmission(remote net.Addr, returning bool) (RefusalReason, bool) {
+func (s *baseServer) checkAdmission(from netip.AddrPort, returning bool) (RefusalReason, bool) {
 	a := s.prefixes
 	var now time.Time
 	if a != nil && a.rate > 0 {
@@ -420,7 +419,7 @@ func (s *baseServer) checkAdmission(remote net.Addr, returning bool) (RefusalRea
 	case len(s.acceptCh) >= s.config.AcceptBacklog:
 		return RefusedBacklogFull, true
 	case a != nil:
-		return a.check(a.prefixOf(remote), &s.load, s.config, now)
+		return a.check(a.prefixOf(from), &s.load, s.config, now)
 	}
 	return 0, false
 }
@@ -429,18 +428,18 @@ func (s *baseServer) checkAdmission(remote net.Addr, returning bool) (RefusalRea
 // stateless CONNECTION_REFUSED (built in buf, or the one sent for an
 // earlier Initial of the same attempt: refusalCloses), counting it, and
 // with Config.Admission in its prefix's refusals too.
-func (s *baseServer) refuseInitial(r RefusalReason, hdr *wire.LongHeader, remote net.Addr, buf []byte) {
+func (s *baseServer) refuseInitial(r RefusalReason, hdr *wire.LongHeader, to *receivedPacket, buf []byte) {
 	s.t.countRefused(r)
 	if a := s.prefixes; a != nil {
 		s.mu.Lock()
-		a.countRefusal(a.prefixOf(remote))
+		a.countRefusal(a.prefixOf(to.sender()))
 		s.mu.Unlock()
 	}
 	b, err := s.refusals.appendClose(buf, s.responder, hdr, ConnectionRefused)
 	if err != nil {
 		return
 	}
-	s.t.write(b, remote)
+	s.t.replyTo(to, b)
 }
 
 // TopRefusedPrefixes returns up to 8 client source prefixes whose

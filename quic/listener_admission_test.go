@@ -45,10 +45,10 @@ func TestPrefixOf(t *testing.T) {
 		{"[2001:db8:1:2ff:1:2:3:4]:443", "2001:db8:1:200::/56", "2001:db8:1::/48"},
 	} {
 		ua := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(c.addr))
-		if got := a.prefixOf(ua).String(); got != c.want {
+		if got := a.prefixOf(addrPortOf(ua)).String(); got != c.want {
 			t.Errorf("prefixOf(%s) = %s, want %s", c.addr, got, c.want)
 		}
-		if got := b.prefixOf(ua).String(); got != c.want2 {
+		if got := b.prefixOf(addrPortOf(ua)).String(); got != c.want2 {
 			t.Errorf("prefixOf(%s) with /16 and /48 = %s, want %s", c.addr, got, c.want2)
 		}
 	}
@@ -249,11 +249,11 @@ func TestAdmissionCheckAllocs(t *testing.T) {
 	conf := &Config{MaxConnections: 10, MaxHandshakes: 10, AcceptBacklog: 10}
 	s := &baseServer{config: conf, acceptCh: make(chan *Conn, 1), prefixes: newPrefixAdmission(&AdmissionConfig{NewConnectionRate: 5})}
 	remote := net.UDPAddrFromAddrPort(simPrefixAddr(1, 1))
-	s.prefixes.admit(s.prefixes.prefixOf(remote), time.Now())
+	s.prefixes.admit(s.prefixes.prefixOf(addrPortOf(remote)), time.Now())
 	s.load.conns, s.load.handshaking = 6, 6
 	if n := testing.AllocsPerRun(100, func() {
-		if r, refused := s.checkAdmission(remote, false); refused {
-			s.prefixes.countRefusal(s.prefixes.prefixOf(remote))
+		if r, refused := s.checkAdmission(addrPortOf(remote), false); refused {
+			s.prefixes.countRefusal(s.prefixes.prefixOf(addrPortOf(remote)))
 			_ = r
 		}
 	}); n != 0 {

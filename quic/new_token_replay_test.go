@@ -147,13 +147,13 @@ func TestNewTokenRetransmissionAtHost(t *testing.T) {
 			tok := mintNewToken(t, client.Addr())
 			hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: wire.Version1, DestConnID: []byte{1, 2, 3, 4, 5, 6, 7, 8}, SrcConnID: []byte{7}, Token: tok}
 			for i := range 2 {
-				if dec := v.decide(&hdr, remote, new(retryRoom)); tc.replay != initialDrop && (dec.action != initialAccept || !dec.validated || dec.validatedBy != TokenNewToken) {
+				if dec := v.decide(&hdr, addrPortOf(remote), nil, new(retryRoom)); tc.replay != initialDrop && (dec.action != initialAccept || !dec.validated || dec.validatedBy != TokenNewToken) {
 					t.Fatalf("Initial %d: %+v, want accepted as validated by the token", i, dec)
 				}
 			}
 			again := hdr
 			again.DestConnID = []byte{8, 7, 6, 5, 4, 3, 2, 1}
-			if dec := v.decide(&again, net.UDPAddrFromAddrPort(netip.AddrPortFrom(client.Addr(), 1)), new(retryRoom)); dec.action != tc.replay {
+			if dec := v.decide(&again, netip.AddrPortFrom(client.Addr(), 1), nil, new(retryRoom)); dec.action != tc.replay {
 				t.Fatalf("replay under another DCID: action %v, want %v", dec.action, tc.replay)
 			}
 			st := v.m.snapshot()
@@ -195,7 +195,7 @@ func TestAgentAndHostAgreeOnNewTokens(t *testing.T) {
 		if err := wire.ParseLongHeader(pkt, &hdr); err != nil {
 			t.Fatal(err)
 		}
-		if dec := host.decide(&hdr, net.UDPAddrFromAddrPort(client), new(retryRoom)); dec.action != wantHost {
+		if dec := host.decide(&hdr, client, nil, new(retryRoom)); dec.action != wantHost {
 			t.Fatalf("DCID %x: host %v, want %v", dcid, dec.action, wantHost)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 
 	"github.com/turboretry/turboretry/internal/handshake"
@@ -353,24 +354,24 @@ func (s *baseServer) notPending(c *Conn) {
 // tokenValidator.decide checks universal tokens and asks the AddressPolicy;
 // a server without one (tests) accepts every Initial. The Retry decision's
 // token and SCID are in room.
-func (s *baseServer) decideInitial(hdr *wire.LongHeader, remote net.Addr, room *retryRoom) initialDecision {
+func (s *baseServer) decideInitial(hdr *wire.LongHeader, from netip.AddrPort, remote net.Addr, room *retryRoom) initialDecision {
 	if s.tokens == nil {
 		return initialDecision{action: initialAccept}
 	}
 	// A concrete method, not a func value: escape analysis follows it,
 	// so the caller's header and room stay on its stack.
-	return s.tokens.decide(hdr, remote, room)
+	return s.tokens.decide(hdr, from, remote, room)
 }
 
 // sendRetry answers a client Initial with a Retry carrying token
 // (RFC 9000 section 17.2.5), without creating any state; scid is the
 // Retry's SCID, which the token binds, and buf takes the packet.
-func (s *baseServer) sendRetry(hdr *wire.LongHeader, remote net.Addr, token, scid, buf []byte) {
+func (s *baseServer) sendRetry(hdr *wire.LongHeader, to *receivedPacket, token, scid, buf []byte) {
 	b, err := s.responder.AppendRetry(buf, hdr, scid, token)
 	if err != nil {
 		return
 	}
-	s.t.write(b, remote)
+	s.t.replyTo(to, b)
 }
 
 // handleUnknownLongHeader handles a long-header datagram whose DCID matches
@@ -393,7 +394,7 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 			s.t.countDropped(DropUnsupportedVersion, len(p.data))
 			return
 		}
-		s.t.write(reply, p.remote)
+		s.t.replyTo(&p, reply)
 		var ih wire.InvariantHeader
 		if s.t.Tracer != nil && wire.ParseInvariantHeader(p.data, &ih) == nil {
 			s.t.traceVersionNegotiation(ih.SrcConnID, ih.DestConnID, s.responder.Versions(nil))
@@ -426,20 +427,21 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 	// with a token may still be a returning client, for which the part
 	// of the limits reserved for them counts (Config.Admission): its
 	// token is checked first.
-	r, full := s.checkAdmission(p.remote, false)
+	from := p.sender()
+	r, full := s.checkAdmission(from, false)
 	if full && (len(hdr.Token) == 0 || s.prefixes == nil) {
-		s.refuseInitial(r, &hdr, p.remote, (*out)[:0])
+		s.refuseInitial(r, &hdr, &p, (*out)[:0])
 		return
 	}
 	var room retryRoom
-	dec := s.decideInitial(&hdr, p.remote, &room)
+	dec := s.decideInitial(&hdr, from, p.remote, &room)
 	if full {
 		if dec.action != initialAccept || dec.validatedBy != TokenNewToken {
-			s.refuseInitial(r, &hdr, p.remote, (*out)[:0])
+			s.refuseInitial(r, &hdr, &p, (*out)[:0])
 			return
 		}
-		if r, full := s.checkAdmission(p.remote, true); full {
-			s.refuseInitial(r, &hdr, p.remote, (*out)[:0])
+		if r, full := s.checkAdmission(from, true); full {
+			s.refuseInitial(r, &hdr, &p, (*out)[:0])
 			return
 		}
 	}
@@ -451,7 +453,7 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 		// One for a corrupted Initial costs the client a round trip at
 		// most (it takes a Retry only before the server's Initial, and
 		// only if the integrity tag over its own DCID checks).
-		s.sendRetry(&hdr, p.remote, dec.retryToken, dec.retrySCID, (*out)[:0])
+		s.sendRetry(&hdr, &p, dec.retryToken, dec.retrySCID, (*out)[:0])
 		return
 	default:
 		return
@@ -479,16 +481,18 @@ func (s *baseServer) handleUnknownLongHeader(p receivedPacket) {
 		if m := s.avMetrics(); m != nil {
 			m.invalidToken.Inc()
 		}
-		s.sendStatelessClose(&hdr, p.remote, InvalidToken, (*out)[:0])
+		s.sendStatelessClose(&hdr, &p, InvalidToken, (*out)[:0])
 		return
 	}
-	ctx, conf, err := s.connectionFor(p.remote, dec.validated)
+	// The first allocation for this sender: its Initial decrypted.
+	remote := p.remoteAddr()
+	ctx, conf, err := s.connectionFor(remote, dec.validated)
 	if err != nil {
 		s.t.countRefused(RefusedByApplication)
-		s.sendStatelessClose(&hdr, p.remote, ConnectionRefused, (*out)[:0])
+		s.sendStatelessClose(&hdr, &p, ConnectionRefused, (*out)[:0])
 		return
 	}
-	c, err := s.newConn(ctx, conf, &hdr, p.remote, sealer, opener, &dec)
+	c, err := s.newConn(ctx, conf, &hdr, remote, sealer, opener, &dec)
 	if err != nil {
 		return
 	}

@@ -97,7 +97,7 @@ func (s *baseServer) admit(c *Conn, remote net.Addr, validated bool) {
 	s.load.handshaking++
 	c.admit.holdsConnSlot, c.admit.holdsHandshakeSlot = true, true
 	if a := s.prefixes; a != nil {
-		c.admit.prefix = a.admit(a.prefixOf(remote), now)
+		c.admit.prefix = a.admit(a.prefixOf(addrPortOf(remote)), now)
 	}
 	if !validated {
 		c.admit.holdsUnvalidated = true
@@ -253,10 +253,10 @@ func (a *admission) updateCost(s *baseServer, spaces *[3]pnSpace, undecryptable 
 // Initial keys of the client's DCID (RFC 9000 sections 10.2.3 and 17.2.2),
 // built in buf. The packet is far smaller than the client's 1200 bytes, so
 // it amplifies nothing.
-func (s *baseServer) sendStatelessClose(hdr *wire.LongHeader, remote net.Addr, code TransportErrorCode, buf []byte) {
+func (s *baseServer) sendStatelessClose(hdr *wire.LongHeader, to *receivedPacket, code TransportErrorCode, buf []byte) {
 	b, err := s.responder.AppendClose(buf, hdr, &qerr.TransportError{Code: qerr.TransportErrorCode(code)})
 	if err != nil {
 		return
 	}
-	s.t.write(b, remote)
+	s.t.replyTo(to, b)
 }

@@ -171,14 +171,14 @@ func TestNewTokenShortDCIDAtHost(t *testing.T) {
 	for name, policy := range map[string]AddressPolicy{"NeverRetry": NeverRetry(), "AlwaysRetry": AlwaysRetry()} {
 		v := hostValidatorForTest(t, policy)
 		hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: wire.Version1, DestConnID: []byte{1, 2, 3, 4}, SrcConnID: []byte{7}, Token: newToken(1)}
-		if dec := v.decide(&hdr, remote, new(retryRoom)); dec.action != initialDrop {
+		if dec := v.decide(&hdr, addrPortOf(remote), nil, new(retryRoom)); dec.action != initialDrop {
 			t.Errorf("%s: new_token token with a 4-byte DCID: %+v, want a drop", name, dec)
 		}
 		// A fresh token: the dropped Initial used the first one up, as at
 		// the agent.
 		hdr.DestConnID = []byte{1, 2, 3, 4, 5, 6, 7, 8}
 		hdr.Token = newToken(2)
-		if dec := v.decide(&hdr, remote, new(retryRoom)); dec.action != initialAccept || !dec.validated {
+		if dec := v.decide(&hdr, addrPortOf(remote), nil, new(retryRoom)); dec.action != initialAccept || !dec.validated {
 			t.Errorf("%s: new_token token with an 8-byte DCID: %+v, want accepted", name, dec)
 		}
 	}
@@ -188,7 +188,7 @@ func TestNewTokenShortDCIDAtHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	hdr := wire.LongHeader{Type: wire.PacketTypeInitial, Version: wire.Version1, DestConnID: rscid, SrcConnID: []byte{7}, Token: tok}
-	if dec := hostValidatorForTest(t, AlwaysRetry()).decide(&hdr, remote, new(retryRoom)); dec.action != initialAccept || !dec.validated || !bytes.Equal(dec.rscid, rscid) {
+	if dec := hostValidatorForTest(t, AlwaysRetry()).decide(&hdr, addrPortOf(remote), nil, new(retryRoom)); dec.action != initialAccept || !dec.validated || !bytes.Equal(dec.rscid, rscid) {
 		t.Errorf("retry token for a 4-byte RSCID: %+v, want accepted", dec)
 	}
 }

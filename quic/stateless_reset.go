@@ -7,7 +7,7 @@ import (
 
 // maybeSendStatelessReset answers a short-header packet for an unknown
 // connection ID with a stateless reset when a StatelessResetKey is set.
-func (t *Transport) maybeSendStatelessReset(p receivedPacket) {
+func (t *Transport) maybeSendStatelessReset(p *receivedPacket) {
 	if t.StatelessResetKey == nil || t.cidLen == 0 {
 		return
 	}
@@ -17,11 +17,13 @@ func (t *Transport) maybeSendStatelessReset(p receivedPacket) {
 		return
 	}
 	token := statelessResetToken(t.StatelessResetKey, p.data[1:1+t.cidLen])
-	b, err := connid.AppendStatelessReset(nil, token, size)
+	out := getBuffer()
+	defer putBuffer(out)
+	b, err := connid.AppendStatelessReset((*out)[:0], token, size)
 	if err != nil {
 		return
 	}
-	t.write(b, p.remote)
+	t.replyTo(p, b)
 }
 
 // statelessResetToken derives the token of a connection ID from the key,

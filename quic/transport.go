@@ -378,16 +378,13 @@ func (t *Transport) handleDatagram(p receivedPacket) {
 		c.deliver(p)
 		return
 	}
-	if p.remote == nil {
-		p.remote = net.UDPAddrFromAddrPort(p.addrPort)
-	}
 	if srv != nil && wire.IsLongHeader(p.data[0]) {
 		srv.handleUnknownLongHeader(p)
 		return
 	}
 	t.countDropped(DropUnknownConnection, len(p.data))
 	if !wire.IsLongHeader(p.data[0]) {
-		t.maybeSendStatelessReset(p)
+		t.maybeSendStatelessReset(&p)
 	}
 	putBuffer(p.buf)
 }
