@@ -1,6 +1,10 @@
 package quic
 
-import "github.com/turboretry/turboretry/qlogwriter"
+import (
+	"sync/atomic"
+
+	"github.com/turboretry/turboretry/qlogwriter"
+)
 
 // callbackOutbox holds the calls into user code that the connection made
 // while it held mu: the events for the Recorder of Config.Tracer (and
@@ -15,6 +19,9 @@ type callbackOutbox struct {
 	recorder      qlogwriter.Recorder
 	events        []qlogwriter.Event
 	closeRecorder bool
+	// recorderClosed is closed once the recorder's Close returned
+	// (Conn.traceEnded).
+	recorderClosed chan struct{}
 	// newRoutes are connection IDs a Transport started routing to us, for
 	// its ConnectionIDAdded; run calls it before writing the datagrams
 	// that announce them.
@@ -70,33 +77,45 @@ func (c *Conn) unlockAndDeliver() {
 	c.outSpare = nil
 	out := c.out.take(spare)
 	c.mu.Unlock()
-	if events := out.deliver(); events != nil {
+	if events := out.deliver(&c.delivering); events != nil {
 		c.outSpare = events
 	}
 }
 
 // deliver makes the calls o holds, in the order they were queued, and
 // returns its events slice emptied for reuse (nil if it had none).
-func (o *callbackOutbox) deliver() []qlogwriter.Event {
-	for _, r := range o.newRoutes {
-		r.t.notifyConnectionID(r.cid)
+// inApp is set while it calls the application's callbacks, which may
+// call Conn.CloseWithError; not for the recorder's calls, the most
+// frequent, from which the connection must not be closed.
+func (o *callbackOutbox) deliver(inApp *atomic.Bool) []qlogwriter.Event {
+	if len(o.newRoutes) > 0 {
+		inApp.Store(true)
+		for _, r := range o.newRoutes {
+			r.t.notifyConnectionID(r.cid)
+		}
+		inApp.Store(false)
 	}
 	for _, ev := range o.events {
 		o.recorder.RecordEvent(ev)
 	}
 	if o.closeRecorder {
 		_ = o.recorder.Close()
+		close(o.recorderClosed)
 	}
 	var spare []qlogwriter.Event
 	if o.events != nil {
 		clear(o.events)
 		spare = o.events[:0]
 	}
-	for _, f := range o.finalSizes {
-		f.cb(f.size)
-	}
-	for _, cb := range o.notifications {
-		cb()
+	if len(o.finalSizes)+len(o.notifications) > 0 {
+		inApp.Store(true)
+		for _, f := range o.finalSizes {
+			f.cb(f.size)
+		}
+		for _, cb := range o.notifications {
+			cb()
+		}
+		inApp.Store(false)
 	}
 	return spare
 }

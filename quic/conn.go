@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turboretry/turboretry/internal/ackgen"
@@ -96,6 +97,7 @@ type receivedPacket struct {
 //     and reading pathState.remote and connExtensions.local without mu
 //     in writeDatagrams, which is safe because only run writes them (with
 //     mu held).
+//   - delivering is an atomic: whoever delivers the outbox sets it.
 //
 // Counters shared with the Transport or the listener are theirs:
 // serverLoad under baseServer.mu, the Transport's budgets atomics.
@@ -126,6 +128,10 @@ type Conn struct {
 	closedCh     chan struct{} // closed when the connection is closed for the user
 	closeWritten chan struct{} // closed once our CONNECTION_CLOSE was written
 	runDone      chan struct{} // closed when run returns
+	// delivering is set while a goroutine makes the outbox's calls into
+	// the application's callbacks (callbackOutbox.deliver); an atomic,
+	// read by CloseWithError without a lock.
+	delivering atomic.Bool
 	// handshakeDoneCh is closed when the TLS handshake completed.
 	handshakeDoneCh chan struct{}
 
@@ -177,6 +183,9 @@ type Conn struct {
 	// alone, is the events slice it delivered last.
 	out      callbackOutbox
 	outSpare []qlogwriter.Event
+	// traceEnded is closed once the recorder was closed, nil without a
+	// recorder (callbackOutbox.recorderClosed).
+	traceEnded chan struct{}
 }
 
 func newConn(ctx context.Context, t *Transport, isClient bool, conf *Config, tlsConf *tls.Config, v wire.Version, remote net.Addr) *Conn {
@@ -659,20 +668,39 @@ func (c *Conn) ConnectionState() ConnectionState {
 
 // CloseWithError closes the connection with an application error code and
 // message, which the peer sees as an ApplicationError. It returns once the
-// CONNECTION_CLOSE was written; the connection's goroutine stays for the
-// closing period (three PTOs) to answer late packets, except for a
-// connection of Dial or DialAddr, whose Transport closes with it at once.
+// CONNECTION_CLOSE was written, and with it the qlog trace ended; the
+// connection's goroutine stays for the closing period (three PTOs) to
+// answer late packets, except for a connection of Dial or DialAddr, whose
+// Transport closes with it at once. On a connection closed already (by
+// the peer, a timeout) it returns once the qlog trace ended. From a
+// callback the connection's goroutine makes (NotifyReadable, ...) it
+// returns at once.
 func (c *Conn) CloseWithError(code ApplicationErrorCode, msg string) error {
 	c.mu.Lock()
 	initiated := c.close.err == nil && !c.close.finished
 	c.closeLocal(&ApplicationError{ErrorCode: code, ErrorMessage: msg})
+	traceEnded := c.traceEnded
 	c.mu.Unlock()
 	c.wake()
-	if initiated {
-		// Like quic-go, return once CONNECTION_CLOSE went to the socket,
-		// so closing the Transport right after cannot swallow it.
+	// Like quic-go, return once CONNECTION_CLOSE went to the socket, so
+	// closing the Transport right after cannot swallow it; but not from
+	// a callback run makes (NotifyReadable, NotifyAcceptable, a final
+	// size, ConnectionIDAdded): run is the caller there, and would wait
+	// for itself. Another goroutine calling in those microseconds returns
+	// at once as well; run writes the close once the callbacks returned.
+	// On a connection closed already (the peer's close, a timeout), it
+	// returns once the qlog recorder was closed, so the trace is whole
+	// for a program that exits then.
+	switch {
+	case c.delivering.Load():
+	case initiated:
 		select {
 		case <-c.closeWritten:
+		case <-c.runDone:
+		}
+	case traceEnded != nil:
+		select {
+		case <-traceEnded:
 		case <-c.runDone:
 		}
 	}

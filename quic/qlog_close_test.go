@@ -46,9 +46,6 @@ func checkQlogEnded(t *testing.T, w *memQlog, initiator string) {
 // state or our one CONNECTION_CLOSE: no metrics_updated after
 // connection_closed (sending the close recorded one when the figures had
 // changed since the last: 17 of 100 -race runs).
-//
-// A connection the peer closed first still closes its trace only when the
-// draining period ends (docs/testing.md, "qlog at close").
 func TestQlogLocalCloseEndsTrace(t *testing.T) {
 	simTest(t, simLink, func(t *testing.T, s *sim) {
 		ctx := s.ctx()
@@ -133,5 +130,23 @@ func TestQlogNothingAfterClose(t *testing.T) {
 		if m, _ := tr.state(); m != n {
 			t.Fatalf("%d events recorded after the close", m-n)
 		}
+	})
+}
+
+// TestQlogPeerCloseEndsTrace: a connection the peer closed first has its
+// trace ended when CloseWithError returns, called once the application
+// saw the close (Context), as a program that exits then does.
+func TestQlogPeerCloseEndsTrace(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		ctx := s.ctx()
+		srv := s.server(nil, nil)
+		w := newMemQlog()
+		c := s.dial(simClientAddr(1), srv.addr, &Config{Qlog: func(Perspective, []byte) io.WriteCloser { return slowCloseQlog{w} }})
+		echoOurs(t, ctx, c, 1)
+		sc := srv.next(t, ctx)
+		_ = sc.CloseWithError(7, "bye")
+		<-c.Context().Done()
+		_ = c.CloseWithError(0, "")
+		checkQlogEnded(t, w, "remote")
 	})
 }

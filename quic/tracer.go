@@ -69,6 +69,8 @@ func (c *Conn) startRecorders() {
 		return
 	}
 	c.out.recorder = r
+	c.out.recorderClosed = make(chan struct{})
+	c.traceEnded = c.out.recorderClosed
 	c.trace = &connTracer{out: &c.out, mtu: c.send.maxDatagram}
 	c.trace.record(qlog.StartedConnection{
 		Local:  tupleEndpoint(c.t.Conn.LocalAddr()),

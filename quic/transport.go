@@ -537,7 +537,11 @@ func (t *Transport) localResetKey() [32]byte {
 }
 
 // Close closes the Transport: listeners stop and every connection on it
-// closes with ErrTransportClosed (without sending CONNECTION_CLOSE).
+// closes with ErrTransportClosed (without sending CONNECTION_CLOSE). It
+// waits for the connections' goroutines to end, so it must not be called
+// from a callback one of them makes (NotifyReadable, NotifyAcceptable, a
+// final size, ConnectionIDAdded, a qlog recorder); start a goroutine for
+// it there.
 func (t *Transport) Close() error {
 	t.close(true)
 	return nil
