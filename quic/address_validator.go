@@ -177,7 +177,10 @@ func (v *tokenValidator) decide(hdr *wire.LongHeader, from netip.AddrPort, remot
 	}
 	// The policy is the application's: it runs without our lock (it may
 	// call SetTokenSecret, say).
+	app := appCalls{t: v.s.t}
+	app.enter()
 	d := v.policy(info)
+	app.exit()
 	tk := &info.Token
 	switch {
 	case d == AddressDrop:

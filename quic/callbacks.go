@@ -77,23 +77,45 @@ func (c *Conn) unlockAndDeliver() {
 	c.outSpare = nil
 	out := c.out.take(spare)
 	c.mu.Unlock()
-	if events := out.deliver(&c.delivering); events != nil {
+	if events := out.deliver(appCalls{&c.delivering, c.t}); events != nil {
 		c.outSpare = events
 	}
 }
 
+// appCalls marks a goroutine's calls into the application's callbacks,
+// which may close the connection or the Transport: CloseWithError and
+// Transport.Close must not then wait for that goroutine, the caller.
+// conn (Conn.delivering) may be nil.
+type appCalls struct {
+	conn *atomic.Bool
+	t    *Transport
+}
+
+func (a appCalls) enter() {
+	if a.conn != nil {
+		a.conn.Store(true)
+	}
+	a.t.inCallbacks.Add(1)
+}
+
+func (a appCalls) exit() {
+	if a.conn != nil {
+		a.conn.Store(false)
+	}
+	a.t.inCallbacks.Add(-1)
+}
+
 // deliver makes the calls o holds, in the order they were queued, and
-// returns its events slice emptied for reuse (nil if it had none).
-// inApp is set while it calls the application's callbacks, which may
-// call Conn.CloseWithError; not for the recorder's calls, the most
-// frequent, from which the connection must not be closed.
-func (o *callbackOutbox) deliver(inApp *atomic.Bool) []qlogwriter.Event {
+// returns its events slice emptied for reuse (nil if it had none). The
+// application's callbacks are made inside app; not the recorder's calls,
+// the most frequent, from which nothing may be closed.
+func (o *callbackOutbox) deliver(app appCalls) []qlogwriter.Event {
 	if len(o.newRoutes) > 0 {
-		inApp.Store(true)
+		app.enter()
 		for _, r := range o.newRoutes {
 			r.t.notifyConnectionID(r.cid)
 		}
-		inApp.Store(false)
+		app.exit()
 	}
 	for _, ev := range o.events {
 		o.recorder.RecordEvent(ev)
@@ -108,14 +130,14 @@ func (o *callbackOutbox) deliver(inApp *atomic.Bool) []qlogwriter.Event {
 		spare = o.events[:0]
 	}
 	if len(o.finalSizes)+len(o.notifications) > 0 {
-		inApp.Store(true)
+		app.enter()
 		for _, f := range o.finalSizes {
 			f.cb(f.size)
 		}
 		for _, cb := range o.notifications {
 			cb()
 		}
-		inApp.Store(false)
+		app.exit()
 	}
 	return spare
 }

@@ -45,6 +45,9 @@ func (t *Transport) defaultAddressValidation(conf *Config) *AddressValidationCon
 // for a connection attempt: the context and Config the connection gets,
 // or an error that refuses it.
 func (s *baseServer) connectionFor(remote net.Addr, validated bool) (context.Context, *Config, error) {
+	app := appCalls{t: s.t}
+	app.enter()
+	defer app.exit()
 	info := &ClientInfo{RemoteAddr: remote, AddrVerified: validated}
 	ctx := context.Background()
 	if f := s.t.ConnContext; f != nil {

@@ -1,8 +1,10 @@
 package quic
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 )
 
 // TestCloseWithErrorFromCallbacks: CloseWithError called from a callback
@@ -79,4 +81,110 @@ func TestCloseWithErrorFromCallbacks(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestTransportCloseFromCallbacks: Transport.Close called from a callback
+// of the receive goroutine (the address policy, ConnContext) or of a
+// connection's (NotifyReadable) returns, and every goroutine of the
+// Transport ends (the bubble would not). It waited for the goroutine
+// making the call.
+func TestTransportCloseFromCallbacks(t *testing.T) {
+	for _, where := range []string{"AddressPolicy", "ConnContext", "NotifyReadable"} {
+		t.Run(where, func(t *testing.T) {
+			simTest(t, simLink, func(t *testing.T, s *sim) {
+				returned := make(chan struct{})
+				tr := &Transport{Conn: s.socket(simServerAddr)}
+				closeTr := func() {
+					_ = tr.Close()
+					close(returned)
+				}
+				switch where {
+				case "AddressPolicy":
+					tr.AddressValidation = &AddressValidationConfig{Policy: func(*InitialInfo) AddressDecision {
+						closeTr()
+						return AddressDrop
+					}}
+				case "ConnContext":
+					tr.ConnContext = func(ctx context.Context, _ *ClientInfo) (context.Context, error) {
+						closeTr()
+						return ctx, nil
+					}
+				}
+				ln, err := tr.Listen(serverTLS(t), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(s.ctx(), 2*time.Second)
+				defer cancel()
+				c, err := s.transport(simClientAddr(1)).Dial(ctx, ln.Addr(), clientTLS(t), nil)
+				if where != "NotifyReadable" {
+					if err == nil {
+						c.CloseWithError(0, "")
+					}
+					<-returned
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.CloseWithError(0, "")
+				str, _ := c.OpenUniStream()
+				_, _ = str.Write([]byte("a"))
+				sc, err := ln.Accept(s.ctx())
+				if err != nil {
+					t.Fatal(err)
+				}
+				rs, err := sc.AcceptUniStream(s.ctx())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := rs.Read(make([]byte, 1)); err != nil {
+					t.Fatal(err)
+				}
+				rs.NotifyReadable(closeTr)
+				_, _ = str.Write([]byte("b"))
+				<-returned
+				<-sc.Context().Done()
+			})
+		})
+	}
+}
+
+// TestTransportCloseDuringCallback: Close from another goroutine while a
+// callback runs still returns only once the receive goroutine ended, when
+// the callback returns within selfCloseGrace.
+func TestTransportCloseDuringCallback(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		inPolicy, release := make(chan struct{}), make(chan struct{})
+		tr := &Transport{Conn: s.socket(simServerAddr), AddressValidation: &AddressValidationConfig{Policy: func(*InitialInfo) AddressDecision {
+			close(inPolicy)
+			<-release
+			return AddressDrop
+		}}}
+		ln, err := tr.Listen(serverTLS(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(s.ctx(), time.Second)
+			defer cancel()
+			_, _ = s.transport(simClientAddr(1)).Dial(ctx, ln.Addr(), clientTLS(t), nil)
+		}()
+		<-inPolicy
+		go func() {
+			time.Sleep(50 * time.Millisecond) // within selfCloseGrace
+			close(release)
+		}()
+		_ = tr.Close()
+		select {
+		case <-tr.readDone:
+		default:
+			t.Fatal("Close returned before the receive goroutine ended")
+		}
+		select {
+		case <-release:
+		default:
+			t.Fatal("Close returned while the policy still ran")
+		}
+	})
 }

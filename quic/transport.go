@@ -139,6 +139,10 @@ type Transport struct {
 	closedCh    chan struct{}
 	readDone    chan struct{}
 	conns       sync.WaitGroup
+	// inCallbacks counts the goroutines in an application callback now
+	// (appCalls): the receive goroutine, a connection's. Close made from
+	// one must not wait for that goroutine, itself.
+	inCallbacks atomic.Int32
 	// live is the connections started and not ended: Close wakes them,
 	// since a parked one has no goroutine watching closedCh.
 	live map[*Conn]struct{}
@@ -538,10 +542,11 @@ func (t *Transport) localResetKey() [32]byte {
 
 // Close closes the Transport: listeners stop and every connection on it
 // closes with ErrTransportClosed (without sending CONNECTION_CLOSE). It
-// waits for the connections' goroutines to end, so it must not be called
-// from a callback one of them makes (NotifyReadable, NotifyAcceptable, a
-// final size, ConnectionIDAdded, a qlog recorder); start a goroutine for
-// it there.
+// returns once the receive goroutine and the connections' goroutines
+// ended. It may be called from a callback one of them makes (an
+// AddressPolicy, ConnContext, NotifyReadable, ...): it then returns after
+// 100 ms, without waiting for that goroutine, and the close completes
+// behind it. A qlog recorder must not call it.
 func (t *Transport) Close() error {
 	t.close(true)
 	return nil
@@ -599,6 +604,51 @@ func (t *Transport) closeWith(cause error, waitConns bool) {
 	} else {
 		_ = t.Conn.SetReadDeadline(time.Now())
 	}
+	if t.inCallbacks.Load() == 0 {
+		t.finishClose(waitConns)
+		return
+	}
+	// Maybe called from a callback of the receive goroutine or of a
+	// connection's: the waits would wait for the caller. Without a
+	// goroutine's identity to tell, the close finishes on a goroutine of
+	// its own, and the caller waits for it as long as the callbacks under
+	// way may be someone else's: once none is under way, the caller is in
+	// none, and waits to the end; while some stay under way for
+	// selfCloseGrace, it may be one of them, and returns.
+	done := make(chan struct{})
+	go func() {
+		t.finishClose(waitConns)
+		close(done)
+	}()
+	tick := time.NewTicker(selfClosePoll)
+	defer tick.Stop()
+	for deadline := time.Now().Add(selfCloseGrace); ; {
+		select {
+		case <-done:
+			return
+		case now := <-tick.C:
+			if t.inCallbacks.Load() == 0 {
+				<-done
+				return
+			}
+			if now.After(deadline) {
+				return
+			}
+		}
+	}
+}
+
+// selfClosePoll and selfCloseGrace: how often Close looks whether
+// callbacks are under way when it began during one, and how long it waits
+// at most when they stay under way (closeWith).
+const (
+	selfClosePoll  = 5 * time.Millisecond
+	selfCloseGrace = 100 * time.Millisecond
+)
+
+// finishClose waits for the receive goroutine and, with waitConns, the
+// connections' goroutines to end, then closes the tracer.
+func (t *Transport) finishClose(waitConns bool) {
 	<-t.readDone
 	if !t.createdConn {
 		_ = t.Conn.SetReadDeadline(time.Time{})
