@@ -188,3 +188,45 @@ func TestTransportCloseDuringCallback(t *testing.T) {
 		}
 	})
 }
+
+// closingStore is a TokenStore whose Put closes the connection it gets
+// once the test has it.
+type closingStore struct {
+	TokenStore
+	conn     chan *Conn
+	returned chan struct{}
+}
+
+func (s *closingStore) Put(key string, tok *ClientToken) {
+	s.TokenStore.Put(key, tok)
+	c := <-s.conn
+	_ = c.CloseWithError(9, "from Put")
+	close(s.returned)
+}
+
+// TestCloseWithErrorFromTokenStorePut: the client's TokenStore.Put, which
+// the connection's goroutine calls for a NEW_TOKEN frame, may close the
+// connection.
+func TestCloseWithErrorFromTokenStorePut(t *testing.T) {
+	simTest(t, simLink, func(t *testing.T, s *sim) {
+		tr := &Transport{Conn: s.socket(simServerAddr), AddressValidation: &AddressValidationConfig{Policy: NeverRetry()}}
+		t.Cleanup(func() { tr.Close() })
+		ln, err := tr.Listen(serverTLS(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := &closingStore{TokenStore: NewLRUTokenStore(4, 4), conn: make(chan *Conn, 1), returned: make(chan struct{})}
+		c := s.dial(simClientAddr(1), ln.Addr(), &Config{TokenStore: store})
+		store.conn <- c
+		sc, err := ln.Accept(s.ctx())
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-store.returned
+		<-sc.Context().Done()
+		var appErr *ApplicationError
+		if err := connCause(sc); !errors.As(err, &appErr) || appErr.ErrorCode != 9 {
+			t.Errorf("the server's connection ended with %v, want the client's application error 9", err)
+		}
+	})
+}

@@ -279,8 +279,13 @@ func (c *Conn) run() {
 		tokens := c.tokens.takeToStore()
 		c.unlockAndDeliver()
 		c.inbox.done(q)
-		for _, tok := range tokens {
-			c.config.TokenStore.Put(c.tokens.storeKey, tok)
+		if len(tokens) > 0 {
+			app := appCalls{&c.delivering, c.t}
+			app.enter()
+			for _, tok := range tokens {
+				c.config.TokenStore.Put(c.tokens.storeKey, tok)
+			}
+			app.exit()
 		}
 	}
 	for {
@@ -685,7 +690,7 @@ func (c *Conn) CloseWithError(code ApplicationErrorCode, msg string) error {
 	// Like quic-go, return once CONNECTION_CLOSE went to the socket, so
 	// closing the Transport right after cannot swallow it; but not from
 	// a callback run makes (NotifyReadable, NotifyAcceptable, a final
-	// size, ConnectionIDAdded): run is the caller there, and would wait
+	// size, ConnectionIDAdded, TokenStore.Put): run is the caller there, and would wait
 	// for itself. Another goroutine calling in those microseconds returns
 	// at once as well; run writes the close once the callbacks returned.
 	// On a connection closed already (the peer's close, a timeout), it
