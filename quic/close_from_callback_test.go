@@ -7,6 +7,31 @@ import (
 	"time"
 )
 
+// openUniStream opens a stream from c, sends a byte on it, and returns it
+// with the listener's connection and its side of the stream, the byte read.
+func openUniStream(t *testing.T, s *sim, c *Conn, ln *Listener) (*SendStream, *Conn, *ReceiveStream) {
+	t.Helper()
+	str, err := c.OpenUniStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := str.Write([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := ln.Accept(s.ctx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := sc.AcceptUniStream(s.ctx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	return str, sc, rs
+}
+
 // TestCloseWithErrorFromCallbacks: CloseWithError called from a callback
 // the connection's goroutine makes (NotifyReadable, NotifyAcceptable, a
 // final size) returns, and the peer gets the close. It waited for that
@@ -34,24 +59,7 @@ func TestCloseWithErrorFromCallbacks(t *testing.T) {
 					t.Fatal(err)
 				}
 				c := s.dial(simClientAddr(1), ln.Addr(), nil)
-				str, err := c.OpenUniStream()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := str.Write([]byte("a")); err != nil {
-					t.Fatal(err)
-				}
-				sc, err := ln.Accept(s.ctx())
-				if err != nil {
-					t.Fatal(err)
-				}
-				rs, err := sc.AcceptUniStream(s.ctx())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := rs.Read(make([]byte, 1)); err != nil {
-					t.Fatal(err)
-				}
+				str, sc, rs := openUniStream(t, s, c, ln)
 				returned := make(chan struct{})
 				tc.arm(sc, rs, func() {
 					if err := sc.CloseWithError(7, "from a callback"); err != nil {
@@ -128,19 +136,7 @@ func TestTransportCloseFromCallbacks(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer c.CloseWithError(0, "")
-				str, _ := c.OpenUniStream()
-				_, _ = str.Write([]byte("a"))
-				sc, err := ln.Accept(s.ctx())
-				if err != nil {
-					t.Fatal(err)
-				}
-				rs, err := sc.AcceptUniStream(s.ctx())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := rs.Read(make([]byte, 1)); err != nil {
-					t.Fatal(err)
-				}
+				str, sc, rs := openUniStream(t, s, c, ln)
 				rs.NotifyReadable(closeTr)
 				_, _ = str.Write([]byte("b"))
 				<-returned
