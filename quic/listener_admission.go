@@ -169,8 +169,8 @@ func orDefault(v, def int) int {
 	return v
 }
 
-// prefixOf returns the source prefix remote belongs to; the zero Prefix
-// when remote is no IP address (all such clients share one entry).
+// prefixOf returns the source prefix from belongs to; the zero Prefix
+// when from is not valid (no IP address: all such clients share one entry).
 func (a *prefixAdmission) prefixOf(from netip.AddrPort) netip.Prefix {
 	addr := from.Addr()
 	bits := a.v6Bits
