@@ -56,7 +56,12 @@ func TestPrefixRateDropInXDP(t *testing.T) {
 	}
 	over, _ := env.validatedInitial(t) // the Retry still comes
 	env.send(t, over)
-	s := env.waitStats(t, "the XDP program's drop", func(s Stats) bool { return s.XDP[xdp.DropPrefixRate] == 1 })
+	// The agent publishes its counters when its queue runs empty, which
+	// may come after the client already holds the third Retry; so the
+	// wait covers the Retry count too, not only the drop.
+	s := env.waitStats(t, "the XDP program's drop and the third Retry's count", func(s Stats) bool {
+		return s.XDP[xdp.DropPrefixRate] == 1 && s.Agent.Packets[agent.ReasonRetry] == 3
+	})
 	select {
 	case <-env.delivered:
 		t.Fatal("the over-rate Initial reached Deliver")
