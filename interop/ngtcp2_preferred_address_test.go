@@ -40,16 +40,13 @@ func TestOurClientMovesToNgtcp2PreferredAddress(t *testing.T) {
 	keyFile, certFile, pool := writeSelfSignedCert(t, dir)
 	root := t.TempDir()
 	sum := writeRandomFile(t, root, "blob.bin", blobSize)
-	port, prefPort := freeUDPPort(t), freeUDPPort(t)
-	pref := fmt.Sprintf("127.0.0.2:%d", prefPort)
-	p := startPeer(ctx, t, server,
-		"--preferred-ipv4-addr="+pref,
-		"-d", root, "--no-quic-dump", "--no-http-dump", "--timeout=10s",
-		"127.0.0.1", fmt.Sprint(port), keyFile, certFile)
-	if err := waitUDPBound(ctx, port, p.exited); err != nil {
-		p.logTail(t, 20)
-		t.Fatal(err)
-	}
+	var pref string
+	p, port := startPeerOnFreePort(ctx, t, server, func(port int) []string {
+		pref = fmt.Sprintf("127.0.0.2:%d", freeUDPPort(t))
+		return []string{"--preferred-ipv4-addr=" + pref,
+			"-d", root, "--no-quic-dump", "--no-http-dump", "--timeout=10s",
+			"127.0.0.1", fmt.Sprint(port), keyFile, certFile}
+	})
 	defer func() {
 		if t.Failed() {
 			p.logTail(t, 40)

@@ -27,17 +27,14 @@ func TestOurClientDownloadsFromNgtcp2Server(t *testing.T) {
 	root := t.TempDir()
 	sum := writeRandomFile(t, root, "blob.bin", blobSize)
 
-	port := freeUDPPort(t)
-	p := startPeer(ctx, t, server,
-		"-V", // address validation: a Retry before every connection
-		"-d", root,
-		"--no-quic-dump", "--no-http-dump",
-		"--timeout=10s",
-		"127.0.0.1", fmt.Sprint(port), keyFile, certFile)
-	if err := waitUDPBound(ctx, port, p.exited); err != nil {
-		p.logTail(t, 20)
-		t.Fatal(err)
-	}
+	p, port := startPeerOnFreePort(ctx, t, server, func(port int) []string {
+		return []string{
+			"-V", // address validation: a Retry before every connection
+			"-d", root,
+			"--no-quic-dump", "--no-http-dump",
+			"--timeout=10s",
+			"127.0.0.1", fmt.Sprint(port), keyFile, certFile}
+	})
 
 	tr := &http3.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool},

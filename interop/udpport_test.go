@@ -3,6 +3,7 @@ package interop
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -23,19 +24,49 @@ func freeUDPPort(t *testing.T) int {
 	return pc.LocalAddr().(*net.UDPAddr).Port
 }
 
+// peerPortTries bounds how often startPeerOnFreePort starts a peer again
+// on another port.
+const peerPortTries = 5
+
+// startPeerOnFreePort starts bin with args(port) on a port from
+// freeUDPPort and waits until the peer itself has bound it. That port was
+// free only when it was probed: another test binary running beside this
+// one may bind it first, and then the peer cannot (gtlsserver prints
+// "Could not bind" and exits) and is started again on another port.
+func startPeerOnFreePort(ctx context.Context, t *testing.T, bin string, args func(port int) []string) (*peer, int) {
+	t.Helper()
+	for try := 1; ; try++ {
+		port := freeUDPPort(t)
+		p := startPeer(ctx, t, bin, args(port)...)
+		err := waitUDPBound(ctx, p, port)
+		if err == nil {
+			return p, port
+		}
+		if errors.Is(err, errPeerExited) && strings.Contains(p.output(t), "Could not bind") && try < peerPortTries {
+			t.Logf("port %d was taken before %s bound it; another port", port, p.name)
+			continue
+		}
+		p.logTail(t, 20)
+		t.Fatal(err)
+	}
+}
+
 // udpBoundPollInterval is how often waitUDPBound rereads the socket table:
 // the kernel offers no notification for another process binding a port.
 const udpBoundPollInterval = 20 * time.Millisecond
 
-// waitUDPBound waits until some socket is bound to 127.0.0.1:port (or any
-// address with that port), until exited is closed (the peer died), or
-// until ctx ends. It reads /proc/net/udp, so it works on Linux only, which
-// is where the peers are packaged.
-func waitUDPBound(ctx context.Context, port int, exited <-chan struct{}) error {
+// errPeerExited is waitUDPBound's error when the peer exited first.
+var errPeerExited = errors.New("the peer exited before binding its UDP port")
+
+// waitUDPBound waits until peer p holds a socket bound to 127.0.0.1:port
+// (or any address with that port), until p exits, or until ctx ends. A
+// socket of another process on that port does not count. It reads
+// /proc, so it works on Linux only, which is where the peers are packaged.
+func waitUDPBound(ctx context.Context, p *peer, port int) error {
 	tick := time.NewTicker(udpBoundPollInterval)
 	defer tick.Stop()
 	for {
-		bound, err := udpPortBound(port)
+		bound, err := udpPortBoundBy(p.cmd.Process.Pid, port)
 		if err != nil {
 			return err
 		}
@@ -44,34 +75,57 @@ func waitUDPBound(ctx context.Context, port int, exited <-chan struct{}) error {
 		}
 		select {
 		case <-tick.C:
-		case <-exited:
-			return fmt.Errorf("the peer exited before binding UDP port %d", port)
+		case <-p.exited:
+			return fmt.Errorf("%w (port %d)", errPeerExited, port)
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for UDP port %d to be bound: %w", port, ctx.Err())
 		}
 	}
 }
 
-// udpPortBound reports whether /proc/net/udp lists a socket on port with
-// a local address of 127.0.0.1 or 0.0.0.0.
-func udpPortBound(port int) (bool, error) {
+// udpPortBoundBy reports whether process pid holds a socket that
+// /proc/net/udp lists on port with a local address of 127.0.0.1 or
+// 0.0.0.0.
+func udpPortBoundBy(pid, port int) (bool, error) {
+	inodes, err := udpPortInodes(port)
+	if err != nil || len(inodes) == 0 {
+		return false, err
+	}
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return false, nil // the peer is gone: its exit is seen by the caller
+	}
+	for _, fd := range fds {
+		if link, err := os.Readlink(dir + "/" + fd.Name()); err == nil && inodes[link] {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// udpPortInodes returns the sockets that /proc/net/udp lists on port with
+// a local address of 127.0.0.1 or 0.0.0.0, as the "socket:[inode]" their
+// file descriptors link to.
+func udpPortInodes(port int) (map[string]bool, error) {
 	f, err := os.Open("/proc/net/udp")
 	if err != nil {
-		return false, fmt.Errorf("cannot tell whether the peer is listening: %w", err)
+		return nil, fmt.Errorf("cannot tell whether the peer is listening: %w", err)
 	}
 	defer f.Close()
 	want := []string{fmt.Sprintf("0100007F:%04X", port), fmt.Sprintf("00000000:%04X", port)}
+	inodes := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
+		if len(fields) < 10 {
 			continue
 		}
 		for _, w := range want {
 			if fields[1] == w {
-				return true, nil
+				inodes["socket:["+fields[9]+"]"] = true
 			}
 		}
 	}
-	return false, sc.Err()
+	return inodes, sc.Err()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/quic-go/quic-go/quicvarint"
 
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
 // dialH3 opens a raw QUIC connection with the h3 ALPN from quic-go (an
@@ -121,6 +122,12 @@ func TestDeclaredHeaders(t *testing.T) {
 		baseRSS := s.rssMB()
 		declaredHeadersAttack(ctx, t, s, conns, streams, declared, sent)
 		waitQuiet(t, s)
+		// The attack's writes return once quic-go has queued them, so the
+		// last streams can reach the server after it looked quiet: the
+		// state measured below is every budget taken.
+		testutil.WaitFor(t, "every connection's header budget to be reserved", func() bool {
+			return s.scrape()[mHeaderBytes] >= float64(conns*2*declared)
+		})
 		rss, fds := s.rssMB(), s.fds()
 		metrics := s.scrape()
 		checkBenign(t, benignFetches(ctx, s, "", nil))

@@ -5,6 +5,8 @@ package abuse
 import (
 	"testing"
 	"time"
+
+	"github.com/turboretry/turboretry/internal/testutil"
 )
 
 // TestServeXDPPrefixRate is issue 27's fast-path limit in the integrated
@@ -39,10 +41,17 @@ func TestServeXDPPrefixRate(t *testing.T) {
 	if fetched != 4 || !refused {
 		t.Fatalf("%d fetches, refused %v: want 4 fetches (one token each), then a refusal", fetched, refused)
 	}
-	m := s.scrape()
+	// The agent publishes its packet counts when its queue runs empty,
+	// after it sent the refusal: the client can see the close first.
+	refusedByAgent := series("turboretry_agent_packets_total", "verdict", "send_reply", "reason", "prefix_rate_refused")
+	var m map[string]float64
+	testutil.WaitFor(t, "the agent to count its refusal", func() bool {
+		m = s.scrape()
+		return m[refusedByAgent] >= 1
+	})
 	taken := m[series("turboretry_agent_prefix_rate_tokens_total", "result", "taken")]
 	toAgent := m[series("turboretry_xdp_packets_total", "reason", "agent_prefix_rate")]
-	closes := m[series("turboretry_agent_packets_total", "verdict", "send_reply", "reason", "prefix_rate_refused")]
+	closes := m[refusedByAgent]
 	hostRefused := m[series("turboretry_quic_refused_total", "reason", "prefix_rate")]
 	t.Logf("%d fetches; tokens taken %.0f, over-rate Initials redirected %.0f, refused by the agent %.0f, by the host %.0f", fetched, taken, toAgent, closes, hostRefused)
 	if taken != 4 || toAgent < 1 || closes < 1 || hostRefused != 0 {

@@ -122,15 +122,20 @@ var proxyKinds = []string{"turboretry", "caddy", "quicgo"}
 func startUpstream(tb testing.TB) *server {
 	tb.Helper()
 	setup(tb)
-	s := &server{name: "upstream", addr: freePort(tb), exited: make(chan struct{})}
-	s.cmd = exec.Command(os.Args[0], s.addr)
-	s.cmd.Env = append(os.Environ(), upstreamRoleEnv+"=1")
-	s.start(tb)
-	c := &http.Client{Timeout: 10 * time.Second}
-	s.waitUp(tb, func() error {
-		return fetchOnce(c, "http://"+s.addr+smallResponse, responseSizes[smallResponse])
-	})
-	return s
+	for range portTries {
+		s := &server{name: "upstream", addr: freePort(tb), exited: make(chan struct{})}
+		s.cmd = exec.Command(os.Args[0], s.addr)
+		s.cmd.Env = append(os.Environ(), upstreamRoleEnv+"=1")
+		s.start(tb)
+		c := &http.Client{Timeout: 10 * time.Second}
+		if s.waitUp(tb, func() error {
+			return fetchOnce(c, "http://"+s.addr+smallResponse, responseSizes[smallResponse])
+		}) {
+			return s
+		}
+	}
+	tb.Fatalf("upstream: every one of %d free ports was taken before it could bind", portTries)
+	return nil
 }
 
 // caddyMissing says why the Caddy comparison cannot run, or "".
@@ -146,7 +151,20 @@ func caddyMissing() string {
 func startProxy(tb testing.TB, kind string, up *server) *server {
 	tb.Helper()
 	setup(tb)
-	s := &server{name: kind, addr: freePort(tb), exited: make(chan struct{})}
+	for range portTries {
+		if s := startProxyOn(tb, kind, up, freePort(tb)); s != nil {
+			return s
+		}
+	}
+	tb.Fatalf("%s: every one of %d free ports was taken before it could bind", kind, portTries)
+	return nil
+}
+
+// startProxyOn is startProxy on addr; it returns nil when the proxy
+// exited because another process bound addr first.
+func startProxyOn(tb testing.TB, kind string, up *server, addr string) *server {
+	tb.Helper()
+	s := &server{name: kind, addr: addr, exited: make(chan struct{})}
 	cert, key := filepath.Join(workDir, "cert.pem"), filepath.Join(workDir, "key.pem")
 	upURL := "http://" + up.addr
 	switch kind {
@@ -175,11 +193,13 @@ func startProxy(tb testing.TB, kind string, up *server) *server {
 		tb.Fatalf("unknown proxy %q", kind)
 	}
 	s.start(tb)
-	s.waitUp(tb, func() error {
+	if !s.waitUp(tb, func() error {
 		c := newH3Client()
 		defer closeClient(c)
 		return fetchOnce(c, s.url(smallResponse[1:]), responseSizes[smallResponse])
-	})
+	}) {
+		return nil
+	}
 	return s
 }
 
@@ -219,15 +239,19 @@ func (s *server) start(tb testing.TB) {
 	tb.Cleanup(func() { s.stop(tb) })
 }
 
-// waitUp polls ready until it succeeds; it fails tb when s exits or a
-// minute passes first.
-func (s *server) waitUp(tb testing.TB, ready func() error) {
+// waitUp polls ready until it succeeds (true); it returns false when s
+// exited because its port was taken, and fails tb when s exits otherwise
+// or a minute passes first.
+func (s *server) waitUp(tb testing.TB, ready func() error) bool {
 	tb.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		err := ready()
 		if err == nil {
-			return
+			return true
+		}
+		if s.portTaken(tb) {
+			return false
 		}
 		if time.Now().After(deadline) || s.hasExited() {
 			tb.Fatalf("%s did not come up: %v\n%s", s.name, err, s.logs.String())

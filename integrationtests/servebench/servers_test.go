@@ -196,7 +196,20 @@ var serverKinds = []string{"turboretry", "turboretry-w1", "quicgo"}
 func startServer(tb testing.TB, kind string) *server {
 	tb.Helper()
 	setup(tb)
-	s := &server{name: kind, addr: freePort(tb), exited: make(chan struct{})}
+	for range portTries {
+		if s := startServerOn(tb, kind, freePort(tb)); s != nil {
+			return s
+		}
+	}
+	tb.Fatalf("%s: every one of %d free ports was taken before it could bind", kind, portTries)
+	return nil
+}
+
+// startServerOn is startServer on addr; it returns nil when the server
+// exited because another process bound addr first.
+func startServerOn(tb testing.TB, kind, addr string) *server {
+	tb.Helper()
+	s := &server{name: kind, addr: addr, exited: make(chan struct{})}
 	site := filepath.Join(workDir, "site")
 	cert, key := filepath.Join(workDir, "cert.pem"), filepath.Join(workDir, "key.pem")
 	switch kind {
@@ -232,6 +245,9 @@ func startServer(tb testing.TB, kind string) *server {
 		if errTCP == nil && errH3 == nil {
 			return s
 		}
+		if s.portTaken(tb) {
+			return nil
+		}
 		if time.Now().After(deadline) || s.hasExited() {
 			tb.Fatalf("%s did not come up: tcp %v, h3 %v\n%s", kind, errTCP, errH3, s.logs.String())
 		}
@@ -248,6 +264,21 @@ func (s *server) hasExited() bool {
 	default:
 		return false
 	}
+}
+
+// portTries bounds how often a server is started again on another port.
+const portTries = 5
+
+// portTaken reports whether s exited because its address was in use:
+// freePort's port is free only when it is probed, and another test
+// binary running beside this one may bind it before the server does.
+func (s *server) portTaken(tb testing.TB) bool {
+	tb.Helper()
+	if !s.hasExited() || !strings.Contains(s.logs.String(), "address already in use") {
+		return false
+	}
+	tb.Logf("%s: %s was taken before the server bound it; another port", s.name, s.addr)
+	return true
 }
 
 func (s *server) stop(tb testing.TB) {
