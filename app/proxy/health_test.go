@@ -139,8 +139,11 @@ func TestProxyHealthCheckBusyPool(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	}))
+	// The timeout also bounds the checks that do get the connection (at
+	// the start, before the held request): one running past it marks the
+	// upstream down, so it is ample for a loaded machine.
 	f := startFront(t, Config{Upstreams: []string{up}, MaxConnsPerUpstream: 1,
-		HealthPath: "/health", HealthInterval: 10 * time.Millisecond, HealthTimeout: 30 * time.Millisecond}, nil)
+		HealthPath: "/health", HealthInterval: 10 * time.Millisecond, HealthTimeout: time.Second}, nil)
 	c := f.client(t, clientH3)
 	defer closeClient(c)
 	held := make(chan error, 1)
