@@ -51,7 +51,7 @@ func TestSplitRestartAgentChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	kr := testutil.KeyRing(t, root)
-	a, err := Start(quickFailOpen(agentConfig(kr)))
+	a, err := Start(agentConfig(kr))
 	if err != nil {
 		t.Fatal(err)
 	}
