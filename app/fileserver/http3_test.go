@@ -105,7 +105,7 @@ func TestHTTP3ReadySignal(t *testing.T) {
 	if !ok || ua.Port != s.Addr().(*net.TCPAddr).Port {
 		t.Fatalf("HTTP3Addr %v, want UDP on the TCP port %v", s.HTTP3Addr(), s.Addr())
 	}
-	tr := &http3.Transport{TLSClientConfig: (&testServer{Server: s}).h3TLS()}
+	tr := (&testServer{Server: s}).h3Transport()
 	defer tr.Close()
 	resp, err := (&http.Client{Transport: tr}).Get(s.URL())
 	if err != nil {
@@ -220,7 +220,8 @@ func TestReloadSecretReachesHTTP3(t *testing.T) {
 	store := &signalStore{TokenStore: quic.NewLRUTokenStore(4, 4), put: make(chan struct{}, 1)}
 	fetch := func(path string) map[string]any {
 		t.Helper()
-		tr := &http3.Transport{TLSClientConfig: ts.h3TLS(), QUICConfig: &quic.Config{TokenStore: store}}
+		tr := ts.h3Transport()
+		tr.QUICConfig.TokenStore = store
 		defer tr.Close()
 		rec := ts.h3Fetch(t, tr, path)
 		store.waitPut(t)
@@ -261,7 +262,8 @@ func TestServeHTTP3ZeroRTT(t *testing.T) {
 	tlsConf.ClientSessionCache = tls.NewLRUClientSessionCache(4)
 	fetch := func(path string) map[string]any {
 		t.Helper()
-		tr := &http3.Transport{TLSClientConfig: tlsConf}
+		tr := ts.h3Transport()
+		tr.TLSClientConfig = tlsConf
 		defer tr.Close()
 		return ts.h3Fetch(t, tr, path)
 	}

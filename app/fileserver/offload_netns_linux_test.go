@@ -440,8 +440,11 @@ func TestOffloadFlood(t *testing.T) {
 // accepts the NEW_TOKEN token the host issued while it was paused.
 func TestOffloadFailOpen(t *testing.T) {
 	n := newOffloadNet(t)
-	// A short staleness, so that fail-open comes quickly after Pause.
-	srv := startOffloadServerWith(t, n, func(c *host.Config) { c.StaleAfter = 300 * time.Millisecond })
+	// A short staleness, so that fail-open comes quickly after Pause, but
+	// not so short that a heartbeat starved on a loaded machine fails open
+	// when the test needs the agent (the NEW_TOKEN token at the end): it
+	// takes a second without a beat (they come every 100 ms).
+	srv := startOffloadServerWith(t, n, func(c *host.Config) { c.StaleAfter = time.Second })
 	srv.fetch(t, n, srv.ourClient(t, nil), "our client before the pause")
 	dp := srv.offload(t)
 

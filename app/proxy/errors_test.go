@@ -35,10 +35,14 @@ func TestProxyRefusedUpstream(t *testing.T) {
 	if n := f.metric(t, "turboretry_proxy_upstream_healthy", map[string]string{"upstream": dead}); n != 0 {
 		t.Errorf("healthy gauge %v after refusals", n)
 	}
-	var rec map[string]any
-	for _, r := range f.records(t) {
-		rec = r
-	}
+	// A request's access-log line is written when its handler returns,
+	// which can be after the client has the 502.
+	var recs []map[string]any
+	eventually(t, "an access-log line for each request", func() bool {
+		recs = f.records(t)
+		return len(recs) >= len(allClients)
+	})
+	rec := recs[len(recs)-1]
 	if rec["upstream_error"] != "refused" || rec["upstream"] != dead || rec["status"] != float64(502) {
 		t.Errorf("access log: %v", rec)
 	}

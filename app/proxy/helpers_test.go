@@ -188,16 +188,31 @@ func serveOn(t *testing.T, ln net.Listener, h http.Handler) string {
 	return ln.Addr().String()
 }
 
-// deadUpstream returns the URL of a loopback port nothing listens on.
+// deadUpstream returns the URL of a loopback port nothing listens on. The
+// test holds the port (the local end of a connection of its own), so
+// connecting to it is refused and no other process can listen there
+// meanwhile, as it could on a port bound and closed.
 func deadUpstream(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ln.Accept()
+	if err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		s.Close()
+	})
+	return "http://" + c.LocalAddr().String()
 }
 
 // records returns the access-log records written so far.

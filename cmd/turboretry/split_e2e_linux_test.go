@@ -422,6 +422,15 @@ func serveSplitWithAgent(t *testing.T, fastpath string) {
 		t.Fatal(err)
 	}
 	e2eWait(t, "serve to exit after SIGTERM", func() bool { return !running(successor) })
+	// The EXIT lines reach serve.out through a pipe copied on another
+	// goroutine, which the successor held too: the copy is complete once
+	// the first process's Wait returned (serve.exited), not when the
+	// successor is gone.
+	select {
+	case <-serve.exited:
+	case <-time.After(e2eGuard):
+		t.Fatal("the serve processes' output did not end after both exited")
+	}
 	if n := strings.Count(serve.out.String(), "EXIT=0"); n != 2 {
 		t.Errorf("%d of the two serve processes exited 0", n)
 	}

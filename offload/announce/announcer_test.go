@@ -91,22 +91,51 @@ func TestAnnouncerSetKey(t *testing.T) {
 	}
 }
 
-// freePort returns a loopback UDP address nobody listens on now.
-func freePort(t *testing.T) netip.AddrPort {
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+// refusingPort returns a loopback UDP address nobody listens on: the test
+// holds its port (no other process can take it meanwhile) with a socket
+// connected elsewhere, so the kernel refuses what is sent there.
+func refusingPort(t *testing.T) netip.AddrPort {
+	c, err := net.DialUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ap := c.LocalAddr().(*net.UDPAddr).AddrPort()
-	c.Close()
-	return ap
+	t.Cleanup(func() { c.Close() })
+	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// discarding returns a loopback socket whose datagrams are read and thrown
+// away, as if nobody listened, until the returned function stops that and
+// hands the socket over (the port stays the test's throughout).
+func discarding(t *testing.T) (*net.UDPConn, func() *net.UDPConn) {
+	conn := listenUDP(t, "127.0.0.1:0")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 64<<10)
+		for {
+			if _, _, err := conn.ReadFrom(buf); err != nil {
+				return
+			}
+		}
+	}()
+	return conn, func() *net.UDPConn {
+		if err := conn.SetReadDeadline(time.Unix(1, 0)); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		if err := conn.SetReadDeadline(time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	}
 }
 
 // TestReannounceReachesLateListener: IDs that were only ever in Active
 // reach a listener that starts after the announcer's first re-announces,
 // in many messages (more than a paced burst).
 func TestReannounceReachesLateListener(t *testing.T) {
-	addr := freePort(t)
+	conn, handOver := discarding(t)
+	addr := conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	n := (burstMessages+2)*MaxCIDsPerMessage(8) + 5
 	ids := cids(n, 8)
 	var calls sync.WaitGroup
@@ -124,7 +153,7 @@ func TestReannounceReachesLateListener(t *testing.T) {
 	calls.Wait()
 	testutil.WaitFor(t, "a completed re-announce", func() bool { return a.Stats().Reannounces >= 1 })
 
-	srv := serve(t, listenUDP(t, addr.String()), ListenerConfig{})
+	srv := serve(t, handOver(), ListenerConfig{})
 	srv.sink.waitAll(t, ids)
 	// A re-announce counts itself after its last send returned, which can
 	// be after the listener inserted the IDs.
@@ -178,7 +207,7 @@ func TestAddNeverBlocks(t *testing.T) {
 // TestAddWithoutListener: nobody listens, so sends fail (or vanish); Add
 // still returns and Close still works.
 func TestAddWithoutListener(t *testing.T) {
-	a := newTestAnnouncer(t, AnnouncerConfig{Agent: freePort(t), Interval: time.Millisecond,
+	a := newTestAnnouncer(t, AnnouncerConfig{Agent: refusingPort(t), Interval: time.Millisecond,
 		Active: func(yield func([]byte) bool) { yield(cidN(1, 8)) }})
 	for _, id := range cids(10*QueueCIDs, 8) {
 		a.Add(id)
@@ -272,7 +301,7 @@ func TestAnnouncerConcurrent(t *testing.T) {
 }
 
 func TestAnnouncerInvalidLength(t *testing.T) {
-	a := newTestAnnouncer(t, AnnouncerConfig{Agent: freePort(t), Interval: time.Hour})
+	a := newTestAnnouncer(t, AnnouncerConfig{Agent: refusingPort(t), Interval: time.Hour})
 	a.Add(nil)
 	a.Add(make([]byte, 7))
 	a.Add(make([]byte, 9))

@@ -46,7 +46,7 @@ func runChildAgent(secretHex string) error {
 	if err != nil {
 		return err
 	}
-	a, err := Start(quickFailOpen(agentConfig(kr)))
+	a, err := Start(agentConfig(kr))
 	if err != nil {
 		return err
 	}

@@ -115,8 +115,9 @@ func testKeyRing(tb testing.TB) (*token.KeyRing, []byte) {
 
 // agentConfig is the agent's configuration in the emulation. Its heartbeat
 // staleness is long enough that a loaded machine never fails open by
-// accident (tests that check nothing passed failing open); the kill and
-// restart tests shorten it with quickFailOpen.
+// accident (tests that check nothing passed failing open). The kill and
+// restart tests need no shorter one: a killed agent's program is removed
+// by the kernel, which is what fails open there.
 func agentConfig(kr *token.KeyRing) Config {
 	return Config{
 		WireIface:  wireIf,
@@ -126,13 +127,6 @@ func agentConfig(kr *token.KeyRing) Config {
 		Control:    controlAP,
 		StaleAfter: 5 * time.Second,
 	}
-}
-
-// quickFailOpen shortens the heartbeat staleness, so that fail-open comes
-// quickly once the agent stops.
-func quickFailOpen(c Config) Config {
-	c.StaleAfter = 300 * time.Millisecond
-	return c
 }
 
 func fmtCIDs(cids [][]byte) string {

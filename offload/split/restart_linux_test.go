@@ -51,7 +51,7 @@ func TestSplitRestartAgentChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	kr := testutil.KeyRing(t, root)
-	a, err := Start(quickFailOpen(agentConfig(kr)))
+	a, err := Start(agentConfig(kr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +419,11 @@ func TestSplitAgentRestart(t *testing.T) {
 		t.Errorf("host after D: %d Retries (%d before), tokens %v; want the restarted agent's retry token accepted",
 			av.RetriesSent, hostRetries, av.TokensAccepted)
 	}
-	if s := second.stats(t); s.HostFailed != 0 || s.HostSent != s.Datapath.Forwarded {
+	// A frame counts in HostSent (or HostFailed) as it goes out of the host
+	// port, and in Forwarded only when its batch ends: wait until they agree.
+	s = waitStats(t, "the restarted agent's frame counts to settle", func() Stats { return second.stats(t) },
+		func(s Stats) bool { return s.HostSent+s.HostFailed == s.Datapath.Forwarded })
+	if s.HostFailed != 0 || s.HostSent != s.Datapath.Forwarded {
 		t.Errorf("restarted agent: forwarded %d, host port sent %d failed %d", s.Datapath.Forwarded, s.HostSent, s.HostFailed)
 	}
 }
