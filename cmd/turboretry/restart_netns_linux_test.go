@@ -368,9 +368,13 @@ func (e *restartEnv) slowDownloads(round string) (started func(), done func()) {
 	for i, kind := range kinds {
 		e.slowLeft.Add(1)
 		wg.Go(func() {
-			defer e.slowLeft.Add(-1)
 			rt, closeClient := e.client(kind)
 			defer closeClient()
+			// Counted out before the close (defers run last first): the
+			// close lets the old process end its drain, and the check
+			// "the old process runs while downloads are left" must not
+			// see it gone while this one still counts.
+			defer e.slowLeft.Add(-1)
 			began := time.Now()
 			got, err := e.fetch(rt, "big.bin", e.big, *restartPace, &progress[i])
 			took[i] = time.Since(began)
