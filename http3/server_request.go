@@ -147,6 +147,10 @@ func (sc *serverConn) handleRequest(str *quic.Stream) {
 	// cancel.
 	stop()
 	defer func() {
+		// Every path below has ended the receive side if the body was
+		// not read to its end, so a Read still under way returns, and
+		// retire waits for it before the reader and writer are reused.
+		body.retire()
 		w.release()
 		sc.peer.untrackDatagrams(str, ends.datagrams())
 		cancel()
@@ -378,6 +382,20 @@ func (b *requestBody) Read(p []byte) (int, error) {
 
 // errBodyClosed is returned by Read after the handler closed the body.
 var errBodyClosed = errors.New("http3: read on closed request body")
+
+// errBodyAfterHandler is returned by Read after the handler returned.
+var errBodyAfterHandler = errors.New("http3: read on request body after its handler returned")
+
+// retire ends the body once its handler returned. A goroutine the handler
+// left behind may still read it (an http.Transport forwarding the body
+// upstream does, when the upstream answers before reading it all): a Read
+// under way finishes first, later ones fail with errBodyAfterHandler, and
+// no 100 (Continue) goes out any more, so the stream's buffered reader and
+// the response writer can be reused by the next request.
+func (b *requestBody) retire() {
+	b.once.Do(func() {})
+	b.closeWith(errBodyAfterHandler)
+}
 
 // Close stops reading the request: the client is asked to stop sending
 // with H3_NO_ERROR (section 4.1), since the response does not need it.

@@ -1,0 +1,98 @@
+package http3
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turboretry/turboretry/internal/simnet"
+)
+
+// TestRequestBodyReadAfterHandler: a handler may leave a goroutine that
+// reads the request body after it returned (net/http's Transport does,
+// forwarding a body to an upstream that answered before reading it all:
+// the HTTP/2 proxying of gRPC). Such a Read, whether under way when the
+// handler returns or started later, ends with an error and touches
+// nothing the server reuses: the stream's buffered reader goes to the
+// next request. The next requests on the connection get their own bodies.
+func TestRequestBodyReadAfterHandler(t *testing.T) {
+	simTest(t, func(t *testing.T, n *simnet.Network) {
+		left := make(chan io.Reader, 1) // a body whose handler returned
+		reading := make(chan struct{})  // the left goroutine's Read has begun
+		readDone := make(chan error, 1) // what that Read returned
+		s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/leave":
+				left <- r.Body
+			case "/reading":
+				go func() {
+					close(reading)
+					_, err := r.Body.Read(make([]byte, 16))
+					readDone <- err
+				}()
+				<-reading
+				// Virtual time passes only once every goroutine of the
+				// bubble is blocked: the Read waits for body data now.
+				time.Sleep(10 * time.Millisecond)
+			default:
+				b, err := io.ReadAll(r.Body)
+				fmt.Fprintf(w, "%s %v", b, err)
+				return
+			}
+			io.WriteString(w, "answered before the body")
+		})}
+		addr, clientTLS := simServe(t, n, s)
+		tr := simTransport(t, n, clientTLS)
+		// post sends a body that stays open (the client keeps it), so
+		// the handler cannot have read it to its end.
+		post := func(path string, body io.Reader) string {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodPost, localhostURL(t, addr, path), body)
+			rsp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			b, err := io.ReadAll(rsp.Body)
+			rsp.Body.Close()
+			if err != nil {
+				t.Fatalf("%s: body: %v", path, err)
+			}
+			return string(b)
+		}
+		// openBody is a body that stays open, its first bytes sent when
+		// head is not empty.
+		openBody := func(head string) io.Reader {
+			pr, pw := io.Pipe()
+			t.Cleanup(func() { pw.Close() })
+			if head != "" {
+				go func() { _, _ = io.WriteString(pw, head) }()
+			}
+			return pr
+		}
+
+		if got := post("/leave", openBody("head of a longer body")); got != "answered before the body" {
+			t.Fatalf("/leave answered %q", got)
+		}
+		body := <-left
+		if _, err := body.Read(make([]byte, 16)); !errors.Is(err, errBodyAfterHandler) {
+			t.Errorf("a Read begun after the handler returned: %v, want %v", err, errBodyAfterHandler)
+		}
+		if got := post("/echo", strings.NewReader("second")); got != "second <nil>" {
+			t.Errorf("the next request's handler read %q", got)
+		}
+
+		if got := post("/reading", openBody("")); got != "answered before the body" {
+			t.Fatalf("/reading answered %q", got)
+		}
+		if err := <-readDone; err == nil {
+			t.Error("a Read under way when the handler returned ended without an error")
+		}
+		if got := post("/echo", strings.NewReader("third")); got != "third <nil>" {
+			t.Errorf("the next request's handler read %q", got)
+		}
+	})
+}
