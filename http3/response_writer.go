@@ -81,7 +81,13 @@ func newResponseWriter(sc *serverConn, str *quic.Stream, method string) *respons
 	return w
 }
 
-// release returns the pooled buffers; the writer must not be used after.
+// errResponseAfterHandler is what the writer's methods return once its
+// handler returned: a goroutine the handler left behind (a ticker that
+// flushes, say) gets an error, not another response's pooled buffers.
+var errResponseAfterHandler = errors.New("http3: response written after its handler returned")
+
+// release returns the pooled buffers; the methods the handler sees then
+// fail with errResponseAfterHandler.
 func (w *responseWriter) release() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -110,6 +116,10 @@ func (w *responseWriter) WriteHeader(code int) {
 	defer w.mu.Unlock()
 	if w.stream != nil {
 		panic("http3: WriteHeader called after HTTPStream") // as quic-go
+	}
+	if w.bw == nil {
+		w.sc.log.Warn("http3: WriteHeader called after the handler returned", "code", code)
+		return
 	}
 	w.writeHeader(code)
 }
@@ -236,6 +246,9 @@ func (w *responseWriter) writeBody(frame []byte, room int) (int, error) {
 	defer w.mu.Unlock()
 	if w.stream != nil {
 		return 0, http.ErrHijacked
+	}
+	if w.bw == nil {
+		return 0, errResponseAfterHandler
 	}
 	if err := context.Cause(w.str.Context()); err != nil {
 		// The stream's send side is gone (STOP_SENDING, a reset, the
@@ -504,6 +517,9 @@ func (w *responseWriter) FlushError() error {
 	if w.stream != nil {
 		return http.ErrHijacked
 	}
+	if w.bw == nil {
+		return errResponseAfterHandler
+	}
 	return w.flush()
 }
 
@@ -612,6 +628,9 @@ func (w *responseWriter) HTTPStream() (*Stream, error) {
 	defer w.mu.Unlock()
 	if w.stream != nil {
 		return w.stream, nil
+	}
+	if w.bw == nil {
+		return nil, errResponseAfterHandler
 	}
 	if w.written > 0 {
 		return nil, errors.New("http3: invalid use of HTTPStream after writing the response body")

@@ -96,3 +96,54 @@ func TestRequestBodyReadAfterHandler(t *testing.T) {
 		}
 	})
 }
+
+// TestResponseWriterAfterHandler: a goroutine the handler left behind that
+// still uses the ResponseWriter (a ticker that flushes, an interim
+// response sent late) gets errors, never a panic, and the writer's pooled
+// buffers, already another response's, are left alone.
+func TestResponseWriterAfterHandler(t *testing.T) {
+	simTest(t, func(t *testing.T, n *simnet.Network) {
+		left := make(chan http.ResponseWriter, 1)
+		s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/leave" {
+				left <- w
+			}
+			io.WriteString(w, "answer "+r.URL.Path)
+		})}
+		addr, clientTLS := simServe(t, n, s)
+		tr := simTransport(t, n, clientTLS)
+		get := func(path string) string {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodGet, localhostURL(t, addr, path), nil)
+			rsp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			b, err := io.ReadAll(rsp.Body)
+			rsp.Body.Close()
+			if err != nil {
+				t.Fatalf("%s: body: %v", path, err)
+			}
+			return string(b)
+		}
+		if got := get("/leave"); got != "answer /leave" {
+			t.Fatalf("/leave answered %q", got)
+		}
+		w := <-left
+		if _, err := io.WriteString(w, "late"); !errors.Is(err, errResponseAfterHandler) {
+			t.Errorf("Write after the handler returned: %v, want %v", err, errResponseAfterHandler)
+		}
+		if err := http.NewResponseController(w).Flush(); !errors.Is(err, errResponseAfterHandler) {
+			t.Errorf("Flush after the handler returned: %v, want %v", err, errResponseAfterHandler)
+		}
+		w.(http.Flusher).Flush()
+		w.WriteHeader(http.StatusEarlyHints)
+		w.WriteHeader(http.StatusOK)
+		if _, err := w.(HTTPStreamer).HTTPStream(); !errors.Is(err, errResponseAfterHandler) {
+			t.Errorf("HTTPStream after the handler returned: %v, want %v", err, errResponseAfterHandler)
+		}
+		if got := get("/next"); got != "answer /next" {
+			t.Errorf("the next request got %q", got)
+		}
+	})
+}
