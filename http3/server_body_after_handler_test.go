@@ -47,21 +47,9 @@ func TestRequestBodyReadAfterHandler(t *testing.T) {
 		})}
 		addr, clientTLS := simServe(t, n, s)
 		tr := simTransport(t, n, clientTLS)
-		// post sends a body that stays open (the client keeps it), so
-		// the handler cannot have read it to its end.
 		post := func(path string, body io.Reader) string {
 			t.Helper()
-			req, _ := http.NewRequest(http.MethodPost, localhostURL(t, addr, path), body)
-			rsp, err := tr.RoundTrip(req)
-			if err != nil {
-				t.Fatalf("%s: %v", path, err)
-			}
-			b, err := io.ReadAll(rsp.Body)
-			rsp.Body.Close()
-			if err != nil {
-				t.Fatalf("%s: body: %v", path, err)
-			}
-			return string(b)
+			return roundTripString(t, tr, http.MethodPost, localhostURL(t, addr, path), body)
 		}
 		// openBody is a body that stays open, its first bytes sent when
 		// head is not empty.
@@ -114,17 +102,7 @@ func TestResponseWriterAfterHandler(t *testing.T) {
 		tr := simTransport(t, n, clientTLS)
 		get := func(path string) string {
 			t.Helper()
-			req, _ := http.NewRequest(http.MethodGet, localhostURL(t, addr, path), nil)
-			rsp, err := tr.RoundTrip(req)
-			if err != nil {
-				t.Fatalf("%s: %v", path, err)
-			}
-			b, err := io.ReadAll(rsp.Body)
-			rsp.Body.Close()
-			if err != nil {
-				t.Fatalf("%s: body: %v", path, err)
-			}
-			return string(b)
+			return roundTripString(t, tr, http.MethodGet, localhostURL(t, addr, path), nil)
 		}
 		if got := get("/leave"); got != "answer /leave" {
 			t.Fatalf("/leave answered %q", got)
@@ -146,4 +124,24 @@ func TestResponseWriterAfterHandler(t *testing.T) {
 			t.Errorf("the next request got %q", got)
 		}
 	})
+}
+
+// roundTripString sends one request with tr and returns the response
+// body; any error fails the test.
+func roundTripString(t *testing.T, tr *Transport, method, url string, body io.Reader) string {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	b, err := io.ReadAll(rsp.Body)
+	rsp.Body.Close()
+	if err != nil {
+		t.Fatalf("%s %s: body: %v", method, url, err)
+	}
+	return string(b)
 }

@@ -26,17 +26,7 @@ func TestRequestWithFINOnHeadersHasNoBody(t *testing.T) {
 		tr := simTransport(t, n, clientTLS)
 		do := func(method string, body io.Reader) string {
 			t.Helper()
-			req, _ := http.NewRequest(method, localhostURL(t, addr, "/"), body)
-			rsp, err := tr.RoundTrip(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := io.ReadAll(rsp.Body)
-			rsp.Body.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return string(b)
+			return roundTripString(t, tr, method, localhostURL(t, addr, "/"), body)
 		}
 		for _, tc := range []struct {
 			name   string
