@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	quicgohttp3 "github.com/quic-go/quic-go/http3"
 )
 
 // hardeningTree is traversalTree (links out of the root) plus dotfiles,
@@ -45,7 +43,7 @@ func hardeningTree(t *testing.T) string {
 func protocolClients(t *testing.T, ts *testServer) map[string]*http.Client {
 	h2, h1 := ts.clients(t)
 	ours := ts.h3Transport()
-	theirs := &quicgohttp3.Transport{TLSClientConfig: ts.h3TLS()}
+	theirs := ts.quicGoH3Transport()
 	t.Cleanup(func() { ours.Close(); theirs.Close() })
 	cs := map[string]*http.Client{"h1": h1, "h2": h2, "h3": {Transport: ours}, "h3-quic-go": {Transport: theirs}}
 	for _, c := range cs {

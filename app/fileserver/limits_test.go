@@ -9,7 +9,6 @@ import (
 	"time"
 
 	quicgo "github.com/quic-go/quic-go"
-	quicgohttp3 "github.com/quic-go/quic-go/http3"
 
 	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/quic"
@@ -146,7 +145,7 @@ func TestServeConnectionCap(t *testing.T) {
 		t.Fatalf("third client: %v, want CONNECTION_REFUSED from the server", err)
 	}
 	holders[0].Close()
-	tr := &quicgohttp3.Transport{TLSClientConfig: ts.h3TLS()}
+	tr := ts.quicGoH3Transport()
 	defer tr.Close()
 	eventually(t, func() error { // the server sees the close a moment later
 		resp, err := (&http.Client{Transport: tr}).Get(ts.URL())

@@ -22,6 +22,7 @@ import (
 	"github.com/turboretry/turboretry/app/fileserver"
 	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/internal/testutil"
+	"github.com/turboretry/turboretry/quic"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's goroutines.
@@ -103,6 +104,10 @@ const (
 
 var allClients = []string{clientH3, clientQuicGo, clientH2}
 
+// clientHandshakeTimeout is the HTTP/3 clients' QUIC handshake timeout:
+// the 5 s default was seen to expire under CI's load (89a5208).
+const clientHandshakeTimeout = 30 * time.Second
+
 // client returns an HTTP client of kind trusting the front's certificate,
 // closed when the test ends.
 func (f *front) client(t *testing.T, kind string) *http.Client {
@@ -111,7 +116,8 @@ func (f *front) client(t *testing.T, kind string) *http.Client {
 	var rt http.RoundTripper
 	switch kind {
 	case clientH3:
-		tr := &http3.Transport{TLSClientConfig: tlsConf, DisableCompression: true}
+		tr := &http3.Transport{TLSClientConfig: tlsConf, DisableCompression: true,
+			QUICConfig: &quic.Config{HandshakeIdleTimeout: clientHandshakeTimeout}}
 		t.Cleanup(func() { tr.Close() })
 		rt = tr
 	case clientQuicGo:
