@@ -12,12 +12,7 @@ import (
 // gone.
 func TestAcceptAnyStream(t *testing.T) {
 	simTest(t, simLink, func(t *testing.T, s *sim) {
-		tr := &Transport{Conn: s.socket(simServerAddr)}
-		t.Cleanup(func() { tr.Close() })
-		ln, err := tr.Listen(serverTLS(t), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ln := s.listen(nil)
 		c := s.dial(simClientAddr(1), ln.Addr(), nil)
 		bidi, err := c.OpenStream()
 		if err != nil {
@@ -59,12 +54,7 @@ func TestAcceptAnyStream(t *testing.T) {
 // never while none does.
 func TestNotifyAcceptable(t *testing.T) {
 	simTest(t, simLink, func(t *testing.T, s *sim) {
-		tr := &Transport{Conn: s.socket(simServerAddr)}
-		t.Cleanup(func() { tr.Close() })
-		ln, err := tr.Listen(serverTLS(t), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ln := s.listen(nil)
 		c := s.dial(simClientAddr(1), ln.Addr(), nil)
 		open := func() {
 			t.Helper()

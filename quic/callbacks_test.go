@@ -513,12 +513,7 @@ func TestWriteWithLimitFlowControlQuicGo(t *testing.T) {
 // hang under the lock).
 func TestNotifyCallbacksOutsideLock(t *testing.T) {
 	simTest(t, callbackLink, func(t *testing.T, s *sim) {
-		tr := &Transport{Conn: s.socket(simServerAddr)}
-		t.Cleanup(func() { tr.Close() })
-		ln, err := tr.Listen(serverTLS(t), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ln := s.listen(nil)
 		c := s.dial(simClientAddr(1), ln.Addr(), nil)
 		sc, err := ln.Accept(s.ctx())
 		if err != nil {

@@ -52,12 +52,7 @@ func TestCloseWithErrorFromCallbacks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			simTest(t, simLink, func(t *testing.T, s *sim) {
-				tr := &Transport{Conn: s.socket(simServerAddr)}
-				t.Cleanup(func() { tr.Close() })
-				ln, err := tr.Listen(serverTLS(t), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				ln := s.listen(nil)
 				c := s.dial(simClientAddr(1), ln.Addr(), nil)
 				str, sc, rs := openUniStream(t, s, c, ln)
 				returned := make(chan struct{})

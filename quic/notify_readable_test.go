@@ -10,12 +10,7 @@ import (
 // at once when data is there already; and for the FIN alone.
 func TestNotifyReadable(t *testing.T) {
 	simTest(t, simLink, func(t *testing.T, s *sim) {
-		tr := &Transport{Conn: s.socket(simServerAddr)}
-		t.Cleanup(func() { tr.Close() })
-		ln, err := tr.Listen(serverTLS(t), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ln := s.listen(nil)
 		c := s.dial(simClientAddr(1), ln.Addr(), nil)
 		str, err := c.OpenUniStream()
 		if err != nil {

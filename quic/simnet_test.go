@@ -134,6 +134,17 @@ func (s *sim) transport(addr netip.AddrPort) *Transport {
 	return tr
 }
 
+// listen returns a Listener with conf on a Transport at simServerAddr,
+// both closed when the test ends.
+func (s *sim) listen(conf *Config) *Listener {
+	s.t.Helper()
+	ln, err := s.transport(simServerAddr).Listen(serverTLS(s.t), conf)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return ln
+}
+
 // server starts an echo server at simServerAddr, until the test ends; tr,
 // if not nil, is the Transport to listen on (for its options), its Conn
 // filled in.
