@@ -588,11 +588,14 @@ func (c *Conn) signalClosedLocked(err error) {
 	if c.trace != nil {
 		c.trace.closed(err)
 	}
-	close(c.closedCh)
-	c.cancelCtx(err)
+	// The streams first: a goroutine woken by the connection's context
+	// (an HTTP handler's request context) must find its streams' contexts
+	// done too, not a Write that still buffers.
 	for _, s := range c.streams.all {
 		s.onConnClosed()
 	}
+	close(c.closedCh)
+	c.cancelCtx(err)
 }
 
 // destroyLocked closes the connection without sending anything.
