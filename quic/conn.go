@@ -588,14 +588,11 @@ func (c *Conn) signalClosedLocked(err error) {
 	if c.trace != nil {
 		c.trace.closed(err)
 	}
-	// The streams first: a goroutine woken by the connection's context
-	// (an HTTP handler's request context) must find its streams' contexts
-	// done too, not a Write that still buffers.
+	close(c.closedCh)
+	c.cancelCtx(err)
 	for _, s := range c.streams.all {
 		s.onConnClosed()
 	}
-	close(c.closedCh)
-	c.cancelCtx(err)
 }
 
 // destroyLocked closes the connection without sending anything.
