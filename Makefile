@@ -71,8 +71,21 @@ firmware:
 # and their tests build only with -tags eval, which keeps them and the plotting
 # library out of the default binary; the tests run with the tag, plus the
 # default build's own test that it answers them with how to build them.
+#
+# The abuse tests (integrationtests/abuse) measure benign clients' latency against an attack
+# on CPUs they pin, so they run alone, after the others: `go test` runs packages side by side,
+# and another package's load arriving between two rounds lands in the ratios (docs/abuse.md,
+# "A starved server"). ALONE is matched against `go list`'s import paths.
+ALONE ?= github.com/turboretry/turboretry/integrationtests/abuse
 unit:
-	$(GO) test -race -count=1 -tags eval $(PKGS)
+	@all="$$($(GO) list -tags eval $(PKGS))" || exit 1; \
+	rest="$$(echo "$$all" | grep -v -x -F '$(ALONE)' || true)"; \
+	if [ -n "$$rest" ]; then \
+		echo "$(GO) test -race -count=1 -tags eval $(PKGS), but $(ALONE)"; \
+		$(GO) test -race -count=1 -tags eval $$rest || exit 1; fi; \
+	if echo "$$all" | grep -q -x -F '$(ALONE)'; then \
+		echo "$(GO) test -race -count=1 -tags eval $(ALONE)"; \
+		$(GO) test -race -count=1 -tags eval $(ALONE) || exit 1; fi
 	$(GO) test -count=1 -run '^TestEvalUnavailable' ./cmd/turboretry/
 
 lint: fmt vet staticcheck deadcode
