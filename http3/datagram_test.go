@@ -325,3 +325,30 @@ func TestTakenOverStreamStaysActive(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestTakenOverStreamDatagramsEndWithConnection: a taken-over stream whose
+// send side its owner closed first still learns of the connection's close
+// in ReceiveDatagram (it must not wait for good once nothing can arrive).
+func TestTakenOverStreamDatagramsEndWithConnection(t *testing.T) {
+	checkGoroutines(t)
+	streams := make(chan *Stream, 1)
+	addr, clientTLS := ourDatagramServer(t, takeOverHandler(t, streams, false))
+	cc := dialOurClientConn(t, addr, clientTLS, &Transport{EnableDatagrams: true})
+	rs := openTunnel(t, cc, "localhost:"+addr[len("127.0.0.1:"):])
+	srv := <-streams
+	srv.Close() // the server's send side ends first, the connection still up
+	if _, err := rs.Read(make([]byte, 1)); err == nil {
+		t.Fatal("read data the server never sent")
+	}
+	testutil.WaitFor(t, "the server's send side to be seen ended", func() bool {
+		srv.ends.mu.Lock()
+		defer srv.ends.mu.Unlock()
+		return srv.ends.send
+	})
+	cc.CloseWithError(0, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := srv.ReceiveDatagram(ctx); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ReceiveDatagram after the connection closed: %v, want the close", err)
+	}
+}

@@ -215,6 +215,7 @@ type streamEnds struct {
 	mu         sync.Mutex
 	send, recv bool
 	onDone     func()
+	stopConn   func() bool // ends the wait for the connection's close
 }
 
 // datagrams returns the stream's datagram state; nil-safe.
@@ -241,10 +242,15 @@ func (e *streamEnds) end(recv bool, err error) {
 		e.send = true
 	}
 	var f func()
+	var stop func() bool
 	if e.send && e.recv {
 		f, e.onDone = e.onDone, nil
+		stop, e.stopConn = e.stopConn, nil
 	}
 	e.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	if f != nil {
 		f()
 	}
@@ -252,15 +258,17 @@ func (e *streamEnds) end(recv bool, err error) {
 
 // takeOver makes done run once both directions of str ended: the send
 // side when its context ends (Close, CancelWrite, the peer's
-// STOP_SENDING, the connection), the receive side through end.
+// STOP_SENDING, the connection), the receive side through end or the
+// connection's close. The two are watched apart: a send side that ended
+// before the connection closed must not leave the receive side (and
+// ReceiveDatagram) waiting for good, and neither may rely on which of the
+// two contexts the closing connection ends first.
 func (e *streamEnds) takeOver(str *quic.Stream, qc *quic.Conn, done func()) {
 	e.mu.Lock()
 	e.onDone = done
-	e.mu.Unlock()
-	context.AfterFunc(str.Context(), func() {
-		if err := qc.Context().Err(); err != nil {
-			e.end(true, fromQUICError(context.Cause(qc.Context())))
-		}
-		e.end(false, nil)
+	e.stopConn = context.AfterFunc(qc.Context(), func() {
+		e.end(true, fromQUICError(context.Cause(qc.Context())))
 	})
+	e.mu.Unlock()
+	context.AfterFunc(str.Context(), func() { e.end(false, nil) })
 }
