@@ -238,6 +238,18 @@ func (w *responseWriter) ReadFrom(r io.Reader) (int64, error) {
 // an eight-byte length.
 const maxDataFrameHeader = 9
 
+// sendSideErr is why the stream's send side is gone (STOP_SENDING, a
+// reset, the connection closed), or nil: a Write fails then, not when the
+// buffer fills. The connection is asked too: its context ends a moment
+// before its streams' (they are its children, as is the request's, which
+// can wake a handler in between).
+func (w *responseWriter) sendSideErr() error {
+	if err := context.Cause(w.str.Context()); err != nil {
+		return err
+	}
+	return context.Cause(w.sc.qc.Context())
+}
+
 // writeBody is Write of frame[room:]; frame[:room] is spare room in front
 // of the data where the DATA frame's header may be built.
 func (w *responseWriter) writeBody(frame []byte, room int) (int, error) {
@@ -250,9 +262,7 @@ func (w *responseWriter) writeBody(frame []byte, room int) (int, error) {
 	if w.bw == nil {
 		return 0, errResponseAfterHandler
 	}
-	if err := context.Cause(w.str.Context()); err != nil {
-		// The stream's send side is gone (STOP_SENDING, a reset, the
-		// connection closed): fail now, not when the buffer fills.
+	if err := w.sendSideErr(); err != nil {
 		return 0, fromQUICError(err)
 	}
 	if !w.wroteHeader {
