@@ -172,9 +172,9 @@ func TestEarlyData(t *testing.T) {
 			defer tr.Close()
 			dial := func() (*quic.Conn, *http3.ClientConn) {
 				t.Helper()
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), clientHandshakeTimeout)
 				defer cancel()
-				qc, err := quic.DialAddrEarly(ctx, relay.addr(), tlsConf, &quic.Config{})
+				qc, err := quic.DialAddrEarly(ctx, relay.addr(), tlsConf, &quic.Config{HandshakeIdleTimeout: clientHandshakeTimeout})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/internal/testutil"
+	"github.com/turboretry/turboretry/quic"
 )
 
 // rawCodec lets the test's gRPC service carry raw bytes, without
@@ -177,7 +178,8 @@ func grpcCall(t *testing.T, c *http.Client, f *front, method, msg string) grpcRe
 func TestGRPC(t *testing.T) {
 	checkNoLeak(t)
 	f := startFront(t, Config{Upstreams: []string{startGRPCUpstream(t)}}, nil)
-	c := &http.Client{Transport: &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: f.pool}}}
+	c := &http.Client{Transport: &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: f.pool},
+		QUICConfig: &quic.Config{HandshakeIdleTimeout: clientHandshakeTimeout}}}
 	defer closeClient(c)
 
 	r := grpcCall(t, c, f, "Echo", "hi")

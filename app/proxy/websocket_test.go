@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/turboretry/turboretry/http3"
+	"github.com/turboretry/turboretry/quic"
 )
 
 // startWebSocketUpstream serves a coder/websocket echo on /echo (with
@@ -112,7 +113,8 @@ func readServerFrame(r io.Reader) (op byte, payload []byte, err error) {
 // directions of the WebSocket.
 func dialH3WebSocket(t *testing.T, f *front, path string, header http.Header) (*http.Response, *io.PipeWriter) {
 	t.Helper()
-	tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: f.pool}}
+	tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: f.pool},
+		QUICConfig: &quic.Config{HandshakeIdleTimeout: clientHandshakeTimeout}}
 	t.Cleanup(func() { tr.Close() })
 	u, _ := url.Parse(f.URL())
 	u.Path = path

@@ -153,7 +153,9 @@ func clientUDP(t *testing.T, n *e2eNamespaces) (*net.UDPConn, error) {
 }
 
 // getDemo GETs the demo page from the client namespace on a fresh
-// connection with our HTTP/3 client (quicGo false) or quic-go's.
+// connection with our HTTP/3 client (quicGo false) or quic-go's; the
+// handshake may take up to the hang guard (the 5 s default was the
+// shortest bound left in the test, on a loaded machine).
 func getDemo(t *testing.T, n *e2eNamespaces, quicGo bool) {
 	t.Helper()
 	tlsConf := &tls.Config{InsecureSkipVerify: true}
@@ -161,6 +163,7 @@ func getDemo(t *testing.T, n *e2eNamespaces, quicGo bool) {
 	if quicGo {
 		tr := &quicgohttp3.Transport{
 			TLSClientConfig: tlsConf,
+			QUICConfig:      &quicgo.Config{HandshakeIdleTimeout: e2eGuard},
 			Dial: func(ctx context.Context, addr string, tc *tls.Config, conf *quicgo.Config) (*quicgo.Conn, error) {
 				udp, err := clientUDP(t, n)
 				if err != nil {
@@ -180,6 +183,7 @@ func getDemo(t *testing.T, n *e2eNamespaces, quicGo bool) {
 	} else {
 		tr := &http3.Transport{
 			TLSClientConfig: tlsConf,
+			QUICConfig:      &quic.Config{HandshakeIdleTimeout: e2eGuard},
 			Dial: func(ctx context.Context, addr string, tc *tls.Config, conf *quic.Config) (*quic.Conn, error) {
 				udp, err := clientUDP(t, n)
 				if err != nil {
