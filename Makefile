@@ -75,7 +75,7 @@ firmware:
 # The abuse tests (integrationtests/abuse) measure benign clients' latency against an attack
 # on CPUs they pin, so they run alone, after the others: `go test` runs packages side by side,
 # and another package's load arriving between two rounds lands in the ratios (docs/abuse.md,
-# "A starved server"). ALONE is matched against `go list`'s import paths.
+# "The pairs were not enough in CI"). ALONE is matched against `go list`'s import paths.
 ALONE ?= github.com/turboretry/turboretry/integrationtests/abuse
 unit:
 	@all="$$($(GO) list -tags eval $(PKGS))" || exit 1; \

@@ -131,7 +131,7 @@ func TestWriteFailsOnceConnectionClosed(t *testing.T) {
 		// The first Write fails: the request's context can end a moment
 		// before the stream's (both are the connection's children), so
 		// the writer asks the connection too; a small Write would
-		// otherwise only buffer (8 runs in 900 under -race before).
+		// otherwise only buffer (6 runs in 1 500 under -race before).
 		_, err := w.Write([]byte("x"))
 		writeErr <- err
 	}))
