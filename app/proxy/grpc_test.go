@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,9 +17,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/turboretry/turboretry/http3"
 	"github.com/turboretry/turboretry/internal/testutil"
-	"github.com/turboretry/turboretry/quic"
 )
 
 // rawCodec lets the test's gRPC service carry raw bytes, without
@@ -178,9 +175,7 @@ func grpcCall(t *testing.T, c *http.Client, f *front, method, msg string) grpcRe
 func TestGRPC(t *testing.T) {
 	checkNoLeak(t)
 	f := startFront(t, Config{Upstreams: []string{startGRPCUpstream(t)}}, nil)
-	c := &http.Client{Transport: &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: f.pool},
-		QUICConfig: &quic.Config{HandshakeIdleTimeout: clientHandshakeTimeout}}}
-	defer closeClient(c)
+	c := f.client(t, clientH3)
 
 	r := grpcCall(t, c, f, "Echo", "hi")
 	if r.status != "0" || !r.inTrailer || len(r.messages) != 1 || r.messages[0] != "echo:hi" {

@@ -116,10 +116,7 @@ func (f *front) client(t *testing.T, kind string) *http.Client {
 	var rt http.RoundTripper
 	switch kind {
 	case clientH3:
-		tr := &http3.Transport{TLSClientConfig: tlsConf, DisableCompression: true,
-			QUICConfig: &quic.Config{HandshakeIdleTimeout: clientHandshakeTimeout}}
-		t.Cleanup(func() { tr.Close() })
-		rt = tr
+		rt = ourH3Transport(t, tlsConf)
 	case clientQuicGo:
 		rt = quicGoTransport(t, tlsConf)
 	case clientH2:
@@ -135,6 +132,14 @@ func (f *front) client(t *testing.T, kind string) *http.Client {
 		t.Fatalf("unknown client %q", kind)
 	}
 	return &http.Client{Transport: rt}
+}
+
+// ourH3Transport is our HTTP/3 client, closed when the test ends.
+func ourH3Transport(t *testing.T, tlsConf *tls.Config) *http3.Transport {
+	tr := &http3.Transport{TLSClientConfig: tlsConf, DisableCompression: true,
+		QUICConfig: &quic.Config{HandshakeIdleTimeout: clientHandshakeTimeout}}
+	t.Cleanup(func() { tr.Close() })
+	return tr
 }
 
 // closeClient closes the connections of c.

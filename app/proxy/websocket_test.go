@@ -12,9 +12,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-
-	"github.com/turboretry/turboretry/http3"
-	"github.com/turboretry/turboretry/quic"
 )
 
 // startWebSocketUpstream serves a coder/websocket echo on /echo (with
@@ -113,9 +110,7 @@ func readServerFrame(r io.Reader) (op byte, payload []byte, err error) {
 // directions of the WebSocket.
 func dialH3WebSocket(t *testing.T, f *front, path string, header http.Header) (*http.Response, *io.PipeWriter) {
 	t.Helper()
-	tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: f.pool},
-		QUICConfig: &quic.Config{HandshakeIdleTimeout: clientHandshakeTimeout}}
-	t.Cleanup(func() { tr.Close() })
+	tr := ourH3Transport(t, &tls.Config{RootCAs: f.pool})
 	u, _ := url.Parse(f.URL())
 	u.Path = path
 	pr, pw := io.Pipe()
